@@ -1,0 +1,18 @@
+//! An emulated MANA (Microsoft Azure Network Adapter) virtual function.
+//!
+//! The device speaks the GDMA protocol that Linux's unmodified `mana` driver
+//! (drivers/net/ethernet/microsoft/mana) expects, and is served to QEMU over
+//! vfio-user (`vfio-user-pci`). It knows nothing about topologies or QEMU
+//! command lines.
+//!
+//! Layers:
+//! - [`config`]: the knobs a topology file's NIC section sets (MSI-X table size,
+//!   `max_msix`, queue limits, MAC).
+//! - [`interrupt`]: the [`interrupt::InterruptSink`] trait through which the
+//!   device raises MSI-X vectors (eventfds in production, a recorder in tests).
+//! - the device core: BAR0 registers, shared-memory channel (SMC), hardware
+//!   channel (HWC), GDMA and BNIC commands, queues, DMA through `vm-memory`.
+//! - the vfio-user shell: PCI config space, BARs, MSI-X eventfds, DMA maps.
+
+pub mod config;
+pub mod interrupt;

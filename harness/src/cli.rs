@@ -1,0 +1,39 @@
+//! The `manarig` command line (also reached as `cargo xtask …`).
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Exit code: the verdict passed.
+pub const EXIT_PASS: u8 = 0;
+/// Exit code: the verdict found a mismatch between the guest and the model.
+pub const EXIT_MISMATCH: u8 = 1;
+/// Exit code: the rig itself failed (setup, QEMU, device, guest panic, bad input).
+pub const EXIT_RIG_ERROR: u8 = 2;
+
+/// manarig: boot a real kernel on a described topology and check where the
+/// `mana` driver puts its MSI-X interrupts.
+#[derive(Debug, Parser)]
+#[command(name = "manarig", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {}
+
+/// Parse `args` (including argv\[0\]) and run the command.
+pub fn main_with_args<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { EXIT_RIG_ERROR } else { EXIT_PASS });
+        }
+    };
+    match cli.command {}
+}

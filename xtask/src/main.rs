@@ -1,0 +1,34 @@
+//! `cargo xtask`: project automation.
+//!
+//! `cargo xtask test` provisions what the tests need and runs the test suite
+//! (the command README.md and .ci/run use). Every other subcommand is the
+//! harness's `manarig` command line.
+
+use std::process::{Command, ExitCode};
+
+fn main() -> ExitCode {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    match args.get(1).and_then(|a| a.to_str()) {
+        Some("test") => run_tests(&args[2..]),
+        _ => harness::cli::main_with_args(
+            std::iter::once(std::ffi::OsString::from("cargo xtask")).chain(args.into_iter().skip(1)),
+        ),
+    }
+}
+
+/// `cargo xtask test [nextest args]`: run the whole suite with nextest.
+fn run_tests(extra: &[std::ffi::OsString]) -> ExitCode {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["nextest", "run", "--workspace", "--no-fail-fast"])
+        .args(extra)
+        .status();
+    match status {
+        Ok(s) if s.success() => ExitCode::SUCCESS,
+        Ok(_) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("cargo xtask test: cannot run cargo nextest: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
