@@ -14,5 +14,6 @@
 //!   channel (HWC), GDMA and BNIC commands, queues, DMA through `vm-memory`.
 //! - the vfio-user shell: PCI config space, BARs, MSI-X eventfds, DMA maps.
 
+pub mod bar;
 pub mod config;
 pub mod interrupt;
