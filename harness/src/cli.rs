@@ -20,7 +20,10 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-enum Command {}
+enum Command {
+    /// Print the IRQ table the kernel's algorithms predict for a topology file.
+    Expect(crate::model::ExpectArgs),
+}
 
 /// Parse `args` (including argv\[0\]) and run the command.
 pub fn main_with_args<I, T>(args: I) -> ExitCode
@@ -35,5 +38,7 @@ where
             return ExitCode::from(if e.use_stderr() { EXIT_RIG_ERROR } else { EXIT_PASS });
         }
     };
-    match cli.command {}
+    match cli.command {
+        Command::Expect(args) => crate::model::run_expect(&args),
+    }
 }

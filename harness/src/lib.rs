@@ -8,3 +8,6 @@
 //! Exit codes of every command: 0 pass, 1 verdict mismatch, 2 rig error.
 
 pub mod cli;
+pub mod cpulist;
+pub mod model;
+pub mod topology;

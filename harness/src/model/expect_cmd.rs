@@ -1,0 +1,63 @@
+//! `expect <topology file> --kernel <6.1|6.12|7.x> [--json]`: print the expected table.
+
+use super::kernel::KernelGen;
+use super::mana::expected_table;
+use crate::topology::Topology;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Arguments of `expect`.
+#[derive(Debug, clap::Args)]
+pub struct ExpectArgs {
+    /// Topology file (TOML), e.g. topologies/seed-002.toml.
+    pub topology: PathBuf,
+    /// Kernel generation: 6.1, 6.12 (6.8-6.16) or 7.x (also 7.3, 6.17+).
+    #[arg(long, value_parser = clap::value_parser!(KernelGenArg))]
+    pub kernel: KernelGenArg,
+    /// Print JSON instead of the text table.
+    #[arg(long)]
+    pub json: bool,
+    /// Model the machine as a QEMU guest numbers its CPUs (only differs for
+    /// `cpu_numbering = "linux-smt-outer"` files).
+    #[arg(long)]
+    pub qemu_numbering: bool,
+}
+
+/// [`KernelGen`] as a clap value.
+#[derive(Debug, Clone, Copy)]
+pub struct KernelGenArg(pub KernelGen);
+
+impl std::str::FromStr for KernelGenArg {
+    type Err = super::kernel::UnknownKernel;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        s.parse().map(Self)
+    }
+}
+
+/// Run `expect`: exit 0 with the table on stdout, or 2 with one error line on stderr.
+pub fn run_expect(args: &ExpectArgs) -> ExitCode {
+    let topo = match Topology::load(&args.topology) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(crate::cli::EXIT_RIG_ERROR);
+        }
+    };
+    let topo = if args.qemu_numbering { topo.to_qemu_numbering() } else { topo };
+    let table = expected_table(&topo, args.kernel.0);
+    let text = if args.json {
+        match serde_json::to_string_pretty(&table) {
+            Ok(s) => s + "\n",
+            Err(e) => {
+                eprintln!("error: cannot serialise the table: {e}");
+                return ExitCode::from(crate::cli::EXIT_RIG_ERROR);
+            }
+        }
+    } else {
+        table.to_text()
+    };
+    // A closed pipe (`| head`) is not an error worth a panic.
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    ExitCode::SUCCESS
+}

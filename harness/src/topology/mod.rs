@@ -1,0 +1,296 @@
+//! Topology files: one machine (CPU shape, NUMA nodes, SLIT, MANA NIC) plus where it
+//! comes from and what a rig run should conclude.
+//!
+//! Public API:
+//! - [`Topology::load`] / [`Topology::from_toml_str`] → a validated [`Topology`] or one
+//!   [`TopologyError`] (one line: `file: field: problem`);
+//! - accessors for the kernel's view: [`Topology::ncpu`], [`Topology::node_cpus`],
+//!   [`Topology::distance`], [`Topology::siblings`] (`topology_sibling_cpumask`),
+//!   [`Topology::core_of`], [`Topology::node_of`];
+//! - the CPU numbering bridge for the QEMU launcher: [`Topology::qemu_index`],
+//!   [`Topology::cpu_of_qemu_index`], [`Topology::qemu_node_cpus`], and
+//!   [`Topology::to_qemu_numbering`] (the machine as a QEMU guest numbers it, which is
+//!   what the guest kernel's algorithms see).
+//!
+//! The file format is documented with examples in `topologies/README.md`.
+
+mod error;
+mod file;
+mod numbering;
+mod validate;
+
+pub use error::{Problem, TopologyError};
+pub use file::{ExpectedVerdict, SourceKind};
+pub use numbering::{CpuLocation, CpuNumbering, CpuShape};
+
+use crate::cpulist::CpuMask;
+use serde::Serialize;
+use std::path::Path;
+
+/// Where a topology comes from.
+#[derive(Debug, Clone, Serialize)]
+pub struct Source {
+    /// Seed, public report, review or synthetic.
+    pub kind: SourceKind,
+    /// Seed number or report id (`002`, `R08`).
+    pub id: String,
+    /// What the source says, in our words.
+    pub wording: String,
+}
+
+/// One NUMA node.
+#[derive(Debug, Clone, Serialize)]
+pub struct Node {
+    /// Node id (position in the file).
+    pub id: u32,
+    /// Its CPUs, in the file's numbering; empty for a memory-only node.
+    pub cpus: CpuMask,
+    /// Its memory in MiB; 0 for a CPU-only node.
+    pub memory_mib: u64,
+}
+
+/// The emulated MANA NIC, with defaults resolved.
+#[derive(Debug, Clone, Serialize)]
+pub struct Nic {
+    /// PCI device node; `None` = NUMA_NO_NODE (`numa_node` reads -1 in the guest).
+    pub node: Option<u32>,
+    /// MSI-X table size (entries).
+    pub msix_table_size: u32,
+    /// `max_msix` reported by GDMA_QUERY_MAX_RESOURCES.
+    pub max_msix: u32,
+    /// `max_eq` = `max_cq` = `max_sq` = `max_rq` reported by GDMA_QUERY_MAX_RESOURCES.
+    pub max_queues: u32,
+    /// Whether `pci_msix_can_alloc_dyn()` is true (QEMU x86: yes).
+    pub dynamic_msix: bool,
+    /// vport 0's MAC address, if the file sets one.
+    pub mac: Option<[u8; 6]>,
+}
+
+/// What a rig run on this machine should conclude.
+#[derive(Debug, Clone, Serialize)]
+pub struct Expectation {
+    /// The expected verdict.
+    pub verdict: ExpectedVerdict,
+    /// Why (seed, report, kernel algorithm).
+    pub source: String,
+}
+
+/// A validated machine description. All CPUs are online at boot.
+#[derive(Debug, Clone, Serialize)]
+pub struct Topology {
+    name: String,
+    description: Option<String>,
+    source: Source,
+    numbering: CpuNumbering,
+    shape: CpuShape,
+    nodes: Vec<Node>,
+    /// `distances[i][j]`, always n×n (10/20 when the file has no SLIT).
+    distances: Vec<Vec<u32>>,
+    nic: Nic,
+    expect: Expectation,
+    slow: bool,
+    /// Node of each CPU id.
+    #[serde(skip)]
+    cpu_node: Vec<u32>,
+    /// `topology_sibling_cpumask()` of each CPU id.
+    #[serde(skip)]
+    siblings: Vec<CpuMask>,
+}
+
+fn syntax_error(path: &str, text: &str, e: &toml::de::Error) -> TopologyError {
+    let location = match e.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let col = before.len() - before.rfind('\n').map_or(0, |p| p + 1) + 1;
+            format!(":{line}:{col}")
+        }
+        None => String::new(),
+    };
+    let message = e.message().lines().collect::<Vec<_>>().join(" ");
+    TopologyError::Syntax { path: path.to_owned(), location, message }
+}
+
+impl Topology {
+    /// Read and validate a topology file.
+    ///
+    /// # Errors
+    /// [`TopologyError`]: unreadable file, TOML syntax/unknown field/type errors (with
+    /// `:line:column`), or the first invalid field.
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, TopologyError> {
+        let path = path.as_ref();
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| TopologyError::Read { path: shown.clone(), source })?;
+        Self::from_toml_str(&shown, &text)
+    }
+
+    /// Parse and validate topology TOML; `path` only names the origin in errors.
+    ///
+    /// # Errors
+    /// As [`Topology::load`], minus the read error.
+    pub fn from_toml_str(path: &str, text: &str) -> Result<Self, TopologyError> {
+        let parsed: file::TopologyFile = toml::from_str(text).map_err(|e| syntax_error(path, text, &e))?;
+        validate::validate(path, parsed)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn assemble(
+        name: String,
+        description: Option<String>,
+        source: file::SourceFile,
+        numbering: CpuNumbering,
+        shape: CpuShape,
+        nodes: Vec<Node>,
+        distances: Vec<Vec<u32>>,
+        nic: Nic,
+        expect: Expectation,
+        slow: bool,
+    ) -> Self {
+        let ncpu = shape.total_cpus();
+        let mut cpu_node = vec![0; ncpu as usize];
+        for n in &nodes {
+            for cpu in n.cpus.iter() {
+                cpu_node[cpu as usize] = n.id;
+            }
+        }
+        let siblings = (0..ncpu)
+            .map(|cpu| {
+                let loc = shape.location(numbering, cpu);
+                (0..shape.threads).map(|t| shape.cpu_id(numbering, CpuLocation { thread: t, ..loc })).collect()
+            })
+            .collect();
+        let source = Source { kind: source.kind, id: source.id, wording: source.wording };
+        Self { name, description, source, numbering, shape, nodes, distances, nic, expect, slow, cpu_node, siblings }
+    }
+
+    /// Machine name (`seed-002`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// Free-text description, if any.
+    pub fn description(&self) -> Option<&str> {
+        self.description.as_deref()
+    }
+    /// Where the machine comes from.
+    pub fn source(&self) -> &Source {
+        &self.source
+    }
+    /// The file's CPU numbering.
+    pub fn numbering(&self) -> CpuNumbering {
+        self.numbering
+    }
+    /// The `-smp` shape.
+    pub fn shape(&self) -> CpuShape {
+        self.shape
+    }
+    /// The NUMA nodes, node id = index.
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+    /// The NIC, defaults resolved.
+    pub fn nic(&self) -> &Nic {
+        &self.nic
+    }
+    /// The expected outcome.
+    pub fn expect(&self) -> &Expectation {
+        &self.expect
+    }
+    /// Whether a guest boot of this machine is slow (≥ 96 CPUs unless the file says).
+    pub fn slow(&self) -> bool {
+        self.slow
+    }
+
+    /// Number of CPUs (all online at boot; also `nr_cpu_ids`).
+    pub fn ncpu(&self) -> u32 {
+        self.shape.total_cpus()
+    }
+    /// All CPUs (`cpu_online_mask` after boot).
+    pub fn online(&self) -> CpuMask {
+        CpuMask::first_n(self.ncpu())
+    }
+    /// `cpumask_of_node(node)`: the node's CPUs (empty for a memory-only node or an
+    /// unknown id).
+    pub fn node_cpus(&self, node: u32) -> CpuMask {
+        self.nodes.get(node as usize).map(|n| n.cpus.clone()).unwrap_or_default()
+    }
+    /// `node_distance(a, b)` as the kernel sees it (SLIT, or 10/20 without one).
+    /// Unknown node ids give 20 (REMOTE_DISTANCE) like x86's `__node_distance()`.
+    pub fn distance(&self, a: u32, b: u32) -> u32 {
+        self.distances
+            .get(a as usize)
+            .and_then(|row| row.get(b as usize))
+            .copied()
+            .unwrap_or(if a == b { 10 } else { 20 })
+    }
+    /// The full distance matrix (n×n).
+    pub fn distances(&self) -> &[Vec<u32>] {
+        &self.distances
+    }
+    /// Node of a CPU (`cpu_to_node`); `None` for an id beyond the machine.
+    pub fn node_of(&self, cpu: u32) -> Option<u32> {
+        self.cpu_node.get(cpu as usize).copied()
+    }
+    /// `topology_sibling_cpumask(cpu)`: the CPU's SMT sibling group (itself included);
+    /// empty for an id beyond the machine.
+    pub fn siblings(&self, cpu: u32) -> &CpuMask {
+        static EMPTY: CpuMask = CpuMask::new();
+        self.siblings.get(cpu as usize).unwrap_or(&EMPTY)
+    }
+    /// Physical core id of a CPU (`(socket * dies + die) * cores + core`), as the seeds'
+    /// "Cores" column counts them.
+    pub fn core_of(&self, cpu: u32) -> u32 {
+        self.shape.global_core(self.shape.location(self.numbering, cpu))
+    }
+    /// Socket/die/core/thread of a CPU id (`cpu < ncpu()`).
+    pub fn location(&self, cpu: u32) -> CpuLocation {
+        self.shape.location(self.numbering, cpu)
+    }
+
+    /// QEMU cpu index of a file CPU id (`cpu < ncpu()`); identity for `qemu` numbering.
+    pub fn qemu_index(&self, cpu: u32) -> u32 {
+        self.shape.qemu_index(self.location(cpu))
+    }
+    /// File CPU id of a QEMU cpu index (= the guest's Linux CPU id), `idx < ncpu()`.
+    pub fn cpu_of_qemu_index(&self, idx: u32) -> u32 {
+        self.shape.cpu_id(self.numbering, self.shape.location_of_qemu_index(idx))
+    }
+    /// A node's CPUs as QEMU cpu indices (for `-numa node,cpus=`).
+    pub fn qemu_node_cpus(&self, node: u32) -> CpuMask {
+        self.node_cpus(node).iter().map(|c| self.qemu_index(c)).collect()
+    }
+
+    /// The same machine numbered as a QEMU guest numbers it (Linux CPU id = QEMU cpu
+    /// index). Identity for `qemu` numbering. The guest kernel's spreading algorithms walk
+    /// CPU ids in ascending order, so for a `linux-smt-outer` file the guest's expected
+    /// table is `expected_table(&topo.to_qemu_numbering(), …)`, not the file's.
+    pub fn to_qemu_numbering(&self) -> Self {
+        if self.numbering == CpuNumbering::Qemu {
+            return self.clone();
+        }
+        let nodes = self
+            .nodes
+            .iter()
+            .map(|n| Node { id: n.id, cpus: self.qemu_node_cpus(n.id), memory_mib: n.memory_mib })
+            .collect();
+        let source = file::SourceFile {
+            kind: self.source.kind,
+            id: self.source.id.clone(),
+            wording: self.source.wording.clone(),
+        };
+        Self::assemble(
+            self.name.clone(),
+            self.description.clone(),
+            source,
+            CpuNumbering::Qemu,
+            self.shape,
+            nodes,
+            self.distances.clone(),
+            self.nic.clone(),
+            self.expect.clone(),
+            self.slow,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests;

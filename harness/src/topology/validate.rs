@@ -1,0 +1,228 @@
+//! Validation: [`TopologyFile`] → [`Topology`], stopping at the first problem.
+//!
+//! Checks, in order: name; `[cpus]` counts (≥ 1, ≤ 8192 CPUs); nodes (cpulist syntax,
+//! CPUs within the shape, no overlap, none missing, not empty, some memory, SMT sibling
+//! groups within one node); the SLIT (square, diagonal 10, others 11..=255, symmetric);
+//! the NIC (node exists or `"none"`, MSI-X table 1..=2048, `max_msix` ≥ 1,
+//! `max_queues` ≥ 1, MAC syntax).
+
+use super::error::{Problem, TopologyError};
+use super::file::{NicNodeFile, TopologyFile};
+use super::numbering::{CpuNumbering, CpuShape};
+use super::{Expectation, Nic, Node, Topology};
+use crate::cpulist::{CpuMask, MAX_CPUS};
+
+/// PCI MSI-X tables hold at most 2048 entries (Table Size field is 11 bits).
+const MSIX_TABLE_MAX: u32 = 2048;
+/// MANA_MAX_NUM_QUEUES in include/net/mana/gdma.h (all three kernels).
+pub(crate) const MANA_MAX_NUM_QUEUES: u32 = 64;
+/// Boots with this many CPUs or more are marked slow by default.
+const SLOW_FROM_CPUS: u32 = 96;
+
+struct Ctx<'a> {
+    path: &'a str,
+}
+
+impl Ctx<'_> {
+    fn err(&self, field: impl Into<String>, problem: Problem) -> TopologyError {
+        TopologyError::Invalid { path: self.path.to_owned(), field: field.into(), problem }
+    }
+}
+
+/// Validate a parsed file. `path` is only used in error messages.
+pub(super) fn validate(path: &str, file: TopologyFile) -> Result<Topology, TopologyError> {
+    let ctx = Ctx { path };
+    if file.name.trim().is_empty() {
+        return Err(ctx.err("name", Problem::Empty));
+    }
+    let shape = shape(&ctx, &file)?;
+    let numbering = file.cpu_numbering;
+    let nodes = nodes(&ctx, &file, shape)?;
+    check_siblings(&ctx, &nodes, shape, numbering)?;
+    let distances = distances(&ctx, &file, nodes.len())?;
+    let ncpu = shape.total_cpus();
+    let nic = nic(&ctx, &file, nodes.len(), ncpu)?;
+    Ok(Topology::assemble(
+        file.name,
+        file.description,
+        file.source,
+        numbering,
+        shape,
+        nodes,
+        distances,
+        nic,
+        Expectation { verdict: file.expect.verdict, source: file.expect.source },
+        file.slow.unwrap_or(ncpu >= SLOW_FROM_CPUS),
+    ))
+}
+
+fn shape(ctx: &Ctx<'_>, file: &TopologyFile) -> Result<CpuShape, TopologyError> {
+    let c = &file.cpus;
+    for (field, v) in [("sockets", c.sockets), ("dies", c.dies), ("cores", c.cores), ("threads", c.threads)] {
+        if v == 0 {
+            return Err(ctx.err(format!("cpus.{field}"), Problem::Zero));
+        }
+    }
+    let total = u64::from(c.sockets) * u64::from(c.dies) * u64::from(c.cores) * u64::from(c.threads);
+    if total > u64::from(MAX_CPUS) {
+        return Err(ctx.err("cpus", Problem::TooManyCpus { total, max: MAX_CPUS }));
+    }
+    Ok(CpuShape { sockets: c.sockets, dies: c.dies, cores: c.cores, threads: c.threads })
+}
+
+fn plural(n: u32, word: &str) -> String {
+    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
+}
+
+fn nodes(ctx: &Ctx<'_>, file: &TopologyFile, shape: CpuShape) -> Result<Vec<Node>, TopologyError> {
+    if file.numa.nodes.is_empty() {
+        return Err(ctx.err("numa.nodes", Problem::NoNodes));
+    }
+    let total = shape.total_cpus();
+    let all = CpuMask::first_n(total);
+    let mut nodes: Vec<Node> = Vec::with_capacity(file.numa.nodes.len());
+    for (i, n) in file.numa.nodes.iter().enumerate() {
+        let field = format!("numa.nodes[{i}].cpus");
+        let cpus = CpuMask::parse_cpulist(&n.cpus).map_err(|e| ctx.err(&field, Problem::Cpulist(e)))?;
+        let beyond = cpus.andnot(&all);
+        if !beyond.is_empty() {
+            let shape_text = format!(
+                "{} × {} × {} × {}",
+                plural(shape.sockets, "socket"),
+                plural(shape.dies, "die"),
+                plural(shape.cores, "core"),
+                plural(shape.threads, "thread")
+            );
+            return Err(ctx.err(field, Problem::CpusBeyond { cpus: beyond, total, shape: shape_text }));
+        }
+        if let Some((other, shared)) =
+            nodes.iter().enumerate().map(|(j, o)| (j, o.cpus.and(&cpus))).find(|(_, s)| !s.is_empty())
+        {
+            return Err(ctx.err(field, Problem::Overlap { cpus: shared, other }));
+        }
+        if cpus.is_empty() && n.memory_mib == 0 {
+            return Err(ctx.err(format!("numa.nodes[{i}]"), Problem::EmptyNode));
+        }
+        nodes.push(Node { id: i as u32, cpus, memory_mib: n.memory_mib });
+    }
+    let assigned = nodes.iter().fold(CpuMask::new(), |acc, n| acc.or(&n.cpus));
+    let missing = all.andnot(&assigned);
+    if !missing.is_empty() {
+        return Err(ctx.err("numa.nodes", Problem::Missing { cpus: missing }));
+    }
+    if nodes.iter().all(|n| n.memory_mib == 0) {
+        return Err(ctx.err("numa.nodes", Problem::NoMemory));
+    }
+    Ok(nodes)
+}
+
+fn check_siblings(
+    ctx: &Ctx<'_>,
+    nodes: &[Node],
+    shape: CpuShape,
+    numbering: CpuNumbering,
+) -> Result<(), TopologyError> {
+    let node_of = |cpu: u32| nodes.iter().position(|n| n.cpus.contains(cpu)).unwrap_or(usize::MAX);
+    for (i, node) in nodes.iter().enumerate() {
+        for cpu in node.cpus.iter() {
+            let loc = shape.location(numbering, cpu);
+            for t in 0..shape.threads {
+                let sibling = shape.cpu_id(numbering, super::numbering::CpuLocation { thread: t, ..loc });
+                let sibling_node = node_of(sibling);
+                if sibling_node != i {
+                    return Err(ctx.err(
+                        format!("numa.nodes[{i}].cpus"),
+                        Problem::SiblingSplit { cpu, node: i, sibling, sibling_node },
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn distances(ctx: &Ctx<'_>, file: &TopologyFile, n: usize) -> Result<Vec<Vec<u32>>, TopologyError> {
+    let Some(rows) = &file.numa.distances else {
+        // No SLIT: node_distance() is 10 on the diagonal, 20 elsewhere (arch/x86/mm/numa.c).
+        return Ok((0..n).map(|i| (0..n).map(|j| if i == j { 10 } else { 20 }).collect()).collect());
+    };
+    if rows.len() != n {
+        return Err(ctx.err("numa.distances", Problem::Rows { rows: rows.len(), nodes: n }));
+    }
+    for (i, row) in rows.iter().enumerate() {
+        if row.len() != n {
+            return Err(ctx.err(format!("numa.distances[{i}]"), Problem::RowLength { len: row.len(), nodes: n }));
+        }
+        for (j, &value) in row.iter().enumerate() {
+            let field = format!("numa.distances[{i}][{j}]");
+            if i == j && value != 10 {
+                return Err(ctx.err(field, Problem::LocalDistance { value }));
+            }
+            if i != j && !(11..=255).contains(&value) {
+                return Err(ctx.err(field, Problem::RemoteDistance { value }));
+            }
+        }
+    }
+    for (i, row) in rows.iter().enumerate() {
+        for (j, &value) in row.iter().enumerate() {
+            let reverse = rows[j][i];
+            if value != reverse {
+                return Err(ctx.err(format!("numa.distances[{i}][{j}]"), Problem::Asymmetric { value, reverse }));
+            }
+        }
+    }
+    // Range-checked above: every value is 10..=255.
+    Ok(rows.iter().map(|r| r.iter().map(|&v| v as u32).collect()).collect())
+}
+
+fn nic(ctx: &Ctx<'_>, file: &TopologyFile, nnodes: usize, ncpu: u32) -> Result<Nic, TopologyError> {
+    let f = &file.nic;
+    let node = match &f.numa_node {
+        NicNodeFile::Id(id) if (0..nnodes as i64).contains(id) => Some(*id as u32),
+        NicNodeFile::Id(id) => {
+            return Err(ctx.err("nic.numa_node", Problem::NoSuchNode { node: *id, last: nnodes - 1 }))
+        }
+        NicNodeFile::Name(s) if s == "none" => None,
+        NicNodeFile::Name(s) => return Err(ctx.err("nic.numa_node", Problem::NodeName { value: s.clone() })),
+    };
+    let table = f.msix_table_size.unwrap_or(ncpu.min(MANA_MAX_NUM_QUEUES) + 1);
+    if !(1..=MSIX_TABLE_MAX).contains(&table) {
+        let problem = Problem::Range { value: table.into(), min: 1, max: MSIX_TABLE_MAX.into() };
+        return Err(ctx.err("nic.msix_table_size", problem));
+    }
+    let max_msix = f.max_msix.unwrap_or(table);
+    if max_msix == 0 {
+        return Err(ctx.err("nic.max_msix", Problem::Zero));
+    }
+    let max_queues = f.max_queues.unwrap_or(MANA_MAX_NUM_QUEUES);
+    if max_queues == 0 {
+        return Err(ctx.err("nic.max_queues", Problem::Zero));
+    }
+    let mac = match &f.mac {
+        None => None,
+        Some(s) => Some(parse_mac(s).ok_or_else(|| ctx.err("nic.mac", Problem::Mac { value: s.clone() }))?),
+    };
+    Ok(Nic {
+        node,
+        msix_table_size: table,
+        max_msix,
+        max_queues,
+        dynamic_msix: f.dynamic_msix.unwrap_or(true),
+        mac,
+    })
+}
+
+fn parse_mac(s: &str) -> Option<[u8; 6]> {
+    let parts: Vec<&str> = s.split(':').collect();
+    if parts.len() != 6 {
+        return None;
+    }
+    let mut mac = [0u8; 6];
+    for (b, p) in mac.iter_mut().zip(parts) {
+        if p.len() != 2 {
+            return None;
+        }
+        *b = u8::from_str_radix(p, 16).ok()?;
+    }
+    Some(mac)
+}
