@@ -75,20 +75,27 @@ pub struct Expectation {
     pub source: String,
 }
 
+/// What a topology file declares, validated (see [`Topology`] for the derived parts).
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Spec {
+    pub(crate) name: String,
+    pub(crate) description: Option<String>,
+    pub(crate) source: Source,
+    pub(crate) numbering: CpuNumbering,
+    pub(crate) shape: CpuShape,
+    pub(crate) nodes: Vec<Node>,
+    /// `distances[i][j]`, always n×n (10/20 when the file has no SLIT).
+    pub(crate) distances: Vec<Vec<u32>>,
+    pub(crate) nic: Nic,
+    pub(crate) expect: Expectation,
+    pub(crate) slow: bool,
+}
+
 /// A validated machine description. All CPUs are online at boot.
 #[derive(Debug, Clone, Serialize)]
 pub struct Topology {
-    name: String,
-    description: Option<String>,
-    source: Source,
-    numbering: CpuNumbering,
-    shape: CpuShape,
-    nodes: Vec<Node>,
-    /// `distances[i][j]`, always n×n (10/20 when the file has no SLIT).
-    distances: Vec<Vec<u32>>,
-    nic: Nic,
-    expect: Expectation,
-    slow: bool,
+    #[serde(flatten)]
+    spec: Spec,
     /// Node of each CPU id.
     #[serde(skip)]
     cpu_node: Vec<u32>,
@@ -133,22 +140,11 @@ impl Topology {
         validate::validate(path, parsed)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn assemble(
-        name: String,
-        description: Option<String>,
-        source: file::SourceFile,
-        numbering: CpuNumbering,
-        shape: CpuShape,
-        nodes: Vec<Node>,
-        distances: Vec<Vec<u32>>,
-        nic: Nic,
-        expect: Expectation,
-        slow: bool,
-    ) -> Self {
+    fn assemble(spec: Spec) -> Self {
+        let (shape, numbering) = (spec.shape, spec.numbering);
         let ncpu = shape.total_cpus();
         let mut cpu_node = vec![0; ncpu as usize];
-        for n in &nodes {
+        for n in &spec.nodes {
             for cpu in n.cpus.iter() {
                 cpu_node[cpu as usize] = n.id;
             }
@@ -159,50 +155,49 @@ impl Topology {
                 (0..shape.threads).map(|t| shape.cpu_id(numbering, CpuLocation { thread: t, ..loc })).collect()
             })
             .collect();
-        let source = Source { kind: source.kind, id: source.id, wording: source.wording };
-        Self { name, description, source, numbering, shape, nodes, distances, nic, expect, slow, cpu_node, siblings }
+        Self { spec, cpu_node, siblings }
     }
 
     /// Machine name (`seed-002`).
     pub fn name(&self) -> &str {
-        &self.name
+        &self.spec.name
     }
     /// Free-text description, if any.
     pub fn description(&self) -> Option<&str> {
-        self.description.as_deref()
+        self.spec.description.as_deref()
     }
     /// Where the machine comes from.
     pub fn source(&self) -> &Source {
-        &self.source
+        &self.spec.source
     }
     /// The file's CPU numbering.
     pub fn numbering(&self) -> CpuNumbering {
-        self.numbering
+        self.spec.numbering
     }
     /// The `-smp` shape.
     pub fn shape(&self) -> CpuShape {
-        self.shape
+        self.spec.shape
     }
     /// The NUMA nodes, node id = index.
     pub fn nodes(&self) -> &[Node] {
-        &self.nodes
+        &self.spec.nodes
     }
     /// The NIC, defaults resolved.
     pub fn nic(&self) -> &Nic {
-        &self.nic
+        &self.spec.nic
     }
     /// The expected outcome.
     pub fn expect(&self) -> &Expectation {
-        &self.expect
+        &self.spec.expect
     }
     /// Whether a guest boot of this machine is slow (≥ 96 CPUs unless the file says).
     pub fn slow(&self) -> bool {
-        self.slow
+        self.spec.slow
     }
 
     /// Number of CPUs (all online at boot; also `nr_cpu_ids`).
     pub fn ncpu(&self) -> u32 {
-        self.shape.total_cpus()
+        self.spec.shape.total_cpus()
     }
     /// All CPUs (`cpu_online_mask` after boot).
     pub fn online(&self) -> CpuMask {
@@ -211,12 +206,12 @@ impl Topology {
     /// `cpumask_of_node(node)`: the node's CPUs (empty for a memory-only node or an
     /// unknown id).
     pub fn node_cpus(&self, node: u32) -> CpuMask {
-        self.nodes.get(node as usize).map(|n| n.cpus.clone()).unwrap_or_default()
+        self.spec.nodes.get(node as usize).map(|n| n.cpus.clone()).unwrap_or_default()
     }
     /// `node_distance(a, b)` as the kernel sees it (SLIT, or 10/20 without one).
     /// Unknown node ids give 20 (REMOTE_DISTANCE) like x86's `__node_distance()`.
     pub fn distance(&self, a: u32, b: u32) -> u32 {
-        self.distances
+        self.spec.distances
             .get(a as usize)
             .and_then(|row| row.get(b as usize))
             .copied()
@@ -224,7 +219,7 @@ impl Topology {
     }
     /// The full distance matrix (n×n).
     pub fn distances(&self) -> &[Vec<u32>] {
-        &self.distances
+        &self.spec.distances
     }
     /// Node of a CPU (`cpu_to_node`); `None` for an id beyond the machine.
     pub fn node_of(&self, cpu: u32) -> Option<u32> {
@@ -239,20 +234,20 @@ impl Topology {
     /// Physical core id of a CPU (`(socket * dies + die) * cores + core`), as the seeds'
     /// "Cores" column counts them.
     pub fn core_of(&self, cpu: u32) -> u32 {
-        self.shape.global_core(self.shape.location(self.numbering, cpu))
+        self.spec.shape.global_core(self.spec.shape.location(self.spec.numbering, cpu))
     }
     /// Socket/die/core/thread of a CPU id (`cpu < ncpu()`).
     pub fn location(&self, cpu: u32) -> CpuLocation {
-        self.shape.location(self.numbering, cpu)
+        self.spec.shape.location(self.spec.numbering, cpu)
     }
 
     /// QEMU cpu index of a file CPU id (`cpu < ncpu()`); identity for `qemu` numbering.
     pub fn qemu_index(&self, cpu: u32) -> u32 {
-        self.shape.qemu_index(self.location(cpu))
+        self.spec.shape.qemu_index(self.location(cpu))
     }
     /// File CPU id of a QEMU cpu index (= the guest's Linux CPU id), `idx < ncpu()`.
     pub fn cpu_of_qemu_index(&self, idx: u32) -> u32 {
-        self.shape.cpu_id(self.numbering, self.shape.location_of_qemu_index(idx))
+        self.spec.shape.cpu_id(self.spec.numbering, self.spec.shape.location_of_qemu_index(idx))
     }
     /// A node's CPUs as QEMU cpu indices (for `-numa node,cpus=`).
     pub fn qemu_node_cpus(&self, node: u32) -> CpuMask {
@@ -264,31 +259,16 @@ impl Topology {
     /// CPU ids in ascending order, so for a `linux-smt-outer` file the guest's expected
     /// table is `expected_table(&topo.to_qemu_numbering(), …)`, not the file's.
     pub fn to_qemu_numbering(&self) -> Self {
-        if self.numbering == CpuNumbering::Qemu {
+        if self.spec.numbering == CpuNumbering::Qemu {
             return self.clone();
         }
         let nodes = self
+            .spec
             .nodes
             .iter()
             .map(|n| Node { id: n.id, cpus: self.qemu_node_cpus(n.id), memory_mib: n.memory_mib })
             .collect();
-        let source = file::SourceFile {
-            kind: self.source.kind,
-            id: self.source.id.clone(),
-            wording: self.source.wording.clone(),
-        };
-        Self::assemble(
-            self.name.clone(),
-            self.description.clone(),
-            source,
-            CpuNumbering::Qemu,
-            self.shape,
-            nodes,
-            self.distances.clone(),
-            self.nic.clone(),
-            self.expect.clone(),
-            self.slow,
-        )
+        Self::assemble(Spec { numbering: CpuNumbering::Qemu, nodes, ..self.spec.clone() })
     }
 }
 

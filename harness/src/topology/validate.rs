@@ -9,7 +9,7 @@
 use super::error::{Problem, TopologyError};
 use super::file::{NicNodeFile, TopologyFile};
 use super::numbering::{CpuNumbering, CpuShape};
-use super::{Expectation, Nic, Node, Topology};
+use super::{Expectation, Nic, Node, Source, Spec, Topology};
 use crate::cpulist::{CpuMask, MAX_CPUS};
 
 /// PCI MSI-X tables hold at most 2048 entries (Table Size field is 11 bits).
@@ -42,18 +42,18 @@ pub(super) fn validate(path: &str, file: TopologyFile) -> Result<Topology, Topol
     let distances = distances(&ctx, &file, nodes.len())?;
     let ncpu = shape.total_cpus();
     let nic = nic(&ctx, &file, nodes.len(), ncpu)?;
-    Ok(Topology::assemble(
-        file.name,
-        file.description,
-        file.source,
+    Ok(Topology::assemble(Spec {
+        name: file.name,
+        description: file.description,
+        source: Source { kind: file.source.kind, id: file.source.id, wording: file.source.wording },
         numbering,
         shape,
         nodes,
         distances,
         nic,
-        Expectation { verdict: file.expect.verdict, source: file.expect.source },
-        file.slow.unwrap_or(ncpu >= SLOW_FROM_CPUS),
-    ))
+        expect: Expectation { verdict: file.expect.verdict, source: file.expect.source },
+        slow: file.slow.unwrap_or(ncpu >= SLOW_FROM_CPUS),
+    }))
 }
 
 fn shape(ctx: &Ctx<'_>, file: &TopologyFile) -> Result<CpuShape, TopologyError> {
