@@ -1,8 +1,9 @@
 //! `cargo xtask`: project automation.
 //!
 //! `cargo xtask test` provisions what the tests need and runs the test suite
-//! (the command README.md and .ci/run use). Every other subcommand is the
-//! harness's `manarig` command line.
+//! (the command README.md and .ci/run use). `cargo xtask bench` runs the
+//! benchmarks (release build). Every other subcommand is the harness's
+//! `manarig` command line.
 
 use std::process::{Command, ExitCode};
 
@@ -10,6 +11,7 @@ fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     match args.get(1).and_then(|a| a.to_str()) {
         Some("test") => run_tests(&args[2..]),
+        Some("bench") => run_benches(&args[2..]),
         _ => harness::cli::main_with_args(
             std::iter::once(std::ffi::OsString::from("cargo xtask")).chain(args.into_iter().skip(1)),
         ),
@@ -30,5 +32,37 @@ fn run_tests(extra: &[std::ffi::OsString]) -> ExitCode {
             eprintln!("cargo xtask test: cannot run cargo nextest: {e}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// Benchmarks `cargo xtask bench` runs, in order: (package, bench target, what it measures).
+/// Add a row for each new measurement (e.g. guest boot timings).
+const BENCHES: &[(&str, &str, &str)] =
+    &[("harness", "model", "expected IRQ table for the 256-CPU 16-node machine (budget 10 ms)")];
+
+/// `cargo xtask bench [args]`: run every benchmark in [`BENCHES`] with `cargo bench`
+/// (optimised build), passing `args` to each (the model bench takes a run count).
+fn run_benches(extra: &[std::ffi::OsString]) -> ExitCode {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut failed = false;
+    for (package, bench, what) in BENCHES {
+        println!("== {package}/{bench}: {what}");
+        let status = Command::new(&cargo)
+            .args(["bench", "--quiet", "-p", package, "--bench", bench, "--"])
+            .args(extra)
+            .status();
+        match status {
+            Ok(s) if s.success() => {}
+            Ok(_) => failed = true,
+            Err(e) => {
+                eprintln!("cargo xtask bench: cannot run cargo bench: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
     }
 }
