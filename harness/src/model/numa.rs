@@ -183,7 +183,7 @@ impl NumaLevels {
     /// CPU node with the smallest `node_distance(node, n)`, ties to the lowest id; the
     /// node itself if there is no CPU node at all.
     ///
-    /// Models mm/mempolicy.c `numa_nearest_node()` (Linux 6.6–7.x).
+    /// Models mm/mempolicy.c `numa_nearest_node()` (Debian 6.12.117 and 7.3.4 read).
     pub fn nearest_cpu_node(&self, node: u32) -> u32 {
         if !self.node_cpus(node).is_empty() {
             return node;

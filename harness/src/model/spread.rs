@@ -53,7 +53,7 @@ pub fn local_spread_order(numa: &NumaLevels, node: Option<u32>) -> Vec<u32> {
 ///
 /// Models lib/cpumask.c `cpumask_local_spread()` → kernel/sched/topology.c
 /// `sched_numa_find_nth_cpu(cpu_online_mask, i, node)` (Linux 6.3–7.x; the
-/// `numa_nearest_node()` remap of CPU-less nodes since 6.7): `i %= num_online_cpus()`;
+/// `numa_nearest_node()` remap of CPU-less nodes is in Debian 6.12.117 and 7.3.4): `i %= num_online_cpus()`;
 /// NUMA_NO_NODE → the i-th online CPU; otherwise the i-th entry of
 /// [`local_spread_order`]. `None` stands for the kernel's `nr_cpu_ids` result (no
 /// masks after an invalid distance; the kernel WARNs).
@@ -116,7 +116,7 @@ mod tests {
     }
 
     #[test]
-    fn cpu_less_node_uses_the_nearest_cpu_node_from_6_7() {
+    fn cpu_less_node_uses_the_nearest_cpu_node() {
         // R15 (inferred): a device on memory-only node 2 spreads from node 0 (distance 17).
         let cpus: Vec<CpuMask> = ["0-3", "4-7", "", ""].iter().map(|c| c.parse().expect("cpulist")).collect();
         let d = vec![vec![10, 21, 17, 28], vec![21, 10, 28, 17], vec![17, 28, 10, 28], vec![28, 17, 28, 10]];
