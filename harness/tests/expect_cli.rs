@@ -1,0 +1,51 @@
+//! `manarig expect` (= `cargo xtask expect`) end to end: output and exit codes.
+
+use std::process::Command;
+
+fn manarig(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_manarig"))
+        .args(args)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .output()
+        .expect("run manarig");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn expect_prints_seed_002_table() {
+    // Seed 002 on 6.12: HWC on CPU 0, then the commit message's table (MSI-X 1..8).
+    let (code, out, err) = manarig(&["expect", "topologies/seed-002.toml", "--kernel", "6.12"]);
+    assert_eq!(code, 0, "{err}");
+    let rows: Vec<Vec<&str>> =
+        out.lines().filter(|l| !l.starts_with('#')).skip(1).map(|l| l.split_whitespace().collect()).collect();
+    let cpus: Vec<&str> = rows.iter().map(|r| r[5]).collect();
+    assert_eq!(cpus, ["0", "0-1", "2-3", "0-1", "2-3", "4-5", "6-7", "4-5", "6-7"]);
+    assert_eq!(rows[1][..3], ["0", "1", "mana_q0"]);
+}
+
+#[test]
+fn expect_json_is_machine_readable() {
+    let (code, out, err) = manarig(&["expect", "topologies/r05-dyn-skip.toml", "--kernel", "7.3", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    // R05: HWC on {0,1}, first queue vector on {2,3}.
+    assert_eq!(v["vectors"][0]["smp_affinity_list"], "0-1");
+    assert_eq!(v["vectors"][1]["smp_affinity_list"], "2-3");
+    assert_eq!(v["vectors"][1]["name"], "mana_msi1@pci:{bdf}");
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line() {
+    let (code, out, err) = manarig(&["expect", "topologies/does-not-exist.toml", "--kernel", "6.12"]);
+    assert_eq!(code, 2);
+    assert!(out.is_empty());
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("error: topologies/does-not-exist.toml: cannot read"), "{err}");
+    let (code, _, err) = manarig(&["expect", "topologies/seed-002.toml", "--kernel", "5.4"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("\"5.4\" is not modelled"), "{err}");
+}
