@@ -1,6 +1,10 @@
 //! manarig harness: everything around the emulated NIC.
 //!
-//! - topology files and the kernel reference model (expected IRQ tables);
+//! - [`cpulist`]: the cpumask type (kernel cpulist and hex-mask text forms);
+//! - [`topology`]: topology files (`topologies/*.toml`), validation, CPU numbering and the
+//!   file-CPU-id ↔ QEMU-cpu-index mapping;
+//! - [`model`]: the kernel reference model (`expected_table(&Topology, KernelGen)`) and the
+//!   `expect` subcommand;
 //! - provisioning (QEMU, pinned Debian kernels, busybox) and the initramfs;
 //! - the QEMU launcher, the guest report parser and the observed-topology check;
 //! - the verdict and its output formats.

@@ -57,6 +57,8 @@ fn seed_002_on_6_12_hwc_on_cpu_0_then_the_commit_message_table() {
     assert_eq!(nodes, [[0], [0], [0], [0], [1], [1], [1], [1]]);
     let cores: Vec<Vec<u32>> = t.vectors[1..].iter().map(|v| v.cores.clone()).collect();
     assert_eq!(cores, [[0], [1], [0], [1], [2], [3], [2], [3]]);
+    let q7 = t.vector_by_name("mana_q7@pci:7870:00:00.0").expect("mana_q7");
+    assert_eq!(q7.msix_index, 8);
     // Hex masks as smp_affinity prints them for 8 CPUs (bitmap_string(): 2 digits).
     assert_eq!(t.vectors[5].smp_affinity, "30");
 }

@@ -121,6 +121,13 @@ fn ids(v: &[u32]) -> String {
 }
 
 impl ExpectedTable {
+    /// The vector whose `/proc/interrupts` name (with or without `@pci:…`) is `name`,
+    /// e.g. `mana_q3` or `mana_q3@pci:7870:00:00.0`.
+    pub fn vector_by_name(&self, name: &str) -> Option<&ExpectedVector> {
+        let short = name.split('@').next().unwrap_or(name);
+        self.vectors.iter().find(|v| v.short_name() == short)
+    }
+
     /// Render as text: a `#` header, then one row per vector with the seeds' columns
     /// (IRQ = queue number, Nodes, Cores, CPUs) plus MSI-X index, name, hop, distance and
     /// algorithm.
