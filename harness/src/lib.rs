@@ -15,3 +15,4 @@ pub mod cli;
 pub mod cpulist;
 pub mod model;
 pub mod topology;
+pub mod verdict;

@@ -1,0 +1,38 @@
+//! `--format human`: the seeds' table, the differences, the summary block and a last line
+//! `verdict: PASS|FAIL (…)`.
+
+use super::super::judge::{Status, Verdict};
+use super::json::RigErrorReport;
+use super::text;
+
+/// Driver log lines shown with a failing verdict (the newest ones).
+const DMESG_TAIL: usize = 20;
+
+pub(super) fn render(v: &Verdict) -> String {
+    let mut lines = text::header(v);
+    lines.push(String::new());
+    lines.extend(text::table(v));
+    let diffs = text::differences(v);
+    if !diffs.is_empty() {
+        lines.push(String::new());
+        lines.push(format!("Differences from the model ({}):", diffs.len()));
+        lines.extend(diffs.into_iter().map(|d| format!("  {d}")));
+    }
+    lines.push(String::new());
+    lines.extend(text::summary(&v.summary));
+    if v.status == Status::Fail && !v.dmesg_mana.is_empty() {
+        let skip = v.dmesg_mana.len().saturating_sub(DMESG_TAIL);
+        lines.push(String::new());
+        lines.push(format!("Driver log (last {} of {} lines):", v.dmesg_mana.len() - skip, v.dmesg_mana.len()));
+        lines.extend(v.dmesg_mana.iter().skip(skip).map(|l| format!("  {l}")));
+    }
+    lines.push(text::verdict_line(v));
+    lines.join("\n") + "\n"
+}
+
+pub(super) fn render_rig_error(r: &RigErrorReport) -> String {
+    let mut lines = vec![format!("manarig {}: the rig failed before a verdict:", r.run)];
+    lines.extend(r.causes.iter().map(|c| format!("  {c}")));
+    lines.push(format!("verdict: RIG ERROR ({})", r.error));
+    lines.join("\n") + "\n"
+}

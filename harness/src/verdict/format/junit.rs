@@ -1,0 +1,70 @@
+//! `--format junit`: JUnit XML written by quick-junit (nextest's writer). One
+//! `<testsuite>` per run (named `<topology>@<kernel>`), one `<testcase>` per check
+//! (`<failure type="mismatch">` with the check's message, `<skipped>` for a skip); the
+//! run's facts are `<properties>`, the human report is the suite's `<system-out>`.
+//! A rig error is one `<testcase name="rig">` with an `<error type="rig-error">`.
+
+use super::super::judge::{CheckStatus, Verdict};
+use super::json::RigErrorReport;
+use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
+
+/// Report name of every manarig JUnit document.
+const REPORT: &str = "manarig";
+
+pub(super) fn render(v: &Verdict) -> Result<String, quick_junit::SerializeError> {
+    let r = &v.run;
+    let mut suite = TestSuite::new(r.name.as_str());
+    let opt = |o: Option<String>| o.unwrap_or_else(|| "none".to_owned());
+    suite.add_properties([
+        ("topology", r.topology.clone()),
+        ("source", r.source.clone()),
+        ("kernel", r.kernel.to_string()),
+        ("kernel_release", r.kernel_release.clone()),
+        ("model_version", r.model_version.clone()),
+        ("accel", r.accel.clone()),
+        ("nic_bdf", opt(r.nic_bdf.clone())),
+        ("nic_node", opt(r.nic_node.map(|n| n.to_string()))),
+        ("schema_version", v.schema_version.to_string()),
+    ]
+    .map(|(k, v)| Property::new(k, v)));
+    for c in &v.checks {
+        let status = match c.status {
+            CheckStatus::Pass => TestCaseStatus::success(),
+            CheckStatus::Skip => {
+                let mut s = TestCaseStatus::skipped();
+                s.set_message(c.message.as_str());
+                s
+            }
+            CheckStatus::Fail => {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                s.set_message(c.message.as_str()).set_type("mismatch");
+                let mut text = vec![c.message.clone()];
+                text.extend(c.detail.iter().cloned());
+                s.set_description(text.join("\n"));
+                s
+            }
+        };
+        let mut case = TestCase::new(c.name.as_str(), status);
+        case.set_classname(r.name.as_str());
+        if c.status == CheckStatus::Pass {
+            case.set_system_out(c.message.as_str());
+        }
+        suite.add_test_case(case);
+    }
+    suite.set_system_out(super::human::render(v));
+    let mut report = Report::new(REPORT);
+    report.add_test_suite(suite);
+    report.to_string()
+}
+
+pub(super) fn render_rig_error(r: &RigErrorReport) -> Result<String, quick_junit::SerializeError> {
+    let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+    status.set_message(r.error.as_str()).set_type("rig-error").set_description(r.causes.join("\n"));
+    let mut case = TestCase::new("rig", status);
+    case.set_classname(r.run.as_str());
+    let mut suite = TestSuite::new(r.run.as_str());
+    suite.add_test_case(case);
+    let mut report = Report::new(REPORT);
+    report.add_test_suite(suite);
+    report.to_string()
+}

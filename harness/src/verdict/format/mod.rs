@@ -1,0 +1,134 @@
+//! Output formats for a [`Verdict`]: every format renders the same facts (header, IRQ
+//! table, checks, summary), from the same value.
+
+mod compare;
+mod human;
+pub mod json;
+mod junit;
+mod ktap;
+mod text;
+
+pub use compare::render_before_after;
+pub use json::RigErrorReport;
+
+use super::judge::Verdict;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// A report format, as `--format` takes it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    /// The seeds' table (IRQ, Nodes, Cores, CPUs, …), the summary block and a last line
+    /// `verdict: PASS|FAIL (…)`.
+    #[default]
+    Human,
+    /// KTAP version 1 (Documentation/dev-tools/ktap.rst): the run is one test whose
+    /// subtests are the checks.
+    Ktap,
+    /// JUnit XML (quick-junit): one `<testsuite>` per run, one `<testcase>` per check.
+    Junit,
+    /// The [`Verdict`] as JSON (schema: [`json`]).
+    Json,
+}
+
+impl Format {
+    /// All formats, in `--help` order.
+    pub const ALL: [Format; 4] = [Format::Human, Format::Ktap, Format::Junit, Format::Json];
+
+    /// The `--format` spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Human => "human",
+            Self::Ktap => "ktap",
+            Self::Junit => "junit",
+            Self::Json => "json",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A `--format` value that is not one of [`Format::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown report format {0:?}: use human, ktap, junit or json")]
+pub struct UnknownFormat(pub String);
+
+impl FromStr for Format {
+    type Err = UnknownFormat;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|f| f.as_str().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| UnknownFormat(s.to_owned()))
+    }
+}
+
+/// A report that could not be serialised (not expected outside an out-of-memory
+/// condition; the caller reports it as a rig error).
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    /// quick-junit could not write the XML.
+    #[error("cannot write the JUnit report: {0}")]
+    Junit(#[from] quick_junit::SerializeError),
+    /// serde_json could not write the JSON.
+    #[error("cannot write the JSON report: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// Render a verdict in `format`. The text ends with a newline.
+///
+/// # Errors
+/// [`RenderError`] if the JUnit or JSON serialiser fails.
+pub fn render(verdict: &Verdict, format: Format) -> Result<String, RenderError> {
+    Ok(match format {
+        Format::Human => human::render(verdict),
+        Format::Ktap => ktap::render(std::slice::from_ref(verdict)),
+        Format::Junit => junit::render(verdict)?,
+        Format::Json => json::render(verdict)?,
+    })
+}
+
+/// KTAP for several runs under one plan (a matrix run): `1..N`, one test per run, each
+/// with its checks as subtests.
+pub fn render_ktap(verdicts: &[Verdict]) -> String {
+    ktap::render(verdicts)
+}
+
+/// Report a rig failure (setup, QEMU, device, guest panic, bad input) in `format`, so a
+/// CI parser sees a result either way: human `verdict: RIG ERROR (…)`, KTAP `not ok 1
+/// <run> # ERROR …`, a JUnit `<error>` test case, JSON `{"status": "rig-error", …}`.
+/// `run` names what was being run (`seed-002@6.12`). The process exits with
+/// [`EXIT_RIG_ERROR`](crate::cli::EXIT_RIG_ERROR).
+///
+/// # Errors
+/// [`RenderError`] if the JUnit or JSON serialiser fails.
+pub fn render_rig_error(err: &anyhow::Error, run: &str, format: Format) -> Result<String, RenderError> {
+    let report = RigErrorReport::new(err, run);
+    Ok(match format {
+        Format::Human => human::render_rig_error(&report),
+        Format::Ktap => ktap::render_rig_error(&report),
+        Format::Junit => junit::render_rig_error(&report)?,
+        Format::Json => serde_json::to_string_pretty(&report)? + "\n",
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn format_parses_from_the_command_line() {
+        for f in Format::ALL {
+            assert_eq!(f.as_str().parse::<Format>(), Ok(f));
+            assert_eq!(<Format as clap::ValueEnum>::from_str(f.as_str(), false), Ok(f));
+        }
+        assert_eq!("KTAP".parse::<Format>(), Ok(Format::Ktap));
+        assert!("tap".parse::<Format>().is_err());
+    }
+}

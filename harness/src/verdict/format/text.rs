@@ -1,0 +1,261 @@
+//! Text pieces every format shares: header, IRQ table, differences, summary block,
+//! verdict line. Each returns lines without newlines.
+
+use super::super::judge::{ids, CheckStatus, RowOutcome, Status, Verdict, VectorRow};
+use super::super::summary::{RemoteIrq, Summary};
+use crate::cpulist::CpuMask;
+use std::collections::BTreeMap;
+
+/// Longest list of IRQ names the summary block spells out; longer ones become cpulists.
+const LIST_MAX: usize = 8;
+
+/// Group key of remote IRQs: (hop, node, distance).
+type RemoteKey = (Option<u32>, Option<u32>, Option<u32>);
+
+/// `a | b | c`, or `none` for an empty list of hops.
+fn hops_text(hops: &[CpuMask]) -> String {
+    if hops.is_empty() {
+        return "none (the NIC's node has no CPUs)".to_owned();
+    }
+    let parts: Vec<String> =
+        hops.iter().map(|h| if h.is_empty() { "(nothing new)".to_owned() } else { h.to_cpulist() }).collect();
+    parts.join(" | ")
+}
+
+/// `0` or `none (NUMA_NO_NODE)`.
+pub(super) fn node_text(n: Option<u32>) -> String {
+    n.map_or("none (NUMA_NO_NODE)".to_owned(), |n| n.to_string())
+}
+
+/// Two header lines: what ran where, and the machine/NIC facts.
+pub(super) fn header(v: &Verdict) -> Vec<String> {
+    let r = &v.run;
+    let observed_node = r.nic_numa_node_observed.map_or("not reported".to_owned(), |n| n.to_string());
+    vec![
+        format!(
+            "manarig {}: {} ({}) on Linux {}, modelled as {} (Debian {}); accel {}",
+            r.name, r.topology, r.source, r.kernel_release, r.kernel, r.model_version, r.accel
+        ),
+        format!(
+            "NIC {} numa_node {observed_node} (topology: node {}); {} online CPUs; MSI-X table {}; {} vectors expected, {} seen; hops from the NIC node: {}",
+            r.nic_bdf.as_deref().unwrap_or("(no PCI address)"),
+            node_text(r.nic_node),
+            r.online_cpus,
+            r.msix_table_size,
+            r.vectors_expected,
+            r.vectors_observed,
+            hops_text(&r.hops)
+        ),
+    ]
+}
+
+/// Left-align cells in columns two spaces apart, trimming trailing blanks.
+pub(super) fn align(rows: &[Vec<String>]) -> Vec<String> {
+    let ncol = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let mut widths = vec![0; ncol];
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    rows.iter()
+        .map(|row| {
+            let cells: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+            cells.join("  ").trim_end().to_owned()
+        })
+        .collect()
+}
+
+fn queue_cell(r: &VectorRow) -> String {
+    match (r.msix_index, r.queue) {
+        (_, Some(q)) => q.to_string(),
+        (Some(0), None) => "-".to_owned(),
+        _ => "?".to_owned(),
+    }
+}
+
+/// The "Model" cell: `ok`, `want 2-3`, `missing, want 6-7`, `unexpected`.
+fn model_cell(r: &VectorRow) -> String {
+    let want = r.expected.as_ref().map(|e| e.smp_affinity_list.to_cpulist());
+    match (r.outcome, &r.observed, want) {
+        (RowOutcome::Match, _, _) => "ok".to_owned(),
+        (RowOutcome::Missing, _, Some(w)) => format!("missing, want {w}"),
+        (RowOutcome::Unexpected, _, _) => "unexpected".to_owned(),
+        (_, Some(o), Some(w)) if o.smp_affinity_list.to_cpulist() != w => format!("want {w}"),
+        _ => "differs (below)".to_owned(),
+    }
+}
+
+/// Whether any row has a file-numbering column.
+fn has_file_cpus(v: &Verdict) -> bool {
+    v.vectors.iter().any(|r| r.observed.as_ref().is_some_and(|o| o.file_cpus.is_some()))
+}
+
+/// The IRQ table in the seeds' layout (IRQ = queue number, Nodes, Cores, CPUs) plus MSI-X
+/// index, name, Linux IRQ, the model's verdict on the row, affinity_hint and effective CPU.
+/// A `*` after the effective CPU marks a vector that never fired.
+pub(super) fn table(v: &Verdict) -> Vec<String> {
+    let file = has_file_cpus(v);
+    let mut header: Vec<String> =
+        ["IRQ", "MSI-X", "Name", "Linux", "Nodes", "Cores", "CPUs", "Model", "Hint", "Effective"]
+            .map(str::to_owned)
+            .to_vec();
+    if file {
+        header.push("File CPUs".to_owned());
+    }
+    let mut rows = vec![header];
+    for r in &v.vectors {
+        let mut row = vec![queue_cell(r), r.msix_index.map_or("?".to_owned(), |i| i.to_string()), r.name.clone()];
+        match &r.observed {
+            Some(o) => {
+                let hint = match &o.affinity_hint {
+                    None => "none".to_owned(),
+                    Some(h) if *h == o.smp_affinity_list => "=".to_owned(),
+                    Some(h) => h.to_cpulist(),
+                };
+                let eff = match (&o.effective, o.interrupts) {
+                    (None, _) => "-".to_owned(),
+                    (Some(e), 0) => format!("{e}*"),
+                    (Some(e), _) => e.to_cpulist(),
+                };
+                row.extend([
+                    o.irq.to_string(),
+                    ids(&o.nodes),
+                    ids(&o.cores),
+                    o.smp_affinity_list.to_cpulist(),
+                    model_cell(r),
+                    hint,
+                    eff,
+                ]);
+                if file {
+                    row.push(o.file_cpus.as_ref().map_or("-".to_owned(), CpuMask::to_cpulist));
+                }
+            }
+            None => {
+                let e = r.expected.as_ref();
+                row.extend([
+                    "-".to_owned(),
+                    e.map_or(String::new(), |e| ids(&e.nodes)),
+                    e.map_or(String::new(), |e| ids(&e.cores)),
+                    "-".to_owned(),
+                    model_cell(r),
+                    "-".to_owned(),
+                    "-".to_owned(),
+                ]);
+            }
+        }
+        rows.push(row);
+    }
+    let mut out = align(&rows);
+    if v.vectors.iter().any(|r| r.observed.as_ref().is_some_and(|o| o.interrupts == 0 && o.effective.is_some())) {
+        out.push("* never fired: effective CPU not yet meaningful (x86 moves a vector when it next fires)".to_owned());
+    }
+    out
+}
+
+/// One line per failed check (message, then its detail lines).
+pub(super) fn differences(v: &Verdict) -> Vec<String> {
+    v.failures().flat_map(|c| std::iter::once(c.message.clone()).chain(c.detail.iter().cloned())).collect()
+}
+
+/// `core 0`, `cores 1-3`.
+fn cores_text(cores: &[u32]) -> String {
+    if cores.len() == 1 {
+        format!("core {}", cores[0])
+    } else {
+        format!("cores {}", ids(cores))
+    }
+}
+
+/// The compact answer block: IRQs per node and core, SMT siblings both busy, IRQs outside
+/// the NIC's node (from `effective_affinity_list`).
+pub(super) fn summary(s: &Summary) -> Vec<String> {
+    let mut out = vec![format!(
+        "Where the IRQs landed (effective_affinity_list; {} of {} MANA IRQs fired):",
+        s.fired, s.vectors
+    )];
+    let mut nodes: Vec<String> =
+        s.per_node.iter().filter(|n| n.irqs > 0).map(|n| format!("node {}: {}", n.node, n.irqs)).collect();
+    let idle: Vec<u32> = s.per_node.iter().filter(|n| n.irqs == 0).map(|n| n.node).collect();
+    match idle.len() {
+        0 => {}
+        1 => nodes.push(format!("node {}: 0", idle[0])),
+        _ => nodes.push(format!("0 on nodes {}", ids(&idle))),
+    }
+    out.push(format!("  per node: {} (NIC on node {})", nodes.join(", "), node_text(s.nic_node)));
+    let mut by_count: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for c in &s.per_core {
+        by_count.entry(c.irqs).or_default().push(c.core);
+    }
+    let cores: Vec<String> = by_count.iter().rev().map(|(n, cores)| format!("{n} on {}", cores_text(cores))).collect();
+    out.push(format!("  per core: {}", cores.join("; ")));
+    let total = s.per_core.len();
+    let smt = if s.threads_per_core < 2 {
+        "none: no SMT (1 thread per core)".to_owned()
+    } else if s.both_siblings.is_empty() {
+        format!("none of {total} cores")
+    } else if s.both_siblings.len() > LIST_MAX {
+        let cores: Vec<u32> = s.both_siblings.iter().map(|b| b.core).collect();
+        format!("{} of {total} cores: {} (IRQ names: --format json)", cores.len(), cores_text(&cores))
+    } else {
+        let list: Vec<String> = s
+            .both_siblings
+            .iter()
+            .map(|b| format!("core {} (CPUs {}: {})", b.core, b.cpus, b.irqs.join(", ")))
+            .collect();
+        format!("{} of {total} cores: {}", s.both_siblings.len(), list.join("; "))
+    };
+    out.push(format!("  IRQs on two or more SMT siblings of one core: {smt}"));
+    let remote = match s.nic_node {
+        None => "n/a: the NIC has no node (NUMA_NO_NODE), every CPU is hop 0".to_owned(),
+        Some(_) if s.remote.is_empty() => "none".to_owned(),
+        Some(_) => {
+            let mut groups: BTreeMap<RemoteKey, Vec<&RemoteIrq>> = BTreeMap::new();
+            for r in &s.remote {
+                groups.entry((r.hop, r.node, r.distance)).or_default().push(r);
+            }
+            let parts: Vec<String> = groups
+                .iter()
+                .map(|((hop, node, dist), irqs)| {
+                    let show = |x: &Option<u32>| x.map_or("?".to_owned(), |x| x.to_string());
+                    let list = if irqs.len() > LIST_MAX {
+                        let cpus: CpuMask = irqs.iter().map(|r| r.cpu).collect();
+                        format!("{} IRQs on CPUs {cpus}", irqs.len())
+                    } else {
+                        let each: Vec<String> = irqs.iter().map(|r| format!("{} on CPU {}", r.name, r.cpu)).collect();
+                        each.join(", ")
+                    };
+                    format!("node {} (hop {}, distance {}): {list}", show(node), show(hop), show(dist))
+                })
+                .collect();
+            format!("{}: {}", s.remote.len(), parts.join("; "))
+        }
+    };
+    out.push(format!("  IRQs outside the NIC's node: {remote}"));
+    if !s.not_fired.is_empty() {
+        out.push(format!(
+            "  never fired, effective CPU not yet meaningful (not counted): {}",
+            s.not_fired.join(", ")
+        ));
+    }
+    out
+}
+
+/// `verdict: PASS (…)` / `verdict: FAIL (…)`.
+pub(super) fn verdict_line(v: &Verdict) -> String {
+    let n = v.checks.len();
+    let skipped = v.checks.iter().filter(|c| c.status == CheckStatus::Skip).count();
+    let skip = if skipped == 0 { String::new() } else { format!(", {skipped} skipped") };
+    match v.status {
+        Status::Pass => format!(
+            "verdict: PASS ({} of {n} checks passed{skip}; {} on Linux {} matches the model)",
+            n - skipped,
+            v.run.topology,
+            v.run.kernel
+        ),
+        Status::Fail => {
+            let failed: Vec<&str> = v.failures().map(|c| c.name.as_str()).collect();
+            format!("verdict: FAIL ({} of {n} checks failed: {})", failed.len(), failed.join(", "))
+        }
+    }
+}

@@ -1,0 +1,53 @@
+//! The verdict: does the guest's `/proc/irq` table match the kernel reference model,
+//! and the reports that say so.
+//!
+//! Public API (the `run` and `compare` commands call these):
+//! - inputs: [`Observed`] / [`ObservedVector`] (filled from the guest's console report),
+//!   the [`Topology`](crate::topology::Topology) and the model's
+//!   [`ExpectedTable`](crate::model::ExpectedTable) for the guest's CPU numbering;
+//! - [`judge`]`(&Topology, &Observed, &ExpectedTable) -> Verdict`: a serde value with the
+//!   header facts ([`RunInfo`]), the IRQ table ([`VectorRow`]), the reviewers' summary
+//!   ([`Summary`]) and every [`Check`]; [`Verdict::exit_code`] is 0 or 1;
+//! - [`render`]`(&Verdict, Format)`: the human table, KTAP, JUnit XML or JSON
+//!   ([`Format`] parses from the command line); [`render_rig_error`] reports a rig failure
+//!   in the same format; [`render_before_after`] puts two runs side by side (seed 001's
+//!   table) with seed 003's hex `affinity_hint` masks.
+//!
+//! CPU ids are the guest's (QEMU numbering); rows also carry the file's numbering for
+//! topologies that number CPUs differently.
+
+mod format;
+mod judge;
+mod observed;
+mod summary;
+
+pub use format::{
+    render, render_before_after, render_ktap, render_rig_error, Format, RenderError, RigErrorReport, UnknownFormat,
+};
+pub use judge::{
+    expected_hint, judge, Check, CheckStatus, ExpectedSide, ObservedSide, RowOutcome, RunInfo, Status, Verdict,
+    VectorRow, SCHEMA_VERSION,
+};
+pub use observed::{Observed, ObservedVector, VectorName};
+pub use summary::{CoreCount, NodeCount, RemoteIrq, SiblingShare, Summary};
+
+/// Serde for [`KernelGen`](crate::model::KernelGen) as its short name (`6.1`, `6.12`,
+/// `7.x`).
+mod kernel_serde {
+    use crate::model::KernelGen;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(k: &KernelGen, s: S) -> Result<S::Ok, S::Error> {
+        k.serialize(s)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<KernelGen, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod fixtures;
+#[cfg(test)]
+mod tests;
