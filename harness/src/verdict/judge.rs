@@ -6,7 +6,7 @@ use super::summary::Summary;
 use crate::cli::{EXIT_MISMATCH, EXIT_PASS};
 use crate::cpulist::CpuMask;
 use crate::model::{Algorithm, ExpectedTable, ExpectedVector, KernelGen};
-use crate::topology::{CpuNumbering, ExpectedVerdict, Topology};
+use crate::topology::{CpuNumbering, ExpectedVerdict, SourceKind, Topology};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -179,7 +179,7 @@ pub struct RunInfo {
     pub nr_cpu_ids: u32,
     /// The NIC's node in the topology (`None` = NUMA_NO_NODE).
     pub nic_node: Option<u32>,
-    /// The NIC's `numa_node` in the guest (`None` = -1).
+    /// The NIC's `numa_node` in the guest (`None` = -1, NUMA_NO_NODE).
     pub nic_numa_node_observed: Option<i32>,
     /// The NIC's PCI address in the guest.
     pub nic_bdf: Option<String>,
@@ -390,8 +390,9 @@ pub fn judge(topo: &Topology, observed: &Observed, expected: &ExpectedTable) -> 
         if known && is_first {
             continue;
         }
+        let first = by_name.get(name.short).map_or_else(String::new, |f| format!(" (the first is IRQ {})", f.irq));
         let why = if known {
-            format!("a second IRQ named {} (the first is IRQ {})", name.short, by_name[name.short].irq)
+            format!("a second IRQ named {}{first}", name.short)
         } else {
             format!("not in the model (it expects MSI-X 0-{} only)", n_expected.saturating_sub(1))
         };
@@ -426,7 +427,12 @@ pub fn judge(topo: &Topology, observed: &Observed, expected: &ExpectedTable) -> 
     let summary = Summary::new(&geo, expected.nic_node, &rows);
     let status = if checks.iter().any(|c| c.status == CheckStatus::Fail) { Status::Fail } else { Status::Pass };
     let src = topo.source();
-    let kind = serde_json::to_value(src.kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+    let kind = match src.kind {
+        SourceKind::Seed => "seed",
+        SourceKind::Report => "report",
+        SourceKind::Review => "review",
+        SourceKind::Synthetic => "synthetic",
+    };
     Verdict {
         schema_version: SCHEMA_VERSION,
         status,
@@ -494,7 +500,7 @@ fn check_nic_node(topo: &Topology, observed: &Observed) -> Check {
             CheckStatus::Fail,
             format!(
                 "NIC {bdf}: the guest reads numa_node {}, the topology puts the NIC on node {}: every expectation below assumes the topology's node",
-                observed.nic_numa_node.map_or("(not reported)".to_owned(), |n| n.to_string()),
+                show(got),
                 show(want)
             ),
         )

@@ -13,10 +13,12 @@
 //!   in the same format; [`render_before_after`] puts two runs side by side (seed 001's
 //!   table) with seed 003's hex `affinity_hint` masks.
 //!
+//! The JSON schema is documented in [`format::json`].
+//!
 //! CPU ids are the guest's (QEMU numbering); rows also carry the file's numbering for
 //! topologies that number CPUs differently.
 
-mod format;
+pub mod format;
 mod judge;
 mod observed;
 mod summary;

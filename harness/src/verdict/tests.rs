@@ -516,3 +516,36 @@ fn before_after_puts_6_1_and_6_12_side_by_side_with_hex_hints() {
     let text = render_before_after(&after, &after7);
     assert!(text.contains("mana_q0 | mana_msi1"), "{text}");
 }
+
+#[test]
+fn the_schema_doc_names_every_json_field() {
+    // A verdict with every kind of row, remote IRQs and siblings both busy, so every
+    // field of the schema has a value.
+    let mut run = Run::new("seed-002", "6.12");
+    run.set_effective(&[0, 0, 2, 1, 3, 4, 6, 5, 7]);
+    run.set_affinity(4, "4-5");
+    run.observed.vectors.retain(|v| !v.name.starts_with("mana_q7@"));
+    let mut extra = run.observed.vectors[1].clone();
+    extra.name = format!("mana_q9@pci:{BDF}");
+    run.observed.vectors.push(extra);
+    let value = serde_json::to_value(run.judge()).expect("json");
+    let rig = serde_json::to_value(RigErrorReport::new(&rig_error(), "x")).expect("json");
+    fn keys(v: &serde_json::Value, out: &mut std::collections::BTreeSet<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, v) in m {
+                    out.insert(k.clone());
+                    keys(v, out);
+                }
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|v| keys(v, out)),
+            _ => {}
+        }
+    }
+    let mut all = std::collections::BTreeSet::new();
+    keys(&value, &mut all);
+    keys(&rig, &mut all);
+    let doc = include_str!("format/report-schema.md");
+    let undocumented: Vec<&String> = all.iter().filter(|k| !doc.contains(&format!("`{k}`"))).collect();
+    assert!(undocumented.is_empty(), "fields missing from report-schema.md: {undocumented:?}");
+}

@@ -30,7 +30,7 @@ pub(super) fn node_text(n: Option<u32>) -> String {
 /// Two header lines: what ran where, and the machine/NIC facts.
 pub(super) fn header(v: &Verdict) -> Vec<String> {
     let r = &v.run;
-    let observed_node = r.nic_numa_node_observed.map_or("not reported".to_owned(), |n| n.to_string());
+    let observed_node = r.nic_numa_node_observed.map_or("-1".to_owned(), |n| n.to_string());
     vec![
         format!(
             "manarig {}: {} ({}) on Linux {}, modelled as {} (Debian {}); accel {}",
@@ -146,7 +146,14 @@ pub(super) fn table(v: &Verdict) -> Vec<String> {
         }
         rows.push(row);
     }
+    if v.vectors.is_empty() {
+        return vec![format!(
+            "(no MANA IRQs: the probe {})",
+            if v.run.probe_ok { "succeeded but no vector was found" } else { "failed" }
+        )];
+    }
     let mut out = align(&rows);
+    out.push("Model: ok = as the model predicts; Hint: = same as CPUs; Effective: effective_affinity_list".to_owned());
     if v.vectors.iter().any(|r| r.observed.as_ref().is_some_and(|o| o.interrupts == 0 && o.effective.is_some())) {
         out.push("* never fired: effective CPU not yet meaningful (x86 moves a vector when it next fires)".to_owned());
     }
