@@ -2,7 +2,7 @@
 //! `/proc/interrupts` show them, and how their names map to MSI-X indices.
 
 use super::kernel_serde;
-use crate::cpulist::CpuMask;
+use crate::cpulist::{CpuMask, CpulistError};
 use crate::model::{ExpectedTable, KernelGen};
 use serde::{Deserialize, Serialize};
 
@@ -46,13 +46,27 @@ pub struct ObservedVector {
     /// (no hint set).
     pub affinity_hint: Option<CpuMask>,
     /// `/proc/irq/<irq>/effective_affinity_list`; only meaningful once the vector has
-    /// fired (x86 applies a deferred affinity change on the next interrupt).
+    /// fired since its affinity was set: x86 without interrupt remapping applies the change
+    /// when the vector next fires (`irq_move_masked_irq()`, kernel/irq/migration.c,
+    /// `CONFIG_GENERIC_PENDING_IRQ`), and that first interrupt is still counted on the old
+    /// CPU, so per-CPU counts are not evidence of the affinity.
     pub effective: Option<CpuMask>,
     /// Interrupt counts per CPU from `/proc/interrupts` (index = guest CPU id).
     pub counts: Vec<u64>,
 }
 
 impl ObservedVector {
+    /// Parse `/proc/irq/N/affinity_hint` (a hex cpumask, `%*pb`): the kernel prints all
+    /// zeros when no hint is set (`irq_affinity_hint_proc_show()`, kernel/irq/proc.c), which
+    /// becomes `None`.
+    ///
+    /// # Errors
+    /// [`CpulistError`] for text that is not a hex cpumask.
+    pub fn parse_hint(text: &str) -> Result<Option<CpuMask>, CpulistError> {
+        let mask = CpuMask::parse_mask_string(text)?;
+        Ok((!mask.is_empty()).then_some(mask))
+    }
+
     /// Total interrupts on all CPUs.
     pub fn interrupts(&self) -> u64 {
         self.counts.iter().sum()
@@ -151,6 +165,16 @@ impl Observed {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn affinity_hint_text_parses_and_all_zero_is_no_hint() {
+        // Seed 003, "Before", IRQ 331: CPU 112 of 256.
+        let s = "00000000,00000000,00000000,00000000,00010000,00000000,00000000,00000000";
+        assert_eq!(ObservedVector::parse_hint(s), Ok(Some(CpuMask::single(112))));
+        assert_eq!(ObservedVector::parse_hint("00\n"), Ok(None));
+        assert_eq!(ObservedVector::parse_hint("03"), Ok(Some(CpuMask::first_n(2))));
+        assert!(ObservedVector::parse_hint("xyz").is_err());
+    }
 
     #[test]
     fn names_map_to_msix_indices_per_kernel() {

@@ -299,6 +299,26 @@ fn seed_002_summary_counts_from_effective_cpus() {
 }
 
 #[test]
+fn the_guest_smoke_run_on_debian_6_12_passes_and_core_1_keeps_one_sibling_idle() {
+    // The device model's guest smoke run (device-model/tests/guest-smoke.md, commit
+    // fa1bd60: seed 002's machine, Debian 6.12.117, QEMU 11.1, after `ip link set eth0 up`):
+    // IRQs 25..33 = mana_hwc, mana_q0..q7; smp_affinity_list as seed 002; effective
+    // 0, 0, 3, 1, 3, 4, 6, 5, 7. By hand: core 0 gets CPUs 0,0,1 (3 IRQs); core 1 gets
+    // CPU 3 twice (mana_q1, mana_q3: CPU 2 idle); cores 2 and 3 get 4,5 and 6,7. So cores
+    // 0, 2, 3 have IRQs on both siblings, core 1 does not.
+    let mut run = Run::new("seed-002", "6.12");
+    for (i, v) in run.observed.vectors.iter_mut().enumerate() {
+        v.irq = 25 + i as u32;
+    }
+    run.observed.kernel_release = "6.12.117+deb13-cloud-amd64".to_owned();
+    run.set_effective(&[0, 0, 3, 1, 3, 4, 6, 5, 7]);
+    let v = run.judge();
+    assert_eq!(v.status, Status::Pass, "{:#?}", v.failures().collect::<Vec<_>>());
+    assert_eq!(v.summary.per_core.iter().map(|c| c.irqs).collect::<Vec<_>>(), [3, 2, 2, 2]);
+    assert_eq!(v.summary.both_siblings.iter().map(|b| b.core).collect::<Vec<_>>(), [0, 2, 3]);
+}
+
+#[test]
 fn unfired_vectors_are_listed_not_counted() {
     let mut run = Run::new("seed-002", "6.12");
     run.set_effective(&[0, 0, 2, 1, 3, 4, 6, 5, 7]);
