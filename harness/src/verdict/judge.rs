@@ -302,11 +302,11 @@ impl<'a> Geometry<'a> {
     /// `2-3 (node 0, hop 0)`.
     pub(super) fn describe(&self, mask: &CpuMask) -> String {
         let list = if mask.is_empty() { "(empty)".to_owned() } else { mask.to_cpulist() };
-        let nodes = ids(&self.nodes(mask));
-        let nodes = match self.nodes(mask).len() {
+        let node_ids = self.nodes(mask);
+        let nodes = match node_ids.len() {
             0 => "no node".to_owned(),
-            1 => format!("node {nodes}"),
-            _ => format!("nodes {nodes}"),
+            1 => format!("node {}", node_ids[0]),
+            _ => format!("nodes {}", ids(&node_ids)),
         };
         let hop = self.hop(mask).map_or("no hop".to_owned(), |h| format!("hop {h}"));
         format!("{list} ({nodes}, {hop})")
@@ -393,8 +393,10 @@ pub fn judge(topo: &Topology, observed: &Observed, expected: &ExpectedTable) -> 
         let first = by_name.get(name.short).map_or_else(String::new, |f| format!(" (the first is IRQ {})", f.irq));
         let why = if known {
             format!("a second IRQ named {}{first}", name.short)
+        } else if n_expected == 0 {
+            "not in the model (it expects no MANA vector)".to_owned()
         } else {
-            format!("not in the model (it expects MSI-X 0-{} only)", n_expected.saturating_sub(1))
+            format!("not in the model (it expects MSI-X 0-{} only)", n_expected - 1)
         };
         extra_msgs.push(format!(
             "{} (IRQ {}, smp_affinity_list {}): {why}",

@@ -9,8 +9,8 @@
 //!   header facts ([`RunInfo`]), the IRQ table ([`VectorRow`]), the reviewers' summary
 //!   ([`Summary`]) and every [`Check`]; [`Verdict::exit_code`] is 0 or 1;
 //! - [`render`]`(&Verdict, Format)`: the human table, KTAP, JUnit XML or JSON
-//!   ([`Format`] parses from the command line); [`render_rig_error`] reports a rig failure
-//!   in the same format; [`render_before_after`] puts two runs side by side (seed 001's
+//!   ([`Format`] parses from the command line); [`render_many`] renders a matrix of runs
+//!   as one document; [`render_rig_error`] reports a rig failure in the same format; [`render_before_after`] puts two runs side by side (seed 001's
 //!   table) with seed 003's hex `affinity_hint` masks.
 //!
 //! The JSON schema is documented in [`format::json`].
@@ -24,7 +24,7 @@ mod observed;
 mod summary;
 
 pub use format::{
-    render, render_before_after, render_ktap, render_rig_error, Format, RenderError, RigErrorReport, UnknownFormat,
+    render, render_before_after, render_many, render_rig_error, Format, RenderError, RigErrorReport, UnknownFormat,
 };
 pub use judge::{
     expected_hint, judge, Check, CheckStatus, ExpectedSide, ObservedSide, RowOutcome, RunInfo, Status, Verdict,

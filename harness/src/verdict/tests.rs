@@ -451,7 +451,7 @@ fn ktap_follows_the_spec_for_pass_fail_skip_and_rig_error() {
     assert!(text.contains("\n# dmesg: mana 0000:41:00.0: probe ok\n"), "{text}");
 
     // A matrix of runs under one plan.
-    let text = render_ktap(&[pass, fail]);
+    let text = render_many(&[pass, fail], Format::Ktap).expect("ktap");
     assert_eq!(parse_ktap(&text), [true, false]);
 
     let text = render_rig_error(&rig_error(), "seed-002@6.12", Format::Ktap).expect("ktap");
@@ -483,6 +483,13 @@ fn junit_parses_back_with_one_testcase_per_check() {
     }
     let kr = suite.properties.iter().find(|p| p.name.as_str() == "kernel").expect("kernel property");
     assert_eq!(kr.value.as_str(), "6.12");
+
+    // A matrix: one suite per run.
+    let xml = render_many(&[v, Run::new("seed-002", "6.1").judge()], Format::Junit).expect("junit");
+    let report = quick_junit::Report::deserialize_from_str(&xml).expect("valid JUnit XML");
+    let suites: Vec<&str> = report.test_suites.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(suites, ["seed-002@6.12", "seed-002@6.1"]);
+    assert_eq!((report.tests, report.failures), (30, 1));
 
     let xml = render_rig_error(&rig_error(), "seed-002@6.12", Format::Junit).expect("junit");
     let report = quick_junit::Report::deserialize_from_str(&xml).expect("valid JUnit XML");

@@ -11,7 +11,14 @@ use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, Te
 /// Report name of every manarig JUnit document.
 const REPORT: &str = "manarig";
 
-pub(super) fn render(v: &Verdict) -> Result<String, quick_junit::SerializeError> {
+/// One report, one `<testsuite>` per run.
+pub(super) fn render(verdicts: &[Verdict]) -> Result<String, quick_junit::SerializeError> {
+    let mut report = Report::new(REPORT);
+    report.add_test_suites(verdicts.iter().map(suite));
+    report.to_string()
+}
+
+fn suite(v: &Verdict) -> TestSuite {
     let r = &v.run;
     let mut suite = TestSuite::new(r.name.as_str());
     let opt = |o: Option<String>| o.unwrap_or_else(|| "none".to_owned());
@@ -52,9 +59,7 @@ pub(super) fn render(v: &Verdict) -> Result<String, quick_junit::SerializeError>
         suite.add_test_case(case);
     }
     suite.set_system_out(super::human::render(v));
-    let mut report = Report::new(REPORT);
-    report.add_test_suite(suite);
-    report.to_string()
+    suite
 }
 
 pub(super) fn render_rig_error(r: &RigErrorReport) -> Result<String, quick_junit::SerializeError> {

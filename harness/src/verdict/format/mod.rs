@@ -89,15 +89,24 @@ pub fn render(verdict: &Verdict, format: Format) -> Result<String, RenderError> 
     Ok(match format {
         Format::Human => human::render(verdict),
         Format::Ktap => ktap::render(std::slice::from_ref(verdict)),
-        Format::Junit => junit::render(verdict)?,
+        Format::Junit => junit::render(std::slice::from_ref(verdict))?,
         Format::Json => json::render(verdict)?,
     })
 }
 
-/// KTAP for several runs under one plan (a matrix run): `1..N`, one test per run, each
-/// with its checks as subtests.
-pub fn render_ktap(verdicts: &[Verdict]) -> String {
-    ktap::render(verdicts)
+/// Render several runs (a matrix) as one document: human reports one after another;
+/// KTAP under one plan `1..N`, one test per run with its checks as subtests; one JUnit
+/// report with a `<testsuite>` per run; a JSON array of verdict documents.
+///
+/// # Errors
+/// [`RenderError`] if the JUnit or JSON serialiser fails.
+pub fn render_many(verdicts: &[Verdict], format: Format) -> Result<String, RenderError> {
+    Ok(match format {
+        Format::Human => verdicts.iter().map(human::render).collect::<Vec<_>>().join("\n"),
+        Format::Ktap => ktap::render(verdicts),
+        Format::Junit => junit::render(verdicts)?,
+        Format::Json => serde_json::to_string_pretty(verdicts)? + "\n",
+    })
 }
 
 /// Report a rig failure (setup, QEMU, device, guest panic, bad input) in `format`, so a
