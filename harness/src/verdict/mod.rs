@@ -19,16 +19,18 @@
 //! topologies that number CPUs differently.
 
 pub mod format;
+mod geometry;
 mod judge;
 mod observed;
+mod outcome;
 mod summary;
 
 pub use format::{
     render, render_before_after, render_many, render_rig_error, Format, RenderError, RigErrorReport, UnknownFormat,
 };
-pub use judge::{
-    expected_hint, judge, Check, CheckStatus, ExpectedSide, ObservedSide, RowOutcome, RunInfo, Status, Verdict,
-    VectorRow, SCHEMA_VERSION,
+pub use judge::{expected_hint, judge};
+pub use outcome::{
+    Check, CheckStatus, ExpectedSide, ObservedSide, RowOutcome, RunInfo, Status, Verdict, VectorRow, SCHEMA_VERSION,
 };
 pub use observed::{Observed, ObservedVector, VectorName};
 pub use summary::{CoreCount, NodeCount, RemoteIrq, SiblingShare, Summary};

@@ -6,7 +6,8 @@
 //! (`CONFIG_GENERIC_PENDING_IRQ`), so `effective_affinity_list` is only meaningful after
 //! the vector has fired once; vectors with no interrupts are listed, not counted.
 
-use super::judge::{Geometry, VectorRow};
+use super::geometry::Geometry;
+use super::outcome::VectorRow;
 use crate::cpulist::CpuMask;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

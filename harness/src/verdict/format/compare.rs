@@ -2,7 +2,8 @@
 //! `before | after` cells), then each run's `affinity_hint` masks the way
 //! `/proc/irq/N/affinity_hint` prints them (seed 003's `IRQ: mask` lists).
 
-use super::super::judge::{ids, RowOutcome, Status, Verdict, VectorRow};
+use super::super::geometry::ids;
+use super::super::outcome::{RowOutcome, Status, Verdict, VectorRow};
 use super::text::align;
 use std::collections::BTreeMap;
 

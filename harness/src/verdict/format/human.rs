@@ -1,7 +1,7 @@
 //! `--format human`: the seeds' table, the differences, the summary block and a last line
 //! `verdict: PASS|FAIL (…)`.
 
-use super::super::judge::{Status, Verdict};
+use super::super::outcome::{Status, Verdict};
 use super::json::RigErrorReport;
 use super::text;
 

@@ -1,6 +1,6 @@
 #![doc = include_str!("report-schema.md")]
 
-use super::super::judge::{Verdict, SCHEMA_VERSION};
+use super::super::outcome::{Verdict, SCHEMA_VERSION};
 use serde::{Deserialize, Serialize};
 
 /// The JSON document for a run the rig could not finish (`"status": "rig-error"`).

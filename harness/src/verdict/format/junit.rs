@@ -4,7 +4,7 @@
 //! run's facts are `<properties>`, the human report is the suite's `<system-out>`.
 //! A rig error is one `<testcase name="rig">` with an `<error type="rig-error">`.
 
-use super::super::judge::{CheckStatus, Verdict};
+use super::super::outcome::{CheckStatus, Verdict};
 use super::json::RigErrorReport;
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 

@@ -11,7 +11,7 @@ mod text;
 pub use compare::render_before_after;
 pub use json::RigErrorReport;
 
-use super::judge::Verdict;
+use super::outcome::Verdict;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;

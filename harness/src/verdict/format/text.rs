@@ -1,7 +1,8 @@
 //! Text pieces every format shares: header, IRQ table, differences, summary block,
 //! verdict line. Each returns lines without newlines.
 
-use super::super::judge::{ids, CheckStatus, RowOutcome, Status, Verdict, VectorRow};
+use super::super::geometry::ids;
+use super::super::outcome::{CheckStatus, RowOutcome, Status, Verdict, VectorRow};
 use super::super::summary::{RemoteIrq, Summary};
 use crate::cpulist::CpuMask;
 use std::collections::BTreeMap;
