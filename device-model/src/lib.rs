@@ -12,8 +12,15 @@
 //!   device raises MSI-X vectors (eventfds in production, a recorder in tests).
 //! - the device core: BAR0 registers, shared-memory channel (SMC), hardware
 //!   channel (HWC), GDMA and BNIC commands, queues, DMA through `vm-memory`.
-//! - the vfio-user shell: PCI config space, BARs, MSI-X eventfds, DMA maps.
+//! - the vfio-user shell: [`server`] (regions, IRQs, the socket), [`pci`]
+//!   (configuration space), [`msix`] (eventfds and pending bits), [`dma`]
+//!   (guest memory from DMA_MAP fds).
 
 pub mod bar;
 pub mod config;
+pub mod dma;
 pub mod interrupt;
+pub mod msix;
+pub mod pci;
+pub mod placeholder;
+pub mod server;
