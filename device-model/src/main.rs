@@ -1,7 +1,7 @@
 //! `mana-device`: serve one emulated MANA VF on a vfio-user unix socket.
 //!
-//! Starts, binds `--socket` (the socket file existing is the readiness
-//! signal), serves one QEMU `vfio-user-pci` connection and exits 0 when QEMU
+//! Starts, binds `--socket` and prints `ready <socket path>` on stdout (the
+//! socket file exists and accepts connections from then on), serves one QEMU `vfio-user-pci` connection and exits 0 when QEMU
 //! disconnects. SIGTERM/SIGINT end it cleanly (exit 0, socket removed);
 //! SIGUSR1 writes the status file. Exit 1 on a socket or connection error,
 //! 2 on bad arguments (clap's convention).
@@ -125,6 +125,14 @@ fn run(args: Args) -> Result<()> {
     let mut signals =
         Signals::new([SIGTERM, SIGINT, SIGUSR1]).context("cannot install signal handlers")?;
     let server = DeviceServer::bind(&args.socket, config, factory)?;
+    // Readiness for whoever started us: the socket file exists now, and this line says so.
+    {
+        use std::io::Write;
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "ready {}", args.socket.display())
+            .and_then(|()| stdout.flush())
+            .context("cannot write the readiness line to stdout")?;
+    }
     let handle = server.status_handle();
     let (tx, rx) = mpsc::channel();
 
