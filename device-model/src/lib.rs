@@ -14,7 +14,8 @@
 //!   channel (HWC), GDMA and BNIC commands, queues, DMA through `vm-memory`.
 //! - the vfio-user shell: [`server`] (regions, IRQs, the socket), [`pci`]
 //!   (configuration space), [`msix`] (eventfds and pending bits), [`dma`]
-//!   (guest memory from DMA_MAP fds).
+//!   (guest memory from DMA_MAP fds), [`shared`] (the core behind a lock for
+//!   status snapshots).
 
 pub mod bar;
 pub mod config;
@@ -24,3 +25,4 @@ pub mod msix;
 pub mod pci;
 pub mod placeholder;
 pub mod server;
+pub mod shared;

@@ -11,7 +11,7 @@ use clap::Parser;
 use device_model::bar::Bar0Factory;
 use device_model::config::DeviceConfig;
 use device_model::placeholder::PlaceholderBar0;
-use device_model::server::{DeviceServer, StatusHandle};
+use device_model::server::{CoreStatus, DeviceServer, StatusHandle};
 use signal_hook::consts::{SIGINT, SIGTERM, SIGUSR1};
 use signal_hook::iterator::Signals;
 use std::path::{Path, PathBuf};
@@ -98,8 +98,9 @@ fn device_config(args: &Args) -> Result<DeviceConfig> {
     Ok(config)
 }
 
-fn core_factory(_config: &DeviceConfig) -> Bar0Factory {
-    Box::new(|_memory, _sink| Box::new(PlaceholderBar0))
+/// The device core and how to snapshot it for the status file.
+fn core_factory(_config: &DeviceConfig) -> (Bar0Factory, Option<CoreStatus>) {
+    (Box::new(|_memory, _sink| Box::new(PlaceholderBar0)), None)
 }
 
 enum Event {
@@ -119,7 +120,7 @@ fn write_status(handle: &StatusHandle, path: Option<&Path>) {
 
 fn run(args: Args) -> Result<()> {
     let config = device_config(&args)?;
-    let factory = core_factory(&config);
+    let (factory, core_status) = core_factory(&config);
     // Register signal handlers before binding so that a SIGTERM right after
     // the socket appears cannot kill the process without cleanup.
     let mut signals =
@@ -132,6 +133,9 @@ fn run(args: Args) -> Result<()> {
         writeln!(stdout, "ready {}", args.socket.display())
             .and_then(|()| stdout.flush())
             .context("cannot write the readiness line to stdout")?;
+    }
+    if let Some(core_status) = core_status {
+        server.set_core_status(core_status);
     }
     let handle = server.status_handle();
     let (tx, rx) = mpsc::channel();

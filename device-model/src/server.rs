@@ -27,7 +27,7 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use thiserror::Error;
 use vfio_bindings::bindings::vfio::{
     vfio_region_info, VFIO_IRQ_INFO_EVENTFD, VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_IRQ_SET_DATA_NONE,
@@ -94,6 +94,18 @@ pub struct ShellStatus {
     /// Malformed requests from the client (bad region, length or offset).
     pub bad_requests: u64,
 }
+
+/// What the status file holds: the shell's state and the core's snapshot.
+#[derive(Debug, Clone, Serialize)]
+pub struct DeviceStatus {
+    /// PCI function, MSI-X and DMA state.
+    pub shell: ShellStatus,
+    /// The device core's snapshot, if a [`CoreStatus`] was registered.
+    pub core: Option<serde_json::Value>,
+}
+
+/// Produces the device core's snapshot as JSON (see [`crate::shared::observed_factory`]).
+pub type CoreStatus = Box<dyn Fn() -> Option<serde_json::Value> + Send + Sync>;
 
 /// The emulated PCI function: config space, BAR0 (device core), MSI-X BAR,
 /// interrupts and DMA map.
@@ -510,6 +522,7 @@ pub struct DeviceServer {
     path: PathBuf,
     function: Arc<Mutex<ManaFunction>>,
     connected: Arc<AtomicBool>,
+    core_status: Arc<OnceLock<CoreStatus>>,
 }
 
 impl std::fmt::Debug for DeviceServer {
@@ -525,12 +538,21 @@ impl std::fmt::Debug for DeviceServer {
 pub struct StatusHandle {
     function: Arc<Mutex<ManaFunction>>,
     connected: Arc<AtomicBool>,
+    core_status: Arc<OnceLock<CoreStatus>>,
 }
 
 impl StatusHandle {
-    /// Current state of the device.
+    /// Current state of the shell (PCI function, MSI-X, DMA).
     pub fn status(&self) -> ShellStatus {
         lock(&self.function).status(self.connected.load(Ordering::Relaxed))
+    }
+
+    /// The shell's state and, if registered, the core's snapshot. The two
+    /// are taken one after the other (not atomically), between messages.
+    pub fn device_status(&self) -> DeviceStatus {
+        let shell = self.status();
+        let core = self.core_status.get().and_then(|snapshot| snapshot());
+        DeviceStatus { shell, core }
     }
 
     /// Whether a client has sent a request the device handled.
@@ -538,13 +560,13 @@ impl StatusHandle {
         self.connected.load(Ordering::Relaxed)
     }
 
-    /// Writes [`Self::status`] as pretty JSON to `path` (via a temporary file
+    /// Writes [`Self::device_status`] as pretty JSON to `path` (via a temporary file
     /// and a rename, so readers never see half a file).
     ///
     /// # Errors
     /// [`ServerError::Status`] if the file cannot be written.
     pub fn write_status(&self, path: &Path) -> Result<(), ServerError> {
-        let status = self.status();
+        let status = self.device_status();
         let err = |source| ServerError::Status {
             path: path.to_path_buf(),
             source,
@@ -592,7 +614,16 @@ impl DeviceServer {
             path: path.to_path_buf(),
             function: Arc::new(Mutex::new(function)),
             connected: Arc::new(AtomicBool::new(false)),
+            core_status: Arc::new(OnceLock::new()),
         })
+    }
+
+    /// Registers how to snapshot the device core for [`StatusHandle::device_status`].
+    /// Only the first registration counts.
+    pub fn set_core_status(&self, snapshot: CoreStatus) {
+        if self.core_status.set(snapshot).is_err() {
+            tracing::warn!("core status already registered; ignoring the second one");
+        }
     }
 
     /// The socket path.
@@ -605,6 +636,7 @@ impl DeviceServer {
         StatusHandle {
             function: Arc::clone(&self.function),
             connected: Arc::clone(&self.connected),
+            core_status: Arc::clone(&self.core_status),
         }
     }
 

@@ -95,8 +95,8 @@ fn prints_ready_then_exits_cleanly_on_sigterm_and_removes_the_socket() {
     assert!(!socket.exists(), "socket removed on SIGTERM");
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&status).expect("status file")).expect("json");
-    assert_eq!(json["config"]["msix_table_size"], 17);
-    assert_eq!(json["connected"], false);
+    assert_eq!(json["shell"]["config"]["msix_table_size"], 17);
+    assert_eq!(json["shell"]["connected"], false);
 }
 
 #[test]
