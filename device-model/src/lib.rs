@@ -26,3 +26,17 @@ pub mod pci;
 pub mod placeholder;
 pub mod server;
 pub mod shared;
+
+// Device core (behind `bar::Bar0Handler`).
+pub mod bnic;
+pub mod defs;
+pub mod device;
+pub mod dma_region;
+pub mod gdma;
+pub mod hwc;
+pub mod queues;
+pub mod regs;
+pub mod resources;
+pub mod smc;
+
+pub use device::{factory, ManaDevice, Snapshot};
