@@ -23,7 +23,6 @@ pub mod dma;
 pub mod interrupt;
 pub mod msix;
 pub mod pci;
-pub mod placeholder;
 pub mod server;
 pub mod shared;
 

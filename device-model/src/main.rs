@@ -10,8 +10,9 @@ use anyhow::{bail, Context, Result};
 use clap::Parser;
 use device_model::bar::Bar0Factory;
 use device_model::config::DeviceConfig;
-use device_model::placeholder::PlaceholderBar0;
 use device_model::server::{CoreStatus, DeviceServer, StatusHandle};
+use device_model::shared::observed_factory;
+use device_model::ManaDevice;
 use signal_hook::consts::{SIGINT, SIGTERM, SIGUSR1};
 use signal_hook::iterator::Signals;
 use std::path::{Path, PathBuf};
@@ -98,9 +99,17 @@ fn device_config(args: &Args) -> Result<DeviceConfig> {
     Ok(config)
 }
 
-/// The device core and how to snapshot it for the status file.
-fn core_factory(_config: &DeviceConfig) -> (Bar0Factory, Option<CoreStatus>) {
-    (Box::new(|_memory, _sink| Box::new(PlaceholderBar0)), None)
+/// The device core ([`ManaDevice`]) and how to snapshot it for the status file.
+fn core_factory(config: &DeviceConfig) -> (Bar0Factory, CoreStatus) {
+    let config = config.clone();
+    let (factory, observer) =
+        observed_factory(move |memory, sink| ManaDevice::new(config, memory, sink));
+    let status: CoreStatus = Box::new(move || {
+        observer
+            .with(|core| serde_json::to_value(core.snapshot()))
+            .and_then(Result::ok)
+    });
+    (factory, status)
 }
 
 enum Event {
@@ -134,9 +143,7 @@ fn run(args: Args) -> Result<()> {
             .and_then(|()| stdout.flush())
             .context("cannot write the readiness line to stdout")?;
     }
-    if let Some(core_status) = core_status {
-        server.set_core_status(core_status);
-    }
+    server.set_core_status(core_status);
     let handle = server.status_handle();
     let (tx, rx) = mpsc::channel();
 

@@ -661,12 +661,12 @@ impl DeviceServer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::placeholder::PlaceholderBar0;
+    use crate::regs::{BAR0_SIZE, REG_SHM_OFFSET, SHM_OFFSET};
     use std::os::unix::fs::FileExt;
     use vm_memory::{Bytes, GuestAddress, GuestAddressSpace, GuestMemoryBackend};
 
-    fn placeholder() -> Bar0Factory {
-        Box::new(|_, _| Box::new(PlaceholderBar0))
+    fn mana_core() -> Bar0Factory {
+        crate::factory(DeviceConfig::default())
     }
 
     fn function(table_size: u16) -> ManaFunction {
@@ -674,7 +674,7 @@ mod tests {
             msix_table_size: table_size,
             ..DeviceConfig::default()
         };
-        ManaFunction::new(config, placeholder()).expect("valid")
+        ManaFunction::new(config, mana_core()).expect("valid")
     }
 
     #[test]
@@ -683,8 +683,8 @@ mod tests {
         let regions = f.regions();
         assert_eq!(regions.len(), VFIO_PCI_NUM_REGIONS as usize);
         let sizes: Vec<u64> = regions.iter().map(|r| r.region_info.size).collect();
-        // BAR0 = the core's size (placeholder 64 KiB), BAR2 = MSI-X 64 KiB, config 4 KiB.
-        assert_eq!(sizes, vec![0x1_0000, 0, 0x1_0000, 0, 0, 0, 0, 4096, 0]);
+        // BAR0 = the core's size, BAR2 = MSI-X 64 KiB, config 4 KiB.
+        assert_eq!(sizes, vec![BAR0_SIZE, 0, 0x1_0000, 0, 0, 0, 0, 4096, 0]);
         let rw = VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE;
         assert_eq!(regions[7].region_info.flags, rw);
         assert_eq!(regions[1].region_info.flags, 0);
@@ -707,10 +707,9 @@ mod tests {
     fn bar0_accesses_reach_the_core_and_bad_ones_read_all_ones() {
         let mut f = function(65);
         let mut qword = [0u8; 8];
-        f.read(VFIO_PCI_BAR0_REGION_INDEX, 0x18, &mut qword);
-        // Placeholder register 0x18 (GDMA_REG_SHM_OFFSET) = 0x100.
-        assert_eq!(u64::from_le_bytes(qword), 0x100);
-        f.read(VFIO_PCI_BAR0_REGION_INDEX, 0x1_0000, &mut qword);
+        f.read(VFIO_PCI_BAR0_REGION_INDEX, REG_SHM_OFFSET, &mut qword);
+        assert_eq!(u64::from_le_bytes(qword), SHM_OFFSET);
+        f.read(VFIO_PCI_BAR0_REGION_INDEX, BAR0_SIZE, &mut qword);
         assert_eq!(qword, [0xff; 8], "past the end of BAR0");
         let mut odd = [0u8; 3];
         f.read(VFIO_PCI_BAR0_REGION_INDEX, 0, &mut odd);
@@ -780,7 +779,7 @@ mod tests {
             ..DeviceConfig::default()
         };
         assert!(matches!(
-            ManaFunction::new(config, placeholder()),
+            ManaFunction::new(config, mana_core()),
             Err(ServerError::Config(_))
         ));
         struct Odd;

@@ -77,7 +77,9 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::placeholder::PlaceholderBar0;
+    use crate::config::DeviceConfig;
+    use crate::regs::{BAR0_SIZE, DB_PAGE_OFFSET, REG_DB_PAGE_OFFSET};
+    use crate::ManaDevice;
     use vm_memory::{GuestMemoryAtomic, GuestMemoryMmap};
 
     struct Sink;
@@ -87,15 +89,19 @@ mod tests {
 
     #[test]
     fn observer_sees_the_core_the_factory_built() {
-        let (factory, observer) = observed_factory(|_, _| PlaceholderBar0);
+        let (factory, observer) =
+            observed_factory(|memory, sink| ManaDevice::new(DeviceConfig::default(), memory, sink));
         assert!(observer.with(|_| ()).is_none(), "nothing built yet");
         let mut core = factory(
             GuestMemoryAtomic::new(GuestMemoryMmap::new()),
             Arc::new(Sink),
         );
         let mut data = [0u8; 8];
-        core.read(0x08, &mut data);
-        assert_eq!(u64::from_le_bytes(data), 0x1000);
-        assert_eq!(observer.with(|c| c.size()), Some(0x1_0000));
+        core.read(REG_DB_PAGE_OFFSET, &mut data);
+        assert_eq!(u64::from_le_bytes(data), DB_PAGE_OFFSET);
+        assert_eq!(observer.with(|c| c.size()), Some(BAR0_SIZE));
+        assert_eq!(observer.with(|c| c.snapshot().counters.resets), Some(0));
+        core.reset();
+        assert_eq!(observer.with(|c| c.snapshot().counters.resets), Some(1));
     }
 }
