@@ -15,14 +15,17 @@
 #![forbid(unsafe_code)]
 
 use crate::defs::{
-    CfgRxSteerReq, Command, ConfigVportReq, ConfigVportResp, CqeInfo, CreateWqObjReq, CreateWqObjResp, Cqe,
-    DestroyWqObjReq, DeviceType, FenceRqReq, GdmaReqHdr, Le16, Le32, Le64, ManaCqeHeader, ManaCqeType,
-    ManaRxCompOob, ManaTxCompOob, QueryDevCfgResp, QueryGfStatResp, QueryVportCfgReq, QueryVportCfgResp, QueueType,
-    MANA_CQE_COMPLETION,
+    CfgRxSteerReq, Command, ConfigVportReq, ConfigVportResp, CreateWqObjReq, CreateWqObjResp,
+    DestroyWqObjReq, DeviceType, FenceRqReq, GdmaReqHdr, Le16, Le32, Le64, ManaCqeHeader,
+    ManaCqeType, ManaRxCompOob, ManaTxCompOob, QueryDevCfgResp, QueryGfStatResp, QueryVportCfgReq,
+    QueryVportCfgResp, QueueType, MANA_CQE_COMPLETION,
 };
 use crate::gdma::{body, invalid, parse, u64_list, CommandError};
 use crate::interrupt::InterruptSink;
-use crate::queues::{free_id, CompletionQueue, Mem, Producer, QueueError, Queues, Ring, WorkQueue, WqKind};
+use crate::queues::{
+    completion, free_id, CompletionQueue, Mem, Producer, QueueError, Queues, Ring, WorkQueue,
+    WqKind,
+};
 use crate::resources::{Ctx, WqObj, MAX_NUM_CQS, MAX_WQ_ID};
 use zerocopy::{FromZeros, IntoBytes};
 
@@ -47,7 +50,12 @@ fn vport_index(ctx: &Ctx<'_>, handle: u64) -> Result<u16, CommandError> {
 /// # Errors
 /// [`CommandError`] for a wrong dev_id, a short request, an unknown handle,
 /// region or EQ, or an unsupported code.
-pub fn handle(ctx: &mut Ctx<'_>, command: Command, hdr: &GdmaReqHdr, request: &[u8]) -> Result<Vec<u8>, CommandError> {
+pub fn handle(
+    ctx: &mut Ctx<'_>,
+    command: Command,
+    hdr: &GdmaReqHdr,
+    request: &[u8],
+) -> Result<Vec<u8>, CommandError> {
     if DeviceType(hdr.dev_id.dev_type.get()) != DeviceType::MANA {
         return Err(invalid("BNIC dev_id type", hdr.dev_id.dev_type.get()));
     }
@@ -89,7 +97,11 @@ pub fn handle(ctx: &mut Ctx<'_>, command: Command, hdr: &GdmaReqHdr, request: &[
         Command::MANA_DESTROY_WQ_OBJ => {
             let req: DestroyWqObjReq = parse(request)?;
             let handle = req.wq_obj_handle.get();
-            let obj = ctx.res.wq_objs.remove(&handle).ok_or(invalid("wq_obj_handle", handle))?;
+            let obj = ctx
+                .res
+                .wq_objs
+                .remove(&handle)
+                .ok_or(invalid("wq_obj_handle", handle))?;
             match obj.kind {
                 WqKind::Sq => ctx.res.queues.sqs.remove(&obj.wq_id),
                 WqKind::Rq => ctx.res.queues.rqs.remove(&obj.wq_id),
@@ -100,7 +112,12 @@ pub fn handle(ctx: &mut Ctx<'_>, command: Command, hdr: &GdmaReqHdr, request: &[
         Command::MANA_FENCE_RQ => {
             let req: FenceRqReq = parse(request)?;
             let handle = req.wq_obj_handle.get();
-            let obj = ctx.res.wq_objs.get(&handle).copied().filter(|o| o.kind == WqKind::Rq);
+            let obj = ctx
+                .res
+                .wq_objs
+                .get(&handle)
+                .copied()
+                .filter(|o| o.kind == WqKind::Rq);
             let obj = obj.ok_or(invalid("RQ wq_obj_handle", handle))?;
             // mana_process_rx_cqe(): CQE_RX_OBJECT_FENCE completes the fence wait.
             let oob = ManaRxCompOob {
@@ -121,7 +138,11 @@ pub fn handle(ctx: &mut Ctx<'_>, command: Command, hdr: &GdmaReqHdr, request: &[
                 let count = usize::from(req.num_indir_entries.get());
                 let table = u64_list(request, usize::from(req.indir_tab_offset.get()), count)?;
                 for handle in table {
-                    let is_rq = ctx.res.wq_objs.get(&handle).is_some_and(|o| o.kind == WqKind::Rq);
+                    let is_rq = ctx
+                        .res
+                        .wq_objs
+                        .get(&handle)
+                        .is_some_and(|o| o.kind == WqKind::Rq);
                     if !is_rq {
                         return Err(invalid("indirection table entry", handle));
                     }
@@ -162,7 +183,10 @@ fn create_wq_obj(ctx: &mut Ctx<'_>, request: &[u8]) -> Result<Vec<u8>, CommandEr
     let wq_id = free_id(wq_map, MAX_WQ_ID).ok_or(invalid("WQ count", MAX_WQ_ID))?;
     let cq_id = free_id(&queues.cqs, MAX_NUM_CQS).ok_or(invalid("CQ count", MAX_NUM_CQS))?;
     let wq = WorkQueue::new(wq_id, kind, Ring::from_pages(&wq_pages, wq_size)?, cq_id)?;
-    let cq = CompletionQueue { ring: Producer::new(cq_id, Ring::from_pages(&cq_pages, cq_size)?)?, parent_eq };
+    let cq = CompletionQueue {
+        ring: Producer::new(cq_id, Ring::from_pages(&cq_pages, cq_size)?)?,
+        parent_eq,
+    };
     // The queue owns its regions from here on (the driver forgets the handles).
     ctx.res.regions.destroy(wq_handle)?;
     ctx.res.regions.destroy(cq_handle)?;
@@ -173,7 +197,15 @@ fn create_wq_obj(ctx: &mut Ctx<'_>, request: &[u8]) -> Result<Vec<u8>, CommandEr
     };
     queues.cqs.insert(cq_id, cq);
     let wq_obj = ctx.res.allocate_wq_obj();
-    ctx.res.wq_objs.insert(wq_obj, WqObj { kind, wq_id, cq_id, vport });
+    ctx.res.wq_objs.insert(
+        wq_obj,
+        WqObj {
+            kind,
+            wq_id,
+            cq_id,
+            vport,
+        },
+    );
     let resp = CreateWqObjResp {
         wq_id: Le32::new(wq_id),
         cq_id: Le32::new(cq_id),
@@ -183,27 +215,25 @@ fn create_wq_obj(ctx: &mut Ctx<'_>, request: &[u8]) -> Result<Vec<u8>, CommandEr
     Ok(body(&resp))
 }
 
-/// A CQE with `data` (≤ 60 bytes) for work queue `wq_num`.
-pub fn completion(data: &[u8], wq_num: u32, is_sq: bool) -> Cqe {
-    let mut cqe = Cqe::new_zeroed();
-    let len = data.len().min(60);
-    cqe.as_mut_bytes()[..len].copy_from_slice(&data[..len]);
-    cqe.info = CqeInfo::new().with_wq_num(wq_num).with_is_sq(is_sq);
-    cqe
-}
-
 /// Completes every WQE posted on Ethernet SQ `sq_id` with CQE_TX_OKAY (the
 /// frames are dropped). Returns the number of WQEs completed.
 ///
 /// # Errors
 /// [`QueueError`] for a malformed WQE or an unmapped ring.
-pub fn drain_sq(queues: &mut Queues, mem: &Mem, irq: &dyn InterruptSink, sq_id: u32) -> Result<u32, QueueError> {
+pub fn drain_sq(
+    queues: &mut Queues,
+    mem: &Mem,
+    irq: &dyn InterruptSink,
+    sq_id: u32,
+) -> Result<u32, QueueError> {
     let mut done = 0;
     while let Some(sq) = queues.sqs.get_mut(&sq_id) {
         let cq_id = sq.cq_id;
         let Some(_wqe) = sq.pop(mem)? else { break };
         let oob = ManaTxCompOob {
-            cqe_hdr: ManaCqeHeader::new().with_cqe_type(ManaCqeType::TX_OKAY.0).with_client_type(MANA_CQE_COMPLETION),
+            cqe_hdr: ManaCqeHeader::new()
+                .with_cqe_type(ManaCqeType::TX_OKAY.0)
+                .with_client_type(MANA_CQE_COMPLETION),
             ..ManaTxCompOob::new_zeroed()
         };
         queues.post_cqe(mem, irq, cq_id, completion(oob.as_bytes(), sq_id, true))?;

@@ -216,7 +216,11 @@ impl ManaDevice {
             .res
             .registered
             .iter()
-            .map(|(&(dev_type, instance), &registration)| DeviceSnapshot { dev_type, instance, registration })
+            .map(|(&(dev_type, instance), &registration)| DeviceSnapshot {
+                dev_type,
+                instance,
+                registration,
+            })
             .collect();
         Snapshot {
             hwc: self.hwc.as_ref().map(|hwc| HwcSnapshot {
@@ -236,7 +240,11 @@ impl ManaDevice {
     }
 
     fn guest_error(&mut self, kind: &str, err: &dyn Display) {
-        let count = self.counters.guest_errors.entry(kind.to_owned()).or_default();
+        let count = self
+            .counters
+            .guest_errors
+            .entry(kind.to_owned())
+            .or_default();
         *count += 1;
         if *count <= LOG_BURST || count.is_power_of_two() {
             tracing::warn!(kind, count = *count, error = %err, "mana device: bad guest input");
@@ -244,7 +252,9 @@ impl ManaDevice {
     }
 
     fn smc_write(&mut self, offset: u64, data: &[u8]) {
-        let Some(request) = self.smc.write(offset, data) else { return };
+        let Some(request) = self.smc.write(offset, data) else {
+            return;
+        };
         match request {
             SmcRequest::Establish(rings) => {
                 let status = match self.establish(rings) {
@@ -273,15 +283,35 @@ impl ManaDevice {
 
     fn establish(&mut self, rings: HwcRings) -> Result<(), anyhow::Error> {
         if rings.msix_index >= self.config.msix_table_size {
-            anyhow::bail!("HWC EQ MSI-X index {} >= table size {}", rings.msix_index, self.config.msix_table_size);
+            anyhow::bail!(
+                "HWC EQ MSI-X index {} >= table size {}",
+                rings.msix_index,
+                self.config.msix_table_size
+            );
         }
         // A second ESTABLISH starts from scratch, as after DESTROY.
         self.teardown();
         let mem = self.mem.memory();
-        let ids = HwcIds { eq: 0, cq: 0, sq: 0, rq: 0 };
-        let params =
-            InitParams { max_num_cqs: MAX_NUM_CQS, pdid: HWC_PDID, gpa_mkey: HWC_GPA_MKEY, doorbell: DOORBELL_PAGE as u16 };
-        let hwc = Hwc::establish(&mut self.res.queues, &mem, self.irq.as_ref(), rings, ids, params)?;
+        let ids = HwcIds {
+            eq: 0,
+            cq: 0,
+            sq: 0,
+            rq: 0,
+        };
+        let params = InitParams {
+            max_num_cqs: MAX_NUM_CQS,
+            pdid: HWC_PDID,
+            gpa_mkey: HWC_GPA_MKEY,
+            doorbell: DOORBELL_PAGE as u16,
+        };
+        let hwc = Hwc::establish(
+            &mut self.res.queues,
+            &mem,
+            self.irq.as_ref(),
+            rings,
+            ids,
+            params,
+        )?;
         self.res.hwc_eq = Some(ids.eq);
         self.hwc = Some(hwc);
         self.counters.hwc_established += 1;
@@ -307,11 +337,19 @@ impl ManaDevice {
         let result = match kind {
             DoorbellKind::Eq => {
                 let db = EqDoorbell::from_bits(value);
-                self.res.queues.eq_doorbell(&mem, irq.as_ref(), u32::from(db.id()), db.tail_ptr(), db.arm())
+                self.res.queues.eq_doorbell(
+                    &mem,
+                    irq.as_ref(),
+                    u32::from(db.id()),
+                    db.tail_ptr(),
+                    db.arm(),
+                )
             }
             DoorbellKind::Cq => {
                 let db = CqDoorbell::from_bits(value);
-                self.res.queues.cq_doorbell(&mem, irq.as_ref(), db.id(), db.tail_ptr(), db.arm())
+                self.res
+                    .queues
+                    .cq_doorbell(&mem, irq.as_ref(), db.id(), db.tail_ptr(), db.arm())
             }
             DoorbellKind::Sq => {
                 let db = WqDoorbell::from_bits(value);
@@ -377,12 +415,24 @@ impl ManaDevice {
             if let Some(err) = &request.error {
                 self.guest_error("hwc request", err);
             }
-            let mut ctx = Ctx { res: &mut self.res, mem, irq, config: &self.config };
+            let mut ctx = Ctx {
+                res: &mut self.res,
+                mem,
+                irq,
+                config: &self.config,
+            };
             let outcome = gdma::dispatch(&mut ctx, &request.bytes);
-            let name = outcome.command.name().map_or_else(|| format!("{:#x}", outcome.command.0), str::to_owned);
+            let name = outcome
+                .command
+                .name()
+                .map_or_else(|| format!("{:#x}", outcome.command.0), str::to_owned);
             *self.counters.commands.entry(name.clone()).or_default() += 1;
             if let Some(err) = &outcome.error {
-                *self.counters.command_errors.entry(name.clone()).or_default() += 1;
+                *self
+                    .counters
+                    .command_errors
+                    .entry(name.clone())
+                    .or_default() += 1;
                 if !matches!(err, gdma::CommandError::Unsupported(_)) {
                     self.guest_error("command", &format_args!("{name}: {err}"));
                 } else {
@@ -421,8 +471,13 @@ impl Bar0Handler for ManaDevice {
                     self.doorbell(kind, data);
                 }
             }
-            Bar0Target::Register(at) => self.guest_error("register write", &format_args!("{at:#x}")),
-            Bar0Target::Unmapped => self.guest_error("unmapped write", &format_args!("{offset:#x}+{}", data.len())),
+            Bar0Target::Register(at) => {
+                self.guest_error("register write", &format_args!("{at:#x}"))
+            }
+            Bar0Target::Unmapped => self.guest_error(
+                "unmapped write",
+                &format_args!("{offset:#x}+{}", data.len()),
+            ),
         }
     }
 

@@ -101,9 +101,17 @@ pub struct DmaRegions {
 
 fn check_pages(mem: &Mem, pages: &[u64], first_index: usize) -> Result<(), RegionError> {
     for (i, &addr) in pages.iter().enumerate() {
-        let in_memory = GuestMemory::check_range(mem, GuestAddress(addr), PAGE_SIZE as usize, Permissions::ReadWrite);
+        let in_memory = GuestMemory::check_range(
+            mem,
+            GuestAddress(addr),
+            PAGE_SIZE as usize,
+            Permissions::ReadWrite,
+        );
         if addr % PAGE_SIZE != 0 || !in_memory {
-            return Err(RegionError::BadPage { index: first_index + i, addr });
+            return Err(RegionError::BadPage {
+                index: first_index + i,
+                addr,
+            });
         }
     }
     Ok(())
@@ -147,7 +155,14 @@ impl DmaRegions {
         }
         check_pages(mem, &pages, 0)?;
         let handle = self.allocate_handle();
-        self.regions.insert(handle, DmaRegion { length, page_count, pages });
+        self.regions.insert(
+            handle,
+            DmaRegion {
+                length,
+                page_count,
+                pages,
+            },
+        );
         Ok(handle)
     }
 
@@ -166,8 +181,16 @@ impl DmaRegions {
     /// # Errors
     /// [`RegionError::UnknownHandle`], [`RegionError::TooManyPages`],
     /// [`RegionError::BadPage`].
-    pub fn add_pages(&mut self, mem: &Mem, handle: u64, pages: Vec<u64>) -> Result<(), RegionError> {
-        let region = self.regions.get_mut(&handle).ok_or(RegionError::UnknownHandle(handle))?;
+    pub fn add_pages(
+        &mut self,
+        mem: &Mem,
+        handle: u64,
+        pages: Vec<u64>,
+    ) -> Result<(), RegionError> {
+        let region = self
+            .regions
+            .get_mut(&handle)
+            .ok_or(RegionError::UnknownHandle(handle))?;
         if region.pages.len() + pages.len() > region.page_count as usize {
             return Err(RegionError::TooManyPages {
                 handle,
@@ -186,7 +209,9 @@ impl DmaRegions {
     /// # Errors
     /// [`RegionError::UnknownHandle`].
     pub fn destroy(&mut self, handle: u64) -> Result<DmaRegion, RegionError> {
-        self.regions.remove(&handle).ok_or(RegionError::UnknownHandle(handle))
+        self.regions
+            .remove(&handle)
+            .ok_or(RegionError::UnknownHandle(handle))
     }
 
     /// Checks that region `handle` is complete and holds at least `need`
@@ -195,10 +220,17 @@ impl DmaRegions {
     /// # Errors
     /// [`RegionError::UnknownHandle`], [`RegionError::TooSmall`].
     pub fn check(&self, handle: u64, need: u64) -> Result<&DmaRegion, RegionError> {
-        let region = self.regions.get(&handle).ok_or(RegionError::UnknownHandle(handle))?;
+        let region = self
+            .regions
+            .get(&handle)
+            .ok_or(RegionError::UnknownHandle(handle))?;
         let have = region.pages.len() as u64 * PAGE_SIZE;
         if !region.complete() || need > have.min(region.length) {
-            return Err(RegionError::TooSmall { handle, have: have.min(region.length), need });
+            return Err(RegionError::TooSmall {
+                handle,
+                have: have.min(region.length),
+                need,
+            });
         }
         Ok(region)
     }

@@ -18,10 +18,11 @@
 
 use crate::bnic;
 use crate::defs::{
-    Command, CreateDmaRegionReq, CreateDmaRegionResp, CreateQueueReq, CreateQueueResp, DestroyDmaRegionReq,
-    DevId, DisableQueueReq, DmaRegionAddPagesReq, EqeType, GdmaReqHdr, GdmaRespHdr, GenerateTestEqeReq, Le32,
-    Le64, ListDevicesResp, QueryHwcTimeoutReq, QueryHwcTimeoutResp, QueryMaxResourcesResp, QueueType,
-    RegisterDeviceResp, VerifyVerResp, STATUS_CMD_UNSUPPORTED, STATUS_INVALID_PARAMETER, STATUS_OK,
+    Command, CreateDmaRegionReq, CreateDmaRegionResp, CreateQueueReq, CreateQueueResp,
+    DestroyDmaRegionReq, DevId, DisableQueueReq, DmaRegionAddPagesReq, EqeType, GdmaReqHdr,
+    GdmaRespHdr, GenerateTestEqeReq, Le32, Le64, ListDevicesResp, QueryHwcTimeoutReq,
+    QueryHwcTimeoutResp, QueryMaxResourcesResp, QueueType, RegisterDeviceResp, VerifyVerResp,
+    STATUS_CMD_UNSUPPORTED, STATUS_INVALID_PARAMETER, STATUS_OK,
 };
 use crate::dma_region::RegionError;
 use crate::hwc::MAX_MESSAGE_SIZE;
@@ -76,7 +77,10 @@ impl CommandError {
 
 /// Shorthand for an invalid field.
 pub fn invalid(what: &'static str, value: impl Into<u64>) -> CommandError {
-    CommandError::Invalid { what, value: value.into() }
+    CommandError::Invalid {
+        what,
+        value: value.into(),
+    }
 }
 
 /// Reads a `T` from the start of `request`.
@@ -86,7 +90,10 @@ pub fn invalid(what: &'static str, value: impl Into<u64>) -> CommandError {
 pub fn parse<T: FromBytes + KnownLayout + Immutable>(request: &[u8]) -> Result<T, CommandError> {
     T::read_from_prefix(request)
         .map(|(value, _)| value)
-        .map_err(|_| CommandError::Truncated { len: request.len(), need: size_of::<T>() })
+        .map_err(|_| CommandError::Truncated {
+            len: request.len(),
+            need: size_of::<T>(),
+        })
 }
 
 /// Reads `count` u64 values at byte `offset` of `request`.
@@ -94,9 +101,18 @@ pub fn parse<T: FromBytes + KnownLayout + Immutable>(request: &[u8]) -> Result<T
 /// # Errors
 /// [`CommandError::Truncated`] if they do not fit.
 pub fn u64_list(request: &[u8], offset: usize, count: usize) -> Result<Vec<u64>, CommandError> {
-    let need = count.checked_mul(8).and_then(|n| n.checked_add(offset)).unwrap_or(usize::MAX);
-    let bytes = request.get(offset..need).ok_or(CommandError::Truncated { len: request.len(), need })?;
-    let list = <[Le64]>::ref_from_bytes(bytes).map_err(|_| CommandError::Truncated { len: request.len(), need })?;
+    let need = count
+        .checked_mul(8)
+        .and_then(|n| n.checked_add(offset))
+        .unwrap_or(usize::MAX);
+    let bytes = request.get(offset..need).ok_or(CommandError::Truncated {
+        len: request.len(),
+        need,
+    })?;
+    let list = <[Le64]>::ref_from_bytes(bytes).map_err(|_| CommandError::Truncated {
+        len: request.len(),
+        need,
+    })?;
     Ok(list.iter().map(|v| v.get()).collect())
 }
 
@@ -143,7 +159,11 @@ pub fn dispatch(ctx: &mut Ctx<'_>, request: &[u8]) -> Outcome {
         Ok(hdr) => hdr,
         Err(error) => {
             let response = frame(&GdmaReqHdr::default(), STATUS_INVALID_PARAMETER, Vec::new());
-            return Outcome { command: Command(0), response, error: Some(error) };
+            return Outcome {
+                command: Command(0),
+                response,
+                error: Some(error),
+            };
         }
     };
     let command = Command(hdr.req.msg_type.get());
@@ -155,8 +175,16 @@ pub fn dispatch(ctx: &mut Ctx<'_>, request: &[u8]) -> Outcome {
         handle(ctx, command, &hdr, request)
     };
     match result {
-        Ok(body) => Outcome { command, response: frame(&hdr, STATUS_OK, body), error: None },
-        Err(error) => Outcome { command, response: frame(&hdr, error.status(), Vec::new()), error: Some(error) },
+        Ok(body) => Outcome {
+            command,
+            response: frame(&hdr, STATUS_OK, body),
+            error: None,
+        },
+        Err(error) => Outcome {
+            command,
+            response: frame(&hdr, error.status(), Vec::new()),
+            error: Some(error),
+        },
     }
 }
 
@@ -164,7 +192,12 @@ fn dev_key(dev_id: DevId) -> (u16, u16) {
     (dev_id.dev_type.get(), dev_id.instance.get())
 }
 
-fn handle(ctx: &mut Ctx<'_>, command: Command, hdr: &GdmaReqHdr, request: &[u8]) -> Result<Vec<u8>, CommandError> {
+fn handle(
+    ctx: &mut Ctx<'_>,
+    command: Command,
+    hdr: &GdmaReqHdr,
+    request: &[u8],
+) -> Result<Vec<u8>, CommandError> {
     match command {
         Command::VERIFY_VF_DRIVER_VERSION => {
             let mut resp = VerifyVerResp::new_zeroed();
@@ -197,7 +230,10 @@ fn handle(ctx: &mut Ctx<'_>, command: Command, hdr: &GdmaReqHdr, request: &[u8])
         Command::REGISTER_DEVICE => register_device(ctx, hdr.dev_id),
         Command::DEREGISTER_DEVICE => {
             let key = dev_key(hdr.dev_id);
-            ctx.res.registered.remove(&key).ok_or(invalid("unregistered dev_id type", key.0))?;
+            ctx.res
+                .registered
+                .remove(&key)
+                .ok_or(invalid("unregistered dev_id type", key.0))?;
             Ok(body(&GdmaRespHdr::new_zeroed()))
         }
         Command::GENERATE_TEST_EQE => {
@@ -206,7 +242,9 @@ fn handle(ctx: &mut Ctx<'_>, command: Command, hdr: &GdmaReqHdr, request: &[u8])
             if !ctx.res.queues.eqs.contains_key(&eq_id) {
                 return Err(invalid("queue_index", eq_id));
             }
-            ctx.res.queues.post_eqe(ctx.mem, ctx.irq, eq_id, event(EqeType::TEST_EVENT, 0))?;
+            ctx.res
+                .queues
+                .post_eqe(ctx.mem, ctx.irq, eq_id, event(EqeType::TEST_EVENT, 0))?;
             Ok(body(&GdmaRespHdr::new_zeroed()))
         }
         Command::CREATE_QUEUE => create_queue(ctx, hdr, request),
@@ -241,7 +279,9 @@ fn handle(ctx: &mut Ctx<'_>, command: Command, hdr: &GdmaReqHdr, request: &[u8])
             let req: DmaRegionAddPagesReq = parse(request)?;
             let listed = req.page_addr_list_len.get() as usize;
             let pages = u64_list(request, size_of::<DmaRegionAddPagesReq>(), listed)?;
-            ctx.res.regions.add_pages(ctx.mem, req.dma_region_handle.get(), pages)?;
+            ctx.res
+                .regions
+                .add_pages(ctx.mem, req.dma_region_handle.get(), pages)?;
             Ok(body(&GdmaRespHdr::new_zeroed()))
         }
         Command::DESTROY_DMA_REGION => {
@@ -271,7 +311,9 @@ fn register_device(ctx: &mut Ctx<'_>, dev_id: DevId) -> Result<Vec<u8>, CommandE
         gpa_mkey: 0x1000 + u32::from(dev_type),
         db_id: DOORBELL_PAGE,
     };
-    ctx.res.registered.insert((dev_type, instance), registration);
+    ctx.res
+        .registered
+        .insert((dev_type, instance), registration);
     let resp = RegisterDeviceResp {
         hdr: GdmaRespHdr::new_zeroed(),
         pdid: Le32::new(registration.pdid),
@@ -281,10 +323,17 @@ fn register_device(ctx: &mut Ctx<'_>, dev_id: DevId) -> Result<Vec<u8>, CommandE
     Ok(body(&resp))
 }
 
-fn create_queue(ctx: &mut Ctx<'_>, hdr: &GdmaReqHdr, request: &[u8]) -> Result<Vec<u8>, CommandError> {
+fn create_queue(
+    ctx: &mut Ctx<'_>,
+    hdr: &GdmaReqHdr,
+    request: &[u8],
+) -> Result<Vec<u8>, CommandError> {
     let req: CreateQueueReq = parse(request)?;
     if !ctx.res.registered.contains_key(&dev_key(hdr.dev_id)) {
-        return Err(invalid("unregistered dev_id type", hdr.dev_id.dev_type.get()));
+        return Err(invalid(
+            "unregistered dev_id type",
+            hdr.dev_id.dev_type.get(),
+        ));
     }
     if QueueType(req.queue_type.get()) != QueueType::EQ {
         return Err(invalid("queue type", req.queue_type.get()));
@@ -299,8 +348,18 @@ fn create_queue(ctx: &mut Ctx<'_>, hdr: &GdmaReqHdr, request: &[u8]) -> Result<V
     let eq_id = free_id(&ctx.res.queues.eqs, MAX_EQ_ID).ok_or(invalid("EQ count", MAX_EQ_ID))?;
     let ring = Producer::new(eq_id, Ring::from_pages(&region.pages, size)?)?;
     ctx.res.regions.destroy(handle)?;
-    let owner = Owner { dev_type: hdr.dev_id.dev_type.get(), instance: hdr.dev_id.instance.get() };
-    ctx.res.queues.eqs.insert(eq_id, EventQueue { ring, msix_index: msix as u16, owner });
+    let owner = Owner {
+        dev_type: hdr.dev_id.dev_type.get(),
+        instance: hdr.dev_id.instance.get(),
+    };
+    ctx.res.queues.eqs.insert(
+        eq_id,
+        EventQueue {
+            ring,
+            msix_index: msix as u16,
+            owner,
+        },
+    );
     let mut resp = CreateQueueResp::new_zeroed();
     resp.queue_index = Le32::new(eq_id);
     Ok(body(&resp))

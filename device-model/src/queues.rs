@@ -21,7 +21,7 @@
 //! with none pending it re-arms. A doorbell without the arm bit disarms.
 #![forbid(unsafe_code)]
 
-use crate::defs::{Cqe, Eqe, EqeType, Le32, Sge, WqeHeader};
+use crate::defs::{Cqe, CqeInfo, Eqe, EqeType, Le32, Sge, WqeHeader};
 use crate::interrupt::InterruptSink;
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
@@ -127,9 +127,16 @@ impl Ring {
     pub fn from_pages(pages: &[u64], size: u64) -> Result<Self, QueueError> {
         let needed = size / PAGE_SIZE;
         if size == 0 || size % PAGE_SIZE != 0 || needed > pages.len() as u64 {
-            return Err(QueueError::BadRing { size, pages: pages.len() });
+            return Err(QueueError::BadRing {
+                size,
+                pages: pages.len(),
+            });
         }
-        let pages = pages.iter().take(needed as usize).map(|&p| GuestAddress(p)).collect();
+        let pages = pages
+            .iter()
+            .take(needed as usize)
+            .map(|&p| GuestAddress(p))
+            .collect();
         Ok(Self { pages, size })
     }
 
@@ -144,7 +151,10 @@ impl Ring {
         let offset = offset % self.size;
         let page = self.pages[(offset / PAGE_SIZE) as usize];
         let in_page = offset % PAGE_SIZE;
-        (GuestAddress(page.0.wrapping_add(in_page)), PAGE_SIZE - in_page)
+        (
+            GuestAddress(page.0.wrapping_add(in_page)),
+            PAGE_SIZE - in_page,
+        )
     }
 
     /// Reads `buf.len()` bytes starting at ring byte `offset`, wrapping at the
@@ -158,7 +168,11 @@ impl Ring {
             let (addr, room) = self.locate(offset + done as u64);
             let take = (buf.len() - done).min(room as usize);
             mem.read_slice(&mut buf[done..done + take], addr)
-                .map_err(|source| QueueError::Guest { addr: addr.0, len: take, source })?;
+                .map_err(|source| QueueError::Guest {
+                    addr: addr.0,
+                    len: take,
+                    source,
+                })?;
             done += take;
         }
         Ok(())
@@ -173,13 +187,21 @@ impl Ring {
     fn write_entry(&self, mem: &Mem, offset: u64, entry: &[u8]) -> Result<(), QueueError> {
         let (addr, _) = self.locate(offset);
         let split = entry.len() - 4;
-        let guest = |source| QueueError::Guest { addr: addr.0, len: entry.len(), source };
+        let guest = |source| QueueError::Guest {
+            addr: addr.0,
+            len: entry.len(),
+            source,
+        };
         mem.write_slice(&entry[..split], addr).map_err(guest)?;
         let last = Le32::read_from_bytes(&entry[split..])
             .map(Le32::get)
-            .map_err(|_| QueueError::BadRing { size: entry.len() as u64, pages: 0 })?;
+            .map_err(|_| QueueError::BadRing {
+                size: entry.len() as u64,
+                pages: 0,
+            })?;
         let owner_addr = GuestAddress(addr.0.wrapping_add(split as u64));
-        mem.store(last, owner_addr, Ordering::Release).map_err(guest)
+        mem.store(last, owner_addr, Ordering::Release)
+            .map_err(guest)
     }
 }
 
@@ -238,7 +260,10 @@ impl<E: Entry> Producer<E> {
     pub fn new(id: u32, ring: Ring) -> Result<Self, QueueError> {
         let entries = ring.size() / u64::from(E::SIZE);
         if !(2..=1 << 27).contains(&entries) || !entries.is_power_of_two() {
-            return Err(QueueError::BadRing { size: ring.size(), pages: ring.pages.len() });
+            return Err(QueueError::BadRing {
+                size: ring.size(),
+                pages: ring.pages.len(),
+            });
         }
         let entries = entries as u32;
         Ok(Self {
@@ -286,7 +311,8 @@ impl<E: Entry> Producer<E> {
         let slot = self.producer % self.entries;
         let owner = ((self.producer / self.entries) % OWNER_LAPS) as u8;
         entry.set_owner(owner);
-        self.ring.write_entry(mem, u64::from(slot) * u64::from(E::SIZE), entry.as_bytes())?;
+        self.ring
+            .write_entry(mem, u64::from(slot) * u64::from(E::SIZE), entry.as_bytes())?;
         self.producer = (self.producer + 1) % self.modulus();
         self.posted += 1;
         Ok(())
@@ -294,7 +320,9 @@ impl<E: Entry> Producer<E> {
 
     fn flush_backlog(&mut self, mem: &Mem) -> Result<(), QueueError> {
         while self.pending() < self.entries {
-            let Some(entry) = self.backlog.pop_front() else { break };
+            let Some(entry) = self.backlog.pop_front() else {
+                break;
+            };
             self.write_next(mem, entry)?;
         }
         Ok(())
@@ -333,7 +361,11 @@ impl<E: Entry> Producer<E> {
         let pending = self.pending();
         let advance = (tail % self.modulus() + self.modulus() - self.consumer) % self.modulus();
         if tail >= self.modulus() || advance > pending {
-            return Err(QueueError::BadDoorbell { id: self.id, tail, pending });
+            return Err(QueueError::BadDoorbell {
+                id: self.id,
+                tail,
+                pending,
+            });
         }
         self.consumer = tail;
         self.flush_backlog(mem)?;
@@ -421,9 +453,19 @@ impl WorkQueue {
     /// [`QueueError::BadRing`] unless the ring size is a power of two ≥ 4 KiB.
     pub fn new(id: u32, kind: WqKind, ring: Ring, cq_id: u32) -> Result<Self, QueueError> {
         if !ring.size().is_power_of_two() || ring.size() > u64::from(u32::MAX / 2) {
-            return Err(QueueError::BadRing { size: ring.size(), pages: ring.pages.len() });
+            return Err(QueueError::BadRing {
+                size: ring.size(),
+                pages: ring.pages.len(),
+            });
         }
-        Ok(Self { id, kind, ring, consumer: 0, producer: 0, cq_id })
+        Ok(Self {
+            id,
+            kind,
+            ring,
+            consumer: 0,
+            producer: 0,
+            cq_id,
+        })
     }
 
     /// Queue id.
@@ -453,7 +495,11 @@ impl WorkQueue {
     pub fn doorbell(&mut self, tail: u32) -> Result<(), QueueError> {
         let ahead = tail.wrapping_sub(self.consumer);
         if ahead > self.ring_size() || ahead % WQE_BU_SIZE != 0 {
-            return Err(QueueError::BadDoorbell { id: self.id, tail, pending: self.available() });
+            return Err(QueueError::BadDoorbell {
+                id: self.id,
+                tail,
+                pending: self.available(),
+            });
         }
         self.producer = tail;
         Ok(())
@@ -478,9 +524,14 @@ impl WorkQueue {
 
     fn read_at_consumer(&mut self, mem: &Mem) -> Result<Wqe, QueueError> {
         let offset = self.consumer % self.ring_size();
-        let bad = |reason| QueueError::BadWqe { id: self.id, offset, reason };
+        let bad = |reason| QueueError::BadWqe {
+            id: self.id,
+            offset,
+            reason,
+        };
         let mut header = WqeHeader::new();
-        self.ring.read(mem, u64::from(offset), header.as_mut_bytes())?;
+        self.ring
+            .read(mem, u64::from(offset), header.as_mut_bytes())?;
         let num_sge = u32::from(header.num_sge());
         if num_sge == 0 {
             return Err(bad("no SGE"));
@@ -504,7 +555,11 @@ impl WorkQueue {
             .filter_map(|chunk| Sge::read_from_bytes(chunk).ok())
             .collect();
         self.consumer = self.consumer.wrapping_add(size);
-        Ok(Wqe { offset, header, sges })
+        Ok(Wqe {
+            offset,
+            header,
+            sges,
+        })
     }
 }
 
@@ -642,4 +697,13 @@ pub fn event(eqe_type: EqeType, detail: u32) -> Eqe {
 /// The GDMA_EQE_COMPLETION event for CQ `cq_id` (details[0] bits 0-23).
 pub fn completion_eqe(cq_id: u32) -> Eqe {
     event(EqeType::COMPLETION, cq_id & 0x00FF_FFFF)
+}
+
+/// A CQE with `data` (≤ 60 bytes) for work queue `wq_num`.
+pub fn completion(data: &[u8], wq_num: u32, is_sq: bool) -> Cqe {
+    let mut cqe = <Cqe as zerocopy::FromZeros>::new_zeroed();
+    let len = data.len().min(60);
+    cqe.as_mut_bytes()[..len].copy_from_slice(&data[..len]);
+    cqe.info = CqeInfo::new().with_wq_num(wq_num).with_is_sq(is_sq);
+    cqe
 }
