@@ -8,7 +8,8 @@
 //! - all others: size 0.
 //!
 //! IRQ indices: MSI-X with [`DeviceConfig::msix_table_size`] vectors
-//! (eventfd, resizable so QEMU enables vectors one by one); INTx, MSI, ERR
+//! (eventfd, resizable so QEMU enables vectors one by one); ERR with one
+//! eventfd that is never signalled (no PCIe errors are emulated); INTx, MSI
 //! and REQ with 0 vectors.
 //!
 //! Readiness: the socket file exists and accepts connections as soon as
@@ -30,8 +31,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use thiserror::Error;
 use vfio_bindings::bindings::vfio::{
-    vfio_region_info, VFIO_IRQ_INFO_EVENTFD, VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_IRQ_SET_DATA_NONE,
-    VFIO_PCI_BAR0_REGION_INDEX, VFIO_PCI_BAR2_REGION_INDEX, VFIO_PCI_CONFIG_REGION_INDEX,
+    vfio_region_info, VFIO_IRQ_INFO_EVENTFD, VFIO_IRQ_SET_ACTION_TRIGGER,
+    VFIO_IRQ_SET_DATA_EVENTFD, VFIO_IRQ_SET_DATA_NONE, VFIO_PCI_BAR0_REGION_INDEX,
+    VFIO_PCI_BAR2_REGION_INDEX, VFIO_PCI_CONFIG_REGION_INDEX, VFIO_PCI_ERR_IRQ_INDEX,
     VFIO_PCI_MSIX_IRQ_INDEX, VFIO_PCI_NUM_IRQS, VFIO_PCI_NUM_REGIONS, VFIO_REGION_INFO_FLAG_READ,
     VFIO_REGION_INFO_FLAG_WRITE,
 };
@@ -119,6 +121,8 @@ pub struct ManaFunction {
     memory: DmaMemory,
     resets: u64,
     bad_requests: u64,
+    /// QEMU's error-notification eventfd (VFIO_PCI_ERR_IRQ_INDEX); kept, never written.
+    err_eventfd: Option<File>,
 }
 
 impl std::fmt::Debug for ManaFunction {
@@ -161,6 +165,7 @@ impl ManaFunction {
             memory,
             resets: 0,
             bad_requests: 0,
+            err_eventfd: None,
         })
     }
 
@@ -220,6 +225,14 @@ impl ManaFunction {
                     index,
                     flags: VFIO_IRQ_INFO_EVENTFD,
                     count: u32::from(self.msix.table_size()),
+                },
+                // One error-notification eventfd: the emulated device never
+                // reports PCIe errors, but QEMU warns "Could not enable error
+                // recovery for the device" when the index is empty.
+                VFIO_PCI_ERR_IRQ_INDEX => IrqInfo {
+                    index,
+                    flags: VFIO_IRQ_INFO_EVENTFD,
+                    count: 1,
                 },
                 _ => IrqInfo {
                     index,
@@ -380,7 +393,8 @@ impl ManaFunction {
     }
 
     /// SET_IRQS for IRQ `index`. MSI-X goes to [`MsixVectors::set_irqs`];
-    /// the other indices have no vectors and only accept "disable" (count 0).
+    /// ERR keeps its one eventfd (never signalled); the other indices have no
+    /// vectors and only accept "disable" (count 0).
     ///
     /// # Errors
     /// [`MsixError`] for a request the MSI-X table cannot take or any vector
@@ -396,14 +410,25 @@ impl ManaFunction {
         if index == VFIO_PCI_MSIX_IRQ_INDEX {
             return self.msix.set_irqs(flags, start, count, fds);
         }
-        if count == 0 && flags == VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_TRIGGER {
-            return Ok(());
+        let disable = VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_TRIGGER;
+        let eventfd = VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER;
+        match (index, flags, start, count) {
+            (_, f, _, 0) if f == disable => {
+                if index == VFIO_PCI_ERR_IRQ_INDEX {
+                    self.err_eventfd = None;
+                }
+                Ok(())
+            }
+            (VFIO_PCI_ERR_IRQ_INDEX, f, 0, 1) if f == eventfd && fds.len() <= 1 => {
+                self.err_eventfd = fds.into_iter().next();
+                Ok(())
+            }
+            _ => Err(MsixError::OutOfRange {
+                start,
+                count,
+                table_size: 0,
+            }),
         }
-        Err(MsixError::OutOfRange {
-            start,
-            count,
-            table_size: 0,
-        })
     }
 }
 
@@ -663,6 +688,7 @@ mod tests {
     use super::*;
     use crate::regs::{BAR0_SIZE, REG_SHM_OFFSET, SHM_OFFSET};
     use std::os::unix::fs::FileExt;
+    use vfio_bindings::bindings::vfio::VFIO_PCI_REQ_IRQ_INDEX;
     use vm_memory::{Bytes, GuestAddress, GuestAddressSpace, GuestMemoryBackend};
 
     fn mana_core() -> Bar0Factory {
@@ -697,9 +723,11 @@ mod tests {
         assert_eq!(irqs.len(), VFIO_PCI_NUM_IRQS as usize);
         let msix = irqs[VFIO_PCI_MSIX_IRQ_INDEX as usize];
         assert_eq!((msix.count, msix.flags), (17, VFIO_IRQ_INFO_EVENTFD));
+        let err = irqs[VFIO_PCI_ERR_IRQ_INDEX as usize];
+        assert_eq!((err.count, err.flags), (1, VFIO_IRQ_INFO_EVENTFD));
         assert!(irqs
             .iter()
-            .filter(|i| i.index != VFIO_PCI_MSIX_IRQ_INDEX)
+            .filter(|i| ![VFIO_PCI_MSIX_IRQ_INDEX, VFIO_PCI_ERR_IRQ_INDEX].contains(&i.index))
             .all(|i| i.count == 0));
     }
 
@@ -737,11 +765,25 @@ mod tests {
     }
 
     #[test]
-    fn other_irq_indices_only_accept_disable() {
+    fn other_irq_indices_only_accept_disable_and_the_err_eventfd() {
         let mut f = function(9);
         let none = VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_TRIGGER;
+        let eventfd = VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER;
         assert!(f.set_irqs(0, none, 0, 0, vec![]).is_ok());
         assert!(f.set_irqs(0, none, 0, 1, vec![]).is_err());
+        let err_fd = memfd::MemfdOptions::default()
+            .create("err")
+            .expect("fd")
+            .into_file();
+        let err = VFIO_PCI_ERR_IRQ_INDEX;
+        assert!(f.set_irqs(err, eventfd, 0, 1, vec![err_fd]).is_ok());
+        assert!(f.err_eventfd.is_some());
+        assert!(f.set_irqs(err, none, 0, 0, vec![]).is_ok());
+        assert!(f.err_eventfd.is_none());
+        assert!(f.set_irqs(err, eventfd, 0, 2, vec![]).is_err());
+        assert!(f
+            .set_irqs(VFIO_PCI_REQ_IRQ_INDEX, eventfd, 0, 1, vec![])
+            .is_err());
     }
 
     #[test]
