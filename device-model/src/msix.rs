@@ -265,7 +265,10 @@ impl MsixVectors {
         let mut state = self.lock();
         let table_len = u64::from(self.table_size) * TABLE_ENTRY_SIZE;
         for (i, byte) in data.iter().enumerate() {
-            let Some(rel) = (offset + i as u64).checked_sub(MSIX_TABLE_OFFSET) else {
+            let Some(rel) = offset
+                .checked_add(i as u64)
+                .and_then(|at| at.checked_sub(MSIX_TABLE_OFFSET))
+            else {
                 continue;
             };
             if rel >= table_len {
@@ -466,5 +469,6 @@ mod tests {
         let mut beyond = [0xaa_u8; 4];
         msix.bar_read(u64::MAX - 1, &mut beyond);
         assert_eq!(beyond, [0; 4]);
+        msix.bar_write(u64::MAX - 1, &[1, 2, 3, 4]);
     }
 }

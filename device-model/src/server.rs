@@ -815,6 +815,40 @@ mod tests {
     }
 
     #[test]
+    fn arbitrary_region_accesses_never_panic() {
+        let mut f = function(65);
+        // Deterministic xorshift sequence: regions 0..=9, offsets near every
+        // boundary and anywhere, lengths 0..=16 and a few large ones.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..20_000 {
+            let region = (next() % 10) as u32;
+            let offset = match next() % 4 {
+                0 => next(),
+                1 => u64::MAX - next() % 16,
+                2 => next() % 0x1_0000,
+                _ => BAR0_SIZE - next() % 16,
+            };
+            let len = match next() % 8 {
+                0 => 4096,
+                _ => (next() % 17) as usize,
+            };
+            let mut data = vec![0xa5_u8; len];
+            if next() % 2 == 0 {
+                f.read(region, offset, &mut data);
+            } else {
+                f.write(region, offset, &data);
+            }
+        }
+        assert!(f.status(true).bad_requests > 0);
+    }
+
+    #[test]
     fn bad_configuration_is_an_error() {
         let config = DeviceConfig {
             msix_table_size: 0,
