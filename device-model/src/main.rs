@@ -1,10 +1,12 @@
 //! `mana-device`: serve one emulated MANA VF on a vfio-user unix socket.
 //!
 //! Starts, binds `--socket` and prints `ready <socket path>` on stdout (the
-//! socket file exists and accepts connections from then on), serves one QEMU `vfio-user-pci` connection and exits 0 when QEMU
-//! disconnects. SIGTERM/SIGINT end it cleanly (exit 0, socket removed);
-//! SIGUSR1 writes the status file. Exit 1 on a socket or connection error,
-//! 2 on bad arguments (clap's convention).
+//! socket file exists and accepts connections from then on), serves one QEMU
+//! `vfio-user-pci` connection and exits 0 when QEMU disconnects.
+//! SIGTERM/SIGINT end it cleanly (status written, socket removed, exit 0);
+//! SIGUSR1 writes the status file. Exit 2 for arguments clap rejects, 1 for
+//! every other error (bad config values, socket in the way, connection
+//! failure, no client within `--connect-timeout`), with the reason on stderr.
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
@@ -181,30 +183,21 @@ fn run(args: Args) -> Result<()> {
         None => rx.recv().context("server thread vanished")?,
     };
     write_status(&handle, args.status_file.as_deref());
-    // The serving thread may still hold a reference; remove the socket ourselves.
-    let remove_socket = || {
-        if args.socket.exists() {
-            let _ = std::fs::remove_file(&args.socket);
-        }
-    };
+    // The serving thread may still hold the server (blocked in accept or a
+    // read); remove the socket ourselves instead of waiting for its Drop.
+    if args.socket.exists() {
+        let _ = std::fs::remove_file(&args.socket);
+    }
     match event {
-        Event::Finished(result) => {
-            remove_socket();
-            result.context("serving the vfio-user client")?;
-            Ok(())
-        }
+        Event::Finished(result) => result.context("serving the vfio-user client"),
         Event::Signal(signal) => {
-            remove_socket();
             tracing::info!(signal, "terminated by signal; exiting");
             Ok(())
         }
-        Event::ConnectTimeout => {
-            remove_socket();
-            bail!(
-                "no vfio-user client connected within {} s",
-                args.connect_timeout
-            )
-        }
+        Event::ConnectTimeout => bail!(
+            "no vfio-user client connected within {} s",
+            args.connect_timeout
+        ),
     }
 }
 
