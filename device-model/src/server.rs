@@ -78,6 +78,26 @@ pub enum ServerError {
     },
 }
 
+/// Errors from a `SET_IRQS` request.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum IrqError {
+    /// The MSI-X index refused the request.
+    #[error(transparent)]
+    Msix(#[from] MsixError),
+    /// A request for an IRQ index that has no such vectors or action.
+    #[error("SET_IRQS index {index} flags {flags:#x} vectors {start}+{count} is not supported")]
+    Unsupported {
+        /// VFIO IRQ index.
+        index: u32,
+        /// `vfio_irq_set` flags.
+        flags: u32,
+        /// First vector.
+        start: u32,
+        /// Number of vectors.
+        count: u32,
+    },
+}
+
 /// Snapshot of the shell's state, written to the status file as JSON.
 #[derive(Debug, Clone, Serialize)]
 pub struct ShellStatus {
@@ -397,8 +417,8 @@ impl ManaFunction {
     /// vectors and only accept "disable" (count 0).
     ///
     /// # Errors
-    /// [`MsixError`] for a request the MSI-X table cannot take or any vector
-    /// on another index.
+    /// [`IrqError::Msix`] for a request the MSI-X table cannot take,
+    /// [`IrqError::Unsupported`] for anything else on another index.
     pub fn set_irqs(
         &mut self,
         index: u32,
@@ -406,9 +426,9 @@ impl ManaFunction {
         start: u32,
         count: u32,
         fds: Vec<File>,
-    ) -> Result<(), MsixError> {
+    ) -> Result<(), IrqError> {
         if index == VFIO_PCI_MSIX_IRQ_INDEX {
-            return self.msix.set_irqs(flags, start, count, fds);
+            return Ok(self.msix.set_irqs(flags, start, count, fds)?);
         }
         let disable = VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_TRIGGER;
         let eventfd = VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER;
@@ -423,10 +443,11 @@ impl ManaFunction {
                 self.err_eventfd = fds.into_iter().next();
                 Ok(())
             }
-            _ => Err(MsixError::OutOfRange {
+            _ => Err(IrqError::Unsupported {
+                index,
+                flags,
                 start,
                 count,
-                table_size: 0,
             }),
         }
     }
