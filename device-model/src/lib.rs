@@ -32,4 +32,4 @@ pub mod smc;
 pub mod snapshot;
 
 pub use device::{factory, ManaDevice};
-pub use snapshot::{factory_with_snapshots, Snapshot, SnapshotHandle};
+pub use snapshot::Snapshot;

@@ -1,16 +1,13 @@
-//! The serializable view of the device the harness dumps, and a handle to
-//! take it while the vfio-user shell owns the device.
+//! The serializable view of the device the harness dumps
+//! ([`crate::ManaDevice::snapshot`]); the shell reaches the device through
+//! its own observer (`shared::observed_factory` on the devshell branch).
 #![forbid(unsafe_code)]
 
-use crate::bar::{Bar0Factory, Bar0Handler};
-use crate::config::DeviceConfig;
-use crate::device::ManaDevice;
 use crate::hwc::HwcIds;
 use crate::queues::{Owner, WqKind};
 use crate::resources::{Registration, WqObj};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, PoisonError};
 
 /// Counters kept for the harness.
 #[derive(Debug, Default, Clone, Serialize)]
@@ -117,63 +114,4 @@ pub struct HwcSnapshot {
     pub msix_index: u16,
     /// Responses waiting for an RQ buffer.
     pub pending_responses: usize,
-}
-
-/// Where the shell's device can be reached for a [`Snapshot`] (cheap to clone).
-///
-/// Filled when the factory from [`factory_with_snapshots`] runs; until then
-/// [`SnapshotHandle::snapshot`] returns `None`.
-#[derive(Clone, Default)]
-pub struct SnapshotHandle(Arc<Mutex<Option<Arc<Mutex<ManaDevice>>>>>);
-
-impl SnapshotHandle {
-    /// The device's current state, or `None` before the shell built it.
-    pub fn snapshot(&self) -> Option<Snapshot> {
-        let slot = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let device = slot.as_ref()?;
-        let device = device.lock().unwrap_or_else(PoisonError::into_inner);
-        Some(device.snapshot())
-    }
-}
-
-/// A [`ManaDevice`] behind a mutex, so a [`SnapshotHandle`] can read it
-/// between BAR0 accesses (one uncontended lock per access).
-struct SharedDevice(Arc<Mutex<ManaDevice>>);
-
-impl SharedDevice {
-    fn with<R>(&self, f: impl FnOnce(&mut ManaDevice) -> R) -> R {
-        let mut device = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        f(&mut device)
-    }
-}
-
-impl Bar0Handler for SharedDevice {
-    fn size(&self) -> u64 {
-        self.with(|d| d.size())
-    }
-
-    fn read(&mut self, offset: u64, data: &mut [u8]) {
-        self.with(|d| d.read(offset, data));
-    }
-
-    fn write(&mut self, offset: u64, data: &[u8]) {
-        self.with(|d| d.write(offset, data));
-    }
-
-    fn reset(&mut self) {
-        self.with(|d| d.reset());
-    }
-}
-
-/// Like [`crate::device::factory`], plus a [`SnapshotHandle`] through which
-/// the shell (or anything it hands the handle to) can dump the device state.
-pub fn factory_with_snapshots(config: DeviceConfig) -> (Bar0Factory, SnapshotHandle) {
-    let handle = SnapshotHandle::default();
-    let slot = handle.clone();
-    let factory: Bar0Factory = Box::new(move |mem, irq| {
-        let device = Arc::new(Mutex::new(ManaDevice::new(config, mem, irq)));
-        *slot.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&device));
-        Box::new(SharedDevice(device))
-    });
-    (factory, handle)
 }

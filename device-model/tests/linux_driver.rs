@@ -744,35 +744,3 @@ fn random_bar0_traffic_never_panics_or_hangs() {
         .keys()
         .all(|&v| v < config().msix_table_size));
 }
-
-#[test]
-fn snapshot_handle_sees_the_device_the_shell_owns() {
-    use std::sync::Arc;
-    use vm_memory::{GuestAddress, GuestMemoryAtomic, GuestMemoryMmap};
-    let (factory, handle) = device_model::factory_with_snapshots(config());
-    assert!(
-        handle.snapshot().is_none(),
-        "no device before the factory runs"
-    );
-    let ram = GuestMemoryMmap::<()>::from_ranges(&[(GuestAddress(0), 1 << 20)]).unwrap();
-    let irqs = Arc::new(Recorder::default());
-    let mut bar0 = factory(GuestMemoryAtomic::new(ram), irqs.clone());
-    // ESTABLISH_HWC with the four rings at PFNs 16..19 (64 KiB..80 KiB),
-    // vector 0, written as 8 dwords like mana_smc_setup_hwc().
-    let mut msg = [0u8; 32];
-    for (i, pfn) in [16u64, 17, 18, 19].iter().enumerate() {
-        msg[i * 6..i * 6 + 6].copy_from_slice(&pfn.to_le_bytes()[..6]);
-    }
-    msg[28] = 1;
-    for (i, dword) in msg.chunks(4).enumerate() {
-        bar0.write(0x100 + 4 * i as u64, dword);
-    }
-    let mut hdr = [0u8; 4];
-    bar0.read(0x100 + 28, &mut hdr);
-    assert_eq!(u32::from_le_bytes(hdr), 0x81);
-    let snap = handle.snapshot().unwrap();
-    assert_eq!(snap.hwc.unwrap().msix_index, 0);
-    assert_eq!(snap.eqs.len(), 1);
-    assert_eq!(snap.eqs[0].events_posted, 11);
-    assert_eq!(irqs.all(), vec![0]);
-}
