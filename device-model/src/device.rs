@@ -166,6 +166,7 @@ impl ManaDevice {
             SmcRequest::Destroy => {
                 self.teardown();
                 self.counters.hwc_destroyed += 1;
+                tracing::info!("mana device: HWC destroyed, all queues and regions forgotten");
                 self.smc.respond(SmcMsgType::DESTROY_HWC.0, 0);
             }
             SmcRequest::Invalid { msg_type } => {
@@ -209,6 +210,7 @@ impl ManaDevice {
         self.res.hwc_eq = Some(ids.eq);
         self.hwc = Some(hwc);
         self.counters.hwc_established += 1;
+        tracing::info!(msix_index = rings.msix_index, eq = ?rings.eq, "mana device: HWC established");
         Ok(())
     }
 
@@ -290,8 +292,11 @@ impl ManaDevice {
         }
         if self.hwc.as_ref().is_some_and(|hwc| hwc.ids().sq == id) {
             self.run_hwc(mem, irq);
-        } else if let Err(err) = bnic::drain_sq(&mut self.res.queues, mem, irq, id) {
-            self.guest_error("tx wqe", &err);
+        } else {
+            match bnic::drain_sq(&mut self.res.queues, mem, irq, id) {
+                Ok(done) => self.counters.tx_wqes_completed += u64::from(done),
+                Err(err) => self.guest_error("tx wqe", &err),
+            }
         }
     }
 

@@ -24,6 +24,8 @@ pub struct Counters {
     pub hwc_destroyed: u64,
     /// Device resets.
     pub resets: u64,
+    /// Ethernet SQ WQEs completed with CQE_TX_OKAY (their frames are dropped).
+    pub tx_wqes_completed: u64,
 }
 
 /// An EQ in the snapshot.

@@ -326,6 +326,7 @@ fn transmitted_wqes_complete_with_tx_okay() {
         drv.pump().unwrap();
     }
     assert_eq!(drv.seen.tx_completions[&sq.id], 3);
+    assert_eq!(drv.dev.snapshot().counters.tx_wqes_completed, 3);
 }
 
 #[test]
