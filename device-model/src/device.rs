@@ -1,6 +1,13 @@
 //! The MANA VF device core behind [`Bar0Handler`]: BAR0 dispatch, SMC
 //! handshake, HWC request loop, doorbells, counters and the snapshot.
 //!
+//! Modules of the core: [`crate::regs`] (BAR0 layout), [`crate::smc`]
+//! (shared-memory channel), [`crate::hwc`] (hardware channel),
+//! [`crate::gdma`] and [`crate::bnic`] (commands), [`crate::queues`]
+//! (EQ/CQ/SQ/RQ, owner bits, arming), [`crate::dma_region`] (guest page
+//! lists), [`crate::resources`] (what commands create), [`crate::snapshot`]
+//! (state for the harness) and [`crate::defs`] (wire structs only).
+//!
 //! Everything runs synchronously inside BAR0 accesses: a write of SMC dword 7
 //! establishes or destroys the HWC, a doorbell write processes the queue it
 //! names. Bad guest input is counted, logged with rate limiting, and answered

@@ -10,12 +10,8 @@
 //!   `max_msix`, queue limits, MAC).
 //! - [`interrupt`]: the [`interrupt::InterruptSink`] trait through which the
 //!   device raises MSI-X vectors (eventfds in production, a recorder in tests).
-//! - the device core, [`ManaDevice`] behind [`bar::Bar0Handler`]: [`regs`]
-//!   (BAR0 layout), [`smc`] (shared-memory channel), [`hwc`] (hardware
-//!   channel), [`gdma`] and [`bnic`] (commands), [`queues`] (EQ/CQ/SQ/RQ,
-//!   owner bits, arming), [`dma_region`] (guest page lists), [`resources`]
-//!   (what commands create), [`snapshot`] (state for the harness) and
-//!   [`defs`] (wire structs only).
+//! - the device core: BAR0 registers, shared-memory channel (SMC), hardware
+//!   channel (HWC), GDMA and BNIC commands, queues, DMA through `vm-memory`.
 //! - the vfio-user shell: PCI config space, BARs, MSI-X eventfds, DMA maps.
 
 pub mod bar;
