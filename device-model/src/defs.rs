@@ -135,13 +135,13 @@ impl Command {
 open_enum! {
     /// `enum gdma_eqe_type` (gdma.h): the `type` field of an EQE.
     pub struct EqeType(u8) {
-        /// GDMA_EQE_COMPLETION: details[0] bits 0-23 = CQ id.
+        /// GDMA_EQE_COMPLETION: `details[0]` bits 0-23 = CQ id.
         COMPLETION = 3,
         /// GDMA_EQE_TEST_EVENT, answer to GDMA_GENERATE_TEST_EQE.
         TEST_EVENT = 64,
-        /// GDMA_EQE_HWC_INIT_EQ_ID_DB: details[0] = [`HwcInitEqIdDb`].
+        /// GDMA_EQE_HWC_INIT_EQ_ID_DB: `details[0]` = [`HwcInitEqIdDb`].
         HWC_INIT_EQ_ID_DB = 129,
-        /// GDMA_EQE_HWC_INIT_DATA: details[0] = [`HwcInitTypeData`].
+        /// GDMA_EQE_HWC_INIT_DATA: `details[0]` = [`HwcInitTypeData`].
         HWC_INIT_DATA = 130,
         /// GDMA_EQE_HWC_INIT_DONE.
         HWC_INIT_DONE = 131,
@@ -327,7 +327,7 @@ pub struct CqeInfo {
     pub owner_bits: u8,
 }
 
-/// `union hwc_init_eq_id_db` (hw_channel.h): details[0] of HWC_INIT_EQ_ID_DB.
+/// `union hwc_init_eq_id_db` (hw_channel.h): `details[0]` of HWC_INIT_EQ_ID_DB.
 #[bitfield(u32)]
 pub struct HwcInitEqIdDb {
     /// HWC EQ id.
@@ -336,7 +336,7 @@ pub struct HwcInitEqIdDb {
     pub doorbell: u16,
 }
 
-/// `union hwc_init_type_data` (hw_channel.h): details[0] of HWC_INIT_DATA.
+/// `union hwc_init_type_data` (hw_channel.h): `details[0]` of HWC_INIT_DATA.
 #[bitfield(u32)]
 pub struct HwcInitTypeData {
     /// The value.

@@ -1,6 +1,13 @@
 //! The MANA VF device core behind [`Bar0Handler`]: BAR0 dispatch, SMC
 //! handshake, HWC request loop, doorbells, counters and the snapshot.
 //!
+//! Modules of the core: [`crate::regs`] (BAR0 layout), [`crate::smc`]
+//! (shared-memory channel), [`crate::hwc`] (hardware channel),
+//! [`crate::gdma`] and [`crate::bnic`] (commands), [`crate::queues`]
+//! (EQ/CQ/SQ/RQ, owner bits, arming), [`crate::dma_region`] (guest page
+//! lists), [`crate::resources`] (what commands create), [`crate::snapshot`]
+//! (state for the harness) and [`crate::defs`] (wire structs only).
+//!
 //! Everything runs synchronously inside BAR0 accesses: a write of SMC dword 7
 //! establishes or destroys the HWC, a doorbell write processes the queue it
 //! names. Bad guest input is counted, logged with rate limiting, and answered
@@ -14,12 +21,13 @@ use crate::defs::{CqDoorbell, EqDoorbell, SmcMsgType, WqDoorbell};
 use crate::gdma;
 use crate::hwc::{Hwc, HwcIds, InitParams};
 use crate::interrupt::InterruptSink;
-use crate::queues::{Mem, Owner, WqKind};
+use crate::queues::Mem;
 use crate::regs::{self, Bar0Target, DoorbellKind};
-use crate::resources::{Ctx, Registration, Resources, WqObj, DOORBELL_PAGE, MAX_NUM_CQS};
+use crate::resources::{Ctx, Resources, DOORBELL_PAGE, MAX_NUM_CQS};
 use crate::smc::{HwcRings, Smc, SmcRequest};
-use serde::Serialize;
-use std::collections::BTreeMap;
+use crate::snapshot::{
+    Counters, CqSnapshot, DeviceSnapshot, EqSnapshot, HwcSnapshot, Snapshot, WqSnapshot,
+};
 use std::fmt::Display;
 use std::sync::Arc;
 use vm_memory::GuestAddressSpace;
@@ -32,113 +40,6 @@ const HWC_PDID: u32 = 0x100 + 1;
 const HWC_GPA_MKEY: u32 = 0x1000 + 1;
 /// Guest errors of one kind logged in full before logging only every power of two.
 const LOG_BURST: u64 = 16;
-
-/// Counters kept for the harness.
-#[derive(Debug, Default, Clone, Serialize)]
-pub struct Counters {
-    /// Requests handled, by command name (or hex code when unknown).
-    pub commands: BTreeMap<String, u64>,
-    /// Requests answered with a non-zero status, by command name.
-    pub command_errors: BTreeMap<String, u64>,
-    /// Guest errors (bad doorbells, bad WQEs, unmapped addresses, ...) by kind.
-    pub guest_errors: BTreeMap<String, u64>,
-    /// SMC ESTABLISH_HWC messages accepted.
-    pub hwc_established: u64,
-    /// SMC DESTROY_HWC messages handled.
-    pub hwc_destroyed: u64,
-    /// Device resets.
-    pub resets: u64,
-}
-
-/// An EQ in the snapshot.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct EqSnapshot {
-    /// EQ id.
-    pub id: u32,
-    /// MSI-X index the EQ raises.
-    pub msix_index: u16,
-    /// Owning device (type 1 = HWC, 2 = MANA, 3 = MANA_IB).
-    pub owner: Owner,
-    /// Ring entries.
-    pub entries: u32,
-    /// Events written so far.
-    pub events_posted: u64,
-    /// Whether the next event raises the vector.
-    pub armed: bool,
-}
-
-/// A CQ in the snapshot.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct CqSnapshot {
-    /// CQ id.
-    pub id: u32,
-    /// Parent EQ id.
-    pub parent_eq: u32,
-    /// Ring entries.
-    pub entries: u32,
-    /// Completions written so far.
-    pub completions_posted: u64,
-    /// Whether the next completion notifies the parent EQ.
-    pub armed: bool,
-}
-
-/// A work queue in the snapshot.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct WqSnapshot {
-    /// WQ id.
-    pub id: u32,
-    /// SQ or RQ.
-    pub kind: WqKind,
-    /// CQ id.
-    pub cq_id: u32,
-    /// Parent EQ of that CQ (`None` if the CQ is gone).
-    pub parent_eq: Option<u32>,
-}
-
-/// A registered device in the snapshot.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct DeviceSnapshot {
-    /// Device type.
-    pub dev_type: u16,
-    /// Instance.
-    pub instance: u16,
-    /// What REGISTER_DEVICE answered.
-    pub registration: Registration,
-}
-
-/// Serializable view of the device for the harness.
-#[derive(Debug, Clone, Serialize)]
-pub struct Snapshot {
-    /// HWC queue ids and vector while the channel is up.
-    pub hwc: Option<HwcSnapshot>,
-    /// Every EQ.
-    pub eqs: Vec<EqSnapshot>,
-    /// Every CQ.
-    pub cqs: Vec<CqSnapshot>,
-    /// Every SQ and RQ.
-    pub wqs: Vec<WqSnapshot>,
-    /// Work-queue objects by handle.
-    pub wq_objs: BTreeMap<u64, WqObj>,
-    /// DMA regions not owned by a queue.
-    pub dma_regions: usize,
-    /// Registered devices.
-    pub devices: Vec<DeviceSnapshot>,
-    /// MSI-X vectors raised, by index.
-    pub vectors_raised: BTreeMap<u16, u64>,
-    /// Counters.
-    pub counters: Counters,
-}
-
-/// The HWC in the snapshot.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct HwcSnapshot {
-    /// Queue ids.
-    pub ids: HwcIds,
-    /// MSI-X index of the HWC EQ.
-    pub msix_index: u16,
-    /// Responses waiting for an RQ buffer.
-    pub pending_responses: usize,
-}
 
 /// An emulated MANA VF (PCI 1414:00BA): BAR0 of [`regs::BAR0_SIZE`] bytes.
 ///
@@ -272,6 +173,7 @@ impl ManaDevice {
             SmcRequest::Destroy => {
                 self.teardown();
                 self.counters.hwc_destroyed += 1;
+                tracing::info!("mana device: HWC destroyed, all queues and regions forgotten");
                 self.smc.respond(SmcMsgType::DESTROY_HWC.0, 0);
             }
             SmcRequest::Invalid { msg_type } => {
@@ -315,6 +217,7 @@ impl ManaDevice {
         self.res.hwc_eq = Some(ids.eq);
         self.hwc = Some(hwc);
         self.counters.hwc_established += 1;
+        tracing::info!(msix_index = rings.msix_index, eq = ?rings.eq, "mana device: HWC established");
         Ok(())
     }
 
@@ -396,8 +299,11 @@ impl ManaDevice {
         }
         if self.hwc.as_ref().is_some_and(|hwc| hwc.ids().sq == id) {
             self.run_hwc(mem, irq);
-        } else if let Err(err) = bnic::drain_sq(&mut self.res.queues, mem, irq, id) {
-            self.guest_error("tx wqe", &err);
+        } else {
+            match bnic::drain_sq(&mut self.res.queues, mem, irq, id) {
+                Ok(done) => self.counters.tx_wqes_completed += u64::from(done),
+                Err(err) => self.guest_error("tx wqe", &err),
+            }
         }
     }
 

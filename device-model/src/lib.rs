@@ -37,5 +37,7 @@ pub mod queues;
 pub mod regs;
 pub mod resources;
 pub mod smc;
+pub mod snapshot;
 
-pub use device::{factory, ManaDevice, Snapshot};
+pub use device::{factory, ManaDevice};
+pub use snapshot::Snapshot;

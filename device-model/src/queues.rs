@@ -621,7 +621,7 @@ impl Queues {
     }
 
     /// Posts `cqe` on CQ `cq_id`; if the CQ was armed, posts a COMPLETION EQE
-    /// (details[0] = CQ id) to its parent EQ.
+    /// (`details[0]` = CQ id) to its parent EQ.
     ///
     /// # Errors
     /// As [`Producer::post`]; an unknown CQ drops the completion.
@@ -694,7 +694,7 @@ pub fn event(eqe_type: EqeType, detail: u32) -> Eqe {
     eqe
 }
 
-/// The GDMA_EQE_COMPLETION event for CQ `cq_id` (details[0] bits 0-23).
+/// The GDMA_EQE_COMPLETION event for CQ `cq_id` (`details[0]` bits 0-23).
 pub fn completion_eqe(cq_id: u32) -> Eqe {
     event(EqeType::COMPLETION, cq_id & 0x00FF_FFFF)
 }
@@ -706,4 +706,110 @@ pub fn completion(data: &[u8], wq_num: u32, is_sq: bool) -> Cqe {
     cqe.as_mut_bytes()[..len].copy_from_slice(&data[..len]);
     cqe.info = CqeInfo::new().with_wq_num(wq_num).with_is_sq(is_sq);
     cqe
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mem() -> Mem {
+        Mem::from_ranges(&[(GuestAddress(0), 0x10_000)]).expect("test RAM")
+    }
+
+    fn owner_at(mem: &Mem, slot: u64) -> u8 {
+        let mut eqe = Eqe::default();
+        Ring::contiguous(GuestAddress(0), 4096)
+            .expect("ring")
+            .read(mem, slot * 16, eqe.as_mut_bytes())
+            .expect("read");
+        eqe.info.owner_bits()
+    }
+
+    #[test]
+    fn owner_bits_follow_the_lap_and_wrap_at_eight_laps() {
+        // mana_gd_process_eq_events(): with head starting at N, lap k's entries
+        // carry owner (k + 1) & 7, so the 8th lap writes 0 and the 9th 1 again.
+        let mem = mem();
+        let mut eq =
+            Producer::<Eqe>::new(1, Ring::contiguous(GuestAddress(0), 4096).expect("ring"))
+                .expect("eq");
+        let n = eq.entries();
+        assert_eq!(n, 256);
+        for lap in 0..9u32 {
+            for i in 0..n {
+                eq.post(&mem, Eqe::default()).expect("post");
+                // Consume as the driver would: head = N + written.
+                let head = (n + lap * n + i + 1) % (n * 8);
+                eq.doorbell(&mem, head, false).expect("doorbell");
+            }
+            assert_eq!(owner_at(&mem, 0), ((lap + 1) % 8) as u8, "lap {lap}");
+        }
+    }
+
+    #[test]
+    fn a_full_ring_queues_entries_and_writes_them_when_the_consumer_moves() {
+        let mem = mem();
+        let mut eq =
+            Producer::<Eqe>::new(1, Ring::contiguous(GuestAddress(0), 4096).expect("ring"))
+                .expect("eq");
+        assert_eq!(
+            eq.post(&mem, Eqe::default()).expect("post"),
+            Notify::Fire,
+            "starts armed"
+        );
+        for _ in 1..300 {
+            assert_eq!(eq.post(&mem, Eqe::default()).expect("post"), Notify::None);
+        }
+        assert_eq!(eq.pending(), 256);
+        assert_eq!(eq.backlog(), 44);
+        // The driver consumed 100 and re-arms: 44 more written, 200 pending → fire.
+        assert_eq!(
+            eq.doorbell(&mem, 256 + 100, true).expect("doorbell"),
+            Notify::Fire
+        );
+        assert_eq!(eq.backlog(), 0);
+        assert_eq!(eq.pending(), 200);
+        assert_eq!(eq.posted(), 300);
+    }
+
+    #[test]
+    fn doorbells_outside_the_pending_window_are_refused() {
+        let mem = mem();
+        let mut cq =
+            Producer::<Cqe>::new(7, Ring::contiguous(GuestAddress(0), 4096).expect("ring"))
+                .expect("cq");
+        cq.post(&mem, <Cqe as zerocopy::FromZeros>::new_zeroed())
+            .expect("post");
+        // 64 entries: valid positions are 64 (none consumed) and 65.
+        assert!(cq.doorbell(&mem, 66, true).is_err());
+        assert!(cq.doorbell(&mem, 63, true).is_err());
+        assert!(cq.doorbell(&mem, 64 * 8, true).is_err());
+        assert_eq!(cq.doorbell(&mem, 65, true).expect("doorbell"), Notify::None);
+        assert!(cq.armed());
+    }
+
+    #[test]
+    fn rings_that_are_not_power_of_two_entries_or_out_of_memory_are_errors() {
+        let mem = mem();
+        assert!(Ring::contiguous(GuestAddress(0), 100).is_err());
+        assert!(Ring::from_pages(&[0], 8192).is_err());
+        let ring = Ring::contiguous(GuestAddress(0), 3 * 4096).expect("ring");
+        assert!(Producer::<Eqe>::new(1, ring).is_err(), "768 entries");
+        let far = Ring::contiguous(GuestAddress(0x100_0000), 4096).expect("ring");
+        let mut eq = Producer::<Eqe>::new(1, far).expect("eq");
+        assert!(matches!(
+            eq.post(&mem, Eqe::default()),
+            Err(QueueError::Guest { .. })
+        ));
+    }
+
+    #[test]
+    fn free_id_takes_the_lowest_gap_below_the_limit() {
+        let mut map = BTreeMap::new();
+        assert_eq!(free_id(&map, 4), Some(0));
+        map.extend([(0, ()), (1, ()), (3, ())]);
+        assert_eq!(free_id(&map, 4), Some(2));
+        map.insert(2, ());
+        assert_eq!(free_id(&map, 4), None);
+    }
 }

@@ -233,7 +233,7 @@ fn query_vport_config_reports_queues_indirection_mac_and_handle() {
 #[test]
 fn open_creates_wq_objects_and_fence_posts_an_rx_object_fence_cqe() {
     let (mut drv, eqs) = probed(Kernel::V6_12);
-    let pairs = drv.open(&eqs).unwrap();
+    let pairs = drv.open(&eqs, 4).unwrap();
     assert_eq!(pairs.len(), 4);
     let snap = drv.dev.snapshot();
     // 4 × (SQ + RQ), each with a CQ whose parent is the queue's EQ (mana-gdma.md §5.2).
@@ -254,11 +254,8 @@ fn open_creates_wq_objects_and_fence_posts_an_rx_object_fence_cqe() {
         "{:?}",
         snap.counters.guest_errors
     );
-    // Close: CONFIG_VPORT_RX off is not modelled here; DESTROY_WQ_OBJ ×2n then EQ flush + disable.
-    for pair in &pairs {
-        drv.destroy_wq_obj(true, pair.sq_obj).unwrap();
-        drv.destroy_wq_obj(false, pair.rq_obj).unwrap();
-    }
+    // mana_close(): steering off, fences, DESTROY_WQ_OBJ ×2n; then remove's EQ flush + disable.
+    drv.close(&pairs).unwrap();
     for &eq in &eqs {
         drv.destroy_eq(eq).unwrap();
     }
@@ -269,9 +266,46 @@ fn open_creates_wq_objects_and_fence_posts_an_rx_object_fence_cqe() {
 }
 
 #[test]
+fn open_and_close_in_the_7_3_order_creates_and_disables_eqs_at_open() {
+    // 7.3: EQs are created at ndo_open (vector i+1), WQ objects use request
+    // V3 / response V2, the RQ is 32 KiB with 1024 WQEs and the RX CQ 128 KiB;
+    // close disables the EQs again (mana-gdma.md §4.2, §5.3).
+    let (mut drv, probe_eqs) = probed(Kernel::V7_3);
+    assert!(probe_eqs.is_empty());
+    let pairs = drv.open(&probe_eqs, 4).unwrap();
+    let snap = drv.dev.snapshot();
+    let mut vectors: Vec<u16> = snap.eqs.iter().map(|e| e.msix_index).collect();
+    vectors.sort_unstable();
+    assert_eq!(vectors, vec![0, 1, 2, 3, 4]);
+    for pair in &pairs {
+        assert_eq!(
+            drv.seen.rx_cqe_types[&pair.rq.id],
+            vec![3],
+            "CQE_RX_OBJECT_FENCE"
+        );
+    }
+    drv.close(&pairs).unwrap();
+    let snap = drv.dev.snapshot();
+    assert_eq!(snap.eqs.len(), 1, "only the HWC EQ is left");
+    assert!(snap.wq_objs.is_empty() && snap.dma_regions == 0);
+    assert!(snap
+        .counters
+        .command_errors
+        .keys()
+        .all(|k| k == "MANA_IB_GET_ADAPTER_CAP"));
+    assert!(
+        snap.counters.guest_errors.is_empty(),
+        "{:?}",
+        snap.counters.guest_errors
+    );
+    // Open again on fresh EQs, as `ip link set up` after `down` does.
+    drv.open(&probe_eqs, 4).unwrap();
+}
+
+#[test]
 fn transmitted_wqes_complete_with_tx_okay() {
     let (mut drv, eqs) = probed(Kernel::V6_12);
-    let pairs = drv.open(&eqs).unwrap();
+    let pairs = drv.open(&eqs, 4).unwrap();
     let mut sq = pairs[1].sq.clone();
     for i in 0..3u64 {
         let offset = u64::from(sq.head) * 32;
@@ -292,6 +326,7 @@ fn transmitted_wqes_complete_with_tx_okay() {
         drv.pump().unwrap();
     }
     assert_eq!(drv.seen.tx_completions[&sq.id], 3);
+    assert_eq!(drv.dev.snapshot().counters.tx_wqes_completed, 3);
 }
 
 #[test]
@@ -567,7 +602,7 @@ fn smc_establish_with_a_bad_vector_or_unmapped_ring_fails_the_handshake() {
 #[test]
 fn destroy_hwc_then_reestablish_starts_from_scratch() {
     let (mut drv, eqs) = probed(Kernel::V6_12);
-    drv.open(&eqs).unwrap();
+    drv.open(&eqs, 4).unwrap();
     // mana_smc_teardown_hwc(): 0x82 and everything forgotten.
     assert_eq!(drv.smc_destroy(), 0x82);
     let snap = drv.dev.snapshot();
@@ -636,7 +671,7 @@ fn doorbells_for_unknown_queues_or_bogus_positions_raise_nothing() {
 #[test]
 fn no_vector_for_a_cq_whose_eq_was_disabled() {
     let (mut drv, eqs) = probed(Kernel::V6_12);
-    let pairs = drv.open(&eqs).unwrap();
+    let pairs = drv.open(&eqs, 4).unwrap();
     let pair = &pairs[0];
     drv.destroy_eq(pair.eq).unwrap();
     let vector = 1u16;
@@ -733,14 +768,71 @@ fn random_bar0_traffic_never_panics_or_hangs() {
             drv.dev.read(offset, &mut data);
         }
     }
-    // Whatever happened, the snapshot is consistent: every EQ's vector is in the table.
+    // Whatever happened, the only vectors ever raised belong to EQs the
+    // driver created (HWC on 0, probe EQs on 1..=4): a random doorbell can
+    // re-fire an existing EQ but never invent one.
     let snap = drv.dev.snapshot();
     assert!(snap
         .eqs
         .iter()
         .all(|e| e.msix_index < config().msix_table_size));
+    assert!(
+        snap.vectors_raised.keys().all(|&v| v <= 4),
+        "{:?}",
+        snap.vectors_raised
+    );
+    assert!(
+        snap.counters.guest_errors.values().sum::<u64>() > 0,
+        "bad writes were counted"
+    );
+}
+
+#[test]
+fn random_hwc_requests_always_get_an_answer_and_the_channel_survives() {
+    let (mut drv, _) = probed(Kernel::V6_12);
+    // Only the HWC vector is serviced; whatever random requests do to other
+    // EQs stays in the device (their interrupts are held back).
+    drv.masked.extend(1..config().msix_table_size);
+    let codes = [
+        1u32, 2, 3, 4, 5, 10, 12, 13, 25, 26, 27, 0x54, 0x20001, 0x20002, 0x20003, 0x20004, 0x20005,
+    ];
+    let codes = [
+        &codes[..],
+        &[0x20006, 0x20007, 0x20008, 0x30001, 0xdead_beef],
+    ]
+    .concat();
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for i in 0..2000 {
+        let len = (next() % 600) as usize + 1;
+        let mut req: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+        if i % 2 == 0 && len >= 40 {
+            // A well-formed header for a real command, random body.
+            let code = Command(codes[(next() % codes.len() as u64) as usize]);
+            let dev = [DevId::default(), mana_dev(), ib_dev(), hwc_dev()][(next() % 4) as usize];
+            let hdr = req_hdr(code, len, (next() % 5000) as usize, dev);
+            req[..40].copy_from_slice(hdr.as_bytes());
+        }
+        let resp = drv
+            .send_raw(&req, 4096)
+            .unwrap_or_else(|e| panic!("request {i}: {e:#}"));
+        assert!(resp.len() >= 32);
+    }
+    let _: QueryMaxResourcesResp = drv
+        .general(Command::QUERY_MAX_RESOURCES, DevId::default())
+        .unwrap();
+    let snap = drv.dev.snapshot();
+    assert!(
+        snap.eqs.iter().any(|e| e.owner.dev_type == 1),
+        "the HWC EQ survived"
+    );
     assert!(snap
-        .vectors_raised
-        .keys()
-        .all(|&v| v < config().msix_table_size));
+        .eqs
+        .iter()
+        .all(|e| e.msix_index < config().msix_table_size));
 }

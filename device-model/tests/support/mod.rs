@@ -856,14 +856,21 @@ impl Driver {
     /// `mana_send_request()`: dev_id = MANA, fresh activity id; checks the echo.
     pub fn bnic<Resp: FromBytes + KnownLayout + Immutable>(
         &mut self,
-        mut req_bytes: Vec<u8>,
+        req_bytes: Vec<u8>,
     ) -> Result<Resp> {
+        let resp = self.bnic_raw(req_bytes, size_of::<Resp>())?;
+        Ok(resp_as(&resp))
+    }
+
+    /// [`Driver::bnic`] with an explicit response size (the caller's
+    /// buffer); returns the raw response.
+    pub fn bnic_raw(&mut self, mut req_bytes: Vec<u8>, resp_size: usize) -> Result<Vec<u8>> {
         let activity = self.next_activity();
         let mut hdr: GdmaReqHdr = resp_as(&req_bytes);
         hdr.dev_id = mana_dev();
         hdr.activity_id = Le32::new(activity);
         req_bytes[..40].copy_from_slice(hdr.as_bytes());
-        let resp = self.send_raw(&req_bytes, size_of::<Resp>())?;
+        let resp = self.send_raw(&req_bytes, resp_size)?;
         let rh: GdmaRespHdr = resp_as(&resp);
         ensure!(rh.status.get() == 0, "status {:#x}", rh.status.get());
         ensure!(
@@ -877,10 +884,10 @@ impl Driver {
         );
         ensure!(rh.response.msg_version.get() >= 1, "response version");
         ensure!(
-            rh.response.msg_size.get() as usize >= size_of::<Resp>(),
+            rh.response.msg_size.get() as usize >= resp_size,
             "response msg_size"
         );
-        Ok(resp_as(&resp))
+        Ok(resp)
     }
 
     // -- probe sequences ----------------------------------------------------
@@ -1020,12 +1027,19 @@ impl Driver {
         let wq_region = self.create_dma_region(&wq_pages, mana_dev())?;
         let cq_region = self.create_dma_region(&cq_pages, mana_dev())?;
         let mut req = CreateWqObjReq::new_zeroed();
-        req.hdr = req_hdr(
-            Command::MANA_CREATE_WQ_OBJ,
-            88,
-            size_of::<CreateWqObjResp>(),
-            mana_dev(),
-        );
+        // 6.x: 88-byte request, 48-byte response; 7.3: request V3 (96 bytes,
+        // moderation fields appended) and response V2 (56 bytes).
+        let v7 = self.kernel == Kernel::V7_3;
+        let (req_len, resp_len) = if v7 {
+            (96, 56)
+        } else {
+            (88, size_of::<CreateWqObjResp>())
+        };
+        req.hdr = req_hdr(Command::MANA_CREATE_WQ_OBJ, req_len, resp_len, mana_dev());
+        if v7 {
+            req.hdr.req.msg_version = Le16::new(3);
+            req.hdr.resp.msg_version = Le16::new(2);
+        }
         req.vport = Le64::new(self.vport_handle()?);
         req.wq_type = Le32::new(if is_sq { 1 } else { 2 });
         req.wq_gdma_region = Le64::new(wq_region);
@@ -1033,7 +1047,13 @@ impl Driver {
         req.wq_size = Le32::new(wq_size as u32);
         req.cq_size = Le32::new(cq_size as u32);
         req.cq_parent_qid = Le32::new(eq);
-        let resp: CreateWqObjResp = self.bnic::<CreateWqObjResp>(req.as_bytes().to_vec())?;
+        let mut bytes = req.as_bytes().to_vec();
+        bytes.resize(req_len, 0);
+        if v7 {
+            bytes[89] = 1; // req_cq_moderation
+        }
+        let resp = self.bnic_raw(bytes, resp_len)?;
+        let resp: CreateWqObjResp = resp_as(&resp);
         ensure!(resp.wq_obj.get() != u64::MAX, "INVALID_MANA_HANDLE");
         ensure!(
             resp.cq_id.get() < self.max_num_cqs,
@@ -1057,8 +1077,13 @@ impl Driver {
         Ok(self.query_vport(0)?.vport.get())
     }
 
-    /// `mana_alloc_queues()` of 6.x on the probe EQs, then CONFIG_VPORT_RX and FENCE_RQ.
-    pub fn open(&mut self, eqs: &[u32]) -> Result<Vec<DrvQueuePair>> {
+    /// `mana_open()` → `mana_alloc_queues()` for `queues` queue pairs.
+    /// 6.x puts queue i on the probe EQ i; 7.3 first creates one EQ per
+    /// queue (vector i+1, `mana_create_eq()`), and uses V3/V2 WQ-object
+    /// messages, a 32 KiB RQ and a 128 KiB RX CQ. Every RQ is filled with
+    /// receive WQEs, each followed by a doorbell; then CONFIG_VPORT_RX and
+    /// one FENCE_RQ per RQ.
+    pub fn open(&mut self, probe_eqs: &[u32], queues: usize) -> Result<Vec<DrvQueuePair>> {
         let vport = self.vport_handle()?;
         let mut cfg = ConfigVportReq::new_zeroed();
         cfg.hdr = req_hdr(
@@ -1069,22 +1094,38 @@ impl Driver {
         );
         cfg.vport = Le64::new(vport);
         let _: ConfigVportResp = self.bnic::<ConfigVportResp>(cfg.as_bytes().to_vec())?;
+        let v7 = self.kernel == Kernel::V7_3;
+        let eqs: Vec<u32> = if v7 {
+            let mut eqs = Vec::new();
+            for i in 0..queues {
+                eqs.push(self.create_eq(i as u16 + 1, 32768, mana_dev())?);
+            }
+            eqs
+        } else {
+            ensure!(
+                probe_eqs.len() >= queues,
+                "{} probe EQs for {queues} queues",
+                probe_eqs.len()
+            );
+            probe_eqs[..queues].to_vec()
+        };
+        let (rq_size, rx_cq_size) = if v7 { (32768, 131072) } else { (16384, 65536) };
+        let rx_buf = self.alloc(1);
         let mut pairs = Vec::new();
-        for &eq in eqs {
+        for eq in eqs {
             let (sq, sq_cq, sq_obj) = self.create_wq_obj(true, 8192, 16384, eq)?;
-            let (mut rq, rq_cq, rq_obj) = self.create_wq_obj(false, 16384, 65536, eq)?;
-            // Post RX buffers, each followed by a doorbell.
-            for _ in 0..16 {
+            let (mut rq, rq_cq, rq_obj) = self.create_wq_obj(false, rq_size, rx_cq_size, eq)?;
+            // Fill the RQ (mana_alloc_rx_wqe + mana_post_pkt_rxq), a doorbell after each.
+            let header = WqeHeader::new()
+                .with_num_sge(1)
+                .with_inline_oob_size_div4(2);
+            let sge = Sge {
+                address: Le64::new(rx_buf),
+                mem_key: Le32::new(0),
+                size: Le32::new(1514),
+            };
+            for _ in 0..rq_size / 32 {
                 let offset = u64::from(rq.head) * 32;
-                let header = WqeHeader::new()
-                    .with_num_sge(1)
-                    .with_inline_oob_size_div4(2);
-                let buf = self.alloc(1);
-                let sge = Sge {
-                    address: Le64::new(buf),
-                    mem_key: Le32::new(0),
-                    size: Le32::new(1514),
-                };
                 self.write(rq.ring.addr(offset), header.as_bytes());
                 self.write(rq.ring.addr(offset + 16), sge.as_bytes());
                 rq.head += 1;
@@ -1100,28 +1141,67 @@ impl Driver {
                 rq_obj,
             });
         }
-        let n = 64usize;
-        let mut req = vec![0u8; 120 + 8 * n];
-        let mut steer: CfgRxSteerReq = resp_as(&req);
-        steer.hdr = req_hdr(Command::MANA_CONFIG_VPORT_RX, req.len(), 32, mana_dev());
-        steer.hdr.req.msg_version = Le16::new(2);
-        steer.vport = Le64::new(vport);
-        steer.num_indir_entries = Le16::new(n as u16);
-        steer.indir_tab_offset = Le16::new(120);
-        steer.rx_enable = Le32::new(1);
-        steer.rss_enable = Le32::new(1);
-        steer.update_flags = [1, 1, 1, 0];
-        steer.default_rxobj = Le64::new(pairs[0].rq_obj);
-        req[..120].copy_from_slice(steer.as_bytes());
-        for i in 0..n {
-            let obj = pairs[i % pairs.len()].rq_obj;
-            req[120 + 8 * i..128 + 8 * i].copy_from_slice(&obj.to_le_bytes());
-        }
-        let _: GdmaRespHdr = self.bnic::<GdmaRespHdr>(req)?;
+        let objs: Vec<u64> = pairs.iter().map(|p| p.rq_obj).collect();
+        self.config_vport_rx(vport, true, &objs)?;
         for pair in &pairs {
             self.fence(pair)?;
         }
         Ok(pairs)
+    }
+
+    /// `mana_cfg_vport_steering()`: 6.x request V2, 7.3 request V5 with a V2
+    /// response; a 64-entry indirection table over `rq_objs` when enabling.
+    pub fn config_vport_rx(&mut self, vport: u64, enable: bool, rq_objs: &[u64]) -> Result<()> {
+        let v7 = self.kernel == Kernel::V7_3;
+        let n = if enable { 64usize } else { 0 };
+        let resp_size = if v7 { 40 } else { 32 };
+        let mut req = vec![0u8; 120 + 8 * n];
+        let mut steer: CfgRxSteerReq = resp_as(&req);
+        steer.hdr = req_hdr(
+            Command::MANA_CONFIG_VPORT_RX,
+            req.len(),
+            resp_size,
+            mana_dev(),
+        );
+        steer.hdr.req.msg_version = Le16::new(if v7 { 5 } else { 2 });
+        if v7 {
+            steer.hdr.resp.msg_version = Le16::new(2);
+        }
+        steer.vport = Le64::new(vport);
+        steer.num_indir_entries = Le16::new(n as u16);
+        steer.indir_tab_offset = Le16::new(120);
+        steer.rx_enable = Le32::new(u32::from(enable));
+        steer.rss_enable = Le32::new(u32::from(enable));
+        steer.update_flags = if enable { [1, 1, 1, 0] } else { [0; 4] };
+        steer.default_rxobj = Le64::new(rq_objs.first().copied().unwrap_or(u64::MAX));
+        req[..120].copy_from_slice(steer.as_bytes());
+        for i in 0..n {
+            let obj = rq_objs[i % rq_objs.len()];
+            req[120 + 8 * i..128 + 8 * i].copy_from_slice(&obj.to_le_bytes());
+        }
+        self.bnic_raw(req, resp_size)?;
+        Ok(())
+    }
+
+    /// `mana_close()` → `mana_dealloc_queues()`: steering off, a fence per
+    /// RQ, DESTROY_WQ_OBJ for every SQ and RQ; 7.3 then flushes and disables
+    /// the EQs it created at open.
+    pub fn close(&mut self, pairs: &[DrvQueuePair]) -> Result<()> {
+        let vport = self.vport_handle()?;
+        self.config_vport_rx(vport, false, &[])?;
+        for pair in pairs {
+            self.fence(pair)?;
+        }
+        for pair in pairs {
+            self.destroy_wq_obj(true, pair.sq_obj)?;
+            self.destroy_wq_obj(false, pair.rq_obj)?;
+        }
+        if self.kernel == Kernel::V7_3 {
+            for pair in pairs {
+                self.destroy_eq(pair.eq)?;
+            }
+        }
+        Ok(())
     }
 
     /// `mana_fence_rq()`: reply OK and an RX CQE of type CQE_RX_OBJECT_FENCE (3).
