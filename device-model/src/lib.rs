@@ -12,8 +12,32 @@
 //!   device raises MSI-X vectors (eventfds in production, a recorder in tests).
 //! - the device core: BAR0 registers, shared-memory channel (SMC), hardware
 //!   channel (HWC), GDMA and BNIC commands, queues, DMA through `vm-memory`.
-//! - the vfio-user shell: PCI config space, BARs, MSI-X eventfds, DMA maps.
+//! - the vfio-user shell: [`server`] (regions, IRQs, the socket), [`pci`]
+//!   (configuration space), [`msix`] (eventfds and pending bits), [`dma`]
+//!   (guest memory from DMA_MAP fds), [`shared`] (the core behind a lock for
+//!   status snapshots).
 
 pub mod bar;
 pub mod config;
+pub mod dma;
 pub mod interrupt;
+pub mod msix;
+pub mod pci;
+pub mod server;
+pub mod shared;
+
+// Device core (behind `bar::Bar0Handler`).
+pub mod bnic;
+pub mod defs;
+pub mod device;
+pub mod dma_region;
+pub mod gdma;
+pub mod hwc;
+pub mod queues;
+pub mod regs;
+pub mod resources;
+pub mod smc;
+pub mod snapshot;
+
+pub use device::{factory, ManaDevice};
+pub use snapshot::Snapshot;

@@ -1,6 +1,217 @@
 //! `mana-device`: serve one emulated MANA VF on a vfio-user unix socket.
+//!
+//! Starts, binds `--socket` and prints `ready <socket path>` on stdout (the
+//! socket file exists and accepts connections from then on), serves one QEMU
+//! `vfio-user-pci` connection and exits 0 when QEMU disconnects.
+//! SIGTERM/SIGINT end it cleanly (status written, socket removed, exit 0);
+//! SIGUSR1 writes the status file. Exit 2 for arguments clap rejects, 1 for
+//! every other error (bad config values, socket in the way, connection
+//! failure, no client within `--connect-timeout`), with the reason on stderr.
+
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use device_model::bar::Bar0Factory;
+use device_model::config::DeviceConfig;
+use device_model::server::{CoreStatus, DeviceServer, StatusHandle};
+use device_model::shared::observed_factory;
+use device_model::ManaDevice;
+use signal_hook::consts::{SIGINT, SIGTERM, SIGUSR1};
+use signal_hook::iterator::Signals;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// Emulated Microsoft Azure Network Adapter (MANA) VF, served to QEMU over vfio-user.
+#[derive(Debug, Parser)]
+#[command(name = "mana-device", version)]
+struct Args {
+    /// Unix socket to listen on (must not exist); QEMU: -device vfio-user-pci,socket=...
+    #[arg(long)]
+    socket: PathBuf,
+    /// Device configuration as JSON (DeviceConfig fields); the flags below override it.
+    #[arg(long, value_name = "FILE.json")]
+    config: Option<PathBuf>,
+    /// MSI-X table entries (1..=2048).
+    #[arg(long)]
+    msix_table_size: Option<u16>,
+    /// max_msix reported by GDMA_QUERY_MAX_RESOURCES.
+    #[arg(long)]
+    max_msix: Option<u32>,
+    /// Queue limit reported by GDMA_QUERY_MAX_RESOURCES.
+    #[arg(long)]
+    max_queues: Option<u32>,
+    /// Number of vPorts.
+    #[arg(long)]
+    num_vports: Option<u16>,
+    /// MAC address of vPort 0, e.g. 00:15:5d:00:00:01.
+    #[arg(long, value_parser = parse_mac)]
+    mac: Option<[u8; 6]>,
+    /// Write the device's JSON status here on SIGUSR1 and on exit.
+    #[arg(long)]
+    status_file: Option<PathBuf>,
+    /// Give up if no client connects within this many seconds (0 = wait forever).
+    #[arg(long, default_value_t = 300)]
+    connect_timeout: u64,
+}
+
+fn parse_mac(text: &str) -> Result<[u8; 6], String> {
+    let parts: Vec<&str> = text.split(':').collect();
+    let mut mac = [0u8; 6];
+    if parts.len() != 6 {
+        return Err(format!("{text:?}: expected six hex bytes separated by ':'"));
+    }
+    for (byte, part) in mac.iter_mut().zip(parts) {
+        *byte = u8::from_str_radix(part, 16)
+            .map_err(|_| format!("{text:?}: {part:?} is not a hex byte"))?;
+    }
+    Ok(mac)
+}
+
+fn device_config(args: &Args) -> Result<DeviceConfig> {
+    let mut config = match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("{}: cannot read device config", path.display()))?;
+            serde_json::from_str(&text)
+                .with_context(|| format!("{}: invalid device config", path.display()))?
+        }
+        None => DeviceConfig::default(),
+    };
+    if let Some(v) = args.msix_table_size {
+        config.msix_table_size = v;
+    }
+    if let Some(v) = args.max_msix {
+        config.max_msix = v;
+    }
+    if let Some(v) = args.max_queues {
+        config.max_queues = v;
+    }
+    if let Some(v) = args.num_vports {
+        config.num_vports = v;
+    }
+    if let Some(v) = args.mac {
+        config.mac = v;
+    }
+    if !(1..=2048).contains(&config.msix_table_size) {
+        bail!(
+            "msix_table_size {} is outside 1..=2048",
+            config.msix_table_size
+        );
+    }
+    Ok(config)
+}
+
+/// The device core ([`ManaDevice`]) and how to snapshot it for the status file.
+fn core_factory(config: &DeviceConfig) -> (Bar0Factory, CoreStatus) {
+    let config = config.clone();
+    let (factory, observer) =
+        observed_factory(move |memory, sink| ManaDevice::new(config, memory, sink));
+    let status: CoreStatus = Box::new(move || {
+        observer
+            .with(|core| serde_json::to_value(core.snapshot()))
+            .and_then(Result::ok)
+    });
+    (factory, status)
+}
+
+enum Event {
+    Finished(Result<(), device_model::server::ServerError>),
+    Signal(i32),
+    ConnectTimeout,
+}
+
+fn write_status(handle: &StatusHandle, path: Option<&Path>) {
+    if let Some(path) = path {
+        match handle.write_status(path) {
+            Ok(()) => tracing::info!(path = %path.display(), "status written"),
+            Err(err) => tracing::error!("{:#}", anyhow::Error::from(err)),
+        }
+    }
+}
+
+fn run(args: Args) -> Result<()> {
+    let config = device_config(&args)?;
+    let (factory, core_status) = core_factory(&config);
+    // Register signal handlers before binding so that a SIGTERM right after
+    // the socket appears cannot kill the process without cleanup.
+    let mut signals =
+        Signals::new([SIGTERM, SIGINT, SIGUSR1]).context("cannot install signal handlers")?;
+    let server = DeviceServer::bind(&args.socket, config, factory)?;
+    // Readiness for whoever started us: the socket file exists now, and this line says so.
+    {
+        use std::io::Write;
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "ready {}", args.socket.display())
+            .and_then(|()| stdout.flush())
+            .context("cannot write the readiness line to stdout")?;
+    }
+    server.set_core_status(core_status);
+    let handle = server.status_handle();
+    let (tx, rx) = mpsc::channel();
+
+    let signal_tx = tx.clone();
+    let signal_handle = handle.clone();
+    let status_file = args.status_file.clone();
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            for signal in signals.forever() {
+                if signal == SIGUSR1 {
+                    write_status(&signal_handle, status_file.as_deref());
+                } else if signal_tx.send(Event::Signal(signal)).is_err() {
+                    break;
+                }
+            }
+        })?;
+
+    let server_tx = tx.clone();
+    let server = std::sync::Arc::new(server);
+    let serving = std::sync::Arc::clone(&server);
+    std::thread::Builder::new()
+        .name("vfio-user".into())
+        .spawn(move || {
+            let _ = server_tx.send(Event::Finished(serving.run()));
+        })?;
+
+    let timeout = (args.connect_timeout > 0).then(|| Duration::from_secs(args.connect_timeout));
+    let event = match timeout {
+        Some(timeout) => match rx.recv_timeout(timeout) {
+            Ok(event) => event,
+            Err(_) if handle.connected() => rx.recv().context("server thread vanished")?,
+            Err(_) => Event::ConnectTimeout,
+        },
+        None => rx.recv().context("server thread vanished")?,
+    };
+    write_status(&handle, args.status_file.as_deref());
+    // The serving thread may still hold the server (blocked in accept or a
+    // read); remove the socket ourselves instead of waiting for its Drop.
+    if args.socket.exists() {
+        let _ = std::fs::remove_file(&args.socket);
+    }
+    match event {
+        Event::Finished(result) => result.context("serving the vfio-user client"),
+        Event::Signal(signal) => {
+            tracing::info!(signal, "terminated by signal; exiting");
+            Ok(())
+        }
+        Event::ConnectTimeout => bail!(
+            "no vfio-user client connected within {} s",
+            args.connect_timeout
+        ),
+    }
+}
 
 fn main() {
-    eprintln!("mana-device: not implemented yet");
-    std::process::exit(2);
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let args = Args::parse();
+    if let Err(err) = run(args) {
+        eprintln!("mana-device: error: {err:#}");
+        std::process::exit(1);
+    }
 }

@@ -1,0 +1,243 @@
+//! BNIC (MANA Ethernet) commands, codes 0x2xxxx, and the minimal data path.
+//!
+//! Models the device side of drivers/net/ethernet/microsoft/mana/mana_en.c
+//! (Linux 6.1-7.3): `mana_query_device_cfg()`, `mana_query_vport_cfg()`,
+//! `mana_cfg_vport()`, `mana_create_wq_obj()`, `mana_destroy_wq_obj()`,
+//! `mana_cfg_vport_steering()`, `mana_fence_rq()` and `mana_query_gf_stats()`.
+//!
+//! BNIC commands are answered before GDMA_REGISTER_DEVICE too: 7.3 sends
+//! MANA_QUERY_DEV_CONFIG first (`mana_gd_query_max_resources()`, 7.3.4).
+//! The response version is whatever the request asked for (the framing
+//! copies `req.resp`), which is what `mana_verify_resp_hdr()` checks.
+//!
+//! Data path: transmitted frames are dropped, each SQ WQE completing with
+//! CQE_TX_OKAY so the driver's TX queues drain; nothing is received.
+#![forbid(unsafe_code)]
+
+use crate::defs::{
+    CfgRxSteerReq, Command, ConfigVportReq, ConfigVportResp, CreateWqObjReq, CreateWqObjResp,
+    DestroyWqObjReq, DeviceType, FenceRqReq, GdmaReqHdr, Le16, Le32, Le64, ManaCqeHeader,
+    ManaCqeType, ManaRxCompOob, ManaTxCompOob, QueryDevCfgResp, QueryGfStatResp, QueryVportCfgReq,
+    QueryVportCfgResp, QueueType, MANA_CQE_COMPLETION,
+};
+use crate::gdma::{body, invalid, parse, u64_list, CommandError};
+use crate::interrupt::InterruptSink;
+use crate::queues::{
+    completion, free_id, CompletionQueue, Mem, Producer, QueueError, Queues, Ring, WorkQueue,
+    WqKind,
+};
+use crate::resources::{Ctx, WqObj, MAX_NUM_CQS, MAX_WQ_ID};
+use zerocopy::{FromZeros, IntoBytes};
+
+/// Frame size reported as `adapter_mtu` (ETH_FRAME_LEN; 7.3 rejects < 74).
+pub const ADAPTER_MTU: u16 = 1514;
+/// RSS indirection table size reported by QUERY_VPORT_CONFIG
+/// (`MANA_INDIRECT_TABLE_DEF_SIZE`; 512 would overflow CONFIG_VPORT_RX's 4 KiB request).
+pub const NUM_INDIRECTION_ENT: u32 = 64;
+/// vPort k has handle `VPORT_HANDLE_BASE + k`.
+pub const VPORT_HANDLE_BASE: u64 = 0x5600;
+
+fn vport_index(ctx: &Ctx<'_>, handle: u64) -> Result<u16, CommandError> {
+    handle
+        .checked_sub(VPORT_HANDLE_BASE)
+        .filter(|&k| k < u64::from(ctx.config.num_vports))
+        .map(|k| k as u16)
+        .ok_or(invalid("vport handle", handle))
+}
+
+/// Handles a BNIC command; returns the response body (header zeroed).
+///
+/// # Errors
+/// [`CommandError`] for a wrong dev_id, a short request, an unknown handle,
+/// region or EQ, or an unsupported code.
+pub fn handle(
+    ctx: &mut Ctx<'_>,
+    command: Command,
+    hdr: &GdmaReqHdr,
+    request: &[u8],
+) -> Result<Vec<u8>, CommandError> {
+    if DeviceType(hdr.dev_id.dev_type.get()) != DeviceType::MANA {
+        return Err(invalid("BNIC dev_id type", hdr.dev_id.dev_type.get()));
+    }
+    match command {
+        Command::MANA_QUERY_DEV_CONFIG => {
+            let mut resp = QueryDevCfgResp::new_zeroed();
+            resp.max_num_vports = Le16::new(ctx.config.num_vports);
+            resp.max_num_eqs = Le32::new(ctx.config.max_queues);
+            resp.adapter_mtu = Le16::new(ADAPTER_MTU);
+            Ok(body(&resp))
+        }
+        Command::MANA_QUERY_VPORT_CONFIG => {
+            let req: QueryVportCfgReq = parse(request)?;
+            let index = req.vport_index.get();
+            if index >= u32::from(ctx.config.num_vports) {
+                return Err(invalid("vport_index", index));
+            }
+            let mut mac = ctx.config.mac;
+            mac[5] = mac[5].wrapping_add(index as u8);
+            let resp = QueryVportCfgResp {
+                max_num_sq: Le32::new(ctx.config.max_queues),
+                max_num_rq: Le32::new(ctx.config.max_queues),
+                num_indirection_ent: Le32::new(NUM_INDIRECTION_ENT),
+                mac_addr: mac,
+                vport: Le64::new(VPORT_HANDLE_BASE + u64::from(index)),
+                ..QueryVportCfgResp::new_zeroed()
+            };
+            Ok(body(&resp))
+        }
+        Command::MANA_CONFIG_VPORT_TX => {
+            let req: ConfigVportReq = parse(request)?;
+            vport_index(ctx, req.vport.get())?;
+            let mut resp = ConfigVportResp::new_zeroed();
+            resp.tx_vport_offset = Le16::new(0);
+            resp.short_form_allowed = 1;
+            Ok(body(&resp))
+        }
+        Command::MANA_CREATE_WQ_OBJ => create_wq_obj(ctx, request),
+        Command::MANA_DESTROY_WQ_OBJ => {
+            let req: DestroyWqObjReq = parse(request)?;
+            let handle = req.wq_obj_handle.get();
+            let obj = ctx
+                .res
+                .wq_objs
+                .remove(&handle)
+                .ok_or(invalid("wq_obj_handle", handle))?;
+            match obj.kind {
+                WqKind::Sq => ctx.res.queues.sqs.remove(&obj.wq_id),
+                WqKind::Rq => ctx.res.queues.rqs.remove(&obj.wq_id),
+            };
+            ctx.res.queues.cqs.remove(&obj.cq_id);
+            Ok(body(&crate::defs::GdmaRespHdr::new_zeroed()))
+        }
+        Command::MANA_FENCE_RQ => {
+            let req: FenceRqReq = parse(request)?;
+            let handle = req.wq_obj_handle.get();
+            let obj = ctx
+                .res
+                .wq_objs
+                .get(&handle)
+                .copied()
+                .filter(|o| o.kind == WqKind::Rq);
+            let obj = obj.ok_or(invalid("RQ wq_obj_handle", handle))?;
+            // mana_process_rx_cqe(): CQE_RX_OBJECT_FENCE completes the fence wait.
+            let oob = ManaRxCompOob {
+                cqe_hdr: ManaCqeHeader::new()
+                    .with_cqe_type(ManaCqeType::RX_OBJECT_FENCE.0)
+                    .with_client_type(MANA_CQE_COMPLETION),
+                ..ManaRxCompOob::new_zeroed()
+            };
+            let cqe = completion(oob.as_bytes(), obj.wq_id, false);
+            ctx.res.queues.post_cqe(ctx.mem, ctx.irq, obj.cq_id, cqe)?;
+            Ok(body(&crate::defs::GdmaRespHdr::new_zeroed()))
+        }
+        Command::MANA_CONFIG_VPORT_RX => {
+            let req: CfgRxSteerReq = parse(request)?;
+            vport_index(ctx, req.vport.get())?;
+            let [_update_default, _update_key, update_table, _] = req.update_flags;
+            if update_table != 0 {
+                let count = usize::from(req.num_indir_entries.get());
+                let table = u64_list(request, usize::from(req.indir_tab_offset.get()), count)?;
+                for handle in table {
+                    let is_rq = ctx
+                        .res
+                        .wq_objs
+                        .get(&handle)
+                        .is_some_and(|o| o.kind == WqKind::Rq);
+                    if !is_rq {
+                        return Err(invalid("indirection table entry", handle));
+                    }
+                }
+            }
+            Ok(body(&crate::defs::GdmaRespHdr::new_zeroed()))
+        }
+        Command::MANA_QUERY_GF_STAT => Ok(body(&QueryGfStatResp::new_zeroed())),
+        other => Err(CommandError::Unsupported(other)),
+    }
+}
+
+fn create_wq_obj(ctx: &mut Ctx<'_>, request: &[u8]) -> Result<Vec<u8>, CommandError> {
+    let req: CreateWqObjReq = parse(request)?;
+    let vport = req.vport.get();
+    vport_index(ctx, vport)?;
+    let kind = match QueueType(req.wq_type.get()) {
+        QueueType::SQ => WqKind::Sq,
+        QueueType::RQ => WqKind::Rq,
+        _ => return Err(invalid("wq_type", req.wq_type.get())),
+    };
+    let parent_eq = req.cq_parent_qid.get();
+    if !ctx.res.queues.eqs.contains_key(&parent_eq) {
+        return Err(invalid("cq_parent_qid", parent_eq));
+    }
+    let (wq_handle, cq_handle) = (req.wq_gdma_region.get(), req.cq_gdma_region.get());
+    if wq_handle == cq_handle {
+        return Err(invalid("cq_gdma_region", cq_handle));
+    }
+    let (wq_size, cq_size) = (u64::from(req.wq_size.get()), u64::from(req.cq_size.get()));
+    let wq_pages = ctx.res.regions.check(wq_handle, wq_size)?.pages.clone();
+    let cq_pages = ctx.res.regions.check(cq_handle, cq_size)?.pages.clone();
+    let queues = &ctx.res.queues;
+    let wq_map = match kind {
+        WqKind::Sq => &queues.sqs,
+        WqKind::Rq => &queues.rqs,
+    };
+    let wq_id = free_id(wq_map, MAX_WQ_ID).ok_or(invalid("WQ count", MAX_WQ_ID))?;
+    let cq_id = free_id(&queues.cqs, MAX_NUM_CQS).ok_or(invalid("CQ count", MAX_NUM_CQS))?;
+    let wq = WorkQueue::new(wq_id, kind, Ring::from_pages(&wq_pages, wq_size)?, cq_id)?;
+    let cq = CompletionQueue {
+        ring: Producer::new(cq_id, Ring::from_pages(&cq_pages, cq_size)?)?,
+        parent_eq,
+    };
+    // The queue owns its regions from here on (the driver forgets the handles).
+    ctx.res.regions.destroy(wq_handle)?;
+    ctx.res.regions.destroy(cq_handle)?;
+    let queues = &mut ctx.res.queues;
+    match kind {
+        WqKind::Sq => queues.sqs.insert(wq_id, wq),
+        WqKind::Rq => queues.rqs.insert(wq_id, wq),
+    };
+    queues.cqs.insert(cq_id, cq);
+    let wq_obj = ctx.res.allocate_wq_obj();
+    ctx.res.wq_objs.insert(
+        wq_obj,
+        WqObj {
+            kind,
+            wq_id,
+            cq_id,
+            vport,
+        },
+    );
+    let resp = CreateWqObjResp {
+        wq_id: Le32::new(wq_id),
+        cq_id: Le32::new(cq_id),
+        wq_obj: Le64::new(wq_obj),
+        ..CreateWqObjResp::new_zeroed()
+    };
+    Ok(body(&resp))
+}
+
+/// Completes every WQE posted on Ethernet SQ `sq_id` with CQE_TX_OKAY (the
+/// frames are dropped). Returns the number of WQEs completed.
+///
+/// # Errors
+/// [`QueueError`] for a malformed WQE or an unmapped ring.
+pub fn drain_sq(
+    queues: &mut Queues,
+    mem: &Mem,
+    irq: &dyn InterruptSink,
+    sq_id: u32,
+) -> Result<u32, QueueError> {
+    let mut done = 0;
+    while let Some(sq) = queues.sqs.get_mut(&sq_id) {
+        let cq_id = sq.cq_id;
+        let Some(_wqe) = sq.pop(mem)? else { break };
+        let oob = ManaTxCompOob {
+            cqe_hdr: ManaCqeHeader::new()
+                .with_cqe_type(ManaCqeType::TX_OKAY.0)
+                .with_client_type(MANA_CQE_COMPLETION),
+            ..ManaTxCompOob::new_zeroed()
+        };
+        queues.post_cqe(mem, irq, cq_id, completion(oob.as_bytes(), sq_id, true))?;
+        done += 1;
+    }
+    Ok(done)
+}

@@ -1,0 +1,395 @@
+//! The MANA VF device core behind [`Bar0Handler`]: BAR0 dispatch, SMC
+//! handshake, HWC request loop, doorbells, counters and the snapshot.
+//!
+//! Modules of the core: [`crate::regs`] (BAR0 layout), [`crate::smc`]
+//! (shared-memory channel), [`crate::hwc`] (hardware channel),
+//! [`crate::gdma`] and [`crate::bnic`] (commands), [`crate::queues`]
+//! (EQ/CQ/SQ/RQ, owner bits, arming), [`crate::dma_region`] (guest page
+//! lists), [`crate::resources`] (what commands create), [`crate::snapshot`]
+//! (state for the harness) and [`crate::defs`] (wire structs only).
+//!
+//! Everything runs synchronously inside BAR0 accesses: a write of SMC dword 7
+//! establishes or destroys the HWC, a doorbell write processes the queue it
+//! names. Bad guest input is counted, logged with rate limiting, and answered
+//! with an error status or dropped; nothing here panics or loops unbounded.
+#![forbid(unsafe_code)]
+
+use crate::bar::{Bar0Factory, Bar0Handler, DmaMemory};
+use crate::bnic;
+use crate::config::DeviceConfig;
+use crate::defs::{CqDoorbell, EqDoorbell, SmcMsgType, WqDoorbell};
+use crate::gdma;
+use crate::hwc::{Hwc, HwcIds, InitParams};
+use crate::interrupt::InterruptSink;
+use crate::queues::Mem;
+use crate::regs::{self, Bar0Target, DoorbellKind};
+use crate::resources::{Ctx, Resources, DOORBELL_PAGE, MAX_NUM_CQS};
+use crate::smc::{HwcRings, Smc, SmcRequest};
+use crate::snapshot::{
+    Counters, CqSnapshot, DeviceSnapshot, EqSnapshot, HwcSnapshot, Snapshot, WqSnapshot,
+};
+use std::fmt::Display;
+use std::sync::Arc;
+use vm_memory::GuestAddressSpace;
+
+/// SMC response status for a refused ESTABLISH (any non-zero fails the driver with -EPROTO).
+const SMC_STATUS_FAILED: u8 = 1;
+/// HWC protection domain announced in the init EQEs.
+const HWC_PDID: u32 = 0x100 + 1;
+/// HWC memory key announced in the init EQEs.
+const HWC_GPA_MKEY: u32 = 0x1000 + 1;
+/// Guest errors of one kind logged in full before logging only every power of two.
+const LOG_BURST: u64 = 16;
+
+/// An emulated MANA VF (PCI 1414:00BA): BAR0 of [`regs::BAR0_SIZE`] bytes.
+///
+/// Implements what Linux's `mana` driver needs to probe and open
+/// (drivers/net/ethernet/microsoft/mana, Debian 6.1.192, 6.12.117, 7.3.4):
+/// SMC handshake, HWC, the GDMA commands of probe and the BNIC commands of
+/// probe and `ndo_open`. See /work/shared/protocol/mana-gdma.md.
+pub struct ManaDevice {
+    config: DeviceConfig,
+    mem: DmaMemory,
+    irq: Arc<dyn InterruptSink>,
+    smc: Smc,
+    hwc: Option<Hwc>,
+    res: Resources,
+    counters: Counters,
+}
+
+/// A [`Bar0Factory`] that builds a [`ManaDevice`] with `config`.
+pub fn factory(config: DeviceConfig) -> Bar0Factory {
+    Box::new(move |mem, irq| Box::new(ManaDevice::new(config, mem, irq)))
+}
+
+impl ManaDevice {
+    /// A device in its power-on state: SMC idle (dword 7 reads 0), no queues.
+    pub fn new(config: DeviceConfig, mem: DmaMemory, irq: Arc<dyn InterruptSink>) -> Self {
+        Self {
+            config,
+            mem,
+            irq,
+            smc: Smc::default(),
+            hwc: None,
+            res: Resources::default(),
+            counters: Counters::default(),
+        }
+    }
+
+    /// The current state for the harness (serializable with serde).
+    pub fn snapshot(&self) -> Snapshot {
+        let queues = &self.res.queues;
+        let eqs = queues
+            .eqs
+            .iter()
+            .map(|(&id, eq)| EqSnapshot {
+                id,
+                msix_index: eq.msix_index,
+                owner: eq.owner,
+                entries: eq.ring.entries(),
+                events_posted: eq.ring.posted(),
+                armed: eq.ring.armed(),
+            })
+            .collect();
+        let cqs = queues
+            .cqs
+            .iter()
+            .map(|(&id, cq)| CqSnapshot {
+                id,
+                parent_eq: cq.parent_eq,
+                entries: cq.ring.entries(),
+                completions_posted: cq.ring.posted(),
+                armed: cq.ring.armed(),
+            })
+            .collect();
+        let wqs = queues
+            .sqs
+            .values()
+            .chain(queues.rqs.values())
+            .map(|wq| WqSnapshot {
+                id: wq.id(),
+                kind: wq.kind(),
+                cq_id: wq.cq_id,
+                parent_eq: queues.cqs.get(&wq.cq_id).map(|cq| cq.parent_eq),
+            })
+            .collect();
+        let devices = self
+            .res
+            .registered
+            .iter()
+            .map(|(&(dev_type, instance), &registration)| DeviceSnapshot {
+                dev_type,
+                instance,
+                registration,
+            })
+            .collect();
+        Snapshot {
+            hwc: self.hwc.as_ref().map(|hwc| HwcSnapshot {
+                ids: hwc.ids(),
+                msix_index: hwc.msix_index(),
+                pending_responses: hwc.pending_responses(),
+            }),
+            eqs,
+            cqs,
+            wqs,
+            wq_objs: self.res.wq_objs.clone(),
+            dma_regions: self.res.regions.len(),
+            devices,
+            vectors_raised: queues.raised.clone(),
+            counters: self.counters.clone(),
+        }
+    }
+
+    fn guest_error(&mut self, kind: &str, err: &dyn Display) {
+        let count = self
+            .counters
+            .guest_errors
+            .entry(kind.to_owned())
+            .or_default();
+        *count += 1;
+        if *count <= LOG_BURST || count.is_power_of_two() {
+            tracing::warn!(kind, count = *count, error = %err, "mana device: bad guest input");
+        }
+    }
+
+    fn smc_write(&mut self, offset: u64, data: &[u8]) {
+        let Some(request) = self.smc.write(offset, data) else {
+            return;
+        };
+        match request {
+            SmcRequest::Establish(rings) => {
+                let status = match self.establish(rings) {
+                    Ok(()) => 0,
+                    Err(err) => {
+                        self.guest_error("smc establish", &err);
+                        SMC_STATUS_FAILED
+                    }
+                };
+                // Dword 7 holds the response once ESTABLISH returns; the init
+                // EQEs are already in the EQ, which the driver reads only after
+                // it has seen the response.
+                self.smc.respond(SmcMsgType::ESTABLISH_HWC.0, status);
+            }
+            SmcRequest::Destroy => {
+                self.teardown();
+                self.counters.hwc_destroyed += 1;
+                tracing::info!("mana device: HWC destroyed, all queues and regions forgotten");
+                self.smc.respond(SmcMsgType::DESTROY_HWC.0, 0);
+            }
+            SmcRequest::Invalid { msg_type } => {
+                self.guest_error("smc message", &format_args!("type {msg_type}"));
+                self.smc.respond(msg_type, SMC_STATUS_FAILED);
+            }
+        }
+    }
+
+    fn establish(&mut self, rings: HwcRings) -> Result<(), anyhow::Error> {
+        if rings.msix_index >= self.config.msix_table_size {
+            anyhow::bail!(
+                "HWC EQ MSI-X index {} >= table size {}",
+                rings.msix_index,
+                self.config.msix_table_size
+            );
+        }
+        // A second ESTABLISH starts from scratch, as after DESTROY.
+        self.teardown();
+        let mem = self.mem.memory();
+        let ids = HwcIds {
+            eq: 0,
+            cq: 0,
+            sq: 0,
+            rq: 0,
+        };
+        let params = InitParams {
+            max_num_cqs: MAX_NUM_CQS,
+            pdid: HWC_PDID,
+            gpa_mkey: HWC_GPA_MKEY,
+            doorbell: DOORBELL_PAGE as u16,
+        };
+        let hwc = Hwc::establish(
+            &mut self.res.queues,
+            &mem,
+            self.irq.as_ref(),
+            rings,
+            ids,
+            params,
+        )?;
+        self.res.hwc_eq = Some(ids.eq);
+        self.hwc = Some(hwc);
+        self.counters.hwc_established += 1;
+        tracing::info!(msix_index = rings.msix_index, eq = ?rings.eq, "mana device: HWC established");
+        Ok(())
+    }
+
+    /// Forgets the HWC and everything the commands created.
+    fn teardown(&mut self) {
+        self.hwc = None;
+        let raised = std::mem::take(&mut self.res.queues.raised);
+        self.res = Resources::default();
+        self.res.queues.raised = raised;
+    }
+
+    fn doorbell(&mut self, kind: DoorbellKind, data: &[u8]) {
+        let Ok(bytes) = <[u8; 8]>::try_from(data) else {
+            self.guest_error("doorbell width", &format_args!("{} bytes", data.len()));
+            return;
+        };
+        let value = u64::from_le_bytes(bytes);
+        let mem = self.mem.memory();
+        let irq = Arc::clone(&self.irq);
+        let result = match kind {
+            DoorbellKind::Eq => {
+                let db = EqDoorbell::from_bits(value);
+                self.res.queues.eq_doorbell(
+                    &mem,
+                    irq.as_ref(),
+                    u32::from(db.id()),
+                    db.tail_ptr(),
+                    db.arm(),
+                )
+            }
+            DoorbellKind::Cq => {
+                let db = CqDoorbell::from_bits(value);
+                self.res
+                    .queues
+                    .cq_doorbell(&mem, irq.as_ref(), db.id(), db.tail_ptr(), db.arm())
+            }
+            DoorbellKind::Sq => {
+                let db = WqDoorbell::from_bits(value);
+                self.sq_doorbell(&mem, irq.as_ref(), db.id(), db.tail_ptr());
+                Ok(())
+            }
+            DoorbellKind::Rq => {
+                let db = WqDoorbell::from_bits(value);
+                self.rq_doorbell(&mem, irq.as_ref(), db.id(), db.tail_ptr());
+                Ok(())
+            }
+            DoorbellKind::Dim => Ok(()),
+        };
+        if let Err(err) = result {
+            self.guest_error("doorbell", &err);
+        }
+    }
+
+    fn rq_doorbell(&mut self, mem: &Mem, irq: &dyn InterruptSink, id: u32, tail: u32) {
+        let Some(rq) = self.res.queues.rqs.get_mut(&id) else {
+            self.guest_error("doorbell for unknown RQ", &format_args!("{id}"));
+            return;
+        };
+        if let Err(err) = rq.doorbell(tail) {
+            self.guest_error("doorbell", &err);
+            return;
+        }
+        let is_hwc = self.hwc.as_ref().is_some_and(|hwc| hwc.ids().rq == id);
+        if let (true, Some(hwc)) = (is_hwc, self.hwc.as_mut()) {
+            if let Err(err) = hwc.flush(&mut self.res.queues, mem, irq) {
+                self.guest_error("hwc response", &err);
+            }
+        }
+    }
+
+    fn sq_doorbell(&mut self, mem: &Mem, irq: &dyn InterruptSink, id: u32, tail: u32) {
+        let Some(sq) = self.res.queues.sqs.get_mut(&id) else {
+            self.guest_error("doorbell for unknown SQ", &format_args!("{id}"));
+            return;
+        };
+        if let Err(err) = sq.doorbell(tail) {
+            self.guest_error("doorbell", &err);
+            return;
+        }
+        if self.hwc.as_ref().is_some_and(|hwc| hwc.ids().sq == id) {
+            self.run_hwc(mem, irq);
+        } else {
+            match bnic::drain_sq(&mut self.res.queues, mem, irq, id) {
+                Ok(done) => self.counters.tx_wqes_completed += u64::from(done),
+                Err(err) => self.guest_error("tx wqe", &err),
+            }
+        }
+    }
+
+    /// Reads the requests on the HWC SQ, runs them and delivers the responses.
+    fn run_hwc(&mut self, mem: &Mem, irq: &dyn InterruptSink) {
+        let Some(hwc) = self.hwc.as_ref() else { return };
+        let requests = match hwc.take_requests(&mut self.res.queues, mem, irq) {
+            Ok(requests) => requests,
+            Err(err) => {
+                self.guest_error("hwc sq", &err);
+                return;
+            }
+        };
+        for request in requests {
+            if let Some(err) = &request.error {
+                self.guest_error("hwc request", err);
+            }
+            let mut ctx = Ctx {
+                res: &mut self.res,
+                mem,
+                irq,
+                config: &self.config,
+            };
+            let outcome = gdma::dispatch(&mut ctx, &request.bytes);
+            let name = outcome
+                .command
+                .name()
+                .map_or_else(|| format!("{:#x}", outcome.command.0), str::to_owned);
+            *self.counters.commands.entry(name.clone()).or_default() += 1;
+            if let Some(err) = &outcome.error {
+                *self
+                    .counters
+                    .command_errors
+                    .entry(name.clone())
+                    .or_default() += 1;
+                if !matches!(err, gdma::CommandError::Unsupported(_)) {
+                    self.guest_error("command", &format_args!("{name}: {err}"));
+                } else {
+                    tracing::debug!(command = %name, "mana device: unsupported command");
+                }
+            }
+            let Some(hwc) = self.hwc.as_mut() else { return };
+            if let Err(err) = hwc.respond(&mut self.res.queues, mem, irq, outcome.response) {
+                self.guest_error("hwc response", &err);
+            }
+        }
+    }
+}
+
+impl Bar0Handler for ManaDevice {
+    fn size(&self) -> u64 {
+        regs::BAR0_SIZE
+    }
+
+    fn read(&mut self, offset: u64, data: &mut [u8]) {
+        match regs::classify(offset, data.len() as u64) {
+            Bar0Target::Register(at) => regs::read_registers(at, data),
+            Bar0Target::Smc(at) => self.smc.read(at, data),
+            Bar0Target::Doorbell { .. } => data.fill(0),
+            Bar0Target::Unmapped => data.fill(0xFF),
+        }
+    }
+
+    fn write(&mut self, offset: u64, data: &[u8]) {
+        match regs::classify(offset, data.len() as u64) {
+            Bar0Target::Smc(at) => self.smc_write(at, data),
+            Bar0Target::Doorbell { page, kind } => {
+                if page >= regs::NUM_DB_PAGES {
+                    self.guest_error("doorbell page", &format_args!("{page}"));
+                } else {
+                    self.doorbell(kind, data);
+                }
+            }
+            Bar0Target::Register(at) => {
+                self.guest_error("register write", &format_args!("{at:#x}"))
+            }
+            Bar0Target::Unmapped => self.guest_error(
+                "unmapped write",
+                &format_args!("{offset:#x}+{}", data.len()),
+            ),
+        }
+    }
+
+    fn reset(&mut self) {
+        self.teardown();
+        self.smc = Smc::default();
+        self.counters.resets += 1;
+    }
+}

@@ -1,0 +1,247 @@
+//! DMA regions: guest page lists the driver registers with
+//! GDMA_CREATE_DMA_REGION / GDMA_DMA_REGION_ADD_PAGES and later hands to a
+//! queue (GDMA_CREATE_QUEUE, MANA_CREATE_WQ_OBJ), which then owns it.
+//!
+//! Models the device side of `mana_gd_create_dma_region()` and
+//! `mana_gd_destroy_dma_region()` (drivers/net/ethernet/microsoft/mana/
+//! gdma_main.c, Linux 6.1-7.3): 4 KiB pages (`GDMA_PAGE_TYPE_4K`), handle
+//! 0 (`GDMA_INVALID_DMA_REGION`) never used. Every page is checked when it is
+//! accepted: 4 KiB aligned and inside guest memory.
+#![forbid(unsafe_code)]
+
+use crate::queues::{Mem, PAGE_SIZE};
+use std::collections::BTreeMap;
+use vm_memory::{GuestAddress, GuestMemory, Permissions};
+
+/// Largest region accepted, in pages (1 GiB); the Ethernet driver's largest
+/// ring is 128 KiB (7.3 RX CQ).
+pub const MAX_REGION_PAGES: u32 = 1 << 18;
+/// Regions alive at once before CREATE_DMA_REGION is refused.
+pub const MAX_REGIONS: usize = 16384;
+
+/// Errors of DMA-region bookkeeping; each maps to an error status.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RegionError {
+    /// The region geometry is unsupported or inconsistent.
+    #[error("bad region: length {length}, offset_in_page {offset}, page type {page_type}, {page_count} pages, {listed} listed")]
+    BadGeometry {
+        /// Length in bytes.
+        length: u64,
+        /// Offset in the first page.
+        offset: u32,
+        /// Page type.
+        page_type: u32,
+        /// Declared pages.
+        page_count: u32,
+        /// Pages listed.
+        listed: u32,
+    },
+    /// A page address is unaligned or not in guest memory.
+    #[error("page {index} at {addr:#x} is not a 4 KiB page of guest memory")]
+    BadPage {
+        /// Index in the region.
+        index: usize,
+        /// Guest address.
+        addr: u64,
+    },
+    /// No region has this handle.
+    #[error("no DMA region with handle {0:#x}")]
+    UnknownHandle(u64),
+    /// The region lacks pages (ADD_PAGES still expected) or is too small.
+    #[error("region {handle:#x} has {have} of {need} bytes")]
+    TooSmall {
+        /// Handle.
+        handle: u64,
+        /// Bytes available.
+        have: u64,
+        /// Bytes needed.
+        need: u64,
+    },
+    /// ADD_PAGES would exceed the declared page count.
+    #[error("region {handle:#x}: {adding} pages added to {have} of {declared}")]
+    TooManyPages {
+        /// Handle.
+        handle: u64,
+        /// Pages present.
+        have: usize,
+        /// Pages being added.
+        adding: usize,
+        /// Declared pages.
+        declared: u32,
+    },
+    /// Too many regions alive.
+    #[error("too many DMA regions ({0})")]
+    Exhausted(usize),
+}
+
+/// One registered region.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DmaRegion {
+    /// Length in bytes.
+    pub length: u64,
+    /// Declared page count.
+    pub page_count: u32,
+    /// Page addresses received so far.
+    pub pages: Vec<u64>,
+}
+
+impl DmaRegion {
+    /// Whether every declared page has been supplied.
+    pub fn complete(&self) -> bool {
+        self.pages.len() == self.page_count as usize
+    }
+}
+
+/// The region table.
+#[derive(Debug, Default)]
+pub struct DmaRegions {
+    regions: BTreeMap<u64, DmaRegion>,
+    next_handle: u64,
+}
+
+fn check_pages(mem: &Mem, pages: &[u64], first_index: usize) -> Result<(), RegionError> {
+    for (i, &addr) in pages.iter().enumerate() {
+        let in_memory = GuestMemory::check_range(
+            mem,
+            GuestAddress(addr),
+            PAGE_SIZE as usize,
+            Permissions::ReadWrite,
+        );
+        if addr % PAGE_SIZE != 0 || !in_memory {
+            return Err(RegionError::BadPage {
+                index: first_index + i,
+                addr,
+            });
+        }
+    }
+    Ok(())
+}
+
+impl DmaRegions {
+    /// Registers a region and returns its handle (never 0).
+    ///
+    /// # Errors
+    /// [`RegionError::BadGeometry`] unless `offset == 0`, `page_type == 0`
+    /// (4 KiB), `1 <= page_count <= MAX_REGION_PAGES`,
+    /// `pages.len() <= page_count` and `0 < length <= page_count * 4096`;
+    /// [`RegionError::BadPage`] for an unaligned or unmapped page;
+    /// [`RegionError::Exhausted`] when [`MAX_REGIONS`] are alive.
+    pub fn create(
+        &mut self,
+        mem: &Mem,
+        length: u64,
+        offset: u32,
+        page_type: u32,
+        page_count: u32,
+        pages: Vec<u64>,
+    ) -> Result<u64, RegionError> {
+        let geometry_ok = offset == 0
+            && page_type == 0
+            && (1..=MAX_REGION_PAGES).contains(&page_count)
+            && pages.len() <= page_count as usize
+            && length > 0
+            && length <= u64::from(page_count) * PAGE_SIZE;
+        if !geometry_ok {
+            return Err(RegionError::BadGeometry {
+                length,
+                offset,
+                page_type,
+                page_count,
+                listed: pages.len() as u32,
+            });
+        }
+        if self.regions.len() >= MAX_REGIONS {
+            return Err(RegionError::Exhausted(self.regions.len()));
+        }
+        check_pages(mem, &pages, 0)?;
+        let handle = self.allocate_handle();
+        self.regions.insert(
+            handle,
+            DmaRegion {
+                length,
+                page_count,
+                pages,
+            },
+        );
+        Ok(handle)
+    }
+
+    fn allocate_handle(&mut self) -> u64 {
+        loop {
+            self.next_handle = self.next_handle.wrapping_add(1);
+            let handle = self.next_handle;
+            if handle != 0 && handle != u64::MAX && !self.regions.contains_key(&handle) {
+                return handle;
+            }
+        }
+    }
+
+    /// Appends pages to an incomplete region.
+    ///
+    /// # Errors
+    /// [`RegionError::UnknownHandle`], [`RegionError::TooManyPages`],
+    /// [`RegionError::BadPage`].
+    pub fn add_pages(
+        &mut self,
+        mem: &Mem,
+        handle: u64,
+        pages: Vec<u64>,
+    ) -> Result<(), RegionError> {
+        let region = self
+            .regions
+            .get_mut(&handle)
+            .ok_or(RegionError::UnknownHandle(handle))?;
+        if region.pages.len() + pages.len() > region.page_count as usize {
+            return Err(RegionError::TooManyPages {
+                handle,
+                have: region.pages.len(),
+                adding: pages.len(),
+                declared: region.page_count,
+            });
+        }
+        check_pages(mem, &pages, region.pages.len())?;
+        region.pages.extend(pages);
+        Ok(())
+    }
+
+    /// Forgets a region.
+    ///
+    /// # Errors
+    /// [`RegionError::UnknownHandle`].
+    pub fn destroy(&mut self, handle: u64) -> Result<DmaRegion, RegionError> {
+        self.regions
+            .remove(&handle)
+            .ok_or(RegionError::UnknownHandle(handle))
+    }
+
+    /// Checks that region `handle` is complete and holds at least `need`
+    /// bytes, without taking it.
+    ///
+    /// # Errors
+    /// [`RegionError::UnknownHandle`], [`RegionError::TooSmall`].
+    pub fn check(&self, handle: u64, need: u64) -> Result<&DmaRegion, RegionError> {
+        let region = self
+            .regions
+            .get(&handle)
+            .ok_or(RegionError::UnknownHandle(handle))?;
+        let have = region.pages.len() as u64 * PAGE_SIZE;
+        if !region.complete() || need > have.min(region.length) {
+            return Err(RegionError::TooSmall {
+                handle,
+                have: have.min(region.length),
+                need,
+            });
+        }
+        Ok(region)
+    }
+
+    /// Number of regions alive.
+    pub fn len(&self) -> usize {
+        self.regions.len()
+    }
+
+    /// Whether no region is alive.
+    pub fn is_empty(&self) -> bool {
+        self.regions.is_empty()
+    }
+}

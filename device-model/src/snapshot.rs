@@ -1,0 +1,119 @@
+//! The serializable view of the device the harness dumps
+//! ([`crate::ManaDevice::snapshot`]); the shell reaches the device through
+//! its own observer (`shared::observed_factory` on the devshell branch).
+#![forbid(unsafe_code)]
+
+use crate::hwc::HwcIds;
+use crate::queues::{Owner, WqKind};
+use crate::resources::{Registration, WqObj};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Counters kept for the harness.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct Counters {
+    /// Requests handled, by command name (or hex code when unknown).
+    pub commands: BTreeMap<String, u64>,
+    /// Requests answered with a non-zero status, by command name.
+    pub command_errors: BTreeMap<String, u64>,
+    /// Guest errors (bad doorbells, bad WQEs, unmapped addresses, ...) by kind.
+    pub guest_errors: BTreeMap<String, u64>,
+    /// SMC ESTABLISH_HWC messages accepted.
+    pub hwc_established: u64,
+    /// SMC DESTROY_HWC messages handled.
+    pub hwc_destroyed: u64,
+    /// Device resets.
+    pub resets: u64,
+    /// Ethernet SQ WQEs completed with CQE_TX_OKAY (their frames are dropped).
+    pub tx_wqes_completed: u64,
+}
+
+/// An EQ in the snapshot.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct EqSnapshot {
+    /// EQ id.
+    pub id: u32,
+    /// MSI-X index the EQ raises.
+    pub msix_index: u16,
+    /// Owning device (type 1 = HWC, 2 = MANA, 3 = MANA_IB).
+    pub owner: Owner,
+    /// Ring entries.
+    pub entries: u32,
+    /// Events written so far.
+    pub events_posted: u64,
+    /// Whether the next event raises the vector.
+    pub armed: bool,
+}
+
+/// A CQ in the snapshot.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct CqSnapshot {
+    /// CQ id.
+    pub id: u32,
+    /// Parent EQ id.
+    pub parent_eq: u32,
+    /// Ring entries.
+    pub entries: u32,
+    /// Completions written so far.
+    pub completions_posted: u64,
+    /// Whether the next completion notifies the parent EQ.
+    pub armed: bool,
+}
+
+/// A work queue in the snapshot.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct WqSnapshot {
+    /// WQ id.
+    pub id: u32,
+    /// SQ or RQ.
+    pub kind: WqKind,
+    /// CQ id.
+    pub cq_id: u32,
+    /// Parent EQ of that CQ (`None` if the CQ is gone).
+    pub parent_eq: Option<u32>,
+}
+
+/// A registered device in the snapshot.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct DeviceSnapshot {
+    /// Device type.
+    pub dev_type: u16,
+    /// Instance.
+    pub instance: u16,
+    /// What REGISTER_DEVICE answered.
+    pub registration: Registration,
+}
+
+/// Serializable view of the device for the harness.
+#[derive(Debug, Clone, Serialize)]
+pub struct Snapshot {
+    /// HWC queue ids and vector while the channel is up.
+    pub hwc: Option<HwcSnapshot>,
+    /// Every EQ.
+    pub eqs: Vec<EqSnapshot>,
+    /// Every CQ.
+    pub cqs: Vec<CqSnapshot>,
+    /// Every SQ and RQ.
+    pub wqs: Vec<WqSnapshot>,
+    /// Work-queue objects by handle.
+    pub wq_objs: BTreeMap<u64, WqObj>,
+    /// DMA regions not owned by a queue.
+    pub dma_regions: usize,
+    /// Registered devices.
+    pub devices: Vec<DeviceSnapshot>,
+    /// MSI-X vectors raised, by index.
+    pub vectors_raised: BTreeMap<u16, u64>,
+    /// Counters.
+    pub counters: Counters,
+}
+
+/// The HWC in the snapshot.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct HwcSnapshot {
+    /// Queue ids.
+    pub ids: HwcIds,
+    /// MSI-X index of the HWC EQ.
+    pub msix_index: u16,
+    /// Responses waiting for an RQ buffer.
+    pub pending_responses: usize,
+}
