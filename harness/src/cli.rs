@@ -20,7 +20,10 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-enum Command {}
+enum Command {
+    /// Provision QEMU, the pinned guest kernels and busybox into the cache (idempotent).
+    Setup(crate::provision::command::SetupArgs),
+}
 
 /// Parse `args` (including argv\[0\]) and run the command.
 pub fn main_with_args<I, T>(args: I) -> ExitCode
@@ -35,5 +38,7 @@ where
             return ExitCode::from(if e.use_stderr() { EXIT_RIG_ERROR } else { EXIT_PASS });
         }
     };
-    match cli.command {}
+    match cli.command {
+        Command::Setup(args) => crate::provision::command::run(&args),
+    }
 }

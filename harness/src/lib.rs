@@ -8,3 +8,4 @@
 //! Exit codes of every command: 0 pass, 1 verdict mismatch, 2 rig error.
 
 pub mod cli;
+pub mod provision;
