@@ -23,6 +23,8 @@ pub struct Cli {
 enum Command {
     /// Provision QEMU, the pinned guest kernels and busybox into the cache (idempotent).
     Setup(crate::provision::command::SetupArgs),
+    /// Boot a built-in machine (seed-002, r17) and check the guest's topology.
+    Boot(crate::qemu::command::BootArgs),
 }
 
 /// Parse `args` (including argv\[0\]) and run the command.
@@ -40,5 +42,6 @@ where
     };
     match cli.command {
         Command::Setup(args) => crate::provision::command::run(&args),
+        Command::Boot(args) => crate::qemu::command::run(&args),
     }
 }

@@ -7,5 +7,10 @@
 //!
 //! Exit codes of every command: 0 pass, 1 verdict mismatch, 2 rig error.
 
+pub mod accel;
 pub mod cli;
+pub mod guest_report;
+pub mod initramfs;
+pub mod observed;
 pub mod provision;
+pub mod qemu;
