@@ -32,11 +32,17 @@ T_INIT=$(up)
 LOAD=
 DEADLINE=60
 POLL=0.05
+# PCI vendor[:device] of the NIC to report: vendor 0x1414 is Microsoft's
+# (include/linux/pci_ids.h PCI_VENDOR_ID_MICROSOFT); another value lets the rig
+# test the report path with a device that has a built-in driver (e.g. QEMU's
+# NVMe, 0x1b36:0x0010).
+NIC_ID=0x1414
 for arg in $(cat /proc/cmdline); do
 	case "$arg" in
 	manarig.load=*) LOAD=${arg#manarig.load=} ;;
 	manarig.deadline=*) DEADLINE=${arg#manarig.deadline=} ;;
 	manarig.poll=*) POLL=${arg#manarig.poll=} ;;
+	manarig.nic=*) NIC_ID=${arg#manarig.nic=} ;;
 	esac
 done
 
@@ -49,8 +55,11 @@ find_nic() {
 	NIC=
 	for d in /sys/bus/pci/devices/*; do
 		read -r v < "$d/vendor"
-		# 0x1414: Microsoft's PCI vendor id (include/linux/pci_ids.h PCI_VENDOR_ID_MICROSOFT).
-		if [ "$v" = "0x1414" ]; then NIC=${d##*/}; return 0; fi
+		read -r id < "$d/device"
+		case "$NIC_ID" in
+		*:*) [ "$v:$id" = "$NIC_ID" ] && { NIC=${d##*/}; return 0; } ;;
+		*) [ "$v" = "$NIC_ID" ] && { NIC=${d##*/}; return 0; } ;;
+		esac
 	done
 	return 1
 }

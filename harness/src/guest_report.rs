@@ -460,4 +460,33 @@ MANARIG-REPORT-END\r
             other => panic!("expected a line error, got {other:?}"),
         }
     }
+
+    /// Captured console of a real boot (seed 002, Debian 6.12.117, mana loaded,
+    /// no MANA device yet).
+    #[test]
+    fn captured_console_without_nic_parses() {
+        let r = parse(include_str!("../tests/fixtures/console-seed002-6.12.txt")).expect("report");
+        assert_eq!(r.kernel, "6.12.117+deb13-cloud-amd64");
+        assert_eq!(r.cpus.len(), 8);
+        assert_eq!(r.cpus[&5].siblings, vec![4, 5]);
+        assert_eq!(r.nodes[&1].cpus, vec![4, 5, 6, 7]);
+        assert_eq!(r.nodes[&1].distance, vec![20, 10]);
+        assert_eq!(r.nic, None);
+        assert_eq!(r.pci["0000:40:00.0"].numa_node, 0);
+        assert_eq!(r.insmod_status, Some(0));
+    }
+
+    /// Captured console of a real boot with QEMU's NVMe controller in the NIC
+    /// slot (`manarig.nic=0x1b36:0x0010`): 9 MSI-X vectors, nvme0q0..q8.
+    #[test]
+    fn captured_console_with_msix_vectors_parses() {
+        let r = parse(include_str!("../tests/fixtures/console-seed002-6.12-nvme.txt")).expect("report");
+        assert_eq!(r.nic.as_deref(), Some("0000:41:00.0"));
+        assert_eq!(r.msix.len(), 9);
+        assert_eq!(r.msix[0].name, "nvme0q0");
+        assert_eq!(r.msix[0].counts.len(), 8);
+        assert!(r.msix[0].counts[0] > 0, "the admin queue fired on CPU 0");
+        assert_eq!(r.msix[1].affinity, Some(vec![4]));
+        assert_eq!(r.msix[1].hint.as_deref(), Some("00"));
+    }
 }

@@ -39,6 +39,9 @@ pub struct BootArgs {
     /// Extra `-device` for QEMU (repeatable), e.g. the vfio-user-pci NIC on bus rp0.
     #[arg(long = "device")]
     pub devices: Vec<String>,
+    /// Extra kernel command-line item (repeatable), e.g. `manarig.nic=0x1b36:0x0010`.
+    #[arg(long = "cmdline")]
+    pub cmdline: Vec<String>,
     /// Cache folder (see `setup`).
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
@@ -93,6 +96,7 @@ pub fn run(args: &BootArgs) -> ExitCode {
     req.deadline = Duration::from_secs(args.deadline);
     req.console_log = args.console.clone();
     req.extra_devices = args.devices.clone();
+    req.extra_cmdline = args.cmdline.clone();
     if let Some(c) = &args.cpu {
         req.cpu_model = c.clone();
     }
