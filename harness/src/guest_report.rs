@@ -398,8 +398,8 @@ mod tests {
 
     #[test]
     fn missing_markers_are_errors() {
-        assert_eq!(parse("hello").unwrap_err(), ReportError::NoBegin);
-        assert_eq!(parse("x\nMANARIG-REPORT-BEGIN 1\nkernel: 6.1").unwrap_err(), ReportError::NoEnd(2));
+        assert_eq!(parse("hello").expect_err("must fail"), ReportError::NoBegin);
+        assert_eq!(parse("x\nMANARIG-REPORT-BEGIN 1\nkernel: 6.1").expect_err("must fail"), ReportError::NoEnd(2));
         assert!(matches!(parse("MANARIG-REPORT-BEGIN 9\nMANARIG-REPORT-END"), Err(ReportError::Version(_))));
     }
 

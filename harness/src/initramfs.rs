@@ -226,7 +226,7 @@ mod tests {
         let bb = fake_busybox(dir.path());
         let mods = [dir.path().join("absent.ko")];
         let spec = InitramfsSpec { busybox: &bb, modules: &mods, compression: Compression::None };
-        let err = build(&spec).unwrap_err().to_string();
+        let err = build(&spec).expect_err("must fail").to_string();
         assert!(err.contains("absent.ko"), "{err}");
     }
 }

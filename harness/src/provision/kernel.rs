@@ -94,7 +94,7 @@ pub fn extract_kernel(root: &Path, release: &str, out: &Path) -> Result<Extracte
 /// Kernel module name for a file name: basename without `.ko[.xz|.zst|.gz]`,
 /// with `-` spelled `_` (how the kernel and `depends=` name modules).
 fn module_name(file: &str) -> Option<String> {
-    let stem = file.split_once(".ko").map(|(s, rest)| (s, rest))?;
+    let stem = file.split_once(".ko")?;
     if !matches!(stem.1, "" | ".xz" | ".zst" | ".gz") {
         return None;
     }

@@ -196,7 +196,7 @@ mod tests {
             "598a3fd92bdafc34cd81196b2952ad36e910e47a4ecf162f8ce5e8e262598e53",
             "xyz",
         );
-        let err = Lock::parse(&text, "t.lock").unwrap_err().to_string();
+        let err = Lock::parse(&text, "t.lock").expect_err("must fail").to_string();
         assert!(err.contains("busybox-static") && err.contains("t.lock"), "{err}");
     }
 

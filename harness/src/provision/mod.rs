@@ -234,23 +234,13 @@ fn write_stamp<T: Serialize>(path: &Path, value: &T) -> Result<(), ProvisionErro
 /// gone from the archive (with the `--update-lock` hint), a checksum mismatch.
 pub fn setup(cache: &Path, opts: &SetupOptions, progress: &mut dyn FnMut(&str)) -> Result<Provisioned, ProvisionError> {
     std::fs::create_dir_all(cache).map_err(|e| ProvisionError::io(cache, e))?;
-    let mut apt: Option<AptRoot> = None;
-    let mut apt_root = |progress: &mut dyn FnMut(&str)| -> Result<AptRoot, ProvisionError> {
-        if let Some(a) = &apt {
-            return Ok(a.clone());
-        }
-        let a = AptRoot::prepare(&cache.join("apt"))?;
-        progress("apt: updating the private package indexes (trixie, trixie-backports, bookworm, bookworm-security)");
-        a.update(opts.update_lock)?;
-        apt = Some(a.clone());
-        Ok(a)
-    };
+    let mut apt = LazyApt { dir: cache.join("apt"), refresh: opts.update_lock, root: None };
     let mut lock = Lock::embedded()?;
     if opts.update_lock {
         let path = lock::source_lock_path();
         let text = std::fs::read_to_string(&path).map_err(|e| ProvisionError::io(&path, e))?;
         lock = Lock::parse(&text, &path.display().to_string())?;
-        let a = apt_root(progress)?;
+        let a = apt.get(progress)?;
         let (new_text, new_lock, changes) = update::update_lock(&a, &text, &lock)?;
         for c in &changes {
             progress(&format!("lock: {c}"));
@@ -265,7 +255,7 @@ pub fn setup(cache: &Path, opts: &SetupOptions, progress: &mut dyn FnMut(&str)) 
     }
 
     // QEMU.
-    let qemu = setup_qemu(cache, &lock, opts, progress, &mut apt_root)?;
+    let qemu = setup_qemu(cache, &lock, opts, progress, &mut apt)?;
     write_stamp(&cache.join("qemu.json"), &qemu)?;
 
     // busybox.
@@ -274,7 +264,7 @@ pub fn setup(cache: &Path, opts: &SetupOptions, progress: &mut dyn FnMut(&str)) 
     if read_stamp::<BusyboxStamp>(&bb_stamp).is_some_and(|s| s.pin == lock.busybox.package) && bb_dir.join("busybox").is_file() {
         progress(&format!("busybox: {} {} (cached)", lock.busybox.package.name, lock.busybox.package.version));
     } else {
-        let a = apt_root(progress)?;
+        let a = apt.get(progress)?;
         let deb = fetch_pinned(&a, cache, &lock.busybox.package, progress)?;
         let tmp = tempfile::tempdir_in(cache).map_err(|e| ProvisionError::io(cache, e))?;
         apt::extract_deb(&deb, tmp.path())?;
@@ -298,7 +288,7 @@ pub fn setup(cache: &Path, opts: &SetupOptions, progress: &mut dyn FnMut(&str)) 
             progress(&format!("kernel {}: {} (cached)", pin.id, pin.release));
             continue;
         }
-        let a = apt_root(progress)?;
+        let a = apt.get(progress)?;
         let tmp = tempfile::tempdir_in(cache).map_err(|e| ProvisionError::io(cache, e))?;
         for p in &pin.packages {
             let deb = fetch_pinned(&a, cache, p, progress)?;
@@ -318,12 +308,33 @@ pub fn setup(cache: &Path, opts: &SetupOptions, progress: &mut dyn FnMut(&str)) 
     load_with(cache, &lock)
 }
 
+/// The private apt root, prepared and its indexes updated on first use only
+/// (a fully cached setup never runs apt).
+struct LazyApt {
+    dir: PathBuf,
+    refresh: bool,
+    root: Option<AptRoot>,
+}
+
+impl LazyApt {
+    fn get(&mut self, progress: &mut dyn FnMut(&str)) -> Result<AptRoot, ProvisionError> {
+        if let Some(a) = &self.root {
+            return Ok(a.clone());
+        }
+        let a = AptRoot::prepare(&self.dir)?;
+        progress("apt: updating the private package indexes (trixie, trixie-backports, bookworm, bookworm-security)");
+        a.update(self.refresh)?;
+        self.root = Some(a.clone());
+        Ok(a)
+    }
+}
+
 fn setup_qemu(
     cache: &Path,
     lock: &Lock,
     opts: &SetupOptions,
     progress: &mut dyn FnMut(&str),
-    apt_root: &mut dyn FnMut(&mut dyn FnMut(&str)) -> Result<AptRoot, ProvisionError>,
+    apt: &mut LazyApt,
 ) -> Result<QemuInstall, ProvisionError> {
     if !opts.private_qemu {
         if let Some(bin) = qemu_install::system_qemu() {
@@ -348,12 +359,12 @@ fn setup_qemu(
             return Ok(q);
         }
     }
-    let a = apt_root(progress)?;
+    let a = apt.get(progress)?;
     progress(&format!(
         "qemu: downloading {}={} from {} with its dependency closure (private apt root, host untouched)",
         pin.package, pin.version, pin.suite
     ));
-    let debs = a.download_closure(&pin.package, &pin.version, &pin.suite)?;
+    let debs = with_fresh_indexes(&a, progress, || a.download_closure(&pin.package, &pin.version, &pin.suite))?;
     if dir.exists() {
         std::fs::remove_dir_all(&dir).map_err(|e| ProvisionError::io(&dir, e))?;
     }
@@ -370,6 +381,23 @@ fn setup_qemu(
     Ok(q)
 }
 
+/// Run `f`; if the archive indexes (possibly old) lack the version, refresh
+/// them once and retry, so that only a version really gone is reported as such.
+fn with_fresh_indexes<T>(
+    a: &AptRoot,
+    progress: &mut dyn FnMut(&str),
+    mut f: impl FnMut() -> Result<T, ProvisionError>,
+) -> Result<T, ProvisionError> {
+    match f() {
+        Err(ProvisionError::VersionGone { package, version }) => {
+            progress(&format!("apt: {package} {version} not in the cached indexes; refreshing them"));
+            a.update(true)?;
+            f()
+        }
+        other => other,
+    }
+}
+
 /// Download one pinned `.deb` into `<cache>/debs` (reusing a file with the
 /// right hash) and verify its SHA-256.
 fn fetch_pinned(a: &AptRoot, cache: &Path, p: &PackagePin, progress: &mut dyn FnMut(&str)) -> Result<PathBuf, ProvisionError> {
@@ -377,7 +405,7 @@ fn fetch_pinned(a: &AptRoot, cache: &Path, p: &PackagePin, progress: &mut dyn Fn
     let file = debs.join(format!("{}_{}_amd64.deb", p.name, p.version.replace(':', "%3a")));
     if !(file.is_file() && apt::sha256_file(&file)? == p.sha256) {
         progress(&format!("download: {} {}", p.name, p.version));
-        let got = a.download(&p.name, &p.version, &debs)?;
+        let got = with_fresh_indexes(a, progress, || a.download(&p.name, &p.version, &debs))?;
         if got != file {
             std::fs::rename(&got, &file).map_err(|e| ProvisionError::io(&file, e))?;
         }
@@ -455,7 +483,7 @@ mod tests {
     #[test]
     fn load_of_an_empty_cache_says_to_run_setup() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let err = load(dir.path()).unwrap_err().to_string();
+        let err = load(dir.path()).expect_err("must fail").to_string();
         assert!(err.contains("cargo xtask setup"), "{err}");
     }
 

@@ -356,7 +356,7 @@ mod tests {
         assert_eq!(m.validate(), Err(SpecError("cpu 3 is on node 0 and node 1".into())));
         let mut m = r17(128);
         m.distances[1][2] = 5;
-        assert!(m.validate().unwrap_err().0.contains("distance 1->2 is 5"));
+        assert!(m.validate().expect_err("must fail").0.contains("distance 1->2 is 5"));
         let mut m = seed_002(256);
         m.nic = NicPlacement::Node(7);
         assert!(m.validate().is_err());
