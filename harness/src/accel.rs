@@ -10,7 +10,7 @@ use std::time::Duration;
 
 /// What the user asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum AccelChoice {
     /// TCG (the default: see the module docs).
     #[default]
@@ -19,6 +19,10 @@ pub enum AccelChoice {
     Kvm,
     /// KVM if the probe passes, else TCG.
     Auto,
+    /// TCG forced to one host thread.
+    TcgSingle,
+    /// TCG forced to a thread per vCPU.
+    TcgMulti,
 }
 
 impl std::str::FromStr for AccelChoice {
@@ -28,7 +32,9 @@ impl std::str::FromStr for AccelChoice {
             "tcg" => Ok(AccelChoice::Tcg),
             "kvm" => Ok(AccelChoice::Kvm),
             "auto" => Ok(AccelChoice::Auto),
-            other => Err(format!("accelerator {other:?}: expected tcg, kvm or auto")),
+            "tcg-single" => Ok(AccelChoice::TcgSingle),
+            "tcg-multi" => Ok(AccelChoice::TcgMulti),
+            other => Err(format!("accelerator {other:?}: expected tcg, tcg-single, tcg-multi, kvm or auto")),
         }
     }
 }
@@ -75,6 +81,8 @@ pub fn choose(choice: AccelChoice, vcpus: u32) -> Result<Accel, AccelError> {
     let tcg = if vcpus >= TCG_MULTI_FROM_VCPUS { Accel::TcgMulti } else { Accel::TcgSingle };
     match choice {
         AccelChoice::Tcg => Ok(tcg),
+        AccelChoice::TcgSingle => Ok(Accel::TcgSingle),
+        AccelChoice::TcgMulti => Ok(Accel::TcgMulti),
         AccelChoice::Kvm => probe_kvm().map(|_| Accel::Kvm).map_err(AccelError),
         AccelChoice::Auto => Ok(if probe_kvm().is_ok() { Accel::Kvm } else { tcg }),
     }

@@ -2,8 +2,9 @@
 //! (sysfs) with the [`MachineSpec`] QEMU was given, before any IRQ verdict
 //! relies on the guest's view.
 //!
-//! Compared: the set of online CPUs; per CPU its package, die (when the machine
-//! has more than one per socket), SMT sibling group (`thread_siblings_list`)
+//! Compared: the set of online CPUs; per CPU its package, die group (the CPUs
+//! sharing its die, when the machine has more than one die per socket), SMT
+//! sibling group (`thread_siblings_list`)
 //! and node; per node its cpulist, whether it has memory, and its distance row;
 //! the numa_node of the NIC's root port (and of the NIC when present). Core ids
 //! are not compared: Linux numbers them from APIC IDs, which QEMU pads to
@@ -61,7 +62,16 @@ pub fn compare(spec: &MachineSpec, r: &GuestReport) -> Vec<Difference> {
         let (socket, die, _core, _thread) = position(spec, c);
         diff(format!("cpu {c} package"), socket.to_string(), g.package.to_string());
         if spec.dies > 1 {
-            diff(format!("cpu {c} die"), die.to_string(), g.die.map_or("-".into(), |x| x.to_string()));
+            // Compare die groups, not ids: kernels number die_id per package or
+            // system-wide depending on version.
+            let declared: Vec<u32> = (0..n).filter(|&o| position(spec, o).0 == socket && position(spec, o).1 == die).collect();
+            let observed: Vec<u32> = r
+                .cpus
+                .iter()
+                .filter(|(_, o)| o.package == g.package && o.die == g.die)
+                .map(|(&o, _)| o)
+                .collect();
+            diff(format!("cpu {c} die group"), format_cpulist(&declared), format_cpulist(&observed));
         }
         let first = c - c % spec.threads;
         let sib: Vec<u32> = (first..first + spec.threads).collect();

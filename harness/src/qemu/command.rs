@@ -12,13 +12,17 @@ use std::time::Duration;
 /// Arguments of `boot`.
 #[derive(Debug, clap::Args)]
 pub struct BootArgs {
-    /// Built-in machine: `seed-002` or `r17`, optionally `:nonode` (NIC slot on pcie.0).
+    /// Built-in machine: `seed-002`, `r17`, or `grid-SxCxT` / `grid-SxDxCxT` (S
+    /// sockets of D dies of C cores of T threads, one node per socket, distance
+    /// 20), optionally `:nonode`
+    /// (NIC slot on pcie.0).
     #[arg(long, default_value = "seed-002")]
     pub machine: String,
     /// Kernel id from guest-images/kernels.lock (6.1, 6.12, 7).
     #[arg(long, default_value = "6.12")]
     pub kernel: String,
-    /// Accelerator: tcg (default), kvm, auto.
+    /// Accelerator: tcg (default; single- or multi-threaded by vCPU count),
+    /// tcg-single, tcg-multi, kvm, auto.
     #[arg(long, default_value = "tcg")]
     pub accel: AccelChoice,
     /// Load mana in the guest.
@@ -62,7 +66,21 @@ pub fn builtin_machine(name: &str, mem_per_node: u32) -> Result<MachineSpec, Str
     let mut m = match base {
         "seed-002" => machines::seed_002(mem_per_node),
         "r17" => machines::r17(mem_per_node),
-        other => return Err(format!("unknown machine {other:?}: seed-002, r17 (optionally :nonode)")),
+        other => match other.strip_prefix("grid-").map(|g| g.split('x').map(str::parse::<u32>).collect::<Vec<_>>()) {
+            Some(v) if (3..=4).contains(&v.len()) && v.iter().all(|x| matches!(x, Ok(n) if *n > 0)) => {
+                let n: Vec<u32> = v.into_iter().flatten().collect();
+                let mut m = machines::grid(n[0], n[n.len() - 2], n[n.len() - 1], mem_per_node);
+                if n.len() == 4 {
+                    m.dies = n[1];
+                    let per = n[1] * n[2] * n[3];
+                    for (s, node) in m.nodes.iter_mut().enumerate() {
+                        node.cpus = (s as u32 * per..(s as u32 + 1) * per).collect();
+                    }
+                }
+                m
+            }
+            _ => return Err(format!("unknown machine {other:?}: seed-002, r17, grid-SxCxT, grid-SxDxCxT (optionally :nonode)")),
+        },
     };
     match variant {
         "" => {}

@@ -188,39 +188,65 @@ fn install_signal_thread() {
     });
 }
 
-/// Owns the QEMU child: kill + wait on drop.
+/// Owns the QEMU child: a thread waits for its exit (the event), and
+/// [`Reaper::finish`] kills it if it does not exit in time; kill + reap on drop.
 struct Reaper {
-    child: Option<Child>,
+    pid: i32,
+    exited: mpsc::Receiver<String>,
+    status: Option<String>,
 }
 
 impl Reaper {
-    fn new(child: Child) -> Reaper {
-        ACTIVE.lock().unwrap_or_else(|e| e.into_inner()).insert(child.id() as i32);
-        Reaper { child: Some(child) }
+    fn new(mut child: Child) -> Reaper {
+        let pid = child.id() as i32;
+        ACTIVE.lock().unwrap_or_else(|e| e.into_inner()).insert(pid);
+        let (tx, exited) = mpsc::channel();
+        std::thread::spawn(move || {
+            wait_exit_unreaped(pid);
+            // Unregister, then reap: a pid in ACTIVE is never a recycled one.
+            ACTIVE.lock().unwrap_or_else(|e| e.into_inner()).remove(&pid);
+            let st = child.wait().map(|s| s.to_string()).unwrap_or_else(|e| format!("wait: {e}"));
+            let _ = tx.send(st);
+        });
+        Reaper { pid, exited, status: None }
     }
 
-    /// Wait for the exit up to `grace`, then kill; always reaps. Returns the status text.
+    /// Wait up to `grace` for QEMU to exit, then kill it; returns once it is
+    /// reaped, with the exit status as text.
     fn finish(&mut self, grace: Duration) -> String {
-        let Some(mut child) = self.child.take() else { return "reaped".into() };
-        let until = Instant::now() + grace;
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(st)) => break Some(st),
-                Ok(None) if Instant::now() < until => {
-                    // QEMU exits on its own after `poweroff -f`; poll its exit
-                    // briefly (no pidfd-wait in std) until the grace runs out.
-                    std::thread::park_timeout(Duration::from_millis(20));
+        if let Some(s) = &self.status {
+            return s.clone();
+        }
+        let status = match self.exited.recv_timeout(grace) {
+            Ok(st) => st,
+            Err(_) => {
+                {
+                    let active = ACTIVE.lock().unwrap_or_else(|e| e.into_inner());
+                    if active.contains(&self.pid) {
+                        // SAFETY: kill(2) on our child, still unreaped (it is in
+                        // ACTIVE, which the waiter leaves only after reaping).
+                        unsafe { libc::kill(self.pid, libc::SIGKILL) };
+                    }
                 }
-                _ => break None,
+                let st = self.exited.recv().unwrap_or_else(|_| "lost".into());
+                format!("killed ({st})")
             }
         };
-        ACTIVE.lock().unwrap_or_else(|e| e.into_inner()).remove(&(child.id() as i32));
-        match status {
-            Some(st) => st.to_string(),
-            None => {
-                let _ = child.kill();
-                child.wait().map(|s| format!("killed ({s})")).unwrap_or_else(|e| format!("wait: {e}"))
-            }
+        self.status = Some(status.clone());
+        status
+    }
+}
+
+/// Block until child `pid` has exited, leaving it unreaped (waitid WNOWAIT).
+fn wait_exit_unreaped(pid: i32) {
+    loop {
+        // SAFETY: siginfo_t is plain data; all-zero is a valid value.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waitid on our own child with a valid out-pointer; WNOWAIT
+        // leaves the child to be reaped by Child::wait.
+        let rc = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT) };
+        if rc == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return;
         }
     }
 }
@@ -367,16 +393,24 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
                 }
                 if panicked && panic_until.is_none() {
                     // Collect the rest of the panic message (QEMU exits at once
-                    // with panic=-1 and -no-reboot), at most 3 s more.
-                    panic_until = Some(Instant::now() + Duration::from_secs(3));
+                    // with panic=-1 and -no-reboot), at most 2 s more.
+                    panic_until = Some(Instant::now() + Duration::from_secs(2));
                 }
             }
             Ok(Msg::Eof) | Err(RecvTimeoutError::Disconnected) => break,
             Err(RecvTimeoutError::Timeout) => {}
         }
     }
-    // After the report, /init runs `poweroff -f`: give QEMU a moment to exit.
-    let status = reaper.finish(if to_report.is_some() { Duration::from_secs(10) } else { Duration::ZERO });
+    // After the report /init runs `poweroff -f`, and after a panic QEMU exits
+    // by itself (panic=-1, -no-reboot): give it a moment, then kill.
+    let grace = if to_report.is_some() {
+        Duration::from_secs(10)
+    } else if panic_until.is_some() {
+        Duration::from_secs(2)
+    } else {
+        Duration::ZERO
+    };
+    let status = reaper.finish(grace);
     let _ = reader.join();
     let stderr = err_reader.join().unwrap_or_default();
     if INTERRUPTED.load(Ordering::SeqCst) {
@@ -393,4 +427,82 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
     };
     let report = guest_report::parse(&console).map_err(|source| LaunchError::Report { source, tail: tail(&last) })?;
     Ok(BootOutcome { report, console, accel, to_report, qemu_args: args })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provision::{KoCompression, QemuSource};
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A stand-in for qemu-system-x86_64: a shell script that ignores its
+    /// arguments and behaves as `body` says.
+    fn fake(dir: &Path, name: &str, body: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).expect("write");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        p
+    }
+
+    fn run_fake(body: &str, deadline: Duration) -> Result<BootOutcome, LaunchError> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let qemu_bin = fake(dir.path(), "qemu", body);
+        let busybox = fake(dir.path(), "busybox", "echo sh");
+        let kernel = KernelInstall {
+            id: "t".into(),
+            release: "t".into(),
+            vmlinuz: dir.path().join("vmlinuz"),
+            modules: vec![],
+            compression: KoCompression::None,
+            packages: vec![],
+        };
+        let qemu = QemuInstall { source: QemuSource::System { binary: qemu_bin }, version_line: String::new(), version: (11, 1, 0) };
+        let spec = super::super::machines::seed_002(256);
+        let mut req = BootRequest::new(&spec, &kernel, &busybox);
+        req.deadline = deadline;
+        boot(&qemu, &req)
+    }
+
+    #[test]
+    fn a_report_on_the_console_is_returned() {
+        let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/console-seed002-6.12.txt");
+        let out = run_fake(&format!("cat '{fixture}'"), Duration::from_secs(60)).expect("report");
+        assert_eq!(out.report.kernel, "6.12.117+deb13-cloud-amd64");
+        assert!(out.qemu_args.iter().any(|a| a == "-no-reboot"));
+    }
+
+    #[test]
+    fn a_guest_panic_fails_fast_with_the_last_console_lines() {
+        let err = run_fake(
+            "echo 'Kernel panic - not syncing: VFS: Unable to mount root fs'; echo '---[ end Kernel panic'; exec sleep 600",
+            Duration::from_secs(300),
+        )
+        .expect_err("panic");
+        match err {
+            LaunchError::GuestPanic { tail } => assert!(tail.contains("Unable to mount root fs"), "{tail}"),
+            other => panic!("expected GuestPanic, got {other}"),
+        }
+    }
+
+    #[test]
+    fn a_silent_guest_hits_the_deadline_and_qemu_is_killed() {
+        let err = run_fake("echo booting; exec sleep 600", Duration::from_secs(1)).expect_err("deadline");
+        match err {
+            LaunchError::Deadline { secs, tail } => {
+                assert_eq!(secs, 1);
+                assert!(tail.contains("booting"));
+            }
+            other => panic!("expected Deadline, got {other}"),
+        }
+    }
+
+    #[test]
+    fn qemu_exiting_early_reports_its_stderr() {
+        let err = run_fake("echo 'qemu-system-x86_64: -device foo: not found' >&2; exit 1", Duration::from_secs(60))
+            .expect_err("exit");
+        match err {
+            LaunchError::Exited { stderr, .. } => assert!(stderr.contains("-device foo")),
+            other => panic!("expected Exited, got {other}"),
+        }
+    }
 }

@@ -281,6 +281,26 @@ pub mod machines {
         }
     }
 
+    /// `sockets` × `cores` × `threads`, one node per socket (distance 20
+    /// between all), NIC slot on node 0: for measurements of boot time by size.
+    pub fn grid(sockets: u32, cores: u32, threads: u32, mem_per_node_mib: u32) -> MachineSpec {
+        let per = cores * threads;
+        MachineSpec {
+            sockets,
+            dies: 1,
+            cores,
+            threads,
+            nodes: (0..sockets)
+                .map(|s| NodeSpec { cpus: (s * per..(s + 1) * per).collect(), mem_mib: mem_per_node_mib })
+                .collect(),
+            distances: (0..sockets)
+                .map(|i| (0..sockets).map(|j| if i == j { 10 } else { 20 }).collect())
+                .collect(),
+            nic: NicPlacement::Node(0),
+            accel: AccelChoice::Tcg,
+        }
+    }
+
     /// Public report R17 (cases/public-reports.md, Barry Song's Kunpeng 920
     /// model): `-smp 8`, nodes 0-1, 2-3, 4-5, 6-7; distances 0-1 = 12, 0-2 = 20,
     /// 0-3 = 22, 1-2 = 22, 1-3 = 24, 2-3 = 12. The report gives no SMT, so one
