@@ -9,10 +9,13 @@
 #    would only return after probe, and on a failed probe the driver has freed
 #    its IRQs by then;
 # 3. waits (deadline `manarig.deadline=SECONDS` of guest uptime, default 60) for
-#    the probe to end (insmod returned) or the netdev to appear, then for every
+#    the probe to end (insmod returned) or the netdev to appear; brings the
+#    netdev up (`manarig.ifup=0` skips it: Linux 7.x creates the queue EQs, and
+#    so first fires the queue vectors, only in ndo_open); then waits for every
 #    mana MSI-X vector to have fired once (on x86 without interrupt remapping an
 #    affinity change is applied when the vector next fires, so
-#    effective_affinity_list only means something after that);
+#    effective_affinity_list only means something after that: see
+#    device-model/tests/guest-smoke.md on the devshell branch);
 # 4. prints the report between MANARIG-REPORT-BEGIN and MANARIG-REPORT-END on
 #    the console, one `key: value` line per item (parsed by harness/src/guest_report.rs);
 # 5. powers off.
@@ -37,12 +40,14 @@ POLL=0.05
 # test the report path with a device that has a built-in driver (e.g. QEMU's
 # NVMe, 0x1b36:0x0010).
 NIC_ID=0x1414
+IFUP=1
 for arg in $(cat /proc/cmdline); do
 	case "$arg" in
 	manarig.load=*) LOAD=${arg#manarig.load=} ;;
 	manarig.deadline=*) DEADLINE=${arg#manarig.deadline=} ;;
 	manarig.poll=*) POLL=${arg#manarig.poll=} ;;
 	manarig.nic=*) NIC_ID=${arg#manarig.nic=} ;;
+	manarig.ifup=*) IFUP=${arg#manarig.ifup=} ;;
 	esac
 done
 
@@ -84,7 +89,7 @@ all_fired() {
 
 SETTLE=none
 INSMOD_RC=-
-T_MODS=- T_PROBE=- T_SETTLED=-
+T_MODS=- T_PROBE=- T_IFUP=- T_SETTLED=-
 if [ -n "$LOAD" ]; then
 	MODS=$(cat /lib/modules/manarig/order)
 	last=
@@ -104,6 +109,12 @@ if [ -n "$LOAD" ]; then
 		sleep "$POLL"
 	done
 	T_PROBE=$(up)
+	NETDEV=
+	for n in /sys/class/net/eth*; do [ -e "$n" ] && NETDEV=${n##*/} && break; done
+	if [ -n "$NETDEV" ] && [ "$IFUP" != 0 ]; then
+		ip link set "$NETDEV" up || echo "manarig: ip link set $NETDEV up failed"
+		T_IFUP=$(up)
+	fi
 	if [ "$SETTLE" != deadline ]; then
 		FIRED=no
 		while ! past_deadline; do
@@ -129,6 +140,8 @@ echo "cmdline: $(cat /proc/cmdline)"
 echo "time init: $T_INIT"
 echo "time modules: $T_MODS"
 echo "time probe: $T_PROBE"
+echo "time ifup: $T_IFUP"
+echo "netdev: ${NETDEV:--}"
 echo "time settled: $T_SETTLED"
 echo "load: ${LOAD:-none}"
 echo "settle: $SETTLE"

@@ -82,12 +82,14 @@ pub struct GuestReport {
     /// `/proc/cmdline`.
     pub cmdline: String,
     /// Milestones in guest seconds since boot (`/proc/uptime`): init, modules,
-    /// probe, settled, report. Absent when the step did not run.
+    /// probe, ifup, settled, report. Absent when the step did not run.
     pub times: BTreeMap<String, f64>,
     /// What `/init` loaded (`mana` or `none`).
     pub load: String,
     /// Why waiting stopped: `none`, `deadline`, `probe-returned fired=yes|no`, `netdev fired=…`.
     pub settle: String,
+    /// The driver's network interface (e.g. `eth0`), if one appeared.
+    pub netdev: Option<String>,
     /// insmod's exit status, None if it had not returned.
     pub insmod_status: Option<i32>,
     /// CPUs by number.
@@ -214,6 +216,7 @@ pub fn parse(console: &str) -> Result<GuestReport, ReportError> {
             "kernel" => r.kernel = value.to_string(),
             "cmdline" => r.cmdline = value.to_string(),
             "load" => r.load = value.to_string(),
+            "netdev" => r.netdev = (value != "-").then(|| value.to_string()),
             "settle" => r.settle = value.to_string(),
             "insmod" => r.insmod_status = value.parse().ok(),
             "time" => {
@@ -488,5 +491,48 @@ MANARIG-REPORT-END\r
         assert!(r.msix[0].counts[0] > 0, "the admin queue fired on CPU 0");
         assert_eq!(r.msix[1].affinity, Some(vec![4]));
         assert_eq!(r.msix[1].hint.as_deref(), Some("00"));
+    }
+
+    /// smp_affinity_list of each reported vector, in IRQ order, as cpulists.
+    fn affinities(r: &GuestReport) -> Vec<String> {
+        r.msix.iter().map(|v| format_cpulist(v.affinity.as_deref().unwrap_or(&[]))).collect()
+    }
+
+    /// Captured console of a real run: seed 002's machine, Debian 6.12.117,
+    /// the devshell branch's mana-device over vfio-user, mana probed, eth0 up.
+    /// The table is seed 002's (shared/seeds/002: IRQ 0..7 -> 0-1, 2-3, 0-1,
+    /// 2-3, 4-5, 6-7, 4-5, 6-7), after mana_hwc on CPU 0.
+    #[test]
+    fn captured_mana_probe_on_6_12_gives_seed_002_table() {
+        let r = parse(include_str!("../tests/fixtures/console-seed002-6.12-mana.txt")).expect("report");
+        assert_eq!(r.settle, "probe-returned fired=yes");
+        assert_eq!(r.netdev.as_deref(), Some("eth0"));
+        assert_eq!(r.pci[r.nic.as_deref().expect("nic")].device, 0x00ba);
+        assert_eq!(affinities(&r), ["0", "0-1", "2-3", "0-1", "2-3", "4-5", "6-7", "4-5", "6-7"]);
+        assert!(r.msix[1].name.starts_with("mana_q0@"));
+        // Every vector fired, so the effective CPU lies in the mask (deferred
+        // affinity moves are applied on a fire).
+        for v in &r.msix {
+            let eff = v.effective.as_deref().expect("effective");
+            assert!(eff.iter().all(|c| v.affinity.as_deref().expect("affinity").contains(c)), "{v:?}");
+        }
+    }
+
+    /// Linux 6.1 (before irq_setup): one CPU per queue from
+    /// cpumask_local_spread(i, node) starting at i = 1 for q0 (captured run).
+    #[test]
+    fn captured_mana_probe_on_6_1_spreads_one_cpu_per_vector() {
+        let r = parse(include_str!("../tests/fixtures/console-seed002-6.1-mana.txt")).expect("report");
+        assert_eq!(affinities(&r), ["0", "1", "2", "3", "4", "5", "6", "7", "0"]);
+    }
+
+    /// Linux 7.3 (captured run): HWC on 0-1, the queue vectors named mana_msiN
+    /// one CPU each; they only fire after `ip link set eth0 up`.
+    #[test]
+    fn captured_mana_probe_on_7_names_vectors_msi() {
+        let r = parse(include_str!("../tests/fixtures/console-seed002-7-mana.txt")).expect("report");
+        assert_eq!(affinities(&r), ["0-1", "0", "1", "2", "3", "4", "5", "6", "7"]);
+        assert!(r.msix[1].name.starts_with("mana_msi1@"), "{}", r.msix[1].name);
+        assert_eq!(r.settle, "probe-returned fired=yes");
     }
 }

@@ -5,4 +5,4 @@ pub mod launch;
 pub mod spec;
 
 pub use launch::{boot, BootOutcome, BootRequest, LaunchError};
-pub use spec::{machines, MachineSpec, NicPlacement, NodeSpec, SpecError};
+pub use spec::{machines, vfio_user_nic, MachineSpec, NicPlacement, NodeSpec, SpecError};

@@ -243,6 +243,20 @@ impl MachineSpec {
     }
 }
 
+/// The `-device` JSON for the MANA NIC served by a vfio-user device process on
+/// the unix socket `socket`, in the NIC slot (root port `rp0`, see
+/// [`MachineSpec::qemu_args`]). Pass it in `BootRequest::extra_devices`; the
+/// caller starts the device process and removes the socket.
+pub fn vfio_user_nic(socket: &std::path::Path) -> String {
+    serde_json::json!({
+        "driver": "vfio-user-pci",
+        "id": "nic0",
+        "socket": { "type": "unix", "path": socket.to_string_lossy() },
+        "bus": "rp0",
+    })
+    .to_string()
+}
+
 /// Consecutive runs of a CPU list, sorted: [0,1,2,5] → [(0,2),(5,5)].
 pub fn ranges(cpus: &[u32]) -> Vec<(u32, u32)> {
     let mut v = cpus.to_vec();
@@ -395,6 +409,15 @@ mod tests {
         let odd = MachineSpec { sockets: 2, dies: 1, cores: 3, threads: 2, ..seed_002(256) };
         assert_eq!(odd.max_apic_id(), 13);
         assert!(!seed_002(256).needs_x2apic());
+    }
+
+    #[test]
+    fn vfio_user_nic_goes_into_the_nic_slot() {
+        let d = vfio_user_nic(std::path::Path::new("/tmp/dev.sock"));
+        let v: serde_json::Value = serde_json::from_str(&d).expect("json");
+        assert_eq!(v["driver"], "vfio-user-pci");
+        assert_eq!(v["bus"], "rp0");
+        assert_eq!(v["socket"]["path"], "/tmp/dev.sock");
     }
 
     #[test]
