@@ -71,6 +71,18 @@ fn nic_slot_on_pcie0_has_no_numa_node_on_linux_6_12() {
     assert_observed_equals_declared(&spec, "6.12");
 }
 
+/// A CPU-only node (seed 002's node 1 without memory) and a memory-only node
+/// 2 (30 away from both): Linux must show node 1 with CPUs 4-7 and no memory,
+/// node 2 with memory and no CPUs, and the full 3×3 distance matrix.
+#[test]
+fn cpu_only_and_memory_only_nodes_on_linux_6_12() {
+    let mut spec = machines::seed_002(256);
+    spec.nodes[1].mem_mib = 0;
+    spec.nodes.push(harness::qemu::NodeSpec { cpus: vec![], mem_mib: 256 });
+    spec.distances = vec![vec![10, 20, 30], vec![20, 10, 30], vec![30, 30, 10]];
+    assert_observed_equals_declared(&spec, "6.12");
+}
+
 /// The MSI-X part of the report, exercised with a device whose driver is built
 /// into Debian's cloud kernels: QEMU's NVMe controller (1b36:0010) in the NIC
 /// slot. Its queue vectors are managed-affinity (irq_create_affinity_masks),

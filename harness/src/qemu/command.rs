@@ -14,8 +14,8 @@ use std::time::Duration;
 pub struct BootArgs {
     /// Built-in machine: `seed-002`, `r17`, or `grid-SxCxT` / `grid-SxDxCxT` (S
     /// sockets of D dies of C cores of T threads, one node per socket, distance
-    /// 20), optionally `:nonode`
-    /// (NIC slot on pcie.0).
+    /// 20), with optional variants `:nonode` (NIC slot on pcie.0), `:cpuonly`
+    /// (last node without memory), `:memnode` (an extra memory-only node).
     #[arg(long, default_value = "seed-002")]
     pub machine: String,
     /// Kernel id from guest-images/kernels.lock (6.1, 6.12, 7).
@@ -62,7 +62,7 @@ pub struct BootArgs {
 /// # Errors
 /// A message listing the names there are.
 pub fn builtin_machine(name: &str, mem_per_node: u32) -> Result<MachineSpec, String> {
-    let (base, variant) = name.split_once(':').unwrap_or((name, ""));
+    let (base, variants) = name.split_once(':').unwrap_or((name, ""));
     let mut m = match base {
         "seed-002" => machines::seed_002(mem_per_node),
         "r17" => machines::r17(mem_per_node),
@@ -79,13 +79,29 @@ pub fn builtin_machine(name: &str, mem_per_node: u32) -> Result<MachineSpec, Str
                 }
                 m
             }
-            _ => return Err(format!("unknown machine {other:?}: seed-002, r17, grid-SxCxT, grid-SxDxCxT (optionally :nonode)")),
+            _ => return Err(format!("unknown machine {other:?}: seed-002, r17, grid-SxCxT, grid-SxDxCxT (variants :nonode, :cpuonly, :memnode)")),
         },
     };
-    match variant {
-        "" => {}
-        "nonode" => m.nic = NicPlacement::NoNode,
-        v => return Err(format!("unknown machine variant {v:?}: nonode")),
+    for variant in variants.split(':').filter(|v| !v.is_empty()) {
+        match variant {
+            "nonode" => m.nic = NicPlacement::NoNode,
+            // The last node keeps its CPUs but gets no memory.
+            "cpuonly" => {
+                if let Some(last) = m.nodes.last_mut() {
+                    last.mem_mib = 0;
+                }
+            }
+            // One more node with memory and no CPUs, 30 away from all others.
+            "memnode" => {
+                let k = m.nodes.len();
+                m.nodes.push(super::NodeSpec { cpus: vec![], mem_mib: mem_per_node });
+                for row in &mut m.distances {
+                    row.push(30);
+                }
+                m.distances.push((0..=k).map(|j| if j == k { 10 } else { 30 }).collect());
+            }
+            v => return Err(format!("unknown machine variant {v:?}: nonode, cpuonly, memnode")),
+        }
     }
     Ok(m)
 }

@@ -367,6 +367,7 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
     let mut to_report = None;
     let mut panic_until: Option<Instant> = None;
     let mut timed_out = false;
+    let mut eof = false;
     loop {
         let now = Instant::now();
         let until = panic_until.map_or(deadline, |p| p.min(deadline));
@@ -397,7 +398,10 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
                     panic_until = Some(Instant::now() + Duration::from_secs(2));
                 }
             }
-            Ok(Msg::Eof) | Err(RecvTimeoutError::Disconnected) => break,
+            Ok(Msg::Eof) | Err(RecvTimeoutError::Disconnected) => {
+                eof = true;
+                break;
+            }
             Err(RecvTimeoutError::Timeout) => {}
         }
     }
@@ -405,7 +409,8 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
     // by itself (panic=-1, -no-reboot): give it a moment, then kill.
     let grace = if to_report.is_some() {
         Duration::from_secs(10)
-    } else if panic_until.is_some() {
+    } else if panic_until.is_some() || eof {
+        // QEMU closed its console: it is exiting (or crashed); collect its status.
         Duration::from_secs(2)
     } else {
         Duration::ZERO
