@@ -23,6 +23,10 @@ pub struct Cli {
 enum Command {
     /// Print the IRQ table the kernel's algorithms predict for a topology file.
     Expect(crate::model::ExpectArgs),
+    /// Provision QEMU, the pinned guest kernels and busybox into the cache (idempotent).
+    Setup(crate::provision::command::SetupArgs),
+    /// Boot a built-in machine (seed-002, r17) and check the guest's topology.
+    Boot(crate::qemu::command::BootArgs),
 }
 
 /// Parse `args` (including argv\[0\]) and run the command.
@@ -40,5 +44,7 @@ where
     };
     match cli.command {
         Command::Expect(args) => crate::model::run_expect(&args),
+        Command::Setup(args) => crate::provision::command::run(&args),
+        Command::Boot(args) => crate::qemu::command::run(&args),
     }
 }

@@ -11,8 +11,14 @@
 //!
 //! Exit codes of every command: 0 pass, 1 verdict mismatch, 2 rig error.
 
+pub mod accel;
 pub mod cli;
 pub mod cpulist;
 pub mod model;
 pub mod topology;
 pub mod verdict;
+pub mod guest_report;
+pub mod initramfs;
+pub mod observed;
+pub mod provision;
+pub mod qemu;

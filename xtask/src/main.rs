@@ -1,9 +1,11 @@
 //! `cargo xtask`: project automation.
 //!
-//! `cargo xtask test` provisions what the tests need and runs the test suite
-//! (the command README.md and .ci/run use). `cargo xtask bench` runs the
-//! benchmarks (release build). Every other subcommand is the harness's
-//! `manarig` command line.
+//! `cargo xtask test` provisions what the tests need (the harness's `setup`:
+//! QEMU, the pinned kernels and busybox, into the cache named by
+//! `MANARIG_CACHE` or the default) and then runs the test suite with nextest
+//! (the command README.md and .ci/run use). Every other subcommand, `setup`
+//! included, is the harness's `manarig` command line.
+//! `cargo xtask bench` runs the benchmarks (release build).
 
 use std::process::{Command, ExitCode};
 
@@ -18,8 +20,15 @@ fn main() -> ExitCode {
     }
 }
 
-/// `cargo xtask test [nextest args]`: run the whole suite with nextest.
+/// `cargo xtask test [nextest args]`: provision, then run the whole suite with nextest.
 fn run_tests(extra: &[std::ffi::OsString]) -> ExitCode {
+    // The boot tests need the provisioned cache; setup is idempotent and takes
+    // well under a second once done.
+    let setup = harness::provision::command::SetupArgs { cache_dir: None, update_lock: false, private_qemu: false };
+    if harness::provision::command::run(&setup) != ExitCode::from(harness::cli::EXIT_PASS) {
+        eprintln!("cargo xtask test: setup failed (see above); the boot tests cannot run without it");
+        return ExitCode::from(2);
+    }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = Command::new(cargo)
         .args(["nextest", "run", "--workspace", "--no-fail-fast"])

@@ -1,0 +1,181 @@
+#!/bin/sh
+# manarig guest agent: PID 1 of the initramfs (busybox sh).
+#
+# 1. mounts proc, sysfs, devtmpfs (no udev, no irqbalance: nothing moves IRQs
+#    but the kernel and the driver);
+# 2. when the kernel command line says `manarig.load=mana`, loads the modules
+#    listed in /lib/modules/manarig/order, the last one (mana) in the BACKGROUND:
+#    init_module() runs the PCI probe synchronously, so a foreground insmod
+#    would only return after probe, and on a failed probe the driver has freed
+#    its IRQs by then;
+# 3. waits (deadline `manarig.deadline=SECONDS` of guest uptime, default 60) for
+#    the probe to end (insmod returned) or the netdev to appear; brings the
+#    netdev up (`manarig.ifup=0` skips it: Linux 7.x creates the queue EQs, and
+#    so first fires the queue vectors, only in ndo_open); then waits for every
+#    mana MSI-X vector to have fired once (on x86 without interrupt remapping an
+#    affinity change is applied when the vector next fires, so
+#    effective_affinity_list only means something after that: see
+#    device-model/tests/guest-smoke.md on the devshell branch);
+# 4. prints the report between MANARIG-REPORT-BEGIN and MANARIG-REPORT-END on
+#    the console, one `key: value` line per item (parsed by harness/src/guest_report.rs);
+# 5. powers off.
+#
+# Waiting is by polling the event's evidence (/proc, /sys) at a short interval
+# against a deadline: the guest has no inotify on procfs, and each check is the
+# event itself (process gone, netdev present, counter non-zero), not a guess.
+
+export PATH=/bin:/sbin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+
+up() { read -r u _ < /proc/uptime; echo "$u"; }
+T_INIT=$(up)
+
+LOAD=
+DEADLINE=60
+POLL=0.05
+# PCI vendor[:device] of the NIC to report: vendor 0x1414 is Microsoft's
+# (include/linux/pci_ids.h PCI_VENDOR_ID_MICROSOFT); another value lets the rig
+# test the report path with a device that has a built-in driver (e.g. QEMU's
+# NVMe, 0x1b36:0x0010).
+NIC_ID=0x1414
+IFUP=1
+for arg in $(cat /proc/cmdline); do
+	case "$arg" in
+	manarig.load=*) LOAD=${arg#manarig.load=} ;;
+	manarig.deadline=*) DEADLINE=${arg#manarig.deadline=} ;;
+	manarig.poll=*) POLL=${arg#manarig.poll=} ;;
+	manarig.nic=*) NIC_ID=${arg#manarig.nic=} ;;
+	manarig.ifup=*) IFUP=${arg#manarig.ifup=} ;;
+	esac
+done
+
+# Seconds of uptime (integer part) now.
+now_s() { read -r u _ < /proc/uptime; echo "${u%.*}"; }
+past_deadline() { [ "$(now_s)" -ge "$DEADLINE" ]; }
+
+NIC=
+find_nic() {
+	NIC=
+	for d in /sys/bus/pci/devices/*; do
+		read -r v < "$d/vendor"
+		read -r id < "$d/device"
+		case "$NIC_ID" in
+		*:*) [ "$v:$id" = "$NIC_ID" ] && { NIC=${d##*/}; return 0; } ;;
+		*) [ "$v" = "$NIC_ID" ] && { NIC=${d##*/}; return 0; } ;;
+		esac
+	done
+	return 1
+}
+
+# /proc/interrupts lines whose last field starts with mana.
+mana_lines() { grep -E ' mana[_a-z0-9@:.]*$' /proc/interrupts; }
+
+# True when every mana line has a non-zero count on some CPU (and there is one).
+all_fired() {
+	n=0
+	ncpu=$(grep -c '^processor' /proc/cpuinfo)
+	mana_lines > /tmp/ml || return 1
+	while read -r irq rest; do
+		n=$((n + 1))
+		set -- $rest
+		i=0 sum=0
+		while [ $i -lt "$ncpu" ]; do sum=$((sum + $1)); shift; i=$((i + 1)); done
+		[ "$sum" -gt 0 ] || return 1
+	done < /tmp/ml
+	[ $n -gt 0 ]
+}
+
+SETTLE=none
+INSMOD_RC=-
+T_MODS=- T_PROBE=- T_IFUP=- T_SETTLED=-
+if [ -n "$LOAD" ]; then
+	MODS=$(cat /lib/modules/manarig/order)
+	last=
+	for m in $MODS; do last=$m; done
+	for m in $MODS; do
+		[ "$m" = "$last" ] && break
+		insmod "/lib/modules/manarig/$m" || echo "manarig: insmod $m failed"
+	done
+	T_MODS=$(up)
+	( insmod "/lib/modules/manarig/$last"; echo $? > /tmp/insmod.rc ) &
+	INSMOD_PID=$!
+	SETTLE=deadline
+	while ! past_deadline; do
+		if [ -e /tmp/insmod.rc ]; then SETTLE=probe-returned; break; fi
+		if ls /sys/class/net 2>/dev/null | grep -q '^eth'; then SETTLE=netdev; break; fi
+		mana_lines > /tmp/seen.new 2>/dev/null && mv /tmp/seen.new /tmp/seen
+		sleep "$POLL"
+	done
+	T_PROBE=$(up)
+	NETDEV=
+	for n in /sys/class/net/eth*; do [ -e "$n" ] && NETDEV=${n##*/} && break; done
+	if [ -n "$NETDEV" ] && [ "$IFUP" != 0 ]; then
+		ip link set "$NETDEV" up || echo "manarig: ip link set $NETDEV up failed"
+		T_IFUP=$(up)
+	fi
+	if [ "$SETTLE" != deadline ]; then
+		FIRED=no
+		while ! past_deadline; do
+			if all_fired; then FIRED=yes; break; fi
+			# Nothing left to fire when the probe ended without vectors.
+			[ -e /tmp/insmod.rc ] && ! mana_lines > /dev/null && break
+			sleep "$POLL"
+		done
+		SETTLE="$SETTLE fired=$FIRED"
+	fi
+	T_SETTLED=$(up)
+	[ -e /tmp/insmod.rc ] && read -r INSMOD_RC < /tmp/insmod.rc
+fi
+
+# sysfs/procfs files are dumped raw, one `f <path>: <value>` line per line of
+# each file, by one awk per group (a fork per value costs ~10 ms under TCG; one
+# awk reads hundreds of files). The host parses the paths.
+dump() { awk '{ print "f " FILENAME ": " $0 }' "$@" 2>/dev/null; }
+
+echo "MANARIG-REPORT-BEGIN 1"
+echo "kernel: $(uname -r)"
+echo "cmdline: $(cat /proc/cmdline)"
+echo "time init: $T_INIT"
+echo "time modules: $T_MODS"
+echo "time probe: $T_PROBE"
+echo "time ifup: $T_IFUP"
+echo "netdev: ${NETDEV:--}"
+echo "time settled: $T_SETTLED"
+echo "load: ${LOAD:-none}"
+echo "settle: $SETTLE"
+echo "insmod: $INSMOD_RC"
+C=/sys/devices/system/cpu
+dump $C/online $C/cpu[0-9]*/topology/physical_package_id $C/cpu[0-9]*/topology/die_id \
+	$C/cpu[0-9]*/topology/core_id $C/cpu[0-9]*/topology/thread_siblings_list
+for l in $C/cpu[0-9]*/node[0-9]*; do [ -e "$l" ] && echo "link $l"; done
+N=/sys/devices/system/node
+dump $N/node[0-9]*/cpulist $N/node[0-9]*/distance
+awk '/MemTotal/ { print "f " FILENAME ": " $4 }' $N/node[0-9]*/meminfo
+P=/sys/bus/pci/devices
+dump $P/*/vendor $P/*/device $P/*/class $P/*/numa_node
+for l in $P/*/driver; do [ -e "$l" ] && echo "f $l: $(readlink "$l")"; done
+if find_nic; then
+	echo "nic: $NIC"
+	F= PAT=
+	for i in $(ls $P/"$NIC"/msi_irqs 2>/dev/null); do
+		F="$F /proc/irq/$i/smp_affinity_list /proc/irq/$i/affinity_hint /proc/irq/$i/effective_affinity_list"
+		PAT="$PAT|$i"
+	done
+	if [ -n "$PAT" ]; then
+		dump $F
+		head -n 1 /proc/interrupts | while read -r l; do echo "interrupts-header: $l"; done
+		grep -E "^ *(${PAT#|}):" /proc/interrupts | while read -r l; do echo "interrupts: $l"; done
+	fi
+else
+	echo "nic: none"
+fi
+if [ -s /tmp/seen ]; then
+	while read -r l; do echo "seen: $l"; done < /tmp/seen
+fi
+# mana's messages (not the manarig.* command-line items).
+dmesg | grep -i mana | grep -v manarig | while read -r l; do echo "dmesg: $l"; done
+echo "time report: $(up)"
+echo "MANARIG-REPORT-END"
+poweroff -f

@@ -1,0 +1,161 @@
+//! Observed topology = declared topology: compare what the guest reports
+//! (sysfs) with the [`MachineSpec`] QEMU was given, before any IRQ verdict
+//! relies on the guest's view.
+//!
+//! Compared: the set of online CPUs; per CPU its package, die group (the CPUs
+//! sharing its die, when the machine has more than one die per socket), SMT
+//! sibling group (`thread_siblings_list`)
+//! and node; per node its cpulist, whether it has memory, and its distance row;
+//! the numa_node of the NIC's root port (and of the NIC when present). Core ids
+//! are not compared: Linux numbers them from APIC IDs, which QEMU pads to
+//! powers of two, so they need not be 0..cores.
+
+use crate::guest_report::{format_cpulist, GuestReport};
+use crate::qemu::{MachineSpec, NicPlacement};
+use std::fmt;
+
+/// PCI ids of QEMU's generic PCIe root port (`pcie-root-port`): Red Hat 1b36:000c.
+const ROOT_PORT_ID: (u16, u16) = (0x1b36, 0x000c);
+
+/// One difference between declared and observed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Difference {
+    /// What was compared, e.g. `cpu 3 siblings`.
+    pub what: String,
+    /// The declared value.
+    pub declared: String,
+    /// The guest's value.
+    pub observed: String,
+}
+
+impl fmt::Display for Difference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: declared {}, observed {}", self.what, self.declared, self.observed)
+    }
+}
+
+/// Where cpu index `i` sits: (socket, die, core, thread), thread fastest, as
+/// QEMU's `-smp` numbers cpu indexes.
+fn position(spec: &MachineSpec, i: u32) -> (u32, u32, u32, u32) {
+    let thread = i % spec.threads;
+    let core = (i / spec.threads) % spec.cores;
+    let die = (i / (spec.threads * spec.cores)) % spec.dies;
+    let socket = i / (spec.threads * spec.cores * spec.dies);
+    (socket, die, core, thread)
+}
+
+/// All differences, in a stable order; empty when the guest matches.
+pub fn compare(spec: &MachineSpec, r: &GuestReport) -> Vec<Difference> {
+    let mut d = Vec::new();
+    let mut diff = |what: String, declared: String, observed: String| {
+        if declared != observed {
+            d.push(Difference { what, declared, observed });
+        }
+    };
+    let n = spec.vcpus();
+    let declared_cpus: Vec<u32> = (0..n).collect();
+    let observed_cpus: Vec<u32> = r.cpus.keys().copied().collect();
+    diff("CPUs".into(), format_cpulist(&declared_cpus), format_cpulist(&observed_cpus));
+    let node_of = |c: u32| spec.nodes.iter().position(|nd| nd.cpus.contains(&c)).map_or(-1, |p| p as i64);
+    for c in 0..n {
+        let Some(g) = r.cpus.get(&c) else { continue };
+        let (socket, die, _core, _thread) = position(spec, c);
+        diff(format!("cpu {c} package"), socket.to_string(), g.package.to_string());
+        if spec.dies > 1 {
+            // Compare die groups, not ids: kernels number die_id per package or
+            // system-wide depending on version.
+            let declared: Vec<u32> = (0..n).filter(|&o| position(spec, o).0 == socket && position(spec, o).1 == die).collect();
+            let observed: Vec<u32> = r
+                .cpus
+                .iter()
+                .filter(|(_, o)| o.package == g.package && o.die == g.die)
+                .map(|(&o, _)| o)
+                .collect();
+            diff(format!("cpu {c} die group"), format_cpulist(&declared), format_cpulist(&observed));
+        }
+        let first = c - c % spec.threads;
+        let sib: Vec<u32> = (first..first + spec.threads).collect();
+        diff(format!("cpu {c} siblings"), format_cpulist(&sib), format_cpulist(&g.siblings));
+        diff(format!("cpu {c} node"), node_of(c).to_string(), g.node.to_string());
+    }
+    let declared_nodes: Vec<u32> = (0..spec.nodes.len() as u32).collect();
+    let observed_nodes: Vec<u32> = r.nodes.keys().copied().collect();
+    diff("nodes".into(), format_cpulist(&declared_nodes), format_cpulist(&observed_nodes));
+    for (id, nd) in spec.nodes.iter().enumerate() {
+        let Some(g) = r.nodes.get(&(id as u32)) else { continue };
+        diff(format!("node {id} cpulist"), format_cpulist(&nd.cpus), format_cpulist(&g.cpus));
+        let mem = |has: bool| if has { "memory" } else { "no memory" }.to_string();
+        diff(format!("node {id} memory"), mem(nd.mem_mib > 0), mem(g.mem_kib > 0));
+        let row = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(" ");
+        diff(format!("node {id} distance"), row(&spec.distances[id]), row(&g.distance));
+    }
+    let want_node = match spec.nic {
+        NicPlacement::Node(n) => i64::from(n),
+        NicPlacement::NoNode => -1,
+    };
+    let root_port = match spec.root_port_bdf() {
+        Some(bdf) => r.pci.get(&bdf).map(|p| (bdf, p)),
+        None => r
+            .pci
+            .iter()
+            .find(|(bdf, p)| bdf.starts_with("0000:00:") && (p.vendor, p.device) == ROOT_PORT_ID)
+            .map(|(b, p)| (b.clone(), p)),
+    };
+    match root_port {
+        Some((bdf, p)) => diff(format!("NIC root port {bdf} numa_node"), want_node.to_string(), p.numa_node.to_string()),
+        None => diff("NIC root port".into(), "present".into(), "missing".into()),
+    }
+    if let Some(nic) = &r.nic {
+        let got = r.pci.get(nic).map_or("missing".into(), |p| p.numa_node.to_string());
+        diff(format!("NIC {nic} numa_node"), want_node.to_string(), got);
+    }
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::guest_report::{GuestCpu, GuestNode, GuestPci};
+    use crate::qemu::machines;
+
+    /// The report a correct guest gives for seed 002's machine.
+    fn seed_002_report() -> GuestReport {
+        let mut r = GuestReport { kernel: "6.12".into(), ..Default::default() };
+        for c in 0..8u32 {
+            let first = c - c % 2;
+            r.cpus.insert(
+                c,
+                GuestCpu { package: i64::from(c / 4), die: Some(0), core: i64::from(c / 2 % 2), siblings: vec![first, first + 1], node: i64::from(c / 4) },
+            );
+        }
+        r.nodes.insert(0, GuestNode { cpus: vec![0, 1, 2, 3], mem_kib: 200_000, distance: vec![10, 20] });
+        r.nodes.insert(1, GuestNode { cpus: vec![4, 5, 6, 7], mem_kib: 200_000, distance: vec![20, 10] });
+        r.pci.insert(
+            "0000:40:00.0".into(),
+            GuestPci { vendor: 0x1b36, device: 0x000c, class: 0x060400, numa_node: 0, driver: Some("pcieport".into()) },
+        );
+        r
+    }
+
+    #[test]
+    fn matching_guest_has_no_differences() {
+        assert_eq!(compare(&machines::seed_002(256), &seed_002_report()), vec![]);
+    }
+
+    #[test]
+    fn wrong_siblings_distance_and_slot_node_are_each_reported() {
+        let mut r = seed_002_report();
+        r.cpus.get_mut(&1).expect("cpu 1").siblings = vec![1];
+        r.nodes.get_mut(&1).expect("node 1").distance = vec![21, 10];
+        r.pci.get_mut("0000:40:00.0").expect("port").numa_node = -1;
+        let d: Vec<String> = compare(&machines::seed_002(256), &r).iter().map(ToString::to_string).collect();
+        assert_eq!(
+            d,
+            vec![
+                "cpu 1 siblings: declared 0-1, observed 1",
+                "node 1 distance: declared 20 10, observed 21 10",
+                "NIC root port 0000:40:00.0 numa_node: declared 0, observed -1",
+            ]
+        );
+    }
+}

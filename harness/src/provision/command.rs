@@ -1,0 +1,44 @@
+//! The `setup` subcommand (`manarig setup`, `cargo xtask setup`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Arguments of `setup`.
+#[derive(Debug, clap::Args)]
+pub struct SetupArgs {
+    /// Cache folder (default: $MANARIG_CACHE, else $XDG_CACHE_HOME/manarig, else ~/.cache/manarig).
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Re-pin kernels and busybox to the newest archive versions, rewriting
+    /// guest-images/kernels.lock in the source tree, then provision.
+    #[arg(long)]
+    pub update_lock: bool,
+    /// Use the private trixie-backports QEMU even if the host's qualifies.
+    #[arg(long)]
+    pub private_qemu: bool,
+}
+
+/// Run `setup`: progress lines on stderr, a summary on stdout; exit 0 or 2.
+pub fn run(args: &SetupArgs) -> ExitCode {
+    let start = std::time::Instant::now();
+    let result = super::cache_dir(args.cache_dir.as_deref()).and_then(|cache| {
+        eprintln!("setup: cache {}", cache.display());
+        let opts = super::SetupOptions { update_lock: args.update_lock, private_qemu: args.private_qemu };
+        super::setup(&cache, &opts, &mut |line| eprintln!("setup: {line}"))
+    });
+    match result {
+        Ok(p) => {
+            println!("qemu: {} ({:?})", p.qemu.version_line, p.qemu.source);
+            for k in p.kernels.values() {
+                println!("kernel {}: {} {}", k.id, k.release, k.vmlinuz.display());
+            }
+            println!("busybox: {} {}", p.busybox_package.version, p.busybox.display());
+            eprintln!("setup: done in {:.2} s", start.elapsed().as_secs_f64());
+            ExitCode::from(crate::cli::EXIT_PASS)
+        }
+        Err(e) => {
+            eprintln!("setup: error: {e}");
+            ExitCode::from(crate::cli::EXIT_RIG_ERROR)
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! Turn Debian kernel packages into what the guest needs: `vmlinuz` and `mana.ko`
+//! with the modules it depends on, decompressed (busybox `insmod` hands the
+//! file to `init_module(2)`, which takes an uncompressed ELF).
+
+use super::ProvisionError;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The module the rig loads in the guest.
+pub const MANA_MODULE: &str = "mana";
+
+/// How a `.ko` was stored in the package.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KoCompression {
+    /// Plain `.ko` (Debian's 6.1 packages).
+    None,
+    /// `.ko.xz` (Debian's 6.12 and 7.x packages).
+    Xz,
+}
+
+/// What [`extract_kernel`] found in an unpacked package tree.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ExtractedKernel {
+    /// Compression of the module files in the package.
+    pub compression: KoCompression,
+    /// Module file names in `insmod` order (dependencies first), relative to the
+    /// kernel's cache directory, e.g. `["mana.ko"]`.
+    pub modules: Vec<String>,
+}
+
+/// From a tree where the kernel packages were unpacked (`root`), copy the kernel
+/// image to `out/vmlinuz` and [`MANA_MODULE`] plus its dependencies (read from
+/// each module's `.modinfo` `depends=`, since Debian ships no `modules.dep`:
+/// depmod runs at install time) to `out/<name>.ko`, decompressed.
+///
+/// # Errors
+/// [`ProvisionError::Package`] when the image or a module is missing or a
+/// module is not a readable ELF; [`ProvisionError::Io`] on filesystem errors.
+pub fn extract_kernel(root: &Path, release: &str, out: &Path) -> Result<ExtractedKernel, ProvisionError> {
+    let pkg_err = |what: String| ProvisionError::Package(format!("kernel {release}: {what}"));
+    let moddir = ["lib/modules", "usr/lib/modules"]
+        .iter()
+        .map(|d| root.join(d).join(release))
+        .find(|d| d.is_dir())
+        .ok_or_else(|| pkg_err("no lib/modules/<release> directory in the package".into()))?;
+    let vmlinuz = [root.join(format!("boot/vmlinuz-{release}")), moddir.join("vmlinuz")]
+        .into_iter()
+        .find(|p| p.is_file())
+        .ok_or_else(|| pkg_err(format!("no boot/vmlinuz-{release} nor modules/{release}/vmlinuz")))?;
+    std::fs::create_dir_all(out).map_err(|e| ProvisionError::io(out, e))?;
+    let dst = out.join("vmlinuz");
+    std::fs::copy(&vmlinuz, &dst).map_err(|e| ProvisionError::io(&dst, e))?;
+
+    let mut index = BTreeMap::new();
+    index_modules(&moddir.join("kernel"), &mut index)?;
+    let mut order = Vec::new();
+    let mut compression = KoCompression::None;
+    let mut stack = vec![(MANA_MODULE.to_string(), false)];
+    // Depth-first post-order: a module is emitted after all its dependencies.
+    while let Some((name, expanded)) = stack.pop() {
+        if order.iter().any(|(n, _): &(String, Vec<u8>)| n == &name) {
+            continue;
+        }
+        let path = index
+            .get(&name)
+            .ok_or_else(|| pkg_err(format!("module {name} not found under {}", moddir.display())))?;
+        let (elf, comp) = read_module(path)?;
+        if comp != KoCompression::None {
+            compression = comp;
+        }
+        if expanded {
+            order.push((name, elf));
+            continue;
+        }
+        stack.push((name.clone(), true));
+        for dep in modinfo_depends(&elf).map_err(|e| pkg_err(format!("{}: {e}", path.display())))? {
+            if stack.len() > 64 {
+                return Err(pkg_err(format!("module dependency chain of {name} too deep")));
+            }
+            stack.push((dep, false));
+        }
+    }
+    let mut modules = Vec::new();
+    for (name, elf) in order {
+        let file = format!("{name}.ko");
+        let p = out.join(&file);
+        std::fs::write(&p, elf).map_err(|e| ProvisionError::io(&p, e))?;
+        modules.push(file);
+    }
+    Ok(ExtractedKernel { compression, modules })
+}
+
+/// Kernel module name for a file name: basename without `.ko[.xz|.zst|.gz]`,
+/// with `-` spelled `_` (how the kernel and `depends=` name modules).
+fn module_name(file: &str) -> Option<String> {
+    let stem = file.split_once(".ko")?;
+    if !matches!(stem.1, "" | ".xz" | ".zst" | ".gz") {
+        return None;
+    }
+    Some(stem.0.replace('-', "_"))
+}
+
+fn index_modules(dir: &Path, index: &mut BTreeMap<String, PathBuf>) -> Result<(), ProvisionError> {
+    for entry in std::fs::read_dir(dir).map_err(|e| ProvisionError::io(dir, e))?.flatten() {
+        let p = entry.path();
+        if p.is_dir() {
+            index_modules(&p, index)?;
+        } else if let Some(name) = module_name(&entry.file_name().to_string_lossy()) {
+            index.insert(name, p);
+        }
+    }
+    Ok(())
+}
+
+/// Read a module file and decompress it to its ELF bytes.
+fn read_module(path: &Path) -> Result<(Vec<u8>, KoCompression), ProvisionError> {
+    let raw = std::fs::read(path).map_err(|e| ProvisionError::io(path, e))?;
+    let name = path.to_string_lossy();
+    if name.ends_with(".ko") {
+        Ok((raw, KoCompression::None))
+    } else if name.ends_with(".ko.xz") {
+        let mut elf = Vec::new();
+        use std::io::Read;
+        liblzma::read::XzDecoder::new(&raw[..])
+            .read_to_end(&mut elf)
+            .map_err(|e| ProvisionError::Package(format!("{name}: xz: {e}")))?;
+        Ok((elf, KoCompression::Xz))
+    } else {
+        Err(ProvisionError::Package(format!(
+            "{name}: this module compression is not supported yet (xz and none are)"
+        )))
+    }
+}
+
+/// The `depends=` list of a module's `.modinfo` section (NUL-separated
+/// `key=value` strings, see include/linux/moduleparam.h `__MODULE_INFO`).
+fn modinfo_depends(elf: &[u8]) -> Result<Vec<String>, String> {
+    use object::{Object, ObjectSection};
+    let file = object::File::parse(elf).map_err(|e| format!("not an ELF module: {e}"))?;
+    let section = file
+        .section_by_name(".modinfo")
+        .ok_or_else(|| "no .modinfo section".to_string())?;
+    let data = section.data().map_err(|e| format!(".modinfo: {e}"))?;
+    Ok(data
+        .split(|b| *b == 0)
+        .filter_map(|kv| kv.strip_prefix(b"depends="))
+        .flat_map(|v| String::from_utf8_lossy(v).split(',').map(str::to_string).collect::<Vec<_>>())
+        .filter(|d| !d.is_empty())
+        .map(|d| d.replace('-', "_"))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn module_names_follow_kernel_spelling() {
+        assert_eq!(module_name("mana.ko.xz").as_deref(), Some("mana"));
+        assert_eq!(module_name("ib-core.ko").as_deref(), Some("ib_core"));
+        assert_eq!(module_name("modules.order"), None);
+        assert_eq!(module_name("x.kobj"), None);
+    }
+
+    #[test]
+    fn a_non_elf_module_is_an_error_not_a_panic() {
+        assert!(modinfo_depends(b"not an elf").is_err());
+    }
+}

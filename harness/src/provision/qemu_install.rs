@@ -1,0 +1,154 @@
+//! Which `qemu-system-x86_64` the rig runs, and how to start it.
+//!
+//! The rig needs QEMU >= 10.1 (the first with `vfio-user-pci`). The host's
+//! binary is used when it is new enough; otherwise Debian trixie-backports'
+//! build, unpacked into a private prefix and run through that prefix's own
+//! dynamic loader (the host glibc is older than the one it was built against).
+
+use super::ProvisionError;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Oldest QEMU (major, minor) with the `vfio-user-pci` device.
+pub const MIN_QEMU: (u32, u32) = (10, 1);
+
+/// Where the QEMU comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum QemuSource {
+    /// A `qemu-system-x86_64` found on the host (absolute path).
+    System {
+        /// The binary.
+        binary: PathBuf,
+    },
+    /// Debian's package unpacked under `prefix` (a tree with `usr/`).
+    Private {
+        /// The unpacked tree.
+        prefix: PathBuf,
+    },
+}
+
+/// A usable QEMU: where it is and what version it reported.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QemuInstall {
+    /// Host binary or private prefix.
+    pub source: QemuSource,
+    /// First line of `--version`, e.g. `QEMU emulator version 11.1.3 (Debian 1:11.1.3+ds-1~bpo13+1)`.
+    pub version_line: String,
+    /// Parsed (major, minor, micro).
+    pub version: (u32, u32, u32),
+}
+
+impl QemuInstall {
+    /// A `Command` that runs this QEMU; append the machine's arguments.
+    ///
+    /// For a private prefix this is `<prefix>/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2
+    /// --library-path <libdir> <prefix>/usr/bin/qemu-system-x86_64 -L <share/qemu>
+    /// -L <share/seabios>` with `QEMU_MODULE_DIR` set (both `-L` are needed: the
+    /// BIOS lives in seabios' own directory).
+    pub fn command(&self) -> Command {
+        match &self.source {
+            QemuSource::System { binary } => Command::new(binary),
+            QemuSource::Private { prefix } => {
+                let lib = prefix.join("usr/lib/x86_64-linux-gnu");
+                let mut c = Command::new(lib.join("ld-linux-x86-64.so.2"));
+                c.arg("--library-path")
+                    .arg(&lib)
+                    .arg(prefix.join("usr/bin/qemu-system-x86_64"))
+                    .arg("-L")
+                    .arg(prefix.join("usr/share/qemu"))
+                    .arg("-L")
+                    .arg(prefix.join("usr/share/seabios"))
+                    .env("QEMU_MODULE_DIR", lib.join("qemu"));
+                c
+            }
+        }
+    }
+
+    /// Probe a QEMU: run `--version` and `-device help`; `Ok(Some)` when it is at
+    /// least [`MIN_QEMU`] and has `vfio-user-pci`, `Ok(None)` when it runs but
+    /// does not qualify, with the reason in the second value.
+    ///
+    /// # Errors
+    /// [`ProvisionError::Spawn`] when the binary cannot be started.
+    pub fn probe(source: QemuSource) -> Result<Result<QemuInstall, String>, ProvisionError> {
+        let mut probe = QemuInstall { source, version_line: String::new(), version: (0, 0, 0) };
+        let out = probe
+            .command()
+            .arg("--version")
+            .output()
+            .map_err(|e| ProvisionError::spawn("qemu-system-x86_64 --version", e))?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        probe.version_line = text.lines().next().unwrap_or("").to_string();
+        let Some(version) = parse_version(&probe.version_line) else {
+            return Ok(Err(format!("cannot read a version from {:?}", probe.version_line)));
+        };
+        probe.version = version;
+        if (version.0, version.1) < MIN_QEMU {
+            return Ok(Err(format!(
+                "{}.{}.{} is older than {}.{}",
+                version.0, version.1, version.2, MIN_QEMU.0, MIN_QEMU.1
+            )));
+        }
+        let out = probe
+            .command()
+            .args(["-device", "help"])
+            .output()
+            .map_err(|e| ProvisionError::spawn("qemu-system-x86_64 -device help", e))?;
+        if !String::from_utf8_lossy(&out.stdout).contains("\"vfio-user-pci\"") {
+            return Ok(Err("no vfio-user-pci device".to_string()));
+        }
+        Ok(Ok(probe))
+    }
+}
+
+/// `qemu-system-x86_64` on `PATH`, if any.
+pub fn system_qemu() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join("qemu-system-x86_64"))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Parse "QEMU emulator version 11.1.3 (…)" into (11, 1, 3).
+fn parse_version(line: &str) -> Option<(u32, u32, u32)> {
+    let v = line.strip_prefix("QEMU emulator version ")?.split_whitespace().next()?;
+    let mut it = v.split('.').map(|n| n.parse::<u32>());
+    Some((it.next()?.ok()?, it.next()?.ok()?, it.next().unwrap_or(Ok(0)).ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_parse_from_qemu_banners() {
+        assert_eq!(
+            parse_version("QEMU emulator version 11.1.3 (Debian 1:11.1.3+ds-1~bpo13+1)"),
+            Some((11, 1, 3))
+        );
+        // Debian 12's QEMU, too old for vfio-user-pci.
+        assert_eq!(parse_version("QEMU emulator version 7.2.15 (Debian 1:7.2+dfsg-7+deb12u7)"), Some((7, 2, 15)));
+        assert_eq!(parse_version("qemu 9"), None);
+    }
+
+    #[test]
+    fn private_command_goes_through_the_prefix_loader() {
+        let q = QemuInstall {
+            source: QemuSource::Private { prefix: "/c/q".into() },
+            version_line: String::new(),
+            version: (11, 1, 3),
+        };
+        let c = q.command();
+        assert_eq!(c.get_program(), "/c/q/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2");
+        let args: Vec<_> = c.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+        assert_eq!(args[2], "/c/q/usr/bin/qemu-system-x86_64");
+        assert!(args.contains(&"/c/q/usr/share/seabios".to_string()));
+    }
+}

@@ -1,0 +1,168 @@
+//! The `boot` subcommand: boot a built-in machine on a provisioned kernel, print
+//! the guest report and compare the observed topology with the declared one.
+//! (Topology files come through the `run` command; this one is for checking the rig.)
+
+use super::{boot, machines, BootRequest, MachineSpec, NicPlacement};
+use crate::accel::AccelChoice;
+use crate::initramfs::Compression;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Arguments of `boot`.
+#[derive(Debug, clap::Args)]
+pub struct BootArgs {
+    /// Built-in machine: `seed-002`, `r17`, or `grid-SxCxT` / `grid-SxDxCxT` (S
+    /// sockets of D dies of C cores of T threads, one node per socket, distance
+    /// 20), with optional variants `:nonode` (NIC slot on pcie.0), `:cpuonly`
+    /// (last node without memory), `:memnode` (an extra memory-only node).
+    #[arg(long, default_value = "seed-002")]
+    pub machine: String,
+    /// Kernel id from guest-images/kernels.lock (6.1, 6.12, 7).
+    #[arg(long, default_value = "6.12")]
+    pub kernel: String,
+    /// Accelerator: tcg (default; single- or multi-threaded by vCPU count),
+    /// tcg-single, tcg-multi, kvm, auto.
+    #[arg(long, default_value = "tcg")]
+    pub accel: AccelChoice,
+    /// Load mana in the guest.
+    #[arg(long)]
+    pub load_mana: bool,
+    /// MiB of RAM per node.
+    #[arg(long, default_value_t = 256)]
+    pub mem_per_node: u32,
+    /// gzip the initramfs.
+    #[arg(long)]
+    pub gzip: bool,
+    /// Host deadline in seconds.
+    #[arg(long, default_value_t = 600)]
+    pub deadline: u64,
+    /// Write the console here.
+    #[arg(long)]
+    pub console: Option<PathBuf>,
+    /// Extra `-device` for QEMU (repeatable), e.g. the vfio-user-pci NIC on bus rp0.
+    #[arg(long = "device")]
+    pub devices: Vec<String>,
+    /// Extra kernel command-line item (repeatable), e.g. `manarig.nic=0x1b36:0x0010`.
+    #[arg(long = "cmdline")]
+    pub cmdline: Vec<String>,
+    /// Cache folder (see `setup`).
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// QEMU `-cpu` model (default: the rig's choice).
+    #[arg(long)]
+    pub cpu: Option<String>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A built-in machine by name.
+///
+/// # Errors
+/// A message listing the names there are.
+pub fn builtin_machine(name: &str, mem_per_node: u32) -> Result<MachineSpec, String> {
+    let (base, variants) = name.split_once(':').unwrap_or((name, ""));
+    let mut m = match base {
+        "seed-002" => machines::seed_002(mem_per_node),
+        "r17" => machines::r17(mem_per_node),
+        other => match other.strip_prefix("grid-").map(|g| g.split('x').map(str::parse::<u32>).collect::<Vec<_>>()) {
+            Some(v) if (3..=4).contains(&v.len()) && v.iter().all(|x| matches!(x, Ok(n) if *n > 0)) => {
+                let n: Vec<u32> = v.into_iter().flatten().collect();
+                let mut m = machines::grid(n[0], n[n.len() - 2], n[n.len() - 1], mem_per_node);
+                if n.len() == 4 {
+                    m.dies = n[1];
+                    let per = n[1] * n[2] * n[3];
+                    for (s, node) in m.nodes.iter_mut().enumerate() {
+                        node.cpus = (s as u32 * per..(s as u32 + 1) * per).collect();
+                    }
+                }
+                m
+            }
+            _ => return Err(format!("unknown machine {other:?}: seed-002, r17, grid-SxCxT, grid-SxDxCxT (variants :nonode, :cpuonly, :memnode)")),
+        },
+    };
+    for variant in variants.split(':').filter(|v| !v.is_empty()) {
+        match variant {
+            "nonode" => m.nic = NicPlacement::NoNode,
+            // The last node keeps its CPUs but gets no memory.
+            "cpuonly" => {
+                if let Some(last) = m.nodes.last_mut() {
+                    last.mem_mib = 0;
+                }
+            }
+            // One more node with memory and no CPUs, 30 away from all others.
+            "memnode" => {
+                let k = m.nodes.len();
+                m.nodes.push(super::NodeSpec { cpus: vec![], mem_mib: mem_per_node });
+                for row in &mut m.distances {
+                    row.push(30);
+                }
+                m.distances.push((0..=k).map(|j| if j == k { 10 } else { 30 }).collect());
+            }
+            v => return Err(format!("unknown machine variant {v:?}: nonode, cpuonly, memnode")),
+        }
+    }
+    Ok(m)
+}
+
+/// Run `boot`: exit 0 when the observed topology matches, 1 when it differs, 2 on rig errors.
+pub fn run(args: &BootArgs) -> ExitCode {
+    let rig = |msg: String| {
+        eprintln!("boot: error: {msg}");
+        ExitCode::from(crate::cli::EXIT_RIG_ERROR)
+    };
+    let mut spec = match builtin_machine(&args.machine, args.mem_per_node) {
+        Ok(m) => m,
+        Err(e) => return rig(e),
+    };
+    spec.accel = args.accel;
+    let prov = match crate::provision::cache_dir(args.cache_dir.as_deref()).and_then(|c| crate::provision::load(&c)) {
+        Ok(p) => p,
+        Err(e) => return rig(e.to_string()),
+    };
+    let kernel = match prov.kernel(&args.kernel) {
+        Ok(k) => k,
+        Err(e) => return rig(e.to_string()),
+    };
+    let mut req = BootRequest::new(&spec, kernel, &prov.busybox);
+    req.load_mana = args.load_mana;
+    req.deadline = Duration::from_secs(args.deadline);
+    req.console_log = args.console.clone();
+    req.extra_devices = args.devices.clone();
+    req.extra_cmdline = args.cmdline.clone();
+    if let Some(c) = &args.cpu {
+        req.cpu_model = c.clone();
+    }
+    if args.gzip {
+        req.compression = Compression::Gzip;
+    }
+    let out = match boot(&prov.qemu, &req) {
+        Ok(o) => o,
+        Err(e) => return rig(e.to_string()),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&out.report).unwrap_or_default());
+    }
+    eprintln!(
+        "boot: {} on kernel {} ({}), accel {}, report after {:.1} s host time (guest /init start {:.2} s, report {:.2} s uptime)",
+        args.machine,
+        kernel.id,
+        out.report.kernel,
+        out.accel.qemu_arg(),
+        out.to_report.as_secs_f64(),
+        out.report.times.get("init").copied().unwrap_or(f64::NAN),
+        out.report.times.get("report").copied().unwrap_or(f64::NAN),
+    );
+    let diffs = crate::observed::compare(&spec, &out.report);
+    if diffs.is_empty() {
+        println!("observed topology = declared topology ({} CPUs, {} nodes)", spec.vcpus(), spec.nodes.len());
+        ExitCode::from(crate::cli::EXIT_PASS)
+    } else {
+        println!("observed topology differs from the declared one:");
+        for d in &diffs {
+            println!("  {d}");
+        }
+        ExitCode::from(crate::cli::EXIT_MISMATCH)
+    }
+}

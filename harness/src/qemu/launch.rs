@@ -1,0 +1,513 @@
+//! Boot a `MachineSpec` in QEMU, read the serial console live, and return the
+//! guest's report. QEMU is always reaped: on success, error, deadline, guest
+//! panic, panic of the caller (drop guard) and SIGINT/SIGTERM.
+
+use super::spec::{MachineSpec, SpecError};
+use crate::accel::{self, Accel, AccelError};
+use crate::guest_report::{self, GuestReport, ReportError};
+use crate::initramfs::{self, Compression, InitramfsError, InitramfsSpec};
+use crate::provision::{KernelInstall, QemuInstall};
+use std::collections::{BTreeSet, VecDeque};
+use std::io::{BufRead, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Mutex, Once};
+use std::time::{Duration, Instant};
+
+/// Console lines kept for error messages.
+const TAIL_LINES: usize = 40;
+
+/// Kernel command line, each item for speed or for failing fast:
+/// - `console=ttyS0`: the only console is the captured serial port;
+/// - `quiet`: fewer console lines (serial output is emulated byte by byte);
+///   dmesg keeps everything for the report;
+/// - `panic=-1`: reboot at once on panic, which `-no-reboot` turns into a QEMU exit;
+/// - `oops=panic`: an oops in the driver fails the run fast with its trace;
+/// - `i8042.noaux i8042.nokbd`: skip probing the legacy keyboard controller;
+/// - `tsc=reliable`: no clocksource watchdog switching under TCG's jittery TSC.
+pub const BASE_CMDLINE: &str = "console=ttyS0 quiet panic=-1 oops=panic i8042.noaux i8042.nokbd tsc=reliable";
+
+/// A boot to run.
+#[derive(Debug, Clone)]
+pub struct BootRequest<'a> {
+    /// The machine.
+    pub spec: &'a MachineSpec,
+    /// The guest kernel.
+    pub kernel: &'a KernelInstall,
+    /// busybox for the initramfs.
+    pub busybox: &'a Path,
+    /// Load the kernel's modules (mana last, in the background) in the guest.
+    pub load_mana: bool,
+    /// Extra `-device` values (JSON or key=value), e.g. the vfio-user-pci NIC
+    /// with `"bus":"rp0"` (the device process is the caller's).
+    pub extra_devices: Vec<String>,
+    /// Extra kernel command-line items.
+    pub extra_cmdline: Vec<String>,
+    /// Wall-clock limit for the whole boot, host side.
+    pub deadline: Duration,
+    /// Guest-side limit for waiting on the driver, in seconds of guest uptime.
+    pub guest_deadline_s: u32,
+    /// Also write the console to this file as it arrives.
+    pub console_log: Option<PathBuf>,
+    /// Initramfs compression.
+    pub compression: Compression,
+    /// QEMU `-cpu` value.
+    pub cpu_model: String,
+}
+
+impl<'a> BootRequest<'a> {
+    /// A request with the defaults: no mana load, no extra devices, a 600 s
+    /// host deadline, 60 s guest deadline, uncompressed initramfs.
+    pub fn new(spec: &'a MachineSpec, kernel: &'a KernelInstall, busybox: &'a Path) -> Self {
+        BootRequest {
+            spec,
+            kernel,
+            busybox,
+            load_mana: false,
+            extra_devices: Vec::new(),
+            extra_cmdline: Vec::new(),
+            deadline: Duration::from_secs(600),
+            guest_deadline_s: 60,
+            console_log: None,
+            compression: Compression::None,
+            cpu_model: super::spec::DEFAULT_CPU.to_string(),
+        }
+    }
+}
+
+/// A finished boot.
+#[derive(Debug, Clone)]
+pub struct BootOutcome {
+    /// The parsed report.
+    pub report: GuestReport,
+    /// The whole console.
+    pub console: String,
+    /// The accelerator used.
+    pub accel: Accel,
+    /// Host wall time from QEMU start to the report's end marker.
+    pub to_report: Duration,
+    /// The QEMU arguments (after the binary).
+    pub qemu_args: Vec<String>,
+}
+
+/// Errors of a boot.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    /// Bad machine.
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    /// Accelerator unavailable.
+    #[error(transparent)]
+    Accel(#[from] AccelError),
+    /// Initramfs could not be built.
+    #[error(transparent)]
+    Initramfs(#[from] InitramfsError),
+    /// Filesystem or process error on the host.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The guest kernel panicked.
+    #[error("guest kernel panicked; last console lines:\n{tail}")]
+    GuestPanic {
+        /// Last console lines.
+        tail: String,
+    },
+    /// The deadline passed before the report ended.
+    #[error("no guest report within {secs} s (QEMU killed); last console lines:\n{tail}")]
+    Deadline {
+        /// The deadline.
+        secs: u64,
+        /// Last console lines.
+        tail: String,
+    },
+    /// QEMU exited before the report ended.
+    #[error("QEMU exited ({status}) before the guest report ended\nQEMU stderr:\n{stderr}\nlast console lines:\n{tail}")]
+    Exited {
+        /// Exit status.
+        status: String,
+        /// QEMU's stderr.
+        stderr: String,
+        /// Last console lines.
+        tail: String,
+    },
+    /// The report was there but does not parse.
+    #[error("guest report: {source}; last console lines:\n{tail}")]
+    Report {
+        /// Parse error.
+        #[source]
+        source: ReportError,
+        /// Last console lines.
+        tail: String,
+    },
+    /// SIGINT or SIGTERM arrived; QEMU was killed and reaped.
+    #[error("interrupted by a signal; QEMU was stopped")]
+    Interrupted,
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> LaunchError {
+    let what = what.into();
+    move |source| LaunchError::Io { what, source }
+}
+
+/// QEMU processes this process runs; the signal thread kills them.
+static ACTIVE: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+static SIGNALS: Once = Once::new();
+
+/// Install (once per process) a SIGINT/SIGTERM handler thread: it kills every
+/// active QEMU (their owners reap them and return [`LaunchError::Interrupted`]);
+/// with none active it exits the process with 128 + signal, like the default action.
+fn install_signal_thread() {
+    SIGNALS.call_once(|| {
+        use signal_hook::consts::{SIGINT, SIGTERM};
+        let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
+            tracing::warn!("cannot install SIGINT/SIGTERM handling; Ctrl-C may leave QEMU running");
+            return;
+        };
+        std::thread::spawn(move || {
+            for sig in signals.forever() {
+                INTERRUPTED.store(true, Ordering::SeqCst);
+                let active = ACTIVE.lock().unwrap_or_else(|e| e.into_inner());
+                if active.is_empty() {
+                    std::process::exit(128 + sig);
+                }
+                for &pid in active.iter() {
+                    // SAFETY: kill(2) with a pid we spawned and have not reaped
+                    // (owners remove it under this lock before waiting).
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                }
+            }
+        });
+    });
+}
+
+/// Owns the QEMU child: a thread waits for its exit (the event), and
+/// [`Reaper::finish`] kills it if it does not exit in time; kill + reap on drop.
+struct Reaper {
+    pid: i32,
+    exited: mpsc::Receiver<String>,
+    status: Option<String>,
+}
+
+impl Reaper {
+    fn new(mut child: Child) -> Reaper {
+        let pid = child.id() as i32;
+        ACTIVE.lock().unwrap_or_else(|e| e.into_inner()).insert(pid);
+        let (tx, exited) = mpsc::channel();
+        std::thread::spawn(move || {
+            wait_exit_unreaped(pid);
+            // Unregister, then reap: a pid in ACTIVE is never a recycled one.
+            ACTIVE.lock().unwrap_or_else(|e| e.into_inner()).remove(&pid);
+            let st = child.wait().map(|s| s.to_string()).unwrap_or_else(|e| format!("wait: {e}"));
+            let _ = tx.send(st);
+        });
+        Reaper { pid, exited, status: None }
+    }
+
+    /// Wait up to `grace` for QEMU to exit, then kill it; returns once it is
+    /// reaped, with the exit status as text.
+    fn finish(&mut self, grace: Duration) -> String {
+        if let Some(s) = &self.status {
+            return s.clone();
+        }
+        let status = match self.exited.recv_timeout(grace) {
+            Ok(st) => st,
+            Err(_) => {
+                {
+                    let active = ACTIVE.lock().unwrap_or_else(|e| e.into_inner());
+                    if active.contains(&self.pid) {
+                        // SAFETY: kill(2) on our child, still unreaped (it is in
+                        // ACTIVE, which the waiter leaves only after reaping).
+                        unsafe { libc::kill(self.pid, libc::SIGKILL) };
+                    }
+                }
+                let st = self.exited.recv().unwrap_or_else(|_| "lost".into());
+                format!("killed ({st})")
+            }
+        };
+        self.status = Some(status.clone());
+        status
+    }
+}
+
+/// Block until child `pid` has exited, leaving it unreaped (waitid WNOWAIT).
+fn wait_exit_unreaped(pid: i32) {
+    loop {
+        // SAFETY: siginfo_t is plain data; all-zero is a valid value.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waitid on our own child with a valid out-pointer; WNOWAIT
+        // leaves the child to be reaped by Child::wait.
+        let rc = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT) };
+        if rc == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return;
+        }
+    }
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        self.finish(Duration::ZERO);
+    }
+}
+
+enum Msg {
+    Line(String),
+    Eof,
+}
+
+fn tail(lines: &VecDeque<String>) -> String {
+    lines.iter().cloned().collect::<Vec<_>>().join("\n")
+}
+
+/// Boot `req.spec` with `req.kernel` and return the guest's report.
+///
+/// # Errors
+/// [`LaunchError`]: invalid spec, KVM forced but unusable, QEMU failing to
+/// start or exiting early (with its stderr), guest panic, deadline, a report
+/// that does not parse (each with the last console lines), or a signal.
+pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, LaunchError> {
+    req.spec.validate()?;
+    let accel = accel::choose(req.spec.accel, req.spec.vcpus())?;
+    install_signal_thread();
+
+    let tmp = tempfile::Builder::new().prefix("manarig-boot-").tempdir().map_err(io("temp dir"))?;
+    let initrd = tmp.path().join("initramfs.cpio");
+    initramfs::write(
+        &InitramfsSpec { busybox: req.busybox, modules: &req.kernel.modules, compression: req.compression },
+        &initrd,
+    )?;
+
+    let mut cmdline = format!("{BASE_CMDLINE} manarig.deadline={}", req.guest_deadline_s);
+    if req.load_mana {
+        cmdline.push_str(" manarig.load=mana");
+    }
+    for c in &req.extra_cmdline {
+        cmdline.push(' ');
+        cmdline.push_str(c);
+    }
+    let mut args = req.spec.qemu_args(accel, &req.cpu_model);
+    for d in &req.extra_devices {
+        args.push("-device".into());
+        args.push(d.clone());
+    }
+    args.extend(
+        [
+            "-kernel",
+            &req.kernel.vmlinuz.to_string_lossy(),
+            "-initrd",
+            &initrd.to_string_lossy(),
+            "-append",
+            &cmdline,
+            "-nodefaults",
+            "-no-user-config",
+            "-display",
+            "none",
+            "-monitor",
+            "none",
+            "-chardev",
+            "stdio,id=con0,signal=off",
+            "-serial",
+            "chardev:con0",
+            "-no-reboot",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+
+    let mut log = match &req.console_log {
+        Some(p) => Some(std::fs::File::create(p).map_err(io(format!("console log {}", p.display())))?),
+        None => None,
+    };
+    let mut cmd = qemu.command();
+    cmd.args(&args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    {
+        use std::os::unix::process::CommandExt;
+        // Own process group: a terminal's Ctrl-C reaches us, and we stop QEMU.
+        cmd.process_group(0);
+    }
+    let start = Instant::now();
+    let mut child = cmd.spawn().map_err(io("start QEMU"))?;
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let mut reaper = Reaper::new(child);
+
+    let (tx, rx) = mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        if let Some(out) = stdout {
+            let mut r = std::io::BufReader::new(out);
+            let mut buf = Vec::new();
+            while matches!(r.read_until(b'\n', &mut buf), Ok(n) if n > 0) {
+                let line = String::from_utf8_lossy(&buf).trim_end_matches(['\n', '\r']).to_string();
+                buf.clear();
+                if tx.send(Msg::Line(line)).is_err() {
+                    break;
+                }
+            }
+        }
+        let _ = tx.send(Msg::Eof);
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        if let Some(mut e) = stderr {
+            let _ = e.read_to_string(&mut s);
+        }
+        s
+    });
+
+    let deadline = start + req.deadline;
+    let mut console = String::new();
+    let mut last: VecDeque<String> = VecDeque::new();
+    let mut to_report = None;
+    let mut panic_until: Option<Instant> = None;
+    let mut timed_out = false;
+    let mut eof = false;
+    loop {
+        let now = Instant::now();
+        let until = panic_until.map_or(deadline, |p| p.min(deadline));
+        if now >= until {
+            timed_out = panic_until.is_none();
+            break;
+        }
+        match rx.recv_timeout(until - now) {
+            Ok(Msg::Line(line)) => {
+                if let Some(f) = log.as_mut() {
+                    let _ = writeln!(f, "{line}");
+                }
+                console.push_str(&line);
+                console.push('\n');
+                if last.len() == TAIL_LINES {
+                    last.pop_front();
+                }
+                let end = line.trim_end() == guest_report::END;
+                let panicked = line.contains("Kernel panic - not syncing");
+                last.push_back(line);
+                if end {
+                    to_report = Some(start.elapsed());
+                    break;
+                }
+                if panicked && panic_until.is_none() {
+                    // Collect the rest of the panic message (QEMU exits at once
+                    // with panic=-1 and -no-reboot), at most 2 s more.
+                    panic_until = Some(Instant::now() + Duration::from_secs(2));
+                }
+            }
+            Ok(Msg::Eof) | Err(RecvTimeoutError::Disconnected) => {
+                eof = true;
+                break;
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+    }
+    // After the report /init runs `poweroff -f`, and after a panic QEMU exits
+    // by itself (panic=-1, -no-reboot): give it a moment, then kill.
+    let grace = if to_report.is_some() {
+        Duration::from_secs(10)
+    } else if panic_until.is_some() || eof {
+        // QEMU closed its console: it is exiting (or crashed); collect its status.
+        Duration::from_secs(2)
+    } else {
+        Duration::ZERO
+    };
+    let status = reaper.finish(grace);
+    let _ = reader.join();
+    let stderr = err_reader.join().unwrap_or_default();
+    if INTERRUPTED.load(Ordering::SeqCst) {
+        return Err(LaunchError::Interrupted);
+    }
+    if panic_until.is_some() || console.contains("Kernel panic - not syncing") {
+        return Err(LaunchError::GuestPanic { tail: tail(&last) });
+    }
+    if timed_out {
+        return Err(LaunchError::Deadline { secs: req.deadline.as_secs(), tail: tail(&last) });
+    }
+    let Some(to_report) = to_report else {
+        return Err(LaunchError::Exited { status, stderr, tail: tail(&last) });
+    };
+    let report = guest_report::parse(&console).map_err(|source| LaunchError::Report { source, tail: tail(&last) })?;
+    Ok(BootOutcome { report, console, accel, to_report, qemu_args: args })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provision::{KoCompression, QemuSource};
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A stand-in for qemu-system-x86_64: a shell script that ignores its
+    /// arguments and behaves as `body` says.
+    fn fake(dir: &Path, name: &str, body: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).expect("write");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        p
+    }
+
+    fn run_fake(body: &str, deadline: Duration) -> Result<BootOutcome, LaunchError> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let qemu_bin = fake(dir.path(), "qemu", body);
+        let busybox = fake(dir.path(), "busybox", "echo sh");
+        let kernel = KernelInstall {
+            id: "t".into(),
+            release: "t".into(),
+            vmlinuz: dir.path().join("vmlinuz"),
+            modules: vec![],
+            compression: KoCompression::None,
+            packages: vec![],
+        };
+        let qemu = QemuInstall { source: QemuSource::System { binary: qemu_bin }, version_line: String::new(), version: (11, 1, 0) };
+        let spec = super::super::machines::seed_002(256);
+        let mut req = BootRequest::new(&spec, &kernel, &busybox);
+        req.deadline = deadline;
+        boot(&qemu, &req)
+    }
+
+    #[test]
+    fn a_report_on_the_console_is_returned() {
+        let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/console-seed002-6.12.txt");
+        let out = run_fake(&format!("cat '{fixture}'"), Duration::from_secs(60)).expect("report");
+        assert_eq!(out.report.kernel, "6.12.117+deb13-cloud-amd64");
+        assert!(out.qemu_args.iter().any(|a| a == "-no-reboot"));
+    }
+
+    #[test]
+    fn a_guest_panic_fails_fast_with_the_last_console_lines() {
+        let err = run_fake(
+            "echo 'Kernel panic - not syncing: VFS: Unable to mount root fs'; echo '---[ end Kernel panic'; exec sleep 600",
+            Duration::from_secs(300),
+        )
+        .expect_err("panic");
+        match err {
+            LaunchError::GuestPanic { tail } => assert!(tail.contains("Unable to mount root fs"), "{tail}"),
+            other => panic!("expected GuestPanic, got {other}"),
+        }
+    }
+
+    #[test]
+    fn a_silent_guest_hits_the_deadline_and_qemu_is_killed() {
+        let err = run_fake("echo booting; exec sleep 600", Duration::from_secs(1)).expect_err("deadline");
+        match err {
+            LaunchError::Deadline { secs, tail } => {
+                assert_eq!(secs, 1);
+                assert!(tail.contains("booting"));
+            }
+            other => panic!("expected Deadline, got {other}"),
+        }
+    }
+
+    #[test]
+    fn qemu_exiting_early_reports_its_stderr() {
+        let err = run_fake("echo 'qemu-system-x86_64: -device foo: not found' >&2; exit 1", Duration::from_secs(60))
+            .expect_err("exit");
+        match err {
+            LaunchError::Exited { stderr, .. } => assert!(stderr.contains("-device foo")),
+            other => panic!("expected Exited, got {other}"),
+        }
+    }
+}

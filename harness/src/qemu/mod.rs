@@ -1,0 +1,8 @@
+//! QEMU: the machine description ([`MachineSpec`]) and the launcher ([`boot`]).
+
+pub mod command;
+pub mod launch;
+pub mod spec;
+
+pub use launch::{boot, BootOutcome, BootRequest, LaunchError};
+pub use spec::{machines, vfio_user_nic, MachineSpec, NicPlacement, NodeSpec, SpecError};
