@@ -10,11 +10,9 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
-use device_model::bar::Bar0Factory;
 use device_model::config::DeviceConfig;
-use device_model::server::{CoreStatus, DeviceServer, StatusHandle};
-use device_model::shared::observed_factory;
-use device_model::ManaDevice;
+use device_model::server::{DeviceServer, StatusHandle};
+use device_model::shared::mana_core;
 use signal_hook::consts::{SIGINT, SIGTERM, SIGUSR1};
 use signal_hook::iterator::Signals;
 use std::path::{Path, PathBuf};
@@ -101,19 +99,6 @@ fn device_config(args: &Args) -> Result<DeviceConfig> {
     Ok(config)
 }
 
-/// The device core ([`ManaDevice`]) and how to snapshot it for the status file.
-fn core_factory(config: &DeviceConfig) -> (Bar0Factory, CoreStatus) {
-    let config = config.clone();
-    let (factory, observer) =
-        observed_factory(move |memory, sink| ManaDevice::new(config, memory, sink));
-    let status: CoreStatus = Box::new(move || {
-        observer
-            .with(|core| serde_json::to_value(core.snapshot()))
-            .and_then(Result::ok)
-    });
-    (factory, status)
-}
-
 enum Event {
     Finished(Result<(), device_model::server::ServerError>),
     Signal(i32),
@@ -131,7 +116,7 @@ fn write_status(handle: &StatusHandle, path: Option<&Path>) {
 
 fn run(args: Args) -> Result<()> {
     let config = device_config(&args)?;
-    let (factory, core_status) = core_factory(&config);
+    let (factory, core_status) = mana_core(&config);
     // Register signal handlers before binding so that a SIGTERM right after
     // the socket appears cannot kill the process without cleanup.
     let mut signals =

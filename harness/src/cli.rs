@@ -27,6 +27,11 @@ enum Command {
     Setup(crate::provision::command::SetupArgs),
     /// Boot a built-in machine (seed-002, r17) and check the guest's topology.
     Boot(crate::qemu::command::BootArgs),
+    /// Boot a topology with the emulated MANA NIC, check the guest's IRQ
+    /// affinities against the model, and report (exit 0 pass, 1 mismatch, 2 rig error).
+    Run(crate::rig::command::RunArgs),
+    /// Run a topology on two kernels and print the before/after table.
+    Compare(crate::rig::command::CompareArgs),
 }
 
 /// Parse `args` (including argv\[0\]) and run the command.
@@ -46,5 +51,7 @@ where
         Command::Expect(args) => crate::model::run_expect(&args),
         Command::Setup(args) => crate::provision::command::run(&args),
         Command::Boot(args) => crate::qemu::command::run(&args),
+        Command::Run(args) => crate::rig::command::run(&args),
+        Command::Compare(args) => crate::rig::command::compare(&args),
     }
 }

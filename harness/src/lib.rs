@@ -22,3 +22,4 @@ pub mod initramfs;
 pub mod observed;
 pub mod provision;
 pub mod qemu;
+pub mod rig;

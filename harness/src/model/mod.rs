@@ -23,7 +23,7 @@ mod numa;
 mod spread;
 mod table;
 
-pub use expect_cmd::{run_expect, ExpectArgs};
+pub use expect_cmd::{run_expect, ExpectArgs, KernelGenArg};
 pub use irq_setup::{irq_setup, irq_setup_linear, irq_setup_numa_aware, Siblings};
 pub use kernel::{KernelGen, UnknownKernel};
 pub use mana::{default_affinity, expected_table, numa_levels};

@@ -1,0 +1,156 @@
+//! The `run` and `compare` subcommands.
+
+use super::{run_one, RunOutcome, RunRequest};
+use crate::accel::AccelChoice;
+use crate::cli::{EXIT_MISMATCH, EXIT_PASS, EXIT_RIG_ERROR};
+use crate::model::KernelGenArg;
+use crate::verdict::{render, render_before_after, render_rig_error, Format};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Options shared by `run` and `compare`.
+#[derive(Debug, clap::Args)]
+pub struct RigOptions {
+    /// Accelerator: tcg (default; single- or multi-threaded by vCPU count),
+    /// tcg-single, tcg-multi, kvm (only where a probe shows KVM runs a vCPU), auto.
+    #[arg(long, default_value = "tcg")]
+    pub accel: AccelChoice,
+    /// Cache folder (default: $MANARIG_CACHE, else ~/.cache/manarig).
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Guest RAM per NUMA node with memory, in MiB.
+    #[arg(long, default_value_t = 256)]
+    pub mem_per_node: u32,
+    /// Host wall-clock limit for each boot, in seconds.
+    #[arg(long, default_value_t = 900)]
+    pub deadline: u64,
+    /// Also write the guest's serial console to this file.
+    #[arg(long, value_name = "FILE")]
+    pub console: Option<PathBuf>,
+}
+
+impl RigOptions {
+    fn request(&self, topology: &std::path::Path, kernel: crate::model::KernelGen) -> RunRequest {
+        RunRequest {
+            topology: topology.to_path_buf(),
+            kernel,
+            accel: self.accel,
+            cache_dir: self.cache_dir.clone(),
+            mem_per_node_mib: self.mem_per_node,
+            deadline: Duration::from_secs(self.deadline),
+            console_log: self.console.clone(),
+        }
+    }
+}
+
+/// Arguments of `run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Topology file (TOML), e.g. topologies/seed-002.toml.
+    #[arg(default_value = "topologies/seed-002.toml")]
+    pub topology: PathBuf,
+    /// Kernel generation: 6.1, 6.12 or 7.x (the pinned Debian kernels).
+    #[arg(long, default_value = "6.12")]
+    pub kernel: KernelGenArg,
+    /// Output format: human (the seeds' table), ktap, junit or json.
+    #[arg(long, default_value = "human")]
+    pub format: Format,
+    /// Rig options.
+    #[command(flatten)]
+    pub rig: RigOptions,
+}
+
+/// Arguments of `compare`.
+#[derive(Debug, clap::Args)]
+pub struct CompareArgs {
+    /// Topology file (TOML).
+    pub topology: PathBuf,
+    /// The "before" kernel generation.
+    #[arg(long, default_value = "6.1")]
+    pub before: KernelGenArg,
+    /// The "after" kernel generation.
+    #[arg(long, default_value = "6.12")]
+    pub after: KernelGenArg,
+    /// Rig options.
+    #[command(flatten)]
+    pub rig: RigOptions,
+}
+
+fn run_name(topology: &std::path::Path, kernel: crate::model::KernelGen) -> String {
+    let stem = topology.file_stem().map_or_else(|| topology.display().to_string(), |s| s.to_string_lossy().into_owned());
+    format!("{stem}@{}", kernel.as_str())
+}
+
+fn print(text: &str) {
+    // A closed pipe (`| head`) is not worth a panic.
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
+
+fn timings_line(outcome: &RunOutcome) -> String {
+    let t = &outcome.timings;
+    format!(
+        "manarig: {} on {}: boot to report {:.1} s, whole run {:.1} s",
+        outcome.observed.kernel_release,
+        outcome.observed.accel,
+        t.boot_to_report.as_secs_f64(),
+        t.total.as_secs_f64()
+    )
+}
+
+/// `run`: one topology on one kernel; prints the verdict in the chosen format.
+/// Exit 0 pass, 1 mismatch, 2 rig error.
+pub fn run(args: &RunArgs) -> ExitCode {
+    let kernel = args.kernel.0;
+    let name = run_name(&args.topology, kernel);
+    match run_one(&args.rig.request(&args.topology, kernel)) {
+        Ok(outcome) => match render(&outcome.verdict, args.format) {
+            Ok(text) => {
+                print(&text);
+                eprintln!("{}", timings_line(&outcome));
+                ExitCode::from(outcome.verdict.exit_code())
+            }
+            Err(e) => {
+                eprintln!("manarig: cannot render the report: {e}");
+                ExitCode::from(EXIT_RIG_ERROR)
+            }
+        },
+        Err(err) => {
+            match render_rig_error(&err, &name, args.format) {
+                Ok(text) if args.format != Format::Human => print(&text),
+                _ => eprintln!("manarig: {name}: rig error: {err:#}"),
+            }
+            ExitCode::from(EXIT_RIG_ERROR)
+        }
+    }
+}
+
+/// `compare`: the same topology on two kernels, side by side (seed 001's
+/// before/after table, then seed 003's affinity-hint masks). Exit 2 if either
+/// run hit a rig error, else 1 if either verdict failed, else 0.
+pub fn compare(args: &CompareArgs) -> ExitCode {
+    let mut verdicts = Vec::new();
+    for kernel in [args.before.0, args.after.0] {
+        let name = run_name(&args.topology, kernel);
+        eprintln!("manarig: running {name}");
+        match run_one(&args.rig.request(&args.topology, kernel)) {
+            Ok(outcome) => {
+                eprintln!("{}", timings_line(&outcome));
+                verdicts.push(outcome.verdict);
+            }
+            Err(err) => {
+                eprintln!("manarig: {name}: rig error: {err:#}");
+                return ExitCode::from(EXIT_RIG_ERROR);
+            }
+        }
+    }
+    print(&render_before_after(&verdicts[0], &verdicts[1]));
+    for v in &verdicts {
+        if let Some(line) = render(v, Format::Human).ok().and_then(|t| t.lines().last().map(str::to_owned)) {
+            print(&format!("{} {line}\n", v.run.name));
+        }
+    }
+    let code = verdicts.iter().map(|v| v.exit_code()).max().unwrap_or(EXIT_PASS);
+    ExitCode::from(if code > EXIT_MISMATCH { EXIT_MISMATCH } else { code })
+}

@@ -1,0 +1,54 @@
+//! The guest's console report as the verdict reads it.
+
+use crate::cpulist::CpuMask;
+use crate::guest_report::{GuestIrq, GuestReport};
+use crate::model::KernelGen;
+use crate::verdict::{Observed, ObservedVector};
+use anyhow::{Context, Result};
+
+/// [`Observed`] from the guest report: the NIC's MSI-X vectors with their
+/// `smp_affinity_list`, `affinity_hint` and `effective_affinity_list`.
+///
+/// The probe counts as successful when the driver's netdev appeared and its
+/// vectors are still allocated (a failed probe frees them: §4.1 of the
+/// protocol map); insmod's status says nothing about probe, because PCI
+/// driver registration succeeds even when probe fails.
+///
+/// # Errors
+/// An `affinity_hint` that is not a hex cpumask.
+pub fn observed(report: &GuestReport, kernel: KernelGen, accel: &str) -> Result<Observed> {
+    let vectors = report.msix.iter().map(vector).collect::<Result<Vec<_>>>()?;
+    let nic_numa_node = report
+        .nic
+        .as_ref()
+        .and_then(|bdf| report.pci.get(bdf))
+        .and_then(|pci| i32::try_from(pci.numa_node).ok())
+        .filter(|&n| n >= 0);
+    Ok(Observed {
+        kernel_release: report.kernel.clone(),
+        kernel,
+        accel: accel.to_owned(),
+        nic_bdf: report.nic.clone(),
+        nic_numa_node,
+        probe_ok: report.netdev.is_some() && !vectors.is_empty(),
+        vectors,
+        dmesg_mana: report.dmesg.clone(),
+    })
+}
+
+fn vector(irq: &GuestIrq) -> Result<ObservedVector> {
+    let mask = |cpus: &Option<Vec<u32>>| cpus.as_ref().map(|c| c.iter().copied().collect::<CpuMask>());
+    let affinity_hint = match &irq.hint {
+        Some(text) => ObservedVector::parse_hint(text)
+            .with_context(|| format!("IRQ {} ({}): affinity_hint {text:?}", irq.irq, irq.name))?,
+        None => None,
+    };
+    Ok(ObservedVector {
+        irq: irq.irq,
+        name: irq.name.clone(),
+        smp_affinity: mask(&irq.affinity).unwrap_or_default(),
+        affinity_hint,
+        effective: mask(&irq.effective),
+        counts: irq.counts.clone(),
+    })
+}
