@@ -33,6 +33,15 @@ pub struct RigOptions {
 
 impl RigOptions {
     fn request(&self, topology: &std::path::Path, kernel: crate::model::KernelGen) -> RunRequest {
+        self.request_with_model(topology, kernel, None)
+    }
+
+    fn request_with_model(
+        &self,
+        topology: &std::path::Path,
+        kernel: crate::model::KernelGen,
+        model: Option<crate::model::KernelGen>,
+    ) -> RunRequest {
         RunRequest {
             topology: topology.to_path_buf(),
             kernel,
@@ -41,6 +50,7 @@ impl RigOptions {
             mem_per_node_mib: self.mem_per_node,
             deadline: Duration::from_secs(self.deadline),
             console_log: self.console.clone(),
+            model,
         }
     }
 }
@@ -57,6 +67,9 @@ pub struct RunArgs {
     /// Output format: human (the seeds' table), ktap, junit or json.
     #[arg(long, default_value = "human")]
     pub format: Format,
+    /// Judge the guest against another generation's model (default: the kernel's own).
+    #[arg(long)]
+    pub model: Option<KernelGenArg>,
     /// Rig options.
     #[command(flatten)]
     pub rig: RigOptions,
@@ -104,7 +117,8 @@ fn timings_line(outcome: &RunOutcome) -> String {
 pub fn run(args: &RunArgs) -> ExitCode {
     let kernel = args.kernel.0;
     let name = run_name(&args.topology, kernel);
-    match run_one(&args.rig.request(&args.topology, kernel)) {
+    let request = args.rig.request_with_model(&args.topology, kernel, args.model.as_ref().map(|m| m.0));
+    match run_one(&request) {
         Ok(outcome) => match render(&outcome.verdict, args.format) {
             Ok(text) => {
                 print(&text);

@@ -39,6 +39,9 @@ pub struct RunRequest {
     pub deadline: Duration,
     /// Keep the console here as well.
     pub console_log: Option<PathBuf>,
+    /// Judge the guest against this generation's model instead of `kernel`'s
+    /// (for kernels the rig cannot classify, or to see how far two generations differ).
+    pub model: Option<KernelGen>,
 }
 
 impl RunRequest {
@@ -52,6 +55,7 @@ impl RunRequest {
             mem_per_node_mib: 256,
             deadline: Duration::from_secs(900),
             console_log: None,
+            model: None,
         }
     }
 }
@@ -148,8 +152,9 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
             diffs.iter().map(|d| format!("  {d}")).collect::<Vec<_>>().join("\n")
         );
     }
-    let observed = observe::observed(&booted.report, req.kernel, booted.accel.qemu_arg())?;
-    let expected = expected_table(&topo.to_qemu_numbering(), req.kernel);
+    let model = req.model.unwrap_or(req.kernel);
+    let observed = observe::observed(&booted.report, model, booted.accel.qemu_arg())?;
+    let expected = expected_table(&topo.to_qemu_numbering(), model);
     let verdict = judge(&topo, &observed, &expected);
     Ok(RunOutcome {
         verdict,
