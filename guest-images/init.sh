@@ -8,7 +8,7 @@
 #    init_module() runs the PCI probe synchronously, so a foreground insmod
 #    would only return after probe, and on a failed probe the driver has freed
 #    its IRQs by then;
-# 3. waits (deadline `manarig.deadline=SECONDS` of guest uptime, default 60) for
+# 3. waits (deadline `manarig.deadline=SECONDS` after /init starts, default 60) for
 #    the probe to end (insmod returned) or the netdev to appear; brings the
 #    netdev up (`manarig.ifup=0` skips it: Linux 7.x creates the queue EQs, and
 #    so first fires the queue vectors, only in ndo_open); then waits for every
@@ -53,7 +53,9 @@ done
 
 # Seconds of uptime (integer part) now.
 now_s() { read -r u _ < /proc/uptime; echo "${u%.*}"; }
-past_deadline() { [ "$(now_s)" -ge "$DEADLINE" ]; }
+# The deadline counts from /init's start (big guests take minutes to get here).
+DEADLINE_AT=$(($(now_s) + DEADLINE))
+past_deadline() { [ "$(now_s)" -ge "$DEADLINE_AT" ]; }
 
 NIC=
 find_nic() {

@@ -63,10 +63,12 @@ impl Accel {
 }
 
 /// vCPU count from which TCG runs one thread per vCPU. Measured on the 2-core
-/// build machine (Debian 6.12 guest to the report): 32 vCPUs boot in 22 s
-/// single-threaded vs 34 s multi-threaded, 128 vCPUs in 398 s multi vs more
-/// than 1500 s single; the crossover lies between, see the issue 3 report.
-pub const TCG_MULTI_FROM_VCPUS: u32 = 64;
+/// build machine (loaded by other builds; Debian 6.12 guest, host seconds to
+/// the report), single vs multi: 32 vCPUs 24 vs 53, 64 vCPUs 52 vs 155,
+/// 96 vCPUs 86 vs 256; 128 vCPUs: multi 398, single more than 1500 (lead's
+/// measurement; a rerun of single was still booting after 7 minutes). Single
+/// wins up to at least 96, multi from 128; 97-127 is unmeasured.
+pub const TCG_MULTI_FROM_VCPUS: u32 = 128;
 
 /// Errors choosing the accelerator.
 #[derive(Debug, thiserror::Error)]
@@ -180,6 +182,7 @@ mod tests {
     #[test]
     fn tcg_thread_mode_follows_the_vcpu_count() {
         assert_eq!(choose(AccelChoice::Tcg, 8).expect("tcg"), Accel::TcgSingle);
+        assert_eq!(choose(AccelChoice::Tcg, 96).expect("tcg"), Accel::TcgSingle);
         assert_eq!(choose(AccelChoice::Tcg, 256).expect("tcg"), Accel::TcgMulti);
     }
 

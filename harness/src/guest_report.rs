@@ -535,4 +535,16 @@ MANARIG-REPORT-END\r
         assert!(r.msix[1].name.starts_with("mana_msi1@"), "{}", r.msix[1].name);
         assert_eq!(r.settle, "probe-returned fired=yes");
     }
+
+    /// Captured run of R17's machine (cases/public-reports.md: nodes 0-1, 2-3,
+    /// 4-5, 6-7; from node 0 the distances 12, 20, 22 give the hops {0}, {1},
+    /// {2}, {3}) on 6.12 with the NIC on node 0: no SMT, so each queue gets one
+    /// CPU, in hop order 0-1, 2-3, 4-5, 6-7; the guest's distance rows are R17's.
+    #[test]
+    fn captured_mana_probe_on_r17_follows_the_hop_order() {
+        let r = parse(include_str!("../tests/fixtures/console-r17-6.12-mana.txt")).expect("report");
+        assert_eq!(r.nodes[&0].distance, vec![10, 12, 20, 22]);
+        assert_eq!(r.nodes[&1].distance, vec![12, 10, 22, 24]);
+        assert_eq!(affinities(&r), ["0", "0", "1", "2", "3", "4", "5", "6", "7"]);
+    }
 }

@@ -95,6 +95,14 @@ pub enum ProvisionError {
     /// A package does not contain what the rig needs.
     #[error("{0}")]
     Package(String),
+    /// No kernel with that id is pinned.
+    #[error("no kernel {id:?} in guest-images/kernels.lock; pinned: {known}")]
+    UnknownKernel {
+        /// The id asked for.
+        id: String,
+        /// The ids pinned, comma-separated.
+        known: String,
+    },
     /// The lock file is bad.
     #[error(transparent)]
     Lock(#[from] lock::LockError),
@@ -158,12 +166,11 @@ impl Provisioned {
     /// The kernel with lock id `id`, or an error listing the ids there are.
     ///
     /// # Errors
-    /// [`ProvisionError::NotProvisioned`] for an unknown id.
+    /// [`ProvisionError::UnknownKernel`] for an id the lock does not pin.
     pub fn kernel(&self, id: &str) -> Result<&KernelInstall, ProvisionError> {
-        self.kernels.get(id).ok_or_else(|| ProvisionError::NotProvisioned {
-            what: format!("kernel {id:?}"),
-            cache: self.cache.clone(),
-            why: format!("the lock pins {}", self.kernels.keys().cloned().collect::<Vec<_>>().join(", ")),
+        self.kernels.get(id).ok_or_else(|| ProvisionError::UnknownKernel {
+            id: id.to_string(),
+            known: self.kernels.keys().cloned().collect::<Vec<_>>().join(", "),
         })
     }
 }
@@ -439,6 +446,16 @@ fn load_with(cache: &Path, lock: &Lock) -> Result<Provisioned, ProvisionError> {
         why: why.to_string(),
     };
     let qemu: QemuInstall = read_stamp(&cache.join("qemu.json")).ok_or_else(|| missing("QEMU", "no qemu.json"))?;
+    let qemu_file = match &qemu.source {
+        QemuSource::System { binary } => binary.clone(),
+        QemuSource::Private { prefix } => prefix.join("usr/bin/qemu-system-x86_64"),
+    };
+    if !qemu_file.is_file() {
+        return Err(missing("QEMU", &format!("{} is gone", qemu_file.display())));
+    }
+    if !bb_present(cache) {
+        return Err(missing("busybox", "the binary is gone"));
+    }
     let bb_dir = cache.join("busybox");
     match read_stamp::<BusyboxStamp>(&bb_dir.join("stamp.json")) {
         Some(s) if s.pin == lock.busybox.package => {}
@@ -452,6 +469,10 @@ fn load_with(cache: &Path, lock: &Lock) -> Result<Provisioned, ProvisionError> {
         let stamp: KernelStamp = read_stamp(&dir.join("stamp.json")).ok_or_else(|| missing(&what, "missing"))?;
         if &stamp.pin != pin {
             return Err(missing(&what, "stale: the lock pins another version"));
+        }
+        let files = std::iter::once("vmlinuz").chain(stamp.extracted.modules.iter().map(String::as_str));
+        if let Some(f) = files.clone().find(|f| !dir.join(f).is_file()) {
+            return Err(missing(&what, &format!("{f} is gone")));
         }
         kernels.insert(
             pin.id.clone(),
@@ -472,6 +493,10 @@ fn load_with(cache: &Path, lock: &Lock) -> Result<Provisioned, ProvisionError> {
         busybox: bb_dir.join("busybox"),
         busybox_package: lock.busybox.package.clone(),
     })
+}
+
+fn bb_present(cache: &Path) -> bool {
+    cache.join("busybox/busybox").is_file()
 }
 
 mod update;

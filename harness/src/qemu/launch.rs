@@ -47,7 +47,7 @@ pub struct BootRequest<'a> {
     pub extra_cmdline: Vec<String>,
     /// Wall-clock limit for the whole boot, host side.
     pub deadline: Duration,
-    /// Guest-side limit for waiting on the driver, in seconds of guest uptime.
+    /// Guest-side limit for waiting on the driver, in guest seconds after `/init` starts.
     pub guest_deadline_s: u32,
     /// Also write the console to this file as it arrives.
     pub console_log: Option<PathBuf>,

@@ -269,7 +269,7 @@ pub fn vfio_user_nic(socket: &std::path::Path) -> String {
     .to_string()
 }
 
-/// Consecutive runs of a CPU list, sorted: [0,1,2,5] → [(0,2),(5,5)].
+/// Consecutive runs of a CPU list, sorted: `[0, 1, 2, 5]` → `[(0, 2), (5, 5)]`.
 pub fn ranges(cpus: &[u32]) -> Vec<(u32, u32)> {
     let mut v = cpus.to_vec();
     v.sort_unstable();
