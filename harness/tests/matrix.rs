@@ -100,3 +100,24 @@ fn wrong_expectation_fails_the_verdict_with_exit_code_1() {
     assert!(stdout.contains("verdict: FAIL"), "{stdout}");
     assert!(stdout.contains("mana_q0"), "{stdout}");
 }
+
+/// `compare --before 6.1 --after 6.12` on seed 002's machine prints seed 001's
+/// before|after layout and seed 003's affinity_hint masks: on 6.1 queue 0 has
+/// hint 02 (CPU 1, flat cpumask_local_spread), on 6.12 it has 03 (CPUs 0-1,
+/// irq_setup's sibling group; seed 002's table).
+#[test]
+fn compare_prints_the_before_after_table_for_seed_002() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_manarig"))
+        .arg("compare")
+        .arg(topology_path("seed-002"))
+        .args(["--before", "6.1", "--after", "6.12"])
+        .output()
+        .expect("manarig runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let row = stdout.lines().find(|l| l.contains("mana_q0 ")).unwrap_or_default();
+    assert!(row.contains("1 | 0-1"), "mana_q0 row: {row:?}\n{stdout}");
+    assert!(stdout.contains("affinity hints"), "{stdout}");
+    assert!(stdout.lines().any(|l| l.ends_with(": 02")) && stdout.lines().any(|l| l.ends_with(": 03")), "{stdout}");
+}
