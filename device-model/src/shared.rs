@@ -74,6 +74,22 @@ where
     (factory, observer)
 }
 
+/// The MANA device core ([`crate::ManaDevice`]) for `config`, and a
+/// [`crate::server::CoreStatus`] that snapshots it as JSON for status files
+/// and reports. This is what `mana-device` and the harness serve.
+pub fn mana_core(config: &crate::config::DeviceConfig) -> (Bar0Factory, crate::server::CoreStatus) {
+    let config = config.clone();
+    let (factory, observer) =
+        observed_factory(move |memory, sink| crate::ManaDevice::new(config, memory, sink));
+    let status: crate::server::CoreStatus = Box::new(move || {
+        observer
+            .with(|core| serde_json::to_value(core.snapshot()))
+            .and_then(Result::ok)
+    });
+    (factory, status)
+}
+
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,19 +120,4 @@ mod tests {
         core.reset();
         assert_eq!(observer.with(|c| c.snapshot().counters.resets), Some(1));
     }
-}
-
-/// The MANA device core ([`crate::ManaDevice`]) for `config`, and a
-/// [`crate::server::CoreStatus`] that snapshots it as JSON for status files
-/// and reports. This is what `mana-device` and the harness serve.
-pub fn mana_core(config: &crate::config::DeviceConfig) -> (Bar0Factory, crate::server::CoreStatus) {
-    let config = config.clone();
-    let (factory, observer) =
-        observed_factory(move |memory, sink| crate::ManaDevice::new(config, memory, sink));
-    let status: crate::server::CoreStatus = Box::new(move || {
-        observer
-            .with(|core| serde_json::to_value(core.snapshot()))
-            .and_then(Result::ok)
-    });
-    (factory, status)
 }
