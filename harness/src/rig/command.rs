@@ -4,6 +4,7 @@ use super::{run_one, RunOutcome, RunRequest};
 use crate::accel::AccelChoice;
 use crate::cli::{EXIT_MISMATCH, EXIT_PASS, EXIT_RIG_ERROR};
 use crate::model::KernelGenArg;
+use crate::verdict::format::error_text;
 use crate::verdict::{render, render_before_after, render_rig_error, Format};
 use std::io::Write;
 use std::path::PathBuf;
@@ -133,7 +134,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
         Err(err) => {
             match render_rig_error(&err, &name, args.format) {
                 Ok(text) if args.format != Format::Human => print(&text),
-                _ => eprintln!("manarig: {name}: rig error: {err:#}"),
+                _ => eprintln!("manarig: {name}: rig error: {}", error_text(&err)),
             }
             ExitCode::from(EXIT_RIG_ERROR)
         }
@@ -154,7 +155,7 @@ pub fn compare(args: &CompareArgs) -> ExitCode {
                 verdicts.push(outcome.verdict);
             }
             Err(err) => {
-                eprintln!("manarig: {name}: rig error: {err:#}");
+                eprintln!("manarig: {name}: rig error: {}", error_text(&err));
                 return ExitCode::from(EXIT_RIG_ERROR);
             }
         }

@@ -9,7 +9,7 @@ mod ktap;
 mod text;
 
 pub use compare::render_before_after;
-pub use json::RigErrorReport;
+pub use json::{error_text, RigErrorReport};
 
 use super::outcome::Verdict;
 use serde::{Deserialize, Serialize};
