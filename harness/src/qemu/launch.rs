@@ -55,6 +55,23 @@ pub struct BootRequest<'a> {
     pub compression: Compression,
     /// QEMU `-cpu` value.
     pub cpu_model: String,
+    /// More files for the initramfs (e.g. [`crate::provision::Provisioned::ethtool`]).
+    pub extra_files: Vec<crate::provision::tools::GuestFile>,
+    /// Called with the marker line when the console shows the start of a
+    /// stage or of the report (`MANARIG-STAGE-BEGIN …`, `MANARIG-REPORT-BEGIN …`):
+    /// the guest is quiet from there to the end marker, so the caller can take
+    /// the device's state that goes with it.
+    pub on_marker: Option<MarkerHook>,
+}
+
+/// A callback for [`BootRequest::on_marker`].
+#[derive(Clone)]
+pub struct MarkerHook(pub std::sync::Arc<dyn Fn(&str) + Send + Sync>);
+
+impl std::fmt::Debug for MarkerHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MarkerHook")
+    }
 }
 
 impl<'a> BootRequest<'a> {
@@ -73,6 +90,8 @@ impl<'a> BootRequest<'a> {
             console_log: None,
             compression: Compression::None,
             cpu_model: super::spec::DEFAULT_CPU.to_string(),
+            extra_files: Vec::new(),
+            on_marker: None,
         }
     }
 }
@@ -280,7 +299,12 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
     let tmp = tempfile::Builder::new().prefix("manarig-boot-").tempdir().map_err(io("temp dir"))?;
     let initrd = tmp.path().join("initramfs.cpio");
     initramfs::write(
-        &InitramfsSpec { busybox: req.busybox, modules: &req.kernel.modules, compression: req.compression },
+        &InitramfsSpec {
+            busybox: req.busybox,
+            modules: &req.kernel.modules,
+            compression: req.compression,
+            extra_files: &req.extra_files,
+        },
         &initrd,
     )?;
 
@@ -386,6 +410,11 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
                     last.pop_front();
                 }
                 let end = line.trim_end() == guest_report::END;
+                if let Some(hook) = &req.on_marker {
+                    if line.starts_with(guest_report::BEGIN) || line.starts_with(guest_report::STAGE_BEGIN) {
+                        (hook.0)(line.trim_end());
+                    }
+                }
                 let panicked = line.contains("Kernel panic - not syncing");
                 last.push_back(line);
                 if end {

@@ -11,6 +11,7 @@ pub mod command;
 pub mod device;
 pub mod machine;
 pub mod observe;
+pub mod queues;
 
 use crate::accel::AccelChoice;
 use crate::model::{expected_table, KernelGen};
@@ -42,6 +43,12 @@ pub struct RunRequest {
     /// Judge the guest against this generation's model instead of `kernel`'s
     /// (for kernels the rig cannot classify, or to see how far two generations differ).
     pub model: Option<KernelGen>,
+    /// Combined channels for `ethtool -L` in the guest (`manarig.channels=N`);
+    /// overrides the topology's `[nic] channels`.
+    pub channels: Option<u32>,
+    /// After the first probe, `rmmod mana` and load it again
+    /// (`manarig.reprobe=1`); the first probe's state is kept as a stage.
+    pub reprobe: bool,
 }
 
 impl RunRequest {
@@ -56,6 +63,8 @@ impl RunRequest {
             deadline: Duration::from_secs(900),
             console_log: None,
             model: None,
+            channels: None,
+            reprobe: false,
         }
     }
 }
@@ -82,6 +91,26 @@ pub struct RunOutcome {
     pub timings: RunTimings,
     /// The device's status after the guest powered off (JSON), if it produced one.
     pub device_status: Option<serde_json::Value>,
+    /// The queue → EQ → MSI-X vector → IRQ → CPUs table while the guest
+    /// printed its report (None when the device status could not be taken).
+    pub queues: Option<queues::QueueTable>,
+    /// The guest's report (times, carrier, ethtool and rmmod results, warnings).
+    pub report: crate::guest_report::GuestReport,
+    /// Earlier moments of the run (`first-probe` with `reprobe`), judged the same way.
+    pub stages: Vec<StageOutcome>,
+}
+
+/// One earlier moment of a run (a `MANARIG-STAGE-BEGIN <name>` block).
+#[derive(Debug)]
+pub struct StageOutcome {
+    /// The stage name (`first-probe`).
+    pub name: String,
+    /// The verdict of that moment's IRQ table against the same model.
+    pub verdict: Verdict,
+    /// Its queue table, if the device status was taken.
+    pub queues: Option<queues::QueueTable>,
+    /// Its report.
+    pub report: crate::guest_report::GuestReport,
 }
 
 /// Load the cache, provisioning it first when it is missing (the README's
@@ -136,6 +165,24 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     let mut boot = BootRequest::new(&spec, kernel, &prov.busybox);
     boot.load_mana = true;
     boot.extra_devices.push(qemu::vfio_user_nic(&socket));
+    boot.extra_files.clone_from(&prov.ethtool);
+    if let Some(n) = req.channels.or(topo.nic().channels) {
+        boot.extra_cmdline.push(format!("manarig.channels={n}"));
+    }
+    if req.reprobe {
+        boot.extra_cmdline.push("manarig.reprobe=1".into());
+    }
+    // The device's state as each stage and the report begin (the guest changes
+    // nothing until the end marker; after the report it shuts the driver down).
+    let marks: std::sync::Arc<std::sync::Mutex<Vec<(String, Option<serde_json::Value>)>>> = Default::default();
+    {
+        let marks = std::sync::Arc::clone(&marks);
+        let status = nic.status_handle();
+        boot.on_marker = Some(qemu::MarkerHook(std::sync::Arc::new(move |line: &str| {
+            let snapshot = status.snapshot();
+            marks.lock().unwrap_or_else(|e| e.into_inner()).push((line.to_owned(), snapshot));
+        })));
+    }
     boot.deadline = req.deadline;
     boot.console_log.clone_from(&req.console_log);
     let booted = qemu::boot(&prov.qemu, &boot);
@@ -153,13 +200,35 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         );
     }
     let model = req.model.unwrap_or(req.kernel);
-    let observed = observe::observed(&booted.report, model, booted.accel.qemu_arg())?;
     let expected = expected_table(&topo.to_qemu_numbering(), model);
+    let marks = marks.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let status_at = |marker: &str| marks.iter().rev().find(|(l, _)| l.starts_with(marker)).and_then(|(_, s)| s.clone());
+    let table = |status: Option<serde_json::Value>, observed: &Observed| {
+        status.and_then(|s| match queues::queue_table(&s, &observed.vectors, model) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                tracing::warn!("queue table: {e}");
+                None
+            }
+        })
+    };
+    let mut stages = Vec::new();
+    for (name, report) in crate::guest_report::parse_stages(&booted.console).context("the guest's stages")? {
+        let observed = observe::observed(&report, model, booted.accel.qemu_arg())?;
+        let queues = table(status_at(&format!("{} {name}", crate::guest_report::STAGE_BEGIN)), &observed);
+        let verdict = judge(&topo, &observed, &expected);
+        stages.push(StageOutcome { name, verdict, queues, report });
+    }
+    let observed = observe::observed(&booted.report, model, booted.accel.qemu_arg())?;
+    let queues = table(status_at(crate::guest_report::BEGIN), &observed);
     let verdict = judge(&topo, &observed, &expected);
     Ok(RunOutcome {
         verdict,
         observed,
         timings: RunTimings { provision: provision_time, boot_to_report: booted.to_report, total: start.elapsed() },
         device_status,
+        queues,
+        report: booted.report,
+        stages,
     })
 }
