@@ -597,4 +597,30 @@ MANARIG-REPORT-END\r
         assert!(r.msix[1].name.starts_with("mana_msi1@"), "{}", r.msix[1].name);
         assert_eq!(r.settle, "probe-returned fired=yes");
     }
+
+    /// Captured console of a real run: seed 002's machine, Debian 6.1.192,
+    /// `manarig.channels=4 manarig.reprobe=1`: the first probe as a stage, then
+    /// rmmod, the second probe and the report.
+    #[test]
+    fn captured_reprobe_run_has_a_first_probe_stage_and_the_lifecycle_items() {
+        let console = include_str!("../tests/fixtures/console-seed002-6.1-reprobe.txt");
+        let stages = parse_stages(console).expect("stages");
+        assert_eq!(stages.len(), 1);
+        let (name, first) = &stages[0];
+        assert_eq!(name, "first-probe");
+        assert_eq!((first.carrier, first.ethtool_status, first.channels, first.rmmod_status), (Some(true), Some(0), Some(4), None));
+        let r = parse(console).expect("report");
+        assert_eq!((r.carrier, r.ethtool_status, r.channels, r.rmmod_status), (Some(true), Some(0), Some(4), Some(0)));
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+        assert!(r.ifup_to_carrier_s().is_some_and(|s| s >= 0.0));
+        // Linux 6.1 (cpumask_local_spread per vector): the same table after the re-probe.
+        assert_eq!(affinities(first), affinities(&r));
+        assert_eq!(affinities(&r), ["0", "1", "2", "3", "4", "5", "6", "7", "0"]);
+    }
+
+    #[test]
+    fn a_stage_without_its_end_is_an_error() {
+        let text = "MANARIG-STAGE-BEGIN first-probe\nkernel: 6.1\n";
+        assert_eq!(parse_stages(text).expect_err("must fail"), ReportError::NoEnd(1));
+    }
 }

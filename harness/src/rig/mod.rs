@@ -100,6 +100,9 @@ pub struct RunOutcome {
     pub stages: Vec<StageOutcome>,
 }
 
+/// Device status (JSON) taken at each begin marker, with the marker line.
+type Marks = std::sync::Arc<std::sync::Mutex<Vec<(String, Option<serde_json::Value>)>>>;
+
 /// One earlier moment of a run (a `MANARIG-STAGE-BEGIN <name>` block).
 #[derive(Debug)]
 pub struct StageOutcome {
@@ -174,7 +177,7 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     }
     // The device's state as each stage and the report begin (the guest changes
     // nothing until the end marker; after the report it shuts the driver down).
-    let marks: std::sync::Arc<std::sync::Mutex<Vec<(String, Option<serde_json::Value>)>>> = Default::default();
+    let marks: Marks = Default::default();
     {
         let marks = std::sync::Arc::clone(&marks);
         let status = nic.status_handle();
