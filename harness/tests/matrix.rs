@@ -64,6 +64,9 @@ matrix! {
     seed_000_4ch_on_linux_6_12: "seed-000-4ch" on "6.12";
     seed_000_4ch_on_linux_7: "seed-000-4ch" on "7.x";
     r01_nic_node1_on_linux_6_12: "r01-nic-node1" on "6.12";
+    r02_small_table_on_linux_6_1: "r02-small-table" on "6.1";
+    r02_small_table_on_linux_6_12: "r02-small-table" on "6.12";
+    r02_small_table_on_linux_7: "r02-small-table" on "7.x";
     r05_dyn_skip_on_linux_7: "r05-dyn-skip" on "7.x";
     r05_dyn_skip_on_linux_6_12: "r05-dyn-skip" on "6.12";
     r06_low_vcpu_on_linux_7: "r06-low-vcpu" on "7.x";

@@ -363,6 +363,7 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
     let mut reaper = Reaper::new(child);
 
     let (tx, rx) = mpsc::channel();
+    let on_marker = req.on_marker.clone();
     let reader = std::thread::spawn(move || {
         if let Some(out) = stdout {
             let mut r = std::io::BufReader::new(out);
@@ -370,6 +371,13 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
             while matches!(r.read_until(b'\n', &mut buf), Ok(n) if n > 0) {
                 let line = String::from_utf8_lossy(&buf).trim_end_matches(['\n', '\r']).to_string();
                 buf.clear();
+                // Called here, as soon as the line is read, so that the caller's
+                // snapshot is as close to the guest's moment as the console allows.
+                if let Some(hook) = &on_marker {
+                    if line.starts_with(guest_report::BEGIN) || line.starts_with(guest_report::STAGE_BEGIN) {
+                        (hook.0)(line.trim_end());
+                    }
+                }
                 if tx.send(Msg::Line(line)).is_err() {
                     break;
                 }
@@ -410,11 +418,6 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
                     last.pop_front();
                 }
                 let end = line.trim_end() == guest_report::END;
-                if let Some(hook) = &req.on_marker {
-                    if line.starts_with(guest_report::BEGIN) || line.starts_with(guest_report::STAGE_BEGIN) {
-                        (hook.0)(line.trim_end());
-                    }
-                }
                 let panicked = line.contains("Kernel panic - not syncing");
                 last.push_back(line);
                 if end {
@@ -479,6 +482,10 @@ mod tests {
     }
 
     fn run_fake(body: &str, deadline: Duration) -> Result<BootOutcome, LaunchError> {
+        run_fake_with(body, deadline, None)
+    }
+
+    fn run_fake_with(body: &str, deadline: Duration, on_marker: Option<MarkerHook>) -> Result<BootOutcome, LaunchError> {
         let dir = tempfile::tempdir().expect("tempdir");
         let qemu_bin = fake(dir.path(), "qemu", body);
         let busybox = fake(dir.path(), "busybox", "echo sh");
@@ -494,7 +501,21 @@ mod tests {
         let spec = super::super::machines::seed_002(256);
         let mut req = BootRequest::new(&spec, &kernel, &busybox);
         req.deadline = deadline;
+        req.on_marker = on_marker;
         boot(&qemu, &req)
+    }
+
+    #[test]
+    fn the_marker_hook_sees_each_stage_and_the_report_begin_once() {
+        let seen = std::sync::Arc::new(Mutex::new(Vec::<String>::new()));
+        let hook = {
+            let seen = std::sync::Arc::clone(&seen);
+            MarkerHook(std::sync::Arc::new(move |line: &str| seen.lock().expect("lock").push(line.to_owned())))
+        };
+        let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/console-seed002-6.1-reprobe.txt");
+        let out = run_fake_with(&format!("cat '{fixture}'"), Duration::from_secs(60), Some(hook)).expect("report");
+        assert_eq!(out.report.rmmod_status, Some(0));
+        assert_eq!(*seen.lock().expect("lock"), ["MANARIG-STAGE-BEGIN first-probe", "MANARIG-REPORT-BEGIN 1"]);
     }
 
     #[test]
