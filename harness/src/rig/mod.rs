@@ -100,6 +100,34 @@ pub struct RunOutcome {
     pub stages: Vec<StageOutcome>,
 }
 
+/// The steps the run asked the guest for (`ethtool -L`, `rmmod`) must have
+/// succeeded whenever the driver gave a netdev: a failure there is a broken
+/// rig or driver, not an IRQ-placement verdict.
+///
+/// # Errors
+/// Which step failed, with its exit status and the driver's last messages.
+fn lifecycle_steps_ran(report: &crate::guest_report::GuestReport, channels: Option<u32>, reprobe: bool) -> Result<()> {
+    let tail = || report.dmesg.iter().rev().take(5).rev().cloned().collect::<Vec<_>>().join("\n  ");
+    let Some(netdev) = &report.netdev else { return Ok(()) };
+    if let Some(n) = channels {
+        if report.ethtool_status != Some(0) {
+            bail!(
+                "`ethtool -L {netdev} combined {n}` failed in the guest (exit {}); last driver messages:\n  {}",
+                report.ethtool_status.map_or("-".into(), |rc| rc.to_string()),
+                tail()
+            );
+        }
+    }
+    if reprobe && report.rmmod_status != Some(0) {
+        bail!(
+            "`rmmod mana` failed in the guest (exit {}); last driver messages:\n  {}",
+            report.rmmod_status.map_or("-".into(), |rc| rc.to_string()),
+            tail()
+        );
+    }
+    Ok(())
+}
+
 /// Device status (JSON) taken at each begin marker, with the marker line.
 type Marks = std::sync::Arc<std::sync::Mutex<Vec<(String, Option<serde_json::Value>)>>>;
 
@@ -169,7 +197,8 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     boot.load_mana = true;
     boot.extra_devices.push(qemu::vfio_user_nic(&socket));
     boot.extra_files.clone_from(&prov.ethtool);
-    if let Some(n) = req.channels.or(topo.nic().channels) {
+    let channels = req.channels.or(topo.nic().channels);
+    if let Some(n) = channels {
         boot.extra_cmdline.push(format!("manarig.channels={n}"));
     }
     if req.reprobe {
@@ -202,6 +231,7 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
             diffs.iter().map(|d| format!("  {d}")).collect::<Vec<_>>().join("\n")
         );
     }
+    lifecycle_steps_ran(&booted.report, channels, req.reprobe)?;
     let model = req.model.unwrap_or(req.kernel);
     let expected = expected_table(&topo.to_qemu_numbering(), model);
     let marks = marks.lock().unwrap_or_else(|e| e.into_inner()).clone();
@@ -234,4 +264,25 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         report: booted.report,
         stages,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::guest_report::GuestReport;
+
+    #[test]
+    fn a_failed_ethtool_or_rmmod_is_a_rig_error_naming_the_step() {
+        let mut r = GuestReport { netdev: Some("eth0".into()), ethtool_status: Some(1), ..GuestReport::default() };
+        r.dmesg.push("mana 0000:41:00.0 eth0: mana_attach failed: -22".into());
+        let e = lifecycle_steps_ran(&r, Some(4), false).expect_err("ethtool failed");
+        assert!(e.to_string().contains("ethtool -L eth0 combined 4") && e.to_string().contains("mana_attach failed"), "{e}");
+        r.ethtool_status = Some(0);
+        assert!(lifecycle_steps_ran(&r, Some(4), false).is_ok());
+        let e = lifecycle_steps_ran(&r, Some(4), true).expect_err("rmmod did not run");
+        assert!(e.to_string().contains("rmmod mana"), "{e}");
+        // Without a netdev the probe failed: the verdict says so, not these steps.
+        r.netdev = None;
+        assert!(lifecycle_steps_ran(&r, Some(4), true).is_ok());
+    }
 }
