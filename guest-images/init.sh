@@ -16,8 +16,14 @@
 #    affinity change is applied when the vector next fires, so
 #    effective_affinity_list only means something after that: see
 #    device-model/tests/guest-smoke.md on the devshell branch);
+#    `manarig.channels=N` then runs `ethtool -L <netdev> combined N` (Debian's
+#    ethtool, in the initramfs with its libraries when the rig provides it);
 # 4. prints the report between MANARIG-REPORT-BEGIN and MANARIG-REPORT-END on
 #    the console, one `key: value` line per item (parsed by harness/src/guest_report.rs);
+#    with `manarig.reprobe=1` it first prints the state as a stage
+#    (MANARIG-STAGE-BEGIN first-probe ... MANARIG-STAGE-END), reads every
+#    /proc/irq/*/affinity_hint, runs `rmmod mana`, reads them again, loads mana
+#    again and repeats step 3 before the report;
 # 5. powers off.
 #
 # Waiting is by polling the event's evidence (/proc, /sys) at a short interval
@@ -41,6 +47,8 @@ POLL=0.05
 # NVMe, 0x1b36:0x0010).
 NIC_ID=0x1414
 IFUP=1
+CHANNELS=
+REPROBE=0
 for arg in $(cat /proc/cmdline); do
 	case "$arg" in
 	manarig.load=*) LOAD=${arg#manarig.load=} ;;
@@ -48,6 +56,8 @@ for arg in $(cat /proc/cmdline); do
 	manarig.poll=*) POLL=${arg#manarig.poll=} ;;
 	manarig.nic=*) NIC_ID=${arg#manarig.nic=} ;;
 	manarig.ifup=*) IFUP=${arg#manarig.ifup=} ;;
+	manarig.channels=*) CHANNELS=${arg#manarig.channels=} ;;
+	manarig.reprobe=*) REPROBE=${arg#manarig.reprobe=} ;;
 	esac
 done
 
@@ -91,18 +101,19 @@ all_fired() {
 
 SETTLE=none
 INSMOD_RC=-
-T_MODS=- T_PROBE=- T_IFUP=- T_SETTLED=-
-if [ -n "$LOAD" ]; then
-	MODS=$(cat /lib/modules/manarig/order)
-	last=
-	for m in $MODS; do last=$m; done
-	for m in $MODS; do
-		[ "$m" = "$last" ] && break
-		insmod "/lib/modules/manarig/$m" || echo "manarig: insmod $m failed"
-	done
-	T_MODS=$(up)
-	( insmod "/lib/modules/manarig/$last"; echo $? > /tmp/insmod.rc ) &
-	INSMOD_PID=$!
+T_MODS=- T_PROBE=- T_IFUP=- T_CARRIER=- T_ETHTOOL=- T_SETTLED=-
+CARRIER=- ETHTOOL_RC=- CHANNELS_NOW=- RMMOD_RC=- T_RMMOD=-
+NETDEV=
+MODS=
+LAST_MOD=
+
+# Load mana (the last module) in the background and wait for the probe, bring
+# the netdev up, set the channels, wait for every vector to fire.
+probe_and_settle() {
+	rm -f /tmp/insmod.rc /tmp/seen
+	SETTLE=none INSMOD_RC=- T_PROBE=- T_IFUP=- T_CARRIER=- T_ETHTOOL=- T_SETTLED=-
+	CARRIER=- ETHTOOL_RC=- CHANNELS_NOW=- NETDEV=
+	( insmod "/lib/modules/manarig/$LAST_MOD"; echo $? > /tmp/insmod.rc ) &
 	SETTLE=deadline
 	while ! past_deadline; do
 		if [ -e /tmp/insmod.rc ]; then SETTLE=probe-returned; break; fi
@@ -111,11 +122,31 @@ if [ -n "$LOAD" ]; then
 		sleep "$POLL"
 	done
 	T_PROBE=$(up)
-	NETDEV=
 	for n in /sys/class/net/eth*; do [ -e "$n" ] && NETDEV=${n##*/} && break; done
 	if [ -n "$NETDEV" ] && [ "$IFUP" != 0 ]; then
 		ip link set "$NETDEV" up || echo "manarig: ip link set $NETDEV up failed"
 		T_IFUP=$(up)
+		# Carrier: netif_carrier_on() in mana_open() (via mana_attach()).
+		while ! past_deadline; do
+			read -r CARRIER < "/sys/class/net/$NETDEV/carrier" 2>/dev/null
+			[ "$CARRIER" = 1 ] && break
+			sleep "$POLL"
+		done
+		T_CARRIER=$(up)
+	fi
+	if [ -n "$NETDEV" ] && [ -n "$CHANNELS" ]; then
+		if [ -x /sbin/ethtool ]; then
+			ethtool -L "$NETDEV" combined "$CHANNELS" 2>/tmp/ethtool.err
+			ETHTOOL_RC=$?
+			while read -r l; do echo "manarig: ethtool: $l"; done < /tmp/ethtool.err
+		else
+			echo "manarig: manarig.channels=$CHANNELS but no /sbin/ethtool in the initramfs"
+			ETHTOOL_RC=127
+		fi
+		T_ETHTOOL=$(up)
+	fi
+	if [ -n "$NETDEV" ] && [ -x /sbin/ethtool ]; then
+		CHANNELS_NOW=$(ethtool -l "$NETDEV" 2>/dev/null | awk '/^Current/ { c = 1 } c && /^Combined:/ { print $2; exit }')
 	fi
 	if [ "$SETTLE" != deadline ]; then
 		FIRED=no
@@ -129,6 +160,20 @@ if [ -n "$LOAD" ]; then
 	fi
 	T_SETTLED=$(up)
 	[ -e /tmp/insmod.rc ] && read -r INSMOD_RC < /tmp/insmod.rc
+}
+
+# Read every IRQ's affinity_hint (the files a freed or stale hint would break).
+read_hints() { cat /proc/irq/*/affinity_hint > /dev/null 2>&1; }
+
+if [ -n "$LOAD" ]; then
+	MODS=$(cat /lib/modules/manarig/order)
+	for m in $MODS; do LAST_MOD=$m; done
+	for m in $MODS; do
+		[ "$m" = "$LAST_MOD" ] && break
+		insmod "/lib/modules/manarig/$m" || echo "manarig: insmod $m failed"
+	done
+	T_MODS=$(up)
+	probe_and_settle
 fi
 
 # sysfs/procfs files are dumped raw, one `f <path>: <value>` line per line of
@@ -136,48 +181,76 @@ fi
 # awk reads hundreds of files). The host parses the paths.
 dump() { awk '{ print "f " FILENAME ": " $0 }' "$@" 2>/dev/null; }
 
-echo "MANARIG-REPORT-BEGIN 1"
-echo "kernel: $(uname -r)"
-echo "cmdline: $(cat /proc/cmdline)"
-echo "time init: $T_INIT"
-echo "time modules: $T_MODS"
-echo "time probe: $T_PROBE"
-echo "time ifup: $T_IFUP"
-echo "netdev: ${NETDEV:--}"
-echo "time settled: $T_SETTLED"
-echo "load: ${LOAD:-none}"
-echo "settle: $SETTLE"
-echo "insmod: $INSMOD_RC"
-C=/sys/devices/system/cpu
-dump $C/online $C/cpu[0-9]*/topology/physical_package_id $C/cpu[0-9]*/topology/die_id \
-	$C/cpu[0-9]*/topology/core_id $C/cpu[0-9]*/topology/thread_siblings_list
-for l in $C/cpu[0-9]*/node[0-9]*; do [ -e "$l" ] && echo "link $l"; done
-N=/sys/devices/system/node
-dump $N/node[0-9]*/cpulist $N/node[0-9]*/distance
-awk '/MemTotal/ { print "f " FILENAME ": " $4 }' $N/node[0-9]*/meminfo
-P=/sys/bus/pci/devices
-dump $P/*/vendor $P/*/device $P/*/class $P/*/numa_node
-for l in $P/*/driver; do [ -e "$l" ] && echo "f $l: $(readlink "$l")"; done
-if find_nic; then
-	echo "nic: $NIC"
-	F= PAT=
-	for i in $(ls $P/"$NIC"/msi_irqs 2>/dev/null); do
-		F="$F /proc/irq/$i/smp_affinity_list /proc/irq/$i/affinity_hint /proc/irq/$i/effective_affinity_list"
-		PAT="$PAT|$i"
-	done
-	if [ -n "$PAT" ]; then
-		dump $F
-		head -n 1 /proc/interrupts | while read -r l; do echo "interrupts-header: $l"; done
-		grep -E "^ *(${PAT#|}):" /proc/interrupts | while read -r l; do echo "interrupts: $l"; done
+# Everything between the report markers (also printed for a stage).
+report_body() {
+	echo "kernel: $(uname -r)"
+	echo "cmdline: $(cat /proc/cmdline)"
+	echo "time init: $T_INIT"
+	echo "time modules: $T_MODS"
+	echo "time probe: $T_PROBE"
+	echo "time ifup: $T_IFUP"
+	echo "time carrier: $T_CARRIER"
+	echo "carrier: $CARRIER"
+	echo "time ethtool: $T_ETHTOOL"
+	echo "ethtool: $ETHTOOL_RC"
+	echo "channels: ${CHANNELS_NOW:--}"
+	echo "time rmmod: $T_RMMOD"
+	echo "rmmod: $RMMOD_RC"
+	echo "netdev: ${NETDEV:--}"
+	echo "time settled: $T_SETTLED"
+	echo "load: ${LOAD:-none}"
+	echo "settle: $SETTLE"
+	echo "insmod: $INSMOD_RC"
+	C=/sys/devices/system/cpu
+	dump $C/online $C/cpu[0-9]*/topology/physical_package_id $C/cpu[0-9]*/topology/die_id \
+		$C/cpu[0-9]*/topology/core_id $C/cpu[0-9]*/topology/thread_siblings_list
+	for l in $C/cpu[0-9]*/node[0-9]*; do [ -e "$l" ] && echo "link $l"; done
+	N=/sys/devices/system/node
+	dump $N/node[0-9]*/cpulist $N/node[0-9]*/distance
+	awk '/MemTotal/ { print "f " FILENAME ": " $4 }' $N/node[0-9]*/meminfo
+	P=/sys/bus/pci/devices
+	dump $P/*/vendor $P/*/device $P/*/class $P/*/numa_node
+	for l in $P/*/driver; do [ -e "$l" ] && echo "f $l: $(readlink "$l")"; done
+	if find_nic; then
+		echo "nic: $NIC"
+		F= PAT=
+		for i in $(ls $P/"$NIC"/msi_irqs 2>/dev/null); do
+			F="$F /proc/irq/$i/smp_affinity_list /proc/irq/$i/affinity_hint /proc/irq/$i/effective_affinity_list"
+			PAT="$PAT|$i"
+		done
+		if [ -n "$PAT" ]; then
+			dump $F
+			head -n 1 /proc/interrupts | while read -r l; do echo "interrupts-header: $l"; done
+			grep -E "^ *(${PAT#|}):" /proc/interrupts | while read -r l; do echo "interrupts: $l"; done
+		fi
+	else
+		echo "nic: none"
 	fi
-else
-	echo "nic: none"
+	if [ -s /tmp/seen ]; then
+		while read -r l; do echo "seen: $l"; done < /tmp/seen
+	fi
+	# mana's messages (not the manarig.* command-line items).
+	dmesg | grep -i mana | grep -v manarig | while read -r l; do echo "dmesg: $l"; done
+	# Kernel warnings of any origin (WARN, BUG, oops, lockdep): a clean run has none.
+	dmesg | grep -E 'WARNING:|BUG:|Oops|Call Trace|general protection|possible circular locking' | while read -r l; do echo "warning: $l"; done
+	echo "time report: $(up)"
+}
+
+if [ -n "$LOAD" ] && [ "$REPROBE" = 1 ]; then
+	echo "MANARIG-STAGE-BEGIN first-probe"
+	report_body
+	echo "MANARIG-STAGE-END"
+	read_hints
+	rmmod "${LAST_MOD%.ko}" 2>/tmp/rmmod.err
+	RMMOD_RC=$?
+	T_RMMOD=$(up)
+	while read -r l; do echo "manarig: rmmod: $l"; done < /tmp/rmmod.err
+	read_hints
+	probe_and_settle
+	read_hints
 fi
-if [ -s /tmp/seen ]; then
-	while read -r l; do echo "seen: $l"; done < /tmp/seen
-fi
-# mana's messages (not the manarig.* command-line items).
-dmesg | grep -i mana | grep -v manarig | while read -r l; do echo "dmesg: $l"; done
-echo "time report: $(up)"
+
+echo "MANARIG-REPORT-BEGIN 1"
+report_body
 echo "MANARIG-REPORT-END"
 poweroff -f

@@ -15,6 +15,11 @@ pub const BEGIN: &str = "MANARIG-REPORT-BEGIN";
 pub const END: &str = "MANARIG-REPORT-END";
 /// Format version `/init` writes and this parser reads.
 pub const VERSION: &str = "1";
+/// First line of a stage: the same items as the report, printed before a
+/// later step changes them (`MANARIG-STAGE-BEGIN first-probe` before `rmmod`).
+pub const STAGE_BEGIN: &str = "MANARIG-STAGE-BEGIN";
+/// Last line of a stage.
+pub const STAGE_END: &str = "MANARIG-STAGE-END";
 
 /// One guest CPU (sysfs `topology/`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -82,7 +87,9 @@ pub struct GuestReport {
     /// `/proc/cmdline`.
     pub cmdline: String,
     /// Milestones in guest seconds since boot (`/proc/uptime`): init, modules,
-    /// probe, ifup, settled, report. Absent when the step did not run.
+    /// probe, ifup (`ip link set up` returned), carrier (`carrier` read 1),
+    /// ethtool (`ethtool -L` returned), rmmod, settled, report. Absent when the
+    /// step did not run.
     pub times: BTreeMap<String, f64>,
     /// What `/init` loaded (`mana` or `none`).
     pub load: String,
@@ -92,6 +99,18 @@ pub struct GuestReport {
     pub netdev: Option<String>,
     /// insmod's exit status, None if it had not returned.
     pub insmod_status: Option<i32>,
+    /// `/sys/class/net/<netdev>/carrier` after `ip link set up` (None if not read).
+    pub carrier: Option<bool>,
+    /// Exit status of `ethtool -L <netdev> combined N` (None if not run;
+    /// 127 when the initramfs has no ethtool).
+    pub ethtool_status: Option<i32>,
+    /// Current combined channels as `ethtool -l` printed them (None without ethtool).
+    pub channels: Option<u32>,
+    /// Exit status of `rmmod mana` (None if not run).
+    pub rmmod_status: Option<i32>,
+    /// Kernel log lines that are warnings of any origin (`WARNING:`, `BUG:`,
+    /// `Oops`, `Call Trace`, lockdep): a clean run has none.
+    pub warnings: Vec<String>,
     /// CPUs by number.
     pub cpus: BTreeMap<u32, GuestCpu>,
     /// Nodes by id.
@@ -201,6 +220,37 @@ pub fn parse(console: &str) -> Result<GuestReport, ReportError> {
         .position(|l| *l == END)
         .map(|i| begin + i)
         .ok_or(ReportError::NoEnd(begin + 1))?;
+    parse_block(&lines, begin, end)
+}
+
+/// Parse every stage (`MANARIG-STAGE-BEGIN <name>` … `MANARIG-STAGE-END`) in
+/// `console`, in console order, as (name, report). A stage holds the same
+/// items as the report, as they were at that point of the run.
+///
+/// # Errors
+/// [`ReportError`] for a stage without its end line or a malformed line.
+pub fn parse_stages(console: &str) -> Result<Vec<(String, GuestReport)>, ReportError> {
+    let lines: Vec<&str> = console.lines().map(clean).collect();
+    let mut stages = Vec::new();
+    for (begin, line) in lines.iter().enumerate() {
+        let Some(name) = line.strip_prefix(STAGE_BEGIN) else { continue };
+        let end = lines[begin..]
+            .iter()
+            .position(|l| *l == STAGE_END)
+            .map(|i| begin + i)
+            .ok_or(ReportError::NoEnd(begin + 1))?;
+        stages.push((name.trim().to_string(), parse_block(&lines, begin, end)?));
+    }
+    Ok(stages)
+}
+
+/// `key: value` status items: `-` (the step did not run) and non-numbers are None.
+fn status(value: &str) -> Option<i32> {
+    value.trim().parse().ok()
+}
+
+/// Parse the items strictly between console lines `begin` and `end`.
+fn parse_block(lines: &[&str], begin: usize, end: usize) -> Result<GuestReport, ReportError> {
     let mut r = GuestReport::default();
     let mut raw = Raw::default();
     for (idx, &line) in lines.iter().enumerate().take(end).skip(begin + 1) {
@@ -218,7 +268,12 @@ pub fn parse(console: &str) -> Result<GuestReport, ReportError> {
             "load" => r.load = value.to_string(),
             "netdev" => r.netdev = (value != "-").then(|| value.to_string()),
             "settle" => r.settle = value.to_string(),
-            "insmod" => r.insmod_status = value.parse().ok(),
+            "insmod" => r.insmod_status = status(value),
+            "carrier" => r.carrier = status(value).map(|c| c == 1),
+            "ethtool" => r.ethtool_status = status(value),
+            "channels" => r.channels = value.trim().parse().ok(),
+            "rmmod" => r.rmmod_status = status(value),
+            "warning" => r.warnings.push(value.to_string()),
             "time" => {
                 if let Ok(t) = value.parse::<f64>() {
                     r.times.insert(id.to_string(), t);
@@ -385,6 +440,13 @@ impl GuestReport {
     pub fn init_to_report_s(&self) -> Option<f64> {
         Some(self.times.get("report")? - self.times.get("init")?)
     }
+
+    /// Guest seconds from the start of `ip link set <netdev> up` (the probe
+    /// milestone) to the carrier reading 1, if both were recorded. Includes
+    /// `mana_open()`: every queue's creation and, on 6.x, its RQ fence.
+    pub fn ifup_to_carrier_s(&self) -> Option<f64> {
+        Some(self.times.get("carrier")? - self.times.get("probe")?)
+    }
 }
 
 #[cfg(test)]
@@ -546,5 +608,31 @@ MANARIG-REPORT-END\r
         assert_eq!(r.nodes[&0].distance, vec![10, 12, 20, 22]);
         assert_eq!(r.nodes[&1].distance, vec![12, 10, 22, 24]);
         assert_eq!(affinities(&r), ["0", "0", "1", "2", "3", "4", "5", "6", "7"]);
+    }
+
+    /// Captured console of a real run: seed 002's machine, Debian 6.1.192,
+    /// `manarig.channels=4 manarig.reprobe=1`: the first probe as a stage, then
+    /// rmmod, the second probe and the report.
+    #[test]
+    fn captured_reprobe_run_has_a_first_probe_stage_and_the_lifecycle_items() {
+        let console = include_str!("../tests/fixtures/console-seed002-6.1-reprobe.txt");
+        let stages = parse_stages(console).expect("stages");
+        assert_eq!(stages.len(), 1);
+        let (name, first) = &stages[0];
+        assert_eq!(name, "first-probe");
+        assert_eq!((first.carrier, first.ethtool_status, first.channels, first.rmmod_status), (Some(true), Some(0), Some(4), None));
+        let r = parse(console).expect("report");
+        assert_eq!((r.carrier, r.ethtool_status, r.channels, r.rmmod_status), (Some(true), Some(0), Some(4), Some(0)));
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+        assert!(r.ifup_to_carrier_s().is_some_and(|s| s >= 0.0));
+        // Linux 6.1 (cpumask_local_spread per vector): the same table after the re-probe.
+        assert_eq!(affinities(first), affinities(&r));
+        assert_eq!(affinities(&r), ["0", "1", "2", "3", "4", "5", "6", "7", "0"]);
+    }
+
+    #[test]
+    fn a_stage_without_its_end_is_an_error() {
+        let text = "MANARIG-STAGE-BEGIN first-probe\nkernel: 6.1\n";
+        assert_eq!(parse_stages(text).expect_err("must fail"), ReportError::NoEnd(1));
     }
 }

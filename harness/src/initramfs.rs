@@ -58,6 +58,9 @@ pub struct InitramfsSpec<'a> {
     pub modules: &'a [PathBuf],
     /// Archive compression.
     pub compression: Compression,
+    /// More files under their guest paths (ethtool and its libraries:
+    /// [`crate::provision::tools`]); their parent folders are created.
+    pub extra_files: &'a [crate::provision::tools::GuestFile],
 }
 
 enum Body {
@@ -122,6 +125,16 @@ pub fn build(spec: &InitramfsSpec<'_>) -> Result<Vec<u8>, InitramfsError> {
         entries.push((format!("{MODULE_DIR}/{name}"), Body::File(read(m)?, 0o644)));
     }
     entries.push((format!("{MODULE_DIR}/order"), Body::File(order.into_bytes(), 0o644)));
+    for f in spec.extra_files {
+        let mut parent = String::new();
+        for part in f.guest_path.split('/').rev().skip(1).collect::<Vec<_>>().into_iter().rev() {
+            parent = if parent.is_empty() { part.to_string() } else { format!("{parent}/{part}") };
+            if !entries.iter().any(|(name, _)| *name == parent) {
+                entries.push((parent.clone(), Body::Dir));
+            }
+        }
+        entries.push((f.guest_path.clone(), Body::File(read(&f.host)?, f.mode)));
+    }
     entries.push(("init".into(), Body::File(INIT_SCRIPT.as_bytes().to_vec(), 0o755)));
 
     let mut out = Vec::new();
@@ -196,7 +209,7 @@ mod tests {
         let ko = dir.path().join("mana.ko");
         std::fs::write(&ko, b"\x7fELF-not-really").expect("write");
         let mods = [ko];
-        let spec = InitramfsSpec { busybox: &bb, modules: &mods, compression: Compression::None };
+        let spec = InitramfsSpec { busybox: &bb, modules: &mods, compression: Compression::None, extra_files: &[] };
         let a = build(&spec).expect("build");
         let b = build(&spec).expect("build");
         assert_eq!(a, b);
@@ -214,7 +227,7 @@ mod tests {
     fn gzip_output_is_gzip_and_reproducible() {
         let dir = tempfile::tempdir().expect("tempdir");
         let bb = fake_busybox(dir.path());
-        let spec = InitramfsSpec { busybox: &bb, modules: &[], compression: Compression::Gzip };
+        let spec = InitramfsSpec { busybox: &bb, modules: &[], compression: Compression::Gzip, extra_files: &[] };
         let a = build(&spec).expect("build");
         assert_eq!(&a[..2], &[0x1f, 0x8b]);
         assert_eq!(a, build(&spec).expect("build"));
@@ -225,7 +238,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let bb = fake_busybox(dir.path());
         let mods = [dir.path().join("absent.ko")];
-        let spec = InitramfsSpec { busybox: &bb, modules: &mods, compression: Compression::None };
+        let spec = InitramfsSpec { busybox: &bb, modules: &mods, compression: Compression::None, extra_files: &[] };
         let err = build(&spec).expect_err("must fail").to_string();
         assert!(err.contains("absent.ko"), "{err}");
     }

@@ -2,7 +2,8 @@
 //! topology in QEMU with the emulated MANA NIC, lets the kernel's own `mana`
 //! driver probe it, and requires the verdict the file names in `[expect]`
 //! (and, for `pass`, every vector's `smp_affinity_list` as the reference model
-//! predicts from the kernel's algorithms).
+//! predicts from the kernel's algorithms), with no kernel warning in the guest
+//! and the carrier up once the netdev is.
 //!
 //! Tests whose name starts with `slow_` (machines of 96 vCPUs or more) are left
 //! out of the default nextest profile; `cargo nextest run --profile slow` runs
@@ -43,6 +44,13 @@ fn check(file: &str, kernel: &str) {
         ExpectedVerdict::RigError => panic!("{file} on {kernel}: the file expects a rig error, the run worked:\n{report}"),
     };
     assert_eq!(got, want, "{file} on {kernel} ({}): verdict differs from the file's expectation", topo.expect().source);
+    // Whatever the table, the driver must not upset the kernel, and a netdev
+    // that probed must get its carrier after `ip link set up` (mana_open()).
+    let r = &outcome.report;
+    assert!(r.warnings.is_empty(), "{file} on {kernel}: kernel warnings: {:#?}", r.warnings);
+    if r.netdev.is_some() {
+        assert_eq!(r.carrier, Some(true), "{file} on {kernel}: no carrier after ip link set up");
+    }
 }
 
 macro_rules! matrix {
@@ -64,6 +72,9 @@ matrix! {
     seed_000_4ch_on_linux_6_12: "seed-000-4ch" on "6.12";
     seed_000_4ch_on_linux_7: "seed-000-4ch" on "7.x";
     r01_nic_node1_on_linux_6_12: "r01-nic-node1" on "6.12";
+    r02_small_table_on_linux_6_1: "r02-small-table" on "6.1";
+    r02_small_table_on_linux_6_12: "r02-small-table" on "6.12";
+    r02_small_table_on_linux_7: "r02-small-table" on "7.x";
     r05_dyn_skip_on_linux_7: "r05-dyn-skip" on "7.x";
     r05_dyn_skip_on_linux_6_12: "r05-dyn-skip" on "6.12";
     r06_low_vcpu_on_linux_7: "r06-low-vcpu" on "7.x";

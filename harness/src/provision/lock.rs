@@ -24,6 +24,8 @@ pub struct Lock {
     pub qemu: QemuPin,
     /// busybox-static for the initramfs.
     pub busybox: BusyboxPin,
+    /// ethtool and its shared libraries for the initramfs.
+    pub ethtool: ToolPin,
     /// Guest kernels, selected by [`KernelPin::id`] (e.g. `--kernel 6.12`).
     #[serde(rename = "kernel")]
     pub kernels: Vec<KernelPin>,
@@ -61,6 +63,14 @@ pub struct BusyboxPin {
     pub track: String,
     /// The pinned package.
     pub package: PackagePin,
+}
+
+/// A guest tool and the packages of its shared libraries (`[ethtool]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolPin {
+    /// The tool's package first, then the libraries'.
+    pub packages: Vec<PackagePin>,
 }
 
 /// One guest kernel (`[[kernel]]`).
@@ -125,11 +135,15 @@ impl Lock {
                 return Err(invalid(format!("kernel {}: no packages", k.id)));
             }
         }
+        if lock.ethtool.packages.is_empty() {
+            return Err(invalid("ethtool: no packages".into()));
+        }
         for p in lock
             .kernels
             .iter()
             .flat_map(|k| k.packages.iter())
             .chain(std::iter::once(&lock.busybox.package))
+            .chain(lock.ethtool.packages.iter())
         {
             if p.sha256.len() != 64 || !p.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
                 return Err(invalid(format!(

@@ -1,4 +1,4 @@
-//! Provisioning: QEMU, the pinned guest kernels and busybox, in a cache folder.
+//! Provisioning: QEMU, the pinned guest kernels, busybox and ethtool, in a cache folder.
 //!
 //! [`setup`] downloads and unpacks what `guest-images/kernels.lock` pins (through
 //! a private apt root: no host package is changed) and is idempotent: every item
@@ -14,6 +14,7 @@
 //! <cache>/qemu/<version>/root  trixie-backports QEMU + its libraries, unpacked
 //! <cache>/kernels/<id>/        vmlinuz, <module>.ko (decompressed), stamp.json
 //! <cache>/busybox/             busybox, stamp.json
+//! <cache>/ethtool/             sbin/ethtool, lib*/ (its libraries and loader), stamp.json
 //! ```
 
 pub mod apt;
@@ -160,6 +161,8 @@ pub struct Provisioned {
     pub busybox: PathBuf,
     /// busybox's pinned package.
     pub busybox_package: PackagePin,
+    /// ethtool and its libraries, as initramfs files.
+    pub ethtool: Vec<tools::GuestFile>,
 }
 
 impl Provisioned {
@@ -285,6 +288,17 @@ pub fn setup(cache: &Path, opts: &SetupOptions, progress: &mut dyn FnMut(&str)) 
         std::fs::copy(&bin, &dst).map_err(|e| ProvisionError::io(&dst, e))?;
         write_stamp(&bb_stamp, &BusyboxStamp { pin: lock.busybox.package.clone() })?;
         progress(&format!("busybox: {} {} ready", lock.busybox.package.name, lock.busybox.package.version));
+    }
+
+    // ethtool.
+    let et_dir = cache.join("ethtool");
+    if tools::ethtool_ready(&et_dir, &lock.ethtool) {
+        progress("ethtool: cached");
+    } else {
+        let a = apt.get(progress)?;
+        let debs = tools::fetch(&a, cache, &lock.ethtool, progress)?;
+        tools::install_ethtool(cache, &debs, &lock.ethtool, &et_dir)?;
+        progress(&format!("ethtool: ready in {}", et_dir.display()));
     }
 
     // Kernels.
@@ -462,6 +476,10 @@ fn load_with(cache: &Path, lock: &Lock) -> Result<Provisioned, ProvisionError> {
         Some(_) => return Err(missing("busybox", "stale: the lock pins another version")),
         None => return Err(missing("busybox", "missing")),
     }
+    let et_dir = cache.join("ethtool");
+    if !tools::ethtool_ready(&et_dir, &lock.ethtool) {
+        return Err(missing("ethtool", "missing or stale"));
+    }
     let mut kernels = BTreeMap::new();
     for pin in &lock.kernels {
         let dir = cache.join("kernels").join(&pin.id);
@@ -492,6 +510,7 @@ fn load_with(cache: &Path, lock: &Lock) -> Result<Provisioned, ProvisionError> {
         kernels,
         busybox: bb_dir.join("busybox"),
         busybox_package: lock.busybox.package.clone(),
+        ethtool: tools::ethtool_files(&et_dir),
     })
 }
 
@@ -499,6 +518,7 @@ fn bb_present(cache: &Path) -> bool {
     cache.join("busybox/busybox").is_file()
 }
 
+pub mod tools;
 mod update;
 
 #[cfg(test)]

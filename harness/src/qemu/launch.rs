@@ -55,6 +55,23 @@ pub struct BootRequest<'a> {
     pub compression: Compression,
     /// QEMU `-cpu` value.
     pub cpu_model: String,
+    /// More files for the initramfs (e.g. [`crate::provision::Provisioned::ethtool`]).
+    pub extra_files: Vec<crate::provision::tools::GuestFile>,
+    /// Called with the marker line when the console shows the start of a
+    /// stage or of the report (`MANARIG-STAGE-BEGIN …`, `MANARIG-REPORT-BEGIN …`):
+    /// the guest is quiet from there to the end marker, so the caller can take
+    /// the device's state that goes with it.
+    pub on_marker: Option<MarkerHook>,
+}
+
+/// A callback for [`BootRequest::on_marker`].
+#[derive(Clone)]
+pub struct MarkerHook(pub std::sync::Arc<dyn Fn(&str) + Send + Sync>);
+
+impl std::fmt::Debug for MarkerHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MarkerHook")
+    }
 }
 
 impl<'a> BootRequest<'a> {
@@ -73,6 +90,8 @@ impl<'a> BootRequest<'a> {
             console_log: None,
             compression: Compression::None,
             cpu_model: super::spec::DEFAULT_CPU.to_string(),
+            extra_files: Vec::new(),
+            on_marker: None,
         }
     }
 }
@@ -280,7 +299,12 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
     let tmp = tempfile::Builder::new().prefix("manarig-boot-").tempdir().map_err(io("temp dir"))?;
     let initrd = tmp.path().join("initramfs.cpio");
     initramfs::write(
-        &InitramfsSpec { busybox: req.busybox, modules: &req.kernel.modules, compression: req.compression },
+        &InitramfsSpec {
+            busybox: req.busybox,
+            modules: &req.kernel.modules,
+            compression: req.compression,
+            extra_files: &req.extra_files,
+        },
         &initrd,
     )?;
 
@@ -339,6 +363,7 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
     let mut reaper = Reaper::new(child);
 
     let (tx, rx) = mpsc::channel();
+    let on_marker = req.on_marker.clone();
     let reader = std::thread::spawn(move || {
         if let Some(out) = stdout {
             let mut r = std::io::BufReader::new(out);
@@ -346,6 +371,13 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
             while matches!(r.read_until(b'\n', &mut buf), Ok(n) if n > 0) {
                 let line = String::from_utf8_lossy(&buf).trim_end_matches(['\n', '\r']).to_string();
                 buf.clear();
+                // Called here, as soon as the line is read, so that the caller's
+                // snapshot is as close to the guest's moment as the console allows.
+                if let Some(hook) = &on_marker {
+                    if line.starts_with(guest_report::BEGIN) || line.starts_with(guest_report::STAGE_BEGIN) {
+                        (hook.0)(line.trim_end());
+                    }
+                }
                 if tx.send(Msg::Line(line)).is_err() {
                     break;
                 }
@@ -450,6 +482,10 @@ mod tests {
     }
 
     fn run_fake(body: &str, deadline: Duration) -> Result<BootOutcome, LaunchError> {
+        run_fake_with(body, deadline, None)
+    }
+
+    fn run_fake_with(body: &str, deadline: Duration, on_marker: Option<MarkerHook>) -> Result<BootOutcome, LaunchError> {
         let dir = tempfile::tempdir().expect("tempdir");
         let qemu_bin = fake(dir.path(), "qemu", body);
         let busybox = fake(dir.path(), "busybox", "echo sh");
@@ -465,7 +501,21 @@ mod tests {
         let spec = super::super::machines::seed_002(256);
         let mut req = BootRequest::new(&spec, &kernel, &busybox);
         req.deadline = deadline;
+        req.on_marker = on_marker;
         boot(&qemu, &req)
+    }
+
+    #[test]
+    fn the_marker_hook_sees_each_stage_and_the_report_begin_once() {
+        let seen = std::sync::Arc::new(Mutex::new(Vec::<String>::new()));
+        let hook = {
+            let seen = std::sync::Arc::clone(&seen);
+            MarkerHook(std::sync::Arc::new(move |line: &str| seen.lock().expect("lock").push(line.to_owned())))
+        };
+        let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/console-seed002-6.1-reprobe.txt");
+        let out = run_fake_with(&format!("cat '{fixture}'"), Duration::from_secs(60), Some(hook)).expect("report");
+        assert_eq!(out.report.rmmod_status, Some(0));
+        assert_eq!(*seen.lock().expect("lock"), ["MANARIG-STAGE-BEGIN first-probe", "MANARIG-REPORT-BEGIN 1"]);
     }
 
     #[test]

@@ -4,5 +4,5 @@ pub mod command;
 pub mod launch;
 pub mod spec;
 
-pub use launch::{boot, BootOutcome, BootRequest, LaunchError};
+pub use launch::{boot, BootOutcome, BootRequest, LaunchError, MarkerHook};
 pub use spec::{machines, vfio_user_nic, MachineSpec, NicPlacement, NodeSpec, SpecError};

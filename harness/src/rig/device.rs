@@ -15,6 +15,17 @@ use std::time::Duration;
 /// after QEMU is gone.
 const STOP_DEADLINE: Duration = Duration::from_secs(10);
 
+/// Takes the status of a [`RunningDevice`] from any thread.
+#[derive(Clone)]
+pub struct DeviceStatusHandle(StatusHandle);
+
+impl DeviceStatusHandle {
+    /// The device's status now, as JSON (`device_model::server::DeviceStatus`).
+    pub fn snapshot(&self) -> Option<serde_json::Value> {
+        serde_json::to_value(self.0.device_status()).ok()
+    }
+}
+
 /// A device serving one QEMU connection on a background thread.
 pub struct RunningDevice {
     socket: PathBuf,
@@ -44,6 +55,12 @@ impl RunningDevice {
             })
             .context("cannot start the device thread")?;
         Ok(RunningDevice { socket: socket.to_path_buf(), status, done, thread: Some(thread) })
+    }
+
+    /// A handle that snapshots the device's status (JSON) from another thread
+    /// while it serves.
+    pub fn status_handle(&self) -> DeviceStatusHandle {
+        DeviceStatusHandle(self.status.clone())
     }
 
     /// Stop serving (QEMU must be gone) and return the device's final status

@@ -11,6 +11,7 @@ pub mod command;
 pub mod device;
 pub mod machine;
 pub mod observe;
+pub mod queues;
 
 use crate::accel::AccelChoice;
 use crate::model::{expected_table, KernelGen};
@@ -42,6 +43,12 @@ pub struct RunRequest {
     /// Judge the guest against this generation's model instead of `kernel`'s
     /// (for kernels the rig cannot classify, or to see how far two generations differ).
     pub model: Option<KernelGen>,
+    /// Combined channels for `ethtool -L` in the guest (`manarig.channels=N`);
+    /// overrides the topology's `[nic] channels`.
+    pub channels: Option<u32>,
+    /// After the first probe, `rmmod mana` and load it again
+    /// (`manarig.reprobe=1`); the first probe's state is kept as a stage.
+    pub reprobe: bool,
 }
 
 impl RunRequest {
@@ -56,6 +63,8 @@ impl RunRequest {
             deadline: Duration::from_secs(900),
             console_log: None,
             model: None,
+            channels: None,
+            reprobe: false,
         }
     }
 }
@@ -82,6 +91,57 @@ pub struct RunOutcome {
     pub timings: RunTimings,
     /// The device's status after the guest powered off (JSON), if it produced one.
     pub device_status: Option<serde_json::Value>,
+    /// The queue → EQ → MSI-X vector → IRQ → CPUs table while the guest
+    /// printed its report (None when the device status could not be taken).
+    pub queues: Option<queues::QueueTable>,
+    /// The guest's report (times, carrier, ethtool and rmmod results, warnings).
+    pub report: crate::guest_report::GuestReport,
+    /// Earlier moments of the run (`first-probe` with `reprobe`), judged the same way.
+    pub stages: Vec<StageOutcome>,
+}
+
+/// The steps the run asked the guest for (`ethtool -L`, `rmmod`) must have
+/// succeeded whenever the driver gave a netdev: a failure there is a broken
+/// rig or driver, not an IRQ-placement verdict.
+///
+/// # Errors
+/// Which step failed, with its exit status and the driver's last messages.
+fn lifecycle_steps_ran(report: &crate::guest_report::GuestReport, channels: Option<u32>, reprobe: bool) -> Result<()> {
+    let tail = || report.dmesg.iter().rev().take(5).rev().cloned().collect::<Vec<_>>().join("\n  ");
+    let Some(netdev) = &report.netdev else { return Ok(()) };
+    if let Some(n) = channels {
+        if report.ethtool_status != Some(0) {
+            bail!(
+                "`ethtool -L {netdev} combined {n}` failed in the guest (exit {}); last driver messages:\n  {}",
+                report.ethtool_status.map_or("-".into(), |rc| rc.to_string()),
+                tail()
+            );
+        }
+    }
+    if reprobe && report.rmmod_status != Some(0) {
+        bail!(
+            "`rmmod mana` failed in the guest (exit {}); last driver messages:\n  {}",
+            report.rmmod_status.map_or("-".into(), |rc| rc.to_string()),
+            tail()
+        );
+    }
+    Ok(())
+}
+
+/// Device status (JSON) taken at each begin marker, with the marker line.
+type Marks = std::sync::Arc<std::sync::Mutex<Vec<(String, Option<serde_json::Value>)>>>;
+
+/// One earlier moment of a run (a `MANARIG-STAGE-BEGIN <name>` block).
+#[derive(Debug)]
+pub struct StageOutcome {
+    /// The stage name (`first-probe`).
+    pub name: String,
+    /// The verdict of that moment's IRQ table against the same model.
+    pub verdict: Verdict,
+    /// Its queue table, if the device status was taken.
+    pub queues: Option<queues::QueueTable>,
+    /// Its report.
+    pub report: crate::guest_report::GuestReport,
 }
 
 /// Load the cache, provisioning it first when it is missing (the README's
@@ -136,6 +196,25 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     let mut boot = BootRequest::new(&spec, kernel, &prov.busybox);
     boot.load_mana = true;
     boot.extra_devices.push(qemu::vfio_user_nic(&socket));
+    boot.extra_files.clone_from(&prov.ethtool);
+    let channels = req.channels.or(topo.nic().channels);
+    if let Some(n) = channels {
+        boot.extra_cmdline.push(format!("manarig.channels={n}"));
+    }
+    if req.reprobe {
+        boot.extra_cmdline.push("manarig.reprobe=1".into());
+    }
+    // The device's state as each stage and the report begin (the guest changes
+    // nothing until the end marker; after the report it shuts the driver down).
+    let marks: Marks = Default::default();
+    {
+        let marks = std::sync::Arc::clone(&marks);
+        let status = nic.status_handle();
+        boot.on_marker = Some(qemu::MarkerHook(std::sync::Arc::new(move |line: &str| {
+            let snapshot = status.snapshot();
+            marks.lock().unwrap_or_else(|e| e.into_inner()).push((line.to_owned(), snapshot));
+        })));
+    }
     boot.deadline = req.deadline;
     boot.console_log.clone_from(&req.console_log);
     let booted = qemu::boot(&prov.qemu, &boot);
@@ -152,14 +231,58 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
             diffs.iter().map(|d| format!("  {d}")).collect::<Vec<_>>().join("\n")
         );
     }
+    lifecycle_steps_ran(&booted.report, channels, req.reprobe)?;
     let model = req.model.unwrap_or(req.kernel);
-    let observed = observe::observed(&booted.report, model, booted.accel.qemu_arg())?;
     let expected = expected_table(&topo.to_qemu_numbering(), model);
+    let marks = marks.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let status_at = |marker: &str| marks.iter().rev().find(|(l, _)| l.starts_with(marker)).and_then(|(_, s)| s.clone());
+    let table = |status: Option<serde_json::Value>, observed: &Observed| {
+        status.and_then(|s| match queues::queue_table(&s, &observed.vectors, model) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                tracing::warn!("queue table: {e}");
+                None
+            }
+        })
+    };
+    let mut stages = Vec::new();
+    for (name, report) in crate::guest_report::parse_stages(&booted.console).context("the guest's stages")? {
+        let observed = observe::observed(&report, model, booted.accel.qemu_arg())?;
+        let queues = table(status_at(&format!("{} {name}", crate::guest_report::STAGE_BEGIN)), &observed);
+        let verdict = judge(&topo, &observed, &expected);
+        stages.push(StageOutcome { name, verdict, queues, report });
+    }
+    let observed = observe::observed(&booted.report, model, booted.accel.qemu_arg())?;
+    let queues = table(status_at(crate::guest_report::BEGIN), &observed);
     let verdict = judge(&topo, &observed, &expected);
     Ok(RunOutcome {
         verdict,
         observed,
         timings: RunTimings { provision: provision_time, boot_to_report: booted.to_report, total: start.elapsed() },
         device_status,
+        queues,
+        report: booted.report,
+        stages,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::guest_report::GuestReport;
+
+    #[test]
+    fn a_failed_ethtool_or_rmmod_is_a_rig_error_naming_the_step() {
+        let mut r = GuestReport { netdev: Some("eth0".into()), ethtool_status: Some(1), ..GuestReport::default() };
+        r.dmesg.push("mana 0000:41:00.0 eth0: mana_attach failed: -22".into());
+        let e = lifecycle_steps_ran(&r, Some(4), false).expect_err("ethtool failed");
+        assert!(e.to_string().contains("ethtool -L eth0 combined 4") && e.to_string().contains("mana_attach failed"), "{e}");
+        r.ethtool_status = Some(0);
+        assert!(lifecycle_steps_ran(&r, Some(4), false).is_ok());
+        let e = lifecycle_steps_ran(&r, Some(4), true).expect_err("rmmod did not run");
+        assert!(e.to_string().contains("rmmod mana"), "{e}");
+        // Without a netdev the probe failed: the verdict says so, not these steps.
+        r.netdev = None;
+        assert!(lifecycle_steps_ran(&r, Some(4), true).is_ok());
+    }
 }

@@ -134,6 +134,10 @@ pub struct NicFile {
     /// MAC address `aa:bb:cc:dd:ee:ff` of vport 0 (default chosen by the device model).
     #[serde(default)]
     pub mac: Option<String>,
+    /// Combined channels the guest sets with `ethtool -L <netdev> combined N`
+    /// after `ip link set up` (default: leave the driver's count).
+    #[serde(default)]
+    pub channels: Option<u32>,
 }
 
 /// `[expect]`: the expected outcome of a rig run.

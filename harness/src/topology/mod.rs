@@ -64,6 +64,8 @@ pub struct Nic {
     pub dynamic_msix: bool,
     /// vport 0's MAC address, if the file sets one.
     pub mac: Option<[u8; 6]>,
+    /// Combined channels to set with `ethtool -L` in the guest, if the file sets them.
+    pub channels: Option<u32>,
 }
 
 /// What a rig run on this machine should conclude.

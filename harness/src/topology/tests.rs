@@ -255,3 +255,19 @@ fn linux_smt_outer_numbering_and_qemu_mapping() {
     let (p, _) = invalid(&bad, "numa.nodes[0].cpus");
     assert_eq!(p, Problem::SiblingSplit { cpu: 0, node: 0, sibling: 4, sibling_node: 1 });
 }
+
+/// The base file is seed 002's 8-CPU machine with the default 9-entry table:
+/// the driver allows 1..=8 combined channels (one queue per CPU, the 9th
+/// vector is the HWC's: mana_gd_query_max_resources()).
+#[test]
+fn channels_must_fit_the_driver_maximum() {
+    let t = Topology::from_toml_str("x", &with("numa_node = 0", "numa_node = 0\nchannels = 4")).expect("4 channels fit");
+    assert_eq!(t.nic().channels, Some(4));
+    let (p, _) = invalid(&with("numa_node = 0", "numa_node = 0\nchannels = 9"), "nic.channels");
+    assert_eq!(p, Problem::Range { value: 9, min: 1, max: 8 });
+    let (p, _) = invalid(&with("numa_node = 0", "numa_node = 0\nchannels = 0"), "nic.channels");
+    assert_eq!(p, Problem::Range { value: 0, min: 1, max: 8 });
+    // A 5-entry table leaves 4 queue vectors.
+    let (p, _) = invalid(&with("numa_node = 0", "numa_node = 0\nmsix_table_size = 5\nchannels = 5"), "nic.channels");
+    assert_eq!(p, Problem::Range { value: 5, min: 1, max: 4 });
+}

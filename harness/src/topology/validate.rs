@@ -4,7 +4,7 @@
 //! CPUs within the shape, no overlap, none missing, not empty, some memory, SMT sibling
 //! groups within one node); the SLIT (square, diagonal 10, others 11..=255, symmetric);
 //! the NIC (node exists or `"none"`, MSI-X table 1..=2048, `max_msix` ≥ 1,
-//! `max_queues` ≥ 1, MAC syntax).
+//! `max_queues` ≥ 1, MAC syntax, `channels` within what the driver allows).
 
 use super::error::{Problem, TopologyError};
 use super::file::{NicNodeFile, TopologyFile};
@@ -198,6 +198,17 @@ fn nic(ctx: &Ctx<'_>, file: &TopologyFile, nnodes: usize, ncpu: u32) -> Result<N
     if max_queues == 0 {
         return Err(ctx.err("nic.max_queues", Problem::Zero));
     }
+    // ethtool -L refuses more combined channels than the driver's maximum
+    // (mana_get_channels(): max_combined = max_num_queues), which is at most
+    // min(ncpu, MANA_MAX_NUM_QUEUES, max_eq.., MSI-X vectors - 1 for the HWC)
+    // (mana_gd_query_max_resources(), gdma_main.c, Linux 6.1-7.3).
+    if let Some(channels) = f.channels {
+        let most = ncpu.min(MANA_MAX_NUM_QUEUES).min(max_queues).min(table.min(max_msix).saturating_sub(1));
+        if channels == 0 || channels > most {
+            let problem = Problem::Range { value: channels.into(), min: 1, max: most.into() };
+            return Err(ctx.err("nic.channels", problem));
+        }
+    }
     let mac = match &f.mac {
         None => None,
         Some(s) => Some(parse_mac(s).ok_or_else(|| ctx.err("nic.mac", Problem::Mac { value: s.clone() }))?),
@@ -209,6 +220,7 @@ fn nic(ctx: &Ctx<'_>, file: &TopologyFile, nnodes: usize, ncpu: u32) -> Result<N
         max_queues,
         dynamic_msix: f.dynamic_msix.unwrap_or(true),
         mac,
+        channels: f.channels,
     })
 }
 

@@ -1,0 +1,240 @@
+//! Which MSI-X vector each active queue raises: the device's view (SQ/RQ →
+//! CQ → EQ → `eq_pci_msix_index`, learnt from GDMA_CREATE_QUEUE) joined with
+//! the guest's (MSI-X index → Linux IRQ → `smp_affinity_list`).
+//!
+//! The device status is the JSON of `device_model::server::DeviceStatus`
+//! (`core` = `device_model::snapshot::Snapshot`), taken while the guest
+//! printed its report (see [`crate::qemu::BootRequest::on_marker`]): after
+//! `ethtool -L`, before the shutdown path destroys the queues.
+
+use crate::cpulist::CpuMask;
+use crate::model::KernelGen;
+use crate::verdict::{ObservedVector, VectorName};
+use serde::{Deserialize, Serialize};
+
+/// GDMA device type of the Ethernet function (GDMA_DEVICE_MANA = 2,
+/// include/net/mana/gdma.h); the HWC's EQ has type 1.
+const GDMA_DEVICE_MANA: u16 = 2;
+
+/// One channel: its queues, their EQ and the vector it raises.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct QueueRow {
+    /// Channel index: the Ethernet EQs that have work queues, in EQ-id order
+    /// (mana creates `eqs[i]` for channel i in order: `mana_create_eq()`,
+    /// and the device gives out the lowest free id).
+    pub channel: usize,
+    /// SQ ids whose CQ reports to this EQ.
+    pub sqs: Vec<u32>,
+    /// RQ ids whose CQ reports to this EQ.
+    pub rqs: Vec<u32>,
+    /// EQ id.
+    pub eq: u32,
+    /// `eq_pci_msix_index` of the EQ (GDMA_CREATE_QUEUE).
+    pub msix_index: u16,
+    /// The guest's IRQ for that MSI-X index, if the guest reported one.
+    pub irq: Option<u32>,
+    /// Its name without `@pci:…` (`mana_q3`).
+    pub name: Option<String>,
+    /// Its `smp_affinity_list`.
+    pub cpus: Option<CpuMask>,
+    /// Its `effective_affinity_list`.
+    pub effective: Option<CpuMask>,
+}
+
+/// The queue table of one moment of the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+pub struct QueueTable {
+    /// Active channels, by channel index.
+    pub rows: Vec<QueueRow>,
+    /// Ethernet EQs without work queues (6.x keeps one per possible channel
+    /// after `ethtool -L` lowers the count: they are created at probe).
+    pub idle_eqs: Vec<u32>,
+}
+
+/// Errors reading the device status.
+#[derive(Debug, thiserror::Error)]
+pub enum QueueTableError {
+    /// The status has no core snapshot (the core never ran).
+    #[error("the device status has no core snapshot")]
+    NoCore,
+    /// The snapshot does not have the expected shape.
+    #[error("device snapshot: {0}")]
+    Shape(#[from] serde_json::Error),
+}
+
+#[derive(Deserialize)]
+struct CoreView {
+    eqs: Vec<EqView>,
+    wqs: Vec<WqView>,
+}
+
+#[derive(Deserialize)]
+struct EqView {
+    id: u32,
+    msix_index: u16,
+    owner: OwnerView,
+}
+
+#[derive(Deserialize)]
+struct OwnerView {
+    dev_type: u16,
+}
+
+#[derive(Deserialize)]
+struct WqView {
+    id: u32,
+    kind: String,
+    parent_eq: Option<u32>,
+}
+
+/// Join the device status (`{"shell": …, "core": Snapshot}`) with the guest's
+/// vectors (`gen` names them: [`VectorName`]).
+///
+/// # Errors
+/// [`QueueTableError`] when the status has no core or an unexpected shape.
+pub fn queue_table(
+    status: &serde_json::Value,
+    vectors: &[ObservedVector],
+    gen: KernelGen,
+) -> Result<QueueTable, QueueTableError> {
+    let core = status.get("core").filter(|c| !c.is_null()).ok_or(QueueTableError::NoCore)?;
+    let core: CoreView = serde_json::from_value(core.clone())?;
+    let mut eqs: Vec<&EqView> = core.eqs.iter().filter(|e| e.owner.dev_type == GDMA_DEVICE_MANA).collect();
+    eqs.sort_by_key(|e| e.id);
+    let mut table = QueueTable::default();
+    for eq in eqs {
+        let of = |kind: &str| -> Vec<u32> {
+            let mut ids: Vec<u32> =
+                core.wqs.iter().filter(|w| w.parent_eq == Some(eq.id) && w.kind == kind).map(|w| w.id).collect();
+            ids.sort_unstable();
+            ids
+        };
+        let (sqs, rqs) = (of("Sq"), of("Rq"));
+        if sqs.is_empty() && rqs.is_empty() {
+            table.idle_eqs.push(eq.id);
+            continue;
+        }
+        let vector = vectors
+            .iter()
+            .find(|v| VectorName::parse(&v.name, gen).msix_index == Some(u32::from(eq.msix_index)));
+        table.rows.push(QueueRow {
+            channel: table.rows.len(),
+            sqs,
+            rqs,
+            eq: eq.id,
+            msix_index: eq.msix_index,
+            irq: vector.map(|v| v.irq),
+            name: vector.map(|v| VectorName::parse(&v.name, gen).short.to_string()),
+            cpus: vector.map(|v| v.smp_affinity.clone()),
+            effective: vector.and_then(|v| v.effective.clone()),
+        });
+    }
+    Ok(table)
+}
+
+impl QueueTable {
+    /// Render as text: a title line, then one row per channel (the seeds'
+    /// style of table), then the idle EQs if any.
+    pub fn render(&self, title: &str) -> String {
+        let ids = |v: &[u32]| {
+            if v.is_empty() {
+                "-".to_string()
+            } else {
+                v.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+            }
+        };
+        let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+        let mut rows = vec![["Channel", "SQ", "RQ", "EQ", "MSI-X", "IRQ", "Name", "CPUs", "Effective"].map(String::from).to_vec()];
+        for r in &self.rows {
+            rows.push(vec![
+                r.channel.to_string(),
+                ids(&r.sqs),
+                ids(&r.rqs),
+                r.eq.to_string(),
+                r.msix_index.to_string(),
+                opt(r.irq.map(|i| i.to_string())),
+                opt(r.name.clone()),
+                opt(r.cpus.as_ref().map(ToString::to_string)),
+                opt(r.effective.as_ref().map(ToString::to_string)),
+            ]);
+        }
+        let widths: Vec<usize> = (0..rows[0].len()).map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0)).collect();
+        let mut out = format!("{title}\n");
+        for r in &rows {
+            let line: Vec<String> = r.iter().zip(&widths).map(|(cell, w)| format!("{cell:<w$}")).collect();
+            out.push_str(line.join("  ").trim_end());
+            out.push('\n');
+        }
+        if !self.idle_eqs.is_empty() {
+            out.push_str(&format!("Ethernet EQs without queues: {}\n", ids(&self.idle_eqs)));
+        }
+        out
+    }
+
+    /// The channel → CPUs mapping, for comparing two moments (first probe
+    /// and re-probe) regardless of queue ids and IRQ numbers.
+    pub fn channel_cpus(&self) -> Vec<(usize, u16, Option<String>)> {
+        self.rows.iter().map(|r| (r.channel, r.msix_index, r.cpus.as_ref().map(ToString::to_string))).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vector(irq: u32, name: &str, cpus: &[u32]) -> ObservedVector {
+        ObservedVector {
+            irq,
+            name: format!("{name}@pci:0000:41:00.0"),
+            smp_affinity: cpus.iter().copied().collect(),
+            affinity_hint: None,
+            effective: Some(cpus[..1].iter().copied().collect()),
+            counts: vec![1],
+        }
+    }
+
+    /// Seed 000's experiment on seed 002's default 9-vector machine (Linux
+    /// 6.12): 8 Ethernet EQs at probe with eq_pci_msix_index (i + 1) % 9
+    /// (mana_create_eq(), mana_en.c 6.12), then `ethtool -L combined 4`: the
+    /// queues of channels 0-3 use EQs 1-4, i.e. vectors 1-4 = mana_q0..q3 on
+    /// seed 002's sibling groups 0-1, 2-3, 0-1, 2-3.
+    #[test]
+    fn four_channels_join_eqs_vectors_and_cpus() {
+        let mut eqs = vec![serde_json::json!({"id": 0, "msix_index": 0, "owner": {"dev_type": 1, "instance": 0}})];
+        for i in 1..=8u32 {
+            eqs.push(serde_json::json!({"id": i, "msix_index": i % 9, "owner": {"dev_type": 2, "instance": 0}}));
+        }
+        let mut wqs = Vec::new();
+        for ch in 0..4u32 {
+            wqs.push(serde_json::json!({"id": 10 + ch, "kind": "Sq", "cq_id": 20 + ch, "parent_eq": ch + 1}));
+            wqs.push(serde_json::json!({"id": 30 + ch, "kind": "Rq", "cq_id": 40 + ch, "parent_eq": ch + 1}));
+        }
+        let status = serde_json::json!({"shell": {}, "core": {"eqs": eqs, "wqs": wqs, "cqs": []}});
+        let vectors = [
+            vector(25, "mana_hwc", &[0]),
+            vector(26, "mana_q0", &[0, 1]),
+            vector(27, "mana_q1", &[2, 3]),
+            vector(28, "mana_q2", &[0, 1]),
+            vector(29, "mana_q3", &[2, 3]),
+        ];
+        let t = queue_table(&status, &vectors, KernelGen::V6_12).expect("table");
+        assert_eq!(t.rows.len(), 4);
+        assert_eq!(t.idle_eqs, vec![5, 6, 7, 8]);
+        let got: Vec<(u16, Option<u32>, String)> =
+            t.rows.iter().map(|r| (r.msix_index, r.irq, r.cpus.as_ref().map(ToString::to_string).unwrap_or_default())).collect();
+        assert_eq!(
+            got,
+            vec![(1, Some(26), "0-1".into()), (2, Some(27), "2-3".into()), (3, Some(28), "0-1".into()), (4, Some(29), "2-3".into())]
+        );
+        assert_eq!((t.rows[0].sqs.clone(), t.rows[0].rqs.clone()), (vec![10], vec![30]));
+        let text = t.render("Queues:");
+        assert!(text.contains("mana_q3"), "{text}");
+        assert!(text.contains("Ethernet EQs without queues: 5,6,7,8"), "{text}");
+    }
+
+    #[test]
+    fn a_status_without_core_is_an_error() {
+        let status = serde_json::json!({"shell": {}, "core": null});
+        assert!(matches!(queue_table(&status, &[], KernelGen::V7), Err(QueueTableError::NoCore)));
+    }
+}

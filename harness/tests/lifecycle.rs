@@ -1,0 +1,130 @@
+//! The driver's life cycle in a real guest, beyond the probe: the link coming
+//! up, `ethtool -L` re-creating the queues on fewer channels, and `rmmod` +
+//! a second load. Each test boots a guest with the emulated MANA NIC (TCG)
+//! and asserts what a user of the rig would check; no timing assertions.
+//! They need the cache that `cargo xtask setup` fills.
+
+use harness::model::KernelGen;
+use harness::rig::queues::QueueTable;
+use harness::rig::{run_one, RunOutcome, RunRequest};
+use harness::verdict::Status;
+use std::path::PathBuf;
+
+fn topology_path(file: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../topologies").join(format!("{file}.toml"))
+}
+
+fn run(file: &str, kernel: &str, reprobe: bool) -> RunOutcome {
+    let gen: KernelGen = kernel.parse().expect("a modelled kernel");
+    let mut req = RunRequest::new(topology_path(file), gen);
+    req.reprobe = reprobe;
+    match run_one(&req) {
+        Ok(outcome) => {
+            eprintln!("{}", harness::rig::command::run_details(&outcome));
+            outcome
+        }
+        Err(e) => panic!("{file} on {kernel}: rig error: {e:#}"),
+    }
+}
+
+/// (MSI-X index, smp_affinity_list) of each active channel, in channel order.
+fn channel_vectors(t: &QueueTable) -> Vec<(u16, String)> {
+    t.rows.iter().map(|r| (r.msix_index, r.cpus.as_ref().map(ToString::to_string).unwrap_or_default())).collect()
+}
+
+/// The link came up (carrier 1 after `ip link set up`), `ethtool -L combined 4`
+/// succeeded and left 4 channels, no RQ fence timed out (mana_fence_rq() waits
+/// 10 s for the fence CQE and then logs "Failed to fence RQ"), and the kernel
+/// logged no warning.
+fn assert_link_and_channels(o: &RunOutcome, what: &str) {
+    let r = &o.report;
+    assert_eq!(r.netdev.as_deref(), Some("eth0"), "{what}: no netdev");
+    assert_eq!(r.carrier, Some(true), "{what}: no carrier after ip link set up");
+    assert_eq!(r.ethtool_status, Some(0), "{what}: ethtool -L failed");
+    assert_eq!(r.channels, Some(4), "{what}: ethtool -l shows another channel count");
+    assert!(!r.dmesg.iter().any(|l| l.contains("Failed to fence RQ")), "{what}: {:#?}", r.dmesg);
+    assert!(r.warnings.is_empty(), "{what}: kernel warnings: {:#?}", r.warnings);
+}
+
+/// Seed 000 (Case 1): with 4 channels set by ethtool on the default 9-vector
+/// table, channels 0-3 use EQs with eq_pci_msix_index 1-4 ((i + 1) %
+/// num_msix_usable: mana_create_eq(), mana_en.c 6.12), whose irq_setup()
+/// affinities are the sibling groups 0-1, 2-3, 4-5, 6-7.
+#[test]
+fn link_up_then_ethtool_sets_four_channels_on_seed_000_case_1_vectors_on_linux_6_12() {
+    let o = run("seed-000-ethtool", "6.12", false);
+    assert_eq!(o.verdict.status, Status::Pass);
+    assert_link_and_channels(&o, "6.12");
+    let t = o.queues.as_ref().expect("queue table");
+    let want = [(1, "0-1"), (2, "2-3"), (3, "4-5"), (4, "6-7")].map(|(i, c)| (i, c.to_string()));
+    assert_eq!(channel_vectors(t), want);
+}
+
+/// Linux 6.1: the same channels and vectors, but one CPU per vector:
+/// cpumask_local_spread(i, node) for MSI-X index i (mana_gd_setup_irqs(),
+/// gdma_main.c 6.1), so vectors 1-4 are CPUs 1-4 (seed 000 Case 2, shifted
+/// by the HWC's vector on CPU 0).
+#[test]
+fn link_up_then_ethtool_sets_four_channels_one_cpu_per_vector_on_linux_6_1() {
+    let o = run("seed-000-ethtool", "6.1", false);
+    assert_eq!(o.verdict.status, Status::Pass);
+    assert_link_and_channels(&o, "6.1");
+    let t = o.queues.as_ref().expect("queue table");
+    let want = [(1, "1"), (2, "2"), (3, "3"), (4, "4")].map(|(i, c)| (i, c.to_string()));
+    assert_eq!(channel_vectors(t), want);
+}
+
+/// Linux 7.x: ethtool -L destroys and re-creates the EQs (they belong to the
+/// port: mana_alloc_queues()); without MSI-X sharing each takes the first
+/// free vector of the bitmap (mana_gd_get_gic()), so vectors 1-4 again.
+/// With 9 usable vectors > 8 CPUs the queue vectors were spread one per CPU
+/// (mana_irq_setup_linear(), gdma_main.c 7.3): CPUs 0-3.
+#[test]
+fn link_up_then_ethtool_recreates_eqs_on_four_channels_on_linux_7() {
+    let o = run("seed-000-ethtool", "7.x", false);
+    assert_eq!(o.verdict.status, Status::Pass);
+    assert_link_and_channels(&o, "7.x");
+    let t = o.queues.as_ref().expect("queue table");
+    let want = [(1, "0"), (2, "1"), (3, "2"), (4, "3")].map(|(i, c)| (i, c.to_string()));
+    assert_eq!(channel_vectors(t), want);
+    assert!(t.idle_eqs.is_empty(), "7.x destroys the EQs of dropped channels: {t:?}");
+}
+
+/// insmod → up → ethtool -L 4 → (report stage) → rmmod → insmod → up →
+/// ethtool -L 4 → report: rmmod succeeds, the second probe passes like the
+/// first with the same IRQ and queue tables, and reading every
+/// affinity_hint before and after rmmod leaves no warning in the kernel log
+/// (free_irq() WARNs about a hint left set).
+fn reprobe_is_clean(kernel: &str) {
+    let o = run("seed-000-ethtool", kernel, true);
+    assert_eq!(o.report.rmmod_status, Some(0), "rmmod mana");
+    assert_eq!(o.stages.len(), 1, "one first-probe stage");
+    let first = &o.stages[0];
+    assert_eq!(first.name, "first-probe");
+    assert_eq!(first.verdict.status, Status::Pass, "first probe");
+    assert_eq!(o.verdict.status, Status::Pass, "re-probe");
+    assert_link_and_channels(&o, "re-probe");
+    assert_eq!(first.report.carrier, Some(true), "first probe: carrier");
+    let cpus = |v: &harness::verdict::Verdict| {
+        v.vectors.iter().map(|r| (r.name.clone(), r.observed.as_ref().map(|o| o.smp_affinity_list.to_string()))).collect::<Vec<_>>()
+    };
+    assert_eq!(cpus(&first.verdict), cpus(&o.verdict), "IRQ tables of the two probes");
+    let (a, b) = (first.queues.as_ref().expect("first queue table"), o.queues.as_ref().expect("queue table"));
+    assert_eq!(channel_vectors(a), channel_vectors(b), "queue tables of the two probes");
+    assert_eq!(b.rows.len(), 4);
+}
+
+#[test]
+fn rmmod_and_reprobe_keep_the_irq_and_queue_tables_without_kernel_warnings_on_linux_6_12() {
+    reprobe_is_clean("6.12");
+}
+
+#[test]
+fn rmmod_and_reprobe_keep_the_irq_and_queue_tables_without_kernel_warnings_on_linux_6_1() {
+    reprobe_is_clean("6.1");
+}
+
+#[test]
+fn rmmod_and_reprobe_keep_the_irq_and_queue_tables_without_kernel_warnings_on_linux_7() {
+    reprobe_is_clean("7.x");
+}
