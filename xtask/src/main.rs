@@ -22,6 +22,11 @@ fn main() -> ExitCode {
 
 /// `cargo xtask test [nextest args]`: provision, then run the whole suite with nextest.
 fn run_tests(extra: &[std::ffi::OsString]) -> ExitCode {
+    let wants_help = extra.iter().any(|a| a == "--help" || a == "-h");
+    if wants_help {
+        println!("cargo xtask test [NEXTEST ARGS]: provision (cargo xtask setup), then `cargo nextest run --workspace` with these arguments.\n");
+        return nextest(extra);
+    }
     // The boot tests need the provisioned cache; setup is idempotent and takes
     // well under a second once done.
     let setup = harness::provision::command::SetupArgs { cache_dir: None, update_lock: false, private_qemu: false };
@@ -29,6 +34,11 @@ fn run_tests(extra: &[std::ffi::OsString]) -> ExitCode {
         eprintln!("cargo xtask test: setup failed (see above); the boot tests cannot run without it");
         return ExitCode::from(2);
     }
+    nextest(extra)
+}
+
+/// `cargo nextest run --workspace --no-fail-fast EXTRA`.
+fn nextest(extra: &[std::ffi::OsString]) -> ExitCode {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = Command::new(cargo)
         .args(["nextest", "run", "--workspace", "--no-fail-fast"])
