@@ -42,6 +42,8 @@ pub struct RunRequest {
     /// Judge the guest against this generation's model instead of `kernel`'s
     /// (for kernels the rig cannot classify, or to see how far two generations differ).
     pub model: Option<KernelGen>,
+    /// Boot speed-ups (default all; [`qemu::Speedups::NONE`] for the plain boot).
+    pub speedups: qemu::Speedups,
 }
 
 impl RunRequest {
@@ -56,6 +58,7 @@ impl RunRequest {
             deadline: Duration::from_secs(900),
             console_log: None,
             model: None,
+            speedups: qemu::Speedups::default(),
         }
     }
 }
@@ -112,6 +115,15 @@ pub fn kernel_lock_id(gen: KernelGen) -> &'static str {
     }
 }
 
+/// How a run names its accelerator in reports: QEMU's `-accel` value and the
+/// boot speed-ups used, e.g. `tcg,thread=single (speed-ups: cmdline, pvh)` or
+/// `tcg,thread=single (speed-ups: none)`.
+pub fn accel_label(accel: crate::accel::Accel, speedups: qemu::Speedups) -> String {
+    let names = speedups.names();
+    let names = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+    format!("{} (speed-ups: {names})", accel.qemu_arg())
+}
+
 /// Run one topology on one kernel, end to end.
 ///
 /// # Errors
@@ -138,6 +150,7 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     boot.extra_devices.push(qemu::vfio_user_nic(&socket));
     boot.deadline = req.deadline;
     boot.console_log.clone_from(&req.console_log);
+    boot.speedups = req.speedups;
     let booted = qemu::boot(&prov.qemu, &boot);
     let device_status = nic.stop();
     let booted = booted.with_context(|| {
@@ -153,7 +166,7 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         );
     }
     let model = req.model.unwrap_or(req.kernel);
-    let observed = observe::observed(&booted.report, model, booted.accel.qemu_arg())?;
+    let observed = observe::observed(&booted.report, model, &accel_label(booted.accel, booted.speedups))?;
     let expected = expected_table(&topo.to_qemu_numbering(), model);
     let verdict = judge(&topo, &observed, &expected);
     Ok(RunOutcome {
