@@ -85,6 +85,11 @@ pub struct RunOutcome {
     pub timings: RunTimings,
     /// The device's status after the guest powered off (JSON), if it produced one.
     pub device_status: Option<serde_json::Value>,
+    /// The guest's milestones in guest seconds since boot (`init`, `modules`,
+    /// `probe`, `ifup`, `settled`, `report`; see [`crate::guest_report::GuestReport::times`]).
+    pub guest_times: std::collections::BTreeMap<String, f64>,
+    /// The speed-ups the boot really used.
+    pub speedups: qemu::Speedups,
 }
 
 /// Load the cache, provisioning it first when it is missing (the README's
@@ -174,5 +179,7 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         observed,
         timings: RunTimings { provision: provision_time, boot_to_report: booted.to_report, total: start.elapsed() },
         device_status,
+        guest_times: booted.report.times.clone(),
+        speedups: booted.speedups,
     })
 }
