@@ -122,7 +122,32 @@ fn payload(image: &[u8]) -> Result<&[u8], String> {
     image.get(start..start + len).ok_or_else(|| format!("payload {start}+{len} lies outside the {} byte file", image.len()))
 }
 
-/// Decompress a bzImage payload: zstd, gzip or xz, told apart by their magic bytes.
+/// LZ4 "legacy" frames (what the kernel's `lz4 -l` build step writes): the
+/// magic 0x184c2102, then blocks of a little-endian u32 compressed length and
+/// an LZ4 block of at most 8 MiB once decompressed; the bzImage appends the
+/// uncompressed size (4 bytes), which ends the walk.
+fn lz4_legacy(p: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+    const MAGIC: [u8; 4] = [0x02, 0x21, 0x4c, 0x18];
+    const BLOCK_MAX: usize = 8 << 20;
+    let mut rest = p.strip_prefix(&MAGIC).ok_or("no LZ4 legacy magic")?;
+    let mut buf = vec![0u8; BLOCK_MAX];
+    while rest.len() > 4 {
+        let (len, tail) = rest.split_at(4);
+        if len == MAGIC {
+            rest = tail;
+            continue;
+        }
+        let len = u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize;
+        let block = tail.get(..len).ok_or_else(|| format!("LZ4 block of {len} bytes past the payload end"))?;
+        let n = lz4_flex::block::decompress_into(block, &mut buf).map_err(|e| format!("lz4: {e}"))?;
+        out.extend_from_slice(&buf[..n]);
+        rest = &tail[len..];
+    }
+    Ok(())
+}
+
+/// Decompress a bzImage payload: zstd, gzip, xz or LZ4 (legacy frames), told
+/// apart by their magic bytes.
 fn decompress(p: &[u8]) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
     let r = if p.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
@@ -131,6 +156,8 @@ fn decompress(p: &[u8]) -> Result<Vec<u8>, String> {
             .read_to_end(&mut out)
     } else if p.starts_with(&[0x1f, 0x8b]) {
         flate2::read::GzDecoder::new(p).read_to_end(&mut out)
+    } else if p.starts_with(&[0x02, 0x21, 0x4c, 0x18]) {
+        return lz4_legacy(p, &mut out).map(|()| out);
     } else if p.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
         liblzma::read::XzDecoder::new(p).read_to_end(&mut out)
     } else {
@@ -155,7 +182,7 @@ fn has_pvh_note(elf: &[u8]) -> bool {
 }
 
 /// The uncompressed kernel of bzImage `vmlinuz`, for QEMU's PVH entry
-/// (`-kernel` of an ELF with XEN_ELFNOTE_PHYS32_ENTRY: no BIOS boot loader, no
+/// (Debian 6.1: LZ4; 6.12 and 7.x: zstd) (`-kernel` of an ELF with XEN_ELFNOTE_PHYS32_ENTRY: no BIOS boot loader, no
 /// real-mode setup, no decompression; measured 3.5-4 s shorter under TCG).
 /// Written once next to `vmlinuz` as `vmlinux.pvh` (about 60 MB for Debian's
 /// 6.12) and reused while it is newer than `vmlinuz`.
@@ -182,6 +209,8 @@ pub fn pvh_image(vmlinuz: &Path) -> Result<PathBuf, PvhError> {
     let dir = out.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io(format!("temp file in {}", dir.display())))?;
     std::io::Write::write_all(&mut tmp, &elf).map_err(io(format!("writing {}", out.display())))?;
+    use std::os::unix::fs::PermissionsExt;
+    let _ = tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644));
     tmp.persist(&out).map_err(|e| PvhError::Io { what: format!("renaming to {}", out.display()), source: e.error })?;
     Ok(out)
 }
