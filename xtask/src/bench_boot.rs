@@ -102,7 +102,7 @@ fn breakdown(m: &Measured) -> String {
     // decompression (host seconds to the report minus the guest's uptime then).
     let pre = m.to_report - g("report");
     format!(
-        "firmware+decompression {pre:.1} s | kernel to /init {:.1} s | modules {:.1} s | mana probe {:.1} s | \
+        "before the guest clock (firmware, loader, decompression, early setup) {pre:.1} s | kernel to /init {:.1} s | modules {:.1} s | mana probe {:.1} s | \
          ifup+vectors {:.1} s | report {:.1} s | host (provision, device, verdict) {:.1} s",
         g("init"),
         g("modules") - g("init"),
