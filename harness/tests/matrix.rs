@@ -90,6 +90,8 @@ matrix! {
     slow_seed_001_azure_128_on_linux_6_12: "seed-001-azure-128" on "6.12";
     slow_seed_001_azure_128_on_linux_6_1: "seed-001-azure-128" on "6.1";
     slow_r15_memory_only_on_linux_6_12: "r15-memory-only" on "6.12";
+    // 256 vCPUs: under TCG it needs at least 4 host cores (accel::check_tcg_size);
+    // on fewer it fails fast with that reason instead of hanging.
     slow_seed_003_epyc_7763_on_linux_6_12: "seed-003-epyc-7763" on "6.12";
 }
 
@@ -131,4 +133,43 @@ fn compare_prints_the_before_after_table_for_seed_002() {
     assert!(row.contains("1 | 0-1"), "mana_q0 row: {row:?}\n{stdout}");
     assert!(stdout.contains("affinity hints"), "{stdout}");
     assert!(stdout.lines().any(|l| l.ends_with(": 02")) && stdout.lines().any(|l| l.ends_with(": 03")), "{stdout}");
+}
+
+/// The vectors as the test compares them across boots: name, smp_affinity_list
+/// and affinity_hint (effective CPUs and counts may differ run to run, see
+/// `ObservedVector::effective`).
+fn placement(o: &harness::verdict::Observed) -> Vec<(String, String, Option<String>)> {
+    o.vectors
+        .iter()
+        .map(|v| (v.name.clone(), v.smp_affinity.to_string(), v.affinity_hint.as_ref().map(ToString::to_string)))
+        .collect()
+}
+
+fn speedups_keep_the_placement(file: &str, kernel: &str) {
+    let gen: KernelGen = kernel.parse().expect("a modelled kernel");
+    let path = topology_path(file);
+    let run = |speedups| {
+        let mut req = RunRequest::new(&path, gen);
+        req.speedups = speedups;
+        run_one(&req).unwrap_or_else(|e| panic!("{file} on {kernel} with {speedups:?}: rig error {e:#}"))
+    };
+    let fast = run(harness::qemu::Speedups::ALL);
+    let plain = run(harness::qemu::Speedups::NONE);
+    assert!(fast.observed.accel.contains("speed-ups: cmdline, pvh"), "{}", fast.observed.accel);
+    assert!(plain.observed.accel.contains("speed-ups: none"), "{}", plain.observed.accel);
+    // The speed-ups must not change what is tested: the same verdict and the
+    // same smp_affinity_list / affinity_hint per vector (docs/boot-speed.md).
+    assert_eq!(fast.verdict.status, plain.verdict.status, "{file} on {kernel}: verdict differs with the speed-ups");
+    assert_eq!(placement(&fast.observed), placement(&plain.observed), "{file} on {kernel}: IRQ placement differs");
+}
+
+#[test]
+fn speedups_keep_the_irq_placement_seed_002_on_linux_6_12() {
+    speedups_keep_the_placement("seed-002", "6.12");
+}
+
+#[test]
+fn speedups_keep_the_irq_placement_r17_on_linux_6_1() {
+    // R17 (four nodes, SLIT distances 12-24) on the kernel before irq_setup().
+    speedups_keep_the_placement("r17-diameter", "6.1");
 }

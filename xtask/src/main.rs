@@ -5,9 +5,13 @@
 //! `MANARIG_CACHE` or the default) and then runs the test suite with nextest
 //! (the command README.md and .ci/run use). Every other subcommand, `setup`
 //! included, is the harness's `manarig` command line.
-//! `cargo xtask bench` runs the benchmarks (release build).
+//! `cargo xtask bench [model] [boot] [--slow] [--runs N] [--update-baseline]`
+//! runs the benchmarks: `model` (release build, `cargo bench`) and `boot`
+//! (real runs, see [`bench_boot`]); both when no section is named.
 
 use std::process::{Command, ExitCode};
+
+mod bench_boot;
 
 fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
@@ -59,11 +63,64 @@ fn nextest(extra: &[std::ffi::OsString]) -> ExitCode {
 const BENCHES: &[(&str, &str, &str)] =
     &[("harness", "model", "expected IRQ table for the 256-CPU 16-node machine (budget 10 ms)")];
 
-/// `cargo xtask bench [args]`: run every benchmark in [`BENCHES`] with `cargo bench`
-/// (optimised build), passing `args` to each (the model bench takes a run count).
-fn run_benches(extra: &[std::ffi::OsString]) -> ExitCode {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+/// `cargo xtask bench [sections] [options]`: the `model` section runs every
+/// benchmark in [`BENCHES`] with `cargo bench` (optimised build), passing the
+/// remaining arguments (a run count); the `boot` section runs [`bench_boot`]
+/// (`--slow` adds the 128- and 256-CPU rows, `--runs N` the repetitions,
+/// `--update-baseline` rewrites benches/baseline.json).
+fn run_benches(args: &[std::ffi::OsString]) -> ExitCode {
+    let mut sections = Vec::new();
+    let mut opts = bench_boot::Options { slow: false, runs: 3, update_baseline: false };
+    let mut extra = Vec::new();
+    let mut it = args.iter().map(|a| a.to_string_lossy().into_owned());
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "model" | "boot" => sections.push(a),
+            "--slow" => opts.slow = true,
+            "--update-baseline" => opts.update_baseline = true,
+            "--runs" => match it.next().and_then(|n| n.parse().ok()) {
+                Some(n) => opts.runs = n,
+                None => {
+                    eprintln!("cargo xtask bench: --runs needs a number");
+                    return ExitCode::from(2);
+                }
+            },
+            _ => extra.push(a),
+        }
+    }
+    if sections.is_empty() {
+        sections = vec!["model".into(), "boot".into()];
+    }
     let mut failed = false;
+    for section in &sections {
+        let ok = if section == "model" {
+            match run_model_benches(&extra) {
+                Some(ok) => ok,
+                None => return ExitCode::from(2),
+            }
+        } else {
+            println!("== boot: boot-to-verdict wall time, Debian 6.12 (docs/boot-speed.md)");
+            match bench_boot::run(&opts) {
+                Ok(ok) => ok,
+                Err(e) => {
+                    eprintln!("cargo xtask bench boot: {e:#}");
+                    return ExitCode::from(2);
+                }
+            }
+        };
+        failed |= !ok;
+    }
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Every benchmark in [`BENCHES`] with `cargo bench`; `None` when cargo cannot run.
+fn run_model_benches(extra: &[String]) -> Option<bool> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut ok = true;
     for (package, bench, what) in BENCHES {
         println!("== {package}/{bench}: {what}");
         let status = Command::new(&cargo)
@@ -72,16 +129,12 @@ fn run_benches(extra: &[std::ffi::OsString]) -> ExitCode {
             .status();
         match status {
             Ok(s) if s.success() => {}
-            Ok(_) => failed = true,
+            Ok(_) => ok = false,
             Err(e) => {
                 eprintln!("cargo xtask bench: cannot run cargo bench: {e}");
-                return ExitCode::from(2);
+                return None;
             }
         }
     }
-    if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    }
+    Some(ok)
 }

@@ -55,6 +55,9 @@ pub struct BootArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Boot without the speed-ups (see `run --no-speedups`).
+    #[arg(long)]
+    pub no_speedups: bool,
 }
 
 /// A built-in machine by name.
@@ -134,6 +137,9 @@ pub fn run(args: &BootArgs) -> ExitCode {
     if let Some(c) = &args.cpu {
         req.cpu_model = c.clone();
     }
+    if args.no_speedups {
+        req.speedups = super::Speedups::NONE;
+    }
     if args.gzip {
         req.compression = Compression::Gzip;
     }
@@ -145,11 +151,12 @@ pub fn run(args: &BootArgs) -> ExitCode {
         println!("{}", serde_json::to_string_pretty(&out.report).unwrap_or_default());
     }
     eprintln!(
-        "boot: {} on kernel {} ({}), accel {}, report after {:.1} s host time (guest /init start {:.2} s, report {:.2} s uptime)",
+        "boot: {} on kernel {} ({}), accel {} speed-ups [{}], report after {:.1} s host time (guest /init start {:.2} s, report {:.2} s uptime)",
         args.machine,
         kernel.id,
         out.report.kernel,
         out.accel.qemu_arg(),
+        out.speedups.names().join(","),
         out.to_report.as_secs_f64(),
         out.report.times.get("init").copied().unwrap_or(f64::NAN),
         out.report.times.get("report").copied().unwrap_or(f64::NAN),

@@ -2,6 +2,7 @@
 //! guest's report. QEMU is always reaped: on success, error, deadline, guest
 //! panic, panic of the caller (drop guard) and SIGINT/SIGTERM.
 
+use super::speed::{self, Speedups, SPEED_CMDLINE};
 use super::spec::{MachineSpec, SpecError};
 use crate::accel::{self, Accel, AccelError};
 use crate::guest_report::{self, GuestReport, ReportError};
@@ -62,6 +63,8 @@ pub struct BootRequest<'a> {
     /// the guest is quiet from there to the end marker, so the caller can take
     /// the device's state that goes with it.
     pub on_marker: Option<MarkerHook>,
+    /// Boot speed-ups (default: all; see [`super::speed`]).
+    pub speedups: Speedups,
 }
 
 /// A callback for [`BootRequest::on_marker`].
@@ -92,6 +95,7 @@ impl<'a> BootRequest<'a> {
             cpu_model: super::spec::DEFAULT_CPU.to_string(),
             extra_files: Vec::new(),
             on_marker: None,
+            speedups: Speedups::default(),
         }
     }
 }
@@ -109,6 +113,9 @@ pub struct BootOutcome {
     pub to_report: Duration,
     /// The QEMU arguments (after the binary).
     pub qemu_args: Vec<String>,
+    /// The speed-ups this boot really used (PVH falls back to the bzImage
+    /// when the kernel has no PVH entry).
+    pub speedups: Speedups,
 }
 
 /// Errors of a boot.
@@ -165,6 +172,9 @@ pub enum LaunchError {
         /// Last console lines.
         tail: String,
     },
+    /// The guest is too large for TCG on this host (see [`accel::check_tcg_size`]).
+    #[error("machine: {0}")]
+    TooLargeForTcg(String),
     /// SIGINT or SIGTERM arrived; QEMU was killed and reaped.
     #[error("interrupted by a signal; QEMU was stopped")]
     Interrupted,
@@ -294,6 +304,7 @@ fn tail(lines: &VecDeque<String>) -> String {
 pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, LaunchError> {
     req.spec.validate()?;
     let accel = accel::choose(req.spec.accel, req.spec.vcpus())?;
+    accel::check_tcg_size(accel, req.spec.vcpus(), accel::host_cores()).map_err(LaunchError::TooLargeForTcg)?;
     install_signal_thread();
 
     let tmp = tempfile::Builder::new().prefix("manarig-boot-").tempdir().map_err(io("temp dir"))?;
@@ -312,6 +323,23 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
     if req.load_mana {
         cmdline.push_str(" manarig.load=mana");
     }
+    let mut used = req.speedups;
+    if used.cmdline {
+        cmdline.push(' ');
+        cmdline.push_str(SPEED_CMDLINE);
+    }
+    let kernel_image = if used.pvh {
+        match speed::pvh_image(&req.kernel.vmlinuz) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!("PVH boot not possible, booting the bzImage: {e}");
+                used.pvh = false;
+                req.kernel.vmlinuz.clone()
+            }
+        }
+    } else {
+        req.kernel.vmlinuz.clone()
+    };
     for c in &req.extra_cmdline {
         cmdline.push(' ');
         cmdline.push_str(c);
@@ -324,7 +352,7 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
     args.extend(
         [
             "-kernel",
-            &req.kernel.vmlinuz.to_string_lossy(),
+            &kernel_image.to_string_lossy(),
             "-initrd",
             &initrd.to_string_lossy(),
             "-append",
@@ -463,7 +491,7 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
         return Err(LaunchError::Exited { status, stderr, tail: tail(&last) });
     };
     let report = guest_report::parse(&console).map_err(|source| LaunchError::Report { source, tail: tail(&last) })?;
-    Ok(BootOutcome { report, console, accel, to_report, qemu_args: args })
+    Ok(BootOutcome { report, console, accel, to_report, qemu_args: args, speedups: used })
 }
 
 #[cfg(test)]

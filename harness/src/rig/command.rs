@@ -30,6 +30,11 @@ pub struct RigOptions {
     /// Also write the guest's serial console to this file.
     #[arg(long, value_name = "FILE")]
     pub console: Option<PathBuf>,
+    /// Boot the plain way (bzImage through the BIOS, Debian's command line)
+    /// instead of with the speed-ups (PVH entry, speed command-line items);
+    /// for A/B comparisons (docs/boot-speed.md).
+    #[arg(long)]
+    pub no_speedups: bool,
 }
 
 impl RigOptions {
@@ -54,6 +59,7 @@ impl RigOptions {
             model,
             channels: None,
             reprobe: false,
+            speedups: if self.no_speedups { crate::qemu::Speedups::NONE } else { crate::qemu::Speedups::ALL },
         }
     }
 }

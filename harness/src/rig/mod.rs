@@ -49,6 +49,8 @@ pub struct RunRequest {
     /// After the first probe, `rmmod mana` and load it again
     /// (`manarig.reprobe=1`); the first probe's state is kept as a stage.
     pub reprobe: bool,
+    /// Boot speed-ups (default all; [`qemu::Speedups::NONE`] for the plain boot).
+    pub speedups: qemu::Speedups,
 }
 
 impl RunRequest {
@@ -65,6 +67,7 @@ impl RunRequest {
             model: None,
             channels: None,
             reprobe: false,
+            speedups: qemu::Speedups::default(),
         }
     }
 }
@@ -98,6 +101,11 @@ pub struct RunOutcome {
     pub report: crate::guest_report::GuestReport,
     /// Earlier moments of the run (`first-probe` with `reprobe`), judged the same way.
     pub stages: Vec<StageOutcome>,
+    /// The guest's milestones in guest seconds since boot (`init`, `modules`,
+    /// `probe`, `ifup`, `settled`, `report`; see [`crate::guest_report::GuestReport::times`]).
+    pub guest_times: std::collections::BTreeMap<String, f64>,
+    /// The speed-ups the boot really used.
+    pub speedups: qemu::Speedups,
 }
 
 /// The steps the run asked the guest for (`ethtool -L`, `rmmod`) must have
@@ -172,6 +180,15 @@ pub fn kernel_lock_id(gen: KernelGen) -> &'static str {
     }
 }
 
+/// How a run names its accelerator in reports: QEMU's `-accel` value and the
+/// boot speed-ups used, e.g. `tcg,thread=single (speed-ups: cmdline, pvh)` or
+/// `tcg,thread=single (speed-ups: none)`.
+pub fn accel_label(accel: crate::accel::Accel, speedups: qemu::Speedups) -> String {
+    let names = speedups.names();
+    let names = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+    format!("{} (speed-ups: {names})", accel.qemu_arg())
+}
+
 /// Run one topology on one kernel, end to end.
 ///
 /// # Errors
@@ -217,6 +234,7 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     }
     boot.deadline = req.deadline;
     boot.console_log.clone_from(&req.console_log);
+    boot.speedups = req.speedups;
     let booted = qemu::boot(&prov.qemu, &boot);
     let device_status = nic.stop();
     let booted = booted.with_context(|| {
@@ -233,6 +251,7 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     }
     lifecycle_steps_ran(&booted.report, channels, req.reprobe)?;
     let model = req.model.unwrap_or(req.kernel);
+    let accel = accel_label(booted.accel, booted.speedups);
     let expected = expected_table(&topo.to_qemu_numbering(), model);
     let marks = marks.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let status_at = |marker: &str| marks.iter().rev().find(|(l, _)| l.starts_with(marker)).and_then(|(_, s)| s.clone());
@@ -247,12 +266,12 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     };
     let mut stages = Vec::new();
     for (name, report) in crate::guest_report::parse_stages(&booted.console).context("the guest's stages")? {
-        let observed = observe::observed(&report, model, booted.accel.qemu_arg())?;
+        let observed = observe::observed(&report, model, &accel)?;
         let queues = table(status_at(&format!("{} {name}", crate::guest_report::STAGE_BEGIN)), &observed);
         let verdict = judge(&topo, &observed, &expected);
         stages.push(StageOutcome { name, verdict, queues, report });
     }
-    let observed = observe::observed(&booted.report, model, booted.accel.qemu_arg())?;
+    let observed = observe::observed(&booted.report, model, &accel)?;
     let queues = table(status_at(crate::guest_report::BEGIN), &observed);
     let verdict = judge(&topo, &observed, &expected);
     Ok(RunOutcome {
@@ -261,6 +280,8 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         timings: RunTimings { provision: provision_time, boot_to_report: booted.to_report, total: start.elapsed() },
         device_status,
         queues,
+        guest_times: booted.report.times.clone(),
+        speedups: booted.speedups,
         report: booted.report,
         stages,
     })

@@ -1,0 +1,258 @@
+//! Boot speed-ups under TCG: what the launcher changes, by default, to get from
+//! QEMU start to the guest's report faster, and the `--no-speedups` A/B switch.
+//!
+//! Every item is chosen from a measurement (docs/boot-speed.md) and none touches
+//! what the rig tests: the CPU/NUMA topology QEMU builds, the NIC's slot, or the
+//! kernel code that places IRQs (irq_setup(), cpumask_local_spread(), the
+//! generic IRQ affinity code). `cargo xtask bench` and the `speedups_keep_the_verdict`
+//! test run the same scenario both ways and compare the smp_affinity_list tables.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// Which speed-ups a boot uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Speedups {
+    /// Append [`SPEED_CMDLINE`] to the kernel command line.
+    pub cmdline: bool,
+    /// Boot the uncompressed kernel through its PVH entry point (see [`pvh_image`])
+    /// instead of the bzImage through the BIOS, real-mode setup and decompressor.
+    pub pvh: bool,
+}
+
+impl Default for Speedups {
+    /// All on: what `run` uses unless `--no-speedups` is given.
+    fn default() -> Self {
+        Speedups::ALL
+    }
+}
+
+impl Speedups {
+    /// Every speed-up.
+    pub const ALL: Speedups = Speedups { cmdline: true, pvh: true };
+    /// None: the plain Debian boot (`--no-speedups`).
+    pub const NONE: Speedups = Speedups { cmdline: false, pvh: false };
+
+    /// Short names of the speed-ups in use, for reports: e.g. `["cmdline", "pvh"]`;
+    /// empty for [`Speedups::NONE`].
+    pub fn names(self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        if self.cmdline {
+            v.push("cmdline");
+        }
+        if self.pvh {
+            v.push("pvh");
+        }
+        v
+    }
+}
+
+/// Kernel command-line items added for speed (measured on Debian 6.12 under
+/// TCG, seed 002; docs/boot-speed.md has the numbers):
+/// - `lpj=8400208`: skips calibrate_delay_direct() on the first CPU of every
+///   package brought up (≈ 0.28 s of guest time each under TCG: 2 packages on
+///   seed 002, 16 on a 16-socket machine). On x86 with a TSC, udelay() uses the
+///   TSC, so the value only sets the reported BogoMIPS (this is the value the
+///   boot CPU computed from QEMU's 2.1 GHz TSC at HZ=250);
+/// - `cryptomgr.notests`: no crypto self-tests at algorithm registration
+///   (crypto_algapi_init and friends: ≈ 0.3 s);
+/// - `init_on_alloc=0`: Debian zeroes every page allocation; guest RAM is
+///   emulated, zeroing is pure TCG work;
+/// - `rcupdate.rcu_expedited=1`: synchronize_rcu() in boot paths ends without
+///   waiting for grace periods whose length is set by starved vCPUs;
+/// - `nowatchdog`, `no_timer_check`: no soft/hard-lockup watchdog threads per
+///   CPU, no IO-APIC timer check loop;
+/// - `mitigations=off`: fewer speculation work-arounds to patch in and run
+///   (RSB filling on context switch, return thunks).
+///
+/// None of these changes the topology the kernel sees or how it spreads IRQs.
+pub const SPEED_CMDLINE: &str =
+    "lpj=8400208 cryptomgr.notests init_on_alloc=0 rcupdate.rcu_expedited=1 nowatchdog no_timer_check mitigations=off";
+
+/// Errors making the PVH image.
+#[derive(Debug, thiserror::Error)]
+pub enum PvhError {
+    /// The file is not a bzImage this code understands.
+    #[error("{path}: {reason}")]
+    NotBzImage {
+        /// The kernel file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The embedded kernel has no PVH entry note (CONFIG_PVH off).
+    #[error("{path}: the kernel inside has no PVH entry point (XEN_ELFNOTE_PHYS32_ENTRY; CONFIG_PVH is off)")]
+    NoPvhNote {
+        /// The kernel file.
+        path: PathBuf,
+    },
+    /// Reading, decompressing or writing failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// bzImage header fields, x86 boot protocol (Documentation/arch/x86/boot.rst):
+/// `setup_sects` at 0x1f1 (u8; 0 means 4), the "HdrS" magic at 0x202, the
+/// protocol version at 0x206 (u16), and from 2.08 `payload_offset` (u32) at
+/// 0x248 and `payload_length` (u32) at 0x24c, the payload counted from the end
+/// of the setup code at (setup_sects + 1) × 512.
+fn payload(image: &[u8]) -> Result<&[u8], String> {
+    let u16_at = |o: usize| image.get(o..o + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
+    let u32_at = |o: usize| image.get(o..o + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+    if image.get(0x202..0x206) != Some(b"HdrS") {
+        return Err("no \"HdrS\" boot header at 0x202: not a bzImage".into());
+    }
+    let version = u16_at(0x206).ok_or("truncated header")?;
+    if version < 0x0208 {
+        return Err(format!("boot protocol {:#06x} has no payload fields (2.08 or later needed)", version));
+    }
+    let setup_sects = match image.get(0x1f1).copied().ok_or("truncated header")? {
+        0 => 4,
+        n => usize::from(n),
+    };
+    let off = u32_at(0x248).ok_or("truncated header")? as usize;
+    let len = u32_at(0x24c).ok_or("truncated header")? as usize;
+    let start = (setup_sects + 1) * 512 + off;
+    image.get(start..start + len).ok_or_else(|| format!("payload {start}+{len} lies outside the {} byte file", image.len()))
+}
+
+/// LZ4 "legacy" frames (what the kernel's `lz4 -l` build step writes): the
+/// magic 0x184c2102, then blocks of a little-endian u32 compressed length and
+/// an LZ4 block of at most 8 MiB once decompressed; the bzImage appends the
+/// uncompressed size (4 bytes), which ends the walk.
+fn lz4_legacy(p: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+    const MAGIC: [u8; 4] = [0x02, 0x21, 0x4c, 0x18];
+    const BLOCK_MAX: usize = 8 << 20;
+    let mut rest = p.strip_prefix(&MAGIC).ok_or("no LZ4 legacy magic")?;
+    let mut buf = vec![0u8; BLOCK_MAX];
+    while rest.len() > 4 {
+        let (len, tail) = rest.split_at(4);
+        if len == MAGIC {
+            rest = tail;
+            continue;
+        }
+        let len = u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize;
+        let block = tail.get(..len).ok_or_else(|| format!("LZ4 block of {len} bytes past the payload end"))?;
+        let n = lz4_flex::block::decompress_into(block, &mut buf).map_err(|e| format!("lz4: {e}"))?;
+        out.extend_from_slice(&buf[..n]);
+        rest = &tail[len..];
+    }
+    Ok(())
+}
+
+/// Decompress a bzImage payload: zstd, gzip, xz or LZ4 (legacy frames), told
+/// apart by their magic bytes.
+fn decompress(p: &[u8]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    let r = if p.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        ruzstd::decoding::StreamingDecoder::new(p)
+            .map_err(|e| format!("zstd: {e}"))?
+            .read_to_end(&mut out)
+    } else if p.starts_with(&[0x1f, 0x8b]) {
+        flate2::read::GzDecoder::new(p).read_to_end(&mut out)
+    } else if p.starts_with(&[0x02, 0x21, 0x4c, 0x18]) {
+        return lz4_legacy(p, &mut out).map(|()| out);
+    } else if p.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
+        liblzma::read::XzDecoder::new(p).read_to_end(&mut out)
+    } else {
+        return Err(format!("payload compression not supported (magic {:02x?})", &p[..p.len().min(6)]));
+    };
+    r.map_err(|e| format!("decompressing the payload: {e}"))?;
+    Ok(out)
+}
+
+/// True when the ELF image has a "Xen" note of type 18 (XEN_ELFNOTE_PHYS32_ENTRY,
+/// include/xen/interface/elfnote.h), the PVH entry QEMU's `-kernel` looks for.
+fn has_pvh_note(elf: &[u8]) -> bool {
+    use object::read::elf::{ElfFile64, FileHeader, ProgramHeader};
+    use object::Endianness;
+    let Ok(file) = ElfFile64::<Endianness>::parse(elf) else { return false };
+    let endian = file.endian();
+    let Ok(phdrs) = file.elf_header().program_headers(endian, elf) else { return false };
+    phdrs.iter().any(|ph| {
+        let Ok(Some(mut notes)) = ph.notes(endian, elf) else { return false };
+        std::iter::from_fn(|| notes.next().ok().flatten()).any(|n| n.name() == b"Xen" && n.n_type(endian) == object::elf::NoteType(18))
+    })
+}
+
+/// The uncompressed kernel of bzImage `vmlinuz`, for QEMU's PVH entry
+/// (Debian 6.1: LZ4; 6.12 and 7.x: zstd) (`-kernel` of an ELF with XEN_ELFNOTE_PHYS32_ENTRY: no BIOS boot loader, no
+/// real-mode setup, no decompression; measured 3.5-4 s shorter under TCG).
+/// Written once next to `vmlinuz` as `vmlinux.pvh` (about 60 MB for Debian's
+/// 6.12) and reused while it is newer than `vmlinuz`.
+///
+/// # Errors
+/// [`PvhError`]: not a bzImage (protocol 2.08+), an unknown payload
+/// compression, no PVH note (CONFIG_PVH=n), or I/O errors. Callers fall back
+/// to the bzImage.
+pub fn pvh_image(vmlinuz: &Path) -> Result<PathBuf, PvhError> {
+    let out = vmlinuz.with_file_name("vmlinux.pvh");
+    let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    if let (Some(o), Some(i)) = (mtime(&out), mtime(vmlinuz)) {
+        if o >= i {
+            return Ok(out);
+        }
+    }
+    let io = |what: String| move |source| PvhError::Io { what, source };
+    let image = std::fs::read(vmlinuz).map_err(io(format!("reading {}", vmlinuz.display())))?;
+    let not = |reason: String| PvhError::NotBzImage { path: vmlinuz.to_path_buf(), reason };
+    let elf = decompress(payload(&image).map_err(not)?).map_err(not)?;
+    if !has_pvh_note(&elf) {
+        return Err(PvhError::NoPvhNote { path: vmlinuz.to_path_buf() });
+    }
+    let dir = out.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io(format!("temp file in {}", dir.display())))?;
+    std::io::Write::write_all(&mut tmp, &elf).map_err(io(format!("writing {}", out.display())))?;
+    use std::os::unix::fs::PermissionsExt;
+    let _ = tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644));
+    tmp.persist(&out).map_err(|e| PvhError::Io { what: format!("renaming to {}", out.display()), source: e.error })?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn non_bzimage_is_named() {
+        let e = payload(&[0u8; 0x300]).expect_err("not a bzImage");
+        assert!(e.contains("HdrS"), "{e}");
+    }
+
+    #[test]
+    fn payload_outside_the_file_is_an_error_not_a_panic() {
+        let mut img = vec![0u8; 0x400];
+        img[0x202..0x206].copy_from_slice(b"HdrS");
+        img[0x206..0x208].copy_from_slice(&0x020fu16.to_le_bytes());
+        img[0x248..0x24c].copy_from_slice(&0x10u32.to_le_bytes());
+        img[0x24c..0x250].copy_from_slice(&0xffff_fff0u32.to_le_bytes());
+        assert!(payload(&img).expect_err("outside").contains("outside"));
+    }
+
+    #[test]
+    fn unknown_compression_is_named() {
+        assert!(decompress(b"BZh91AY").expect_err("bzip2").contains("not supported"));
+    }
+
+    #[test]
+    fn gzip_payload_decompresses() {
+        use std::io::Write;
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        enc.write_all(b"\x7fELF").expect("write");
+        let gz = enc.finish().expect("gzip");
+        assert_eq!(decompress(&gz).expect("gzip"), b"\x7fELF");
+        assert!(!has_pvh_note(b"\x7fELF"));
+    }
+
+    #[test]
+    fn speedup_names() {
+        assert_eq!(Speedups::ALL.names(), vec!["cmdline", "pvh"]);
+        assert!(Speedups::NONE.names().is_empty());
+    }
+}

@@ -1,0 +1,213 @@
+//! `cargo xtask bench boot`: boot-to-verdict wall time of real runs (QEMU +
+//! Debian kernel + the emulated NIC), with the speed-ups and without, against
+//! a bare boot of the same kernel and machine (no NIC, no modules), printed as
+//! the targets table of docs/boot-speed.md and compared with the committed
+//! baseline `benches/baseline.json`. Wall times depend on the host and its load:
+//! this is a benchmark, never a test.
+
+use anyhow::{Context, Result};
+use harness::model::KernelGen;
+use harness::qemu::{self, BootRequest, Speedups};
+use harness::rig::{self, RunRequest};
+use harness::topology::Topology;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// One row of the targets table.
+struct Row {
+    /// Topology file stem under topologies/.
+    file: &'static str,
+    /// Target for the whole run, seconds (docs/boot-speed.md, project issue 8).
+    target_s: f64,
+    /// Only with `--slow`.
+    slow: bool,
+}
+
+const ROWS: &[Row] = &[
+    Row { file: "seed-002", target_s: 3.0, slow: false },
+    Row { file: "seed-001-azure-128", target_s: 60.0, slow: true },
+    Row { file: "seed-003-epyc-7763", target_s: 120.0, slow: true },
+];
+
+/// Target for whole run / bare boot of the same kernel and machine.
+const OVERHEAD_TARGET: f64 = 1.2;
+
+/// Options of the boot section.
+pub struct Options {
+    /// Also the 128- and 256-CPU rows.
+    pub slow: bool,
+    /// Runs per measurement (the median is reported).
+    pub runs: usize,
+    /// Write the medians measured into the baseline file.
+    pub update_baseline: bool,
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn baseline_path() -> PathBuf {
+    repo().join("benches/baseline.json")
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// One measured run: whole-run seconds and the phase breakdown.
+struct Measured {
+    whole: f64,
+    /// CPU seconds (user + system) of the run's child processes (QEMU): less
+    /// sensitive to other load on the host than wall time.
+    qemu_cpu: f64,
+    to_report: f64,
+    guest: BTreeMap<String, f64>,
+    accel: String,
+    verdict: String,
+}
+
+fn run_once(path: &Path, speedups: Speedups) -> Result<Measured> {
+    let mut req = RunRequest::new(path, KernelGen::V6_12);
+    req.speedups = speedups;
+    let cpu0 = children_cpu_s();
+    let out = rig::run_one(&req)?;
+    Ok(Measured {
+        whole: out.timings.total.as_secs_f64(),
+        qemu_cpu: children_cpu_s() - cpu0,
+        to_report: out.timings.boot_to_report.as_secs_f64(),
+        guest: out.guest_times,
+        accel: out.observed.accel.clone(),
+        verdict: format!("{:?}", out.verdict.status),
+    })
+}
+
+/// Host seconds from QEMU start to the report of a bare boot: same kernel,
+/// machine, speed-ups; no NIC, no modules.
+fn bare_boot(path: &Path, speedups: Speedups) -> Result<f64> {
+    let topo = Topology::load(path)?;
+    let prov = rig::provisioned(None)?;
+    let kernel = prov.kernel(rig::kernel_lock_id(KernelGen::V6_12))?;
+    let spec = rig::machine::machine_spec(&topo, harness::accel::AccelChoice::Tcg, 256)?;
+    let mut req = BootRequest::new(&spec, kernel, &prov.busybox);
+    req.speedups = speedups;
+    req.deadline = Duration::from_secs(3600);
+    Ok(qemu::boot(&prov.qemu, &req)?.to_report.as_secs_f64())
+}
+
+fn breakdown(m: &Measured) -> String {
+    let g = |k: &str| m.guest.get(k).copied().unwrap_or(f64::NAN);
+    // Before the guest clock starts: QEMU start, firmware, boot loader,
+    // decompression (host seconds to the report minus the guest's uptime then).
+    let pre = m.to_report - g("report");
+    format!(
+        "before the guest clock (firmware, loader, decompression, early setup) {pre:.1} s | kernel to /init {:.1} s | modules {:.1} s | mana probe {:.1} s | \
+         ifup+vectors {:.1} s | report {:.1} s | host (provision, device, verdict) {:.1} s",
+        g("init"),
+        g("modules") - g("init"),
+        g("probe") - g("modules"),
+        g("settled") - g("probe"),
+        g("report") - g("settled"),
+        m.whole - m.to_report,
+    )
+}
+
+/// Run the boot section; returns false when a run failed.
+///
+/// # Errors
+/// Reading or writing the baseline file.
+pub fn run(opts: &Options) -> Result<bool> {
+    let prov = rig::provisioned(None)?;
+    println!("QEMU: {}", prov.qemu.version_line);
+    println!("host cores: {}; load average: {}", harness::accel::host_cores(), load_average());
+    let baseline: BTreeMap<String, f64> = match std::fs::read_to_string(baseline_path()) {
+        Ok(t) => serde_json::from_str(&t).with_context(|| format!("{}", baseline_path().display()))?,
+        Err(_) => BTreeMap::new(),
+    };
+    let mut measured: BTreeMap<String, f64> = BTreeMap::new();
+    let mut table = Vec::new();
+    let mut ok = true;
+    for row in ROWS.iter().filter(|r| opts.slow || !r.slow) {
+        let path = repo().join("topologies").join(format!("{}.toml", row.file));
+        let name = format!("{}@6.12", row.file);
+        let mut fast = Vec::new();
+        let mut cpu = Vec::new();
+        let mut last = None;
+        for _ in 0..opts.runs.max(1) {
+            match run_once(&path, Speedups::ALL) {
+                Ok(m) => {
+                    fast.push(m.whole);
+                    cpu.push(m.qemu_cpu);
+                    last = Some(m);
+                }
+                Err(e) => {
+                    println!("{name}: {e:#}");
+                    ok = false;
+                    break;
+                }
+            }
+        }
+        let Some(m) = last else {
+            table.push(format!("| {name} | ≤ {:.0} s | not run (see above) | | |", row.target_s));
+            continue;
+        };
+        let med = median(fast);
+        let cpu_med = median(cpu);
+        println!(
+            "{name}: {} ({}), whole run median {med:.1} s of {} runs, QEMU CPU {cpu_med:.1} s",
+            m.accel,
+            m.verdict,
+            opts.runs.max(1)
+        );
+        println!("  {}", breakdown(&m));
+        let plain = run_once(&path, Speedups::NONE);
+        let bare = bare_boot(&path, Speedups::ALL);
+        let plain_s = plain
+            .as_ref()
+            .map_or_else(|e| format!("failed: {e:#}"), |p| format!("{:.1} s, QEMU CPU {:.1} s", p.whole, p.qemu_cpu));
+        let overhead = bare.as_ref().map_or_else(|e| format!("bare boot failed: {e:#}"), |b| {
+            format!("{:.2}× (bare boot {b:.1} s; target ≤ {OVERHEAD_TARGET}×)", m.whole / b)
+        });
+        let base = baseline.get(&name).map_or("-".to_string(), |b| format!("{b:.1} s ({:+.0} %)", (med / b - 1.0) * 100.0));
+        table.push(format!(
+            "| {name} | ≤ {:.0} s | {med:.1} s {} (QEMU CPU {cpu_med:.1} s) | without speed-ups {plain_s} | rig/bare {overhead} | baseline {base} |",
+            row.target_s,
+            if med <= row.target_s { "met" } else { "MISSED" },
+        ));
+        measured.insert(name, med);
+    }
+    println!("\n| run | target | with speed-ups (median) | A/B | overhead | vs baseline |");
+    println!("| --- | --- | --- | --- | --- | --- |");
+    for l in &table {
+        println!("{l}");
+    }
+    if opts.update_baseline {
+        let mut merged = baseline;
+        merged.extend(measured);
+        let text = serde_json::to_string_pretty(&merged)? + "\n";
+        std::fs::write(baseline_path(), text).with_context(|| format!("{}", baseline_path().display()))?;
+        println!("baseline written to {}", baseline_path().display());
+    }
+    Ok(ok)
+}
+
+/// User + system CPU seconds of reaped children so far (getrusage RUSAGE_CHILDREN).
+fn children_cpu_s() -> f64 {
+    let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage writes one rusage into the pointer, which is valid for it.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, ru.as_mut_ptr()) };
+    if rc != 0 {
+        return f64::NAN;
+    }
+    // SAFETY: getrusage returned 0, so it filled the struct (it was zeroed before anyway).
+    let ru = unsafe { ru.assume_init() };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
+}
