@@ -213,6 +213,14 @@ pub fn run(args: &RunArgs) -> ExitCode {
                     print(&run_details(&outcome));
                 }
                 eprintln!("{}", timings_line(&outcome));
+                if !outcome.verdict.as_topology_expects() {
+                    eprintln!(
+                        "manarig: note: {} expects {:?} ([expect] in the file); this run's verdict is {:?}",
+                        args.topology.display(),
+                        outcome.verdict.run.topology_expects,
+                        outcome.verdict.status
+                    );
+                }
                 ExitCode::from(outcome.verdict.exit_code())
             }
             Err(e) => {

@@ -159,6 +159,9 @@ pub struct StageOutcome {
 /// Provisioning errors, with context.
 pub fn provisioned(cache_dir: Option<&Path>) -> Result<Provisioned> {
     let cache = provision::cache_dir(cache_dir)?;
+    if cache.exists() && !cache.is_dir() {
+        bail!("cache folder {}: exists and is not a directory (see --cache-dir / MANARIG_CACHE)", cache.display());
+    }
     match provision::load(&cache) {
         Ok(p) => Ok(p),
         Err(provision::ProvisionError::NotProvisioned { .. }) => {
@@ -201,7 +204,8 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     let prov = provisioned(req.cache_dir.as_deref())?;
     let provision_time = start.elapsed();
     let kernel = prov.kernel(kernel_lock_id(req.kernel))?;
-    let spec = machine::machine_spec(&topo, req.accel, req.mem_per_node_mib)?;
+    let spec = machine::machine_spec(&topo, req.accel, req.mem_per_node_mib)
+        .with_context(|| format!("{}: [cpus]/[numa]/[nic] as QEMU would build them (--mem-per-node {})", req.topology.display(), req.mem_per_node_mib))?;
 
     let scratch = tempfile::Builder::new()
         .prefix("manarig-run-")
