@@ -9,6 +9,7 @@
 
 pub mod command;
 pub mod device;
+pub mod kernel_choice;
 pub mod machine;
 pub mod observe;
 
@@ -42,6 +43,9 @@ pub struct RunRequest {
     /// Judge the guest against this generation's model instead of `kernel`'s
     /// (for kernels the rig cannot classify, or to see how far two generations differ).
     pub model: Option<KernelGen>,
+    /// Boot this kernel instead of the pinned one for `kernel` (a kernel build or a
+    /// user's image; `kernel` is then the generation its source runs). See [`kernel_choice`].
+    pub custom_kernel: Option<crate::provision::KernelInstall>,
 }
 
 impl RunRequest {
@@ -56,6 +60,7 @@ impl RunRequest {
             deadline: Duration::from_secs(900),
             console_log: None,
             model: None,
+            custom_kernel: None,
         }
     }
 }
@@ -123,7 +128,10 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     let topo = Topology::load(&req.topology)?;
     let prov = provisioned(req.cache_dir.as_deref())?;
     let provision_time = start.elapsed();
-    let kernel = prov.kernel(kernel_lock_id(req.kernel))?;
+    let kernel = match &req.custom_kernel {
+        Some(k) => k,
+        None => prov.kernel(kernel_lock_id(req.kernel))?,
+    };
     let spec = machine::machine_spec(&topo, req.accel, req.mem_per_node_mib)?;
 
     let scratch = tempfile::Builder::new()
