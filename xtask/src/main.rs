@@ -52,6 +52,9 @@ const BENCHES: &[(&str, &str, &str)] =
 /// `cargo xtask bench [args]`: run every benchmark in [`BENCHES`] with `cargo bench`
 /// (optimised build), passing `args` to each (the model bench takes a run count).
 fn run_benches(extra: &[std::ffi::OsString]) -> ExitCode {
+    if extra.first().is_some_and(|a| a == "kernel") {
+        return run_kernel_bench(&extra[1..]);
+    }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut failed = false;
     for (package, bench, what) in BENCHES {
@@ -73,5 +76,21 @@ fn run_benches(extra: &[std::ffi::OsString]) -> ExitCode {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// `cargo xtask bench kernel [--skip-cold]`: cold and incremental guest-kernel
+/// builds and boot-to-report, minimal vs Debian kernel (harness::kbuild::bench).
+fn run_kernel_bench(extra: &[std::ffi::OsString]) -> ExitCode {
+    let skip_cold = extra.iter().any(|a| a == "--skip-cold");
+    let result = harness::provision::cache_dir(None)
+        .map_err(anyhow::Error::from)
+        .and_then(|cache| harness::kbuild::bench::run(&cache, skip_cold));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cargo xtask bench kernel: {e:#}");
+            ExitCode::from(2)
+        }
     }
 }

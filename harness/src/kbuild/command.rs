@@ -52,6 +52,9 @@ pub struct BuildArgs {
     /// Wall-clock limit of each make step, in minutes.
     #[arg(long, default_value_t = 120)]
     pub deadline: u64,
+    /// Remove the build folder first (a cold build).
+    #[arg(long)]
+    pub fresh: bool,
 }
 
 /// Arguments of `kernel list`.
@@ -88,6 +91,7 @@ fn run_build(b: &BuildArgs) -> anyhow::Result<()> {
         ccache: !b.no_ccache,
         install_deps: !b.no_install_deps,
         deadline: Duration::from_secs(b.deadline.saturating_mul(60)),
+        fresh: b.fresh,
     };
     let built = build(&req, &mut |line| eprintln!("kernel: {line}"))?;
     let s = &built.stamp;

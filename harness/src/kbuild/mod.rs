@@ -19,6 +19,7 @@
 //! The MANA IRQ algorithm the build runs is detected from its source
 //! ([`detect`]) and chosen as the reference model for its runs.
 
+pub mod bench;
 pub mod command;
 pub mod config;
 pub mod detect;
@@ -149,6 +150,8 @@ pub struct BuildRequest {
     pub install_deps: bool,
     /// Wall-clock limit of each make step.
     pub deadline: Duration,
+    /// Start from an empty build folder (a cold build; `--fresh`).
+    pub fresh: bool,
 }
 
 /// Wall-clock times of a build.
@@ -332,6 +335,10 @@ pub fn build(req: &BuildRequest, progress: &mut dyn FnMut(&str)) -> Result<Built
     let short = key::short(&full_key).to_string();
     let dir = builds_dir(&req.cache).join(&short);
     let immutable = matches!(req.source, source::SourceSpec::Debian(_));
+    if req.fresh && dir.exists() {
+        progress(&format!("build {short}: --fresh: removing {}", dir.display()));
+        std::fs::remove_dir_all(&dir).map_err(|e| KbuildError::io(&dir, e))?;
+    }
     if immutable {
         if let Some(stamp) = read_stamp(&dir).filter(|s| s.key == full_key) {
             if dir.join("bzImage").is_file() && stamp.modules.iter().all(|m| dir.join(m).is_file()) {
