@@ -226,7 +226,11 @@ pub fn apply_series(tree: &Path, series: &[Patch]) -> Result<(), PatchError> {
         let run = |dry: bool| -> Result<std::process::Output, PatchError> {
             use std::io::Write;
             let mut cmd = Command::new("patch");
-            cmd.args(["-p1", "--forward", "--batch", "--no-backup-if-mismatch", "-r", "-"]).arg("-d").arg(tree);
+            // --fuzz=0: like `git am`, a hunk whose context lines differ fails
+            // instead of landing somewhere near (line offsets are still fine).
+            cmd.args(["-p1", "--forward", "--batch", "--fuzz=0", "--no-backup-if-mismatch", "-r", "-"])
+                .arg("-d")
+                .arg(tree);
             if dry {
                 cmd.arg("--dry-run");
             }
@@ -329,6 +333,20 @@ mod tests {
         assert!(problems[0].starts_with("dir/f.c: hunk #1 (@@ -1,3 +1,3 @@ int f(void)) FAILED at 1"), "{}", problems[0]);
         // The tree is untouched (dry run first).
         assert_eq!(std::fs::read_to_string(t.path().join("dir/f.c")).expect("read"), "x\ny\nz\n");
+    }
+
+    #[test]
+    fn a_hunk_with_one_wrong_context_line_fails_instead_of_fuzzing() {
+        if !has_patch() {
+            eprintln!("skipped: GNU patch is not installed");
+            return;
+        }
+        let t = tree();
+        // GNU patch's default fuzz would ignore the differing first context line.
+        std::fs::write(t.path().join("dir/f.c"), "A\nb\nc\n").expect("write");
+        let e = apply_series(t.path(), &[Patch { name: "0001-x.patch".into(), text: PATCH.into() }]).expect_err("fuzz");
+        assert!(e.to_string().contains("patch 0001-x.patch does not apply"), "{e}");
+        assert!(e.to_string().contains("dir/f.c: hunk #1 (@@ -1,3 +1,3 @@ int f(void)) FAILED at 1"), "{e}");
     }
 
     #[test]
