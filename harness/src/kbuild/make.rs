@@ -23,6 +23,9 @@ pub struct Make {
     pub deadline: Duration,
     /// Where make's output goes (appended).
     pub log: PathBuf,
+    /// Appended to the release after CONFIG_LOCALVERSION (`make LOCALVERSION=`),
+    /// so that `uname -r` in a report names the build (`6.12.117-manarig-ea5a865f`).
+    pub localversion: Option<String>,
 }
 
 /// True when `tool` runs (`tool --version`).
@@ -60,6 +63,9 @@ impl Make {
             .stderr(log2)
             // Its own process group, so that the deadline can stop every compiler.
             .process_group(0);
+        if let Some(lv) = &self.localversion {
+            cmd.arg(format!("LOCALVERSION=-{lv}"));
+        }
         if let Some(dir) = &self.ccache_dir {
             cmd.arg("CC=ccache gcc")
                 .arg("HOSTCC=ccache gcc")
@@ -153,6 +159,7 @@ mod tests {
             ccache_dir: None,
             deadline: Duration::from_millis(300),
             log: d.path().join("log"),
+            localversion: None,
         };
         let e = m.run(&["all"], &[]).expect_err("deadline");
         assert!(matches!(e, KbuildError::Deadline { .. }), "{e}");

@@ -398,6 +398,7 @@ pub fn build(req: &BuildRequest, progress: &mut dyn FnMut(&str)) -> Result<Built
         ccache_dir: ccache.then(|| req.cache.join("kbuild/ccache")),
         deadline: req.deadline,
         log: dir.join("build.log"),
+        localversion: Some(short[..8].to_string()),
     };
     let _ = std::fs::remove_file(&mk.log);
 
