@@ -3,16 +3,19 @@
 //! bzImage and `mana.ko` the rig boots, cached by content hash.
 //!
 //! Recipe (one build folder per [`key::cache_key`], `<cache>/kbuild/builds/<key16>/`):
-//! 1. the source: the user's tree in place, or the pinned Debian package
-//!    unpacked once into `<cache>/kbuild/src/` ([`source`]);
-//! 2. with patches: a hard-link copy of the tree in `<cache>/kbuild/trees/<key16>/`
-//!    with the series applied by GNU `patch` ([`patches`]); the pristine
-//!    source is never changed;
+//! 1. the source: the user's tree, or the pinned Debian package unpacked once
+//!    into `<cache>/kbuild/src/` ([`source`]); the pristine source is never changed;
+//! 2. a user's tree without patches is built in place (objects in the build
+//!    folder); otherwise in a work folder per (source, fragments, compiler),
+//!    `<cache>/kbuild/work/<key16>/{src,obj}`: a hard-link copy of the source
+//!    whose patch series is switched in place by GNU `patch` ([`patches`]), so
+//!    a before/after pair of the same source rebuilds only what the patches
+//!    touch (one build at a time per work folder: `flock`);
 //! 3. config: `make allnoconfig` with `KCONFIG_ALLCONFIG` = guest-images/kernel-config/manarig.config
 //!    (+ the user's fragment), then `make olddefconfig`; every fragment setting
 //!    that did not survive is an error ([`config`]);
-//! 4. `make bzImage modules` out of tree (`O=<build>/obj`), niced, with ccache
-//!    when available ([`make`]);
+//! 4. `make bzImage modules` out of tree (`O=…/obj`), niced, with ccache
+//!    when available, `LOCALVERSION=-<key8>` so `uname -r` names the build ([`make`]);
 //! 5. `bzImage`, `mana.ko` and `build.json` (inputs, release, detected MANA
 //!    algorithm, timings) in the build folder.
 //!
@@ -351,44 +354,80 @@ pub fn build(req: &BuildRequest, progress: &mut dyn FnMut(&str)) -> Result<Built
     std::fs::create_dir_all(&dir).map_err(|e| KbuildError::io(&dir, e))?;
     let mut timings = BuildTimings::default();
 
-    // The tree: the source itself, or a patched hard-link copy.
+    // The tree and object folder. A user's tree without patches is built in
+    // place (obj in the build folder). Otherwise the build runs in a work
+    // folder per (source, fragments, compiler): a hard-link copy of the source
+    // whose patch series is switched in place, so that building another series
+    // of the same source only recompiles what the patches change.
     let t0 = Instant::now();
-    let tree = if series.is_empty() {
-        src.clone()
+    let in_place = series.is_empty() && matches!(req.source, source::SourceSpec::Tree(_));
+    let _lock;
+    let (tree, obj) = if in_place {
+        (src.clone(), dir.join("obj"))
     } else {
-        let trees = req.cache.join("kbuild/trees");
-        let tree = trees.join(&short);
-        let done = trees.join(format!("{short}.applied"));
-        if !(tree.join("Makefile").is_file() && done.is_file()) {
-            std::fs::create_dir_all(&trees).map_err(|e| KbuildError::io(&trees, e))?;
-            let tmp = trees.join(format!("{short}.tmp"));
-            for stale in [&tmp, &tree] {
-                if stale.exists() {
-                    std::fs::remove_dir_all(stale).map_err(|e| KbuildError::io(stale, e))?;
+        let work_key = key::cache_key(&key::KeyInputs {
+            source: format!("{} (work copy)", inputs.source),
+            patches: Vec::new(),
+            fragments: inputs.fragments.clone(),
+            toolchain: inputs.toolchain.clone(),
+        });
+        let work = req.cache.join("kbuild/work").join(key::short(&work_key));
+        std::fs::create_dir_all(&work).map_err(|e| KbuildError::io(&work, e))?;
+        _lock = WorkLock::take(&work)?;
+        if req.fresh {
+            for stale in [work.join("obj"), work.join("fragments.config")] {
+                if stale.is_dir() {
+                    std::fs::remove_dir_all(&stale).map_err(|e| KbuildError::io(&stale, e))?;
+                } else if stale.exists() {
+                    std::fs::remove_file(&stale).map_err(|e| KbuildError::io(&stale, e))?;
                 }
             }
-            progress(&format!("patches: applying {} patch(es) to a copy of {}", series.len(), req.source.label()));
-            copy_tree(&src, &tmp)?;
-            if let Err(e) = patches::apply_series(&tmp, &series) {
-                let _ = std::fs::remove_dir_all(&tmp);
-                return Err(e.into());
+        }
+        let tree = work.join("src");
+        let state = work.join("applied.json");
+        // A missing or unreadable record (a crash while switching) means the
+        // copy's state is unknown: start it again.
+        let current: Option<Vec<patches::Patch>> =
+            std::fs::read(&state).ok().and_then(|b| serde_json::from_slice(&b).ok());
+        let current = match current {
+            Some(c) if tree.join("Makefile").is_file() => c,
+            _ => {
+                if tree.exists() {
+                    std::fs::remove_dir_all(&tree).map_err(|e| KbuildError::io(&tree, e))?;
+                }
+                progress(&format!("work: hard-link copy of {} in {}", req.source.label(), tree.display()));
+                copy_tree(&src, &tree)?;
+                Vec::new()
             }
-            std::fs::rename(&tmp, &tree).map_err(|e| KbuildError::io(&tree, e))?;
-            std::fs::write(&done, series.iter().map(|p| format!("{}\n", p.name)).collect::<String>())
-                .map_err(|e| KbuildError::io(&done, e))?;
+        };
+        let record = |series: &[patches::Patch]| -> Result<(), KbuildError> {
+            let text = serde_json::to_vec(series).map_err(|e| KbuildError::Image(e.to_string()))?;
+            std::fs::write(&state, text).map_err(|e| KbuildError::io(&state, e))
+        };
+        if current != series {
+            let _ = std::fs::remove_file(&state);
+            match patches::switch_series(&tree, &src, &current, &series) {
+                Ok(()) => record(&series)?,
+                Err(e) => {
+                    record(&[])?;
+                    return Err(e.into());
+                }
+            }
             for p in &series {
                 progress(&format!("patches: applied {}", p.name));
             }
-        } else {
+            if series.is_empty() && !current.is_empty() {
+                progress("patches: none (the work copy is back to the pristine source)");
+            }
+        } else if !series.is_empty() {
             progress(&format!("patches: {} patch(es) already applied in {}", series.len(), tree.display()));
         }
-        tree
+        (tree, work.join("obj"))
     };
     timings.patch_s = t0.elapsed().as_secs_f64();
     let detected = detect::detect_tree(&tree)?;
     progress(&format!("model: {} ({})", detected.model, detected.evidence));
 
-    let obj = dir.join("obj");
     std::fs::create_dir_all(&obj).map_err(|e| KbuildError::io(&obj, e))?;
     let ccache = req.ccache && make::have("ccache");
     let mk = make::Make {
@@ -404,7 +443,7 @@ pub fn build(req: &BuildRequest, progress: &mut dyn FnMut(&str)) -> Result<Built
 
     // Config.
     let merged: String = fragments.iter().map(|(n, t)| format!("# ---- {n}\n{t}\n")).collect();
-    let merged_path = dir.join("fragments.config");
+    let merged_path = obj.with_file_name("fragments.config");
     let unchanged = std::fs::read_to_string(&merged_path).is_ok_and(|t| t == merged) && obj.join(".config").is_file();
     if unchanged {
         progress("config: unchanged");
@@ -469,6 +508,36 @@ pub fn build(req: &BuildRequest, progress: &mut dyn FnMut(&str)) -> Result<Built
     let text = serde_json::to_string_pretty(&stamp).map_err(|e| KbuildError::Image(e.to_string()))?;
     std::fs::write(dir.join("build.json"), text).map_err(|e| KbuildError::io(&dir, e))?;
     Ok(Built { dir, stamp, cached: false })
+}
+
+/// An exclusive lock on a work folder (`flock` on `<work>/lock`), held while
+/// its tree and objects are used; released when the file closes on drop.
+struct WorkLock {
+    _file: std::fs::File,
+}
+
+impl WorkLock {
+    /// Take the lock without waiting: a second build of the same source and
+    /// config at the same time is an error, not a queue.
+    fn take(work: &Path) -> Result<WorkLock, KbuildError> {
+        use std::os::fd::AsRawFd;
+        let path = work.join("lock");
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| KbuildError::io(&path, e))?;
+        // SAFETY: flock(2) on a file descriptor we own; no pointers.
+        let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc != 0 {
+            return Err(KbuildError::Source(format!(
+                "{}: another kernel build of this source and config is running; wait for it to finish",
+                work.display()
+            )));
+        }
+        Ok(WorkLock { _file: f })
+    }
 }
 
 /// `cp -al`: a tree of hard links (seconds, no extra space for 1.5 GB).

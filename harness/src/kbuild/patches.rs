@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// One patch of a series.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Patch {
     /// Its name: the file name, or `<mbox>#N <Subject>` for an mbox message.
     pub name: String,
@@ -275,6 +275,48 @@ pub fn apply_series(tree: &Path, series: &[Patch]) -> Result<(), PatchError> {
     Ok(())
 }
 
+/// Turn `work` — a hard-link copy of `pristine` with `current` applied — into
+/// `pristine` + `new`: every file a patch of `current` touched is restored
+/// from `pristine` (a fresh copy, or removed if `pristine` lacks it), then
+/// `new` is applied. Other files keep their inode and mtime, so an object
+/// folder built from `work` only rebuilds what the change of series affects.
+/// Nothing is done when the two series are equal.
+///
+/// On a patch that does not apply, `work` is restored to `pristine` and the
+/// error returned (the caller then records an empty series).
+///
+/// # Errors
+/// As [`apply_series`], plus [`PatchError::Io`] while restoring.
+pub fn switch_series(work: &Path, pristine: &Path, current: &[Patch], new: &[Patch]) -> Result<(), PatchError> {
+    if current == new {
+        return Ok(());
+    }
+    restore(work, pristine, current)?;
+    if let Err(e) = apply_series(work, new) {
+        restore(work, pristine, new)?;
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// Put back the pristine version of every file `series` touches.
+fn restore(work: &Path, pristine: &Path, series: &[Patch]) -> Result<(), PatchError> {
+    for p in series {
+        for f in touched_files(&p.text) {
+            let (w, o) = (work.join(&f), pristine.join(&f));
+            let io = |source| PatchError::Io { path: w.clone(), source };
+            if o.is_file() {
+                let tmp = w.with_extension("manarig-restore");
+                std::fs::copy(&o, &tmp).map_err(io)?;
+                std::fs::rename(&tmp, &w).map_err(io)?;
+            } else if w.is_file() {
+                std::fs::remove_file(&w).map_err(io)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Replace a (possibly hard-linked) file by a private copy of itself.
 fn unshare(path: &Path) -> Result<(), PatchError> {
     if !path.is_file() {
@@ -362,6 +404,38 @@ mod tests {
         let other = PATCH.replace("dir/f.c", "dir/absent.c");
         let e = apply_series(t.path(), &[Patch { name: "q".into(), text: other }]).expect_err("missing");
         assert!(e.to_string().contains("cannot find the file to patch (the patch names dir/absent.c)"), "{e}");
+    }
+
+    #[test]
+    fn switching_series_restores_only_the_touched_files() {
+        if !has_patch() {
+            eprintln!("skipped: GNU patch is not installed");
+            return;
+        }
+        let pristine = tree();
+        std::fs::write(pristine.path().join("other.c"), "o\n").expect("w");
+        let work = tempfile::tempdir().expect("tmp");
+        let w = work.path().join("src");
+        assert!(Command::new("cp").arg("-al").arg(pristine.path()).arg(&w).status().expect("cp").success());
+        let a = vec![Patch { name: "a.patch".into(), text: PATCH.into() }];
+        let creates = "--- /dev/null\n+++ b/dir/new.c\n@@ -0,0 +1 @@\n+n\n";
+        let b = vec![Patch { name: "b.patch".into(), text: creates.into() }];
+        switch_series(&w, pristine.path(), &[], &a).expect("apply a");
+        assert_eq!(std::fs::read_to_string(w.join("dir/f.c")).expect("r"), "a\nB\nc\n");
+        let other_ino = |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).expect("meta"));
+        switch_series(&w, pristine.path(), &a, &b).expect("a -> b");
+        assert_eq!(std::fs::read_to_string(w.join("dir/f.c")).expect("r"), "a\nb\nc\n");
+        assert_eq!(std::fs::read_to_string(w.join("dir/new.c")).expect("r"), "n\n");
+        // Untouched files are still the pristine inodes.
+        assert_eq!(other_ino(&w.join("other.c")), other_ino(&pristine.path().join("other.c")));
+        switch_series(&w, pristine.path(), &b, &[]).expect("b -> none");
+        assert!(!w.join("dir/new.c").exists());
+        assert_eq!(std::fs::read_to_string(pristine.path().join("dir/f.c")).expect("r"), "a\nb\nc\n");
+        // A series that fails leaves the pristine state behind.
+        let bad = vec![a[0].clone(), Patch { name: "bad.patch".into(), text: PATCH.into() }];
+        let e = switch_series(&w, pristine.path(), &[], &bad).expect_err("second fails: already applied");
+        assert!(e.to_string().contains("bad.patch"), "{e}");
+        assert_eq!(std::fs::read_to_string(w.join("dir/f.c")).expect("r"), "a\nb\nc\n");
     }
 
     #[test]
