@@ -32,6 +32,8 @@ enum Command {
     Run(crate::rig::command::RunArgs),
     /// Run a topology on two kernels and print the before/after table.
     Compare(crate::rig::command::CompareArgs),
+    /// Build a guest kernel from a source tree + patches (`kernel build`), list builds.
+    Kernel(crate::kbuild::command::KernelArgs),
 }
 
 /// Parse `args` (including argv\[0\]) and run the command.
@@ -53,5 +55,6 @@ where
         Command::Boot(args) => crate::qemu::command::run(&args),
         Command::Run(args) => crate::rig::command::run(&args),
         Command::Compare(args) => crate::rig::command::compare(&args),
+        Command::Kernel(args) => crate::kbuild::command::run(&args),
     }
 }

@@ -19,6 +19,7 @@ pub mod topology;
 pub mod verdict;
 pub mod guest_report;
 pub mod initramfs;
+pub mod kbuild;
 pub mod observed;
 pub mod provision;
 pub mod qemu;

@@ -9,6 +9,8 @@
 //! out of the default nextest profile; `cargo nextest run --profile slow` runs
 //! them. CI can split the matrix with `--partition count:K/N`.
 //! They need the cache that `cargo xtask setup` fills (`cargo xtask test` runs it first).
+//! `MANARIG_MATRIX_KERNEL_BUILD=KEY` runs the rows of that kernel build's detected
+//! generation on the build (`cargo xtask kernel build`; README "Test your own kernel").
 
 use harness::model::KernelGen;
 use harness::rig::{run_one, RunRequest};
@@ -16,6 +18,9 @@ use harness::topology::{ExpectedVerdict, Topology};
 use harness::verdict::{render, Format, Status};
 use std::path::PathBuf;
 use std::time::Duration;
+
+/// Environment variable naming a kernel build (`cargo xtask kernel build`) to run the matrix on.
+const MATRIX_BUILD_ENV: &str = "MANARIG_MATRIX_KERNEL_BUILD";
 
 fn topology_path(file: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../topologies").join(format!("{file}.toml"))
@@ -26,6 +31,16 @@ fn check(file: &str, kernel: &str) {
     let path = topology_path(file);
     let topo = Topology::load(&path).expect("topology file loads");
     let mut req = RunRequest::new(&path, gen);
+    // Kernel patch CI: MANARIG_MATRIX_KERNEL_BUILD=KEY runs the rows of the
+    // build's detected generation on that build instead of the pinned kernel.
+    if let Ok(key) = std::env::var(MATRIX_BUILD_ENV) {
+        let cache = harness::provision::cache_dir(None).expect("cache dir");
+        let built = harness::kbuild::load_build(&key, &cache).unwrap_or_else(|e| panic!("{MATRIX_BUILD_ENV}={key}: {e}"));
+        if built.model().expect("model") == gen {
+            eprintln!("{file}: on kernel build {key} ({}, {})", built.stamp.release, built.stamp.detected.evidence);
+            req.custom_kernel = Some(built.install());
+        }
+    }
     req.deadline = Duration::from_secs(if topo.slow() { 3600 } else { 900 });
     let outcome = match (run_one(&req), topo.expect().verdict) {
         (Err(e), ExpectedVerdict::RigError) => {

@@ -69,6 +69,9 @@ const BENCHES: &[(&str, &str, &str)] =
 /// (`--slow` adds the 128- and 256-CPU rows, `--runs N` the repetitions,
 /// `--update-baseline` rewrites benches/baseline.json).
 fn run_benches(args: &[std::ffi::OsString]) -> ExitCode {
+    if args.first().is_some_and(|a| a == "kernel") {
+        return run_kernel_bench(&args[1..]);
+    }
     let mut sections = Vec::new();
     let mut opts = bench_boot::Options { slow: false, runs: 3, update_baseline: false };
     let mut extra = Vec::new();
@@ -137,4 +140,20 @@ fn run_model_benches(extra: &[String]) -> Option<bool> {
         }
     }
     Some(ok)
+}
+
+/// `cargo xtask bench kernel [--skip-cold]`: cold and incremental guest-kernel
+/// builds and boot-to-report, minimal vs Debian kernel (harness::kbuild::bench).
+fn run_kernel_bench(extra: &[std::ffi::OsString]) -> ExitCode {
+    let skip_cold = extra.iter().any(|a| a == "--skip-cold");
+    let result = harness::provision::cache_dir(None)
+        .map_err(anyhow::Error::from)
+        .and_then(|cache| harness::kbuild::bench::run(&cache, skip_cold));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cargo xtask bench kernel: {e:#}");
+            ExitCode::from(2)
+        }
+    }
 }

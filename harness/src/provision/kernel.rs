@@ -51,9 +51,21 @@ pub fn extract_kernel(root: &Path, release: &str, out: &Path) -> Result<Extracte
     std::fs::create_dir_all(out).map_err(|e| ProvisionError::io(out, e))?;
     let dst = out.join("vmlinuz");
     std::fs::copy(&vmlinuz, &dst).map_err(|e| ProvisionError::io(&dst, e))?;
+    collect_modules(&moddir.join("kernel"), release, out)
+}
 
+/// Find [`MANA_MODULE`] and the modules it depends on anywhere under `dir`
+/// (a `lib/modules/<release>` tree, a build's output folder, …) and write them
+/// decompressed to `out/<name>.ko`, in `insmod` order. `release` only labels errors.
+///
+/// # Errors
+/// [`ProvisionError::Package`] when a module is missing or unreadable.
+pub fn collect_modules(dir: &Path, release: &str, out: &Path) -> Result<ExtractedKernel, ProvisionError> {
+    let pkg_err = |what: String| ProvisionError::Package(format!("kernel {release}: {what}"));
+    let moddir = dir;
+    std::fs::create_dir_all(out).map_err(|e| ProvisionError::io(out, e))?;
     let mut index = BTreeMap::new();
-    index_modules(&moddir.join("kernel"), &mut index)?;
+    index_modules(moddir, &mut index)?;
     let mut order = Vec::new();
     let mut compression = KoCompression::None;
     let mut stack = vec![(MANA_MODULE.to_string(), false)];
@@ -131,6 +143,26 @@ fn read_module(path: &Path) -> Result<(Vec<u8>, KoCompression), ProvisionError> 
             "{name}: this module compression is not supported yet (xz and none are)"
         )))
     }
+}
+
+/// The values of `key` in a module's `.modinfo` section (e.g. `vermagic`,
+/// `depends`), read from the file (decompressed if `.ko.xz`).
+///
+/// # Errors
+/// [`ProvisionError::Package`] / [`ProvisionError::Io`] for an unreadable module.
+pub fn modinfo(path: &Path, key: &str) -> Result<Vec<String>, ProvisionError> {
+    use object::{Object, ObjectSection};
+    let (elf, _) = read_module(path)?;
+    let bad = |why: String| ProvisionError::Package(format!("{}: {why}", path.display()));
+    let file = object::File::parse(&elf[..]).map_err(|e| bad(format!("not an ELF module: {e}")))?;
+    let section = file.section_by_name(".modinfo").ok_or_else(|| bad("no .modinfo section".into()))?;
+    let data = section.data().map_err(|e| bad(format!(".modinfo: {e}")))?;
+    let prefix = format!("{key}=");
+    Ok(data
+        .split(|b| *b == 0)
+        .filter_map(|kv| kv.strip_prefix(prefix.as_bytes()))
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+        .collect())
 }
 
 /// The `depends=` list of a module's `.modinfo` section (NUL-separated

@@ -421,7 +421,7 @@ fn with_fresh_indexes<T>(
 
 /// Download one pinned `.deb` into `<cache>/debs` (reusing a file with the
 /// right hash) and verify its SHA-256.
-fn fetch_pinned(a: &AptRoot, cache: &Path, p: &PackagePin, progress: &mut dyn FnMut(&str)) -> Result<PathBuf, ProvisionError> {
+pub(crate) fn fetch_pinned(a: &AptRoot, cache: &Path, p: &PackagePin, progress: &mut dyn FnMut(&str)) -> Result<PathBuf, ProvisionError> {
     let debs = cache.join("debs");
     let file = debs.join(format!("{}_{}_amd64.deb", p.name, p.version.replace(':', "%3a")));
     if !(file.is_file() && apt::sha256_file(&file)? == p.sha256) {

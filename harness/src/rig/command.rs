@@ -1,5 +1,6 @@
 //! The `run` and `compare` subcommands.
 
+use super::kernel_choice::{self, KernelChoice, ResolvedKernel};
 use super::{run_one, RunOutcome, RunRequest};
 use crate::accel::AccelChoice;
 use crate::cli::{EXIT_MISMATCH, EXIT_PASS, EXIT_RIG_ERROR};
@@ -38,8 +39,12 @@ pub struct RigOptions {
 }
 
 impl RigOptions {
-    fn request(&self, topology: &std::path::Path, kernel: crate::model::KernelGen) -> RunRequest {
-        self.request_with_model(topology, kernel, None)
+    /// The request for a resolved kernel choice: a custom kernel is judged by
+    /// its resolved generation; a pinned one by `model` if given.
+    fn request_for(&self, topology: &std::path::Path, k: &ResolvedKernel, model: Option<crate::model::KernelGen>) -> RunRequest {
+        let mut r = self.request_with_model(topology, k.gen, if k.custom.is_some() { None } else { model });
+        r.custom_kernel.clone_from(&k.custom);
+        r
     }
 
     fn request_with_model(
@@ -60,6 +65,7 @@ impl RigOptions {
             channels: None,
             reprobe: false,
             speedups: if self.no_speedups { crate::qemu::Speedups::NONE } else { crate::qemu::Speedups::ALL },
+            custom_kernel: None,
         }
     }
 }
@@ -70,13 +76,24 @@ pub struct RunArgs {
     /// Topology file (TOML), e.g. topologies/seed-002.toml.
     #[arg(default_value = "topologies/seed-002.toml")]
     pub topology: PathBuf,
-    /// Kernel generation: 6.1, 6.12 or 7.x (the pinned Debian kernels).
+    /// Kernel: 6.1, 6.12 or 7.x (the pinned Debian kernels), build:KEY (a
+    /// `kernel build`) or image:BZIMAGE:MODULES_DIR.
     #[arg(long, default_value = "6.12")]
-    pub kernel: KernelGenArg,
+    pub kernel: KernelChoice,
+    /// A kernel build (key or folder; same as --kernel build:KEY).
+    #[arg(long, value_name = "KEY|DIR", conflicts_with = "kernel_image")]
+    pub kernel_build: Option<String>,
+    /// Your own bzImage (with --modules): no rebuild needed.
+    #[arg(long, value_name = "BZIMAGE", requires = "modules")]
+    pub kernel_image: Option<PathBuf>,
+    /// The folder with the image's mana.ko (a build tree, lib/modules/RELEASE, …).
+    #[arg(long, value_name = "DIR", requires = "kernel_image")]
+    pub modules: Option<PathBuf>,
     /// Output format: human (the seeds' table), ktap, junit or json.
     #[arg(long, default_value = "human")]
     pub format: Format,
-    /// Judge the guest against another generation's model (default: the kernel's own).
+    /// Judge the guest against another generation's model (default: the
+    /// kernel's own; for a build, the one detected in its source).
     #[arg(long)]
     pub model: Option<KernelGenArg>,
     /// Set N combined channels with `ethtool -L` in the guest after the link is up
@@ -92,25 +109,60 @@ pub struct RunArgs {
     pub rig: RigOptions,
 }
 
+impl RunArgs {
+    /// The kernel the options name (`--kernel-build` and `--kernel-image` win over `--kernel`).
+    pub fn kernel_choice(&self) -> KernelChoice {
+        if let Some(b) = &self.kernel_build {
+            return KernelChoice::Build(b.clone());
+        }
+        if let (Some(image), Some(modules)) = (&self.kernel_image, &self.modules) {
+            return KernelChoice::Image { image: image.clone(), modules: modules.clone() };
+        }
+        self.kernel.clone()
+    }
+}
+
 /// Arguments of `compare`.
 #[derive(Debug, clap::Args)]
 pub struct CompareArgs {
     /// Topology file (TOML).
     pub topology: PathBuf,
-    /// The "before" kernel generation.
+    /// The "before" kernel: 6.1|6.12|7.x, build:KEY or image:BZIMAGE:MODULES_DIR.
     #[arg(long, default_value = "6.1")]
-    pub before: KernelGenArg,
-    /// The "after" kernel generation.
+    pub before: KernelChoice,
+    /// The "after" kernel, as --before.
     #[arg(long, default_value = "6.12")]
-    pub after: KernelGenArg,
+    pub after: KernelChoice,
+    /// The "before" kernel is this build (same as --before build:KEY).
+    #[arg(long, value_name = "KEY|DIR")]
+    pub before_build: Option<String>,
+    /// The "after" kernel is this build (same as --after build:KEY).
+    #[arg(long, value_name = "KEY|DIR")]
+    pub after_build: Option<String>,
     /// Rig options.
     #[command(flatten)]
     pub rig: RigOptions,
 }
 
-fn run_name(topology: &std::path::Path, kernel: crate::model::KernelGen) -> String {
+fn run_name(topology: &std::path::Path, kernel_label: &str) -> String {
     let stem = topology.file_stem().map_or_else(|| topology.display().to_string(), |s| s.to_string_lossy().into_owned());
-    format!("{stem}@{}", kernel.as_str())
+    format!("{stem}@{kernel_label}")
+}
+
+/// Resolve a kernel choice, printing which model judges it; a rig error on failure.
+fn resolve_or_report(choice: &KernelChoice, model: Option<crate::model::KernelGen>, rig: &RigOptions) -> Result<ResolvedKernel, ExitCode> {
+    match kernel_choice::resolve(choice, model, rig.cache_dir.as_deref()) {
+        Ok(k) => {
+            if k.custom.is_some() || model.is_some() {
+                eprintln!("manarig: {}", k.model_note);
+            }
+            Ok(k)
+        }
+        Err(e) => {
+            eprintln!("manarig: kernel {choice}: {e}");
+            Err(ExitCode::from(EXIT_RIG_ERROR))
+        }
+    }
 }
 
 fn print(text: &str) {
@@ -200,9 +252,13 @@ fn timings_line(outcome: &RunOutcome) -> String {
 /// `run`: one topology on one kernel; prints the verdict in the chosen format.
 /// Exit 0 pass, 1 mismatch, 2 rig error.
 pub fn run(args: &RunArgs) -> ExitCode {
-    let kernel = args.kernel.0;
-    let name = run_name(&args.topology, kernel);
-    let mut request = args.rig.request_with_model(&args.topology, kernel, args.model.as_ref().map(|m| m.0));
+    let model = args.model.as_ref().map(|m| m.0);
+    let kernel = match resolve_or_report(&args.kernel_choice(), model, &args.rig) {
+        Ok(k) => k,
+        Err(code) => return code,
+    };
+    let name = run_name(&args.topology, &kernel.label);
+    let mut request = args.rig.request_for(&args.topology, &kernel, model);
     request.channels = args.channels;
     request.reprobe = args.reprobe;
     match run_one(&request) {
@@ -243,10 +299,16 @@ pub fn run(args: &RunArgs) -> ExitCode {
 /// run hit a rig error, else 1 if either verdict failed, else 0.
 pub fn compare(args: &CompareArgs) -> ExitCode {
     let mut verdicts = Vec::new();
-    for kernel in [args.before.0, args.after.0] {
-        let name = run_name(&args.topology, kernel);
+    let before = args.before_build.clone().map_or_else(|| args.before.clone(), KernelChoice::Build);
+    let after = args.after_build.clone().map_or_else(|| args.after.clone(), KernelChoice::Build);
+    for choice in [before, after] {
+        let kernel = match resolve_or_report(&choice, None, &args.rig) {
+            Ok(k) => k,
+            Err(code) => return code,
+        };
+        let name = run_name(&args.topology, &kernel.label);
         eprintln!("manarig: running {name}");
-        match run_one(&args.rig.request(&args.topology, kernel)) {
+        match run_one(&args.rig.request_for(&args.topology, &kernel, None)) {
             Ok(outcome) => {
                 eprintln!("{}", timings_line(&outcome));
                 verdicts.push(outcome.verdict);

@@ -1,0 +1,96 @@
+//! `cargo xtask bench kernel`: what a kernel patch costs to test on this machine.
+//!
+//! 1. cold build of Debian's linux-source-6.12 with manarig's config (no
+//!    ccache, fresh object folder) — target under 10 minutes on 2 cores;
+//! 2. incremental rebuild after touching gdma_main.c — target under 1 minute;
+//! 3. boot to report on seed 002's machine: the minimal kernel vs Debian's
+//!    pinned 6.12 cloud kernel.
+//!
+//! Numbers are printed, not asserted (the machine may be shared).
+
+use super::{build, source::SourceSpec, BuildRequest, KbuildError};
+use crate::model::KernelGen;
+use crate::rig::{run_one, RunRequest};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The source the benchmark builds.
+pub const BENCH_SOURCE: &str = "debian:linux-source-6.12";
+
+fn request(source: SourceSpec, cache: &Path, fresh: bool) -> BuildRequest {
+    BuildRequest {
+        source,
+        patches: None,
+        fragment: None,
+        cache: cache.to_path_buf(),
+        jobs: std::thread::available_parallelism().map_or(2, |n| n.get()),
+        // Cold means cold: no compiler cache either.
+        ccache: false,
+        install_deps: true,
+        deadline: Duration::from_secs(3 * 3600),
+        fresh,
+    }
+}
+
+/// Run the benchmark; `skip_cold` reuses the benchmark tree's last build
+/// (incremental and boot only). Prints one line per measurement.
+///
+/// # Errors
+/// Build or run failures.
+pub fn run(cache: &Path, skip_cold: bool) -> anyhow::Result<()> {
+    let log = |l: &str| eprintln!("bench kernel: {l}");
+    let debian = SourceSpec::parse(BENCH_SOURCE)?;
+    let pristine = super::source::prepare(&debian, cache, &mut |l| log(l))?;
+    // A private hard-link copy, so that touching a file does not touch the cache's source.
+    let tree = cache.join("kbuild/bench/linux-6.12");
+    if !tree.join("Makefile").is_file() {
+        std::fs::create_dir_all(tree.parent().unwrap_or(cache))?;
+        super::copy_tree(&pristine, &tree)?;
+    }
+    let gdma = tree.join(super::detect::GDMA_MAIN);
+    unshare(&gdma)?;
+    let spec = SourceSpec::Tree(tree.canonicalize()?);
+    let nproc = std::thread::available_parallelism().map_or(2, |n| n.get());
+
+    if !skip_cold {
+        let b = build(&request(spec.clone(), cache, true), &mut |l| log(l))?;
+        let t = b.stamp.timings;
+        println!(
+            "kernel cold build (linux-source-6.12, manarig config, no ccache, -j{nproc}, nice): {:.0} s (config {:.0} s + make {:.0} s; target < 600 s)",
+            t.config_s + t.make_s,
+            t.config_s,
+            t.make_s
+        );
+    }
+    // Incremental: a new mtime on gdma_main.c (content unchanged).
+    let text = std::fs::read(&gdma).map_err(|e| KbuildError::io(&gdma, e))?;
+    std::fs::write(&gdma, text).map_err(|e| KbuildError::io(&gdma, e))?;
+    let b = build(&request(spec, cache, false), &mut |l| log(l))?;
+    println!(
+        "kernel incremental rebuild after touching gdma_main.c: {:.1} s (make {:.1} s; target < 60 s)",
+        b.stamp.timings.config_s + b.stamp.timings.make_s,
+        b.stamp.timings.make_s
+    );
+
+    let topo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../topologies/seed-002.toml");
+    for (label, custom) in [("minimal (built)", Some(b.install())), ("Debian 6.12.117 cloud", None)] {
+        let mut req = RunRequest::new(&topo, KernelGen::V6_12);
+        req.cache_dir = Some(cache.to_path_buf());
+        req.custom_kernel = custom;
+        let out = run_one(&req)?;
+        println!(
+            "boot to report, seed-002, {label} kernel ({}): {:.1} s (whole run {:.1} s, verdict {:?})",
+            out.observed.kernel_release,
+            out.timings.boot_to_report.as_secs_f64(),
+            out.timings.total.as_secs_f64(),
+            out.verdict.status
+        );
+    }
+    Ok(())
+}
+
+fn unshare(path: &Path) -> Result<(), KbuildError> {
+    let tmp = path.with_extension("bench-unshare");
+    std::fs::copy(path, &tmp).map_err(|e| KbuildError::io(path, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| KbuildError::io(path, e))
+}

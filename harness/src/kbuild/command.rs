@@ -1,0 +1,136 @@
+//! The `kernel` subcommand: `kernel build` and `kernel list`.
+
+use super::{build, list_builds, source::SourceSpec, BuildRequest};
+use crate::cli::{EXIT_PASS, EXIT_RIG_ERROR};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Arguments of `kernel`.
+#[derive(Debug, clap::Args)]
+pub struct KernelArgs {
+    #[command(subcommand)]
+    command: KernelCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum KernelCommand {
+    /// Build a guest kernel (bzImage + mana.ko) from a source tree and a patch
+    /// series, with manarig's minimal config; prints the build key for
+    /// `run --kernel-build KEY` / `compare --before build:KEY`.
+    Build(BuildArgs),
+    /// List the finished builds in the cache.
+    List(ListArgs),
+}
+
+/// Arguments of `kernel build`.
+#[derive(Debug, clap::Args)]
+pub struct BuildArgs {
+    /// A Linux source tree, or debian:linux-source-6.1|6.12|7.3 (pinned in
+    /// guest-images/kernel-sources.lock, downloaded into the cache).
+    #[arg(long)]
+    pub source: String,
+    /// A folder of *.patch files (quilt `series` order if present, else by
+    /// name) or an mbox, applied with `patch -p1` to a copy of the source.
+    #[arg(long, value_name = "DIR|MBOX")]
+    pub patches: Option<PathBuf>,
+    /// A config fragment applied after guest-images/kernel-config/manarig.config.
+    #[arg(long, value_name = "FILE")]
+    pub config_fragment: Option<PathBuf>,
+    /// Cache folder (default: $MANARIG_CACHE, else ~/.cache/manarig).
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// make -j (default: the number of CPUs).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Build without ccache even when it is installed.
+    #[arg(long)]
+    pub no_ccache: bool,
+    /// Do not install missing host build packages (flex, bison, libelf-dev, …) with apt-get.
+    #[arg(long)]
+    pub no_install_deps: bool,
+    /// Wall-clock limit of each make step, in minutes.
+    #[arg(long, default_value_t = 120)]
+    pub deadline: u64,
+    /// Remove the build folder first (a cold build).
+    #[arg(long)]
+    pub fresh: bool,
+}
+
+/// Arguments of `kernel list`.
+#[derive(Debug, clap::Args)]
+pub struct ListArgs {
+    /// Cache folder.
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+}
+
+/// Run `kernel …`.
+pub fn run(args: &KernelArgs) -> ExitCode {
+    let result = match &args.command {
+        KernelCommand::Build(b) => run_build(b),
+        KernelCommand::List(l) => run_list(l),
+    };
+    match result {
+        Ok(()) => ExitCode::from(EXIT_PASS),
+        Err(e) => {
+            eprintln!("manarig kernel: {e:#}");
+            ExitCode::from(EXIT_RIG_ERROR)
+        }
+    }
+}
+
+fn run_build(b: &BuildArgs) -> anyhow::Result<()> {
+    let cache = crate::provision::cache_dir(b.cache_dir.as_deref())?;
+    let req = BuildRequest {
+        source: SourceSpec::parse(&b.source)?,
+        patches: b.patches.clone(),
+        fragment: b.config_fragment.clone(),
+        cache,
+        jobs: b.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),
+        ccache: !b.no_ccache,
+        install_deps: !b.no_install_deps,
+        deadline: Duration::from_secs(b.deadline.saturating_mul(60)),
+        fresh: b.fresh,
+    };
+    let built = build(&req, &mut |line| eprintln!("kernel: {line}"))?;
+    let s = &built.stamp;
+    let t = &s.timings;
+    if !built.cached {
+        eprintln!(
+            "kernel: built {} in {:.0} s (patches {:.1} s, config {:.1} s, make {:.1} s)",
+            s.release,
+            t.patch_s + t.config_s + t.make_s,
+            t.patch_s,
+            t.config_s,
+            t.make_s
+        );
+    }
+    println!("build: {}", super::key::short(&s.key));
+    println!("release: {}", s.release);
+    println!("model: {} ({})", s.detected.model, s.detected.evidence);
+    println!("image: {}", built.dir.join("bzImage").display());
+    println!("modules: {}", s.modules.iter().map(|m| built.dir.join(m).display().to_string()).collect::<Vec<_>>().join(" "));
+    println!("run: cargo xtask run topologies/seed-002.toml --kernel-build {}", super::key::short(&s.key));
+    Ok(())
+}
+
+fn run_list(l: &ListArgs) -> anyhow::Result<()> {
+    let cache = crate::provision::cache_dir(l.cache_dir.as_deref())?;
+    let builds = list_builds(&cache);
+    if builds.is_empty() {
+        println!("no kernel builds in {}", super::builds_dir(&cache).display());
+    }
+    for b in builds {
+        let s = &b.stamp;
+        println!(
+            "{}  {}  model {}  {}{}",
+            super::key::short(&s.key),
+            s.release,
+            s.detected.model,
+            s.source,
+            if s.patches.is_empty() { String::new() } else { format!(" + {}", s.patches.join(", ")) }
+        );
+    }
+    Ok(())
+}

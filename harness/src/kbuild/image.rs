@@ -1,0 +1,165 @@
+//! Kernels the rig did not provision: a bzImage and its modules, either from
+//! `cargo xtask kernel build` or from a developer's own build.
+
+use super::KbuildError;
+use crate::provision::{kernel as pkernel, KernelInstall, KoCompression};
+use std::path::{Path, PathBuf};
+
+/// Offset of the setup header's `header` magic "HdrS" in a bzImage
+/// (Documentation/arch/x86/boot.rst, "THE REAL-MODE KERNEL HEADER").
+const HDRS_OFFSET: usize = 0x202;
+/// Offset of `kernel_version`: a 16-bit pointer to the version string, + 0x200.
+const KERNEL_VERSION_OFFSET: usize = 0x20e;
+
+/// The release (`uname -r`) a bzImage reports in its setup header's
+/// `kernel_version` string (`6.12.117-manarig (user@host) #1 SMP …`: the first word).
+///
+/// # Errors
+/// [`KbuildError::Image`] when the file is not a bzImage or has no version string.
+pub fn bzimage_release(path: &Path) -> Result<String, KbuildError> {
+    let bytes = std::fs::read(path).map_err(|e| KbuildError::io(path, e))?;
+    let bad = |why: &str| KbuildError::Image(format!("{}: {why}", path.display()));
+    if bytes.get(HDRS_OFFSET..HDRS_OFFSET + 4) != Some(b"HdrS".as_slice()) {
+        return Err(bad("not an x86 bzImage (no \"HdrS\" setup header at 0x202)"));
+    }
+    let ptr = bytes
+        .get(KERNEL_VERSION_OFFSET..KERNEL_VERSION_OFFSET + 2)
+        .map(|b| u16::from_le_bytes([b[0], b[1]]))
+        .ok_or_else(|| bad("truncated setup header"))?;
+    if ptr == 0 {
+        return Err(bad("the setup header has no kernel_version string"));
+    }
+    let start = 0x200 + usize::from(ptr);
+    let tail = bytes.get(start..).ok_or_else(|| bad("kernel_version points past the end of the file"))?;
+    let end = tail.iter().take(256).position(|b| *b == 0).ok_or_else(|| bad("kernel_version is not terminated"))?;
+    let text = String::from_utf8_lossy(&tail[..end]);
+    text.split_whitespace()
+        .next()
+        .map(str::to_string)
+        .ok_or_else(|| bad("empty kernel_version string"))
+}
+
+/// The release a module was built for (first word of its `vermagic`).
+///
+/// # Errors
+/// As [`pkernel::modinfo`]; [`KbuildError::Image`] when there is no vermagic.
+pub fn module_release(path: &Path) -> Result<String, KbuildError> {
+    let v = pkernel::modinfo(path, "vermagic")?;
+    v.first()
+        .and_then(|s| s.split_whitespace().next())
+        .map(str::to_string)
+        .ok_or_else(|| KbuildError::Image(format!("{}: no vermagic in .modinfo", path.display())))
+}
+
+/// Check that every module was built for `release`: `init_module()` refuses
+/// a module whose vermagic differs ("Invalid module format"), which in the
+/// guest would look like a probe that never happened.
+///
+/// # Errors
+/// [`KbuildError::Image`] naming the module and both releases.
+pub fn check_vermagic(modules: &[PathBuf], release: &str, image: &Path) -> Result<(), KbuildError> {
+    for m in modules {
+        let r = module_release(m)?;
+        if r != release {
+            return Err(KbuildError::Image(format!(
+                "{} was built for {r}, but {} is {release}: the guest would refuse it (vermagic)",
+                m.display(),
+                image.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A developer's own kernel: `--kernel-image <bzImage> --modules <dir>`.
+/// `modules` is searched for `mana.ko` (or `mana.ko.xz`) and its
+/// dependencies: a build tree, a `lib/modules/<release>` tree or a folder of
+/// `.ko` files. They are copied, decompressed, to `<cache>/kbuild/user/<hash>/`.
+///
+/// # Errors
+/// [`KbuildError::Image`] for a file that is not a bzImage, a missing
+/// mana module or a vermagic differing from the image's release.
+pub fn user_kernel(image: &Path, modules: &Path, cache: &Path) -> Result<KernelInstall, KbuildError> {
+    let release = bzimage_release(image)?;
+    let root = [modules.join("lib/modules").join(&release), modules.join(&release)]
+        .into_iter()
+        .find(|p| p.is_dir())
+        .unwrap_or_else(|| modules.to_path_buf());
+    let tag = super::key::cache_key(&super::key::KeyInputs {
+        source: format!("user image {} modules {}", image.display(), root.display()),
+        toolchain: release.clone(),
+        ..Default::default()
+    });
+    let out = cache.join("kbuild/user").join(super::key::short(&tag));
+    if out.exists() {
+        std::fs::remove_dir_all(&out).map_err(|e| KbuildError::io(&out, e))?;
+    }
+    let found = pkernel::collect_modules(&root, &release, &out)?;
+    let modules: Vec<PathBuf> = found.modules.iter().map(|m| out.join(m)).collect();
+    check_vermagic(&modules, &release, image)?;
+    Ok(KernelInstall {
+        id: format!("image:{}", image.display()),
+        release,
+        vmlinuz: image.to_path_buf(),
+        modules,
+        compression: found.compression,
+        packages: Vec::new(),
+    })
+}
+
+/// A [`KernelInstall`] for a finished build's outputs.
+pub fn built_kernel(key: &str, release: &str, dir: &Path, modules: &[String]) -> KernelInstall {
+    KernelInstall {
+        id: format!("build:{}", super::key::short(key)),
+        release: release.to_string(),
+        vmlinuz: dir.join("bzImage"),
+        modules: modules.iter().map(|m| dir.join(m)).collect(),
+        compression: KoCompression::None,
+        packages: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fake_bzimage(version: &[u8]) -> Vec<u8> {
+        let mut b = vec![0u8; 0x1000];
+        b[HDRS_OFFSET..HDRS_OFFSET + 4].copy_from_slice(b"HdrS");
+        let ptr: u16 = 0x800 - 0x200;
+        b[KERNEL_VERSION_OFFSET..KERNEL_VERSION_OFFSET + 2].copy_from_slice(&ptr.to_le_bytes());
+        b[0x800..0x800 + version.len()].copy_from_slice(version);
+        b
+    }
+
+    #[test]
+    fn release_comes_from_the_setup_header() {
+        let d = tempfile::tempdir().expect("tmp");
+        let p = d.path().join("bzImage");
+        std::fs::write(&p, fake_bzimage(b"6.12.117-manarig (manarig@manarig) #1 SMP\0")).expect("w");
+        assert_eq!(bzimage_release(&p).expect("release"), "6.12.117-manarig");
+    }
+
+    #[test]
+    fn not_a_bzimage_is_a_clear_error() {
+        let d = tempfile::tempdir().expect("tmp");
+        let p = d.path().join("vmlinux");
+        std::fs::write(&p, b"\x7fELF").expect("w");
+        assert!(bzimage_release(&p).expect_err("bad").to_string().contains("not an x86 bzImage"));
+        let mut b = fake_bzimage(b"x");
+        b[0x800..0x1000].fill(b'a');
+        std::fs::write(&p, b).expect("w");
+        assert!(bzimage_release(&p).expect_err("bad").to_string().contains("not terminated"));
+    }
+
+    #[test]
+    fn the_pinned_debian_image_reports_its_release() {
+        // Debian 6.12.117 cloud kernel as provisioned (guest-images/kernels.lock);
+        // only checked where the cache is there.
+        let Ok(cache) = crate::provision::cache_dir(None) else { return };
+        let img = cache.join("kernels/6.12/vmlinuz");
+        if img.is_file() {
+            assert_eq!(bzimage_release(&img).expect("release"), "6.12.117+deb13-cloud-amd64");
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! Which kernel a run boots: a pinned Debian kernel (`6.1`, `6.12`, `7.x`), a
+//! kernel build (`build:KEY`, from `cargo xtask kernel build`) or a user's
+//! own image (`image:BZIMAGE:MODULES`), and which reference model judges it.
+
+use crate::kbuild::{self, KbuildError};
+use crate::model::KernelGen;
+use crate::provision::KernelInstall;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+/// A kernel as named on the command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KernelChoice {
+    /// A pinned Debian kernel of this generation (guest-images/kernels.lock).
+    Pinned(KernelGen),
+    /// A kernel build: key prefix or build folder.
+    Build(String),
+    /// A user's bzImage and the folder holding its mana.ko.
+    Image {
+        /// The bzImage.
+        image: PathBuf,
+        /// A folder with mana.ko (a build tree, `lib/modules/<release>`, …).
+        modules: PathBuf,
+    },
+}
+
+/// A kernel choice that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("kernel {0:?}: use 6.1, 6.12 or 7.x (pinned Debian kernels), build:KEY (cargo xtask kernel build) or image:BZIMAGE:MODULES_DIR")]
+pub struct BadKernelChoice(pub String);
+
+impl FromStr for KernelChoice {
+    type Err = BadKernelChoice;
+
+    /// `6.12` / `7.x` / …; `build:KEY-or-folder`; `image:BZIMAGE:MODULES_DIR`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || BadKernelChoice(s.to_string());
+        if let Some(b) = s.strip_prefix("build:") {
+            return if b.is_empty() { Err(bad()) } else { Ok(KernelChoice::Build(b.to_string())) };
+        }
+        if let Some(rest) = s.strip_prefix("image:") {
+            let (image, modules) = rest.rsplit_once(':').ok_or_else(bad)?;
+            if image.is_empty() || modules.is_empty() {
+                return Err(bad());
+            }
+            return Ok(KernelChoice::Image { image: image.into(), modules: modules.into() });
+        }
+        s.parse::<KernelGen>().map(KernelChoice::Pinned).map_err(|_| bad())
+    }
+}
+
+impl fmt::Display for KernelChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KernelChoice::Pinned(g) => f.write_str(g.as_str()),
+            KernelChoice::Build(b) => write!(f, "build:{b}"),
+            KernelChoice::Image { image, .. } => write!(f, "image:{}", image.display()),
+        }
+    }
+}
+
+/// A choice resolved to something bootable.
+#[derive(Debug, Clone)]
+pub struct ResolvedKernel {
+    /// The model generation (the pinned kernel's, the build's detected one, or `--model`).
+    pub gen: KernelGen,
+    /// The kernel to boot instead of the pinned one (`None` for pinned kernels).
+    pub custom: Option<KernelInstall>,
+    /// A short name for run names and tables (`6.12`, `build-0123abcd`, `image-6.12.1`).
+    pub label: String,
+    /// Which model judges the run, and why (printed before the run).
+    pub model_note: String,
+}
+
+/// Resolve a choice. `model` (`--model`) overrides the detected generation.
+///
+/// # Errors
+/// [`KbuildError`] for an unknown build, an unusable image, or a user image
+/// whose generation cannot be told from its release without `--model`.
+pub fn resolve(choice: &KernelChoice, model: Option<KernelGen>, cache_dir: Option<&Path>) -> Result<ResolvedKernel, KbuildError> {
+    let cache = || crate::provision::cache_dir(cache_dir).map_err(KbuildError::from);
+    match choice {
+        KernelChoice::Pinned(g) => Ok(ResolvedKernel {
+            gen: *g,
+            custom: None,
+            label: g.as_str().to_string(),
+            model_note: match model {
+                Some(m) if m != *g => format!("model {m} (--model), kernel Debian {}", g.debian_version()),
+                _ => format!("model {g} (Debian {})", g.debian_version()),
+            },
+        }),
+        KernelChoice::Build(what) => {
+            let built = kbuild::load_build(what, &cache()?)?;
+            let detected = built.model()?;
+            let short = kbuild::key::short(&built.stamp.key).to_string();
+            let gen = model.unwrap_or(detected);
+            let model_note = match model {
+                Some(m) if m != detected => {
+                    format!("model {m} (--model; the build's source looks like {detected}: {})", built.stamp.detected.evidence)
+                }
+                _ => format!("model {detected}, detected from the source: {}", built.stamp.detected.evidence),
+            };
+            Ok(ResolvedKernel {
+                gen,
+                custom: Some(built.install()),
+                label: format!("build-{}", &short[..8.min(short.len())]),
+                model_note: format!("kernel build {short} ({}): {model_note}", built.stamp.release),
+            })
+        }
+        KernelChoice::Image { image, modules } => {
+            let install = kbuild::image::user_kernel(image, modules, &cache()?)?;
+            let (gen, why) = match model {
+                Some(m) => (m, "--model".to_string()),
+                None => {
+                    let g: KernelGen = install.release.parse().map_err(|_| {
+                        KbuildError::Image(format!(
+                            "{}: release {} does not say which MANA IRQ code it runs; pass --model 6.1|6.12|7.x",
+                            image.display(),
+                            install.release
+                        ))
+                    })?;
+                    (g, format!("from the release string {}; pass --model if its MANA IRQ code differs", install.release))
+                }
+            };
+            Ok(ResolvedKernel {
+                gen,
+                label: format!("image-{}", install.release),
+                model_note: format!("user kernel {} ({}): model {gen} ({why})", image.display(), install.release),
+                custom: Some(install),
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn choices_parse() {
+        assert_eq!("6.12".parse(), Ok(KernelChoice::Pinned(KernelGen::V6_12)));
+        assert_eq!("7.x".parse(), Ok(KernelChoice::Pinned(KernelGen::V7)));
+        assert_eq!("build:0123abcd".parse(), Ok(KernelChoice::Build("0123abcd".into())));
+        assert_eq!(
+            "image:/k/bzImage:/k".parse(),
+            Ok(KernelChoice::Image { image: "/k/bzImage".into(), modules: "/k".into() })
+        );
+        for bad in ["5.10", "build:", "image:/k/bzImage", "image::x"] {
+            let e = bad.parse::<KernelChoice>().expect_err(bad);
+            assert!(e.to_string().contains("build:KEY"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_pinned_choice_needs_no_cache() {
+        let r = resolve(&KernelChoice::Pinned(KernelGen::V6_1), None, Some(Path::new("/nonexistent"))).expect("pinned");
+        assert_eq!((r.gen, r.label.as_str()), (KernelGen::V6_1, "6.1"));
+        assert!(r.custom.is_none());
+        let r = resolve(&KernelChoice::Pinned(KernelGen::V6_1), Some(KernelGen::V6_12), None).expect("pinned");
+        assert!(r.model_note.contains("--model"), "{}", r.model_note);
+    }
+}
