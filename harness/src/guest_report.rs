@@ -79,6 +79,13 @@ pub struct GuestIrq {
     pub counts: Vec<u64>,
 }
 
+impl GuestIrq {
+    /// An IRQ seen in /proc/irq before its /proc/interrupts line: no name, no data yet.
+    fn unnamed(irq: u32) -> Self {
+        GuestIrq { irq, name: "-".into(), affinity: None, hint: None, effective: None, counts: Vec::new() }
+    }
+}
+
 /// The whole guest report.
 #[derive(Debug, Clone, PartialEq, Default, serde::Serialize)]
 pub struct GuestReport {
@@ -157,29 +164,14 @@ pub enum ReportError {
 /// # Errors
 /// A message for a malformed list.
 pub fn parse_cpulist(s: &str) -> Result<Vec<u32>, String> {
-    let mut out = Vec::new();
-    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
-        let (lo, hi) = match part.split_once('-') {
-            Some((a, b)) => (a, b),
-            None => (part, part),
-        };
-        let lo: u32 = lo.parse().map_err(|_| format!("bad cpulist {s:?}"))?;
-        let hi: u32 = hi.parse().map_err(|_| format!("bad cpulist {s:?}"))?;
-        if hi < lo || hi - lo > 65_535 {
-            return Err(format!("bad cpulist range {part:?}"));
-        }
-        out.extend(lo..=hi);
-    }
-    Ok(out)
+    crate::cpulist::CpuMask::parse_cpulist(s.trim())
+        .map(|mask| mask.iter().collect())
+        .map_err(|e| format!("bad cpulist {s:?}: {e}"))
 }
 
 /// Format CPUs as a kernel cpulist (`0-3,8`).
 pub fn format_cpulist(cpus: &[u32]) -> String {
-    crate::qemu::spec::ranges(cpus)
-        .iter()
-        .map(|&(lo, hi)| if lo == hi { lo.to_string() } else { format!("{lo}-{hi}") })
-        .collect::<Vec<_>>()
-        .join(",")
+    cpus.iter().copied().collect::<crate::cpulist::CpuMask>().to_cpulist()
 }
 
 /// Strip the console's line endings (the serial console sends CR LF).
@@ -388,14 +380,7 @@ fn assemble(r: &mut GuestReport, raw: &Raw) -> Result<(), ReportError> {
         let Some(rest) = path.strip_prefix("/proc/irq/") else { continue };
         let Some((irq, leaf)) = rest.split_once('/') else { continue };
         let Ok(irq) = irq.parse::<u32>() else { continue };
-        let e = irqs.entry(irq).or_insert_with(|| GuestIrq {
-            irq,
-            name: "-".into(),
-            affinity: None,
-            hint: None,
-            effective: None,
-            counts: Vec::new(),
-        });
+        let e = irqs.entry(irq).or_insert_with(|| GuestIrq::unnamed(irq));
         match leaf {
             "smp_affinity_list" => e.affinity = Some(list(path, v)?),
             "effective_affinity_list" => e.effective = Some(list(path, v)?),
@@ -420,14 +405,7 @@ fn assemble(r: &mut GuestReport, raw: &Raw) -> Result<(), ReportError> {
             counts[*cpu as usize] =
                 rest[col].parse().map_err(|_| bad(*line, format!("count {:?} is not a number", rest[col]), text))?;
         }
-        let e = irqs.entry(irq).or_insert_with(|| GuestIrq {
-            irq,
-            name: "-".into(),
-            affinity: None,
-            hint: None,
-            effective: None,
-            counts: Vec::new(),
-        });
+        let e = irqs.entry(irq).or_insert_with(|| GuestIrq::unnamed(irq));
         e.counts = counts;
         e.name = rest.last().filter(|_| rest.len() > columns.len()).map_or("-".into(), |n| n.to_string());
     }
