@@ -12,7 +12,7 @@
 //! `MANARIG_MATRIX_KERNEL_BUILD=KEY` runs the rows of that kernel build's detected
 //! generation on the build (`cargo xtask kernel build`; README "Test your own kernel").
 
-use harness::model::KernelGen;
+use harness::rig::kernel_choice::{self, KernelChoice};
 use harness::rig::{run_one, RunRequest};
 use harness::topology::{ExpectedVerdict, Topology};
 use harness::verdict::{render, Format, Status};
@@ -26,11 +26,20 @@ fn topology_path(file: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../topologies").join(format!("{file}.toml"))
 }
 
+/// A run request for `file` on `kernel` as `--kernel` names it (`6.12`, `6.12-min`, …).
+fn request(path: &std::path::Path, kernel: &str) -> RunRequest {
+    let choice: KernelChoice = kernel.parse().expect("a kernel choice");
+    let resolved = kernel_choice::resolve(&choice, None, None).unwrap_or_else(|e| panic!("kernel {kernel}: {e}"));
+    let mut req = RunRequest::new(path, resolved.gen);
+    req.custom_kernel = resolved.custom;
+    req
+}
+
 fn check(file: &str, kernel: &str) {
-    let gen: KernelGen = kernel.parse().expect("a modelled kernel");
     let path = topology_path(file);
     let topo = Topology::load(&path).expect("topology file loads");
-    let mut req = RunRequest::new(&path, gen);
+    let mut req = request(&path, kernel);
+    let gen = req.kernel;
     // Kernel patch CI: MANARIG_MATRIX_KERNEL_BUILD=KEY runs the rows of the
     // build's detected generation on that build instead of the pinned kernel.
     if let Ok(key) = std::env::var(MATRIX_BUILD_ENV) {
@@ -101,6 +110,15 @@ matrix! {
     r17_diameter_on_linux_6_12: "r17-diameter" on "6.12";
     r23_no_node_on_linux_6_12: "r23-no-node" on "6.12";
     r24_no_smt_on_linux_6_12: "r24-no-smt" on "6.12";
+    // The minimal kernel (Debian's 6.12 source, manarig's config; the fast
+    // path): the same expectations as Debian's 6.12 kernel.
+    seed_002_on_linux_6_12_min: "seed-002" on "6.12-min";
+    seed_000_4ch_on_linux_6_12_min: "seed-000-4ch" on "6.12-min";
+    r08_four_nodes_on_linux_6_12_min: "r08-four-nodes" on "6.12-min";
+    r15_memory_only_small_on_linux_6_12_min: "r15-memory-only-small" on "6.12-min";
+    r23_no_node_on_linux_6_12_min: "r23-no-node" on "6.12-min";
+    slow_seed_001_azure_128_on_linux_6_12_min: "seed-001-azure-128" on "6.12-min";
+    slow_seed_003_epyc_7763_on_linux_6_12_min: "seed-003-epyc-7763" on "6.12-min";
     slow_seed_000_kelley_96_on_linux_6_12: "seed-000-kelley-96" on "6.12";
     slow_seed_001_azure_128_on_linux_6_12: "seed-001-azure-128" on "6.12";
     slow_seed_001_azure_128_on_linux_6_1: "seed-001-azure-128" on "6.1";
@@ -161,10 +179,9 @@ fn placement(o: &harness::verdict::Observed) -> Vec<(String, String, Option<Stri
 }
 
 fn speedups_keep_the_placement(file: &str, kernel: &str) {
-    let gen: KernelGen = kernel.parse().expect("a modelled kernel");
     let path = topology_path(file);
     let run = |speedups| {
-        let mut req = RunRequest::new(&path, gen);
+        let mut req = request(&path, kernel);
         req.speedups = speedups;
         run_one(&req).unwrap_or_else(|e| panic!("{file} on {kernel} with {speedups:?}: rig error {e:#}"))
     };
@@ -187,4 +204,10 @@ fn speedups_keep_the_irq_placement_seed_002_on_linux_6_12() {
 fn speedups_keep_the_irq_placement_r17_on_linux_6_1() {
     // R17 (four nodes, SLIT distances 12-24) on the kernel before irq_setup().
     speedups_keep_the_placement("r17-diameter", "6.1");
+}
+
+#[test]
+fn speedups_keep_the_irq_placement_seed_002_on_linux_6_12_min() {
+    // The minimal kernel: PVH entry of its own vmlinux vs its bzImage through SeaBIOS.
+    speedups_keep_the_placement("seed-002", "6.12-min");
 }

@@ -29,6 +29,7 @@ pub mod detect;
 pub mod image;
 pub mod key;
 pub mod make;
+pub mod minimal;
 pub mod patches;
 pub mod source;
 
@@ -271,12 +272,25 @@ pub fn ensure_build_deps(install: bool, progress: &mut dyn FnMut(&str)) -> Resul
         pkgs.push("ccache");
     }
     progress(&format!("host: installing kernel build dependencies with apt-get (host packages): {}", pkgs.join(" ")));
-    let out = Command::new("apt-get")
-        .args(["install", "-y", "-q", "--no-install-recommends"])
-        .args(&pkgs)
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .output()
-        .map_err(|e| KbuildError::Tool { tool: "apt-get".into(), source: e })?;
+    let apt = |args: &[&str]| {
+        Command::new("apt-get")
+            .args(args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .output()
+            .map_err(|e| KbuildError::Tool { tool: "apt-get".into(), source: e })
+    };
+    let install: Vec<&str> = ["install", "-y", "-q", "--no-install-recommends"].into_iter().chain(pkgs.iter().copied()).collect();
+    let mut out = apt(&install)?;
+    if !out.status.success() {
+        // A machine image's package lists may be older than the archive
+        // (versions gone: 404); refresh them once and try again.
+        progress("host: apt-get install failed; running apt-get update and trying again");
+        let update = apt(&["update", "-q"])?;
+        if !update.status.success() {
+            return Err(KbuildError::Host(format!("apt-get update failed:\n{}", String::from_utf8_lossy(&update.stderr))));
+        }
+        out = apt(&install)?;
+    }
     if !out.status.success() {
         return Err(KbuildError::Host(format!(
             "apt-get install {} failed:\n{}",
@@ -327,7 +341,6 @@ pub fn build(req: &BuildRequest, progress: &mut dyn FnMut(&str)) -> Result<Built
     for (name, text) in &fragments {
         parsed.push((name.clone(), config::parse_fragment(text, name)?));
     }
-    ensure_build_deps(req.install_deps, progress)?;
     let inputs = key::KeyInputs {
         source: req.source.identity(),
         patches: series.iter().map(|p| (p.name.clone(), p.text.clone())).collect(),
@@ -350,6 +363,7 @@ pub fn build(req: &BuildRequest, progress: &mut dyn FnMut(&str)) -> Result<Built
             }
         }
     }
+    ensure_build_deps(req.install_deps, progress)?;
     let src = source::prepare(&req.source, &req.cache, progress)?;
     std::fs::create_dir_all(&dir).map_err(|e| KbuildError::io(&dir, e))?;
     let mut timings = BuildTimings::default();

@@ -76,8 +76,10 @@ pub struct RunArgs {
     /// Topology file (TOML), e.g. topologies/seed-002.toml.
     #[arg(default_value = "topologies/seed-002.toml")]
     pub topology: PathBuf,
-    /// Kernel: 6.1, 6.12 or 7.x (the pinned Debian kernels), build:KEY (a
-    /// `kernel build`) or image:BZIMAGE:MODULES_DIR.
+    /// Kernel: 6.1, 6.12 or 7.x (the pinned Debian kernels), 6.1-min, 6.12-min
+    /// or 7.x-min (the same source with manarig's minimal config: the fast path;
+    /// built on first use, about 8 minutes), build:KEY (a `kernel build`) or
+    /// image:BZIMAGE:MODULES_DIR.
     #[arg(long, default_value = "6.12")]
     pub kernel: KernelChoice,
     /// A kernel build (key or folder; same as --kernel build:KEY).
@@ -127,7 +129,7 @@ impl RunArgs {
 pub struct CompareArgs {
     /// Topology file (TOML).
     pub topology: PathBuf,
-    /// The "before" kernel: 6.1|6.12|7.x, build:KEY or image:BZIMAGE:MODULES_DIR.
+    /// The "before" kernel: 6.1|6.12|7.x, 6.1-min|6.12-min|7.x-min, build:KEY or image:BZIMAGE:MODULES_DIR.
     #[arg(long, default_value = "6.1")]
     pub before: KernelChoice,
     /// The "after" kernel, as --before.

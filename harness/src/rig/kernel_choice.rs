@@ -1,4 +1,5 @@
-//! Which kernel a run boots: a pinned Debian kernel (`6.1`, `6.12`, `7.x`), a
+//! Which kernel a run boots: a pinned Debian kernel (`6.1`, `6.12`, `7.x`),
+//! manarig's minimal build of the same source (`6.12-min`: the fast path), a
 //! kernel build (`build:KEY`, from `cargo xtask kernel build`) or a user's
 //! own image (`image:BZIMAGE:MODULES`), and which reference model judges it.
 
@@ -14,6 +15,9 @@ use std::str::FromStr;
 pub enum KernelChoice {
     /// A pinned Debian kernel of this generation (guest-images/kernels.lock).
     Pinned(KernelGen),
+    /// The minimal kernel of this generation: its pinned Debian source built
+    /// with manarig's config fragment (built on first use; [`kbuild::minimal`]).
+    Minimal(KernelGen),
     /// A kernel build: key prefix or build folder.
     Build(String),
     /// A user's bzImage and the folder holding its mana.ko.
@@ -27,13 +31,14 @@ pub enum KernelChoice {
 
 /// A kernel choice that does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("kernel {0:?}: use 6.1, 6.12 or 7.x (pinned Debian kernels), build:KEY (cargo xtask kernel build) or image:BZIMAGE:MODULES_DIR")]
+#[error("kernel {0:?}: use 6.1, 6.12 or 7.x (pinned Debian kernels), 6.1-min, 6.12-min or 7.x-min (their source built with manarig's minimal config), build:KEY (cargo xtask kernel build) or image:BZIMAGE:MODULES_DIR")]
 pub struct BadKernelChoice(pub String);
 
 impl FromStr for KernelChoice {
     type Err = BadKernelChoice;
 
-    /// `6.12` / `7.x` / …; `build:KEY-or-folder`; `image:BZIMAGE:MODULES_DIR`.
+    /// `6.1` / `6.12` / `7.x` (also `7.3`, the pinned 7.x kernel); the same
+    /// with `-min`; `build:KEY-or-folder`; `image:BZIMAGE:MODULES_DIR`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let bad = || BadKernelChoice(s.to_string());
         if let Some(b) = s.strip_prefix("build:") {
@@ -46,7 +51,17 @@ impl FromStr for KernelChoice {
             }
             return Ok(KernelChoice::Image { image: image.into(), modules: modules.into() });
         }
-        s.parse::<KernelGen>().map(KernelChoice::Pinned).map_err(|_| bad())
+        // Only the kernels that are pinned: `--kernel 7.9` must not quietly boot 7.3.
+        let pinned = |name: &str| match name {
+            "6.1" => Some(KernelGen::V6_1),
+            "6.12" => Some(KernelGen::V6_12),
+            "7.x" | "7.3" => Some(KernelGen::V7),
+            _ => None,
+        };
+        if let Some(gen) = s.strip_suffix(kbuild::minimal::SUFFIX) {
+            return pinned(gen).map(KernelChoice::Minimal).ok_or_else(bad);
+        }
+        pinned(s).map(KernelChoice::Pinned).ok_or_else(bad)
     }
 }
 
@@ -54,6 +69,7 @@ impl fmt::Display for KernelChoice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             KernelChoice::Pinned(g) => f.write_str(g.as_str()),
+            KernelChoice::Minimal(g) => write!(f, "{}{}", g.as_str(), kbuild::minimal::SUFFIX),
             KernelChoice::Build(b) => write!(f, "build:{b}"),
             KernelChoice::Image { image, .. } => write!(f, "image:{}", image.display()),
         }
@@ -90,6 +106,25 @@ pub fn resolve(choice: &KernelChoice, model: Option<KernelGen>, cache_dir: Optio
                 _ => format!("model {g} (Debian {})", g.debian_version()),
             },
         }),
+        KernelChoice::Minimal(g) => {
+            let built = kbuild::minimal::ensure(*g, &cache()?, &mut |line| eprintln!("kernel {choice}: {line}"))?;
+            let detected = built.model()?;
+            let short = kbuild::key::short(&built.stamp.key).to_string();
+            let gen = model.unwrap_or(detected);
+            let model_note = match model {
+                Some(m) if m != detected => format!("model {m} (--model; the source runs {detected})"),
+                _ => format!("model {detected}, detected from the source: {}", built.stamp.detected.evidence),
+            };
+            Ok(ResolvedKernel {
+                gen,
+                custom: Some(built.install()),
+                label: choice.to_string(),
+                model_note: format!(
+                    "minimal kernel {} (Debian {} built with manarig's config, build {short}): {model_note}",
+                    built.stamp.release, built.stamp.source
+                ),
+            })
+        }
         KernelChoice::Build(what) => {
             let built = kbuild::load_build(what, &cache()?)?;
             let detected = built.model()?;
@@ -146,7 +181,12 @@ mod tests {
             "image:/k/bzImage:/k".parse(),
             Ok(KernelChoice::Image { image: "/k/bzImage".into(), modules: "/k".into() })
         );
-        for bad in ["5.10", "build:", "image:/k/bzImage", "image::x"] {
+        assert_eq!("6.12-min".parse(), Ok(KernelChoice::Minimal(KernelGen::V6_12)));
+        assert_eq!("7.x-min".parse(), Ok(KernelChoice::Minimal(KernelGen::V7)));
+        assert_eq!("7.3".parse(), Ok(KernelChoice::Pinned(KernelGen::V7)));
+        assert_eq!(KernelChoice::Minimal(KernelGen::V6_1).to_string(), "6.1-min");
+        // Not pinned: refused rather than rounded to a pinned kernel.
+        for bad in ["5.10", "7.9", "6.8", "6.12.1", "6.12-max", "-min", "build:", "image:/k/bzImage", "image::x"] {
             let e = bad.parse::<KernelChoice>().expect_err(bad);
             assert!(e.to_string().contains("build:KEY"), "{e}");
         }

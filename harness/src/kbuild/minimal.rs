@@ -1,0 +1,68 @@
+//! The minimal guest kernels: Debian's pinned `linux-source-*` of a kernel
+//! generation, unpatched, built with manarig's config fragment alone
+//! (guest-images/kernel-config/manarig.config). They run the same MANA code
+//! as the pinned Debian kernel images of that generation but boot in a
+//! fraction of the time (docs/boot-speed.md): the rig's fast path
+//! (`--kernel 6.12-min`). Built on first use, then taken from the cache.
+
+use super::{build, source::SourceSpec, BuildRequest, Built, KbuildError};
+use crate::model::KernelGen;
+use std::path::Path;
+use std::time::Duration;
+
+/// The `--kernel` suffix that names a minimal kernel (`6.12-min`).
+pub const SUFFIX: &str = "-min";
+
+/// The pinned Debian source package of `gen` (guest-images/kernel-sources.lock).
+pub fn source_package(gen: KernelGen) -> &'static str {
+    match gen {
+        KernelGen::V6_1 => "linux-source-6.1",
+        KernelGen::V6_12 => "linux-source-6.12",
+        KernelGen::V7 => "linux-source-7.3",
+    }
+}
+
+/// The build request of `gen`'s minimal kernel in `cache`: no patches, no
+/// extra fragment, all host CPUs, ccache when installed, missing host build
+/// packages installed (as root), 120 minutes per make step.
+///
+/// # Errors
+/// [`KbuildError::Source`] if the source is not pinned (a lock file bug).
+pub fn request(gen: KernelGen, cache: &Path) -> Result<BuildRequest, KbuildError> {
+    Ok(BuildRequest {
+        source: SourceSpec::parse(&format!("debian:{}", source_package(gen)))?,
+        patches: None,
+        fragment: None,
+        cache: cache.to_path_buf(),
+        jobs: std::thread::available_parallelism().map_or(2, std::num::NonZero::get),
+        ccache: true,
+        install_deps: true,
+        deadline: Duration::from_secs(120 * 60),
+        fresh: false,
+    })
+}
+
+/// `gen`'s minimal kernel: the cached build, or a new one (a cold build takes
+/// about 8 minutes on a 2-core machine; `progress` gets one line per step).
+///
+/// # Errors
+/// Any [`KbuildError`] of [`build`].
+pub fn ensure(gen: KernelGen, cache: &Path, progress: &mut dyn FnMut(&str)) -> Result<Built, KbuildError> {
+    build(&request(gen, cache)?, progress)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_generation_has_a_pinned_source() {
+        for gen in KernelGen::ALL {
+            let req = request(gen, Path::new("/nonexistent")).expect("pinned");
+            match req.source {
+                SourceSpec::Debian(pin) => assert_eq!(pin.package, source_package(gen)),
+                SourceSpec::Tree(t) => panic!("{gen}: a tree {}", t.display()),
+            }
+        }
+    }
+}
