@@ -46,7 +46,8 @@ pub fn stage_facts(report: &GuestReport, table: Option<QueueTable>) -> StageFact
             ifup_s: at("ifup"),
             carrier: report.carrier,
             carrier_s: at("carrier"),
-            ifup_to_carrier_s: report.ifup_to_carrier_s(),
+            // Both ends have /proc/uptime's centisecond resolution: no float noise.
+            ifup_to_carrier_s: report.ifup_to_carrier_s().map(|s| (s * 100.0).round() / 100.0),
             ethtool_status: report.ethtool_status,
             ethtool_s: at("ethtool"),
             channels: report.channels,
