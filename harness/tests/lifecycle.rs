@@ -20,7 +20,8 @@ fn run(file: &str, kernel: &str, reprobe: bool) -> RunOutcome {
     req.reprobe = reprobe;
     match run_one(&req) {
         Ok(outcome) => {
-            eprintln!("{}", harness::rig::command::run_details(&outcome));
+            // The human report: IRQ table, then each stage's link and queue table.
+            eprintln!("{}", harness::verdict::render(&outcome.verdict, harness::verdict::Format::Human).unwrap_or_default());
             outcome
         }
         Err(e) => panic!("{file} on {kernel}: rig error: {e:#}"),

@@ -172,74 +172,6 @@ fn print(text: &str) {
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
 
-/// The human text that goes with the verdict: link and channel results, the
-/// queue table of each stage and of the report, and what differs between a
-/// first probe and the re-probe.
-pub fn run_details(outcome: &RunOutcome) -> String {
-    let mut out = String::new();
-    for stage in &outcome.stages {
-        out.push_str(&format!("\n== stage {}: {}\n", stage.name, if stage.verdict.status == crate::verdict::Status::Pass { "PASS" } else { "FAIL" }));
-        out.push_str(&link_line(&stage.report));
-        if let Some(t) = &stage.queues {
-            out.push_str(&t.render(&format!("Queues at stage {} (device view: SQ/RQ -> CQ -> EQ -> eq_pci_msix_index; guest IRQ):", stage.name)));
-        }
-    }
-    out.push('\n');
-    out.push_str(&link_line(&outcome.report));
-    if let Some(t) = &outcome.queues {
-        out.push_str(&t.render("Queues at the report (device view: SQ/RQ -> CQ -> EQ -> eq_pci_msix_index; guest IRQ):"));
-    }
-    let r = &outcome.report;
-    if let Some(rc) = r.rmmod_status {
-        out.push_str(&format!("rmmod mana: exit {rc}\n"));
-    }
-    for stage in &outcome.stages {
-        let same_irqs = stage.verdict.status == outcome.verdict.status && irq_cpus(&stage.verdict) == irq_cpus(&outcome.verdict);
-        let same_queues = stage.queues.as_ref().map(|t| t.channel_cpus()) == outcome.queues.as_ref().map(|t| t.channel_cpus());
-        out.push_str(&format!(
-            "{} vs report: IRQ table {}, queue table {}\n",
-            stage.name,
-            if same_irqs { "same" } else { "DIFFERS" },
-            if same_queues { "same" } else { "DIFFERS" }
-        ));
-    }
-    if r.warnings.is_empty() {
-        out.push_str("kernel warnings: none\n");
-    } else {
-        out.push_str(&format!("kernel warnings: {}\n", r.warnings.len()));
-        for w in &r.warnings {
-            out.push_str(&format!("  {w}\n"));
-        }
-    }
-    out
-}
-
-/// (vector name, smp_affinity_list) of every row, for comparing two moments.
-fn irq_cpus(v: &crate::verdict::Verdict) -> Vec<(String, String)> {
-    v.vectors.iter().map(|r| (r.name.clone(), r.observed.as_ref().map(|o| o.smp_affinity_list.to_string()).unwrap_or_default())).collect()
-}
-
-fn link_line(r: &crate::guest_report::GuestReport) -> String {
-    let secs = |k: &str| r.times.get(k).map_or("-".to_string(), |t| format!("{t:.2} s"));
-    let carrier = match r.carrier {
-        Some(true) => "carrier 1".to_string(),
-        Some(false) => "NO carrier".to_string(),
-        None => "carrier not read".to_string(),
-    };
-    let up = r.ifup_to_carrier_s().map_or("-".into(), |s| format!("{s:.2} s"));
-    let ethtool = match (r.ethtool_status, r.channels) {
-        (None, Some(c)) => format!("; {c} combined channels"),
-        (None, None) => String::new(),
-        (Some(rc), c) => format!("; ethtool -L exit {rc} at {}, now {} combined channels", secs("ethtool"), c.map_or("?".into(), |c| c.to_string())),
-    };
-    format!(
-        "link: {} up at {}, {carrier} at {} (up to carrier {up}, guest clock){ethtool}\n",
-        r.netdev.as_deref().unwrap_or("-"),
-        secs("ifup"),
-        secs("carrier"),
-    )
-}
-
 fn timings_line(outcome: &RunOutcome) -> String {
     let t = &outcome.timings;
     format!(
@@ -267,9 +199,6 @@ pub fn run(args: &RunArgs) -> ExitCode {
         Ok(outcome) => match render(&outcome.verdict, args.format) {
             Ok(text) => {
                 print(&text);
-                if args.format == Format::Human {
-                    print(&run_details(&outcome));
-                }
                 eprintln!("{}", timings_line(&outcome));
                 if !outcome.verdict.as_topology_expects() {
                     eprintln!(

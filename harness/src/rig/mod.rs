@@ -91,7 +91,9 @@ pub struct RunTimings {
 /// A finished run.
 #[derive(Debug)]
 pub struct RunOutcome {
-    /// The verdict (its `exit_code()` is the run's exit code).
+    /// The verdict (its `exit_code()` is the run's exit code), with the
+    /// stages, their link and queue tables and the checks on them
+    /// ([`Verdict::add_stages`]).
     pub verdict: Verdict,
     /// What the guest showed.
     pub observed: Observed,
@@ -267,8 +269,10 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     let expected = expected_table(&topo.to_qemu_numbering(), model);
     let marks = marks.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let status_at = |marker: &str| marks.iter().rev().find(|(l, _)| l.starts_with(marker)).and_then(|(_, s)| s.clone());
+    // The guest's IRQ names follow the booted kernel's scheme, whatever model judges it
+    // (`--model`): the queue table joins by that kernel's names.
     let table = |status: Option<serde_json::Value>, observed: &Observed| {
-        status.and_then(|s| match queues::queue_table(&s, &observed.vectors, model) {
+        status.and_then(|s| match queues::queue_table(&s, &observed.vectors, req.kernel) {
             Ok(t) => Some(t),
             Err(e) => {
                 tracing::warn!("queue table: {e}");
@@ -280,7 +284,10 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     for (name, report) in crate::guest_report::parse_stages(&booted.console).context("the guest's stages")? {
         let observed = observe::observed(&report, model, &accel)?;
         let queues = table(status_at(&format!("{} {name}", crate::guest_report::STAGE_BEGIN)), &observed);
-        let verdict = judge(&topo, &observed, &expected);
+        let mut verdict = judge(&topo, &observed, &expected);
+        if let Some(k) = &req.custom_kernel {
+            trust_custom_generation(&mut verdict, k, model);
+        }
         stages.push(StageOutcome { name, verdict, queues, report });
     }
     let observed = observe::observed(&booted.report, model, &accel)?;
@@ -289,6 +296,9 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     if let Some(k) = &req.custom_kernel {
         trust_custom_generation(&mut verdict, k, model);
     }
+    let earlier =
+        stages.iter().map(|s| (s.name.as_str(), &s.verdict, observe::stage_facts(&s.report, s.queues.clone()))).collect();
+    verdict.add_stages(earlier, observe::stage_facts(&booted.report, queues.clone()));
     Ok(RunOutcome {
         verdict,
         observed,

@@ -3,7 +3,7 @@
 use crate::cpulist::CpuMask;
 use crate::guest_report::{GuestIrq, GuestReport};
 use crate::model::KernelGen;
-use crate::verdict::{Observed, ObservedVector};
+use crate::verdict::{Observed, ObservedVector, QueueTable, StageFacts, StageLink};
 use anyhow::{Context, Result};
 
 /// [`Observed`] from the guest report: the NIC's MSI-X vectors with their
@@ -34,6 +34,28 @@ pub fn observed(report: &GuestReport, kernel: KernelGen, accel: &str) -> Result<
         vectors,
         dmesg_mana: report.dmesg.clone(),
     })
+}
+
+/// What a stage's report says beside the IRQ table (link, `ethtool -L`,
+/// `rmmod`, kernel warnings), with the queue table the rig built for it.
+pub fn stage_facts(report: &GuestReport, table: Option<QueueTable>) -> StageFacts {
+    let at = |k: &str| report.times.get(k).copied();
+    StageFacts {
+        link: StageLink {
+            netdev: report.netdev.clone(),
+            ifup_s: at("ifup"),
+            carrier: report.carrier,
+            carrier_s: at("carrier"),
+            // Both ends have /proc/uptime's centisecond resolution: no float noise.
+            ifup_to_carrier_s: report.ifup_to_carrier_s().map(|s| (s * 100.0).round() / 100.0),
+            ethtool_status: report.ethtool_status,
+            ethtool_s: at("ethtool"),
+            channels: report.channels,
+        },
+        rmmod_status: report.rmmod_status,
+        warnings: report.warnings.clone(),
+        table,
+    }
 }
 
 fn vector(irq: &GuestIrq) -> Result<ObservedVector> {

@@ -6,50 +6,18 @@
 //! (`core` = `device_model::snapshot::Snapshot`), taken while the guest
 //! printed its report (see [`crate::qemu::BootRequest::on_marker`]): after
 //! `ethtool -L`, before the shutdown path destroys the queues.
+//!
+//! [`QueueTable`] and [`QueueRow`] live in [`crate::verdict`] (every report
+//! format carries them) and are re-exported here.
 
-use crate::cpulist::CpuMask;
 use crate::model::KernelGen;
 use crate::verdict::{ObservedVector, VectorName};
-use serde::{Deserialize, Serialize};
+pub use crate::verdict::{QueueRow, QueueTable};
+use serde::Deserialize;
 
 /// GDMA device type of the Ethernet function (GDMA_DEVICE_MANA = 2,
 /// include/net/mana/gdma.h); the HWC's EQ has type 1.
 const GDMA_DEVICE_MANA: u16 = 2;
-
-/// One channel: its queues, their EQ and the vector it raises.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct QueueRow {
-    /// Channel index: the Ethernet EQs that have work queues, in EQ-id order
-    /// (mana creates `eqs[i]` for channel i in order: `mana_create_eq()`,
-    /// and the device gives out the lowest free id).
-    pub channel: usize,
-    /// SQ ids whose CQ reports to this EQ.
-    pub sqs: Vec<u32>,
-    /// RQ ids whose CQ reports to this EQ.
-    pub rqs: Vec<u32>,
-    /// EQ id.
-    pub eq: u32,
-    /// `eq_pci_msix_index` of the EQ (GDMA_CREATE_QUEUE).
-    pub msix_index: u16,
-    /// The guest's IRQ for that MSI-X index, if the guest reported one.
-    pub irq: Option<u32>,
-    /// Its name without `@pci:…` (`mana_q3`).
-    pub name: Option<String>,
-    /// Its `smp_affinity_list`.
-    pub cpus: Option<CpuMask>,
-    /// Its `effective_affinity_list`.
-    pub effective: Option<CpuMask>,
-}
-
-/// The queue table of one moment of the run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
-pub struct QueueTable {
-    /// Active channels, by channel index.
-    pub rows: Vec<QueueRow>,
-    /// Ethernet EQs without work queues (6.x keeps one per possible channel
-    /// after `ethtool -L` lowers the count: they are created at probe).
-    pub idle_eqs: Vec<u32>,
-}
 
 /// Errors reading the device status.
 #[derive(Debug, thiserror::Error)]
@@ -132,52 +100,6 @@ pub fn queue_table(
     Ok(table)
 }
 
-impl QueueTable {
-    /// Render as text: a title line, then one row per channel (the seeds'
-    /// style of table), then the idle EQs if any.
-    pub fn render(&self, title: &str) -> String {
-        let ids = |v: &[u32]| {
-            if v.is_empty() {
-                "-".to_string()
-            } else {
-                v.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
-            }
-        };
-        let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
-        let mut rows = vec![["Channel", "SQ", "RQ", "EQ", "MSI-X", "IRQ", "Name", "CPUs", "Effective"].map(String::from).to_vec()];
-        for r in &self.rows {
-            rows.push(vec![
-                r.channel.to_string(),
-                ids(&r.sqs),
-                ids(&r.rqs),
-                r.eq.to_string(),
-                r.msix_index.to_string(),
-                opt(r.irq.map(|i| i.to_string())),
-                opt(r.name.clone()),
-                opt(r.cpus.as_ref().map(ToString::to_string)),
-                opt(r.effective.as_ref().map(ToString::to_string)),
-            ]);
-        }
-        let widths: Vec<usize> = (0..rows[0].len()).map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0)).collect();
-        let mut out = format!("{title}\n");
-        for r in &rows {
-            let line: Vec<String> = r.iter().zip(&widths).map(|(cell, w)| format!("{cell:<w$}")).collect();
-            out.push_str(line.join("  ").trim_end());
-            out.push('\n');
-        }
-        if !self.idle_eqs.is_empty() {
-            out.push_str(&format!("Ethernet EQs without queues: {}\n", ids(&self.idle_eqs)));
-        }
-        out
-    }
-
-    /// The channel → CPUs mapping, for comparing two moments (first probe
-    /// and re-probe) regardless of queue ids and IRQ numbers.
-    pub fn channel_cpus(&self) -> Vec<(usize, u16, Option<String>)> {
-        self.rows.iter().map(|r| (r.channel, r.msix_index, r.cpus.as_ref().map(ToString::to_string))).collect()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,9 +149,7 @@ mod tests {
             vec![(1, Some(26), "0-1".into()), (2, Some(27), "2-3".into()), (3, Some(28), "0-1".into()), (4, Some(29), "2-3".into())]
         );
         assert_eq!((t.rows[0].sqs.clone(), t.rows[0].rqs.clone()), (vec![10], vec![30]));
-        let text = t.render("Queues:");
-        assert!(text.contains("mana_q3"), "{text}");
-        assert!(text.contains("Ethernet EQs without queues: 5,6,7,8"), "{text}");
+        assert_eq!(t.rows[3].name.as_deref(), Some("mana_q3"));
     }
 
     #[test]

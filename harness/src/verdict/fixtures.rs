@@ -90,3 +90,74 @@ pub(super) fn rig_error() -> anyhow::Error {
     anyhow::anyhow!("QEMU exited with status 1 before the guest report")
         .context("guest boot of seed-002 (#1) failed")
 }
+
+/// Validate KTAP version 1 (Documentation/dev-tools/ktap.rst): a version line, a plan
+/// `1..N`, result lines `ok|not ok <n> [<description>][ # …]` numbered 1..N with no `#`
+/// in the description, `#` diagnostic lines anywhere, subtests indented two more spaces
+/// starting with their own version line and closed by the parent's result line, which is
+/// `not ok` when a subtest failed. Returns the top-level results.
+pub(super) fn parse_ktap(text: &str) -> Vec<bool> {
+    fn indent_of(line: &str) -> usize {
+        line.len() - line.trim_start_matches(' ').len()
+    }
+    fn result(content: &str) -> Option<(bool, usize, &str)> {
+        let (ok, rest) = if let Some(r) = content.strip_prefix("not ok ") {
+            (false, r)
+        } else {
+            (true, content.strip_prefix("ok ")?)
+        };
+        let (num, desc) = rest.split_once(' ').unwrap_or((rest, ""));
+        let desc = desc.split_once(" # ").map_or(desc, |(d, _)| d);
+        Some((ok, num.parse().ok()?, desc))
+    }
+    fn block(lines: &[&str], pos: &mut usize, depth: usize) -> Vec<bool> {
+        let pad = depth * 2;
+        assert_eq!(lines[*pos], format!("{}KTAP version 1", " ".repeat(pad)), "line {}", *pos + 1);
+        *pos += 1;
+        let mut plan = None;
+        let mut results = Vec::new();
+        let mut sub_failed = None;
+        while *pos < lines.len() {
+            let line = lines[*pos];
+            let ind = indent_of(line);
+            let content = &line[ind..];
+            assert!(!line.ends_with(' '), "line {}: trailing blank", *pos + 1);
+            if content.starts_with('#') {
+                *pos += 1;
+                continue;
+            }
+            if ind < pad {
+                break;
+            }
+            if ind == pad + 2 && content == "KTAP version 1" {
+                assert!(plan.is_some(), "line {}: subtest before the plan", *pos + 1);
+                let sub = block(lines, pos, depth + 1);
+                sub_failed = Some(sub.iter().any(|ok| !ok));
+                continue;
+            }
+            assert_eq!(ind, pad, "line {}: bad indentation: {line:?}", *pos + 1);
+            if let Some(n) = content.strip_prefix("1..") {
+                assert!(plan.is_none(), "line {}: second plan", *pos + 1);
+                plan = Some(n.parse::<usize>().expect("plan count"));
+            } else if let Some((ok, n, desc)) = result(content) {
+                assert!(plan.is_some(), "line {}: result before the plan", *pos + 1);
+                assert_eq!(n, results.len() + 1, "line {}: numbering", *pos + 1);
+                assert!(!desc.contains('#'), "line {}: '#' in description", *pos + 1);
+                if let Some(failed) = sub_failed.take() {
+                    assert!(!(failed && ok), "line {}: parent ok although a subtest failed", *pos + 1);
+                }
+                results.push(ok);
+            } else {
+                panic!("line {}: not a KTAP line: {line:?}", *pos + 1);
+            }
+            *pos += 1;
+        }
+        assert_eq!(Some(results.len()), plan, "plan count vs results");
+        results
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let mut pos = 0;
+    let top = block(&lines, &mut pos, 0);
+    assert_eq!(pos, lines.len(), "unparsed lines from {}", pos + 1);
+    top
+}

@@ -165,6 +165,7 @@ pub fn judge(topo: &Topology, observed: &Observed, expected: &ExpectedTable) -> 
         summary,
         checks,
         dmesg_mana: observed.dmesg_mana.clone(),
+        queues: None,
     }
 }
 

@@ -8,6 +8,8 @@
 //! - [`judge`]`(&Topology, &Observed, &ExpectedTable) -> Verdict`: a serde value with the
 //!   header facts ([`RunInfo`]), the IRQ table ([`VectorRow`]), the reviewers' summary
 //!   ([`Summary`]) and every [`Check`]; [`Verdict::exit_code`] is 0 or 1;
+//! - [`Verdict::add_stages`]: a rig run's stages (link and queue table at the first probe
+//!   and at the report, [`QueueStage`]) with the checks on them;
 //! - [`render`]`(&Verdict, Format)`: the human table, KTAP, JUnit XML or JSON
 //!   ([`Format`] parses from the command line); [`render_many`] renders a matrix of runs
 //!   as one document; [`render_rig_error`] reports a rig failure in the same format; [`render_before_after`] puts two runs side by side (seed 001's
@@ -23,6 +25,7 @@ mod geometry;
 mod judge;
 mod observed;
 mod outcome;
+mod stages;
 mod summary;
 
 pub use format::{
@@ -33,6 +36,10 @@ pub use outcome::{
     Check, CheckStatus, ExpectedSide, ObservedSide, RowOutcome, RunInfo, Status, Verdict, VectorRow, SCHEMA_VERSION,
 };
 pub use observed::{Observed, ObservedVector, VectorName};
+pub use stages::{
+    same_irq_table_check, same_queue_table_check, QueueRow, QueueStage, QueueTable, StageFacts, StageLink, QUEUE_IRQS_CHECK,
+    REPORT_STAGE,
+};
 pub use summary::{CoreCount, NodeCount, RemoteIrq, SiblingShare, Summary};
 
 /// Serde for [`KernelGen`](crate::model::KernelGen) as its short name (`6.1`, `6.12`,
@@ -53,5 +60,7 @@ mod kernel_serde {
 
 #[cfg(test)]
 mod fixtures;
+#[cfg(test)]
+mod stage_tests;
 #[cfg(test)]
 mod tests;

@@ -2,6 +2,7 @@
 //! and `--format json` serialises them.
 
 use super::kernel_serde;
+use super::stages::QueueStage;
 use super::summary::Summary;
 use crate::cli::{EXIT_MISMATCH, EXIT_PASS};
 use crate::cpulist::CpuMask;
@@ -199,7 +200,7 @@ pub struct RunInfo {
 /// The verdict of one run: a serde value that every output format renders.
 ///
 /// Built by [`judge`](super::judge()); [`Verdict::exit_code`] gives the process exit code.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
     /// [`SCHEMA_VERSION`].
     pub schema_version: u32,
@@ -215,6 +216,11 @@ pub struct Verdict {
     pub checks: Vec<Check>,
     /// The driver's kernel log lines.
     pub dmesg_mana: Vec<String>,
+    /// The run's stages (earlier moments, then the report) with the link and
+    /// the queue table of each: only for rig runs ([`Verdict::add_stages`]),
+    /// absent from the JSON otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queues: Option<Vec<QueueStage>>,
 }
 
 impl Verdict {

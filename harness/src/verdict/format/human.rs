@@ -1,5 +1,5 @@
-//! `--format human`: the seeds' table, the differences, the summary block and a last line
-//! `verdict: PASS|FAIL (…)`.
+//! `--format human`: the seeds' table, the differences, the summary block, a rig run's
+//! stages (link and queue table of each) and a last line `verdict: PASS|FAIL (…)`.
 
 use super::super::outcome::{Status, Verdict};
 use super::json::RigErrorReport;
@@ -25,6 +25,11 @@ pub(super) fn render(v: &Verdict) -> String {
         lines.push(String::new());
         lines.push(format!("Driver log (last {} of {} lines):", v.dmesg_mana.len() - skip, v.dmesg_mana.len()));
         lines.extend(v.dmesg_mana.iter().skip(skip).map(|l| format!("  {l}")));
+    }
+    let stages = text::stages(v);
+    if !stages.is_empty() {
+        lines.push(String::new());
+        lines.extend(stages);
     }
     lines.push(text::verdict_line(v));
     lines.join("\n") + "\n"

@@ -1,7 +1,9 @@
 //! `--format junit`: JUnit XML written by quick-junit (nextest's writer). One
 //! `<testsuite>` per run (named `<topology>@<kernel>`), one `<testcase>` per check
 //! (`<failure type="mismatch">` with the check's message, `<skipped>` for a skip); the
-//! run's facts are `<properties>`, the human report is the suite's `<system-out>`.
+//! run's facts are `<properties>`, the human report is the suite's `<system-out>` (with a
+//! rig run's stages: the link and the queue table of each; the rig's queue checks are
+//! test cases like the other checks).
 //! A rig error is one `<testcase name="rig">` with an `<error type="rig-error">`.
 
 use super::super::outcome::{CheckStatus, Verdict};

@@ -2,7 +2,9 @@
 //!
 //! Layout: a version line and a plan `1..N` for N runs; each run is one test whose
 //! subtests are its checks, indented two spaces (one KTAP nesting level), each preceded
-//! by `# ` diagnostic lines (the header, the IRQ table, a failing check's message). A
+//! by `# ` diagnostic lines (the header, the IRQ table, a rig run's stages with the link
+//! and queue table of each, a failing check's message). The rig's queue checks
+//! (`queue_irqs`, `same_irq_table_as_first_probe`, …) are subtests like the others. A
 //! skipped check is `ok n name # SKIP reason`; the run's result line closes the subtest:
 //! `ok 1 seed-002@6.12` or `not ok 1 seed-002@6.12`. A rig error is
 //! `not ok 1 <run> # ERROR <message>`.
@@ -27,7 +29,7 @@ fn diagnostics(out: &mut Vec<String>, indent: &str, text: &str) {
 
 fn run(out: &mut Vec<String>, number: usize, v: &Verdict) {
     out.push(format!("{INDENT}KTAP version 1"));
-    for line in text::header(v).iter().chain(text::table(v).iter()) {
+    for line in text::header(v).iter().chain(text::table(v).iter()).chain(text::stages(v).iter()) {
         diagnostics(out, INDENT, line);
     }
     out.push(format!("{INDENT}1..{}", v.checks.len()));

@@ -1,8 +1,10 @@
 //! Text pieces every format shares: header, IRQ table, differences, summary block,
-//! verdict line. Each returns lines without newlines.
+//! a rig run's stages (link and queue table), verdict line. Each returns lines without
+//! newlines.
 
 use super::super::geometry::ids;
 use super::super::outcome::{CheckStatus, RowOutcome, Status, Verdict, VectorRow};
+use super::super::stages::{same_irq_table_check, same_queue_table_check, QueueTable, StageLink};
 use super::super::summary::{RemoteIrq, Summary};
 use crate::cpulist::CpuMask;
 use std::collections::BTreeMap;
@@ -245,6 +247,112 @@ pub(super) fn summary(s: &Summary) -> Vec<String> {
             "  never fired, effective CPU not yet meaningful (not counted): {}",
             s.not_fired.join(", ")
         ));
+    }
+    out
+}
+
+/// What the queue tables' titles say about where the rows come from.
+const QUEUE_SOURCE: &str = "device view: SQ/RQ -> CQ -> EQ -> eq_pci_msix_index; guest IRQ";
+
+/// One stage's queue table: `title (…):`, a header, one row per channel (Channel, SQ,
+/// RQ, EQ, MSI-X, IRQ, Name, CPUs, Effective; `-` = none), then the idle Ethernet EQs.
+pub(super) fn queue_table(t: Option<&QueueTable>, title: &str) -> Vec<String> {
+    let Some(t) = t else {
+        return vec![format!("{title}: not known (the device status was not taken)")];
+    };
+    let list = |v: &[u32]| if v.is_empty() { "-".to_owned() } else { v.iter().map(u32::to_string).collect::<Vec<_>>().join(",") };
+    let opt = |v: Option<String>| v.unwrap_or_else(|| "-".to_owned());
+    let mut rows = vec![["Channel", "SQ", "RQ", "EQ", "MSI-X", "IRQ", "Name", "CPUs", "Effective"].map(str::to_owned).to_vec()];
+    for r in &t.rows {
+        rows.push(vec![
+            r.channel.to_string(),
+            list(&r.sqs),
+            list(&r.rqs),
+            r.eq.to_string(),
+            r.msix_index.to_string(),
+            opt(r.irq.map(|i| i.to_string())),
+            opt(r.name.clone()),
+            opt(r.cpus.as_ref().map(CpuMask::to_cpulist)),
+            opt(r.effective.as_ref().map(CpuMask::to_cpulist)),
+        ]);
+    }
+    let mut out = vec![format!("{title} ({QUEUE_SOURCE}):")];
+    out.extend(align(&rows));
+    if !t.idle_eqs.is_empty() {
+        out.push(format!("Ethernet EQs without queues: {}", list(&t.idle_eqs)));
+    }
+    out
+}
+
+/// `link: eth0 up at 3.10 s, carrier 1 at 3.21 s (up to carrier 0.40 s, guest clock); …`
+pub(super) fn link_line(l: &StageLink) -> String {
+    let secs = |t: Option<f64>| t.map_or("-".to_owned(), |t| format!("{t:.2} s"));
+    let carrier = match l.carrier {
+        Some(true) => "carrier 1",
+        Some(false) => "NO carrier",
+        None => "carrier not read",
+    };
+    let ethtool = match (l.ethtool_status, l.channels) {
+        (None, Some(c)) => format!("; {c} combined channels"),
+        (None, None) => String::new(),
+        (Some(rc), c) => format!(
+            "; ethtool -L exit {rc} at {}, now {} combined channels",
+            secs(l.ethtool_s),
+            c.map_or("?".to_owned(), |c| c.to_string())
+        ),
+    };
+    format!(
+        "link: {} up at {}, {carrier} at {} (up to carrier {}, guest clock){ethtool}",
+        l.netdev.as_deref().unwrap_or("-"),
+        secs(l.ifup_s),
+        secs(l.carrier_s),
+        secs(l.ifup_to_carrier_s)
+    )
+}
+
+/// A rig run's stages (none outside the rig): each earlier stage with its verdict, link
+/// and queue table; the report's link and queue table; `rmmod`; how each earlier stage
+/// compares with the report (from the stage checks); the kernel warnings.
+pub(super) fn stages(v: &Verdict) -> Vec<String> {
+    let Some((report, earlier)) = v.queues.as_deref().and_then(<[_]>::split_last) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for s in earlier {
+        let status = if s.status == Status::Pass { "PASS" } else { "FAIL" };
+        out.push(format!("== stage {}: {status}", s.stage));
+        out.push(link_line(&s.facts.link));
+        out.extend(queue_table(s.facts.table.as_ref(), &format!("Queues at stage {}", s.stage)));
+        out.push(String::new());
+    }
+    if !earlier.is_empty() {
+        out.push(format!("== {}", report.stage));
+    }
+    out.push(link_line(&report.facts.link));
+    out.extend(queue_table(report.facts.table.as_ref(), &format!("Queues at the {}", report.stage)));
+    if let Some(rc) = report.facts.rmmod_status {
+        out.push(format!("rmmod mana: exit {rc}"));
+    }
+    let word = |check: String| match v.checks.iter().find(|c| c.name == check).map(|c| c.status) {
+        Some(CheckStatus::Pass) => "same",
+        Some(CheckStatus::Fail) => "DIFFERS",
+        _ => "not compared",
+    };
+    for s in earlier {
+        out.push(format!(
+            "{} vs {}: IRQ table {}, queue table {}",
+            s.stage,
+            report.stage,
+            word(same_irq_table_check(&s.stage)),
+            word(same_queue_table_check(&s.stage))
+        ));
+    }
+    let warnings = &report.facts.warnings;
+    if warnings.is_empty() {
+        out.push("kernel warnings: none".to_owned());
+    } else {
+        out.push(format!("kernel warnings: {}", warnings.len()));
+        out.extend(warnings.iter().map(|w| format!("  {w}")));
     }
     out
 }
