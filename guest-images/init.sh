@@ -40,7 +40,7 @@ T_INIT=$(up)
 
 LOAD=
 DEADLINE=60
-POLL=0.05
+POLL=0.02
 # PCI vendor[:device] of the NIC to report: vendor 0x1414 is Microsoft's
 # (include/linux/pci_ids.h PCI_VENDOR_ID_MICROSOFT); another value lets the rig
 # test the report path with a device that has a built-in driver (e.g. QEMU's
@@ -49,7 +49,8 @@ NIC_ID=0x1414
 IFUP=1
 CHANNELS=
 REPROBE=0
-for arg in $(cat /proc/cmdline); do
+read -r CMDLINE < /proc/cmdline
+for arg in $CMDLINE; do
 	case "$arg" in
 	manarig.load=*) LOAD=${arg#manarig.load=} ;;
 	manarig.deadline=*) DEADLINE=${arg#manarig.deadline=} ;;
@@ -183,8 +184,9 @@ dump() { awk '{ print "f " FILENAME ": " $0 }' "$@" 2>/dev/null; }
 
 # Everything between the report markers (also printed for a stage).
 report_body() {
-	echo "kernel: $(uname -r)"
-	echo "cmdline: $(cat /proc/cmdline)"
+	read -r RELEASE < /proc/sys/kernel/osrelease
+	echo "kernel: $RELEASE"
+	echo "cmdline: $CMDLINE"
 	echo "time init: $T_INIT"
 	echo "time modules: $T_MODS"
 	echo "time probe: $T_PROBE"
@@ -202,15 +204,21 @@ report_body() {
 	echo "settle: $SETTLE"
 	echo "insmod: $INSMOD_RC"
 	C=/sys/devices/system/cpu
-	dump $C/online $C/cpu[0-9]*/topology/physical_package_id $C/cpu[0-9]*/topology/die_id \
-		$C/cpu[0-9]*/topology/core_id $C/cpu[0-9]*/topology/thread_siblings_list
-	for l in $C/cpu[0-9]*/node[0-9]*; do [ -e "$l" ] && echo "link $l"; done
 	N=/sys/devices/system/node
-	dump $N/node[0-9]*/cpulist $N/node[0-9]*/distance
-	awk '/MemTotal/ { print "f " FILENAME ": " $4 }' $N/node[0-9]*/meminfo
 	P=/sys/bus/pci/devices
-	dump $P/*/vendor $P/*/device $P/*/class $P/*/numa_node
-	for l in $P/*/driver; do [ -e "$l" ] && echo "f $l: $(readlink "$l")"; done
+	for l in $C/cpu[0-9]*/node[0-9]*; do [ -e "$l" ] && echo "link $l"; done
+	# One awk for the topology, node and PCI files (and MemTotal of each node).
+	awk '/^Node [0-9]+ MemTotal:/ { print "f " FILENAME ": " $4; next }
+		FILENAME !~ /meminfo$/ { print "f " FILENAME ": " $0 }' \
+		$C/online $C/cpu[0-9]*/topology/physical_package_id $C/cpu[0-9]*/topology/die_id \
+		$C/cpu[0-9]*/topology/core_id $C/cpu[0-9]*/topology/thread_siblings_list \
+		$N/node[0-9]*/cpulist $N/node[0-9]*/distance $N/node[0-9]*/meminfo \
+		$P/*/vendor $P/*/device $P/*/class $P/*/numa_node 2>/dev/null
+	# Bound drivers: `ls -l` prints `… PATH -> TARGET` for every link at once.
+	ls -l $P/*/driver 2>/dev/null | while read -r l; do
+		set -- $l
+		[ $# -ge 3 ] && eval "echo \"f \${$(($# - 2))}: \${$#}\""
+	done
 	if find_nic; then
 		echo "nic: $NIC"
 		F= PAT=
@@ -229,10 +237,11 @@ report_body() {
 	if [ -s /tmp/seen ]; then
 		while read -r l; do echo "seen: $l"; done < /tmp/seen
 	fi
-	# mana's messages (not the manarig.* command-line items).
-	dmesg | grep -i mana | grep -v manarig | while read -r l; do echo "dmesg: $l"; done
-	# Kernel warnings of any origin (WARN, BUG, oops, lockdep): a clean run has none.
-	dmesg | grep -E 'WARNING:|BUG:|Oops|Call Trace|general protection|possible circular locking' | while read -r l; do echo "warning: $l"; done
+	# mana's messages (not the manarig.* command-line items), and kernel
+	# warnings of any origin (WARN, BUG, oops, lockdep): a clean run has none.
+	dmesg | awk 'tolower($0) ~ /mana/ && $0 !~ /manarig/ { print "dmesg: " $0 }
+		/WARNING:|BUG:|Oops|Call Trace|general protection|possible circular locking/ { w[++n] = $0 }
+		END { for (i = 1; i <= n; i++) print "warning: " w[i] }'
 	echo "time report: $(up)"
 }
 

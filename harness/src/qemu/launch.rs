@@ -316,7 +316,8 @@ fn tail(lines: &VecDeque<String>) -> String {
 pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, LaunchError> {
     req.spec.validate()?;
     let accel = accel::choose(req.spec.accel, req.spec.vcpus())?;
-    accel::check_tcg_size(accel, req.spec.vcpus(), accel::host_cores()).map_err(LaunchError::TooLargeForTcg)?;
+    accel::check_tcg_size(accel, req.spec.vcpus(), accel::host_cores(), req.kernel.is_manarig_build())
+        .map_err(LaunchError::TooLargeForTcg)?;
     install_signal_thread();
 
     let tmp = tempfile::Builder::new().prefix("manarig-boot-").tempdir().map_err(io("temp dir"))?;

@@ -36,6 +36,10 @@ pub struct RigOptions {
     /// for A/B comparisons (docs/boot-speed.md).
     #[arg(long)]
     pub no_speedups: bool,
+    /// Extra kernel command-line item (repeatable), e.g. `ignore_loglevel` or
+    /// `initcall_debug` with `--console` to see where boot time goes.
+    #[arg(long, value_name = "ITEM")]
+    pub cmdline: Vec<String>,
 }
 
 impl RigOptions {
@@ -66,6 +70,7 @@ impl RigOptions {
             reprobe: false,
             speedups: if self.no_speedups { crate::qemu::Speedups::NONE } else { crate::qemu::Speedups::ALL },
             custom_kernel: None,
+            extra_cmdline: self.cmdline.clone(),
         }
     }
 }

@@ -55,6 +55,8 @@ pub struct RunRequest {
     /// Boot this kernel instead of the pinned one for `kernel` (a kernel build or a
     /// user's image; `kernel` is then the generation its source runs). See [`kernel_choice`].
     pub custom_kernel: Option<crate::provision::KernelInstall>,
+    /// Extra kernel command-line items (after the rig's own).
+    pub extra_cmdline: Vec<String>,
 }
 
 impl RunRequest {
@@ -73,6 +75,7 @@ impl RunRequest {
             reprobe: false,
             speedups: qemu::Speedups::default(),
             custom_kernel: None,
+            extra_cmdline: Vec::new(),
         }
     }
 }
@@ -235,6 +238,7 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     if req.reprobe {
         boot.extra_cmdline.push("manarig.reprobe=1".into());
     }
+    boot.extra_cmdline.extend(req.extra_cmdline.iter().cloned());
     // The device's state as each stage and the report begin (the guest changes
     // nothing until the end marker; after the report it shuts the driver down).
     let marks: Marks = Default::default();
