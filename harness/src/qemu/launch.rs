@@ -314,6 +314,11 @@ fn tail(lines: &VecDeque<String>) -> String {
 /// start or exiting early (with its stderr), guest panic, deadline, a report
 /// that does not parse (each with the last console lines), or a signal.
 pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, LaunchError> {
+    // A Ctrl-C or SIGTERM during an earlier boot of this process stops the
+    // whole command (compare, bench, test loops), not only that boot.
+    if INTERRUPTED.load(Ordering::SeqCst) {
+        return Err(LaunchError::Interrupted);
+    }
     req.spec.validate()?;
     let accel = accel::choose(req.spec.accel, req.spec.vcpus())?;
     accel::check_tcg_size(accel, req.spec.vcpus(), accel::host_cores(), req.kernel.is_manarig_build())
