@@ -144,6 +144,24 @@ impl fmt::Display for Dropped {
     }
 }
 
+/// Symbols of manarig's fragment that only some kernel versions define: a
+/// tree whose Kconfig files do not define one builds without it (see
+/// [`symbol_defined`]); anywhere else a dropped setting is an error.
+/// `HYPERV_VMBUS`: Linux 7.x split the VMBus driver out of `HYPERV`, and
+/// `PCI_HYPERV` (which MANA depends on) now depends on it.
+pub const VERSION_DEPENDENT: &[&str] = &["HYPERV_VMBUS"];
+
+/// True when a Kconfig file of `tree` defines `symbol` (`config SYMBOL` or
+/// `menuconfig SYMBOL`). A tree that cannot be searched counts as defining it.
+pub fn symbol_defined(tree: &std::path::Path, symbol: &str) -> bool {
+    let out = std::process::Command::new("grep")
+        .args(["-rqE", "--include=Kconfig*", &format!("^[[:space:]]*(menu)?config[[:space:]]+{symbol}[[:space:]]*$")])
+        .arg(tree)
+        .status();
+    // grep: 0 found, 1 not found, 2 error.
+    !matches!(out, Ok(s) if s.code() == Some(1))
+}
+
 /// Settings of `fragment` that `.config` does not have as asked. A `n` is
 /// kept when the symbol is `n` or absent.
 pub fn dropped(file: &str, fragment: &[Setting], dot_config: &BTreeMap<String, ConfigValue>) -> Vec<Dropped> {
@@ -177,6 +195,18 @@ mod tests {
         assert_eq!(get("IPV6"), Some(ConfigValue::No));
         assert_eq!(get("NR_CPUS"), Some(ConfigValue::Other("512".into())));
         assert_eq!(get("LOCALVERSION"), Some(ConfigValue::Other("\"-manarig\"".into())));
+    }
+
+    #[test]
+    fn symbols_are_found_in_kconfig_files_only() {
+        let d = tempfile::tempdir().expect("tmp");
+        std::fs::create_dir_all(d.path().join("drivers/hv")).expect("mkdir");
+        std::fs::write(d.path().join("drivers/hv/Kconfig"), "config HYPERV\n\tbool\n\nmenuconfig HYPERV_VMBUS\n").expect("w");
+        std::fs::write(d.path().join("drivers/hv/notes.txt"), "config OTHER\n").expect("w");
+        assert!(symbol_defined(d.path(), "HYPERV_VMBUS"));
+        assert!(symbol_defined(d.path(), "HYPERV"));
+        assert!(!symbol_defined(d.path(), "HYPERV_VMB"));
+        assert!(!symbol_defined(d.path(), "OTHER"));
     }
 
     #[test]

@@ -478,6 +478,15 @@ pub fn build(req: &BuildRequest, progress: &mut dyn FnMut(&str)) -> Result<Built
         let own: Vec<_> = settings.iter().filter(|s| !overridden(&s.symbol)).cloned().collect();
         lost.extend(config::dropped(name, &own, &dot));
     }
+    lost.retain(|d| {
+        let skip = d.file == BASE_FRAGMENT_NAME
+            && config::VERSION_DEPENDENT.contains(&d.wanted.symbol.as_str())
+            && !config::symbol_defined(&tree, &d.wanted.symbol);
+        if skip {
+            progress(&format!("config: CONFIG_{} is not a symbol of this tree; built without it", d.wanted.symbol));
+        }
+        !skip
+    });
     if !lost.is_empty() {
         let _ = std::fs::remove_file(&merged_path);
         return Err(KbuildError::ConfigDropped(lost));
