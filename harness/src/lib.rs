@@ -12,6 +12,7 @@
 //! Exit codes of every command: 0 pass, 1 verdict mismatch, 2 rig error.
 
 pub mod accel;
+pub mod children;
 pub mod cli;
 pub mod cpulist;
 pub mod model;

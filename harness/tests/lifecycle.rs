@@ -4,7 +4,7 @@
 //! and asserts what a user of the rig would check; no timing assertions.
 //! They need the cache that `cargo xtask setup` fills.
 
-use harness::model::KernelGen;
+use harness::rig::kernel_choice::{self, KernelChoice};
 use harness::rig::queues::QueueTable;
 use harness::rig::{run_one, RunOutcome, RunRequest};
 use harness::verdict::Status;
@@ -15,8 +15,11 @@ fn topology_path(file: &str) -> PathBuf {
 }
 
 fn run(file: &str, kernel: &str, reprobe: bool) -> RunOutcome {
-    let gen: KernelGen = kernel.parse().expect("a modelled kernel");
-    let mut req = RunRequest::new(topology_path(file), gen);
+    // `6.12`, `6.1`, `7.x` (pinned Debian kernels) or `6.12-min` (the minimal build).
+    let choice: KernelChoice = kernel.parse().expect("a kernel choice");
+    let k = kernel_choice::resolve(&choice, None, None).unwrap_or_else(|e| panic!("kernel {kernel}: {e}"));
+    let mut req = RunRequest::new(topology_path(file), k.gen);
+    req.custom_kernel = k.custom;
     req.reprobe = reprobe;
     match run_one(&req) {
         Ok(outcome) => {
@@ -128,4 +131,10 @@ fn rmmod_and_reprobe_keep_the_irq_and_queue_tables_without_kernel_warnings_on_li
 #[test]
 fn rmmod_and_reprobe_keep_the_irq_and_queue_tables_without_kernel_warnings_on_linux_7() {
     reprobe_is_clean("7.x");
+}
+
+#[test]
+fn rmmod_and_reprobe_keep_the_irq_and_queue_tables_without_kernel_warnings_on_linux_6_12_min() {
+    // The minimal kernel needs CONFIG_MODULE_UNLOAD for `rmmod mana`.
+    reprobe_is_clean("6.12-min");
 }

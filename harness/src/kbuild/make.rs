@@ -79,22 +79,30 @@ impl Make {
         let what = format!("make {}", args.join(" "));
         let start = Instant::now();
         let mut child = cmd.spawn().map_err(|e| KbuildError::Tool { tool: "nice make".into(), source: e })?;
-        let pgid = child.id();
+        // A Ctrl-C (SIGINT, SIGTERM, SIGHUP) kills the whole make process group.
+        crate::children::install_signal_thread();
+        let pid = i32::try_from(child.id()).unwrap_or(i32::MAX);
+        crate::children::track(-pid);
         let (tx, rx) = std::sync::mpsc::channel();
         let waiter = std::thread::spawn(move || {
+            crate::children::wait_exit_unreaped(pid);
+            // Untrack, then reap: a tracked group id is never a recycled one.
+            crate::children::untrack(-pid);
             let r = child.wait();
             let _ = tx.send(());
             r
         });
         let timed_out = rx.recv_timeout(self.deadline).is_err();
         if timed_out {
-            // SAFETY-free: libc::kill on our own child's process group.
-            kill_group(pgid);
+            crate::children::kill_if_tracked(-pid);
         }
         let status = waiter
             .join()
             .map_err(|_| KbuildError::Make { what: what.clone(), log: self.log.clone(), tail: "waiter thread panicked".into() })?
             .map_err(|e| KbuildError::io(&self.log, e))?;
+        if crate::children::interrupted() {
+            return Err(KbuildError::Make { what, log: self.log.clone(), tail: "interrupted by a signal; make was stopped".into() });
+        }
         if timed_out {
             return Err(KbuildError::Deadline { what, after: self.deadline, log: self.log.clone() });
         }
@@ -102,16 +110,6 @@ impl Make {
             return Err(KbuildError::Make { what, log: self.log.clone(), tail: log_tail(&self.log, 25) });
         }
         Ok(start.elapsed())
-    }
-}
-
-fn kill_group(pgid: u32) {
-    if let Ok(pid) = i32::try_from(pgid) {
-        // SAFETY: kill(2) with a negative pid signals that process group; it
-        // takes no pointers. The group is the make we spawned (process_group(0)).
-        unsafe {
-            libc::kill(-pid, libc::SIGKILL);
-        }
     }
 }
 

@@ -116,7 +116,9 @@ fn module_name(file: &str) -> Option<String> {
 fn index_modules(dir: &Path, index: &mut BTreeMap<String, PathBuf>) -> Result<(), ProvisionError> {
     for entry in std::fs::read_dir(dir).map_err(|e| ProvisionError::io(dir, e))?.flatten() {
         let p = entry.path();
-        if p.is_dir() {
+        // Folders only, not links to folders: a link loop (`ln -s . a`) would
+        // never end, and a module folder has no reason to link elsewhere.
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
             index_modules(&p, index)?;
         } else if let Some(name) = module_name(&entry.file_name().to_string_lossy()) {
             index.insert(name, p);

@@ -8,13 +8,11 @@ use crate::accel::{self, Accel, AccelError};
 use crate::guest_report::{self, GuestReport, ReportError};
 use crate::initramfs::{self, Compression, InitramfsError, InitramfsSpec};
 use crate::provision::{KernelInstall, QemuInstall};
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 use std::io::{BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant};
 
 /// How long a KVM guest may stay silent on the console before the boot is
@@ -197,38 +195,6 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> LaunchError {
     move |source| LaunchError::Io { what, source }
 }
 
-/// QEMU processes this process runs; the signal thread kills them.
-static ACTIVE: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-static SIGNALS: Once = Once::new();
-
-/// Install (once per process) a SIGINT/SIGTERM handler thread: it kills every
-/// active QEMU (their owners reap them and return [`LaunchError::Interrupted`]);
-/// with none active it exits the process with 128 + signal, like the default action.
-fn install_signal_thread() {
-    SIGNALS.call_once(|| {
-        use signal_hook::consts::{SIGINT, SIGTERM};
-        let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
-            tracing::warn!("cannot install SIGINT/SIGTERM handling; Ctrl-C may leave QEMU running");
-            return;
-        };
-        std::thread::spawn(move || {
-            for sig in signals.forever() {
-                INTERRUPTED.store(true, Ordering::SeqCst);
-                let active = ACTIVE.lock().unwrap_or_else(|e| e.into_inner());
-                if active.is_empty() {
-                    std::process::exit(128 + sig);
-                }
-                for &pid in active.iter() {
-                    // SAFETY: kill(2) with a pid we spawned and have not reaped
-                    // (owners remove it under this lock before waiting).
-                    unsafe { libc::kill(pid, libc::SIGKILL) };
-                }
-            }
-        });
-    });
-}
-
 /// Owns the QEMU child: a thread waits for its exit (the event), and
 /// [`Reaper::finish`] kills it if it does not exit in time; kill + reap on drop.
 struct Reaper {
@@ -240,12 +206,12 @@ struct Reaper {
 impl Reaper {
     fn new(mut child: Child) -> Reaper {
         let pid = child.id() as i32;
-        ACTIVE.lock().unwrap_or_else(|e| e.into_inner()).insert(pid);
+        crate::children::track(pid);
         let (tx, exited) = mpsc::channel();
         std::thread::spawn(move || {
-            wait_exit_unreaped(pid);
-            // Unregister, then reap: a pid in ACTIVE is never a recycled one.
-            ACTIVE.lock().unwrap_or_else(|e| e.into_inner()).remove(&pid);
+            crate::children::wait_exit_unreaped(pid);
+            // Untrack, then reap: a tracked pid is never a recycled one.
+            crate::children::untrack(pid);
             let st = child.wait().map(|s| s.to_string()).unwrap_or_else(|e| format!("wait: {e}"));
             let _ = tx.send(st);
         });
@@ -261,14 +227,7 @@ impl Reaper {
         let status = match self.exited.recv_timeout(grace) {
             Ok(st) => st,
             Err(_) => {
-                {
-                    let active = ACTIVE.lock().unwrap_or_else(|e| e.into_inner());
-                    if active.contains(&self.pid) {
-                        // SAFETY: kill(2) on our child, still unreaped (it is in
-                        // ACTIVE, which the waiter leaves only after reaping).
-                        unsafe { libc::kill(self.pid, libc::SIGKILL) };
-                    }
-                }
+                crate::children::kill_if_tracked(self.pid);
                 let st = self.exited.recv().unwrap_or_else(|_| "lost".into());
                 format!("killed ({st})")
             }
@@ -278,19 +237,6 @@ impl Reaper {
     }
 }
 
-/// Block until child `pid` has exited, leaving it unreaped (waitid WNOWAIT).
-fn wait_exit_unreaped(pid: i32) {
-    loop {
-        // SAFETY: siginfo_t is plain data; all-zero is a valid value.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: waitid on our own child with a valid out-pointer; WNOWAIT
-        // leaves the child to be reaped by Child::wait.
-        let rc = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT) };
-        if rc == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            return;
-        }
-    }
-}
 
 impl Drop for Reaper {
     fn drop(&mut self) {
@@ -316,14 +262,14 @@ fn tail(lines: &VecDeque<String>) -> String {
 pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, LaunchError> {
     // A Ctrl-C or SIGTERM during an earlier boot of this process stops the
     // whole command (compare, bench, test loops), not only that boot.
-    if INTERRUPTED.load(Ordering::SeqCst) {
+    if crate::children::interrupted() {
         return Err(LaunchError::Interrupted);
     }
     req.spec.validate()?;
     let accel = accel::choose(req.spec.accel, req.spec.vcpus())?;
     accel::check_tcg_size(accel, req.spec.vcpus(), accel::host_cores(), req.kernel.is_manarig_build())
         .map_err(LaunchError::TooLargeForTcg)?;
-    install_signal_thread();
+    crate::children::install_signal_thread();
 
     let tmp = tempfile::Builder::new().prefix("manarig-boot-").tempdir().map_err(io("temp dir"))?;
     let initrd = tmp.path().join("initramfs.cpio");
@@ -506,7 +452,7 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
     let status = reaper.finish(grace);
     let _ = reader.join();
     let stderr = err_reader.join().unwrap_or_default();
-    if INTERRUPTED.load(Ordering::SeqCst) {
+    if crate::children::interrupted() {
         return Err(LaunchError::Interrupted);
     }
     if panic_until.is_some() || console.contains("Kernel panic - not syncing") {
@@ -566,7 +512,7 @@ mod tests {
 
     #[test]
     fn the_marker_hook_sees_each_stage_and_the_report_begin_once() {
-        let seen = std::sync::Arc::new(Mutex::new(Vec::<String>::new()));
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
         let hook = {
             let seen = std::sync::Arc::clone(&seen);
             MarkerHook(std::sync::Arc::new(move |line: &str| seen.lock().expect("lock").push(line.to_owned())))

@@ -48,6 +48,7 @@ impl RigOptions {
     fn request_for(&self, topology: &std::path::Path, k: &ResolvedKernel, model: Option<crate::model::KernelGen>) -> RunRequest {
         let mut r = self.request_with_model(topology, k.gen, if k.custom.is_some() { None } else { model });
         r.custom_kernel.clone_from(&k.custom);
+        r.label = Some(k.label.clone());
         r
     }
 
@@ -71,6 +72,7 @@ impl RigOptions {
             speedups: if self.no_speedups { crate::qemu::Speedups::NONE } else { crate::qemu::Speedups::ALL },
             custom_kernel: None,
             extra_cmdline: self.cmdline.clone(),
+            label: None,
         }
     }
 }
@@ -88,10 +90,10 @@ pub struct RunArgs {
     #[arg(long, default_value = "6.12")]
     pub kernel: KernelChoice,
     /// A kernel build (key or folder; same as --kernel build:KEY).
-    #[arg(long, value_name = "KEY|DIR", conflicts_with = "kernel_image")]
+    #[arg(long, value_name = "KEY|DIR", conflicts_with_all = ["kernel_image", "kernel"])]
     pub kernel_build: Option<String>,
     /// Your own bzImage (with --modules): no rebuild needed.
-    #[arg(long, value_name = "BZIMAGE", requires = "modules")]
+    #[arg(long, value_name = "BZIMAGE", requires = "modules", conflicts_with = "kernel")]
     pub kernel_image: Option<PathBuf>,
     /// The folder with the image's mana.ko (a build tree, lib/modules/RELEASE, …).
     #[arg(long, value_name = "DIR", requires = "kernel_image")]
@@ -156,8 +158,15 @@ fn run_name(topology: &std::path::Path, kernel_label: &str) -> String {
     format!("{stem}@{kernel_label}")
 }
 
-/// Resolve a kernel choice, printing which model judges it; a rig error on failure.
-fn resolve_or_report(choice: &KernelChoice, model: Option<crate::model::KernelGen>, rig: &RigOptions) -> Result<ResolvedKernel, ExitCode> {
+/// Resolve a kernel choice, printing which model judges it; on failure a rig
+/// error in `format` (named `<topology>@<kernel>`), exit code 2.
+fn resolve_or_report(
+    choice: &KernelChoice,
+    model: Option<crate::model::KernelGen>,
+    rig: &RigOptions,
+    topology: &std::path::Path,
+    format: Format,
+) -> Result<ResolvedKernel, ExitCode> {
     match kernel_choice::resolve(choice, model, rig.cache_dir.as_deref()) {
         Ok(k) => {
             if k.custom.is_some() || model.is_some() {
@@ -166,9 +175,18 @@ fn resolve_or_report(choice: &KernelChoice, model: Option<crate::model::KernelGe
             Ok(k)
         }
         Err(e) => {
-            eprintln!("manarig: kernel {choice}: {e}");
+            let err = anyhow::Error::new(e).context(format!("kernel {choice}"));
+            report_rig_error(&err, &run_name(topology, &choice.to_string()), format);
             Err(ExitCode::from(EXIT_RIG_ERROR))
         }
+    }
+}
+
+/// A rig error: the format's error document on stdout (human: one line on stderr).
+fn report_rig_error(err: &anyhow::Error, name: &str, format: Format) {
+    match render_rig_error(err, name, format) {
+        Ok(text) if format != Format::Human => print(&text),
+        _ => eprintln!("manarig: {name}: rig error: {}", error_text(err)),
     }
 }
 
@@ -192,7 +210,13 @@ fn timings_line(outcome: &RunOutcome) -> String {
 /// Exit 0 pass, 1 mismatch, 2 rig error.
 pub fn run(args: &RunArgs) -> ExitCode {
     let model = args.model.as_ref().map(|m| m.0);
-    let kernel = match resolve_or_report(&args.kernel_choice(), model, &args.rig) {
+    // The topology first: a bad file must not wait for a kernel build.
+    if let Err(e) = crate::topology::Topology::load(&args.topology) {
+        let err = anyhow::Error::new(e);
+        report_rig_error(&err, &run_name(&args.topology, &args.kernel_choice().to_string()), args.format);
+        return ExitCode::from(EXIT_RIG_ERROR);
+    }
+    let kernel = match resolve_or_report(&args.kernel_choice(), model, &args.rig, &args.topology, args.format) {
         Ok(k) => k,
         Err(code) => return code,
     };
@@ -221,10 +245,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
             }
         },
         Err(err) => {
-            match render_rig_error(&err, &name, args.format) {
-                Ok(text) if args.format != Format::Human => print(&text),
-                _ => eprintln!("manarig: {name}: rig error: {}", error_text(&err)),
-            }
+            report_rig_error(&err, &name, args.format);
             ExitCode::from(EXIT_RIG_ERROR)
         }
     }
@@ -237,11 +258,19 @@ pub fn compare(args: &CompareArgs) -> ExitCode {
     let mut verdicts = Vec::new();
     let before = args.before_build.clone().map_or_else(|| args.before.clone(), KernelChoice::Build);
     let after = args.after_build.clone().map_or_else(|| args.after.clone(), KernelChoice::Build);
+    if let Err(e) = crate::topology::Topology::load(&args.topology) {
+        eprintln!("manarig: {e}");
+        return ExitCode::from(EXIT_RIG_ERROR);
+    }
+    // Both kernels before either boots: a bad --after must not cost a boot.
+    let mut kernels = Vec::new();
     for choice in [before, after] {
-        let kernel = match resolve_or_report(&choice, None, &args.rig) {
-            Ok(k) => k,
+        match resolve_or_report(&choice, None, &args.rig, &args.topology, Format::Human) {
+            Ok(k) => kernels.push(k),
             Err(code) => return code,
-        };
+        }
+    }
+    for kernel in kernels {
         let name = run_name(&args.topology, &kernel.label);
         eprintln!("manarig: running {name}");
         match run_one(&args.rig.request_for(&args.topology, &kernel, None)) {

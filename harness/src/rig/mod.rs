@@ -57,6 +57,9 @@ pub struct RunRequest {
     pub custom_kernel: Option<crate::provision::KernelInstall>,
     /// Extra kernel command-line items (after the rig's own).
     pub extra_cmdline: Vec<String>,
+    /// The kernel as the user named it (`6.12-min`, `build-4daef119`): the run
+    /// is named `<topology>@<label>` (default: `<topology>@<generation>`).
+    pub label: Option<String>,
 }
 
 impl RunRequest {
@@ -76,6 +79,7 @@ impl RunRequest {
             speedups: qemu::Speedups::default(),
             custom_kernel: None,
             extra_cmdline: Vec::new(),
+            label: None,
         }
     }
 }
@@ -299,6 +303,9 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     let mut verdict = judge(&topo, &observed, &expected);
     if let Some(k) = &req.custom_kernel {
         trust_custom_generation(&mut verdict, k, model);
+    }
+    if let Some(label) = &req.label {
+        verdict.run.name = format!("{}@{label}", topo.name());
     }
     let earlier =
         stages.iter().map(|s| (s.name.as_str(), &s.verdict, observe::stage_facts(&s.report, s.queues.clone()))).collect();

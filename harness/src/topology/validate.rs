@@ -63,7 +63,8 @@ fn shape(ctx: &Ctx<'_>, file: &TopologyFile) -> Result<CpuShape, TopologyError> 
             return Err(ctx.err(format!("cpus.{field}"), Problem::Zero));
         }
     }
-    let total = u64::from(c.sockets) * u64::from(c.dies) * u64::from(c.cores) * u64::from(c.threads);
+    // Saturating: four u32 factors can exceed u64 (the error then names u64::MAX).
+    let total = [c.dies, c.cores, c.threads].iter().fold(u64::from(c.sockets), |t, &v| t.saturating_mul(u64::from(v)));
     if total > u64::from(MAX_CPUS) {
         return Err(ctx.err("cpus", Problem::TooManyCpus { total, max: MAX_CPUS }));
     }

@@ -364,9 +364,10 @@ pub(super) fn verdict_line(v: &Verdict) -> String {
     let skip = if skipped == 0 { String::new() } else { format!(", {skipped} skipped") };
     match v.status {
         Status::Pass => format!(
-            "verdict: PASS ({} of {n} checks passed{skip}; {} on Linux {} matches the model)",
+            "verdict: PASS ({} of {n} checks passed{skip}; {} on Linux {} matches the Linux {} model)",
             n - skipped,
             v.run.topology,
+            v.run.kernel_release,
             v.run.kernel
         ),
         Status::Fail => {
