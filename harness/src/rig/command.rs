@@ -211,8 +211,18 @@ fn timings_line(outcome: &RunOutcome) -> String {
 pub fn run(args: &RunArgs) -> ExitCode {
     let model = args.model.as_ref().map(|m| m.0);
     // The topology first: a bad file must not wait for a kernel build.
-    if let Err(e) = crate::topology::Topology::load(&args.topology) {
-        let err = anyhow::Error::new(e);
+    let checked = crate::topology::Topology::load(&args.topology).map_err(anyhow::Error::new).and_then(|topo| {
+        match args.channels {
+            Some(c) if c == 0 || c > topo.max_channels() => anyhow::bail!(
+                "--channels {c}: `ethtool -L` accepts 1 to {} combined channels on {} (the driver's max_num_queues: \
+                 CPUs, max_queues, MSI-X vectors - 1)",
+                topo.max_channels(),
+                args.topology.display()
+            ),
+            _ => Ok(()),
+        }
+    });
+    if let Err(err) = checked {
         report_rig_error(&err, &run_name(&args.topology, &args.kernel_choice().to_string()), args.format);
         return ExitCode::from(EXIT_RIG_ERROR);
     }

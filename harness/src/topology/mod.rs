@@ -188,6 +188,12 @@ impl Topology {
     pub fn nic(&self) -> &Nic {
         &self.spec.nic
     }
+    /// The most combined channels `ethtool -L` accepts on this machine (see
+    /// `nic.channels` in topologies/README.md).
+    pub fn max_channels(&self) -> u32 {
+        let n = &self.spec.nic;
+        validate::max_channels(self.ncpu(), n.max_queues, n.msix_table_size, n.max_msix)
+    }
     /// The expected outcome.
     pub fn expect(&self) -> &Expectation {
         &self.spec.expect

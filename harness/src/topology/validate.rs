@@ -204,7 +204,7 @@ fn nic(ctx: &Ctx<'_>, file: &TopologyFile, nnodes: usize, ncpu: u32) -> Result<N
     // min(ncpu, MANA_MAX_NUM_QUEUES, max_eq.., MSI-X vectors - 1 for the HWC)
     // (mana_gd_query_max_resources(), gdma_main.c, Linux 6.1-7.3).
     if let Some(channels) = f.channels {
-        let most = ncpu.min(MANA_MAX_NUM_QUEUES).min(max_queues).min(table.min(max_msix).saturating_sub(1));
+        let most = max_channels(ncpu, max_queues, table, max_msix);
         if channels == 0 || channels > most {
             let problem = Problem::Range { value: channels.into(), min: 1, max: most.into() };
             return Err(ctx.err("nic.channels", problem));
@@ -238,4 +238,12 @@ fn parse_mac(s: &str) -> Option<[u8; 6]> {
         *b = u8::from_str_radix(p, 16).ok()?;
     }
     Some(mac)
+}
+
+/// The most combined channels `ethtool -L` accepts: the driver's
+/// max_num_queues = min(CPUs, MANA_MAX_NUM_QUEUES, the device's max_queues,
+/// MSI-X vectors - 1 for the HWC) (mana_gd_query_max_resources(), gdma_main.c,
+/// Linux 6.1-7.3).
+pub(crate) fn max_channels(ncpu: u32, max_queues: u32, msix_table_size: u32, max_msix: u32) -> u32 {
+    ncpu.min(MANA_MAX_NUM_QUEUES).min(max_queues).min(msix_table_size.min(max_msix).saturating_sub(1))
 }
