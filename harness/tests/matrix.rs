@@ -118,6 +118,10 @@ matrix! {
     r15_memory_only_small_on_linux_6_12_min: "r15-memory-only-small" on "6.12-min";
     r23_no_node_on_linux_6_12_min: "r23-no-node" on "6.12-min";
     slow_seed_001_azure_128_on_linux_6_12_min: "seed-001-azure-128" on "6.12-min";
+    // 7.x's minimal kernel (Debian's linux-source-7.3): a second kernel build
+    // (about 8 minutes cold), so in the slow profile only.
+    slow_seed_002_on_linux_7_min: "seed-002" on "7.x-min";
+    slow_r05_dyn_skip_on_linux_7_min: "r05-dyn-skip" on "7.x-min";
     slow_seed_003_epyc_7763_on_linux_6_12_min: "seed-003-epyc-7763" on "6.12-min";
     slow_seed_000_kelley_96_on_linux_6_12: "seed-000-kelley-96" on "6.12";
     slow_seed_001_azure_128_on_linux_6_12: "seed-001-azure-128" on "6.12";

@@ -512,7 +512,7 @@ pub fn build(req: &BuildRequest, progress: &mut dyn FnMut(&str)) -> Result<Built
     let out_bz = dir.join("bzImage");
     std::fs::copy(&bz, &out_bz).map_err(|e| KbuildError::io(&bz, e))?;
     let release = image::bzimage_release(&out_bz)?;
-    let found = crate::provision::kernel::collect_modules(&obj.join("drivers"), &release, &dir)?;
+    let found = crate::provision::kernel::collect_modules(&obj, &release, &dir)?;
     let module_paths: Vec<PathBuf> = found.modules.iter().map(|m| dir.join(m)).collect();
     image::check_vermagic(&module_paths, &release, &out_bz)?;
     let stamp = BuildStamp {
