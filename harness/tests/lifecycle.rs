@@ -6,7 +6,7 @@
 
 use harness::rig::kernel_choice::{self, KernelChoice};
 use harness::rig::queues::QueueTable;
-use harness::rig::{run_one, RunOutcome, RunRequest};
+use harness::rig::{run_one, RunOutcome};
 use harness::verdict::Status;
 use std::path::PathBuf;
 
@@ -18,8 +18,7 @@ fn run(file: &str, kernel: &str, reprobe: bool) -> RunOutcome {
     // `6.12`, `6.1`, `7.x` (pinned Debian kernels) or `6.12-min` (the minimal build).
     let choice: KernelChoice = kernel.parse().expect("a kernel choice");
     let k = kernel_choice::resolve(&choice, None, None).unwrap_or_else(|e| panic!("kernel {kernel}: {e}"));
-    let mut req = RunRequest::new(topology_path(file), k.gen);
-    req.custom_kernel = k.custom;
+    let mut req = k.request(topology_path(file));
     req.reprobe = reprobe;
     match run_one(&req) {
         Ok(outcome) => {

@@ -29,10 +29,7 @@ fn topology_path(file: &str) -> PathBuf {
 /// A run request for `file` on `kernel` as `--kernel` names it (`6.12`, `6.12-min`, …).
 fn request(path: &std::path::Path, kernel: &str) -> RunRequest {
     let choice: KernelChoice = kernel.parse().expect("a kernel choice");
-    let resolved = kernel_choice::resolve(&choice, None, None).unwrap_or_else(|e| panic!("kernel {kernel}: {e}"));
-    let mut req = RunRequest::new(path, resolved.gen);
-    req.custom_kernel = resolved.custom;
-    req
+    kernel_choice::resolve(&choice, None, None).unwrap_or_else(|e| panic!("kernel {kernel}: {e}")).request(path)
 }
 
 fn check(file: &str, kernel: &str) {

@@ -10,7 +10,7 @@
 use anyhow::{Context, Result};
 use harness::qemu::{self, BootRequest, Speedups};
 use harness::rig::kernel_choice::{self, KernelChoice};
-use harness::rig::{self, RunRequest};
+use harness::rig;
 use harness::topology::Topology;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -81,9 +81,7 @@ fn resolve(kernel: &str) -> Result<kernel_choice::ResolvedKernel> {
 }
 
 fn run_once(path: &Path, kernel: &str, speedups: Speedups) -> Result<Measured> {
-    let k = resolve(kernel)?;
-    let mut req = RunRequest::new(path, k.gen);
-    req.custom_kernel = k.custom;
+    let mut req = resolve(kernel)?.request(path);
     req.deadline = Duration::from_secs(3600);
     req.speedups = speedups;
     let cpu0 = children_cpu_s();

@@ -89,6 +89,18 @@ pub struct ResolvedKernel {
     pub model_note: String,
 }
 
+impl ResolvedKernel {
+    /// A run of `topology` on this kernel with the defaults of
+    /// [`RunRequest::new`](crate::rig::RunRequest::new): judged by its
+    /// generation's model, its custom image booted, the run named after it.
+    pub fn request(&self, topology: impl Into<PathBuf>) -> crate::rig::RunRequest {
+        let mut req = crate::rig::RunRequest::new(topology, self.gen);
+        req.custom_kernel.clone_from(&self.custom);
+        req.label = Some(self.label.clone());
+        req
+    }
+}
+
 /// Resolve a choice. `model` (`--model`) overrides the detected generation.
 ///
 /// # Errors
