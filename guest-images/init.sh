@@ -82,22 +82,27 @@ find_nic() {
 	return 1
 }
 
-# /proc/interrupts lines whose last field starts with mana.
-mana_lines() { grep -E ' mana[_a-z0-9@:.]*$' /proc/interrupts; }
+# /proc/interrupts compacted, one `IRQ CPU=COUNT,… | CHIP HWIRQ NAME` line per
+# IRQ whose line matches the awk pattern $1: only CPUs with a non-zero count
+# (`-` if none). The CPU columns of /proc/interrupts are the online CPUs named in
+# its header; with hundreds of CPUs a raw line is kilobytes, and every byte of
+# the report crosses an emulated UART.
+irq_counts() {
+	awk -v pat="$1" 'NR == 1 { for (i = 1; i <= NF; i++) { c = $i; sub(/^CPU/, "", c); cpu[i] = c }; n = NF; next }
+		$0 ~ pat { s = ""
+			for (i = 2; i <= n + 1; i++) if ($i != 0) s = s (s == "" ? "" : ",") cpu[i - 1] "=" $i
+			t = ""; for (i = n + 2; i <= NF; i++) t = t " " $i
+			irq = $1; sub(/:$/, "", irq)
+			print irq " " (s == "" ? "-" : s) " |" t }' /proc/interrupts
+}
+MANA_PAT=' mana[_a-z0-9@:.]*$'
 
-# True when every mana line has a non-zero count on some CPU (and there is one).
+# True when there is a mana line in /proc/interrupts and every one has a
+# non-zero count on some CPU.
 all_fired() {
-	n=0
-	ncpu=$(grep -c '^processor' /proc/cpuinfo)
-	mana_lines > /tmp/ml || return 1
-	while read -r irq rest; do
-		n=$((n + 1))
-		set -- $rest
-		i=0 sum=0
-		while [ $i -lt "$ncpu" ]; do sum=$((sum + $1)); shift; i=$((i + 1)); done
-		[ "$sum" -gt 0 ] || return 1
-	done < /tmp/ml
-	[ $n -gt 0 ]
+	awk -v pat="$MANA_PAT" 'NR == 1 { n = NF; next }
+		$0 ~ pat { m++; s = 0; for (i = 2; i <= n + 1; i++) s += $i; if (s == 0) z++ }
+		END { exit !(m > 0 && z == 0) }' /proc/interrupts
 }
 
 SETTLE=none
@@ -119,7 +124,7 @@ probe_and_settle() {
 	while ! past_deadline; do
 		if [ -e /tmp/insmod.rc ]; then SETTLE=probe-returned; break; fi
 		if ls /sys/class/net 2>/dev/null | grep -q '^eth'; then SETTLE=netdev; break; fi
-		mana_lines > /tmp/seen.new 2>/dev/null && mv /tmp/seen.new /tmp/seen
+		irq_counts "$MANA_PAT" > /tmp/seen.new 2>/dev/null && [ -s /tmp/seen.new ] && mv /tmp/seen.new /tmp/seen
 		sleep "$POLL"
 	done
 	T_PROBE=$(up)
@@ -146,8 +151,10 @@ probe_and_settle() {
 		fi
 		T_ETHTOOL=$(up)
 	fi
-	if [ -n "$NETDEV" ] && [ -x /sbin/ethtool ]; then
-		CHANNELS_NOW=$(ethtool -l "$NETDEV" 2>/dev/null | awk '/^Current/ { c = 1 } c && /^Combined:/ { print $2; exit }')
+	if [ -n "$NETDEV" ]; then
+		# mana sets real_num_tx_queues to apc->num_queues (mana_attach(), 6.1
+		# to 7.3), which `ethtool -l` reports as Combined: one tx-N per queue.
+		CHANNELS_NOW=$(ls -d "/sys/class/net/$NETDEV/queues/tx-"* 2>/dev/null | wc -l)
 	fi
 	if [ "$SETTLE" != deadline ]; then
 		FIRED=no
@@ -232,8 +239,7 @@ report_body() {
 		done
 		if [ -n "$PAT" ]; then
 			dump $F
-			head -n 1 /proc/interrupts | while read -r l; do echo "interrupts-header: $l"; done
-			grep -E "^ *(${PAT#|}):" /proc/interrupts | while read -r l; do echo "interrupts: $l"; done
+			irq_counts "^ *(${PAT#|}):" | while read -r l; do echo "irq: $l"; done
 		fi
 	else
 		echo "nic: none"

@@ -112,7 +112,8 @@ pub struct GuestReport {
     /// Exit status of `ethtool -L <netdev> combined N` (None if not run;
     /// 127 when the initramfs has no ethtool).
     pub ethtool_status: Option<i32>,
-    /// Current combined channels as `ethtool -l` printed them (None without ethtool).
+    /// Current combined channels: the count of `/sys/class/net/<netdev>/queues/tx-N`
+    /// (mana sets real_num_tx_queues to its combined count, what `ethtool -l` shows), None without a netdev.
     pub channels: Option<u32>,
     /// Exit status of `rmmod mana` (None if not run).
     pub rmmod_status: Option<i32>,
@@ -191,6 +192,8 @@ struct Raw {
     header: Option<String>,
     /// `interrupts:` lines: (console line, text).
     interrupts: Vec<(usize, String)>,
+    /// `irq:` lines (the compact form): (console line, text).
+    irq_counts: Vec<(usize, String)>,
 }
 
 /// Parse the (last) report in `console`.
@@ -278,6 +281,7 @@ fn parse_block(lines: &[&str], begin: usize, end: usize) -> Result<GuestReport, 
             "nic" => r.nic = (value != "none").then(|| value.to_string()),
             "interrupts-header" => raw.header = Some(value.to_string()),
             "interrupts" => raw.interrupts.push((idx + 1, value.to_string())),
+            "irq" => raw.irq_counts.push((idx + 1, value.to_string())),
             "seen" => r.seen.push(value.to_string()),
             "dmesg" => r.dmesg.push(value.to_string()),
             _ => {}
@@ -410,8 +414,47 @@ fn assemble(r: &mut GuestReport, raw: &Raw) -> Result<(), ReportError> {
         e.counts = counts;
         e.name = rest.last().filter(|_| rest.len() > columns.len()).map_or("-".into(), |n| n.to_string());
     }
+    let nr_cpus = r.cpus.keys().max().map_or(0, |c| *c as usize + 1);
+    for (line, text) in &raw.irq_counts {
+        let (irq, counts, name) = parse_irq_counts(text, nr_cpus).map_err(|what| bad(*line, what, text))?;
+        let e = irqs.entry(irq).or_insert_with(|| GuestIrq::unnamed(irq));
+        e.counts = counts;
+        e.name = name;
+    }
     r.msix = irqs.into_values().collect();
     Ok(())
+}
+
+/// One compact `/proc/interrupts` line as the guest agent prints it after
+/// `irq: `: `IRQ CPU=COUNT,… | CHIP HWIRQ NAME`, with only the CPUs whose count
+/// is not zero (`-` for none). Returns the IRQ, the counts indexed by CPU (at
+/// least `nr_cpus` long) and the action name (`-` if the line has none).
+fn parse_irq_counts(text: &str, nr_cpus: usize) -> Result<(u32, Vec<u64>, String), String> {
+    let (counts_part, rest) = text.split_once('|').ok_or("no `|` between the counts and the chip")?;
+    let mut it = counts_part.split_whitespace();
+    let irq: u32 = it.next().and_then(|n| n.parse().ok()).ok_or("no IRQ number")?;
+    let list = it.next().ok_or("no counts")?;
+    let mut pairs = Vec::new();
+    if list != "-" {
+        for pair in list.split(',') {
+            let (cpu, count) = pair.split_once('=').ok_or_else(|| format!("count {pair:?} is not CPU=COUNT"))?;
+            let cpu: u32 = cpu.parse().map_err(|_| format!("CPU {cpu:?} is not a number"))?;
+            let count: u64 = count.parse().map_err(|_| format!("count {count:?} is not a number"))?;
+            if cpu >= crate::cpulist::MAX_CPUS {
+                return Err(format!("CPU {cpu} is beyond {}", crate::cpulist::MAX_CPUS));
+            }
+            pairs.push((cpu as usize, count));
+        }
+    }
+    let len = pairs.iter().map(|(c, _)| c + 1).max().unwrap_or(0).max(nr_cpus);
+    let mut counts = vec![0u64; len];
+    for (cpu, count) in pairs {
+        counts[cpu] = count;
+    }
+    // CHIP HWIRQ NAME: the name is the last field when there are three or more.
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let name = if fields.len() >= 3 { fields[fields.len() - 1].to_string() } else { "-".to_string() };
+    Ok((irq, counts, name))
 }
 
 impl GuestReport {
@@ -494,6 +537,31 @@ MANARIG-REPORT-END\r
         assert_eq!(r.msix[0].counts, vec![3, 0]);
         assert_eq!(r.msix[0].effective, Some(vec![0]));
         assert_eq!(r.init_to_report_s().map(|s| (s * 100.0).round()), Some(148.0));
+    }
+
+    /// The compact `irq:` form (guest-images/init.sh `irq_counts`): only the
+    /// CPUs with a non-zero count, so a 256-CPU line stays short.
+    #[test]
+    fn compact_irq_lines_give_the_same_vector_as_raw_interrupts_lines() {
+        let compact = SAMPLE.replace(
+            "interrupts-header: CPU0 CPU1\r\ninterrupts: 24: 3 0 PCI-MSIX-0000:41:00.0 0-edge mana_hwc@pci:0000:41:00.0\r\n",
+            "irq: 24 0=3 | PCI-MSIX-0000:41:00.0 0-edge mana_hwc@pci:0000:41:00.0\r\n",
+        );
+        assert_ne!(compact, SAMPLE);
+        assert_eq!(parse(&compact).expect("compact report").msix, parse(SAMPLE).expect("report").msix);
+    }
+
+    #[test]
+    fn compact_irq_lines_parse_sparse_counts_and_reject_garbage() {
+        let (irq, counts, name) = parse_irq_counts("61 3=1,255=7 | IR-PCI-MSIX-0000:41:00.0 5-edge mana_q4@pci:0000:41:00.0", 256)
+            .expect("line");
+        assert_eq!((irq, counts.len(), counts[3], counts[255], counts.iter().sum::<u64>()), (61, 256, 1, 7, 8));
+        assert_eq!(name, "mana_q4@pci:0000:41:00.0");
+        let (_, counts, _) = parse_irq_counts("30 - | PCI-MSIX-0000:41:00.0 1-edge mana_q0", 8).expect("never fired");
+        assert_eq!(counts, vec![0; 8]);
+        for bad in ["30 0=1 PCI-MSIX", "x 0=1 | a b c", "30 | a b c", "30 0:1 | a b c", "30 0=x | a b c", "30 99999=1 | a b c"] {
+            assert!(parse_irq_counts(bad, 8).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -308,7 +308,7 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
         cmdline.push(' ');
         cmdline.push_str(c);
     }
-    let mut args = req.spec.qemu_args(accel, &req.cpu_model);
+    let mut args = req.spec.qemu_args(accel, &used.cpu_model(&req.cpu_model));
     for d in &req.extra_devices {
         args.push("-device".into());
         args.push(d.clone());

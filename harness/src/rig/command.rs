@@ -32,7 +32,7 @@ pub struct RigOptions {
     #[arg(long, value_name = "FILE")]
     pub console: Option<PathBuf>,
     /// Boot the plain way (bzImage through the BIOS, Debian's command line)
-    /// instead of with the speed-ups (PVH entry, speed command-line items);
+    /// instead of with the speed-ups (PVH entry, speed command-line items, CPU flags);
     /// for A/B comparisons (docs/boot-speed.md).
     #[arg(long)]
     pub no_speedups: bool,

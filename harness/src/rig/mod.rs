@@ -234,9 +234,10 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     let mut boot = BootRequest::new(&spec, kernel, &prov.busybox);
     boot.load_mana = true;
     boot.extra_devices.push(qemu::vfio_user_nic(&socket));
-    boot.extra_files.clone_from(&prov.ethtool);
     let channels = req.channels.or(topo.nic().channels);
     if let Some(n) = channels {
+        // ethtool and its libraries are half the initramfs: only when used.
+        boot.extra_files.clone_from(&prov.ethtool);
         boot.extra_cmdline.push(format!("manarig.channels={n}"));
     }
     if req.reprobe {

@@ -82,7 +82,7 @@ pub struct StageLink {
     pub ethtool_status: Option<i32>,
     /// When `ethtool -L` returned, guest seconds.
     pub ethtool_s: Option<f64>,
-    /// Combined channels as `ethtool -l` printed them (None without ethtool).
+    /// Combined channels: the netdev's `queues/tx-N` count, equal to `ethtool -l`'s Combined for mana (None without a netdev).
     pub channels: Option<u32>,
 }
 
