@@ -148,14 +148,6 @@ pub struct KernelInstall {
     pub packages: Vec<PackagePin>,
 }
 
-impl KernelInstall {
-    /// True for a kernel built by `kernel build` (a minimal config: `6.12-min`
-    /// and other builds), false for the pinned Debian kernels and user images.
-    pub fn is_manarig_build(&self) -> bool {
-        self.id.starts_with("build:")
-    }
-}
-
 /// Everything the rig needs, provisioned.
 #[derive(Debug, Clone)]
 pub struct Provisioned {
