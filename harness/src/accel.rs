@@ -4,7 +4,8 @@
 //! On the project's build machines `/dev/kvm` exists (nested virtualisation)
 //! and a tiny real-mode program runs, yet Debian's kernels crash early under
 //! KVM (an invalid-opcode at a VEX-encoded instruction). So the default is TCG;
-//! `--accel kvm` forces KVM after the probe, `--accel auto` trusts the probe.
+//! `--accel kvm` forces KVM after the probe, `--accel auto` trusts the probe (and
+//! `rig::run_one` runs the machine again under TCG when the KVM guest stays silent).
 
 use std::time::Duration;
 

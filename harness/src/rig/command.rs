@@ -16,7 +16,8 @@ use std::time::Duration;
 #[derive(Debug, clap::Args)]
 pub struct RigOptions {
     /// Accelerator: tcg (default; single- or multi-threaded by vCPU count),
-    /// tcg-single, tcg-multi, kvm (only where a probe shows KVM runs a vCPU), auto.
+    /// tcg-single, tcg-multi, kvm (only where a probe shows KVM runs a vCPU), auto (KVM where
+    /// the probe passes; a guest silent for 30 s under KVM is run again under TCG).
     #[arg(long, default_value = "tcg")]
     pub accel: AccelChoice,
     /// Cache folder (default: $MANARIG_CACHE, else ~/.cache/manarig).

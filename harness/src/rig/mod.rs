@@ -206,6 +206,74 @@ pub fn accel_label(accel: crate::accel::Accel, speedups: qemu::Speedups) -> Stri
     format!("{} (speed-ups: {names})", accel.qemu_arg())
 }
 
+/// What one boot with the emulated NIC needs (see [`NicBoot::boot`]).
+struct NicBoot<'a> {
+    req: &'a RunRequest,
+    topo: &'a Topology,
+    prov: &'a Provisioned,
+    kernel: &'a provision::KernelInstall,
+    /// The run's temporary folder (device sockets).
+    dir: &'a Path,
+}
+
+/// A boot's result, the device's final status and its snapshots at the report markers.
+struct NicBootOutcome {
+    result: Result<qemu::BootOutcome, qemu::LaunchError>,
+    device_status: Option<serde_json::Value>,
+    marks: Marks,
+}
+
+impl NicBoot<'_> {
+    /// Start the emulated NIC on `dir/socket` and boot the machine with it under
+    /// `accel`; the device is stopped again before this returns.
+    ///
+    /// # Errors
+    /// The machine cannot be built from the topology, or the device cannot start;
+    /// boot failures are in [`NicBootOutcome::result`].
+    fn boot(&self, accel: AccelChoice, socket: &str) -> Result<(qemu::MachineSpec, NicBootOutcome)> {
+        let (req, topo, prov) = (self.req, self.topo, self.prov);
+        let spec = machine::machine_spec(topo, accel, req.mem_per_node_mib).with_context(|| {
+            format!(
+                "{}: [cpus]/[numa]/[nic] as QEMU would build them (--mem-per-node {})",
+                req.topology.display(),
+                req.mem_per_node_mib
+            )
+        })?;
+        let socket = self.dir.join(socket);
+        let nic = device::RunningDevice::start(&socket, machine::device_config(topo)?)?;
+
+        let mut boot = BootRequest::new(&spec, self.kernel, &prov.busybox);
+        boot.load_mana = true;
+        boot.extra_devices.push(qemu::vfio_user_nic(&socket));
+        if let Some(n) = req.channels.or(topo.nic().channels) {
+            // ethtool and its libraries are half the initramfs: only when used.
+            boot.extra_files.clone_from(&prov.ethtool);
+            boot.extra_cmdline.push(format!("manarig.channels={n}"));
+        }
+        if req.reprobe {
+            boot.extra_cmdline.push("manarig.reprobe=1".into());
+        }
+        boot.extra_cmdline.extend(req.extra_cmdline.iter().cloned());
+        // The device's state as each stage and the report begin (the guest changes
+        // nothing until the end marker; after the report it shuts the driver down).
+        let marks: Marks = Default::default();
+        {
+            let marks = std::sync::Arc::clone(&marks);
+            let status = nic.status_handle();
+            boot.on_marker = Some(qemu::MarkerHook(std::sync::Arc::new(move |line: &str| {
+                let snapshot = status.snapshot();
+                marks.lock().unwrap_or_else(|e| e.into_inner()).push((line.to_owned(), snapshot));
+            })));
+        }
+        boot.deadline = req.deadline;
+        boot.console_log.clone_from(&req.console_log);
+        boot.speedups = req.speedups;
+        let result = qemu::boot(&prov.qemu, &boot);
+        let device_status = nic.stop();
+        Ok((spec, NicBootOutcome { result, device_status, marks }))
+    }
+}
+
 /// Run one topology on one kernel, end to end.
 ///
 /// # Errors
@@ -221,48 +289,21 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         Some(k) => k,
         None => prov.kernel(kernel_lock_id(req.kernel))?,
     };
-    let spec = machine::machine_spec(&topo, req.accel, req.mem_per_node_mib)
-        .with_context(|| format!("{}: [cpus]/[numa]/[nic] as QEMU would build them (--mem-per-node {})", req.topology.display(), req.mem_per_node_mib))?;
-
     let scratch = tempfile::Builder::new()
         .prefix("manarig-run-")
         .tempdir()
         .context("cannot create a temporary folder for the run")?;
-    let socket = scratch.path().join("nic.sock");
-    let nic = device::RunningDevice::start(&socket, machine::device_config(&topo)?)?;
-
-    let mut boot = BootRequest::new(&spec, kernel, &prov.busybox);
-    boot.load_mana = true;
-    boot.extra_devices.push(qemu::vfio_user_nic(&socket));
+    let attempt = NicBoot { req, topo: &topo, prov: &prov, kernel, dir: scratch.path() };
+    let (mut spec, mut booted) = attempt.boot(req.accel, "nic.sock")?;
+    if req.accel == AccelChoice::Auto && matches!(booted.result, Err(qemu::LaunchError::KvmSilent { .. })) {
+        // The KVM probe runs a vCPU, yet on some hosts real guests hang
+        // (the build machines): `auto` means "KVM where it really works".
+        eprintln!("manarig: KVM passed the vCPU probe but the guest printed nothing: --accel auto falls back to TCG");
+        (spec, booted) = attempt.boot(AccelChoice::Tcg, "nic-tcg.sock")?;
+    }
+    let NicBootOutcome { result, device_status, marks } = booted;
     let channels = req.channels.or(topo.nic().channels);
-    if let Some(n) = channels {
-        // ethtool and its libraries are half the initramfs: only when used.
-        boot.extra_files.clone_from(&prov.ethtool);
-        boot.extra_cmdline.push(format!("manarig.channels={n}"));
-    }
-    if req.reprobe {
-        boot.extra_cmdline.push("manarig.reprobe=1".into());
-    }
-    boot.extra_cmdline.extend(req.extra_cmdline.iter().cloned());
-    // The device's state as each stage and the report begin (the guest changes
-    // nothing until the end marker; after the report it shuts the driver down).
-    let marks: Marks = Default::default();
-    {
-        let marks = std::sync::Arc::clone(&marks);
-        let status = nic.status_handle();
-        boot.on_marker = Some(qemu::MarkerHook(std::sync::Arc::new(move |line: &str| {
-            let snapshot = status.snapshot();
-            marks.lock().unwrap_or_else(|e| e.into_inner()).push((line.to_owned(), snapshot));
-        })));
-    }
-    boot.deadline = req.deadline;
-    boot.console_log.clone_from(&req.console_log);
-    boot.speedups = req.speedups;
-    let booted = qemu::boot(&prov.qemu, &boot);
-    let device_status = nic.stop();
-    let booted = booted.with_context(|| {
-        format!("booting {} on Linux {}", topo.name(), kernel.release)
-    })?;
+    let booted = result.with_context(|| format!("booting {} on Linux {}", topo.name(), kernel.release))?;
 
     let diffs = crate::observed::compare(&spec, &booted.report);
     if !diffs.is_empty() {
