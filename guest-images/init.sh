@@ -239,7 +239,7 @@ report_body() {
 		done
 		if [ -n "$PAT" ]; then
 			dump $F
-			irq_counts "^ *(${PAT#|}):" | while read -r l; do echo "irq: $l"; done
+			irq_counts "^ *(${PAT#|}):" | while read -r l; do echo "irqcount: $l"; done
 		fi
 	else
 		echo "nic: none"

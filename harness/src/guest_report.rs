@@ -192,7 +192,7 @@ struct Raw {
     header: Option<String>,
     /// `interrupts:` lines: (console line, text).
     interrupts: Vec<(usize, String)>,
-    /// `irq:` lines (the compact form): (console line, text).
+    /// `irqcount:` lines (the compact form): (console line, text).
     irq_counts: Vec<(usize, String)>,
 }
 
@@ -281,7 +281,9 @@ fn parse_block(lines: &[&str], begin: usize, end: usize) -> Result<GuestReport, 
             "nic" => r.nic = (value != "none").then(|| value.to_string()),
             "interrupts-header" => raw.header = Some(value.to_string()),
             "interrupts" => raw.interrupts.push((idx + 1, value.to_string())),
-            "irq" => raw.irq_counts.push((idx + 1, value.to_string())),
+            // Not `irq:`: kernel lines such as `irq 9: nobody cared` or
+            // irqdomain's `irq: …` errors may interleave with the report.
+            "irqcount" => raw.irq_counts.push((idx + 1, value.to_string())),
             "seen" => r.seen.push(value.to_string()),
             "dmesg" => r.dmesg.push(value.to_string()),
             _ => {}
@@ -426,7 +428,7 @@ fn assemble(r: &mut GuestReport, raw: &Raw) -> Result<(), ReportError> {
 }
 
 /// One compact `/proc/interrupts` line as the guest agent prints it after
-/// `irq: `: `IRQ CPU=COUNT,… | CHIP HWIRQ NAME`, with only the CPUs whose count
+/// `irqcount: `: `IRQ CPU=COUNT,… | CHIP HWIRQ NAME`, with only the CPUs whose count
 /// is not zero (`-` for none). Returns the IRQ, the counts indexed by CPU (at
 /// least `nr_cpus` long) and the action name (`-` if the line has none).
 fn parse_irq_counts(text: &str, nr_cpus: usize) -> Result<(u32, Vec<u64>, String), String> {
@@ -539,16 +541,23 @@ MANARIG-REPORT-END\r
         assert_eq!(r.init_to_report_s().map(|s| (s * 100.0).round()), Some(148.0));
     }
 
-    /// The compact `irq:` form (guest-images/init.sh `irq_counts`): only the
+    /// The compact `irqcount:` form (guest-images/init.sh `irq_counts`): only the
     /// CPUs with a non-zero count, so a 256-CPU line stays short.
     #[test]
     fn compact_irq_lines_give_the_same_vector_as_raw_interrupts_lines() {
         let compact = SAMPLE.replace(
             "interrupts-header: CPU0 CPU1\r\ninterrupts: 24: 3 0 PCI-MSIX-0000:41:00.0 0-edge mana_hwc@pci:0000:41:00.0\r\n",
-            "irq: 24 0=3 | PCI-MSIX-0000:41:00.0 0-edge mana_hwc@pci:0000:41:00.0\r\n",
+            "irqcount: 24 0=3 | PCI-MSIX-0000:41:00.0 0-edge mana_hwc@pci:0000:41:00.0\r\n",
         );
         assert_ne!(compact, SAMPLE);
         assert_eq!(parse(&compact).expect("compact report").msix, parse(SAMPLE).expect("report").msix);
+        // Kernel messages on the console between the markers are not report items.
+        let noisy = compact.replace(
+            "nic: 0000:41:00.0\r\n",
+            "nic: 0000:41:00.0\r\nirq 9: nobody cared (try booting with the \"irqpoll\" option)\r\nirq: no irq domain found for foo !\r\n",
+        );
+        assert_ne!(noisy, compact);
+        assert_eq!(parse(&noisy).expect("noisy report").msix, parse(SAMPLE).expect("report").msix);
     }
 
     #[test]

@@ -44,7 +44,7 @@ pub struct BootArgs {
     #[arg(long = "device")]
     pub devices: Vec<String>,
     /// Extra kernel command-line item (repeatable), e.g. `manarig.nic=0x1b36:0x0010`.
-    #[arg(long = "cmdline")]
+    #[arg(long = "cmdline", value_parser = cmdline_item)]
     pub cmdline: Vec<String>,
     /// Cache folder (see `setup`).
     #[arg(long, value_name = "DIR")]
@@ -60,6 +60,19 @@ pub struct BootArgs {
     pub no_speedups: bool,
 }
 
+/// One kernel command-line item as given to `--cmdline`: a single word (the
+/// kernel splits its command line at whitespace, so an item with a space or a
+/// newline would silently become two, or end the line).
+///
+/// # Errors
+/// A message for an empty item or one with whitespace or control characters.
+pub fn cmdline_item(s: &str) -> Result<String, String> {
+    if s.is_empty() || s.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!("{s:?}: one kernel command-line item per --cmdline, without spaces or control characters"));
+    }
+    Ok(s.to_string())
+}
+
 /// A built-in machine by name.
 ///
 /// # Errors
@@ -72,6 +85,14 @@ pub fn builtin_machine(name: &str, mem_per_node: u32) -> Result<MachineSpec, Str
         other => match other.strip_prefix("grid-").map(|g| g.split('x').map(str::parse::<u32>).collect::<Vec<_>>()) {
             Some(v) if (3..=4).contains(&v.len()) && v.iter().all(|x| matches!(x, Ok(n) if *n > 0)) => {
                 let n: Vec<u32> = v.into_iter().flatten().collect();
+                // Checked before any list is built: a typo must not allocate gigabytes.
+                let vcpus = n.iter().try_fold(1u32, |acc, x| acc.checked_mul(*x));
+                if vcpus.is_none_or(|c| c > crate::cpulist::MAX_CPUS) {
+                    return Err(format!(
+                        "machine {other:?}: more than {} CPUs (Linux's NR_CPUS limit manarig models)",
+                        crate::cpulist::MAX_CPUS
+                    ));
+                }
                 let mut m = machines::grid(n[0], n[n.len() - 2], n[n.len() - 1], mem_per_node);
                 if n.len() == 4 {
                     m.dies = n[1];
@@ -171,5 +192,27 @@ pub fn run(args: &BootArgs) -> ExitCode {
             println!("  {d}");
         }
         ExitCode::from(crate::cli::EXIT_MISMATCH)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn huge_grids_are_refused_before_anything_is_built() {
+        for name in ["grid-1x65536x65536", "grid-99999999x99999x2", "grid-1x2x2x1073741824", "grid-2x4097x1"] {
+            let e = builtin_machine(name, 256).expect_err(name);
+            assert!(e.contains("more than 8192 CPUs"), "{name}: {e}");
+        }
+        assert_eq!(builtin_machine("grid-2x64x2", 256).expect("256 CPUs").vcpus(), 256);
+    }
+
+    #[test]
+    fn cmdline_items_are_single_words() {
+        assert_eq!(cmdline_item("ignore_loglevel").as_deref(), Ok("ignore_loglevel"));
+        for bad in ["", "a b", "a\nb", "quiet\t", "x\u{7}"] {
+            assert!(cmdline_item(bad).is_err(), "{bad:?}");
+        }
     }
 }

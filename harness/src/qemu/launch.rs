@@ -267,7 +267,7 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
     }
     req.spec.validate()?;
     let accel = accel::choose(req.spec.accel, req.spec.vcpus())?;
-    accel::check_tcg_size(accel, req.spec.vcpus(), accel::host_cores())
+    accel::check_tcg_size(accel, req.spec.vcpus(), accel::host_cores(), req.speedups.cmdline)
         .map_err(LaunchError::TooLargeForTcg)?;
     crate::children::install_signal_thread();
 

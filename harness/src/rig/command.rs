@@ -29,7 +29,8 @@ pub struct RigOptions {
     /// Host wall-clock limit for each boot, in seconds.
     #[arg(long, default_value_t = 900)]
     pub deadline: u64,
-    /// Also write the guest's serial console to this file.
+    /// Also write the guest's serial console to this file (`compare`: to
+    /// FILE.before and FILE.after).
     #[arg(long, value_name = "FILE")]
     pub console: Option<PathBuf>,
     /// Boot the plain way (bzImage through the BIOS, Debian's command line)
@@ -39,8 +40,27 @@ pub struct RigOptions {
     pub no_speedups: bool,
     /// Extra kernel command-line item (repeatable), e.g. `ignore_loglevel` or
     /// `initcall_debug` with `--console` to see where boot time goes.
-    #[arg(long, value_name = "ITEM")]
+    /// `manarig.*` items are the rig's own (use `--channels`, `--reprobe`).
+    #[arg(long, value_name = "ITEM", value_parser = rig_cmdline_item)]
     pub cmdline: Vec<String>,
+}
+
+/// A `--cmdline` item for `run`/`compare`: a single word
+/// ([`crate::qemu::command::cmdline_item`]) that is not one of the guest agent's
+/// `manarig.*` items, which the rig sets itself and checks the results of (a
+/// `manarig.channels=4` given here would, for example, run without ethtool in
+/// the initramfs and without the channel check).
+///
+/// # Errors
+/// A message naming the option to use instead.
+pub fn rig_cmdline_item(s: &str) -> Result<String, String> {
+    let item = crate::qemu::command::cmdline_item(s)?;
+    if item.starts_with("manarig.") {
+        return Err(format!(
+            "{item:?}: manarig.* items are set by the rig itself; use --channels N, --reprobe or --deadline instead"
+        ));
+    }
+    Ok(item)
 }
 
 impl RigOptions {
@@ -281,10 +301,17 @@ pub fn compare(args: &CompareArgs) -> ExitCode {
             Err(code) => return code,
         }
     }
-    for kernel in kernels {
+    for (kernel, side) in kernels.into_iter().zip(["before", "after"]) {
         let name = run_name(&args.topology, &kernel.label);
         eprintln!("manarig: running {name}");
-        match run_one(&args.rig.request_for(&args.topology, &kernel, None)) {
+        let mut request = args.rig.request_for(&args.topology, &kernel, None);
+        // One console file per boot: FILE.before and FILE.after.
+        request.console_log = args.rig.console.as_ref().map(|p| {
+            let mut name = p.as_os_str().to_owned();
+            name.push(format!(".{side}"));
+            std::path::PathBuf::from(name)
+        });
+        match run_one(&request) {
             Ok(outcome) => {
                 eprintln!("{}", timings_line(&outcome));
                 verdicts.push(outcome.verdict);
@@ -303,4 +330,17 @@ pub fn compare(args: &CompareArgs) -> ExitCode {
     }
     let code = verdicts.iter().map(|v| v.exit_code()).max().unwrap_or(EXIT_PASS);
     ExitCode::from(if code > EXIT_MISMATCH { EXIT_MISMATCH } else { code })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rig_cmdline_refuses_the_agents_own_items() {
+        assert_eq!(rig_cmdline_item("initcall_debug").as_deref(), Ok("initcall_debug"));
+        let e = rig_cmdline_item("manarig.channels=4").expect_err("agent item");
+        assert!(e.contains("--channels N"), "{e}");
+        assert!(rig_cmdline_item("a b").is_err());
+    }
 }

@@ -139,6 +139,14 @@ fn lifecycle_steps_ran(report: &crate::guest_report::GuestReport, channels: Opti
                 tail()
             );
         }
+        if report.channels != Some(n) {
+            bail!(
+                "`ethtool -L {netdev} combined {n}` returned 0 but {netdev} has {} combined channels (queues/tx-N); \
+                 last driver messages:\n  {}",
+                report.channels.map_or("no count of".into(), |c| c.to_string()),
+                tail()
+            );
+        }
     }
     if reprobe && report.rmmod_status != Some(0) {
         bail!(
@@ -398,6 +406,12 @@ mod tests {
         let e = lifecycle_steps_ran(&r, Some(4), false).expect_err("ethtool failed");
         assert!(e.to_string().contains("ethtool -L eth0 combined 4") && e.to_string().contains("mana_attach failed"), "{e}");
         r.ethtool_status = Some(0);
+        let e = lifecycle_steps_ran(&r, Some(4), false).expect_err("no channel count");
+        assert!(e.to_string().contains("returned 0 but eth0 has no count of combined channels"), "{e}");
+        r.channels = Some(8);
+        let e = lifecycle_steps_ran(&r, Some(4), false).expect_err("still 8 channels");
+        assert!(e.to_string().contains("has 8 combined channels"), "{e}");
+        r.channels = Some(4);
         assert!(lifecycle_steps_ran(&r, Some(4), false).is_ok());
         let e = lifecycle_steps_ran(&r, Some(4), true).expect_err("rmmod did not run");
         assert!(e.to_string().contains("rmmod mana"), "{e}");

@@ -67,9 +67,9 @@ impl ObservedVector {
         Ok((!mask.is_empty()).then_some(mask))
     }
 
-    /// Total interrupts on all CPUs.
+    /// Total interrupts on all CPUs (saturating: counts come from the guest).
     pub fn interrupts(&self) -> u64 {
-        self.counts.iter().sum()
+        self.counts.iter().fold(0u64, |a, c| a.saturating_add(*c))
     }
 
     /// Whether the vector has fired at least once, so that `effective` is meaningful.
