@@ -164,6 +164,9 @@ pub fn run(opts: &Options) -> Result<bool> {
     let mut table = Vec::new();
     let mut ok = true;
     for row in ROWS.iter().filter(|r| opts.slow || !r.slow) {
+        if harness::children::interrupted() {
+            break;
+        }
         let path = repo().join("topologies").join(format!("{}.toml", row.file));
         let name = format!("{}@{FAST_KERNEL}", row.file);
         let mut fast = Vec::new();
@@ -229,6 +232,11 @@ pub fn run(opts: &Options) -> Result<bool> {
     println!("| --- | --- | --- | --- | --- | --- | --- |");
     for l in &table {
         println!("{l}");
+    }
+    if harness::children::interrupted() {
+        // Runs after the signal failed at once: their columns mean nothing.
+        println!("interrupted: the table is incomplete and the baseline was not written");
+        return Ok(false);
     }
     if opts.update_baseline {
         let mut merged = baseline;
