@@ -18,9 +18,10 @@ pub struct BootArgs {
     /// (last node without memory), `:memnode` (an extra memory-only node).
     #[arg(long, default_value = "seed-002")]
     pub machine: String,
-    /// Kernel id from guest-images/kernels.lock (6.1, 6.12, 7).
+    /// Kernel, as for `run`: 6.1, 6.12 or 7.x (the pinned Debian kernels), 6.1-min,
+    /// 6.12-min or 7.x-min (built on first use), build:KEY or image:BZIMAGE:MODULES_DIR.
     #[arg(long, default_value = "6.12")]
-    pub kernel: String,
+    pub kernel: crate::rig::kernel_choice::KernelChoice,
     /// Accelerator: tcg (default; single- or multi-threaded by vCPU count),
     /// tcg-single, tcg-multi, kvm, auto.
     #[arg(long, default_value = "tcg")]
@@ -145,9 +146,16 @@ pub fn run(args: &BootArgs) -> ExitCode {
         Ok(p) => p,
         Err(e) => return rig(e.to_string()),
     };
-    let kernel = match prov.kernel(&args.kernel) {
-        Ok(k) => k,
+    let resolved = match crate::rig::kernel_choice::resolve(&args.kernel, None, args.cache_dir.as_deref()) {
+        Ok(r) => r,
         Err(e) => return rig(e.to_string()),
+    };
+    let kernel = match &resolved.custom {
+        Some(k) => k,
+        None => match prov.kernel(crate::rig::kernel_lock_id(resolved.gen)) {
+            Ok(k) => k,
+            Err(e) => return rig(e.to_string()),
+        },
     };
     let mut req = BootRequest::new(&spec, kernel, &prov.busybox);
     req.load_mana = args.load_mana;
