@@ -436,7 +436,11 @@ fn parse_irq_counts(text: &str, nr_cpus: usize) -> Result<(u32, Vec<u64>, String
     let mut it = counts_part.split_whitespace();
     let irq: u32 = it.next().and_then(|n| n.parse().ok()).ok_or("no IRQ number")?;
     let list = it.next().ok_or("no counts")?;
-    let mut pairs = Vec::new();
+    if let Some(extra) = it.next() {
+        return Err(format!("{extra:?} after the counts: CPU=COUNT pairs are separated by commas"));
+    }
+    let mut pairs: Vec<(usize, u64)> = Vec::new();
+    let mut listed = std::collections::HashSet::new();
     if list != "-" {
         for pair in list.split(',') {
             let (cpu, count) = pair.split_once('=').ok_or_else(|| format!("count {pair:?} is not CPU=COUNT"))?;
@@ -444,6 +448,9 @@ fn parse_irq_counts(text: &str, nr_cpus: usize) -> Result<(u32, Vec<u64>, String
             let count: u64 = count.parse().map_err(|_| format!("count {count:?} is not a number"))?;
             if cpu >= crate::cpulist::MAX_CPUS {
                 return Err(format!("CPU {cpu} is beyond {}", crate::cpulist::MAX_CPUS));
+            }
+            if !listed.insert(cpu) {
+                return Err(format!("CPU {cpu} is listed twice"));
             }
             pairs.push((cpu as usize, count));
         }
@@ -568,7 +575,16 @@ MANARIG-REPORT-END\r
         assert_eq!(name, "mana_q4@pci:0000:41:00.0");
         let (_, counts, _) = parse_irq_counts("30 - | PCI-MSIX-0000:41:00.0 1-edge mana_q0", 8).expect("never fired");
         assert_eq!(counts, vec![0; 8]);
-        for bad in ["30 0=1 PCI-MSIX", "x 0=1 | a b c", "30 | a b c", "30 0:1 | a b c", "30 0=x | a b c", "30 99999=1 | a b c"] {
+        for bad in [
+            "30 0=1 PCI-MSIX",
+            "x 0=1 | a b c",
+            "30 | a b c",
+            "30 0:1 | a b c",
+            "30 0=x | a b c",
+            "30 99999=1 | a b c",
+            "30 0=1 1=1 | a b c",
+            "30 7=1,7=2 | a b c",
+        ] {
             assert!(parse_irq_counts(bad, 8).is_err(), "{bad}");
         }
     }
