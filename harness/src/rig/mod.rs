@@ -220,6 +220,8 @@ struct NicBoot<'a> {
     topo: &'a Topology,
     prov: &'a Provisioned,
     kernel: &'a provision::KernelInstall,
+    /// Combined channels to set with `ethtool -L` (`--channels`, else the topology's).
+    channels: Option<u32>,
     /// The run's temporary folder (device sockets).
     dir: &'a Path,
 }
@@ -253,7 +255,7 @@ impl NicBoot<'_> {
         let mut boot = BootRequest::new(&spec, self.kernel, &prov.busybox);
         boot.load_mana = true;
         boot.extra_devices.push(qemu::vfio_user_nic(&socket));
-        if let Some(n) = req.channels.or(topo.nic().channels) {
+        if let Some(n) = self.channels {
             // ethtool and its libraries are half the initramfs: only when used.
             boot.extra_files.clone_from(&prov.ethtool);
             boot.extra_cmdline.push(format!("manarig.channels={n}"));
@@ -301,7 +303,8 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         .prefix("manarig-run-")
         .tempdir()
         .context("cannot create a temporary folder for the run")?;
-    let attempt = NicBoot { req, topo: &topo, prov: &prov, kernel, dir: scratch.path() };
+    let channels = req.channels.or(topo.nic().channels);
+    let attempt = NicBoot { req, topo: &topo, prov: &prov, kernel, channels, dir: scratch.path() };
     let (mut spec, mut booted) = attempt.boot(req.accel, "nic.sock")?;
     if req.accel == AccelChoice::Auto && matches!(booted.result, Err(qemu::LaunchError::KvmSilent { .. })) {
         // The KVM probe runs a vCPU, yet on some hosts real guests hang
@@ -310,7 +313,6 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         (spec, booted) = attempt.boot(AccelChoice::Tcg, "nic-tcg.sock")?;
     }
     let NicBootOutcome { result, device_status, marks } = booted;
-    let channels = req.channels.or(topo.nic().channels);
     let booted = result.with_context(|| format!("booting {} on Linux {}", topo.name(), kernel.release))?;
 
     let diffs = crate::observed::compare(&spec, &booted.report);
