@@ -120,10 +120,7 @@ fn bare_boot(path: &Path, kernel: &str, speedups: Speedups) -> Result<f64> {
     let topo = Topology::load(path)?;
     let prov = rig::provisioned(None)?;
     let k = resolve(kernel)?;
-    let kernel = match &k.custom {
-        Some(custom) => custom,
-        None => prov.kernel(rig::kernel_lock_id(k.gen))?,
-    };
+    let kernel = k.install(&prov)?;
     let spec = rig::machine::machine_spec(&topo, harness::accel::AccelChoice::Tcg, 256)?;
     let mut req = BootRequest::new(&spec, kernel, &prov.busybox);
     req.speedups = speedups;

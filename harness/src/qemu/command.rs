@@ -150,12 +150,9 @@ pub fn run(args: &BootArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return rig(e.to_string()),
     };
-    let kernel = match &resolved.custom {
-        Some(k) => k,
-        None => match prov.kernel(crate::rig::kernel_lock_id(resolved.gen)) {
-            Ok(k) => k,
-            Err(e) => return rig(e.to_string()),
-        },
+    let kernel = match resolved.install(&prov) {
+        Ok(k) => k,
+        Err(e) => return rig(e.to_string()),
     };
     let mut req = BootRequest::new(&spec, kernel, &prov.busybox);
     req.load_mana = args.load_mana;

@@ -19,7 +19,6 @@ pub struct Speedups {
     /// instead of the bzImage through the BIOS, real-mode setup and decompressor.
     pub pvh: bool,
     /// Add [`SPEED_CPU_FLAGS`] to the `-cpu` model.
-    #[serde(default)]
     pub cpu: bool,
 }
 

@@ -99,6 +99,21 @@ impl ResolvedKernel {
         req.label = Some(self.label.clone());
         req
     }
+
+    /// The kernel to boot: the custom build or image, else the pinned kernel of
+    /// this generation from the provisioned cache.
+    ///
+    /// # Errors
+    /// [`crate::provision::ProvisionError`] when the pinned kernel is not provisioned.
+    pub fn install<'a>(
+        &'a self,
+        prov: &'a crate::provision::Provisioned,
+    ) -> Result<&'a KernelInstall, crate::provision::ProvisionError> {
+        match &self.custom {
+            Some(k) => Ok(k),
+            None => prov.kernel(crate::rig::kernel_lock_id(self.gen)),
+        }
+    }
 }
 
 /// Resolve a choice. `model` (`--model`) overrides the detected generation.
