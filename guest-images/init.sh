@@ -35,8 +35,11 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
 
-up() { read -r u _ < /proc/uptime; echo "$u"; }
-T_INIT=$(up)
+# Under TCG a fork costs milliseconds of the guest's only busy vCPU time, so
+# the waits and stamps below use shell builtins only: `$(…)` and `sleep` fork.
+# UP = seconds of uptime now.
+up() { read -r UP _ < /proc/uptime; }
+up; T_INIT=$UP
 
 LOAD=
 DEADLINE=60
@@ -62,11 +65,17 @@ for arg in $CMDLINE; do
 	esac
 done
 
-# Seconds of uptime (integer part) now.
-now_s() { read -r u _ < /proc/uptime; echo "${u%.*}"; }
 # The deadline counts from /init's start (big guests take minutes to get here).
-DEADLINE_AT=$(($(now_s) + DEADLINE))
-past_deadline() { [ "$(now_s)" -ge "$DEADLINE_AT" ]; }
+DEADLINE_AT=$((${T_INIT%.*} + DEADLINE))
+past_deadline() { up; [ "${UP%.*}" -ge "$DEADLINE_AT" ]; }
+# Sleep POLL seconds without a fork: a read with a timeout on a FIFO that
+# nobody writes (fd 3, opened read-write so the open does not block).
+if mkfifo /tmp/nap 2>/dev/null && exec 3<>/tmp/nap; then
+	nap() { read -r -t "$POLL" -u 3 _; }
+else
+	nap() { sleep "$POLL"; }
+fi
+netdev_present() { for n in /sys/class/net/eth*; do [ -e "$n" ] && return 0; done; return 1; }
 
 NIC=
 find_nic() {
@@ -82,27 +91,41 @@ find_nic() {
 	return 1
 }
 
-# /proc/interrupts compacted, one `IRQ CPU=COUNT,… | CHIP HWIRQ NAME` line per
-# IRQ whose line matches the awk pattern $1: only CPUs with a non-zero count
-# (`-` if none). The CPU columns of /proc/interrupts are the online CPUs named in
-# its header; with hundreds of CPUs a raw line is kilobytes, and every byte of
-# the report crosses an emulated UART.
-irq_counts() {
-	awk -v pat="$1" 'NR == 1 { for (i = 1; i <= NF; i++) { c = $i; sub(/^CPU/, "", c); cpu[i] = c }; n = NF; next }
-		$0 ~ pat { s = ""
-			for (i = 2; i <= n + 1; i++) if ($i != 0) s = s (s == "" ? "" : ",") cpu[i - 1] "=" $i
-			t = ""; for (i = n + 2; i <= NF; i++) t = t " " $i
-			irq = $1; sub(/:$/, "", irq)
-			print irq " " (s == "" ? "-" : s) " |" t }' /proc/interrupts
-}
+# awk program (variables pat, pre): /proc/interrupts compacted, one
+# `pre IRQ CPU=COUNT,… | CHIP HWIRQ NAME` line per IRQ whose line matches the
+# pattern pat: only CPUs with a non-zero count (`-` if none). The CPU columns of
+# /proc/interrupts are the online CPUs named in its header; with hundreds of CPUs
+# a raw line is kilobytes, and every byte of the report crosses an emulated UART.
+# Any other file is dumped as `f <path>: <line>`.
+IRQ_AWK='FILENAME == "/proc/interrupts" {
+		if (FNR == 1) { for (i = 1; i <= NF; i++) { c = $i; sub(/^CPU/, "", c); cpu[i] = c }; n = NF; next }
+		if ($0 !~ pat) next
+		s = ""
+		for (i = 2; i <= n + 1; i++) if ($i != 0) s = s (s == "" ? "" : ",") cpu[i - 1] "=" $i
+		t = ""; for (i = n + 2; i <= NF; i++) t = t " " $i
+		irq = $1; sub(/:$/, "", irq)
+		print pre irq " " (s == "" ? "-" : s) " |" t
+		next
+	}
+	{ print "f " FILENAME ": " $0 }'
+irq_counts() { awk -v pat="$1" -v pre="" "$IRQ_AWK" /proc/interrupts; }
 MANA_PAT=' mana[_a-z0-9@:.]*$'
 
-# True when there is a mana line in /proc/interrupts and every one has a
-# non-zero count on some CPU.
+# True when one of the NIC's MSI-X vectors has a mana handler and every such
+# vector has fired on some CPU. Builtins only, polled: /sys/kernel/irq/N/actions
+# names the handlers (as /proc/interrupts does), per_cpu_count lists the counts.
 all_fired() {
-	awk -v pat="$MANA_PAT" 'NR == 1 { n = NF; next }
-		$0 ~ pat { m++; s = 0; for (i = 2; i <= n + 1; i++) s += $i; if (s == 0) z++ }
-		END { exit !(m > 0 && z == 0) }' /proc/interrupts
+	find_nic || return 1
+	m=0
+	for d in /sys/bus/pci/devices/"$NIC"/msi_irqs/*; do
+		k=/sys/kernel/irq/${d##*/}
+		[ -r "$k/actions" ] || continue
+		read -r a < "$k/actions"
+		case "$a" in *mana*) m=1 ;; *) continue ;; esac
+		read -r c < "$k/per_cpu_count"
+		case "$c" in *[1-9]*) ;; *) return 1 ;; esac
+	done
+	[ "$m" = 1 ]
 }
 
 SETTLE=none
@@ -119,26 +142,34 @@ probe_and_settle() {
 	rm -f /tmp/insmod.rc /tmp/seen
 	SETTLE=none INSMOD_RC=- T_PROBE=- T_IFUP=- T_CARRIER=- T_ETHTOOL=- T_SETTLED=-
 	CARRIER=- ETHTOOL_RC=- CHANNELS_NOW=- NETDEV=
-	( insmod "/lib/modules/manarig/$LAST_MOD"; echo $? > /tmp/insmod.rc ) &
+	# The line on fd 3 ends a nap at once: the wait sees the probe's end
+	# without a poll interval's delay.
+	( insmod "/lib/modules/manarig/$LAST_MOD"; echo $? > /tmp/insmod.rc; echo 2>/dev/null >&3 ) &
 	SETTLE=deadline
+	polls=0
 	while ! past_deadline; do
 		if [ -e /tmp/insmod.rc ]; then SETTLE=probe-returned; break; fi
-		if ls /sys/class/net 2>/dev/null | grep -q '^eth'; then SETTLE=netdev; break; fi
-		irq_counts "$MANA_PAT" > /tmp/seen.new 2>/dev/null && [ -s /tmp/seen.new ] && mv /tmp/seen.new /tmp/seen
-		sleep "$POLL"
+		if netdev_present; then SETTLE=netdev; break; fi
+		# Snapshot the vectors now and then (an awk is a fork): they are
+		# what is left to see when a failing probe frees its IRQs.
+		if [ $((polls % 5)) = 4 ]; then
+			irq_counts "$MANA_PAT" > /tmp/seen.new 2>/dev/null && [ -s /tmp/seen.new ] && mv /tmp/seen.new /tmp/seen
+		fi
+		polls=$((polls + 1))
+		nap
 	done
-	T_PROBE=$(up)
+	up; T_PROBE=$UP
 	for n in /sys/class/net/eth*; do [ -e "$n" ] && NETDEV=${n##*/} && break; done
 	if [ -n "$NETDEV" ] && [ "$IFUP" != 0 ]; then
 		ip link set "$NETDEV" up || echo "manarig: ip link set $NETDEV up failed"
-		T_IFUP=$(up)
+		up; T_IFUP=$UP
 		# Carrier: netif_carrier_on() in mana_open() (via mana_attach()).
 		while ! past_deadline; do
 			read -r CARRIER < "/sys/class/net/$NETDEV/carrier" 2>/dev/null
 			[ "$CARRIER" = 1 ] && break
-			sleep "$POLL"
+			nap
 		done
-		T_CARRIER=$(up)
+		up; T_CARRIER=$UP
 	fi
 	if [ -n "$NETDEV" ] && [ -n "$CHANNELS" ]; then
 		if [ -x /sbin/ethtool ]; then
@@ -149,12 +180,13 @@ probe_and_settle() {
 			echo "manarig: manarig.channels=$CHANNELS but no /sbin/ethtool in the initramfs"
 			ETHTOOL_RC=127
 		fi
-		T_ETHTOOL=$(up)
+		up; T_ETHTOOL=$UP
 	fi
 	if [ -n "$NETDEV" ]; then
 		# mana sets real_num_tx_queues to apc->num_queues (mana_attach(), 6.1
 		# to 7.3), which `ethtool -l` reports as Combined: one tx-N per queue.
-		CHANNELS_NOW=$(ls -d "/sys/class/net/$NETDEV/queues/tx-"* 2>/dev/null | wc -l)
+		CHANNELS_NOW=0
+		for q in "/sys/class/net/$NETDEV/queues/tx-"*; do [ -e "$q" ] && CHANNELS_NOW=$((CHANNELS_NOW + 1)); done
 	fi
 	if [ "$SETTLE" != deadline ]; then
 		FIRED=no
@@ -166,32 +198,45 @@ probe_and_settle() {
 			# `ethtool -L`, all done by now. E.g. 6.12 allocates an IRQ per CPU
 			# but creates only max_queues EQs (topologies/r05-dyn-skip.toml).
 			[ -e /tmp/insmod.rc ] && break
-			sleep "$POLL"
+			nap
 		done
 		SETTLE="$SETTLE fired=$FIRED"
 	fi
-	T_SETTLED=$(up)
+	up; T_SETTLED=$UP
 	[ -e /tmp/insmod.rc ] && read -r INSMOD_RC < /tmp/insmod.rc
 }
 
 # Read every IRQ's affinity_hint (the files a freed or stale hint would break).
 read_hints() { cat /proc/irq/*/affinity_hint > /dev/null 2>&1; }
 
+# sysfs/procfs files are dumped raw, one `f <path>: <value>` line per line of
+# each file, by one awk per group (a fork per value costs ~10 ms under TCG; one
+# awk reads hundreds of files). The host parses the paths.
+C=/sys/devices/system/cpu
+N=/sys/devices/system/node
+P=/sys/bus/pci/devices
+
+# The topology, node and PCI ID files (and MemTotal of each node): one awk.
+# (Run in the background during the probe, it slowed the probe down by more
+# than it saved: the vCPUs share one host thread.)
+topology_files() {
+	awk '/^Node [0-9]+ MemTotal:/ { print "f " FILENAME ": " $4; next }
+		FILENAME !~ /meminfo$/ { print "f " FILENAME ": " $0 }' \
+		$C/online $C/cpu[0-9]*/topology/physical_package_id $C/cpu[0-9]*/topology/die_id \
+		$C/cpu[0-9]*/topology/core_id $C/cpu[0-9]*/topology/thread_siblings_list \
+		$N/node[0-9]*/cpulist $N/node[0-9]*/distance $N/node[0-9]*/meminfo \
+		$P/*/vendor $P/*/device $P/*/class $P/*/numa_node 2>/dev/null
+}
 if [ -n "$LOAD" ]; then
-	MODS=$(cat /lib/modules/manarig/order)
+	while read -r m; do MODS="$MODS $m"; done < /lib/modules/manarig/order
 	for m in $MODS; do LAST_MOD=$m; done
 	for m in $MODS; do
 		[ "$m" = "$LAST_MOD" ] && break
 		insmod "/lib/modules/manarig/$m" || echo "manarig: insmod $m failed"
 	done
-	T_MODS=$(up)
+	up; T_MODS=$UP
 	probe_and_settle
 fi
-
-# sysfs/procfs files are dumped raw, one `f <path>: <value>` line per line of
-# each file, by one awk per group (a fork per value costs ~10 ms under TCG; one
-# awk reads hundreds of files). The host parses the paths.
-dump() { awk '{ print "f " FILENAME ": " $0 }' "$@" 2>/dev/null; }
 
 # Everything between the report markers (also printed for a stage).
 report_body() {
@@ -214,17 +259,8 @@ report_body() {
 	echo "load: ${LOAD:-none}"
 	echo "settle: $SETTLE"
 	echo "insmod: $INSMOD_RC"
-	C=/sys/devices/system/cpu
-	N=/sys/devices/system/node
-	P=/sys/bus/pci/devices
 	for l in $C/cpu[0-9]*/node[0-9]*; do [ -e "$l" ] && echo "link $l"; done
-	# One awk for the topology, node and PCI files (and MemTotal of each node).
-	awk '/^Node [0-9]+ MemTotal:/ { print "f " FILENAME ": " $4; next }
-		FILENAME !~ /meminfo$/ { print "f " FILENAME ": " $0 }' \
-		$C/online $C/cpu[0-9]*/topology/physical_package_id $C/cpu[0-9]*/topology/die_id \
-		$C/cpu[0-9]*/topology/core_id $C/cpu[0-9]*/topology/thread_siblings_list \
-		$N/node[0-9]*/cpulist $N/node[0-9]*/distance $N/node[0-9]*/meminfo \
-		$P/*/vendor $P/*/device $P/*/class $P/*/numa_node 2>/dev/null
+	topology_files
 	# Bound drivers: `ls -l` prints `… PATH -> TARGET` for every link at once.
 	ls -l $P/*/driver 2>/dev/null | while read -r l; do
 		set -- $l
@@ -233,14 +269,14 @@ report_body() {
 	if find_nic; then
 		echo "nic: $NIC"
 		F= PAT=
-		for i in $(ls $P/"$NIC"/msi_irqs 2>/dev/null); do
+		for i in $P/"$NIC"/msi_irqs/*; do
+			[ -e "$i" ] || continue
+			i=${i##*/}
 			F="$F /proc/irq/$i/smp_affinity_list /proc/irq/$i/affinity_hint /proc/irq/$i/effective_affinity_list"
 			PAT="$PAT|$i"
 		done
-		if [ -n "$PAT" ]; then
-			dump $F
-			irq_counts "^ *(${PAT#|}):" | while read -r l; do echo "irqcount: $l"; done
-		fi
+		# The vectors' counts and affinity files in one awk.
+		[ -n "$PAT" ] && awk -v pat="^ *(${PAT#|}):" -v pre="irqcount: " "$IRQ_AWK" /proc/interrupts $F 2>/dev/null
 	else
 		echo "nic: none"
 	fi
@@ -252,7 +288,8 @@ report_body() {
 	dmesg | awk 'tolower($0) ~ /mana/ && $0 !~ /manarig/ { print "dmesg: " $0 }
 		/WARNING:|BUG:|Oops|Call Trace|general protection|possible circular locking/ { w[++n] = $0 }
 		END { for (i = 1; i <= n; i++) print "warning: " w[i] }'
-	echo "time report: $(up)"
+	up
+	echo "time report: $UP"
 }
 
 if [ -n "$LOAD" ] && [ "$REPROBE" = 1 ]; then
@@ -262,7 +299,7 @@ if [ -n "$LOAD" ] && [ "$REPROBE" = 1 ]; then
 	read_hints
 	rmmod "${LAST_MOD%.ko}" 2>/tmp/rmmod.err
 	RMMOD_RC=$?
-	T_RMMOD=$(up)
+	up; T_RMMOD=$UP
 	while read -r l; do echo "manarig: rmmod: $l"; done < /tmp/rmmod.err
 	read_hints
 	probe_and_settle

@@ -332,6 +332,7 @@ impl ManaDevice {
                 .command
                 .name()
                 .map_or_else(|| format!("{:#x}", outcome.command.0), str::to_owned);
+            tracing::debug!(command = %name, "mana device: HWC command");
             *self.counters.commands.entry(name.clone()).or_default() += 1;
             if let Some(err) = &outcome.error {
                 *self

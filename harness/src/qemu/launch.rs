@@ -439,10 +439,12 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
             Err(RecvTimeoutError::Timeout) => {}
         }
     }
-    // After the report /init runs `poweroff -f`, and after a panic QEMU exits
-    // by itself (panic=-1, -no-reboot): give it a moment, then kill.
+    // After the report nothing the guest does is read: QEMU is stopped at once
+    // rather than waiting for the guest's `poweroff -f`, which would first shut
+    // the driver down (tens of ms under TCG). After a panic QEMU exits by itself
+    // (panic=-1, -no-reboot): give it a moment, then kill.
     let grace = if to_report.is_some() {
-        Duration::from_secs(10)
+        Duration::ZERO
     } else if panic_until.is_some() || eof {
         // QEMU closed its console: it is exiting (or crashed); collect its status.
         Duration::from_secs(2)
