@@ -179,7 +179,8 @@ probe_and_settle() {
 			ETHTOOL_RC=$?
 			while read -r l; do echo "manarig: ethtool: $l"; done < /tmp/ethtool.err
 		else
-			echo "manarig: manarig.channels=$CHANNELS but no /sbin/ethtool in the initramfs"
+			echo "manarig.channels=$CHANNELS but no /sbin/ethtool in the initramfs" > /tmp/ethtool.err
+			echo "manarig: $(cat /tmp/ethtool.err)"
 			ETHTOOL_RC=127
 		fi
 		up; T_ETHTOOL=$UP
@@ -256,6 +257,9 @@ report_body() {
 	echo "channels: ${CHANNELS_NOW:--}"
 	echo "time rmmod: $T_RMMOD"
 	echo "rmmod: $RMMOD_RC"
+	for t in ethtool rmmod; do
+		[ -s "/tmp/$t.err" ] && while read -r l; do echo "stderr $t: $l"; done < "/tmp/$t.err"
+	done
 	echo "netdev: ${NETDEV:--}"
 	echo "time settled: $T_SETTLED"
 	echo "load: ${LOAD:-none}"

@@ -117,6 +117,9 @@ pub struct GuestReport {
     pub channels: Option<u32>,
     /// Exit status of `rmmod mana` (None if not run).
     pub rmmod_status: Option<i32>,
+    /// What the guest agent's tools wrote to stderr, by tool (`ethtool`, `rmmod`):
+    /// `stderr <tool>: <line>` lines.
+    pub stderr: BTreeMap<String, Vec<String>>,
     /// Kernel log lines that are warnings of any origin (`WARNING:`, `BUG:`,
     /// `Oops`, `Call Trace`, lockdep): a clean run has none.
     pub warnings: Vec<String>,
@@ -270,6 +273,7 @@ fn parse_block(lines: &[&str], begin: usize, end: usize) -> Result<GuestReport, 
             "channels" => r.channels = value.trim().parse().ok(),
             "rmmod" => r.rmmod_status = status(value),
             "warning" => r.warnings.push(value.to_string()),
+            "stderr" => r.stderr.entry(id.to_string()).or_default().push(value.to_string()),
             "time" => {
                 if let Ok(t) = value.parse::<f64>() {
                     r.times.insert(id.to_string(), t);
@@ -546,6 +550,20 @@ MANARIG-REPORT-END\r
         assert_eq!(r.msix[0].counts, vec![3, 0]);
         assert_eq!(r.msix[0].effective, Some(vec![0]));
         assert_eq!(r.init_to_report_s().map(|s| (s * 100.0).round()), Some(148.0));
+    }
+
+    #[test]
+    fn tool_stderr_lines_are_kept_by_tool() {
+        let text = SAMPLE.replace(
+            "time report: 7.29\r\n",
+            "rmmod: 1\r\nstderr rmmod: rmmod: can't unload module 'mana': Resource temporarily unavailable\r\n\
+             stderr ethtool: netlink error: Invalid argument\r\nstderr ethtool: second line\r\ntime report: 7.29\r\n",
+        );
+        let r = parse(&text).expect("report");
+        assert_eq!(r.rmmod_status, Some(1));
+        assert_eq!(r.stderr["rmmod"], ["rmmod: can't unload module 'mana': Resource temporarily unavailable"]);
+        assert_eq!(r.stderr["ethtool"], ["netlink error: Invalid argument", "second line"]);
+        assert!(parse(SAMPLE).expect("report").stderr.is_empty());
     }
 
     /// The compact `irqcount:` form (guest-images/init.sh `irq_counts`): only the

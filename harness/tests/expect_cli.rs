@@ -49,3 +49,16 @@ fn bad_input_exits_2_with_one_line() {
     assert_eq!(code, 2);
     assert!(err.contains("\"5.4\" is not modelled"), "{err}");
 }
+
+#[test]
+fn expect_takes_the_minimal_kernels_names_as_their_generations() {
+    for (min, generation) in [("6.1-min", "6.1"), ("6.12-min", "6.12"), ("7.x-min", "7.x")] {
+        let (code, out, err) = manarig(&["expect", "topologies/seed-002.toml", "--kernel", min]);
+        assert_eq!(code, 0, "{min}: {err}");
+        let (_, want, _) = manarig(&["expect", "topologies/seed-002.toml", "--kernel", generation]);
+        assert_eq!(out, want, "{min} vs {generation}");
+    }
+    let (code, _, err) = manarig(&["expect", "topologies/seed-002.toml", "--kernel", "5.4-min"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("\"5.4-min\" is not modelled"), "{err}");
+}

@@ -94,15 +94,25 @@ pub fn user_kernel(image: &Path, modules: &Path, cache: &Path) -> Result<KernelI
     if out.exists() {
         std::fs::remove_dir_all(&out).map_err(|e| KbuildError::io(&out, e))?;
     }
-    let found = pkernel::collect_modules(&root, &release, &out)?;
-    let modules: Vec<PathBuf> = found.modules.iter().map(|m| out.join(m)).collect();
-    check_vermagic(&modules, &release, image)?;
+    let collected = pkernel::collect_modules(&root, &release, &out).map_err(KbuildError::from).and_then(|found| {
+        let modules: Vec<PathBuf> = found.modules.iter().map(|m| out.join(m)).collect();
+        check_vermagic(&modules, &release, image)?;
+        Ok((modules, found.compression))
+    });
+    let (modules, compression) = match collected {
+        Ok(c) => c,
+        Err(e) => {
+            // Nothing of a refused kernel stays in the cache.
+            let _ = std::fs::remove_dir_all(&out);
+            return Err(e);
+        }
+    };
     Ok(KernelInstall {
         id: format!("image:{}", image.display()),
         release,
         vmlinuz: image.to_path_buf(),
         modules,
-        compression: found.compression,
+        compression,
         packages: Vec::new(),
     })
 }
@@ -150,6 +160,21 @@ mod tests {
         b[0x800..0x1000].fill(b'a');
         std::fs::write(&p, b).expect("w");
         assert!(bzimage_release(&p).expect_err("bad").to_string().contains("not terminated"));
+    }
+
+    #[test]
+    fn a_refused_user_kernel_leaves_nothing_in_the_cache() {
+        let d = tempfile::tempdir().expect("tmp");
+        let img = d.path().join("bzImage");
+        std::fs::write(&img, fake_bzimage(b"6.12.117-manarig (manarig@manarig) #1 SMP\0")).expect("w");
+        let mods = d.path().join("mods");
+        std::fs::create_dir(&mods).expect("mkdir");
+        std::fs::write(mods.join("mana.ko"), b"not an ELF module").expect("w");
+        let cache = d.path().join("cache");
+        assert!(user_kernel(&img, &mods, &cache).is_err());
+        let user = cache.join("kbuild/user");
+        let left: Vec<_> = std::fs::read_dir(&user).map(|r| r.flatten().map(|e| e.path()).collect()).unwrap_or_default();
+        assert!(left.is_empty(), "{left:?}");
     }
 
     #[test]

@@ -12,7 +12,8 @@ use std::process::ExitCode;
 pub struct ExpectArgs {
     /// Topology file (TOML), e.g. topologies/seed-002.toml.
     pub topology: PathBuf,
-    /// Kernel generation: 6.1, 6.12 (6.8-6.16) or 7.x (also 7.3, 6.17+).
+    /// Kernel generation: 6.1, 6.12 (6.8-6.16) or 7.x (also 7.3, 6.17+); `run`'s
+    /// minimal kernels 6.1-min, 6.12-min and 7.x-min are those generations.
     #[arg(long, value_parser = clap::value_parser!(KernelGenArg))]
     pub kernel: KernelGenArg,
     /// Print JSON instead of the text table.
@@ -31,7 +32,8 @@ pub struct KernelGenArg(pub KernelGen);
 impl std::str::FromStr for KernelGenArg {
     type Err = super::kernel::UnknownKernel;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        s.parse().map(Self)
+        let generation = s.trim().strip_suffix("-min").unwrap_or(s);
+        generation.parse().map(Self).map_err(|_| super::kernel::UnknownKernel(s.to_owned()))
     }
 }
 

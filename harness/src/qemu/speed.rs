@@ -51,14 +51,26 @@ impl Speedups {
         v
     }
 
-    /// The `-cpu` model for `model` with these speed-ups: `model` plus
-    /// [`SPEED_CPU_FLAGS`] when [`Speedups::cpu`] is on.
+    /// The `-cpu` model for `model` with these speed-ups: `model` plus each flag
+    /// of [`SPEED_CPU_FLAGS`] that `model` does not set itself (a user's
+    /// `--cpu max,pat=on` keeps PAT) when [`Speedups::cpu`] is on.
     pub fn cpu_model(self, model: &str) -> String {
-        if self.cpu {
-            format!("{model},{SPEED_CPU_FLAGS}")
-        } else {
-            model.to_string()
+        if !self.cpu {
+            return model.to_string();
         }
+        let set_by_model = |flag: &str| {
+            let name = flag.split('=').next().unwrap_or(flag);
+            model.split(',').skip(1).any(|p| {
+                let p = p.trim_start_matches(['+', '-']);
+                p.split('=').next() == Some(name)
+            })
+        };
+        let mut out = model.to_string();
+        for flag in SPEED_CPU_FLAGS.split(',').filter(|f| !set_by_model(f)) {
+            out.push(',');
+            out.push_str(flag);
+        }
+        out
     }
 }
 
@@ -288,5 +300,9 @@ mod tests {
         assert!(Speedups::NONE.names().is_empty());
         assert_eq!(Speedups::ALL.cpu_model("max"), "max,mtrr=off,pat=off");
         assert_eq!(Speedups::NONE.cpu_model("max"), "max");
+        // The user's own setting wins over the speed-up's.
+        assert_eq!(Speedups::ALL.cpu_model("max,pat=on"), "max,pat=on,mtrr=off");
+        assert_eq!(Speedups::ALL.cpu_model("max,+mtrr,-pat"), "max,+mtrr,-pat");
+        assert_eq!(Speedups::ALL.cpu_model("max,vendor=GenuineIntel"), "max,vendor=GenuineIntel,mtrr=off,pat=off");
     }
 }

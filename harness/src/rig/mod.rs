@@ -130,12 +130,15 @@ pub struct RunOutcome {
 /// Which step failed, with its exit status and the driver's last messages.
 fn lifecycle_steps_ran(report: &crate::guest_report::GuestReport, channels: Option<u32>, reprobe: bool) -> Result<()> {
     let tail = || report.dmesg.iter().rev().take(5).rev().cloned().collect::<Vec<_>>().join("\n  ");
+    // The tool's own words, when it wrote any: `: <stderr lines>`.
+    let said = |tool: &str| report.stderr.get(tool).map_or(String::new(), |l| format!(": {}", l.join(" / ")));
     let Some(netdev) = &report.netdev else { return Ok(()) };
     if let Some(n) = channels {
         if report.ethtool_status != Some(0) {
             bail!(
-                "`ethtool -L {netdev} combined {n}` failed in the guest (exit {}); last driver messages:\n  {}",
+                "`ethtool -L {netdev} combined {n}` failed in the guest (exit {}){}; last driver messages:\n  {}",
                 report.ethtool_status.map_or("-".into(), |rc| rc.to_string()),
+                said("ethtool"),
                 tail()
             );
         }
@@ -150,8 +153,9 @@ fn lifecycle_steps_ran(report: &crate::guest_report::GuestReport, channels: Opti
     }
     if reprobe && report.rmmod_status != Some(0) {
         bail!(
-            "`rmmod mana` failed in the guest (exit {}); last driver messages:\n  {}",
+            "`rmmod mana` failed in the guest (exit {}){}; last driver messages:\n  {}",
             report.rmmod_status.map_or("-".into(), |rc| rc.to_string()),
+            said("rmmod"),
             tail()
         );
     }
@@ -325,7 +329,11 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     }
     lifecycle_steps_ran(&booted.report, channels, req.reprobe)?;
     let model = req.model.unwrap_or(req.kernel);
-    let accel = accel_label(booted.accel, booted.speedups);
+    let mut accel = accel_label(booted.accel, booted.speedups);
+    if !req.extra_cmdline.is_empty() {
+        // A user's `--cmdline` items change the guest: every format's header shows them.
+        accel = format!("{accel}, kernel command line + {}", req.extra_cmdline.join(" "));
+    }
     let expected = expected_table(&topo.to_qemu_numbering(), model);
     let marks = marks.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let status_at = |marker: &str| marks.iter().rev().find(|(l, _)| l.starts_with(marker)).and_then(|(_, s)| s.clone());
@@ -417,6 +425,10 @@ mod tests {
         assert!(lifecycle_steps_ran(&r, Some(4), false).is_ok());
         let e = lifecycle_steps_ran(&r, Some(4), true).expect_err("rmmod did not run");
         assert!(e.to_string().contains("rmmod mana"), "{e}");
+        r.rmmod_status = Some(1);
+        r.stderr.insert("rmmod".into(), vec!["rmmod: can't unload module 'mana': Resource temporarily unavailable".into()]);
+        let e = lifecycle_steps_ran(&r, Some(4), true).expect_err("rmmod failed");
+        assert!(e.to_string().contains("(exit 1): rmmod: can't unload module 'mana'"), "{e}");
         // Without a netdev the probe failed: the verdict says so, not these steps.
         r.netdev = None;
         assert!(lifecycle_steps_ran(&r, Some(4), true).is_ok());

@@ -169,7 +169,9 @@ pub struct RunInfo {
     pub kernel_release: String,
     /// Debian package whose code the model follows.
     pub model_version: String,
-    /// QEMU accelerator.
+    /// QEMU accelerator, the speed-ups used and the user's extra kernel
+    /// command-line items: `tcg,thread=single (speed-ups: cmdline, pvh, cpu)`,
+    /// `…, kernel command line + initcall_debug`.
     pub accel: String,
     /// The topology file's CPU numbering (the tables use guest = QEMU numbering).
     pub cpu_numbering: CpuNumbering,
