@@ -117,7 +117,7 @@ MANA_PAT=' mana[_a-z0-9@:.]*$'
 # vector has fired on some CPU. Builtins only, polled: /sys/kernel/irq/N/actions
 # names the handlers (as /proc/interrupts does), per_cpu_count lists the counts.
 all_fired() {
-	find_nic || return 1
+	[ -n "$NIC" ] || find_nic || return 1
 	m=0
 	for d in /sys/bus/pci/devices/"$NIC"/msi_irqs/*; do
 		k=/sys/kernel/irq/${d##*/}
@@ -152,9 +152,10 @@ probe_and_settle() {
 	while ! past_deadline; do
 		if [ -e /tmp/insmod.rc ]; then SETTLE=probe-returned; break; fi
 		if netdev_present; then SETTLE=netdev; break; fi
-		# Snapshot the vectors now and then (an awk is a fork): they are
-		# what is left to see when a failing probe frees its IRQs.
-		if [ $((polls % 5)) = 4 ]; then
+		# Snapshot the vectors every 0.1 s once the probe has taken 0.2 s
+		# (an awk is a fork, and a quick probe needs none): they are what is
+		# left to see when a slow, failing probe frees its IRQs.
+		if [ "$polls" -ge 10 ] && [ $((polls % 5)) = 0 ]; then
 			irq_counts "$MANA_PAT" > /tmp/seen.new 2>/dev/null && [ -s /tmp/seen.new ] && mv /tmp/seen.new /tmp/seen
 		fi
 		polls=$((polls + 1))
