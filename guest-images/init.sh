@@ -9,7 +9,7 @@
 #    would only return after probe, and on a failed probe the driver has freed
 #    its IRQs by then;
 # 3. waits (deadline `manarig.deadline=SECONDS` after /init starts, default 60) for
-#    the probe to end (insmod returned) or the netdev to appear; brings the
+#    the probe to end (insmod returned: mana probes synchronously); brings the
 #    netdev up (`manarig.ifup=0` skips it: Linux 7.x creates the queue EQs, and
 #    so first fires the queue vectors, only in ndo_open); then waits for every
 #    mana MSI-X vector to have fired once (on x86 without interrupt remapping an
@@ -75,7 +75,6 @@ if mkfifo /tmp/nap 2>/dev/null && exec 3<>/tmp/nap; then
 else
 	nap() { sleep "$POLL"; }
 fi
-netdev_present() { for n in /sys/class/net/eth*; do [ -e "$n" ] && return 0; done; return 1; }
 
 NIC=
 find_nic() {
@@ -150,8 +149,11 @@ probe_and_settle() {
 	SETTLE=deadline
 	polls=0
 	while ! past_deadline; do
+		# Only the probe's return: the netdev's sysfs folder appears inside
+		# register_netdev(), before the probe is done with it, and an
+		# `ip link set up` or `ethtool -L` then races the probe's end (seen
+		# on 6.1 under load: ethtool returned 0 and 8 channels stayed).
 		if [ -e /tmp/insmod.rc ]; then SETTLE=probe-returned; break; fi
-		if netdev_present; then SETTLE=netdev; break; fi
 		# Snapshot the vectors every 0.1 s once the probe has taken 0.2 s
 		# (an awk is a fork, and a quick probe needs none): they are what is
 		# left to see when a slow, failing probe frees its IRQs.

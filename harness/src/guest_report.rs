@@ -100,7 +100,8 @@ pub struct GuestReport {
     pub times: BTreeMap<String, f64>,
     /// What `/init` loaded (`mana` or `none`).
     pub load: String,
-    /// Why waiting stopped: `none`, `deadline`, `probe-returned fired=yes|no`, `netdev fired=…`
+    /// Why waiting stopped: `none`, `deadline`, `probe-returned fired=yes|no` (agents before
+    /// 2026-11-30 also stopped at `netdev fired=…`, when the netdev appeared)
     /// (`fired=no`: some vector had not fired when the probe returned: it has no EQ).
     pub settle: String,
     /// The driver's network interface (e.g. `eth0`), if one appeared.
