@@ -69,7 +69,8 @@ done
 DEADLINE_AT=$((${T_INIT%.*} + DEADLINE))
 past_deadline() { up; [ "${UP%.*}" -ge "$DEADLINE_AT" ]; }
 # Sleep POLL seconds without a fork: a read with a timeout on a FIFO that
-# nobody writes (fd 3, opened read-write so the open does not block).
+# only the background insmod writes to (fd 3, opened read-write so the open
+# does not block).
 if mkfifo /tmp/nap 2>/dev/null && exec 3<>/tmp/nap; then
 	nap() { read -r -t "$POLL" -u 3 _; }
 else
@@ -140,7 +141,7 @@ LAST_MOD=
 # Load mana (the last module) in the background and wait for the probe, bring
 # the netdev up, set the channels, wait for every vector to fire.
 probe_and_settle() {
-	rm -f /tmp/insmod.rc /tmp/seen
+	rm -f /tmp/insmod.rc /tmp/seen /tmp/ethtool.err
 	SETTLE=none INSMOD_RC=- T_PROBE=- T_IFUP=- T_CARRIER=- T_ETHTOOL=- T_SETTLED=-
 	CARRIER=- ETHTOOL_RC=- CHANNELS_NOW=- NETDEV=
 	# The line on fd 3 ends a nap at once: the wait sees the probe's end

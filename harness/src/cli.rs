@@ -36,12 +36,33 @@ enum Command {
     Kernel(crate::kbuild::command::KernelArgs),
 }
 
+/// Warnings (the emulated device's "bad guest input", a PVH fallback, …) go to
+/// stderr; `MANARIG_LOG` takes a tracing EnvFilter, e.g. `device_model=debug`
+/// for every HWC command with a timestamp. For both `manarig` and `cargo xtask`.
+fn init_log() {
+    use std::io::IsTerminal;
+    let filter = match std::env::var("MANARIG_LOG") {
+        Ok(spec) => tracing_subscriber::EnvFilter::try_new(&spec).unwrap_or_else(|e| {
+            eprintln!("manarig: MANARIG_LOG={spec:?} is not a filter ({e}); logging warnings only");
+            tracing_subscriber::EnvFilter::new("warn")
+        }),
+        Err(_) => tracing_subscriber::EnvFilter::new("warn"),
+    };
+    // Tests call main_with_args more than once: keep the first subscriber.
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_env_filter(filter)
+        .try_init();
+}
+
 /// Parse `args` (including argv\[0\]) and run the command.
 pub fn main_with_args<I, T>(args: I) -> ExitCode
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
+    init_log();
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {

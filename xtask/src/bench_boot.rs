@@ -181,9 +181,8 @@ pub fn run(opts: &Options) -> Result<bool> {
         // Each run is followed at once by a bare boot: this host's speed drifts
         // by ±20 % over minutes, so the overhead is the median of the pairs'
         // ratios rather than a ratio of medians taken minutes apart.
-        let mut bares = Vec::new();
-        let mut fast_paired = Vec::new();
-        let mut ratios = Vec::new();
+        // (whole run, bare boot) seconds.
+        let mut pairs: Vec<(f64, f64)> = Vec::new();
         let mut bare_error = None;
         let runs = opts.runs.max(row.min_runs).max(1);
         for _ in 0..runs {
@@ -194,9 +193,7 @@ pub fn run(opts: &Options) -> Result<bool> {
                     match bare_boot(&path, FAST_KERNEL, Speedups::ALL) {
                         Ok(b) => {
                             println!("  {name} run {}: whole {:.2} s, bare boot {b:.2} s, {:.2}×", fast.len(), m.whole, m.whole / b);
-                            bares.push(b);
-                            fast_paired.push(m.whole);
-                            ratios.push(m.whole / b);
+                            pairs.push((m.whole, b));
                         }
                         Err(e) => bare_error = Some(e),
                     }
@@ -234,19 +231,20 @@ pub fn run(opts: &Options) -> Result<bool> {
         let plain_s = plain
             .as_ref()
             .map_or_else(|e| format!("failed: {}", short(e)), |p| format!("{:.1} s, QEMU CPU {:.1} s", p.whole, p.qemu_cpu));
-        let overhead = match (&bare_error, ratios.is_empty()) {
+        let overhead = match (&bare_error, pairs.is_empty()) {
             (Some(e), _) => format!("bare boot failed: {}", short(e)),
             (None, true) => "no bare boot".to_string(),
             (None, false) => {
-                let pairs = ratios.len();
+                let ratios: Vec<f64> = pairs.iter().map(|(w, b)| w / b).collect();
                 let (lo, hi) = ratios.iter().fold((f64::INFINITY, 0.0_f64), |(lo, hi), &r| (lo.min(r), hi.max(r)));
-                let added = median(fast_paired.iter().zip(&bares).map(|(w, b)| w - b).collect());
                 let ratio = median(ratios);
                 format!(
-                    "{ratio:.2}× {} (median of {pairs} run/bare pairs, which range over {lo:.2}-{hi:.2}×; the run adds a median {added:.2} s \
+                    "{ratio:.2}× {} (median of {} run/bare pairs, which range over {lo:.2}-{hi:.2}×; the run adds a median {:.2} s \
                      to a bare boot of median {:.1} s; target ≤ {OVERHEAD_TARGET}×)",
                     if ratio <= OVERHEAD_TARGET { "met" } else { "MISSED" },
-                    median(bares.clone())
+                    pairs.len(),
+                    median(pairs.iter().map(|(w, b)| w - b).collect()),
+                    median(pairs.iter().map(|(_, b)| *b).collect()),
                 )
             }
         };

@@ -55,15 +55,17 @@ pub fn module_release(path: &Path) -> Result<String, KbuildError> {
 /// a module whose vermagic differs ("Invalid module format"), which in the
 /// guest would look like a probe that never happened.
 ///
+/// `shown` names a module in the error (the user's file rather than a copy).
+///
 /// # Errors
 /// [`KbuildError::Image`] naming the module and both releases.
-pub fn check_vermagic(modules: &[PathBuf], release: &str, image: &Path) -> Result<(), KbuildError> {
+pub fn check_vermagic(modules: &[PathBuf], release: &str, image: &Path, shown: &dyn Fn(&Path) -> String) -> Result<(), KbuildError> {
     for m in modules {
         let r = module_release(m)?;
         if r != release {
             return Err(KbuildError::Image(format!(
                 "{} was built for {r}, but {} is {release}: the guest would refuse it (vermagic)",
-                m.display(),
+                shown(m),
                 image.display()
             )));
         }
@@ -96,7 +98,9 @@ pub fn user_kernel(image: &Path, modules: &Path, cache: &Path) -> Result<KernelI
     }
     let collected = pkernel::collect_modules(&root, &release, &out).map_err(KbuildError::from).and_then(|found| {
         let modules: Vec<PathBuf> = found.modules.iter().map(|m| out.join(m)).collect();
-        check_vermagic(&modules, &release, image)?;
+        // The copies are removed below on failure: name the user's files.
+        let shown = |p: &Path| p.strip_prefix(&out).map_or_else(|_| p.display().to_string(), |rel| root.join(rel).display().to_string());
+        check_vermagic(&modules, &release, image, &shown)?;
         Ok((modules, found.compression))
     });
     let (modules, compression) = match collected {

@@ -514,7 +514,7 @@ pub fn build(req: &BuildRequest, progress: &mut dyn FnMut(&str)) -> Result<Built
     let release = image::bzimage_release(&out_bz)?;
     let found = crate::provision::kernel::collect_modules(&obj, &release, &dir)?;
     let module_paths: Vec<PathBuf> = found.modules.iter().map(|m| dir.join(m)).collect();
-    image::check_vermagic(&module_paths, &release, &out_bz)?;
+    image::check_vermagic(&module_paths, &release, &out_bz, &|p| p.display().to_string())?;
     let stamp = BuildStamp {
         key: full_key,
         source: req.source.label(),

@@ -350,6 +350,8 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     };
     let mut stages = Vec::new();
     for (name, report) in crate::guest_report::parse_stages(&booted.console).context("the guest's stages")? {
+        // rmmod runs after the first stage.
+        lifecycle_steps_ran(&report, channels, false).with_context(|| format!("stage {name}"))?;
         let observed = observe::observed(&report, model, &accel)?;
         let queues = table(status_at(&format!("{} {name}", crate::guest_report::STAGE_BEGIN)), &observed);
         let mut verdict = judge(&topo, &observed, &expected);
@@ -413,8 +415,10 @@ mod tests {
     fn a_failed_ethtool_or_rmmod_is_a_rig_error_naming_the_step() {
         let mut r = GuestReport { netdev: Some("eth0".into()), ethtool_status: Some(1), ..GuestReport::default() };
         r.dmesg.push("mana 0000:41:00.0 eth0: mana_attach failed: -22".into());
+        r.stderr.insert("ethtool".into(), vec!["netlink error: Invalid argument".into()]);
         let e = lifecycle_steps_ran(&r, Some(4), false).expect_err("ethtool failed");
         assert!(e.to_string().contains("ethtool -L eth0 combined 4") && e.to_string().contains("mana_attach failed"), "{e}");
+        assert!(e.to_string().contains("(exit 1): netlink error: Invalid argument"), "{e}");
         r.ethtool_status = Some(0);
         let e = lifecycle_steps_ran(&r, Some(4), false).expect_err("no channel count");
         assert!(e.to_string().contains("returned 0 but eth0 has no count of combined channels"), "{e}");

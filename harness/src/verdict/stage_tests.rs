@@ -179,7 +179,7 @@ fn ktap_shows_the_queue_tables_as_diagnostics_and_the_queue_checks_as_subtests()
     assert_eq!(parse_ktap(&text), [true]);
     assert!(text.contains("\n  # == stage first-probe: PASS\n"), "{text}");
     assert!(text.contains(
-        "\n  # link: eth0 up at 3.10 s, carrier 1 at 3.50 s (up to carrier 0.60 s, guest clock); ethtool -L exit 0 at 4.00 s, now 4 combined channels\n"
+        "\n  # link: eth0 up at 3.10 s, carrier 1 at 3.50 s (0.60 s from the start of ip link set up, guest clock); ethtool -L exit 0 at 4.00 s, now 4 combined channels\n"
     ), "{text}");
     assert!(text.contains("\n  # Queues at the report (device view: SQ/RQ -> CQ -> EQ -> eq_pci_msix_index; guest IRQ):\n"), "{text}");
     assert_eq!(row_cells(&text, "  # Channel "), ["SQ", "RQ", "EQ", "MSI-X", "IRQ", "Name", "CPUs", "Effective"]);

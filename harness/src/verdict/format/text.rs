@@ -284,7 +284,7 @@ pub(super) fn queue_table(t: Option<&QueueTable>, title: &str) -> Vec<String> {
     out
 }
 
-/// `link: eth0 up at 3.10 s, carrier 1 at 3.21 s (up to carrier 0.40 s, guest clock); …`
+/// `link: eth0 up at 3.10 s, carrier 1 at 3.21 s (0.40 s from the start of ip link set up, guest clock); …`
 pub(super) fn link_line(l: &StageLink) -> String {
     let secs = |t: Option<f64>| t.map_or("-".to_owned(), |t| format!("{t:.2} s"));
     let carrier = match l.carrier {
@@ -302,7 +302,7 @@ pub(super) fn link_line(l: &StageLink) -> String {
         ),
     };
     format!(
-        "link: {} up at {}, {carrier} at {} (up to carrier {}, guest clock){ethtool}",
+        "link: {} up at {}, {carrier} at {} ({} from the start of ip link set up, guest clock){ethtool}",
         l.netdev.as_deref().unwrap_or("-"),
         secs(l.ifup_s),
         secs(l.carrier_s),
