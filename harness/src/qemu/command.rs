@@ -61,15 +61,31 @@ pub struct BootArgs {
     pub no_speedups: bool,
 }
 
-/// One kernel command-line item as given to `--cmdline`: a single word (the
-/// kernel splits its command line at whitespace, so an item with a space or a
-/// newline would silently become two, or end the line).
+/// One kernel command-line item as given to `--cmdline`: a single word, where
+/// spaces may only stand inside double quotes (`dyndbg="module mana +p"`: the
+/// kernel's parser, lib/cmdline.c `next_arg()`, keeps a quoted value whole and
+/// splits the rest at whitespace, so an unquoted space or a newline would
+/// silently make two items or end the line, and an unbalanced quote would
+/// swallow the items after it).
 ///
 /// # Errors
-/// A message for an empty item or one with whitespace or control characters.
+/// A message for an empty item, a control character, whitespace outside
+/// quotes or other than a space, or an odd number of quotes.
 pub fn cmdline_item(s: &str) -> Result<String, String> {
-    if s.is_empty() || s.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(format!("{s:?}: one kernel command-line item per --cmdline, without spaces or control characters"));
+    let mut quoted = false;
+    let mut ok = !s.is_empty();
+    for c in s.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            ' ' if quoted => {}
+            c if c.is_whitespace() || c.is_control() => ok = false,
+            _ => {}
+        }
+    }
+    if !ok || quoted {
+        return Err(format!(
+            "{s:?}: one kernel command-line item per --cmdline: no control characters, spaces only inside \"double quotes\", quotes balanced"
+        ));
     }
     Ok(s.to_string())
 }
@@ -216,8 +232,10 @@ mod tests {
     #[test]
     fn cmdline_items_are_single_words() {
         assert_eq!(cmdline_item("ignore_loglevel").as_deref(), Ok("ignore_loglevel"));
-        for bad in ["", "a b", "a\nb", "quiet\t", "x\u{7}"] {
+        for bad in ["", "a b", "a\nb", "quiet\t", "x\u{7}", "a\"b", "dyndbg=\"x\ty\"", "x=\"a b\" c"] {
             assert!(cmdline_item(bad).is_err(), "{bad:?}");
         }
+        // A quoted value keeps its spaces (lib/cmdline.c next_arg()).
+        assert_eq!(cmdline_item("dyndbg=\"module mana +p\"").as_deref(), Ok("dyndbg=\"module mana +p\""));
     }
 }

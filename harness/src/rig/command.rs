@@ -39,8 +39,9 @@ pub struct RigOptions {
     #[arg(long)]
     pub no_speedups: bool,
     /// Extra kernel command-line item (repeatable), e.g. `ignore_loglevel` or
-    /// `initcall_debug` with `--console` to see where boot time goes.
-    /// `manarig.*` items are the rig's own (use `--channels`, `--reprobe`).
+    /// `initcall_debug` with `--console` to see where boot time goes, or
+    /// `mana.dyndbg="+p"` (spaces only inside double quotes). `manarig.*`
+    /// items are the rig's own (use `--channels`, `--reprobe`).
     #[arg(long, value_name = "ITEM", value_parser = rig_cmdline_item)]
     pub cmdline: Vec<String>,
 }
@@ -55,7 +56,8 @@ pub struct RigOptions {
 /// A message naming the option to use instead.
 pub fn rig_cmdline_item(s: &str) -> Result<String, String> {
     let item = crate::qemu::command::cmdline_item(s)?;
-    if item.starts_with("manarig.") {
+    // The guest agent splits /proc/cmdline at spaces, quotes or not.
+    if item.split(' ').any(|w| w.trim_start_matches('"').starts_with("manarig.")) {
         return Err(format!(
             "{item:?}: manarig.* items are set by the rig itself; use --channels N, --reprobe or --deadline instead"
         ));
@@ -342,5 +344,7 @@ mod tests {
         let e = rig_cmdline_item("manarig.channels=4").expect_err("agent item");
         assert!(e.contains("--channels N"), "{e}");
         assert!(rig_cmdline_item("a b").is_err());
+        assert!(rig_cmdline_item("x=\"y manarig.load=z\"").is_err(), "hidden in a quoted value");
+        assert!(rig_cmdline_item("dyndbg=\"module mana +p\"").is_ok());
     }
 }
