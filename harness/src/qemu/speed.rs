@@ -96,12 +96,20 @@ impl Speedups {
 ///   kicked APs busy-wait (`cpuhp_ap_sync_alive()`) until the boot CPU releases
 ///   them; under multi-threaded TCG each waiting vCPU is a host thread spinning
 ///   for one of the 2 host cores. Seed 003 (256 CPUs): bring-up 79 s → 8 s;
-///   seed 001 (128): 13.4 s → 0.9 s.
+///   seed 001 (128): 13.4 s → 0.9 s;
+/// - `manarig.pin=0`: the guest agent (guest-images/init.sh) pins itself, and
+///   so every process it starts (mounts, `insmod`, `ip`, the report's `awk`s),
+///   to CPU 0. Unpinned, the scheduler puts each new process on an idle vCPU:
+///   wake-up IPIs and TLB shootdowns between vCPUs that take turns on the host's
+///   cores. Seed 002 on `6.12-min`, 5 alternating pairs: `/init` → report
+///   0.29-0.49 s pinned vs 0.42-0.68 s unpinned for a run, 0.13-0.23 vs
+///   0.19-0.28 s for a bare boot.
 ///
 /// None of these changes the topology the kernel sees or how it spreads IRQs
-/// (CPU numbers come from the ACPI MADT order, not from the bring-up order).
+/// (CPU numbers come from the ACPI MADT order, not from the bring-up order;
+/// mana places its vectors by the NIC's node, not by the CPU that probes).
 pub const SPEED_CMDLINE: &str = "lpj=8400208 cryptomgr.notests init_on_alloc=0 rcupdate.rcu_expedited=1 \
-     nowatchdog no_timer_check mitigations=off cpuhp.parallel=0";
+     nowatchdog no_timer_check mitigations=off cpuhp.parallel=0 manarig.pin=0";
 
 /// CPU features turned off for speed (QEMU `-cpu` properties): no MTRRs and no
 /// PAT. With either, Linux programs them on every CPU at once after SMP
