@@ -2,7 +2,8 @@
 # manarig guest agent: PID 1 of the initramfs (busybox sh).
 #
 # 1. mounts proc, sysfs, devtmpfs (no udev, no irqbalance: nothing moves IRQs
-#    but the kernel and the driver);
+#    but the kernel and the driver); with `manarig.pin=CPULIST` it first pins
+#    itself, and so every process it starts, to those CPUs;
 # 2. when the kernel command line says `manarig.load=mana`, loads the modules
 #    listed in /lib/modules/manarig/order, the last one (mana) in the BACKGROUND:
 #    init_module() runs the PCI probe synchronously, so a foreground insmod

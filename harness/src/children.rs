@@ -63,6 +63,30 @@ pub fn kill_if_tracked(target: i32) {
     }
 }
 
+/// Make the child of `cmd` get SIGKILL when the thread that spawns it exits
+/// (prctl PR_SET_PDEATHSIG): a SIGKILL of manarig (a CI job's timeout, the OOM
+/// killer) reaches no handler, and QEMU or `make` would run on without anyone
+/// to reap them. The spawning thread must outlive the child, as every owner
+/// here does: it waits for the child before it returns.
+pub fn die_with_parent(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the closure runs between fork and exec and calls only
+    // async-signal-safe functions (prctl, getppid); it allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent may have died before the prctl: then nobody waits.
+            if libc::getppid() != parent {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        })
+    };
+}
+
 /// True once SIGINT, SIGTERM or SIGHUP arrived.
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)

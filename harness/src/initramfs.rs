@@ -124,10 +124,11 @@ pub fn applets_cached(busybox: &Path) -> Result<Vec<String>, InitramfsError> {
     }
     let list = applets(busybox)?;
     let tmp = sidecar.with_extension(format!("applets.{}", std::process::id()));
-    if std::fs::write(&tmp, format!("{stamp}\n{}\n", list.join("\n"))).is_ok() {
-        let _ = std::fs::rename(&tmp, &sidecar);
+    let saved = std::fs::write(&tmp, format!("{stamp}\n{}\n", list.join("\n")))
+        .and_then(|()| std::fs::rename(&tmp, &sidecar));
+    if saved.is_err() {
+        let _ = std::fs::remove_file(&tmp);
     }
-    let _ = std::fs::remove_file(&tmp);
     Ok(list)
 }
 

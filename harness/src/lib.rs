@@ -25,3 +25,4 @@ pub mod observed;
 pub mod provision;
 pub mod qemu;
 pub mod rig;
+pub mod scratch;

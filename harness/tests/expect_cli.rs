@@ -61,4 +61,5 @@ fn expect_takes_the_minimal_kernels_names_as_their_generations() {
     let (code, _, err) = manarig(&["expect", "topologies/seed-002.toml", "--kernel", "5.4-min"]);
     assert_eq!(code, 2);
     assert!(err.contains("\"5.4-min\" is not modelled"), "{err}");
+    assert!(err.contains("6.12-min"), "the refusal names the minimal kernels too: {err}");
 }

@@ -8,6 +8,8 @@
 //! `cargo xtask bench [model] [boot] [--slow] [--runs N] [--update-baseline]`
 //! runs the benchmarks: `model` (release build, `cargo bench`) and `boot`
 //! (real runs, see [`bench_boot`]); both when no section is named.
+//! `cargo xtask bench kernel [--skip-cold]` times guest-kernel builds (cold and
+//! incremental) and boot-to-report, minimal vs Debian kernel.
 
 use std::process::{Command, ExitCode};
 
@@ -89,7 +91,8 @@ const BENCHES: &[(&str, &str, &str)] =
 /// benchmark in [`BENCHES`] with `cargo bench` (optimised build), passing the
 /// remaining arguments (a run count); the `boot` section runs [`bench_boot`]
 /// (`--slow` adds the 128- and 256-CPU rows, `--runs N` the repetitions,
-/// `--update-baseline` rewrites benches/baseline.json).
+/// `--update-baseline` rewrites benches/baseline.json); `bench kernel` is
+/// [`run_kernel_bench`].
 fn run_benches(args: &[std::ffi::OsString]) -> ExitCode {
     if args.first().is_some_and(|a| a == "kernel") {
         return run_kernel_bench(&args[1..]);

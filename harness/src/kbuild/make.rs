@@ -76,6 +76,7 @@ impl Make {
         for (k, v) in extra_env {
             cmd.env(k, v);
         }
+        crate::children::die_with_parent(&mut cmd);
         let what = format!("make {}", args.join(" "));
         let start = Instant::now();
         let mut child = cmd.spawn().map_err(|e| KbuildError::Tool { tool: "nice make".into(), source: e })?;

@@ -543,7 +543,6 @@ impl WorkLock {
     /// Take the lock without waiting: a second build of the same source and
     /// config at the same time is an error, not a queue.
     fn take(work: &Path) -> Result<WorkLock, KbuildError> {
-        use std::os::fd::AsRawFd;
         let path = work.join("lock");
         let f = std::fs::OpenOptions::new()
             .create(true)
@@ -551,9 +550,7 @@ impl WorkLock {
             .write(true)
             .open(&path)
             .map_err(|e| KbuildError::io(&path, e))?;
-        // SAFETY: flock(2) on a file descriptor we own; no pointers.
-        let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if rc != 0 {
+        if !crate::scratch::try_lock(&f).map_err(|e| KbuildError::io(&path, e))? {
             return Err(KbuildError::Source(format!(
                 "{}: another kernel build of this source and config is running; wait for it to finish",
                 work.display()

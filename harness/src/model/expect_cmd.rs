@@ -29,11 +29,16 @@ pub struct ExpectArgs {
 #[derive(Debug, Clone, Copy)]
 pub struct KernelGenArg(pub KernelGen);
 
+/// An `expect --kernel` or `run --model` value that names no modelled generation.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("kernel {0:?} is not modelled: use 6.1, 6.12 (6.8-6.16) or 7.x (6.17 and later); 6.1-min, 6.12-min and 7.x-min name the same generations")]
+pub struct UnknownExpectKernel(pub String);
+
 impl std::str::FromStr for KernelGenArg {
-    type Err = super::kernel::UnknownKernel;
+    type Err = UnknownExpectKernel;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let generation = s.trim().strip_suffix("-min").unwrap_or(s);
-        generation.parse().map(Self).map_err(|_| super::kernel::UnknownKernel(s.to_owned()))
+        generation.parse().map(Self).map_err(|_: super::kernel::UnknownKernel| UnknownExpectKernel(s.to_owned()))
     }
 }
 

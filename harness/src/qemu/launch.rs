@@ -250,6 +250,9 @@ enum Msg {
 }
 
 fn tail(lines: &VecDeque<String>) -> String {
+    if lines.iter().all(|l| l.trim().is_empty()) {
+        return "(none: the guest printed nothing on its console)".to_string();
+    }
     lines.iter().cloned().collect::<Vec<_>>().join("\n")
 }
 
@@ -271,7 +274,7 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
         .map_err(LaunchError::TooLargeForTcg)?;
     crate::children::install_signal_thread();
 
-    let tmp = tempfile::Builder::new().prefix("manarig-boot-").tempdir().map_err(io("temp dir"))?;
+    let tmp = crate::scratch::ScratchDir::new("manarig-boot-").map_err(io("temp dir"))?;
     let initrd = tmp.path().join("initramfs.cpio");
     initramfs::write(
         &InitramfsSpec {
@@ -348,6 +351,7 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
         // Own process group: a terminal's Ctrl-C reaches us, and we stop QEMU.
         cmd.process_group(0);
     }
+    crate::children::die_with_parent(&mut cmd);
     let start = Instant::now();
     let mut child = cmd.spawn().map_err(io("start QEMU"))?;
     let stdout = child.stdout.take();
@@ -453,7 +457,10 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
     };
     let status = reaper.finish(grace);
     let _ = reader.join();
-    let stderr = err_reader.join().unwrap_or_default();
+    let mut stderr = err_reader.join().unwrap_or_default();
+    if stderr.trim().is_empty() {
+        stderr = "(empty)".to_string();
+    }
     if crate::children::interrupted() {
         return Err(LaunchError::Interrupted);
     }

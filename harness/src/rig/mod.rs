@@ -303,10 +303,8 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         Some(k) => k,
         None => prov.kernel(kernel_lock_id(req.kernel))?,
     };
-    let scratch = tempfile::Builder::new()
-        .prefix("manarig-run-")
-        .tempdir()
-        .context("cannot create a temporary folder for the run")?;
+    let scratch =
+        crate::scratch::ScratchDir::new("manarig-run-").context("cannot create a temporary folder for the run")?;
     let channels = req.channels.or(topo.nic().channels);
     let attempt = NicBoot { req, topo: &topo, prov: &prov, kernel, channels, dir: scratch.path() };
     let (mut spec, mut booted) = attempt.boot(req.accel, "nic.sock")?;
