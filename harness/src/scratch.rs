@@ -24,13 +24,17 @@ pub struct ScratchDir {
 
 impl ScratchDir {
     /// Make `$TMPDIR/<prefix>XXXXXX` (prefix `manarig-run-` or
-    /// `manarig-boot-`) and lock it. Removes stale folders first.
+    /// `manarig-boot-`) and lock it. The first one made in a process removes
+    /// stale folders first (a run makes two: its own and its boot's).
     ///
     /// # Errors
     /// The folder or its lock file cannot be made, or the lock cannot be taken.
     pub fn new(prefix: &str) -> io::Result<ScratchDir> {
         debug_assert!(PREFIXES.contains(&prefix), "{prefix} is not swept");
-        sweep_stale();
+        static SWEPT: std::sync::Once = std::sync::Once::new();
+        SWEPT.call_once(|| {
+            sweep_stale();
+        });
         let dir = tempfile::Builder::new().prefix(prefix).tempdir()?;
         // Locked under another name, then renamed: a sweeper never sees an
         // unlocked `.owner` in a live folder.
