@@ -36,10 +36,11 @@ fn reverted() -> Built {
 
 fn built_run(built: &Built, topology: &str, want_model: KernelGen) {
     // The detected algorithm: irq_setup() in stock 6.12, per-vector
-    // cpumask_local_spread() once the example patch removes it.
+    // (hop-aware) cpumask_local_spread() once the example patch removes it.
     assert_eq!(built.model().expect("model"), want_model, "{}", built.stamp.detected.evidence);
     let mut run = RunRequest::new(root().join("topologies").join(topology), want_model);
     run.custom_kernel = Some(built.install());
+    run.model_basis = built.model_basis();
     run.deadline = Duration::from_secs(3600);
     let outcome = run_one(&run).expect("the built kernel boots and reports");
     eprintln!("{}", render(&outcome.verdict, Format::Human).unwrap_or_default());
@@ -57,7 +58,9 @@ fn built_linux_6_12_minimal_config_on_seed_002() {
 
 #[test]
 fn built_linux_6_12_with_irq_setup_reverted_on_seed_002() {
-    built_run(&reverted(), "seed-002.toml", KernelGen::V6_1);
+    // Without irq_setup() the 6.12 tree spreads one CPU per vector through its own
+    // cpumask_local_spread(), which is NUMA-hop-aware since 6.3: the 6.3 model.
+    built_run(&reverted(), "seed-002.toml", KernelGen::V6_3);
 }
 
 /// `compare --before build:<reverted> --after 6.12-min`: README's worked
@@ -100,4 +103,65 @@ fn slow_built_worked_example_compare_on_seed_001() {
     let row = |name: &str| stdout.lines().find(|l| l.contains(name)).unwrap_or_default().to_owned();
     assert!(row("mana_q0 ").contains("1 | 2-3"), "mana_q0 row: {:?}\n{stdout}", row("mana_q0 "));
     assert!(row("mana_hwc ").contains("0 | 0-1"), "mana_hwc row: {:?}\n{stdout}", row("mana_hwc "));
+}
+
+/// Seed 003's affinity hints (IRQ: mask lines, Linux numbering), "[before]" or
+/// "[after]": one CPU each, in IRQ order.
+fn seed_003_hints(section: &str) -> Vec<u32> {
+    let text = std::fs::read_to_string(root().join("harness/src/model/testdata/seed-003-affinity-hints.txt"))
+        .expect("seed 003 hints");
+    let mut inside = false;
+    let mut cpus = Vec::new();
+    for line in text.lines() {
+        if line.starts_with('[') {
+            inside = line == section;
+        } else if inside && !line.starts_with('#') {
+            let (_, hex) = line.split_once(": ").expect("IRQ: mask");
+            let mask = harness::cpulist::CpuMask::parse_mask_string(hex).expect("hex mask");
+            cpus.push(mask.first().expect("one CPU"));
+        }
+    }
+    cpus
+}
+
+/// The `IRQ: mask` lines `compare` prints under "<label> (…): affinity hints", as CPUs.
+fn compare_hints(stdout: &str, label: &str) -> Vec<u32> {
+    stdout
+        .lines()
+        .skip_while(|l| !(l.starts_with(label) && l.contains("affinity hints")))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty() && l.contains(": "))
+        .filter_map(|l| l.split_once(": "))
+        .map(|(_, hex)| harness::cpulist::CpuMask::parse_mask_string(hex).expect("hex mask").first().expect("a hint"))
+        .collect()
+}
+
+/// Issue 15: `compare seed-003 --before 6.1-min --after build:<reverted 6.12>`.
+/// The reverted 6.12 tree gives each vector one CPU from its own, NUMA-hop-aware
+/// `cpumask_local_spread()` (the 6.3 model), so its hints are seed 003's "After"
+/// list (node 14, then 12, 13, 15, then 8-11, then 0-7); 6.1's flat helper gives
+/// the "Before" list. MANA has 65 vectors (HWC + 64 queues): the lists' first 65
+/// entries, in the guest's numbering (QEMU numbers siblings adjacently).
+#[test]
+fn slow_built_revert_on_seed_003_follows_the_hop_aware_cpumask_local_spread() {
+    let after = reverted();
+    let topo_path = root().join("topologies/seed-003-epyc-7763.toml");
+    let topo = harness::topology::Topology::load(&topo_path).expect("seed 003 loads");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_manarig"))
+        .arg("compare")
+        .arg(&topo_path)
+        .args(["--before", "6.1-min", "--after"])
+        .arg(format!("build:{}", after.dir.display()))
+        .output()
+        .expect("manarig runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("{stdout}");
+    assert_eq!(out.status.code(), Some(0), "both sides pass\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stderr.contains("sched_numa_find_nth_cpu"), "the after side names its evidence:\n{stderr}");
+    assert!(stdout.contains("(model 6.3: per-vector cpumask_local_spread, NUMA-hop-aware"), "{stdout}");
+    for (label, section) in [("Before", "[before]"), ("After", "[after]")] {
+        let want: Vec<u32> = seed_003_hints(section).into_iter().take(65).map(|c| topo.qemu_index(c)).collect();
+        assert_eq!(compare_hints(&stdout, label), want, "{label}: seed 003's {section} list in guest numbering");
+    }
 }

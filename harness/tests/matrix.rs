@@ -45,6 +45,7 @@ fn check(file: &str, kernel: &str) {
         if built.model().expect("model") == gen {
             eprintln!("{file}: on kernel build {key} ({}, {})", built.stamp.release, built.stamp.detected.evidence);
             req.custom_kernel = Some(built.install());
+            req.model_basis = built.model_basis();
         }
     }
     req.deadline = Duration::from_secs(if topo.slow() { 3600 } else { 900 });

@@ -8,6 +8,15 @@ use std::path::Path;
 /// The driver file the detection reads, relative to the tree.
 pub const GDMA_MAIN: &str = "drivers/net/ethernet/microsoft/mana/gdma_main.c";
 
+/// The file whose `cpumask_local_spread()` decides, for a driver without
+/// `irq_setup()`, between the flat (before 6.3) and the hop-aware order.
+pub const CPUMASK_C: &str = "lib/cpumask.c";
+
+/// The version of the detection rules; a build stamp from older rules is
+/// detected again (before version 2, lib/cpumask.c was not read and every
+/// per-vector `cpumask_local_spread()` driver was taken for 6.1).
+pub const DETECTOR: u32 = 2;
+
 /// The generation detected and the evidence, for the report.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Detected {
@@ -15,6 +24,9 @@ pub struct Detected {
     pub model: String,
     /// Why, in one line (which function the file defines).
     pub evidence: String,
+    /// The [`DETECTOR`] rules that produced it (0 in stamps written before the field).
+    #[serde(default)]
+    pub detector: u32,
 }
 
 impl Detected {
@@ -24,6 +36,12 @@ impl Detected {
     /// Only for a hand-edited stamp holding an unknown name.
     pub fn generation(&self) -> Result<KernelGen, crate::model::UnknownKernel> {
         self.model.parse()
+    }
+
+    /// Whether older rules made it and it may be wrong: before [`DETECTOR`] 2 every
+    /// per-vector `cpumask_local_spread()` driver was taken for 6.1, also on 6.3+ trees.
+    pub fn is_stale(&self) -> bool {
+        self.detector < DETECTOR && self.model == "6.1"
     }
 }
 
@@ -43,20 +61,39 @@ pub enum DetectError {
     #[error(
         "{path}: neither irq_setup(), mana_irq_setup_numa_aware() / mana_irq_setup_linear() \
          nor a cpumask_local_spread() call: the model does not know this MANA IRQ code; \
-         pass --model 6.1|6.12|7.x to choose one"
+         pass --model 6.1|6.3|6.12|7.x to choose one"
     )]
     Unknown {
         /// The file read.
         path: String,
     },
+    /// The driver calls `cpumask_local_spread()`, and the tree does not say which one it has.
+    #[error(
+        "{path}: MANA spreads with cpumask_local_spread(), but neither lib/cpumask.c nor the Makefile says \
+         whether it is the flat one (before 6.3) or the NUMA-hop-aware one; pass --model 6.1 or --model 6.3"
+    )]
+    NoSpread {
+        /// The tree.
+        path: String,
+    },
 }
 
-/// True if `text` has a C function definition of `name` (a line starting the
-/// definition: return type, then `name(` — not a call or a prototype ending in `;`).
-fn defines(text: &str, name: &str) -> bool {
+/// The byte offset of the line that starts a C function definition of `name` in
+/// `text` (return type, then `name(`; not a call, nor a prototype ending in `;`).
+fn definition_at(text: &str, name: &str) -> Option<usize> {
     let needle = format!("{name}(");
-    let mut lines = text.lines().peekable();
-    while let Some(l) = lines.next() {
+    let lines: Vec<(usize, &str)> = text
+        .split_inclusive('\n')
+        .scan(0usize, |at, l| {
+            let start = *at;
+            *at += l.len();
+            Some((start, l.trim_end_matches(['\n', '\r'])))
+        })
+        .collect();
+    let mut i = 0;
+    while i < lines.len() {
+        let (start, l) = lines[i];
+        i += 1;
         let Some(pos) = l.find(&needle) else { continue };
         let before = &l[..pos];
         // A definition starts at column 0 with its type (`static int name(`); a
@@ -72,40 +109,110 @@ fn defines(text: &str, name: &str) -> bool {
         // The signature may wrap; it is a definition when it ends with `)` and
         // the body's `{` follows (not `;`).
         let mut sig = l.to_string();
-        while !sig.trim_end().ends_with(')') && !sig.contains(';') && !sig.contains('{') {
-            match lines.peek() {
-                Some(next) => {
-                    sig.push_str(next);
-                    lines.next();
-                }
-                None => break,
-            }
+        let mut j = i;
+        while !sig.trim_end().ends_with(')') && !sig.contains(';') && !sig.contains('{') && j < lines.len() {
+            sig.push_str(lines[j].1);
+            j += 1;
         }
         if sig.contains(';') {
             continue;
         }
-        if sig.contains('{') || lines.peek().is_some_and(|n| n.trim_start().starts_with('{')) {
-            return true;
+        if sig.contains('{') || lines.get(j).is_some_and(|(_, n)| n.trim_start().starts_with('{')) {
+            return Some(start);
         }
     }
-    false
+    None
 }
 
-/// Detect the generation from the text of gdma_main.c.
+/// True if `text` has a C function definition of `name` ([`definition_at`]).
+fn defines(text: &str, name: &str) -> bool {
+    definition_at(text, name).is_some()
+}
+
+/// The body (from its opening `{` to the matching `}`) of the C function `name`
+/// defined in `text`.
+fn body_of<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+    let rest = &text[definition_at(text, name)?..];
+    let open = rest.find('{')?;
+    let mut depth = 0usize;
+    for (i, c) in rest[open..].char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(&rest[open..=open + i]);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `VERSION.PATCHLEVEL` from a kernel tree's top-level Makefile.
+fn makefile_version(text: &str) -> Option<(u32, u32)> {
+    let field = |key: &str| {
+        text.lines().find_map(|l| {
+            let (k, v) = l.split_once('=')?;
+            (k.trim() == key).then(|| v.trim().parse().ok()).flatten()
+        })
+    };
+    Some((field("VERSION")?, field("PATCHLEVEL")?))
+}
+
+/// What a tree's `cpumask_local_spread()` does, and the evidence.
+fn local_spread_flavour(sources: &Sources<'_>) -> Result<(KernelGen, String), DetectError> {
+    if let Some(body) = sources.cpumask_c.and_then(|t| body_of(t, "cpumask_local_spread")) {
+        return Ok(if body.contains("sched_numa_find_nth_cpu(") {
+            (KernelGen::V6_3, format!("{CPUMASK_C} cpumask_local_spread() calls sched_numa_find_nth_cpu(): NUMA-hop-aware"))
+        } else {
+            (KernelGen::V6_1, format!("{CPUMASK_C} cpumask_local_spread() walks the node's CPUs, then all others by id: flat"))
+        });
+    }
+    match sources.makefile.and_then(makefile_version) {
+        Some((major, minor)) => {
+            let hops = (major, minor) >= (6, 3);
+            let gen = if hops { KernelGen::V6_3 } else { KernelGen::V6_1 };
+            let how = if hops { "NUMA-hop-aware from 6.3 on" } else { "flat before 6.3" };
+            Ok((gen, format!("no cpumask_local_spread() in {CPUMASK_C}; the Makefile says Linux {major}.{minor}: {how}")))
+        }
+        None => Err(DetectError::NoSpread { path: sources.path.to_string() }),
+    }
+}
+
+/// The files of a kernel tree that decide the MANA IRQ model.
+#[derive(Debug, Clone, Copy)]
+pub struct Sources<'a> {
+    /// Where the tree is, for error messages.
+    pub path: &'a str,
+    /// drivers/net/ethernet/microsoft/mana/gdma_main.c.
+    pub gdma_main: &'a str,
+    /// lib/cpumask.c, if readable.
+    pub cpumask_c: Option<&'a str>,
+    /// The top-level Makefile, if readable.
+    pub makefile: Option<&'a str>,
+}
+
+/// Detect the generation from a tree's files.
 ///
-/// - `mana_irq_setup_numa_aware()` or `mana_irq_setup_linear()` defined:
-///   [`KernelGen::V7`] (6.17 and later: dynamic MSI-X);
+/// - `mana_irq_setup_numa_aware()` or `mana_irq_setup_linear()` defined in
+///   gdma_main.c: [`KernelGen::V7`] (6.17 and later: dynamic MSI-X);
 /// - `irq_setup()` defined: [`KernelGen::V6_12`] (6.8–6.16: sibling groups per
 ///   NUMA hop);
-/// - else a `cpumask_local_spread(` call: [`KernelGen::V6_1`] (one CPU per
-///   vector; note that from 6.3 on `cpumask_local_spread()` itself is
-///   NUMA-hop-aware, which the 6.1 model's flat order matches on machines
-///   whose nodes are all one hop apart, e.g. any 2-node machine).
+/// - else a `cpumask_local_spread(` call: one CPU per vector, in the order of the
+///   tree's own `cpumask_local_spread()`: [`KernelGen::V6_3`] when lib/cpumask.c's
+///   definition calls `sched_numa_find_nth_cpu()` (Linux 6.3 on), else
+///   [`KernelGen::V6_1`] (flat); without that definition, the Makefile's version
+///   decides (6.3 and later: hop-aware).
 ///
 /// # Errors
-/// [`DetectError::Unknown`] when none of these is found (`path` names the file).
-pub fn detect_text(text: &str, path: &str) -> Result<Detected, DetectError> {
-    let found = |model: KernelGen, evidence: String| Detected { model: model.as_str().to_string(), evidence };
+/// [`DetectError::Unknown`] when gdma_main.c has none of these;
+/// [`DetectError::NoSpread`] when neither lib/cpumask.c nor the Makefile tells
+/// which `cpumask_local_spread()` the tree has.
+pub fn detect_sources(sources: &Sources<'_>) -> Result<Detected, DetectError> {
+    let text = sources.gdma_main;
+    let found = |model: KernelGen, evidence: String| Detected { model: model.as_str().to_string(), evidence, detector: DETECTOR };
     for f in ["mana_irq_setup_numa_aware", "mana_irq_setup_linear"] {
         if defines(text, f) {
             return Ok(found(KernelGen::V7, format!("{GDMA_MAIN} defines {f}()")));
@@ -115,15 +222,13 @@ pub fn detect_text(text: &str, path: &str) -> Result<Detected, DetectError> {
         return Ok(found(KernelGen::V6_12, format!("{GDMA_MAIN} defines irq_setup() (sibling groups per NUMA hop)")));
     }
     if text.contains("cpumask_local_spread(") {
+        let (gen, why) = local_spread_flavour(sources)?;
         return Ok(found(
-            KernelGen::V6_1,
-            format!(
-                "{GDMA_MAIN} defines no irq_setup() and calls cpumask_local_spread() (one CPU per vector; \
-                 on 6.3+ sources that spread is NUMA-hop-aware, equal to the 6.1 model when all nodes are one hop apart)"
-            ),
+            gen,
+            format!("{GDMA_MAIN} defines no irq_setup() and calls cpumask_local_spread() (one CPU per vector); {why}"),
         ));
     }
-    Err(DetectError::Unknown { path: path.to_string() })
+    Err(DetectError::Unknown { path: sources.path.to_string() })
 }
 
 /// Detect the generation of the kernel source tree at `tree`.
@@ -132,9 +237,17 @@ pub fn detect_text(text: &str, path: &str) -> Result<Detected, DetectError> {
 /// [`DetectError`]: no driver file, or unrecognised IRQ code.
 pub fn detect_tree(tree: &Path) -> Result<Detected, DetectError> {
     let p = tree.join(GDMA_MAIN);
-    let text = std::fs::read_to_string(&p)
+    let gdma_main = std::fs::read_to_string(&p)
         .map_err(|source| DetectError::NoDriver { path: p.display().to_string(), source })?;
-    detect_text(&text, &p.display().to_string())
+    let cpumask_c = std::fs::read_to_string(tree.join(CPUMASK_C)).ok();
+    let makefile = std::fs::read_to_string(tree.join("Makefile")).ok();
+    let path = tree.display().to_string();
+    detect_sources(&Sources {
+        path: &path,
+        gdma_main: &gdma_main,
+        cpumask_c: cpumask_c.as_deref(),
+        makefile: makefile.as_deref(),
+    })
 }
 
 #[cfg(test)]
@@ -149,16 +262,50 @@ mod tests {
     const V7: &str = "static int mana_irq_setup_numa_aware(unsigned int *irqs, unsigned int len, int node,\n\
                       \t\t\t\t     bool skip_first_cpu)\n{\n}\n\
                       static int mana_irq_setup_linear(unsigned int *irqs, unsigned int len, int node)\n{\n}\n";
-    const V61: &str = "static int mana_gd_setup_irqs(struct pci_dev *pdev)\n{\n\
-                       \t\tcpu = cpumask_local_spread(i, gc->numa_node);\n}\n";
+    const PER_VECTOR: &str = "static int mana_gd_setup_irqs(struct pci_dev *pdev)\n{\n\
+                              \t\tcpu = cpumask_local_spread(i, gc->numa_node);\n}\n";
+    // lib/cpumask.c, made-up minimal texts of both kinds: before 6.3 the function
+    // walks the node's CPUs then the rest; from 6.3 it asks the scheduler's hop masks.
+    const CPUMASK_FLAT: &str = "/* sched_numa_find_nth_cpu( is only named in this comment */\n\
+                                unsigned int cpumask_local_spread(unsigned int i, int node)\n{\n\
+                                \tif (node == NUMA_NO_NODE) {\n\t\tfor_each_cpu(cpu, cpu_online_mask)\n\
+                                \t\t\tif (i-- == 0)\n\t\t\t\treturn cpu;\n\t}\n\treturn 0;\n}\n\
+                                unsigned int other(void)\n{\n\treturn sched_numa_find_nth_cpu(m, 0, 0);\n}\n";
+    const CPUMASK_HOPS: &str = "unsigned int cpumask_local_spread(unsigned int i, int node)\n{\n\
+                                \ti %= num_online_cpus();\n\
+                                \tcpu = sched_numa_find_nth_cpu(cpu_online_mask, i, node);\n\treturn cpu;\n}\n";
+
+    fn detect(gdma_main: &str, cpumask_c: Option<&str>, makefile: Option<&str>) -> Result<Detected, DetectError> {
+        detect_sources(&Sources { path: "tree", gdma_main, cpumask_c, makefile })
+    }
 
     #[test]
     fn each_generation_is_recognised_by_its_definitions() {
-        assert_eq!(detect_text(V612, "f").expect("6.12").model, "6.12");
-        assert_eq!(detect_text(V7, "f").expect("7").model, "7.x");
-        let d = detect_text(V61, "f").expect("6.1");
-        assert_eq!(d.model, "6.1");
-        assert!(d.evidence.contains("no irq_setup()"), "{}", d.evidence);
+        assert_eq!(detect(V612, None, None).expect("6.12").model, "6.12");
+        assert_eq!(detect(V7, None, None).expect("7").model, "7.x");
+        let d = detect(PER_VECTOR, Some(CPUMASK_FLAT), None).expect("6.1");
+        assert_eq!((d.model.as_str(), d.detector), ("6.1", DETECTOR));
+        assert!(d.evidence.contains("no irq_setup()") && d.evidence.contains("flat"), "{}", d.evidence);
+    }
+
+    #[test]
+    fn a_per_vector_driver_follows_the_trees_own_cpumask_local_spread() {
+        let d = detect(PER_VECTOR, Some(CPUMASK_HOPS), Some("VERSION = 6\nPATCHLEVEL = 1\n")).expect("6.3");
+        assert_eq!(d.model, "6.3");
+        assert!(d.evidence.contains("lib/cpumask.c cpumask_local_spread() calls sched_numa_find_nth_cpu()"), "{}", d.evidence);
+        // A call elsewhere in the file (or in a comment before it) does not count.
+        assert_eq!(detect(PER_VECTOR, Some(CPUMASK_FLAT), None).expect("6.1").model, "6.1");
+    }
+
+    #[test]
+    fn without_the_definition_the_makefile_version_decides() {
+        let mk = |minor: u32| format!("# SPDX\nVERSION = 6\nPATCHLEVEL = {minor}\nSUBLEVEL = 0\n");
+        assert_eq!(detect(PER_VECTOR, None, Some(&mk(2))).expect("6.2").model, "6.1");
+        let d = detect(PER_VECTOR, Some("int unrelated;\n"), Some(&mk(5))).expect("6.5");
+        assert_eq!(d.model, "6.3");
+        assert!(d.evidence.contains("Linux 6.5"), "{}", d.evidence);
+        let e = detect(PER_VECTOR, None, None).expect_err("nothing tells");
+        assert!(e.to_string().contains("--model 6.1 or --model 6.3"), "{e}");
     }
 
     #[test]
@@ -166,13 +313,14 @@ mod tests {
         // Only a call to irq_setup() and a prototype: not the 6.12 algorithm.
         let t = "static int irq_setup(unsigned int *irqs, unsigned int len, int node);\n\
                  int f(void)\n{\n\terr = irq_setup(irqs, n, node);\n\treturn cpumask_local_spread(0, 0);\n}\n";
-        assert_eq!(detect_text(t, "f").expect("6.1").model, "6.1");
+        assert_eq!(detect(t, Some(CPUMASK_FLAT), None).expect("6.1").model, "6.1");
         assert!(!defines("\tx = mana_irq_setup_linear(a);\n", "mana_irq_setup_linear"));
+        assert_eq!(body_of("int f(void)\n{\n\tif (x) {\n\t\ty();\n\t}\n}\nint g;\n", "f"), Some("{\n\tif (x) {\n\t\ty();\n\t}\n}"));
     }
 
     #[test]
     fn unknown_code_says_to_pass_model() {
-        let e = detect_text("int main(void) { return 0; }\n", "gdma_main.c").expect_err("unknown");
+        let e = detect("int main(void) { return 0; }\n", None, None).expect_err("unknown");
         assert!(e.to_string().contains("--model"), "{e}");
     }
 
@@ -185,5 +333,10 @@ mod tests {
         std::fs::create_dir_all(f.parent().expect("parent")).expect("mkdir");
         std::fs::write(&f, V612).expect("write");
         assert_eq!(detect_tree(d.path()).expect("6.12").model, "6.12");
+        std::fs::write(&f, PER_VECTOR).expect("write");
+        let lib = d.path().join(CPUMASK_C);
+        std::fs::create_dir_all(lib.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&lib, CPUMASK_HOPS).expect("write");
+        assert_eq!(detect_tree(d.path()).expect("6.3").model, "6.3");
     }
 }

@@ -13,12 +13,14 @@ use std::time::Duration;
 /// The `--kernel` suffix that names a minimal kernel (`6.12-min`).
 pub const SUFFIX: &str = "-min";
 
-/// The pinned Debian source package of `gen` (guest-images/kernel-sources.lock).
-pub fn source_package(gen: KernelGen) -> &'static str {
+/// The pinned Debian source package of `gen` (guest-images/kernel-sources.lock);
+/// `None` for the 6.3 model, which no pinned source runs.
+pub fn source_package(gen: KernelGen) -> Option<&'static str> {
     match gen {
-        KernelGen::V6_1 => "linux-source-6.1",
-        KernelGen::V6_12 => "linux-source-6.12",
-        KernelGen::V7 => "linux-source-7.3",
+        KernelGen::V6_1 => Some("linux-source-6.1"),
+        KernelGen::V6_3 => None,
+        KernelGen::V6_12 => Some("linux-source-6.12"),
+        KernelGen::V7 => Some("linux-source-7.3"),
     }
 }
 
@@ -27,10 +29,17 @@ pub fn source_package(gen: KernelGen) -> &'static str {
 /// packages installed (as root), 120 minutes per make step.
 ///
 /// # Errors
-/// [`KbuildError::Source`] if the source is not pinned (a lock file bug).
+/// [`KbuildError::Source`] if the source is not pinned (the 6.3 model, or a lock
+/// file bug).
 pub fn request(gen: KernelGen, cache: &Path) -> Result<BuildRequest, KbuildError> {
+    let package = source_package(gen).ok_or_else(|| {
+        KbuildError::Source(format!(
+            "no minimal kernel for the {gen} model: no Debian source runs it (use 6.1-min, 6.12-min or 7.x-min, \
+             or build a tree that runs it with `cargo xtask kernel build`)"
+        ))
+    })?;
     Ok(BuildRequest {
-        source: SourceSpec::parse(&format!("debian:{}", source_package(gen)))?,
+        source: SourceSpec::parse(&format!("debian:{package}"))?,
         patches: None,
         fragment: None,
         cache: cache.to_path_buf(),
@@ -57,12 +66,14 @@ mod tests {
 
     #[test]
     fn every_generation_has_a_pinned_source() {
-        for gen in KernelGen::ALL {
+        for gen in KernelGen::PINNED {
             let req = request(gen, Path::new("/nonexistent")).expect("pinned");
             match req.source {
-                SourceSpec::Debian(pin) => assert_eq!(pin.package, source_package(gen)),
+                SourceSpec::Debian(pin) => assert_eq!(Some(pin.package.as_str()), source_package(gen)),
                 SourceSpec::Tree(t) => panic!("{gen}: a tree {}", t.display()),
             }
         }
+        let e = request(KernelGen::V6_3, Path::new("/nonexistent")).expect_err("6.3 has no source");
+        assert!(e.to_string().contains("6.12-min"), "{e}");
     }
 }

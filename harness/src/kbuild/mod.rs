@@ -220,6 +220,11 @@ impl Built {
     pub fn model(&self) -> Result<crate::model::KernelGen, KbuildError> {
         self.stamp.detected.generation().map_err(|e| KbuildError::Image(format!("{}: {e}", self.dir.display())))
     }
+
+    /// Why [`Built::model`] judges this kernel: its source, with the detection's evidence.
+    pub fn model_basis(&self) -> crate::model::ModelBasis {
+        crate::model::ModelBasis::Source { evidence: self.stamp.detected.evidence.clone() }
+    }
 }
 
 /// Host packages (Debian names) a kernel build needs, with the file that
@@ -356,7 +361,9 @@ pub fn build(req: &BuildRequest, progress: &mut dyn FnMut(&str)) -> Result<Built
         std::fs::remove_dir_all(&dir).map_err(|e| KbuildError::io(&dir, e))?;
     }
     if immutable {
-        if let Some(stamp) = read_stamp(&dir).filter(|s| s.key == full_key) {
+        // A stamp from older detection rules goes through the build again: `make`
+        // finds nothing to do, and the model is detected anew.
+        if let Some(stamp) = read_stamp(&dir).filter(|s| s.key == full_key && !s.detected.is_stale()) {
             if dir.join("bzImage").is_file() && stamp.modules.iter().all(|m| dir.join(m).is_file()) {
                 progress(&format!("build {short}: cached ({}, {})", stamp.release, dir.display()));
                 return Ok(Built { dir, stamp, cached: true });
@@ -656,7 +663,7 @@ mod tests {
             fragments: vec![BASE_FRAGMENT_NAME.into()],
             toolchain: "gcc".into(),
             release: "6.12.117-manarig".into(),
-            detected: detect::Detected { model: "6.1".into(), evidence: "e".into() },
+            detected: detect::Detected { model: "6.1".into(), evidence: "e".into(), detector: detect::DETECTOR },
             modules: vec!["mana.ko".into()],
             ccache: false,
             timings: BuildTimings::default(),

@@ -1,4 +1,4 @@
-//! `expect <topology file> --kernel <6.1|6.12|7.x> [--json]`: print the expected table.
+//! `expect <topology file> --kernel <6.1|6.3|6.12|7.x> [--json]`: print the expected table.
 
 use super::kernel::KernelGen;
 use super::mana::expected_table;
@@ -12,7 +12,8 @@ use std::process::ExitCode;
 pub struct ExpectArgs {
     /// Topology file (TOML), e.g. topologies/seed-002.toml.
     pub topology: PathBuf,
-    /// Kernel generation: 6.1, 6.12 (6.8-6.16) or 7.x (also 7.3, 6.17+); `run`'s
+    /// Kernel generation: 6.1, 6.3 (6.3-6.7: one CPU per vector from the
+    /// NUMA-hop-aware cpumask_local_spread), 6.12 (6.8-6.16) or 7.x (also 7.3, 6.17+); `run`'s
     /// minimal kernels 6.1-min, 6.12-min and 7.x-min are those generations.
     #[arg(long, value_parser = clap::value_parser!(KernelGenArg))]
     pub kernel: KernelGenArg,
@@ -31,14 +32,23 @@ pub struct KernelGenArg(pub KernelGen);
 
 /// An `expect --kernel` or `run --model` value that names no modelled generation.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("kernel {0:?} is not modelled: use 6.1, 6.12 (6.8-6.16) or 7.x (6.17 and later); 6.1-min, 6.12-min and 7.x-min name the same generations")]
+#[error("kernel {0:?} is not modelled: use 6.1, 6.3 (6.3-6.7), 6.12 (6.8-6.16) or 7.x (6.17 and later); 6.1-min, 6.12-min and 7.x-min name the same generations")]
 pub struct UnknownExpectKernel(pub String);
 
 impl std::str::FromStr for KernelGenArg {
     type Err = UnknownExpectKernel;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let generation = s.trim().strip_suffix("-min").unwrap_or(s);
-        generation.parse().map(Self).map_err(|_: super::kernel::UnknownKernel| UnknownExpectKernel(s.to_owned()))
+        let unknown = || UnknownExpectKernel(s.to_owned());
+        let (generation, minimal) = match s.trim().strip_suffix("-min") {
+            Some(g) => (g, true),
+            None => (s, false),
+        };
+        let gen: KernelGen = generation.parse().map_err(|_: super::kernel::UnknownKernel| unknown())?;
+        // Only the pinned generations have a minimal kernel (`6.3-min` does not exist).
+        if minimal && !KernelGen::PINNED.contains(&gen) {
+            return Err(unknown());
+        }
+        Ok(Self(gen))
     }
 }
 

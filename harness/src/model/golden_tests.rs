@@ -186,6 +186,34 @@ fn seed_003_before_is_the_flat_spread_and_after_the_hop_order() {
 }
 
 #[test]
+fn seed_003_on_the_6_3_model_is_the_after_list_and_on_6_1_the_before_list() {
+    // Seed 003: 6.3+ cpumask_local_spread() walks NUMA hops, so a driver that takes one
+    // CPU per vector from it (MANA of Linux 6.3-6.7, the reverted 6.12 tree) hands out
+    // exactly seed 003's "After" hints; the flat 6.1 helper gives its "Before" hints.
+    // MANA asks for min(256, 64) + 1 = 65 vectors, HWC included, all one CPU each.
+    let t = topo("seed-003-epyc-7763");
+    let (before, after, _, _) = seed_003_hints();
+    for (k, hints, alg) in [("6.3", &after, Algorithm::LocalSpreadHops), ("6.1", &before, Algorithm::LocalSpreadFlat)] {
+        let tab = table(&t, k);
+        assert_eq!(tab.vectors.len(), 65, "{k}");
+        for (v, hint) in tab.vectors.iter().zip(hints.iter()) {
+            assert_eq!(&v.smp_affinity_list, hint, "{k}: {}", v.name);
+            assert_eq!(v.algorithm, alg, "{k}: {}", v.name);
+        }
+        assert_eq!(tab.vectors[1].name, "mana_q0@pci:{bdf}", "{k}: the 6.x queue names");
+    }
+    // The node order of the 6.3 table: node 14, then 12, 13, 15 (distance 11), then 8-11.
+    let tab = table(&t, "6.3");
+    let first_node = |v: &ExpectedVector| v.nodes[0];
+    let nodes: Vec<u32> = tab.vectors.iter().map(first_node).collect();
+    assert!(nodes[..16].iter().all(|&n| n == 14), "{nodes:?}");
+    assert_eq!(nodes[16..64].iter().copied().collect::<std::collections::BTreeSet<_>>(), [12, 13, 15].into());
+    assert_eq!(nodes[64], 8);
+    assert_eq!(tab.model, KernelGen::V6_3.algorithm());
+    assert!(tab.to_text().contains("NUMA-hop-aware"), "{}", tab.to_text());
+}
+
+#[test]
 fn seed_003_node_visiting_order_from_node_14() {
     // Seed 003 matrix: 14 → {12, 13, 15} (11) → {8..11} (12) → {0..7} (32).
     let t = topo("seed-003-epyc-7763");

@@ -57,7 +57,8 @@ fn fill(out: &mut Vec<(Algorithm, CpuMask)>, masks: Vec<CpuMask>, len: usize, al
 /// Models gdma_main.c `mana_gd_setup_irqs()` (Debian 6.1.192 and 6.12.117) and, for
 /// `gen = V7`, `mana_gd_setup_hwc_irqs()` + `mana_gd_setup_irqs()` without dynamic MSI-X
 /// (Debian 7.3.4). 6.1: vector i → `cpumask_local_spread(i, node)` (flat), HWC included.
-/// 6.12/7.x: if nvec > ncpu the HWC vector gets `cpumask_local_spread(0, node)` and the
+/// 6.3 (Linux 6.3–6.7, `mana_gd_setup_irqs()` unchanged since 6.1): the same loop over
+/// the hop-aware `cpumask_local_spread()`. 6.12/7.x: if nvec > ncpu the HWC vector gets `cpumask_local_spread(0, node)` and the
 /// other nvec − 1 go through `irq_setup()`; otherwise all nvec do (the HWC joins the
 /// spread, R02).
 fn static_plan(topo: &Topology, numa: &NumaLevels, gen: KernelGen) -> Plan {
@@ -76,10 +77,15 @@ fn static_plan(topo: &Topology, numa: &NumaLevels, gen: KernelGen) -> Plan {
     let siblings = |cpu: u32| topo.siblings(cpu).and(numa.online());
     let default = default_affinity(numa, node);
     let mut vectors = Vec::with_capacity(nvec as usize);
-    if gen == KernelGen::V6_1 {
+    if matches!(gen, KernelGen::V6_1 | KernelGen::V6_3) {
+        let (alg, spread): (_, fn(&NumaLevels, u32, Option<u32>) -> Option<u32>) = if gen == KernelGen::V6_1 {
+            (Algorithm::LocalSpreadFlat, local_spread_flat)
+        } else {
+            (Algorithm::LocalSpreadHops, local_spread_hops)
+        };
         for i in 0..nvec {
-            match local_spread_flat(numa, i, node) {
-                Some(cpu) => vectors.push((Algorithm::LocalSpreadFlat, CpuMask::single(cpu))),
+            match spread(numa, i, node) {
+                Some(cpu) => vectors.push((alg, CpuMask::single(cpu))),
                 None => vectors.push((Algorithm::Default, default.clone())),
             }
         }
@@ -207,6 +213,7 @@ pub fn expected_table(topo: &Topology, gen: KernelGen) -> ExpectedTable {
         topology: topo.name().to_owned(),
         kernel: gen,
         debian_version: gen.debian_version(),
+        model: gen.algorithm(),
         online_cpus: numa.online().count(),
         nr_cpu_ids,
         nic_node: node,

@@ -5,7 +5,8 @@
 //! - [`expected_table`]`(&Topology, KernelGen) -> ExpectedTable`: the whole table
 //!   (vector names, `smp_affinity_list`, hex `smp_affinity`, nodes, cores, hop, and which
 //!   algorithm set it); [`ExpectedTable::to_text`] prints it like the seeds;
-//! - [`KernelGen`]: `6.1` / `6.12` / `7.x` (parsable, with the Debian versions modelled);
+//! - [`KernelGen`]: `6.1` / `6.3` / `6.12` / `7.x` (parsable, with the Debian versions modelled),
+//!   and [`ModelBasis`]: why a run is judged by one of them;
 //! - the algorithms one by one, each naming the kernel function it models:
 //!   [`NumaLevels`] (sched_init_numa, hop masks, numa_nearest_node, SLIT fallback),
 //!   [`local_spread_flat`] / [`local_spread_hops`] (cpumask_local_spread),
@@ -25,7 +26,7 @@ mod table;
 
 pub use expect_cmd::{run_expect, ExpectArgs, KernelGenArg};
 pub use irq_setup::{irq_setup, irq_setup_linear, irq_setup_numa_aware, Siblings};
-pub use kernel::{KernelGen, UnknownKernel};
+pub use kernel::{KernelGen, ModelBasis, UnknownKernel};
 pub use mana::{default_affinity, expected_table, numa_levels};
 pub use numa::{effective_slit, NumaLevels, LOCAL_DISTANCE, NR_DISTANCE_VALUES, REMOTE_DISTANCE};
 pub use spread::{local_spread_flat, local_spread_hops, local_spread_order};

@@ -92,8 +92,11 @@ pub struct ExpectedTable {
     pub topology: String,
     /// Kernel generation.
     pub kernel: KernelGen,
-    /// Debian package version whose code the model follows.
-    pub debian_version: &'static str,
+    /// Debian package version whose code the model follows (`None` for the 6.3 model,
+    /// which no pinned Debian kernel runs).
+    pub debian_version: Option<&'static str>,
+    /// What the model does, in one phrase ([`KernelGen::algorithm`]).
+    pub model: &'static str,
     /// `num_online_cpus()`.
     pub online_cpus: u32,
     /// `nr_cpu_ids` (width of the hex masks).
@@ -136,10 +139,10 @@ impl ExpectedTable {
         let node = self.nic_node.map_or("none (NUMA_NO_NODE)".to_owned(), |n| n.to_string());
         let _ = writeln!(
             out,
-            "# {} on Linux {} (Debian {}): {} online CPUs, NIC node {}, MSI-X table {}, {} vectors, {} queues",
+            "# {} on Linux {} ({}): {} online CPUs, NIC node {}, MSI-X table {}, {} vectors, {} queues",
             self.topology,
             self.kernel,
-            self.debian_version,
+            self.debian_version.map_or_else(|| self.kernel.model_version().to_owned(), |d| format!("Debian {d}")),
             self.online_cpus,
             node,
             self.msix_table_size,
@@ -153,6 +156,7 @@ impl ExpectedTable {
             .collect();
         let hops = if hops.is_empty() { "none (the NIC's node has no CPUs)".to_owned() } else { hops.join(" | ") };
         let levels: Vec<String> = self.numa_levels.iter().map(u32::to_string).collect();
+        let _ = writeln!(out, "# model: {}", self.model);
         let _ = writeln!(out, "# NUMA levels: {}; hops from the NIC node: {hops}", levels.join(" "));
         if let Some(e) = &self.probe_error {
             let _ = writeln!(out, "# probe fails: {e}");

@@ -71,6 +71,7 @@ impl RigOptions {
     fn request_for(&self, topology: &std::path::Path, k: &ResolvedKernel, model: Option<crate::model::KernelGen>) -> RunRequest {
         let mut r = self.request_with_model(topology, k.gen, if k.custom.is_some() { None } else { model });
         r.custom_kernel.clone_from(&k.custom);
+        r.model_basis = k.basis.clone();
         r.label = Some(k.label.clone());
         r
     }
@@ -90,6 +91,7 @@ impl RigOptions {
             deadline: Duration::from_secs(self.deadline),
             console_log: self.console.clone(),
             model,
+            model_basis: crate::model::ModelBasis::Release,
             channels: None,
             reprobe: false,
             speedups: if self.no_speedups { crate::qemu::Speedups::NONE } else { crate::qemu::Speedups::ALL },
@@ -124,8 +126,9 @@ pub struct RunArgs {
     /// Output format: human (the seeds' table), ktap, junit or json.
     #[arg(long, default_value = "human")]
     pub format: Format,
-    /// Judge the guest against another generation's model (default: the
-    /// kernel's own; for a build, the one detected in its source).
+    /// Judge the guest against another generation's model: 6.1, 6.3 (6.3-6.7),
+    /// 6.12 or 7.x (default: the kernel's own; for a build, the one detected in
+    /// its source).
     #[arg(long)]
     pub model: Option<KernelGenArg>,
     /// Set N combined channels with `ethtool -L` in the guest after the link is up

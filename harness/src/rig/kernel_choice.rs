@@ -4,7 +4,7 @@
 //! own image (`image:BZIMAGE:MODULES`), and which reference model judges it.
 
 use crate::kbuild::{self, KbuildError};
-use crate::model::KernelGen;
+use crate::model::{KernelGen, ModelBasis};
 use crate::provision::KernelInstall;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -87,6 +87,8 @@ pub struct ResolvedKernel {
     pub label: String,
     /// Which model judges the run, and why (printed before the run).
     pub model_note: String,
+    /// Why the model judges the run, for the verdict's `kernel_generation` check.
+    pub basis: ModelBasis,
 }
 
 impl ResolvedKernel {
@@ -96,6 +98,7 @@ impl ResolvedKernel {
     pub fn request(&self, topology: impl Into<PathBuf>) -> crate::rig::RunRequest {
         let mut req = crate::rig::RunRequest::new(topology, self.gen);
         req.custom_kernel.clone_from(&self.custom);
+        req.model_basis = self.basis.clone();
         req.label = Some(self.label.clone());
         req
     }
@@ -128,9 +131,10 @@ pub fn resolve(choice: &KernelChoice, model: Option<KernelGen>, cache_dir: Optio
             gen: *g,
             custom: None,
             label: g.as_str().to_string(),
+            basis: if model.is_some_and(|m| m != *g) { ModelBasis::Given } else { ModelBasis::Release },
             model_note: match model {
-                Some(m) if m != *g => format!("model {m} (--model), kernel Debian {}", g.debian_version()),
-                _ => format!("model {g} (Debian {})", g.debian_version()),
+                Some(m) if m != *g => format!("model {m} (--model), kernel Debian {}", g.model_version()),
+                _ => format!("model {g} (Debian {})", g.model_version()),
             },
         }),
         KernelChoice::Minimal(g) => {
@@ -146,6 +150,7 @@ pub fn resolve(choice: &KernelChoice, model: Option<KernelGen>, cache_dir: Optio
                 gen,
                 custom: Some(built.install()),
                 label: choice.to_string(),
+                basis: source_basis(model, detected, &built),
                 model_note: format!(
                     "minimal kernel {} (Debian {} built with manarig's config, build {short}): {model_note}",
                     built.stamp.release, built.stamp.source
@@ -154,6 +159,15 @@ pub fn resolve(choice: &KernelChoice, model: Option<KernelGen>, cache_dir: Optio
         }
         KernelChoice::Build(what) => {
             let built = kbuild::load_build(what, &cache()?)?;
+            if model.is_none() && built.stamp.detected.is_stale() {
+                return Err(KbuildError::NoBuild(format!(
+                    "{}: its model ({}) was detected by an older manarig that did not read lib/cpumask.c; run the \
+                     `cargo xtask kernel build` command that made it again (nothing is recompiled), or pass \
+                     --model 6.1|6.3",
+                    built.dir.display(),
+                    built.stamp.detected.model
+                )));
+            }
             let detected = built.model()?;
             let short = kbuild::key::short(&built.stamp.key).to_string();
             let gen = model.unwrap_or(detected);
@@ -167,6 +181,7 @@ pub fn resolve(choice: &KernelChoice, model: Option<KernelGen>, cache_dir: Optio
                 gen,
                 custom: Some(built.install()),
                 label: format!("build-{}", &short[..8.min(short.len())]),
+                basis: source_basis(model, detected, &built),
                 model_note: format!("kernel build {short} ({}): {model_note}", built.stamp.release),
             })
         }
@@ -177,7 +192,7 @@ pub fn resolve(choice: &KernelChoice, model: Option<KernelGen>, cache_dir: Optio
                 None => {
                     let g: KernelGen = install.release.parse().map_err(|_| {
                         KbuildError::Image(format!(
-                            "{}: release {} does not say which MANA IRQ code it runs; pass --model 6.1|6.12|7.x",
+                            "{}: release {} does not say which MANA IRQ code it runs; pass --model 6.1|6.3|6.12|7.x",
                             image.display(),
                             install.release
                         ))
@@ -188,10 +203,19 @@ pub fn resolve(choice: &KernelChoice, model: Option<KernelGen>, cache_dir: Optio
             Ok(ResolvedKernel {
                 gen,
                 label: format!("image-{}", install.release),
+                basis: if model.is_some() { ModelBasis::Given } else { ModelBasis::Release },
                 model_note: format!("user kernel {} ({}): model {gen} ({why})", image.display(), install.release),
                 custom: Some(install),
             })
         }
+    }
+}
+
+/// The basis of a build's model: its detected source, unless `--model` names another.
+fn source_basis(model: Option<KernelGen>, detected: KernelGen, built: &kbuild::Built) -> ModelBasis {
+    match model {
+        Some(m) if m != detected => ModelBasis::Given,
+        _ => built.model_basis(),
     }
 }
 

@@ -15,7 +15,7 @@ pub mod observe;
 pub mod queues;
 
 use crate::accel::AccelChoice;
-use crate::model::{expected_table, KernelGen};
+use crate::model::{expected_table, KernelGen, ModelBasis};
 use crate::provision::{self, Provisioned};
 use crate::qemu::{self, BootRequest};
 use crate::topology::Topology;
@@ -44,6 +44,9 @@ pub struct RunRequest {
     /// Judge the guest against this generation's model instead of `kernel`'s
     /// (for kernels the rig cannot classify, or to see how far two generations differ).
     pub model: Option<KernelGen>,
+    /// Why the model judges the guest ([`ModelBasis::Release`] by default; a build's
+    /// detected source, or `--model`): the `kernel_generation` check reads it.
+    pub model_basis: ModelBasis,
     /// Combined channels for `ethtool -L` in the guest (`manarig.channels=N`);
     /// overrides the topology's `[nic] channels`.
     pub channels: Option<u32>,
@@ -74,6 +77,7 @@ impl RunRequest {
             deadline: Duration::from_secs(900),
             console_log: None,
             model: None,
+            model_basis: ModelBasis::Release,
             channels: None,
             reprobe: false,
             speedups: qemu::Speedups::default(),
@@ -201,9 +205,12 @@ pub fn provisioned(cache_dir: Option<&Path>) -> Result<Provisioned> {
 }
 
 /// The pinned kernel's lock id for a generation (guest-images/kernels.lock).
+/// The 6.3 model has no pinned kernel: its id is not in the lock, and looking it
+/// up gives [`provision::ProvisionError::UnknownKernel`] listing those there are.
 pub fn kernel_lock_id(gen: KernelGen) -> &'static str {
     match gen {
         KernelGen::V6_1 => "6.1",
+        KernelGen::V6_3 => "6.3",
         KernelGen::V6_12 => "6.12",
         KernelGen::V7 => "7",
     }
@@ -350,20 +357,14 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     for (name, report) in crate::guest_report::parse_stages(&booted.console).context("the guest's stages")? {
         // rmmod runs after the first stage.
         lifecycle_steps_ran(&report, channels, false).with_context(|| format!("stage {name}"))?;
-        let observed = observe::observed(&report, model, &accel)?;
+        let observed = observe::observed(&report, model, &req.model_basis, &accel)?;
         let queues = table(status_at(&format!("{} {name}", crate::guest_report::STAGE_BEGIN)), &observed);
-        let mut verdict = judge(&topo, &observed, &expected);
-        if let Some(k) = &req.custom_kernel {
-            trust_custom_generation(&mut verdict, k, model);
-        }
+        let verdict = judge(&topo, &observed, &expected);
         stages.push(StageOutcome { name, verdict, queues, report });
     }
-    let observed = observe::observed(&booted.report, model, &accel)?;
+    let observed = observe::observed(&booted.report, model, &req.model_basis, &accel)?;
     let queues = table(status_at(crate::guest_report::BEGIN), &observed);
     let mut verdict = judge(&topo, &observed, &expected);
-    if let Some(k) = &req.custom_kernel {
-        trust_custom_generation(&mut verdict, k, model);
-    }
     if let Some(label) = &req.label {
         verdict.run.name = format!("{}@{label}", topo.name());
     }
@@ -381,27 +382,6 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         report: booted.report,
         stages,
     })
-}
-
-/// A built or user kernel is judged by the generation its kernel choice
-/// resolved to (detected from the build's source, or `--model`), not by the
-/// version in its release string: a 6.12 tree with irq_setup() reverted runs
-/// the 6.1 algorithm. When the release is the `kernel_generation` check's only
-/// objection, the check passes, saying why.
-fn trust_custom_generation(verdict: &mut Verdict, kernel: &provision::KernelInstall, model: KernelGen) {
-    use crate::verdict::{CheckStatus, Status};
-    let Some(c) = verdict.checks.iter_mut().find(|c| c.name == "kernel_generation") else { return };
-    if c.status != CheckStatus::Fail || c.message.contains("the run is for") {
-        return;
-    }
-    c.status = CheckStatus::Pass;
-    c.message = format!(
-        "guest kernel {} ({}) is judged as Linux {model}: its MANA IRQ code, not its release, decides (see `kernel list`)",
-        kernel.release, kernel.id
-    );
-    if verdict.checks.iter().all(|c| c.status != CheckStatus::Fail) {
-        verdict.status = Status::Pass;
-    }
 }
 
 #[cfg(test)]

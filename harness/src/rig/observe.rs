@@ -2,7 +2,7 @@
 
 use crate::cpulist::CpuMask;
 use crate::guest_report::{GuestIrq, GuestReport};
-use crate::model::KernelGen;
+use crate::model::{KernelGen, ModelBasis};
 use crate::verdict::{Observed, ObservedVector, QueueTable, StageFacts, StageLink};
 use anyhow::{Context, Result};
 
@@ -16,7 +16,7 @@ use anyhow::{Context, Result};
 ///
 /// # Errors
 /// An `affinity_hint` that is not a hex cpumask.
-pub fn observed(report: &GuestReport, kernel: KernelGen, accel: &str) -> Result<Observed> {
+pub fn observed(report: &GuestReport, kernel: KernelGen, basis: &ModelBasis, accel: &str) -> Result<Observed> {
     let vectors = report.msix.iter().map(vector).collect::<Result<Vec<_>>>()?;
     let nic_numa_node = report
         .nic
@@ -27,6 +27,7 @@ pub fn observed(report: &GuestReport, kernel: KernelGen, accel: &str) -> Result<
     Ok(Observed {
         kernel_release: report.kernel.clone(),
         kernel,
+        model_basis: basis.clone(),
         accel: accel.to_owned(),
         nic_bdf: report.nic.clone(),
         nic_numa_node,

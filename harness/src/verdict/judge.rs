@@ -7,7 +7,7 @@ use super::outcome::{
     Check, CheckStatus, ExpectedSide, ObservedSide, RowOutcome, RunInfo, Status, Verdict, VectorRow, SCHEMA_VERSION,
 };
 use crate::cpulist::CpuMask;
-use crate::model::{Algorithm, ExpectedTable, ExpectedVector, KernelGen};
+use crate::model::{Algorithm, ExpectedTable, ExpectedVector, KernelGen, ModelBasis};
 use crate::topology::{SourceKind, Topology};
 use std::collections::HashMap;
 
@@ -146,7 +146,9 @@ pub fn judge(topo: &Topology, observed: &Observed, expected: &ExpectedTable) -> 
             topology_expects: topo.expect().verdict,
             kernel: expected.kernel,
             kernel_release: observed.kernel_release.clone(),
-            model_version: expected.debian_version.to_owned(),
+            model_version: expected.kernel.model_version().to_owned(),
+            model: expected.model.to_owned(),
+            model_basis: observed.model_basis.to_string(),
             accel: observed.accel.clone(),
             cpu_numbering: topo.numbering(),
             online_cpus: expected.online_cpus,
@@ -171,24 +173,35 @@ pub fn judge(topo: &Topology, observed: &Observed, expected: &ExpectedTable) -> 
 
 fn check_kernel(observed: &Observed, expected: &ExpectedTable) -> Check {
     let release = &observed.kernel_release;
-    let guest_gen = release.parse::<KernelGen>().ok();
-    let mut problems = Vec::new();
+    let model = format!("Linux {} ({}; {})", expected.kernel, expected.model, expected.kernel.model_version());
     if observed.kernel != expected.kernel {
-        problems.push(format!("the run is for {} but the model table is for {}", observed.kernel, expected.kernel));
+        let msg = format!("the run is for {} but the model table is for {}", observed.kernel, expected.kernel);
+        return Check::new("kernel_generation", CheckStatus::Fail, msg);
     }
-    if let Some(g) = guest_gen.filter(|g| *g != expected.kernel) {
-        problems.push(format!("the guest runs {release}, a {g} kernel, not {}", expected.kernel));
-    }
-    if problems.is_empty() {
-        let how = if guest_gen.is_some() { "" } else { " (release not recognised; the run's kernel is trusted)" };
-        Check::new(
-            "kernel_generation",
+    let guest_gen = release.parse::<KernelGen>().ok();
+    let (status, message) = match &observed.model_basis {
+        ModelBasis::Release => match guest_gen {
+            Some(g) if g != expected.kernel => {
+                (CheckStatus::Fail, format!("the guest runs {release}, a {g} kernel, not {}", expected.kernel))
+            }
+            Some(_) => (CheckStatus::Pass, format!("guest kernel {release} is modelled as {model}")),
+            None => (
+                CheckStatus::Pass,
+                format!("guest kernel {release} is modelled as {model} (release not recognised; the run's kernel is trusted)"),
+            ),
+        },
+        ModelBasis::Source { evidence } => (
             CheckStatus::Pass,
-            format!("guest kernel {release} is modelled as Linux {} (Debian {}){how}", expected.kernel, expected.debian_version),
-        )
-    } else {
-        Check::new("kernel_generation", CheckStatus::Fail, problems.join("; "))
-    }
+            format!(
+                "guest kernel {release} is judged as {model}: its MANA IRQ code, not its release, decides ({evidence})"
+            ),
+        ),
+        ModelBasis::Given => {
+            let says = guest_gen.filter(|g| *g != expected.kernel).map_or(String::new(), |g| format!("; its release says {g}"));
+            (CheckStatus::Pass, format!("guest kernel {release} is judged as {model} because --model says so{says}"))
+        }
+    };
+    Check::new("kernel_generation", status, message)
 }
 
 fn check_nic_node(topo: &Topology, observed: &Observed) -> Check {

@@ -3,7 +3,7 @@
 
 use super::kernel_serde;
 use crate::cpulist::{CpuMask, CpulistError};
-use crate::model::{ExpectedTable, KernelGen};
+use crate::model::{ExpectedTable, KernelGen, ModelBasis};
 use serde::{Deserialize, Serialize};
 
 /// The guest's view of one run, filled from its console report.
@@ -18,6 +18,9 @@ pub struct Observed {
     /// naming scheme).
     #[serde(with = "kernel_serde")]
     pub kernel: KernelGen,
+    /// Why `kernel`'s model judges this guest (its release, its source, `--model`).
+    #[serde(default)]
+    pub model_basis: ModelBasis,
     /// QEMU accelerator as the launcher passed it (`tcg,thread=single`, `kvm`).
     pub accel: String,
     /// The NIC's PCI address in the guest (`0000:41:00.0`); `None` if the guest did not
@@ -145,8 +148,9 @@ impl Observed {
             })
             .collect();
         Self {
-            kernel_release: format!("{} (model)", expected.debian_version),
+            kernel_release: format!("{} (model)", expected.kernel.model_version()),
             kernel: expected.kernel,
+            model_basis: ModelBasis::Release,
             accel: "none (model)".to_owned(),
             nic_bdf: Some(bdf.to_owned()),
             nic_numa_node: expected.nic_node.and_then(|n| i32::try_from(n).ok()),

@@ -167,8 +167,15 @@ pub struct RunInfo {
     pub kernel: KernelGen,
     /// Guest `uname -r`.
     pub kernel_release: String,
-    /// Debian package whose code the model follows.
+    /// Debian package whose code the model follows (`upstream 6.3-6.7` for the 6.3 model).
     pub model_version: String,
+    /// What the model does, in one phrase (`per-vector cpumask_local_spread, NUMA-hop-aware …`).
+    #[serde(default)]
+    pub model: String,
+    /// Why this model judges the run (`the kernel's release`, `detected from the source: …`,
+    /// `--model`).
+    #[serde(default)]
+    pub model_basis: String,
     /// QEMU accelerator, the speed-ups used and the user's extra kernel
     /// command-line items: `tcg,thread=single (speed-ups: cmdline, pvh, cpu)`,
     /// `…, kernel command line + initcall_debug`.

@@ -51,7 +51,8 @@ fn run_line(label: &str, v: &Verdict) -> String {
         Status::Pass => "PASS",
         Status::Fail => "FAIL",
     };
-    format!("{label}: {} on Linux {} (model {}), verdict {status}", v.run.name, v.run.kernel_release, v.run.kernel)
+    let model = if v.run.model.is_empty() { String::new() } else { format!(": {}", v.run.model) };
+    format!("{label}: {} on Linux {} (model {}{model}), verdict {status}", v.run.name, v.run.kernel_release, v.run.kernel)
 }
 
 /// `affinity_hint` of every IRQ the guest shows, as `irq: mask` lines (all zeros when the

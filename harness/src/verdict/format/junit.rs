@@ -30,6 +30,8 @@ fn suite(v: &Verdict) -> TestSuite {
         ("kernel", r.kernel.to_string()),
         ("kernel_release", r.kernel_release.clone()),
         ("model_version", r.model_version.clone()),
+        ("model", r.model.clone()),
+        ("model_basis", r.model_basis.clone()),
         ("accel", r.accel.clone()),
         ("nic_bdf", opt(r.nic_bdf.clone())),
         ("nic_node", opt(r.nic_node.map(|n| n.to_string()))),

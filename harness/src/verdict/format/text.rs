@@ -34,11 +34,14 @@ pub(super) fn node_text(n: Option<u32>) -> String {
 pub(super) fn header(v: &Verdict) -> Vec<String> {
     let r = &v.run;
     let observed_node = r.nic_numa_node_observed.map_or("-1".to_owned(), |n| n.to_string());
+    let model = if r.model.is_empty() { String::new() } else { format!(": {}", r.model) };
+    let basis = if r.model_basis.is_empty() { String::new() } else { format!(", by {}", r.model_basis) };
     vec![
         format!(
-            "manarig {}: {} ({}) on Linux {}, modelled as {} (Debian {}); accel {}",
+            "manarig {}: {} ({}) on Linux {}, modelled as {} ({}); accel {}",
             r.name, r.topology, r.source, r.kernel_release, r.kernel, r.model_version, r.accel
         ),
+        format!("model {}{model}{basis}", r.kernel),
         format!(
             "NIC {} numa_node {observed_node} (topology: node {}); {} online CPUs; MSI-X table {}; {} vectors expected, {} seen; hops from the NIC node: {}",
             r.nic_bdf.as_deref().unwrap_or("(no PCI address)"),
