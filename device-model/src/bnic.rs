@@ -20,7 +20,7 @@ use crate::defs::{
     ManaCqeType, ManaRxCompOob, ManaTxCompOob, QueryDevCfgResp, QueryGfStatResp, QueryVportCfgReq,
     QueryVportCfgResp, QueueType, MANA_CQE_COMPLETION,
 };
-use crate::gdma::{body, invalid, parse, u64_list, CommandError};
+use crate::framing::{body, invalid, parse, u64_list, CommandError};
 use crate::interrupt::InterruptSink;
 use crate::queues::{
     completion, free_id, CompletionQueue, Mem, Producer, QueueError, Queues, Ring, WorkQueue,

@@ -18,7 +18,7 @@ use crate::bar::{Bar0Factory, Bar0Handler, DmaMemory};
 use crate::bnic;
 use crate::config::DeviceConfig;
 use crate::defs::{CqDoorbell, EqDoorbell, SmcMsgType, WqDoorbell};
-use crate::gdma;
+use crate::{commands, framing};
 use crate::hwc::{Hwc, HwcIds, InitParams};
 use crate::interrupt::InterruptSink;
 use crate::queues::Mem;
@@ -327,7 +327,7 @@ impl ManaDevice {
                 irq,
                 config: &self.config,
             };
-            let outcome = gdma::dispatch(&mut ctx, &request.bytes);
+            let outcome = commands::dispatch(&mut ctx, &request.bytes);
             let name = outcome
                 .command
                 .name()
@@ -340,7 +340,7 @@ impl ManaDevice {
                     .command_errors
                     .entry(name.clone())
                     .or_default() += 1;
-                if !matches!(err, gdma::CommandError::Unsupported(_)) {
+                if !matches!(err, framing::CommandError::Unsupported(_)) {
                     self.guest_error("command", &format_args!("{name}: {err}"));
                 } else {
                     tracing::debug!(command = %name, "mana device: unsupported command");

@@ -1,5 +1,5 @@
-//! GDMA commands (codes < 0x10000) and the request/response framing shared
-//! with BNIC.
+//! GDMA commands (codes < 0x10000); the framing they share with BNIC is in
+//! [`crate::framing`], the routing by code in [`crate::commands`].
 //!
 //! Models the device side of drivers/net/ethernet/microsoft/mana/gdma_main.c
 //! (Linux 6.1-7.3): `mana_gd_verify_vf_version()`,
@@ -8,191 +8,33 @@
 //! `mana_gd_create_dma_region()` / `mana_gd_destroy_dma_region()`,
 //! `mana_gd_create_hw_eq()`, `mana_gd_disable_queue()`, `mana_gd_test_eq()`
 //! and `mana_gd_query_hwc_timeout()`.
-//!
-//! Response framing (every version): the response header is a copy of the
-//! request's `resp` header with `hwc_msg_id` echoed, plus the request's
-//! `dev_id` and `activity_id`; a success is `min(resp.msg_size, 4096)` bytes
-//! (at least the 32-byte header), a failure is the 32-byte header alone with a
-//! non-zero status.
 #![forbid(unsafe_code)]
 
-use crate::bnic;
 use crate::defs::{
     Command, CreateDmaRegionReq, CreateDmaRegionResp, CreateQueueReq, CreateQueueResp,
     DestroyDmaRegionReq, DevId, DisableQueueReq, DmaRegionAddPagesReq, EqeType, GdmaReqHdr,
     GdmaRespHdr, GenerateTestEqeReq, Le32, Le64, ListDevicesResp, QueryHwcTimeoutReq,
     QueryHwcTimeoutResp, QueryMaxResourcesResp, QueueType, RegisterDeviceResp, VerifyVerResp,
-    STATUS_CMD_UNSUPPORTED, STATUS_INVALID_PARAMETER, STATUS_OK,
 };
-use crate::dma_region::RegionError;
-use crate::hwc::MAX_MESSAGE_SIZE;
-use crate::queues::{event, free_id, EventQueue, Owner, Producer, QueueError, Ring};
+use crate::framing::{body, invalid, parse, u64_list, CommandError};
+use crate::queues::{event, free_id, EventQueue, Owner, Producer, Ring};
 use crate::resources::{Ctx, Registration, DOORBELL_PAGE, LISTED_DEVICES, MAX_EQ_ID};
-use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
+use zerocopy::FromZeros;
 
 /// `GDMA_PROTOCOL_V1`, the only protocol version the drivers offer.
 const GDMA_PROTOCOL_V1: u64 = 1;
 /// Default HWC timeout (`HW_CHANNEL_WAIT_RESOURCE_TIMEOUT_MS`).
 const HWC_TIMEOUT_MS: u32 = 30_000;
 
-/// Why a command failed; turned into a response status.
-#[derive(Debug, thiserror::Error)]
-pub enum CommandError {
-    /// The device does not implement this command.
-    #[error("command {0:?} is not supported")]
-    Unsupported(Command),
-    /// The request is shorter than its struct.
-    #[error("request of {len} bytes is shorter than the {need} bytes it needs")]
-    Truncated {
-        /// Bytes received.
-        len: usize,
-        /// Bytes needed.
-        need: usize,
-    },
-    /// A field holds a value the device refuses.
-    #[error("{what} {value:#x} is invalid")]
-    Invalid {
-        /// Field name.
-        what: &'static str,
-        /// Its value.
-        value: u64,
-    },
-    /// A DMA-region problem.
-    #[error(transparent)]
-    Region(#[from] RegionError),
-    /// A queue problem.
-    #[error(transparent)]
-    Queue(#[from] QueueError),
-}
-
-impl CommandError {
-    /// The response status the driver sees.
-    pub fn status(&self) -> u32 {
-        match self {
-            Self::Unsupported(_) => STATUS_CMD_UNSUPPORTED,
-            _ => STATUS_INVALID_PARAMETER,
-        }
-    }
-}
-
-/// Shorthand for an invalid field.
-pub fn invalid(what: &'static str, value: impl Into<u64>) -> CommandError {
-    CommandError::Invalid {
-        what,
-        value: value.into(),
-    }
-}
-
-/// Reads a `T` from the start of `request`.
-///
-/// # Errors
-/// [`CommandError::Truncated`] if the request is shorter than `T`.
-pub fn parse<T: FromBytes + KnownLayout + Immutable>(request: &[u8]) -> Result<T, CommandError> {
-    T::read_from_prefix(request)
-        .map(|(value, _)| value)
-        .map_err(|_| CommandError::Truncated {
-            len: request.len(),
-            need: size_of::<T>(),
-        })
-}
-
-/// Reads `count` u64 values at byte `offset` of `request`.
-///
-/// # Errors
-/// [`CommandError::Truncated`] if they do not fit.
-pub fn u64_list(request: &[u8], offset: usize, count: usize) -> Result<Vec<u64>, CommandError> {
-    let need = count
-        .checked_mul(8)
-        .and_then(|n| n.checked_add(offset))
-        .unwrap_or(usize::MAX);
-    let bytes = request.get(offset..need).ok_or(CommandError::Truncated {
-        len: request.len(),
-        need,
-    })?;
-    let list = <[Le64]>::ref_from_bytes(bytes).map_err(|_| CommandError::Truncated {
-        len: request.len(),
-        need,
-    })?;
-    Ok(list.iter().map(|v| v.get()).collect())
-}
-
-/// The response body of a handler: the full response struct, header zeroed.
-pub fn body<T: IntoBytes + Immutable>(resp: &T) -> Vec<u8> {
-    resp.as_bytes().to_vec()
-}
-
-/// Result of one request.
-#[derive(Debug)]
-pub struct Outcome {
-    /// The command code (0 when the header was unreadable).
-    pub command: Command,
-    /// The response bytes to deliver.
-    pub response: Vec<u8>,
-    /// The failure, if any.
-    pub error: Option<CommandError>,
-}
-
-/// Builds the response bytes for `req` with `status` around `body`.
-pub fn frame(req: &GdmaReqHdr, status: u32, mut body: Vec<u8>) -> Vec<u8> {
-    let header_len = size_of::<GdmaRespHdr>();
-    let len = if status == STATUS_OK {
-        (req.resp.msg_size.get() as usize).clamp(header_len, MAX_MESSAGE_SIZE)
-    } else {
-        header_len
-    };
-    body.resize(len, 0);
-    let mut hdr = GdmaRespHdr {
-        response: req.resp,
-        dev_id: req.dev_id,
-        activity_id: req.activity_id,
-        status: Le32::new(status),
-        reserved: Le32::new(0),
-    };
-    hdr.response.hwc_msg_id = req.req.hwc_msg_id;
-    body[..header_len].copy_from_slice(hdr.as_bytes());
-    body
-}
-
-/// Handles one HWC request and returns the framed response.
-pub fn dispatch(ctx: &mut Ctx<'_>, request: &[u8]) -> Outcome {
-    let hdr = match parse::<GdmaReqHdr>(request) {
-        Ok(hdr) => hdr,
-        Err(error) => {
-            let response = frame(&GdmaReqHdr::default(), STATUS_INVALID_PARAMETER, Vec::new());
-            return Outcome {
-                command: Command(0),
-                response,
-                error: Some(error),
-            };
-        }
-    };
-    let command = Command(hdr.req.msg_type.get());
-    let result = if command.0 >= Command::IB_RANGE_START {
-        Err(CommandError::Unsupported(command))
-    } else if command.0 >= Command::BNIC_RANGE_START {
-        bnic::handle(ctx, command, &hdr, request)
-    } else {
-        handle(ctx, command, &hdr, request)
-    };
-    match result {
-        Ok(body) => Outcome {
-            command,
-            response: frame(&hdr, STATUS_OK, body),
-            error: None,
-        },
-        Err(error) => Outcome {
-            command,
-            response: frame(&hdr, error.status(), Vec::new()),
-            error: Some(error),
-        },
-    }
-}
-
 fn dev_key(dev_id: DevId) -> (u16, u16) {
     (dev_id.dev_type.get(), dev_id.instance.get())
 }
 
-fn handle(
+/// Handles one GDMA command (after [`crate::commands::dispatch`] routed it here).
+///
+/// # Errors
+/// [`CommandError`] for an unsupported command or a request the device refuses.
+pub(crate) fn handle(
     ctx: &mut Ctx<'_>,
     command: Command,
     hdr: &GdmaReqHdr,

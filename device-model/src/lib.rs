@@ -28,9 +28,11 @@ pub mod shared;
 
 // Device core (behind `bar::Bar0Handler`).
 pub mod bnic;
+pub mod commands;
 pub mod defs;
 pub mod device;
 pub mod dma_region;
+pub mod framing;
 pub mod gdma;
 pub mod hwc;
 pub mod queues;

@@ -14,9 +14,7 @@
 pub mod accel;
 pub mod children;
 pub mod cli;
-pub mod cpulist;
-pub mod model;
-pub mod topology;
+pub use manarig_model::{cpulist, model, topology};
 pub mod verdict;
 pub mod guest_report;
 pub mod initramfs;

@@ -108,7 +108,7 @@ fn slow_built_worked_example_compare_on_seed_001() {
 /// Seed 003's affinity hints (IRQ: mask lines, Linux numbering), "[before]" or
 /// "[after]": one CPU each, in IRQ order.
 fn seed_003_hints(section: &str) -> Vec<u32> {
-    let text = std::fs::read_to_string(root().join("harness/src/model/testdata/seed-003-affinity-hints.txt"))
+    let text = std::fs::read_to_string(root().join("model/src/model/testdata/seed-003-affinity-hints.txt"))
         .expect("seed 003 hints");
     let mut inside = false;
     let mut cpus = Vec::new();

@@ -14,6 +14,7 @@
 use std::process::{Command, ExitCode};
 
 mod bench_boot;
+mod bench_kernel;
 
 fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
@@ -35,8 +36,8 @@ fn run_tests(extra: &[std::ffi::OsString]) -> ExitCode {
     }
     // The boot tests need the provisioned cache; setup is idempotent and takes
     // well under a second once done.
-    let setup = harness::provision::command::SetupArgs { cache_dir: None, update_lock: false, private_qemu: false };
-    if harness::provision::command::run(&setup) != ExitCode::from(harness::cli::EXIT_PASS) {
+    let setup = harness::cli::setup::SetupArgs { cache_dir: None, update_lock: false, private_qemu: false };
+    if harness::cli::setup::run(&setup) != ExitCode::from(harness::cli::Exit::Pass) {
         eprintln!("cargo xtask test: setup failed (see above); the boot tests cannot run without it");
         return ExitCode::from(2);
     }
@@ -85,7 +86,7 @@ fn nextest(extra: &[std::ffi::OsString]) -> ExitCode {
 /// Benchmarks `cargo xtask bench` runs, in order: (package, bench target, what it measures).
 /// Add a row for each new measurement (e.g. guest boot timings).
 const BENCHES: &[(&str, &str, &str)] =
-    &[("harness", "model", "expected IRQ table for the 256-CPU 16-node machine (budget 10 ms)")];
+    &[("manarig-model", "model", "expected IRQ table for the 256-CPU 16-node machine (budget 10 ms)")];
 
 /// `cargo xtask bench [sections] [options]`: the `model` section runs every
 /// benchmark in [`BENCHES`] with `cargo bench` (optimised build), passing the
@@ -173,7 +174,7 @@ fn run_kernel_bench(extra: &[std::ffi::OsString]) -> ExitCode {
     let skip_cold = extra.iter().any(|a| a == "--skip-cold");
     let result = harness::provision::cache_dir(None)
         .map_err(anyhow::Error::from)
-        .and_then(|cache| harness::kbuild::bench::run(&cache, skip_cold));
+        .and_then(|cache| bench_kernel::run(&cache, skip_cold));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -22,8 +22,6 @@
 //! The MANA IRQ algorithm the build runs is detected from its source
 //! ([`detect`]) and chosen as the reference model for its runs.
 
-pub mod bench;
-pub mod command;
 pub mod config;
 pub mod detect;
 pub mod image;
@@ -568,7 +566,10 @@ impl WorkLock {
 }
 
 /// `cp -al`: a tree of hard links (seconds, no extra space for 1.5 GB).
-fn copy_tree(src: &Path, dst: &Path) -> Result<(), KbuildError> {
+///
+/// # Errors
+/// [`KbuildError::Tool`] when `cp` cannot run, [`KbuildError::Source`] when it fails.
+pub fn copy_tree(src: &Path, dst: &Path) -> Result<(), KbuildError> {
     let out = Command::new("cp")
         .arg("-al")
         .arg(src)

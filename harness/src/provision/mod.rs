@@ -18,7 +18,6 @@
 //! ```
 
 pub mod apt;
-pub mod command;
 pub mod kernel;
 pub mod lock;
 pub mod qemu_install;

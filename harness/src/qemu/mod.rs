@@ -1,6 +1,5 @@
 //! QEMU: the machine description ([`MachineSpec`]) and the launcher ([`boot`]).
 
-pub mod command;
 pub mod launch;
 pub mod speed;
 pub mod spec;

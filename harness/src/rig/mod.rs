@@ -5,9 +5,7 @@
 //! boots the pinned kernel with the `/init` agent, turns the guest's console
 //! report into [`Observed`] ([`observe`]), checks the observed topology
 //! against the file, and judges the MSI-X table against the reference model.
-//! [`command`] holds the `run` and `compare` subcommands.
 
-pub mod command;
 pub mod device;
 pub mod kernel_choice;
 pub mod machine;
@@ -102,7 +100,7 @@ pub struct RunTimings {
 /// A finished run.
 #[derive(Debug)]
 pub struct RunOutcome {
-    /// The verdict (its `exit_code()` is the run's exit code), with the
+    /// The verdict (its status decides the run's exit code), with the
     /// stages, their link and queue tables and the checks on them
     /// ([`Verdict::add_stages`]).
     pub verdict: Verdict,

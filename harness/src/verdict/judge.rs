@@ -3,20 +3,14 @@
 use super::geometry::Geometry;
 use super::observed::{Observed, ObservedVector, VectorName};
 use super::summary::Summary;
-use super::outcome::{
-    Check, CheckStatus, ExpectedSide, ObservedSide, RowOutcome, RunInfo, Status, Verdict, VectorRow, SCHEMA_VERSION,
-};
+use super::check::{Check, CheckStatus, Status};
+use super::outcome::{RunInfo, Verdict, SCHEMA_VERSION};
+use super::row::{ExpectedSide, ObservedSide, RowOutcome, VectorRow};
 use crate::cpulist::CpuMask;
-use crate::model::{Algorithm, ExpectedTable, ExpectedVector, KernelGen, ModelBasis};
+use crate::model::{ExpectedTable, ExpectedVector, KernelGen, ModelBasis};
 use crate::topology::{SourceKind, Topology};
 use std::collections::HashMap;
 
-/// The `affinity_hint` the model expects for a vector: MANA sets every vector it places
-/// with `irq_set_affinity_and_hint()` (gdma_main.c, 6.1–7.x), so the hint equals the
-/// affinity; vectors left at the kernel's default have no hint.
-pub fn expected_hint(v: &ExpectedVector) -> Option<CpuMask> {
-    (v.algorithm != Algorithm::Default).then(|| v.smp_affinity_list.clone())
-}
 
 
 fn hint_text(h: &Option<CpuMask>) -> String {
@@ -256,7 +250,7 @@ fn compare_vector(
     ev: &ExpectedVector,
     ov: Option<&ObservedVector>,
 ) -> (VectorRow, Check) {
-    let want_hint = expected_hint(ev);
+    let want_hint = ev.affinity_hint();
     let expected = ExpectedSide {
         smp_affinity_list: ev.smp_affinity_list.clone(),
         affinity_hint: want_hint.clone(),

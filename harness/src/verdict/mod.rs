@@ -7,7 +7,7 @@
 //!   [`ExpectedTable`](crate::model::ExpectedTable) for the guest's CPU numbering;
 //! - [`judge`]`(&Topology, &Observed, &ExpectedTable) -> Verdict`: a serde value with the
 //!   header facts ([`RunInfo`]), the IRQ table ([`VectorRow`]), the reviewers' summary
-//!   ([`Summary`]) and every [`Check`]; [`Verdict::exit_code`] is 0 or 1;
+//!   ([`Summary`]) and every [`Check`]; its [`Status`] is pass or fail;
 //! - [`Verdict::add_stages`]: a rig run's stages (link and queue table at the first probe
 //!   and at the report, [`QueueStage`]) with the checks on them;
 //! - [`render`]`(&Verdict, Format)`: the human table, KTAP, JUnit XML or JSON
@@ -21,25 +21,26 @@
 //! topologies that number CPUs differently.
 
 pub mod format;
+mod check;
 mod geometry;
 mod judge;
 mod observed;
 mod outcome;
+mod row;
+mod stage_checks;
 mod stages;
 mod summary;
 
 pub use format::{
     render, render_before_after, render_many, render_rig_error, Format, RenderError, RigErrorReport, UnknownFormat,
 };
-pub use judge::{expected_hint, judge};
-pub use outcome::{
-    Check, CheckStatus, ExpectedSide, ObservedSide, RowOutcome, RunInfo, Status, Verdict, VectorRow, SCHEMA_VERSION,
-};
+pub use judge::judge;
+pub use check::{Check, CheckStatus, Status};
+pub use outcome::{RunInfo, Verdict, SCHEMA_VERSION};
+pub use row::{ExpectedSide, ObservedSide, RowOutcome, VectorRow};
 pub use observed::{Observed, ObservedVector, VectorName};
-pub use stages::{
-    same_irq_table_check, same_queue_table_check, QueueRow, QueueStage, QueueTable, StageFacts, StageLink, QUEUE_IRQS_CHECK,
-    REPORT_STAGE,
-};
+pub use stage_checks::{same_irq_table_check, same_queue_table_check};
+pub use stages::{QueueRow, QueueStage, QueueTable, StageFacts, StageLink, QUEUE_IRQS_CHECK, REPORT_STAGE};
 pub use summary::{CoreCount, NodeCount, RemoteIrq, SiblingShare, Summary};
 
 /// Serde for [`KernelGen`](crate::model::KernelGen) as its short name (`6.1`, `6.12`,

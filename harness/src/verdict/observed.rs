@@ -141,7 +141,7 @@ impl Observed {
                     irq,
                     name: v.irq_name(bdf),
                     smp_affinity: v.smp_affinity_list.clone(),
-                    affinity_hint: super::judge::expected_hint(v),
+                    affinity_hint: v.affinity_hint(),
                     effective: cpu.map(CpuMask::single),
                     counts,
                 }

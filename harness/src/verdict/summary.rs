@@ -7,7 +7,7 @@
 //! the vector has fired once; vectors with no interrupts are listed, not counted.
 
 use super::geometry::Geometry;
-use super::outcome::VectorRow;
+use super::row::VectorRow;
 use crate::cpulist::CpuMask;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -3,7 +3,9 @@
 //! `/proc/irq/N/affinity_hint` prints them (seed 003's `IRQ: mask` lists).
 
 use super::super::geometry::ids;
-use super::super::outcome::{RowOutcome, Status, Verdict, VectorRow};
+use super::super::check::Status;
+use super::super::outcome::Verdict;
+use super::super::row::{RowOutcome, VectorRow};
 use super::text::align;
 use std::collections::BTreeMap;
 

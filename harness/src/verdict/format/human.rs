@@ -1,7 +1,8 @@
 //! `--format human`: the seeds' table, the differences, the summary block, a rig run's
 //! stages (link and queue table of each) and a last line `verdict: PASS|FAIL (…)`.
 
-use super::super::outcome::{Status, Verdict};
+use super::super::check::Status;
+use super::super::outcome::Verdict;
 use super::json::RigErrorReport;
 use super::text;
 

@@ -6,7 +6,8 @@
 //! test cases like the other checks).
 //! A rig error is one `<testcase name="rig">` with an `<error type="rig-error">`.
 
-use super::super::outcome::{CheckStatus, Verdict};
+use super::super::check::CheckStatus;
+use super::super::outcome::Verdict;
 use super::json::RigErrorReport;
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 

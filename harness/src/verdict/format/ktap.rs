@@ -9,7 +9,8 @@
 //! `ok 1 seed-002@6.12` or `not ok 1 seed-002@6.12`. A rig error is
 //! `not ok 1 <run> # ERROR <message>`.
 
-use super::super::outcome::{CheckStatus, Status, Verdict};
+use super::super::check::{CheckStatus, Status};
+use super::super::outcome::Verdict;
 use super::json::RigErrorReport;
 use super::text;
 

@@ -112,8 +112,7 @@ pub fn render_many(verdicts: &[Verdict], format: Format) -> Result<String, Rende
 /// Report a rig failure (setup, QEMU, device, guest panic, bad input) in `format`, so a
 /// CI parser sees a result either way: human `verdict: RIG ERROR (…)`, KTAP `not ok 1
 /// <run> # ERROR …`, a JUnit `<error>` test case, JSON `{"status": "rig-error", …}`.
-/// `run` names what was being run (`seed-002@6.12`). The process exits with
-/// [`EXIT_RIG_ERROR`](crate::cli::EXIT_RIG_ERROR).
+/// `run` names what was being run (`seed-002@6.12`). (The command then exits with 2.)
 ///
 /// # Errors
 /// [`RenderError`] if the JUnit or JSON serialiser fails.

@@ -3,8 +3,11 @@
 //! newlines.
 
 use super::super::geometry::ids;
-use super::super::outcome::{CheckStatus, RowOutcome, Status, Verdict, VectorRow};
-use super::super::stages::{same_irq_table_check, same_queue_table_check, QueueTable, StageLink};
+use super::super::check::{CheckStatus, Status};
+use super::super::outcome::Verdict;
+use super::super::row::{RowOutcome, VectorRow};
+use super::super::stage_checks::{same_irq_table_check, same_queue_table_check};
+use super::super::stages::{QueueTable, StageLink};
 use super::super::summary::{RemoteIrq, Summary};
 use crate::cpulist::CpuMask;
 use std::collections::BTreeMap;

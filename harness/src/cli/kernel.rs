@@ -1,7 +1,7 @@
 //! The `kernel` subcommand: `kernel build` and `kernel list`.
 
-use super::{build, list_builds, source::SourceSpec, BuildRequest};
-use crate::cli::{EXIT_PASS, EXIT_RIG_ERROR};
+use crate::kbuild::{build, builds_dir, key, list_builds, source::SourceSpec, BuildRequest};
+use super::Exit;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -72,10 +72,10 @@ pub fn run(args: &KernelArgs) -> ExitCode {
         KernelCommand::List(l) => run_list(l),
     };
     match result {
-        Ok(()) => ExitCode::from(EXIT_PASS),
+        Ok(()) => Exit::Pass.into(),
         Err(e) => {
             eprintln!("manarig kernel: {e:#}");
-            ExitCode::from(EXIT_RIG_ERROR)
+            Exit::RigError.into()
         }
     }
 }
@@ -106,12 +106,12 @@ fn run_build(b: &BuildArgs) -> anyhow::Result<()> {
             t.make_s
         );
     }
-    println!("build: {}", super::key::short(&s.key));
+    println!("build: {}", key::short(&s.key));
     println!("release: {}", s.release);
     println!("model: {} ({})", s.detected.model, s.detected.evidence);
     println!("image: {}", built.dir.join("bzImage").display());
     println!("modules: {}", s.modules.iter().map(|m| built.dir.join(m).display().to_string()).collect::<Vec<_>>().join(" "));
-    println!("run: cargo xtask run topologies/seed-002.toml --kernel-build {}", super::key::short(&s.key));
+    println!("run: cargo xtask run topologies/seed-002.toml --kernel-build {}", key::short(&s.key));
     Ok(())
 }
 
@@ -119,13 +119,13 @@ fn run_list(l: &ListArgs) -> anyhow::Result<()> {
     let cache = crate::provision::cache_dir(l.cache_dir.as_deref())?;
     let builds = list_builds(&cache);
     if builds.is_empty() {
-        println!("no kernel builds in {}", super::builds_dir(&cache).display());
+        println!("no kernel builds in {}", builds_dir(&cache).display());
     }
     for b in builds {
         let s = &b.stamp;
         println!(
             "{}  {}  model {}  {}{}",
-            super::key::short(&s.key),
+            key::short(&s.key),
             s.release,
             s.detected.model,
             s.source,

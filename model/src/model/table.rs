@@ -123,6 +123,16 @@ fn ids(v: &[u32]) -> String {
     v.iter().copied().collect::<CpuMask>().to_cpulist()
 }
 
+impl ExpectedVector {
+    /// The `affinity_hint` the model expects: MANA sets every vector it places with
+    /// `irq_set_affinity_and_hint()` (drivers/net/ethernet/microsoft/mana/gdma_main.c,
+    /// Linux 6.1–7.x), so the hint equals the affinity; a vector left at the kernel's
+    /// default has no hint (`None`).
+    pub fn affinity_hint(&self) -> Option<CpuMask> {
+        (self.algorithm != Algorithm::Default).then(|| self.smp_affinity_list.clone())
+    }
+}
+
 impl ExpectedTable {
     /// The vector whose `/proc/interrupts` name (with or without `@pci:…`) is `name`,
     /// e.g. `mana_q3` or `mana_q3@pci:7870:00:00.0`.

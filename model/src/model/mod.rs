@@ -11,12 +11,10 @@
 //!   [`NumaLevels`] (sched_init_numa, hop masks, numa_nearest_node, SLIT fallback),
 //!   [`local_spread_flat`] / [`local_spread_hops`] (cpumask_local_spread),
 //!   [`irq_setup`], [`irq_setup_numa_aware`], [`irq_setup_linear`] (MANA);
-//! - [`run_expect`]: the `expect` subcommand.
 //!
 //! All CPU ids are the topology file's. The model assumes every CPU is online and
 //! `irq_default_affinity` is all CPUs (no `irqaffinity=`), and that irqbalance is off.
 
-mod expect_cmd;
 mod irq_setup;
 mod kernel;
 mod mana;
@@ -24,7 +22,6 @@ mod numa;
 mod spread;
 mod table;
 
-pub use expect_cmd::{run_expect, ExpectArgs, KernelGenArg};
 pub use irq_setup::{irq_setup, irq_setup_linear, irq_setup_numa_aware, Siblings};
 pub use kernel::{KernelGen, ModelBasis, UnknownKernel};
 pub use mana::{default_affinity, expected_table, numa_levels};

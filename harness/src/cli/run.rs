@@ -1,10 +1,10 @@
 //! The `run` and `compare` subcommands.
 
-use super::kernel_choice::{self, KernelChoice, ResolvedKernel};
-use super::{run_one, RunOutcome, RunRequest};
+use super::Exit;
+use crate::rig::kernel_choice::{self, KernelChoice, ResolvedKernel};
+use crate::rig::{run_one, RunOutcome, RunRequest};
 use crate::accel::AccelChoice;
-use crate::cli::{EXIT_MISMATCH, EXIT_PASS, EXIT_RIG_ERROR};
-use crate::model::KernelGenArg;
+use super::expect::KernelGenArg;
 use crate::verdict::format::error_text;
 use crate::verdict::{render, render_before_after, render_rig_error, Format};
 use std::io::Write;
@@ -55,7 +55,7 @@ pub struct RigOptions {
 /// # Errors
 /// A message naming the option to use instead.
 pub fn rig_cmdline_item(s: &str) -> Result<String, String> {
-    let item = crate::qemu::command::cmdline_item(s)?;
+    let item = super::boot::cmdline_item(s)?;
     // The guest agent splits /proc/cmdline at spaces, quotes or not.
     if item.split(' ').any(|w| w.trim_start_matches('"').starts_with("manarig.")) {
         return Err(format!(
@@ -203,7 +203,7 @@ fn resolve_or_report(
         Err(e) => {
             let err = anyhow::Error::new(e).context(format!("kernel {choice}"));
             report_rig_error(&err, &run_name(topology, &choice.to_string()), format);
-            Err(ExitCode::from(EXIT_RIG_ERROR))
+            Err(Exit::RigError.into())
         }
     }
 }
@@ -250,7 +250,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
     });
     if let Err(err) = checked {
         report_rig_error(&err, &run_name(&args.topology, &args.kernel_choice().to_string()), args.format);
-        return ExitCode::from(EXIT_RIG_ERROR);
+        return Exit::RigError.into();
     }
     let kernel = match resolve_or_report(&args.kernel_choice(), model, &args.rig, &args.topology, args.format) {
         Ok(k) => k,
@@ -273,16 +273,16 @@ pub fn run(args: &RunArgs) -> ExitCode {
                         outcome.verdict.status
                     );
                 }
-                ExitCode::from(outcome.verdict.exit_code())
+                Exit::of(outcome.verdict.status).into()
             }
             Err(e) => {
                 eprintln!("manarig: cannot render the report: {e}");
-                ExitCode::from(EXIT_RIG_ERROR)
+                Exit::RigError.into()
             }
         },
         Err(err) => {
             report_rig_error(&err, &name, args.format);
-            ExitCode::from(EXIT_RIG_ERROR)
+            Exit::RigError.into()
         }
     }
 }
@@ -296,7 +296,7 @@ pub fn compare(args: &CompareArgs) -> ExitCode {
     let after = args.after_build.clone().map_or_else(|| args.after.clone(), KernelChoice::Build);
     if let Err(e) = crate::topology::Topology::load(&args.topology) {
         eprintln!("manarig: {e}");
-        return ExitCode::from(EXIT_RIG_ERROR);
+        return Exit::RigError.into();
     }
     // Both kernels before either boots: a bad --after must not cost a boot.
     let mut kernels = Vec::new();
@@ -323,7 +323,7 @@ pub fn compare(args: &CompareArgs) -> ExitCode {
             }
             Err(err) => {
                 eprintln!("manarig: {name}: rig error: {}", error_text(&err));
-                return ExitCode::from(EXIT_RIG_ERROR);
+                return Exit::RigError.into();
             }
         }
     }
@@ -333,8 +333,7 @@ pub fn compare(args: &CompareArgs) -> ExitCode {
             print(&format!("{} {line}\n", v.run.name));
         }
     }
-    let code = verdicts.iter().map(|v| v.exit_code()).max().unwrap_or(EXIT_PASS);
-    ExitCode::from(if code > EXIT_MISMATCH { EXIT_MISMATCH } else { code })
+    verdicts.iter().map(|v| Exit::of(v.status)).max().unwrap_or(Exit::Pass).into()
 }
 
 #[cfg(test)]

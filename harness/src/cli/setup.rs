@@ -1,5 +1,6 @@
 //! The `setup` subcommand (`manarig setup`, `cargo xtask setup`).
 
+use super::Exit;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -21,10 +22,10 @@ pub struct SetupArgs {
 /// Run `setup`: progress lines on stderr, a summary on stdout; exit 0 or 2.
 pub fn run(args: &SetupArgs) -> ExitCode {
     let start = std::time::Instant::now();
-    let result = super::cache_dir(args.cache_dir.as_deref()).and_then(|cache| {
+    let result = crate::provision::cache_dir(args.cache_dir.as_deref()).and_then(|cache| {
         eprintln!("setup: cache {}", cache.display());
-        let opts = super::SetupOptions { update_lock: args.update_lock, private_qemu: args.private_qemu };
-        super::setup(&cache, &opts, &mut |line| eprintln!("setup: {line}"))
+        let opts = crate::provision::SetupOptions { update_lock: args.update_lock, private_qemu: args.private_qemu };
+        crate::provision::setup(&cache, &opts, &mut |line| eprintln!("setup: {line}"))
     });
     match result {
         Ok(p) => {
@@ -34,11 +35,11 @@ pub fn run(args: &SetupArgs) -> ExitCode {
             }
             println!("busybox: {} {}", p.busybox_package.version, p.busybox.display());
             eprintln!("setup: done in {:.2} s", start.elapsed().as_secs_f64());
-            ExitCode::from(crate::cli::EXIT_PASS)
+            Exit::Pass.into()
         }
         Err(e) => {
             eprintln!("setup: error: {e}");
-            ExitCode::from(crate::cli::EXIT_RIG_ERROR)
+            Exit::RigError.into()
         }
     }
 }

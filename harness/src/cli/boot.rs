@@ -2,7 +2,8 @@
 //! the guest report and compare the observed topology with the declared one.
 //! (Topology files come through the `run` command; this one is for checking the rig.)
 
-use super::{boot, machines, BootRequest, MachineSpec, NicPlacement};
+use super::Exit;
+use crate::qemu::{boot, machines, BootRequest, MachineSpec, NicPlacement, NodeSpec, Speedups};
 use crate::accel::AccelChoice;
 use crate::initramfs::Compression;
 use std::path::PathBuf;
@@ -135,7 +136,7 @@ pub fn builtin_machine(name: &str, mem_per_node: u32) -> Result<MachineSpec, Str
             // One more node with memory and no CPUs, 30 away from all others.
             "memnode" => {
                 let k = m.nodes.len();
-                m.nodes.push(super::NodeSpec { cpus: vec![], mem_mib: mem_per_node });
+                m.nodes.push(NodeSpec { cpus: vec![], mem_mib: mem_per_node });
                 for row in &mut m.distances {
                     row.push(30);
                 }
@@ -151,7 +152,7 @@ pub fn builtin_machine(name: &str, mem_per_node: u32) -> Result<MachineSpec, Str
 pub fn run(args: &BootArgs) -> ExitCode {
     let rig = |msg: String| {
         eprintln!("boot: error: {msg}");
-        ExitCode::from(crate::cli::EXIT_RIG_ERROR)
+        Exit::RigError.into()
     };
     let mut spec = match builtin_machine(&args.machine, args.mem_per_node) {
         Ok(m) => m,
@@ -180,7 +181,7 @@ pub fn run(args: &BootArgs) -> ExitCode {
         req.cpu_model = c.clone();
     }
     if args.no_speedups {
-        req.speedups = super::Speedups::NONE;
+        req.speedups = Speedups::NONE;
     }
     if args.gzip {
         req.compression = Compression::Gzip;
@@ -206,13 +207,13 @@ pub fn run(args: &BootArgs) -> ExitCode {
     let diffs = crate::observed::compare(&spec, &out.report);
     if diffs.is_empty() {
         println!("observed topology = declared topology ({} CPUs, {} nodes)", spec.vcpus(), spec.nodes.len());
-        ExitCode::from(crate::cli::EXIT_PASS)
+        Exit::Pass.into()
     } else {
         println!("observed topology differs from the declared one:");
         for d in &diffs {
             println!("  {d}");
         }
-        ExitCode::from(crate::cli::EXIT_MISMATCH)
+        Exit::Mismatch.into()
     }
 }
 

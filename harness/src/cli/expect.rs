@@ -1,7 +1,7 @@
 //! `expect <topology file> --kernel <6.1|6.3|6.12|7.x> [--json]`: print the expected table.
 
-use super::kernel::KernelGen;
-use super::mana::expected_table;
+use super::Exit;
+use crate::model::{expected_table, KernelGen, UnknownKernel};
 use crate::topology::Topology;
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -43,7 +43,7 @@ impl std::str::FromStr for KernelGenArg {
             Some(g) => (g, true),
             None => (s, false),
         };
-        let gen: KernelGen = generation.parse().map_err(|_: super::kernel::UnknownKernel| unknown())?;
+        let gen: KernelGen = generation.parse().map_err(|_: UnknownKernel| unknown())?;
         // Only the pinned generations have a minimal kernel (`6.3-min` does not exist).
         if minimal && !KernelGen::PINNED.contains(&gen) {
             return Err(unknown());
@@ -52,13 +52,13 @@ impl std::str::FromStr for KernelGenArg {
     }
 }
 
-/// Run `expect`: exit 0 with the table on stdout, or 2 with one error line on stderr.
-pub fn run_expect(args: &ExpectArgs) -> ExitCode {
+/// `expect`: exit 0 with the table on stdout, or 2 with one error line on stderr.
+pub fn run(args: &ExpectArgs) -> ExitCode {
     let topo = match Topology::load(&args.topology) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("error: {e}");
-            return ExitCode::from(crate::cli::EXIT_RIG_ERROR);
+            return Exit::RigError.into();
         }
     };
     let topo = if args.qemu_numbering { topo.to_qemu_numbering() } else { topo };
@@ -68,7 +68,7 @@ pub fn run_expect(args: &ExpectArgs) -> ExitCode {
             Ok(s) => s + "\n",
             Err(e) => {
                 eprintln!("error: cannot serialise the table: {e}");
-                return ExitCode::from(crate::cli::EXIT_RIG_ERROR);
+                return Exit::RigError.into();
             }
         }
     } else {

@@ -1,12 +1,12 @@
 //! Model benchmark: time to compute the full expected IRQ table for seed 003's
 //! 256-CPU, 16-node AMD EPYC 7763 (the largest machine in `topologies/`).
 //!
-//! Run with `cargo xtask bench` (or `cargo bench -p harness --bench model`). Prints the
+//! Run with `cargo xtask bench` (or `cargo bench -p manarig-model --bench model`). Prints the
 //! median, min and max of N runs per kernel generation, and exits 1 if a median is over
 //! the 10 ms budget. Optional argument: number of runs (default 200).
 
-use harness::model::{expected_table, KernelGen};
-use harness::topology::Topology;
+use manarig_model::model::{expected_table, KernelGen};
+use manarig_model::topology::Topology;
 use std::hint::black_box;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};

@@ -8,9 +8,10 @@
 //!
 //! Numbers are printed, not asserted (the machine may be shared).
 
-use super::{build, source::SourceSpec, BuildRequest, KbuildError};
-use crate::model::KernelGen;
-use crate::rig::{run_one, RunRequest};
+use anyhow::Context as _;
+use harness::kbuild::{build, copy_tree, detect, source, source::SourceSpec, BuildRequest};
+use harness::model::KernelGen;
+use harness::rig::{run_one, RunRequest};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -40,14 +41,14 @@ fn request(source: SourceSpec, cache: &Path, fresh: bool) -> BuildRequest {
 pub fn run(cache: &Path, skip_cold: bool) -> anyhow::Result<()> {
     let log = |l: &str| eprintln!("bench kernel: {l}");
     let debian = SourceSpec::parse(BENCH_SOURCE)?;
-    let pristine = super::source::prepare(&debian, cache, &mut |l| log(l))?;
+    let pristine = source::prepare(&debian, cache, &mut |l| log(l))?;
     // A private hard-link copy, so that touching a file does not touch the cache's source.
     let tree = cache.join("kbuild/bench/linux-6.12");
     if !tree.join("Makefile").is_file() {
         std::fs::create_dir_all(tree.parent().unwrap_or(cache))?;
-        super::copy_tree(&pristine, &tree)?;
+        copy_tree(&pristine, &tree)?;
     }
-    let gdma = tree.join(super::detect::GDMA_MAIN);
+    let gdma = tree.join(detect::GDMA_MAIN);
     unshare(&gdma)?;
     let spec = SourceSpec::Tree(tree.canonicalize()?);
     let nproc = std::thread::available_parallelism().map_or(2, |n| n.get());
@@ -63,8 +64,8 @@ pub fn run(cache: &Path, skip_cold: bool) -> anyhow::Result<()> {
         );
     }
     // Incremental: a new mtime on gdma_main.c (content unchanged).
-    let text = std::fs::read(&gdma).map_err(|e| KbuildError::io(&gdma, e))?;
-    std::fs::write(&gdma, text).map_err(|e| KbuildError::io(&gdma, e))?;
+    let text = std::fs::read(&gdma).with_context(|| format!("reading {}", gdma.display()))?;
+    std::fs::write(&gdma, text).with_context(|| format!("writing {}", gdma.display()))?;
     let b = build(&request(spec, cache, false), &mut |l| log(l))?;
     println!(
         "kernel incremental rebuild after touching gdma_main.c: {:.1} s (make {:.1} s; target < 60 s)",
@@ -89,8 +90,9 @@ pub fn run(cache: &Path, skip_cold: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn unshare(path: &Path) -> Result<(), KbuildError> {
+/// Give `path` its own inode, so that touching it leaves the cache's hard-linked source alone.
+fn unshare(path: &Path) -> anyhow::Result<()> {
     let tmp = path.with_extension("bench-unshare");
-    std::fs::copy(path, &tmp).map_err(|e| KbuildError::io(path, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| KbuildError::io(path, e))
+    std::fs::copy(path, &tmp).with_context(|| format!("copying {}", path.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("renaming {}", tmp.display()))
 }

@@ -1,14 +1,19 @@
-//! The `manarig` command line (also reached as `cargo xtask …`).
+//! The `manarig` command line (also reached as `cargo xtask …`): one module per
+//! command, and [`Exit`], the one exit-code type. Only this layer knows about
+//! exit codes, argument parsing and printing to the terminal; the domain modules
+//! (model, rig, verdict, kbuild, provision, qemu) return values and errors.
+
+pub mod boot;
+pub mod exit;
+pub mod expect;
+pub mod kernel;
+pub mod run;
+pub mod setup;
+
+pub use exit::Exit;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
-
-/// Exit code: the verdict passed.
-pub const EXIT_PASS: u8 = 0;
-/// Exit code: the verdict found a mismatch between the guest and the model.
-pub const EXIT_MISMATCH: u8 = 1;
-/// Exit code: the rig itself failed (setup, QEMU, device, guest panic, bad input).
-pub const EXIT_RIG_ERROR: u8 = 2;
 
 /// manarig: boot a real kernel on a described topology and check where the
 /// `mana` driver puts its MSI-X interrupts.
@@ -22,18 +27,18 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Print the IRQ table the kernel's algorithms predict for a topology file.
-    Expect(crate::model::ExpectArgs),
+    Expect(expect::ExpectArgs),
     /// Provision QEMU, the pinned guest kernels and busybox into the cache (idempotent).
-    Setup(crate::provision::command::SetupArgs),
+    Setup(setup::SetupArgs),
     /// Boot a built-in machine (seed-002, r17) and check the guest's topology.
-    Boot(crate::qemu::command::BootArgs),
+    Boot(boot::BootArgs),
     /// Boot a topology with the emulated MANA NIC, check the guest's IRQ
     /// affinities against the model, and report (exit 0 pass, 1 mismatch, 2 rig error).
-    Run(crate::rig::command::RunArgs),
+    Run(run::RunArgs),
     /// Run a topology on two kernels and print the before/after table.
-    Compare(crate::rig::command::CompareArgs),
+    Compare(run::CompareArgs),
     /// Build a guest kernel from a source tree + patches (`kernel build`), list builds.
-    Kernel(crate::kbuild::command::KernelArgs),
+    Kernel(kernel::KernelArgs),
 }
 
 /// Warnings (the emulated device's "bad guest input", a PVH fallback, …) go to
@@ -67,15 +72,15 @@ where
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { EXIT_RIG_ERROR } else { EXIT_PASS });
+            return (if e.use_stderr() { Exit::RigError } else { Exit::Pass }).into();
         }
     };
     match cli.command {
-        Command::Expect(args) => crate::model::run_expect(&args),
-        Command::Setup(args) => crate::provision::command::run(&args),
-        Command::Boot(args) => crate::qemu::command::run(&args),
-        Command::Run(args) => crate::rig::command::run(&args),
-        Command::Compare(args) => crate::rig::command::compare(&args),
-        Command::Kernel(args) => crate::kbuild::command::run(&args),
+        Command::Expect(args) => expect::run(&args),
+        Command::Setup(args) => setup::run(&args),
+        Command::Boot(args) => boot::run(&args),
+        Command::Run(args) => run::run(&args),
+        Command::Compare(args) => run::compare(&args),
+        Command::Kernel(args) => kernel::run(&args),
     }
 }

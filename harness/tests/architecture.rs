@@ -1,0 +1,220 @@
+//! The house rules of ARCHITECTURE.md, checked on the sources: no import cycles
+//! between the modules of a crate (siblings under one parent, at every level), no
+//! module but the command line imports `cli`, and the model crate stays pure.
+//!
+//! An import is any `crate::a::b` or `super::…` path in code (comments and the
+//! `#[cfg(test)] mod tests` block at the end of a file are left out: tests may
+//! reach anywhere).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Module path of a source file relative to its crate's `src/` (`rig/mod.rs` → `rig`).
+fn module_of(rel: &Path) -> Vec<String> {
+    let mut parts: Vec<String> = rel.with_extension("").iter().map(|p| p.to_string_lossy().into_owned()).collect();
+    if parts.last().is_some_and(|p| p == "mod" || p == "lib" || p == "main") {
+        parts.pop();
+    }
+    parts
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())).flatten() {
+        let p = entry.path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|e| e == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The code of a file without comments and without its trailing test module.
+fn code(text: &str) -> String {
+    let text = match text.find("#[cfg(test)]\nmod tests") {
+        Some(i) => &text[..i],
+        None => text,
+    };
+    text.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n")
+}
+
+/// The lower-case path segments at the start of `tail` (`rig::queues::X` → rig, queues).
+fn segments(tail: &str) -> Vec<&str> {
+    tail.split("::")
+        .map(|s| s.split(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')).next().unwrap_or(""))
+        .take_while(|s| !s.is_empty())
+        .collect()
+}
+
+/// Lower-case path segments after `prefix` in `text` (`crate::rig::queues::x` → rig, queues, x).
+fn paths_after<'a>(text: &'a str, prefix: &str) -> Vec<Vec<&'a str>> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(i) = rest.find(prefix) {
+        let before_ok = i == 0 || !rest.as_bytes()[i - 1].is_ascii_alphanumeric() && rest.as_bytes()[i - 1] != b'_';
+        let tail = &rest[i + prefix.len()..];
+        rest = tail;
+        if !before_ok {
+            continue;
+        }
+        out.push(segments(tail));
+    }
+    out
+}
+
+/// Every `super::…::x` path in `text`: how many `super`s, then the lower-case segments.
+fn super_paths(text: &str) -> Vec<(usize, Vec<String>)> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("super::") {
+        let word_start = i == 0 || !(rest.as_bytes()[i - 1].is_ascii_alphanumeric() || rest.as_bytes()[i - 1] == b'_');
+        let mut tail = &rest[i..];
+        let mut ups = 0;
+        while let Some(t) = tail.strip_prefix("super::") {
+            ups += 1;
+            tail = t;
+        }
+        rest = tail;
+        if word_start {
+            out.push((ups, segments(tail).into_iter().map(str::to_owned).collect()));
+        }
+    }
+    out
+}
+
+/// Module → the module paths it names.
+fn imports(src: &Path) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let mut graph: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
+    for f in files {
+        let rel = f.strip_prefix(src).expect("under src");
+        if rel.starts_with("bin") {
+            continue;
+        }
+        let module = module_of(rel);
+        let text = code(&std::fs::read_to_string(&f).expect("readable source"));
+        let entry = graph.entry(module.clone()).or_default();
+        for segs in paths_after(&text, "crate::") {
+            entry.insert(segs.iter().map(|s| (*s).to_owned()).collect());
+        }
+        for (ups, segs) in super_paths(&text) {
+            let base = module.iter().take(module.len().saturating_sub(ups)).cloned();
+            entry.insert(base.chain(segs).collect());
+        }
+    }
+    graph
+}
+
+/// Sibling edges: for an import from `a` of `b`, the children of their common
+/// parent that lead to each (parent/child and self imports are not edges).
+fn sibling_edges(graph: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
+    let mut edges: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
+    for (a, targets) in graph {
+        for b in targets {
+            let common = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+            if common >= a.len() || common >= b.len() {
+                continue;
+            }
+            edges.entry(a[..=common].to_vec()).or_default().insert(b[..=common].to_vec());
+        }
+    }
+    edges
+}
+
+/// A cycle in `edges`, if there is one (depth-first search with colours).
+fn find_cycle(edges: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> Option<Vec<Vec<String>>> {
+    fn visit(
+        v: &Vec<String>,
+        edges: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>,
+        state: &mut BTreeMap<Vec<String>, u8>,
+        stack: &mut Vec<Vec<String>>,
+    ) -> Option<Vec<Vec<String>>> {
+        state.insert(v.clone(), 1);
+        stack.push(v.clone());
+        for w in edges.get(v).into_iter().flatten() {
+            match state.get(w).copied().unwrap_or(0) {
+                0 => {
+                    if let Some(c) = visit(w, edges, state, stack) {
+                        return Some(c);
+                    }
+                }
+                1 => {
+                    let start = stack.iter().position(|x| x == w).unwrap_or(0);
+                    return Some(stack[start..].to_vec());
+                }
+                _ => {}
+            }
+        }
+        stack.pop();
+        state.insert(v.clone(), 2);
+        None
+    }
+    let mut state = BTreeMap::new();
+    for v in edges.keys() {
+        if state.get(v).copied().unwrap_or(0) == 0 {
+            if let Some(c) = visit(v, edges, &mut state, &mut Vec::new()) {
+                return Some(c);
+            }
+        }
+    }
+    None
+}
+
+const CRATES: [&str; 4] = ["device-model", "harness", "model", "xtask"];
+
+#[test]
+fn no_crate_has_an_import_cycle_between_its_modules() {
+    for krate in CRATES {
+        let graph = imports(&root().join(krate).join("src"));
+        if let Some(cycle) = find_cycle(&sibling_edges(&graph)) {
+            let names: Vec<String> = cycle.iter().map(|m| m.join("::")).collect();
+            panic!("{krate}: modules import each other in a circle: {} -> (back to the first)", names.join(" -> "));
+        }
+    }
+}
+
+#[test]
+fn only_the_command_line_imports_cli() {
+    let graph = imports(&root().join("harness/src"));
+    let offenders: Vec<String> = graph
+        .iter()
+        .filter(|(m, targets)| m.first().is_none_or(|f| f != "cli") && targets.iter().any(|t| t.first().is_some_and(|f| f == "cli")))
+        .map(|(m, _)| m.join("::"))
+        .collect();
+    assert!(offenders.is_empty(), "domain modules import the CLI: {offenders:?}");
+}
+
+#[test]
+fn the_model_crate_does_no_io_but_reading_a_topology_file() {
+    let manifest = std::fs::read_to_string(root().join("model/Cargo.toml")).expect("model/Cargo.toml");
+    let deps = manifest.split("[dependencies]").nth(1).and_then(|s| s.split("\n[").next()).unwrap_or("");
+    let names: Vec<&str> =
+        deps.lines().filter_map(|l| l.split(['.', '=', ' ']).next()).filter(|n| !n.trim().is_empty()).collect();
+    assert_eq!(names, ["serde", "toml", "thiserror"], "the model crate's dependencies");
+    let mut files = Vec::new();
+    rust_files(&root().join("model/src"), &mut files);
+    for f in files {
+        let text = code(&std::fs::read_to_string(&f).expect("source"));
+        for io in ["std::process", "std::net", "std::env", "std::thread", "libc::", "File::create", "fs::write"] {
+            assert!(!text.contains(io), "{}: uses {io}; the model crate is pure", f.display());
+        }
+    }
+}
+
+#[test]
+fn the_checker_sees_a_cycle_when_there_is_one() {
+    let m = |s: &str| s.split("::").map(str::to_owned).collect::<Vec<_>>();
+    let mut graph = BTreeMap::new();
+    graph.insert(m("verdict::judge"), BTreeSet::from([m("verdict::observed::Observed")]));
+    graph.insert(m("verdict::observed"), BTreeSet::from([m("verdict::judge::hint")]));
+    graph.insert(m("rig"), BTreeSet::from([m("verdict")]));
+    let cycle = find_cycle(&sibling_edges(&graph)).expect("a cycle");
+    assert_eq!(cycle.len(), 2);
+    graph.remove(&m("verdict::observed"));
+    assert!(find_cycle(&sibling_edges(&graph)).is_none());
+}
