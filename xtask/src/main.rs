@@ -1,10 +1,12 @@
 //! `cargo xtask`: project automation.
 //!
-//! `cargo xtask test` provisions what the tests need (the harness's `setup`:
-//! QEMU, the pinned kernels and busybox, into the cache named by
-//! `MANARIG_CACHE` or the default) and then runs the test suite with nextest
-//! (the command README.md and .ci/run use). Every other subcommand, `setup`
-//! included, is the harness's `manarig` command line.
+//! `cargo xtask test` runs the lint gates ([`lint`]: fmt, clippy, rustdoc,
+//! shellcheck), provisions what the tests need (the harness's `setup`: QEMU, the
+//! pinned kernels and busybox, into the cache named by `MANARIG_CACHE` or the
+//! default), builds the test kernels and then runs the test suite with nextest
+//! (the command README.md and .ci/run use); `cargo xtask lint` runs the gates
+//! alone. Every other subcommand, `setup` included, is the harness's `manarig`
+//! command line.
 //! `cargo xtask bench [model] [boot] [--slow] [--runs N] [--update-baseline]`
 //! runs the benchmarks: `model` (release build, `cargo bench`) and `boot`
 //! (real runs, see [`bench_boot`]); both when no section is named.
@@ -15,11 +17,13 @@ use std::process::{Command, ExitCode};
 
 mod bench_boot;
 mod bench_kernel;
+mod lint;
 
 fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     match args.get(1).and_then(|a| a.to_str()) {
         Some("test") => run_tests(&args[2..]),
+        Some("lint") => run_lint(),
         Some("bench") => run_benches(&args[2..]),
         _ => harness::cli::main_with_args(
             std::iter::once(std::ffi::OsString::from("cargo xtask")).chain(args.into_iter().skip(1)),
@@ -27,13 +31,38 @@ fn main() -> ExitCode {
     }
 }
 
-/// `cargo xtask test [nextest args]`: provision, then run the whole suite with nextest.
+/// `cargo xtask lint`: formatting, clippy, rustdoc and shellcheck ([`lint`]).
+fn run_lint() -> ExitCode {
+    match lint::run() {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => {
+            eprintln!("cargo xtask lint: a gate failed (see above)");
+            ExitCode::from(1)
+        }
+        Err(e) => {
+            eprintln!("cargo xtask lint: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `cargo xtask test [nextest args]`: the lint gates, provisioning, then the whole
+/// suite with nextest.
 fn run_tests(extra: &[std::ffi::OsString]) -> ExitCode {
     let wants_help = extra.iter().any(|a| a == "--help" || a == "-h");
     if wants_help {
         println!("cargo xtask test [NEXTEST ARGS]: provision (cargo xtask setup), then `cargo nextest run --workspace` with these arguments.\n");
         return nextest(extra);
     }
+    // The gates first: a formatting or clippy failure must not wait for a kernel build.
+    // All of them run, and the tests too, so that one CI run shows every problem.
+    let lint_ok = match lint::run() {
+        Ok(ok) => ok,
+        Err(e) => {
+            eprintln!("cargo xtask test: lint: {e:#}");
+            false
+        }
+    };
     // The boot tests need the provisioned cache; setup is idempotent and takes
     // well under a second once done.
     let setup = harness::cli::setup::SetupArgs { cache_dir: None, update_lock: false, private_qemu: false };
@@ -45,7 +74,12 @@ fn run_tests(extra: &[std::ffi::OsString]) -> ExitCode {
         eprintln!("cargo xtask test: kernel build failed: {e:#}");
         return ExitCode::from(2);
     }
-    nextest(extra)
+    let tests = nextest(extra);
+    if !lint_ok {
+        eprintln!("cargo xtask test: the lint gates failed (see `lint:` above); `cargo xtask lint` runs them alone");
+        return ExitCode::from(1);
+    }
+    tests
 }
 
 /// The kernels the built-kernel tests boot (harness/tests/kbuild.rs), built

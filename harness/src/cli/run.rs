@@ -47,7 +47,7 @@ pub struct RigOptions {
 }
 
 /// A `--cmdline` item for `run`/`compare`: a single word
-/// ([`crate::qemu::command::cmdline_item`]) that is not one of the guest agent's
+/// ([`super::boot::cmdline_item`]) that is not one of the guest agent's
 /// `manarig.*` items, which the rig sets itself and checks the results of (a
 /// `manarig.channels=4` given here would, for example, run without ethtool in
 /// the initramfs and without the channel check).

@@ -261,46 +261,12 @@ pub fn ensure_build_deps(install: bool, progress: &mut dyn FnMut(&str)) -> Resul
         }
         return Ok(());
     }
-    let list = missing.join(" ");
-    // SAFETY: geteuid() has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !install || !root || !Path::new("/usr/bin/apt-get").exists() {
-        return Err(KbuildError::Host(format!(
-            "a kernel build needs these host packages: {list}; install them (apt-get install {list} ccache) \
-             or run as root without --no-install-deps"
-        )));
-    }
     let mut pkgs: Vec<&str> = missing.clone();
     if want_ccache {
         pkgs.push("ccache");
     }
-    progress(&format!("host: installing kernel build dependencies with apt-get (host packages): {}", pkgs.join(" ")));
-    let apt = |args: &[&str]| {
-        Command::new("apt-get")
-            .args(args)
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .output()
-            .map_err(|e| KbuildError::Tool { tool: "apt-get".into(), source: e })
-    };
-    let install: Vec<&str> = ["install", "-y", "-q", "--no-install-recommends"].into_iter().chain(pkgs.iter().copied()).collect();
-    let mut out = apt(&install)?;
-    if !out.status.success() {
-        // A machine image's package lists may be older than the archive
-        // (versions gone: 404); refresh them once and try again.
-        progress("host: apt-get install failed; running apt-get update and trying again");
-        let update = apt(&["update", "-q"])?;
-        if !update.status.success() {
-            return Err(KbuildError::Host(format!("apt-get update failed:\n{}", String::from_utf8_lossy(&update.stderr))));
-        }
-        out = apt(&install)?;
-    }
-    if !out.status.success() {
-        return Err(KbuildError::Host(format!(
-            "apt-get install {} failed:\n{}",
-            pkgs.join(" "),
-            String::from_utf8_lossy(&out.stderr)
-        )));
-    }
+    crate::provision::host_packages::apt_install(&pkgs, "a kernel build", install, progress)
+        .map_err(|e| KbuildError::Host(e.to_string()))?;
     let still = missing_build_deps();
     if !still.is_empty() {
         return Err(KbuildError::Host(format!("still missing after apt-get: {}", still.join(" "))));

@@ -18,6 +18,7 @@
 //! ```
 
 pub mod apt;
+pub mod host_packages;
 pub mod kernel;
 pub mod lock;
 pub mod qemu_install;

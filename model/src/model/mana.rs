@@ -78,13 +78,11 @@ fn static_plan(topo: &Topology, numa: &NumaLevels, gen: KernelGen) -> Plan {
     let default = default_affinity(numa, node);
     let mut vectors = Vec::with_capacity(nvec as usize);
     if matches!(gen, KernelGen::V6_1 | KernelGen::V6_3) {
-        let (alg, spread): (_, fn(&NumaLevels, u32, Option<u32>) -> Option<u32>) = if gen == KernelGen::V6_1 {
-            (Algorithm::LocalSpreadFlat, local_spread_flat)
-        } else {
-            (Algorithm::LocalSpreadHops, local_spread_hops)
-        };
+        let hops = gen == KernelGen::V6_3;
+        let alg = if hops { Algorithm::LocalSpreadHops } else { Algorithm::LocalSpreadFlat };
         for i in 0..nvec {
-            match spread(numa, i, node) {
+            let cpu = if hops { local_spread_hops(numa, i, node) } else { local_spread_flat(numa, i, node) };
+            match cpu {
                 Some(cpu) => vectors.push((alg, CpuMask::single(cpu))),
                 None => vectors.push((Algorithm::Default, default.clone())),
             }
