@@ -1,26 +1,28 @@
-//! manarig harness: everything around the emulated NIC.
+//! manarig harness: everything around the emulated NIC (ARCHITECTURE.md has the map).
 //!
-//! - [`cpulist`]: the cpumask type (kernel cpulist and hex-mask text forms);
-//! - [`topology`]: topology files (`topologies/*.toml`), validation, CPU numbering and the
-//!   file-CPU-id ↔ QEMU-cpu-index mapping;
-//! - [`model`]: the kernel reference model (`expected_table(&Topology, KernelGen)`) and the
-//!   `expect` subcommand;
-//! - provisioning (QEMU, pinned Debian kernels, busybox) and the initramfs;
-//! - the QEMU launcher, the guest report parser and the observed-topology check;
-//! - the verdict and its output formats.
-//!
-//! Exit codes of every command: 0 pass, 1 verdict mismatch, 2 rig error.
+//! - [`cpulist`], [`topology`], [`model`]: re-exported from the pure `manarig-model`
+//!   crate (cpumasks, topology files, the kernel reference model);
+//! - [`provision`]: QEMU, pinned Debian kernels, busybox and ethtool into the cache;
+//!   [`kbuild`]: guest kernels built from a source tree plus patches;
+//! - [`qemu`]: the machine description and the launcher; [`initramfs`]; [`accel`]
+//!   (TCG or KVM); [`children`] and [`scratch`]: child processes and temporary
+//!   folders that never outlive a run;
+//! - [`guest_report`]: the guest agent's report; [`guest_topology`]: the guest's
+//!   topology checked against the machine QEMU was given;
+//! - [`rig`]: one run, end to end; [`verdict`]: the judgement and its formats;
+//! - [`cli`]: the command line, the only layer that knows exit codes.
 
 pub mod accel;
 pub mod children;
 pub mod cli;
-pub use manarig_model::{cpulist, model, topology};
-pub mod verdict;
 pub mod guest_report;
+pub mod guest_topology;
 pub mod initramfs;
 pub mod kbuild;
-pub mod observed;
 pub mod provision;
 pub mod qemu;
 pub mod rig;
 pub mod scratch;
+pub mod verdict;
+
+pub use manarig_model::{cpulist, model, topology};

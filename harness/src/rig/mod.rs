@@ -322,7 +322,7 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     let NicBootOutcome { result, device_status, marks } = booted;
     let booted = result.with_context(|| format!("booting {} on Linux {}", topo.name(), kernel.release))?;
 
-    let diffs = crate::observed::compare(&spec, &booted.report);
+    let diffs = crate::guest_topology::compare(&spec, &booted.report);
     if !diffs.is_empty() {
         bail!(
             "the guest's topology differs from {}:\n{}",

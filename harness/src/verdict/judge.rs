@@ -1,7 +1,7 @@
 //! Judging a run: the guest's `/proc/irq` table against the model's, as a list of checks.
 
 use super::geometry::Geometry;
-use super::observed::{Observed, ObservedVector, VectorName};
+use super::guest_irqs::{Observed, ObservedVector, VectorName};
 use super::summary::Summary;
 use super::check::{Check, CheckStatus, Status};
 use super::outcome::{RunInfo, Verdict, SCHEMA_VERSION};

@@ -1,4 +1,4 @@
-//! Observed topology = declared topology: compare what the guest reports
+//! The guest's topology = the declared one: compare what the guest reports
 //! (sysfs) with the [`MachineSpec`] QEMU was given, before any IRQ verdict
 //! relies on the guest's view.
 //!
