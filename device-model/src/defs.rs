@@ -5,7 +5,7 @@
 //! linux-source 6.1.192, 6.12.117 and 7.3.4. All fields are little-endian and
 //! naturally aligned in the C headers; here they are zerocopy little-endian
 //! integers (alignment 1), and each struct's size is asserted against the C
-//! `sizeof` (see /work/shared/protocol/mana-gdma.md §3-§4, checked with gcc).
+//! `sizeof` (see docs/mana-protocol.md §3-§4, checked with gcc).
 //! No logic lives here.
 #![forbid(unsafe_code)]
 

@@ -46,7 +46,7 @@ const LOG_BURST: u64 = 16;
 /// Implements what Linux's `mana` driver needs to probe and open
 /// (drivers/net/ethernet/microsoft/mana, Debian 6.1.192, 6.12.117, 7.3.4):
 /// SMC handshake, HWC, the GDMA commands of probe and the BNIC commands of
-/// probe and `ndo_open`. See /work/shared/protocol/mana-gdma.md.
+/// probe and `ndo_open`. See docs/mana-protocol.md.
 pub struct ManaDevice {
     config: DeviceConfig,
     mem: DmaMemory,

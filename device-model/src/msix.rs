@@ -3,7 +3,7 @@
 //!
 //! QEMU's `vfio-user-pci` emulates the MSI-X table the guest programs and
 //! does the masking itself; the device only sees eventfds. QEMU enables
-//! MSI-X in steps (DESIGN.md "Pitfalls"): SET_IRQS with count 1 and no fd
+//! MSI-X in steps (docs/rig-pitfalls.md): SET_IRQS with count 1 and no fd
 //! (MSI-X on, no vector usable), then one SET_IRQS per vector with one
 //! eventfd as the guest unmasks it, and `DATA_NONE` with count 0 to
 //! disable. A vector the device raises while MSI-X is enabled but the
@@ -346,7 +346,7 @@ mod tests {
     #[test]
     fn qemu_stepwise_enable_delivers_only_to_vectors_with_eventfds() {
         let msix = MsixVectors::new(9);
-        // QEMU: count 1, no fd -> MSI-X on (DESIGN.md pitfalls).
+        // QEMU: count 1, no fd -> MSI-X on (docs/rig-pitfalls.md).
         msix.set_irqs(EVENTFD, 0, 1, vec![]).expect("enable");
         let (efd0, f0) = eventfd();
         msix.set_irqs(EVENTFD, 0, 1, vec![f0]).expect("vector 0");

@@ -6,7 +6,7 @@
 //! capability. Every byte has a write mask: the guest (through QEMU) may
 //! change only what the PCI spec lets software change, and what it wrote
 //! reads back (QEMU relies on that for the command register, see
-//! DESIGN.md "Pitfalls").
+//! docs/rig-pitfalls.md).
 
 use bitfield_struct::bitfield;
 use thiserror::Error;
@@ -473,7 +473,7 @@ mod tests {
 
     #[test]
     fn command_register_keeps_what_was_written() {
-        // DESIGN.md pitfall: pci_set_master() reads the command register back; if
+        // docs/rig-pitfalls.md: pci_set_master() reads the command register back; if
         // memory decoding is lost the guest's BAR0 reads return 0.
         let mut space = ConfigSpace::new_mana_vf(&mana_bars(), 65).expect("valid");
         space.write(4, &0x0006_u16.to_le_bytes()).expect("in range");

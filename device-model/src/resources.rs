@@ -27,7 +27,7 @@ pub const DOORBELL_PAGE: u32 = 0;
 /// unconditionally and would dereference a NULL context otherwise
 /// (drivers/infiniband/hw/mana/device.c `mana_ib_probe()`, 6.12.117); its
 /// 0x3xxxx commands all fail, which makes mana_ib unwind cleanly in 6.12 and
-/// 7.3 and is ignored by 6.1 (no mana_ib there). See mana-gdma.md §7.
+/// 7.3 and is ignored by 6.1 (no mana_ib there). See docs/mana-protocol.md §7.
 pub const LISTED_DEVICES: [DevId; 2] = [
     DevId {
         dev_type: crate::defs::Le16::new(DeviceType::MANA.0),

@@ -3,7 +3,7 @@
 //! ndo_open, teardown, and the bad input a buggy or hostile driver can send.
 //!
 //! Expected values cite their source: the driver code path (file/function)
-//! or /work/shared/protocol/mana-gdma.md (§ numbers), which summarises it.
+//! or docs/mana-protocol.md (§ numbers), which summarises it.
 // Tests fail by panicking; unwrap() on a driver step is the assertion.
 #![allow(clippy::unwrap_used)]
 
@@ -28,7 +28,7 @@ fn probed(kernel: Kernel) -> (Driver, Vec<u32>) {
 #[test]
 fn bar0_registers_read_as_vf_layout_with_4_and_8_byte_accesses() {
     // mana_gd_init_vf_regs(): readq(0x08) db page offset, readl(0x10) & 0xFFFF
-    // db page size, readq(0x18) SHM offset (mana-gdma.md §1.2).
+    // db page size, readq(0x18) SHM offset (docs/mana-protocol.md §1.2).
     let mut drv = Driver::new(Kernel::V6_12, config());
     assert_eq!(drv.dev.size(), 0x1_0000);
     assert_eq!(drv.readq(0x08), 0x1000);
@@ -131,7 +131,7 @@ fn probe_6_12_order_succeeds_and_snapshot_shows_eqs_on_their_vectors() {
     let (drv, eqs) = probed(Kernel::V6_12);
     assert_eq!(eqs.len(), 4);
     let snap = drv.dev.snapshot();
-    // HWC EQ on vector 0, BNIC EQ i on vector i+1 (mana-gdma.md §5.2).
+    // HWC EQ on vector 0, BNIC EQ i on vector i+1 (docs/mana-protocol.md §5.2).
     let mut vectors: Vec<(u32, u16, u16)> = snap
         .eqs
         .iter()
@@ -173,7 +173,7 @@ fn probe_6_12_order_succeeds_and_snapshot_shows_eqs_on_their_vectors() {
     for v in 1..=4u16 {
         assert!(snap.vectors_raised[&v] >= 1, "vector {v} never raised");
     }
-    // Queues own their regions: none left in the table (mana-gdma.md §4.2).
+    // Queues own their regions: none left in the table (docs/mana-protocol.md §4.2).
     assert_eq!(snap.dma_regions, 0);
     serde_json::to_string(&snap).expect("snapshot serializes");
 }
@@ -188,7 +188,7 @@ fn probe_6_1_order_succeeds_with_an_eq_handler_that_always_rings() {
 #[test]
 fn probe_7_3_order_answers_dev_config_before_register_device() {
     // 7.3: LIST_DEVICES before QUERY_MAX_RESOURCES, then QUERY_DEV_CONFIG V3
-    // before REGISTER_DEVICE, no EQs at probe, QUERY_GF_STAT (mana-gdma.md §4.1).
+    // before REGISTER_DEVICE, no EQs at probe, QUERY_GF_STAT (docs/mana-protocol.md §4.1).
     let (mut drv, eqs) = probed(Kernel::V7_3);
     assert!(eqs.is_empty());
     let cfg = drv.query_dev_config(3).unwrap();
@@ -222,7 +222,7 @@ fn query_vport_config_reports_queues_indirection_mac_and_handle() {
     let vport = drv.query_vport(0).unwrap();
     assert_eq!(vport.max_num_sq.get(), cfg.max_queues);
     assert_eq!(vport.max_num_rq.get(), cfg.max_queues);
-    // MANA_INDIRECT_TABLE_DEF_SIZE; 512 would overflow CONFIG_VPORT_RX (mana-gdma.md §9.8).
+    // MANA_INDIRECT_TABLE_DEF_SIZE; 512 overflows CONFIG_VPORT_RX (docs/mana-protocol.md §9.8).
     assert_eq!(vport.num_indirection_ent.get(), 64);
     assert_eq!(vport.mac_addr, cfg.mac);
     assert_ne!(vport.vport.get(), 0);
@@ -236,7 +236,7 @@ fn open_creates_wq_objects_and_fence_posts_an_rx_object_fence_cqe() {
     let pairs = drv.open(&eqs, 4).unwrap();
     assert_eq!(pairs.len(), 4);
     let snap = drv.dev.snapshot();
-    // 4 × (SQ + RQ), each with a CQ whose parent is the queue's EQ (mana-gdma.md §5.2).
+    // 4 × (SQ + RQ), each with a CQ whose parent is the queue's EQ (docs/mana-protocol.md §5.2).
     assert_eq!(snap.wqs.len(), 4 * 2 + 2, "plus the HWC SQ and RQ");
     for pair in &pairs {
         let cq = snap.cqs.iter().find(|c| c.id == pair.rq_cq.id).unwrap();
@@ -269,7 +269,7 @@ fn open_creates_wq_objects_and_fence_posts_an_rx_object_fence_cqe() {
 fn open_and_close_in_the_7_3_order_creates_and_disables_eqs_at_open() {
     // 7.3: EQs are created at ndo_open (vector i+1), WQ objects use request
     // V3 / response V2, the RQ is 32 KiB with 1024 WQEs and the RX CQ 128 KiB;
-    // close disables the EQs again (mana-gdma.md §4.2, §5.3).
+    // close disables the EQs again (docs/mana-protocol.md §4.2, §5.3).
     let (mut drv, probe_eqs) = probed(Kernel::V7_3);
     assert!(probe_eqs.is_empty());
     let pairs = drv.open(&probe_eqs, 4).unwrap();
@@ -386,7 +386,7 @@ fn events_beyond_a_full_eq_wait_instead_of_overrunning_the_consumer() {
 
 #[test]
 fn mana_ib_is_listed_and_its_commands_fail_cleanly() {
-    // Universal choice of mana-gdma.md §7: list MANA_IB (type 3), answer
+    // The all-kernels choice of docs/mana-protocol.md §7: list MANA_IB (type 3), answer
     // REGISTER/DEREGISTER, fail every 0x3xxxx command.
     let mut drv = Driver::new(Kernel::V6_12, config());
     drv.establish_hwc().unwrap();

@@ -109,7 +109,7 @@ fn qemu_like_session_from_connect_to_disconnect() {
         9
     );
 
-    // Identity and the command register round trip (DESIGN.md pitfall).
+    // Identity and the command register round trip (docs/rig-pitfalls.md).
     let id = read_u64(&mut client, VFIO_PCI_CONFIG_REGION_INDEX, 0) as u32;
     assert_eq!(id, 0x00ba_1414);
     client

@@ -653,7 +653,7 @@ MANARIG-REPORT-END\r
 
     /// Captured console of a real run: seed 002's machine, Debian 6.12.117,
     /// the devshell branch's mana-device over vfio-user, mana probed, eth0 up.
-    /// The table is seed 002's (shared/seeds/002: IRQ 0..7 -> 0-1, 2-3, 0-1,
+    /// The table is seed 002's (docs/seeds.md: IRQ 0..7 -> 0-1, 2-3, 0-1,
     /// 2-3, 4-5, 6-7, 4-5, 6-7), after mana_hwc on CPU 0.
     #[test]
     fn captured_mana_probe_on_6_12_gives_seed_002_table() {
@@ -689,7 +689,7 @@ MANARIG-REPORT-END\r
         assert_eq!(r.settle, "probe-returned fired=yes");
     }
 
-    /// Captured run of R17's machine (cases/public-reports.md: nodes 0-1, 2-3,
+    /// Captured run of R17's machine (topologies/r17-diameter.toml: nodes 0-1, 2-3,
     /// 4-5, 6-7; from node 0 the distances 12, 20, 22 give the hops {0}, {1},
     /// {2}, {3}) on 6.12 with the NIC on node 0: no SMT, so each queue gets one
     /// CPU, in hop order 0-1, 2-3, 4-5, 6-7; the guest's distance rows are R17's.

@@ -49,9 +49,9 @@ macro_rules! boot_tests {
     )*};
 }
 
-// Seed 002 (shared/seeds/002): 2 sockets × 2 cores × 2 threads, node 0 = CPUs 0-3,
+// Seed 002 (docs/seeds.md): 2 sockets × 2 cores × 2 threads, node 0 = CPUs 0-3,
 // node 1 = CPUs 4-7, distance 20, NIC slot on node 0.
-// R17 (cases/public-reports.md): -smp 8, nodes 0-1, 2-3, 4-5, 6-7, distances
+// R17 (topologies/r17-diameter.toml): -smp 8, nodes 0-1, 2-3, 4-5, 6-7, distances
 // 0-1 = 12, 0-2 = 20, 0-3 = 22, 1-2 = 22, 1-3 = 24, 2-3 = 12.
 boot_tests! {
     seed_002_on_linux_6_1: machines::seed_002(256), "6.1";
@@ -62,7 +62,7 @@ boot_tests! {
     r17_on_linux_7: machines::r17(128), "7";
 }
 
-/// R23 (cases/public-reports.md) placement (a): a slot on pcie.0 gives the
+/// R23 (topologies/r23-no-node.toml) placement (a): a slot on pcie.0 gives the
 /// guest numa_node -1 (NUMA_NO_NODE); `compare` checks the root port's value.
 #[test]
 fn nic_slot_on_pcie0_has_no_numa_node_on_linux_6_12() {

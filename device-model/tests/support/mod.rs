@@ -26,7 +26,7 @@ use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 pub const RAM_SIZE: usize = 32 << 20;
 /// Interrupts serviced before a run is declared an interrupt storm.
 const MAX_INTERRUPTS: usize = 100_000;
-/// BAR0 offsets (mana-gdma.md §1.2 / gdma.h GDMA_REG_*).
+/// BAR0 offsets (docs/mana-protocol.md §1.2 / gdma.h GDMA_REG_*).
 pub const REG_DB_PAGE_OFFSET: u64 = 0x08;
 /// GDMA_REG_DB_PAGE_SIZE
 pub const REG_DB_PAGE_SIZE: u64 = 0x10;

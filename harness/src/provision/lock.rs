@@ -197,7 +197,7 @@ mod tests {
     #[test]
     fn shipped_lock_parses_and_pins_the_three_kernels() {
         let lock = Lock::embedded().expect("shipped lock parses");
-        // The three kernel lines named in DESIGN.md: 6.1, 6.12 and the newest 7.x.
+        // The three kernel lines the README names: 6.1, 6.12 and the newest 7.x.
         for id in ["6.1", "6.12", "7"] {
             assert!(lock.kernel(id).is_some(), "kernel {id} pinned");
         }

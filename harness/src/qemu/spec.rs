@@ -288,7 +288,7 @@ pub fn ranges(cpus: &[u32]) -> Vec<(u32, u32)> {
 pub mod machines {
     use super::*;
 
-    /// Seed 002's machine (/work/shared/seeds/002: "Node 0 1 / Core 0 1 2 3 /
+    /// Seed 002's machine (docs/seeds.md: "Node 0 1 / Core 0 1 2 3 /
     /// CPU 0 1 2 3 4 5 6 7"): 2 sockets × 2 cores × 2 threads, node 0 = CPUs 0-3,
     /// node 1 = CPUs 4-7, distance 20, the NIC slot on node 0.
     pub fn seed_002(mem_per_node_mib: u32) -> MachineSpec {
@@ -327,7 +327,7 @@ pub mod machines {
         }
     }
 
-    /// Public report R17 (cases/public-reports.md, Barry Song's Kunpeng 920
+    /// Public report R17 (topologies/r17-diameter.toml, Barry Song's Kunpeng 920
     /// model): `-smp 8`, nodes 0-1, 2-3, 4-5, 6-7; distances 0-1 = 12, 0-2 = 20,
     /// 0-3 = 22, 1-2 = 22, 1-3 = 24, 2-3 = 12. The report gives no SMT, so one
     /// thread per core (8 sockets of 1 core would also do; the report says `-smp 8`,

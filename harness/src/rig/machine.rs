@@ -99,7 +99,7 @@ mod tests {
         Topology::load(format!("{path}{name}.toml")).expect("topology file loads")
     }
 
-    /// Seed 002 (shared/seeds/002): node 0 = CPUs 0-3, node 1 = 4-7, NIC on node 0.
+    /// Seed 002 (docs/seeds.md): node 0 = CPUs 0-3, node 1 = 4-7, NIC on node 0.
     #[test]
     fn seed_002_becomes_two_nodes_of_two_sockets_with_the_nic_on_node_0() {
         let spec = machine_spec(&topo("seed-002"), AccelChoice::Tcg, 256).expect("buildable");

@@ -10,9 +10,9 @@ use anyhow::{Context, Result};
 /// `smp_affinity_list`, `affinity_hint` and `effective_affinity_list`.
 ///
 /// The probe counts as successful when the driver's netdev appeared and its
-/// vectors are still allocated (a failed probe frees them: §4.1 of the
-/// protocol map); insmod's status says nothing about probe, because PCI
-/// driver registration succeeds even when probe fails.
+/// vectors are still allocated (a failed probe frees them:
+/// docs/mana-protocol.md §4.1); insmod's status says nothing about
+/// probe, because PCI driver registration succeeds even when probe fails.
 ///
 /// # Errors
 /// An `affinity_hint` that is not a hex cpumask.

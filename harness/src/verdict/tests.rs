@@ -242,8 +242,8 @@ fn effective_cpu_outside_the_affinity_after_firing_fails() {
     let c = check(&v, "effective_within_affinity");
     assert_eq!(c.status, CheckStatus::Fail);
     assert!(c.message.starts_with("mana_q1 (IRQ 26): effective_affinity_list 1 is not inside smp_affinity_list 2-3"));
-    // The DESIGN.md observation (mana_q1: affinity 2-3, effective 1) before any interrupt
-    // is not a failure: the effective CPU is not yet meaningful.
+    // The docs/rig-pitfalls.md observation (mana_q1: affinity 2-3, effective 1) before
+    // any interrupt is not a failure: the effective CPU is not yet meaningful.
     let v = {
         let q1 = run.vector_mut("mana_q1");
         q1.counts.iter_mut().for_each(|c| *c = 0);

@@ -51,9 +51,9 @@ pub struct SourceFile {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SourceKind {
-    /// A seed file in the project brief (`/work/shared/seeds/NNN_*.txt`).
+    /// One of the seeds the project started from (`docs/seeds.md`, id `NNN`).
     Seed,
-    /// A public report (`cases/public-reports.md`, id `Rnn`).
+    /// A public report (id `Rnn`; the file's `[source]` quotes it).
     Report,
     /// A reviewer's question in a review thread.
     Review,
