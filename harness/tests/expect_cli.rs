@@ -70,15 +70,15 @@ fn expect_takes_the_minimal_kernels_names_as_their_generations() {
 
 #[test]
 fn expect_prints_the_6_3_model_naming_its_hop_aware_spread() {
-    // The 6.3 model (MANA of Linux 6.3-6.7): one CPU per vector from the hop-aware
+    // The 6.3 model (MANA of Linux 6.3-6.8): one CPU per vector from the hop-aware
     // cpumask_local_spread(). Seed 003 from node 14: node 14's CPUs 112-119 first
-    // (its "After" list), and 6.4 and 6.7 name the same model.
+    // (its "After" list), and 6.4 and 6.8 name the same model.
     let (code, out, err) = manarig(&["expect", "topologies/seed-003-epyc-7763.toml", "--kernel", "6.3"]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("on Linux 6.3 (upstream 6.3-6.7)") && out.contains("NUMA-hop-aware"), "{out}");
+    assert!(out.contains("on Linux 6.3 (upstream 6.3-6.8)") && out.contains("NUMA-hop-aware"), "{out}");
     let row = out.lines().find(|l| l.contains(" mana_q0 ")).unwrap_or_default();
     assert!(row.contains(" 113 ") && row.ends_with("local_spread(hops)"), "{row:?}");
-    for alias in ["6.4", "6.7"] {
+    for alias in ["6.4", "6.8"] {
         let (_, same, _) = manarig(&["expect", "topologies/seed-003-epyc-7763.toml", "--kernel", alias]);
         assert_eq!(same, out, "{alias}");
     }

@@ -12,8 +12,8 @@ use std::process::ExitCode;
 pub struct ExpectArgs {
     /// Topology file (TOML), e.g. topologies/seed-002.toml.
     pub topology: PathBuf,
-    /// Kernel generation: 6.1, 6.3 (6.3-6.7: one CPU per vector from the
-    /// NUMA-hop-aware cpumask_local_spread), 6.12 (6.8-6.16) or 7.x (also 7.3, 6.17+); `run`'s
+    /// Kernel generation: 6.1, 6.3 (6.3-6.8: one CPU per vector from the
+    /// NUMA-hop-aware cpumask_local_spread), 6.12 (6.9-6.16) or 7.x (also 7.3, 6.17+); `run`'s
     /// minimal kernels 6.1-min, 6.12-min and 7.x-min are those generations.
     #[arg(long, value_parser = clap::value_parser!(KernelGenArg))]
     pub kernel: KernelGenArg,
@@ -32,7 +32,7 @@ pub struct KernelGenArg(pub KernelGen);
 
 /// An `expect --kernel` or `run --model` value that names no modelled generation.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("kernel {0:?} is not modelled: use 6.1, 6.3 (6.3-6.7), 6.12 (6.8-6.16) or 7.x (6.17 and later); 6.1-min, 6.12-min and 7.x-min name the same generations")]
+#[error("kernel {0:?} is not modelled: use 6.1, 6.3 (6.3-6.8), 6.12 (6.9-6.16) or 7.x (6.17 and later); 6.1-min, 6.12-min and 7.x-min name the same generations")]
 pub struct UnknownExpectKernel(pub String);
 
 impl std::str::FromStr for KernelGenArg {

@@ -126,7 +126,7 @@ pub struct RunArgs {
     /// Output format: human (the seeds' table), ktap, junit or json.
     #[arg(long, default_value = "human")]
     pub format: Format,
-    /// Judge the guest against another generation's model: 6.1, 6.3 (6.3-6.7),
+    /// Judge the guest against another generation's model: 6.1, 6.3 (6.3-6.8),
     /// 6.12 or 7.x (default: the kernel's own; for a build, the one detected in
     /// its source).
     #[arg(long)]

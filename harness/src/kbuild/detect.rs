@@ -198,7 +198,7 @@ pub struct Sources<'a> {
 ///
 /// - `mana_irq_setup_numa_aware()` or `mana_irq_setup_linear()` defined in
 ///   gdma_main.c: [`KernelGen::V7`] (6.17 and later: dynamic MSI-X);
-/// - `irq_setup()` defined: [`KernelGen::V6_12`] (6.8–6.16: sibling groups per
+/// - `irq_setup()` defined: [`KernelGen::V6_12`] (6.9–6.16: sibling groups per
 ///   NUMA hop);
 /// - else a `cpumask_local_spread(` call: one CPU per vector, in the order of the
 ///   tree's own `cpumask_local_spread()`: [`KernelGen::V6_3`] when lib/cpumask.c's

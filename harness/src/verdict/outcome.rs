@@ -32,7 +32,7 @@ pub struct RunInfo {
     pub kernel: KernelGen,
     /// Guest `uname -r`.
     pub kernel_release: String,
-    /// Debian package whose code the model follows (`upstream 6.3-6.7` for the 6.3 model).
+    /// Debian package whose code the model follows (`upstream 6.3-6.8` for the 6.3 model).
     pub model_version: String,
     /// What the model does, in one phrase (`per-vector cpumask_local_spread, NUMA-hop-aware …`).
     #[serde(default)]

@@ -188,7 +188,7 @@ fn seed_003_before_is_the_flat_spread_and_after_the_hop_order() {
 #[test]
 fn seed_003_on_the_6_3_model_is_the_after_list_and_on_6_1_the_before_list() {
     // Seed 003: 6.3+ cpumask_local_spread() walks NUMA hops, so a driver that takes one
-    // CPU per vector from it (MANA of Linux 6.3-6.7, the reverted 6.12 tree) hands out
+    // CPU per vector from it (MANA of Linux 6.3-6.8, the reverted 6.12 tree) hands out
     // exactly seed 003's "After" hints; the flat 6.1 helper gives its "Before" hints.
     // MANA asks for min(256, 64) + 1 = 65 vectors, HWC included, all one CPU each.
     let t = topo("seed-003-epyc-7763");

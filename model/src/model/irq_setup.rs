@@ -50,7 +50,7 @@ fn walk(numa: &NumaLevels, siblings: Siblings<'_>, len: usize, node: Option<u32>
 /// MANA `irq_setup(irqs, len, node)`: whole sibling groups, hop by hop, each hop's
 /// groups visited repeatedly until the hop has had as many IRQs as it has CPUs.
 ///
-/// Models drivers/net/ethernet/microsoft/mana/gdma_main.c `irq_setup()`, Linux 6.8–6.16
+/// Models drivers/net/ethernet/microsoft/mana/gdma_main.c `irq_setup()`, Linux 6.9–6.16
 /// (commit 91bfe210e196, "net: mana: add a function to spread IRQs per CPUs"; Debian
 /// 6.12.117 read). A node without CPUs gives no hop masks, so nothing is assigned.
 pub fn irq_setup(numa: &NumaLevels, siblings: Siblings<'_>, len: usize, node: Option<u32>) -> Vec<CpuMask> {

@@ -10,13 +10,13 @@ pub enum KernelGen {
     /// Linux 6.1 as Debian ships it (6.1.192-3, bookworm-security): one CPU per vector
     /// from the flat `cpumask_local_spread()`; no `irq_setup()`.
     V6_1,
-    /// Linux 6.3–6.7: MANA still gives each vector one CPU from `cpumask_local_spread()`
+    /// Linux 6.3–6.8: MANA still gives each vector one CPU from `cpumask_local_spread()`
     /// (no `irq_setup()`), but that helper walks NUMA hops from 6.3 on
     /// (`sched_numa_find_nth_cpu()`): the spreading of the mlx5 patch in seed 003. No
     /// Debian kernel is pinned for it; built trees that run it (e.g. Debian 6.12 with
     /// examples/patches/revert-irq-setup) are detected from their source.
     V6_3,
-    /// Linux 6.8–6.16 (Debian 6.12.117-1, trixie): static MSI-X, `irq_setup()` gives each
+    /// Linux 6.9–6.16 (Debian 6.12.117-1, trixie): static MSI-X, `irq_setup()` gives each
     /// queue vector a whole sibling group; hop-aware `cpumask_local_spread()`.
     V6_12,
     /// Linux 6.17–7.x (Debian 7.3.4-1~bpo13+1, trixie-backports): dynamic MSI-X, HWC set
@@ -56,7 +56,7 @@ impl fmt::Display for ModelBasis {
 /// A kernel version string the model does not cover.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "kernel {0:?} is not modelled: use 6.1 (Debian 6.1.192), 6.3 (6.3-6.7), 6.12 (6.8-6.16, \
+    "kernel {0:?} is not modelled: use 6.1 (Debian 6.1.192), 6.3 (6.3-6.8), 6.12 (6.9-6.16, \
      Debian 6.12.117) or 7.x (6.17 and later, Debian 7.3.4)"
 )]
 pub struct UnknownKernel(pub String);
@@ -90,17 +90,17 @@ impl KernelGen {
     }
 
     /// The source the model follows, for reports: the Debian version (`6.12.117-1`), or
-    /// `upstream 6.3-6.7` for [`KernelGen::V6_3`].
+    /// `upstream 6.3-6.8` for [`KernelGen::V6_3`].
     pub fn model_version(self) -> &'static str {
-        self.debian_version().unwrap_or("upstream 6.3-6.7")
+        self.debian_version().unwrap_or("upstream 6.3-6.8")
     }
 
     /// Upstream releases this generation stands for.
     pub fn upstream_range(self) -> &'static str {
         match self {
             Self::V6_1 => "6.1 (Debian backports; flat cpumask_local_spread, before 6.3)",
-            Self::V6_3 => "6.3-6.7",
-            Self::V6_12 => "6.8-6.16",
+            Self::V6_3 => "6.3-6.8",
+            Self::V6_12 => "6.9-6.16",
             Self::V7 => "6.17-7.x",
         }
     }
@@ -111,7 +111,7 @@ impl KernelGen {
         match self {
             Self::V6_1 => "per-vector cpumask_local_spread, flat (the node, then every CPU by id)",
             Self::V6_3 => {
-                "per-vector cpumask_local_spread, NUMA-hop-aware (MANA of Linux 6.3-6.7; the mlx5 spreading of seed 003)"
+                "per-vector cpumask_local_spread, NUMA-hop-aware (MANA of Linux 6.3-6.8; the mlx5 spreading of seed 003)"
             }
             Self::V6_12 => "irq_setup(): a whole sibling group per vector, NUMA hop by hop",
             Self::V7 => "mana_irq_setup_numa_aware() / mana_irq_setup_linear() (dynamic MSI-X)",
@@ -122,7 +122,7 @@ impl KernelGen {
 impl FromStr for KernelGen {
     type Err = UnknownKernel;
 
-    /// Accepts `6.1`; `6.3` … `6.7` (→ [`KernelGen::V6_3`]); `6.8` … `6.16` (→
+    /// Accepts `6.1`; `6.3` … `6.8` (→ [`KernelGen::V6_3`]); `6.9` … `6.16` (→
     /// [`KernelGen::V6_12`]); `6.17` … `6.19`, `7`,
     /// `7.x`, `7.N` (→ [`KernelGen::V7`]). A Debian suffix (`6.12.117-1`) is ignored.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
@@ -136,8 +136,8 @@ impl FromStr for KernelGen {
         let minor: u32 = parts.next().and_then(|p| p.parse().ok()).ok_or_else(unknown)?;
         match (major, minor) {
             (6, 1) => Ok(Self::V6_1),
-            (6, 3..=7) => Ok(Self::V6_3),
-            (6, 8..=16) => Ok(Self::V6_12),
+            (6, 3..=8) => Ok(Self::V6_3),
+            (6, 9..=16) => Ok(Self::V6_12),
             (6, 17..) | (7, _) => Ok(Self::V7),
             _ => Err(unknown()),
         }
@@ -165,7 +165,8 @@ mod tests {
         for (s, k) in [
             ("6.1", KernelGen::V6_1),
             ("6.12", KernelGen::V6_12),
-            ("6.8", KernelGen::V6_12),
+            ("6.9", KernelGen::V6_12),
+            ("6.8", KernelGen::V6_3),
             ("6.3", KernelGen::V6_3),
             ("6.7", KernelGen::V6_3),
             ("6.5", KernelGen::V6_3),

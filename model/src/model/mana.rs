@@ -57,7 +57,7 @@ fn fill(out: &mut Vec<(Algorithm, CpuMask)>, masks: Vec<CpuMask>, len: usize, al
 /// Models gdma_main.c `mana_gd_setup_irqs()` (Debian 6.1.192 and 6.12.117) and, for
 /// `gen = V7`, `mana_gd_setup_hwc_irqs()` + `mana_gd_setup_irqs()` without dynamic MSI-X
 /// (Debian 7.3.4). 6.1: vector i → `cpumask_local_spread(i, node)` (flat), HWC included.
-/// 6.3 (Linux 6.3–6.7, `mana_gd_setup_irqs()` unchanged since 6.1): the same loop over
+/// 6.3 (Linux 6.3–6.8, `mana_gd_setup_irqs()` unchanged since 6.1): the same loop over
 /// the hop-aware `cpumask_local_spread()`. 6.12/7.x: if nvec > ncpu the HWC vector gets `cpumask_local_spread(0, node)` and the
 /// other nvec − 1 go through `irq_setup()`; otherwise all nvec do (the HWC joins the
 /// spread, R02).

@@ -17,7 +17,7 @@ pub enum Algorithm {
     LocalSpreadFlat,
     /// `cpumask_of(cpumask_local_spread(i, node))`, hop-aware flavour (6.3+).
     LocalSpreadHops,
-    /// MANA `irq_setup()` (6.8–6.16): a whole sibling group.
+    /// MANA `irq_setup()` (6.9–6.16): a whole sibling group.
     IrqSetup,
     /// MANA `mana_irq_setup_numa_aware(…, skip_first_cpu = false)` (7.x).
     NumaAware,
