@@ -231,14 +231,29 @@ fn run(args: Args) -> Result<()> {
 }
 
 /// A panic in any thread (the vfio-user serving thread, the control thread)
-/// prints its message as usual and then ends the process with
+/// prints its message as usual (with a backtrace if `RUST_BACKTRACE` asks),
+/// then one line with the thread, place and message (the last line, which is
+/// what a supervisor keeps of a long backtrace), and ends the process with
 /// [`PANIC_EXIT`]: otherwise the other threads would keep the process alive
 /// while nothing serves the guest.
 fn exit_on_panic() {
     let print = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         print(info);
-        eprintln!("mana-device: error: a thread panicked; exiting");
+        let thread = std::thread::current();
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("(no message)");
+        let place = info
+            .location()
+            .map_or_else(String::new, |l| format!(" at {l}"));
+        eprintln!(
+            "mana-device: error: thread '{}' panicked{place}: {message}; exiting",
+            thread.name().unwrap_or("unnamed")
+        );
         std::process::exit(PANIC_EXIT);
     }));
 }

@@ -540,6 +540,17 @@ mod tests {
         p
     }
 
+    /// A fake device in `dir` that gets ready on `dir/nic.sock`, then runs
+    /// `after_ready`; started with an abort to watch.
+    fn serving(dir: &Path, after_ready: &str) -> (BootAbort, DeviceProcess) {
+        let socket = dir.join("nic.sock");
+        let bin = fake(dir, &format!("echo 'ready {}'; {after_ready}", socket.display()));
+        let abort = BootAbort::default();
+        let options = DeviceOptions { abort: Some(abort.clone()), fault: None };
+        let device = DeviceProcess::start(&bin, &socket, &DeviceConfig::default(), options).expect("ready");
+        (abort, device)
+    }
+
     fn alive(pid: u32) -> bool {
         Path::new(&format!("/proc/{pid}")).exists()
     }
@@ -576,13 +587,8 @@ mod tests {
     #[test]
     fn a_device_that_dies_while_serving_aborts_the_boot_with_its_last_lines() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let socket = dir.path().join("nic.sock");
-        // Ready, then dies when asked anything (the watchdog's first ping).
-        let body = format!("echo 'ready {}'; echo 'about to go' >&2; read line; kill -9 $$", socket.display());
-        let bin = fake(dir.path(), &body);
-        let abort = BootAbort::default();
-        let options = DeviceOptions { abort: Some(abort.clone()), fault: None };
-        let mut device = DeviceProcess::start(&bin, &socket, &DeviceConfig::default(), options).expect("ready");
+        // Dies when asked anything (the watchdog's first ping).
+        let (abort, mut device) = serving(dir.path(), "echo 'about to go' >&2; read line; kill -9 $$");
         let pid = device.pid();
         let status = device.wait_exit(Duration::from_secs(60)).expect("it dies at the first ping");
         assert!(status.contains("SIGKILL"), "{status}");
@@ -596,13 +602,8 @@ mod tests {
     #[test]
     fn a_device_that_stops_answering_is_killed_and_aborts_the_boot() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let socket = dir.path().join("nic.sock");
-        // Ready, then reads requests and never answers (stdout stays open).
-        let body = format!("echo 'ready {}'; echo 'stuck' >&2; while read line; do :; done", socket.display());
-        let bin = fake(dir.path(), &body);
-        let abort = BootAbort::default();
-        let options = DeviceOptions { abort: Some(abort.clone()), fault: None };
-        let mut device = DeviceProcess::start(&bin, &socket, &DeviceConfig::default(), options).expect("ready");
+        // Reads requests and never answers (stdout stays open).
+        let (abort, mut device) = serving(dir.path(), "echo 'stuck' >&2; while read line; do :; done");
         let pid = device.pid();
         // The watchdog: first ping after 1 s, no answer within 5 s, kill.
         let status = device.wait_exit(Duration::from_secs(60)).expect("killed by the watchdog");
