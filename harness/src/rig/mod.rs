@@ -289,7 +289,9 @@ impl NicBoot<'_> {
             let marks = std::sync::Arc::clone(&marks);
             let status = nic.status_handle();
             boot.on_marker = Some(qemu::MarkerHook(std::sync::Arc::new(move |line: &str| {
+                let asked = Instant::now();
                 let snapshot = status.snapshot().map_err(|e| tracing::warn!("device status at {line:?}: {e}")).ok();
+                tracing::debug!("device status at {line:?} in {:?}", asked.elapsed());
                 marks.lock().unwrap_or_else(|e| e.into_inner()).push((line.to_owned(), snapshot));
             })));
         }
