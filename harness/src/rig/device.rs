@@ -313,6 +313,7 @@ impl DeviceProcess {
         crate::children::die_with_parent(&mut cmd);
         // Ctrl-C from now on kills the device too (QEMU is not started yet).
         crate::children::install_signal_thread();
+        let spawned = Instant::now();
         let mut child = cmd.spawn().map_err(|source| {
             let _ = std::fs::remove_file(&config_file);
             DeviceError::Io { what: format!("starting {}", bin.display()), source }
@@ -398,6 +399,7 @@ impl DeviceProcess {
             waiter: Some(waiter),
         };
         device.wait_ready(bin, socket)?;
+        tracing::debug!("{DEVICE_BIN} (pid {pid}) ready in {:?}", spawned.elapsed());
         let (stop_tx, stop_rx) = mpsc::channel();
         let shared = Arc::clone(&device.shared);
         device.watchdog = Some(std::thread::spawn(move || watchdog(&shared, &stop_rx)));
