@@ -44,7 +44,7 @@ fn utc_seconds_of_day_now() -> f64 {
 
 /// UTC seconds of the day of a device log line (`2026-12-01T09:55:03.902947Z ERROR …`).
 fn logged_at(line: &str) -> Option<f64> {
-    let stamp = line.trim_start().split_whitespace().next()?;
+    let stamp = line.split_whitespace().next()?;
     let time = stamp.split_once('T')?.1.trim_end_matches('Z');
     let mut parts = time.split(':');
     let (h, m, s) = (parts.next()?.parse::<f64>().ok()?, parts.next()?.parse::<f64>().ok()?, parts.next()?.parse::<f64>().ok()?);
