@@ -46,7 +46,7 @@ pub struct InitParams {
 }
 
 /// Queue ids the device gives the HWC rings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct HwcIds {
     /// HWC EQ id.
     pub eq: u32,

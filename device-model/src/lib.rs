@@ -16,9 +16,14 @@
 //!   (configuration space), [`msix`] (eventfds and pending bits), [`dma`]
 //!   (guest memory from DMA_MAP fds), [`shared`] (the core behind a lock for
 //!   status snapshots).
+//! - the process around it (`mana-device`, src/main.rs): [`control`] (status
+//!   and liveness requests from whoever started it, over stdin/stdout) and
+//!   [`fault`] (test-only fault injection).
 
 pub mod bar;
 pub mod config;
+pub mod control;
+pub mod fault;
 pub mod dma;
 pub mod interrupt;
 pub mod msix;

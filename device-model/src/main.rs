@@ -4,13 +4,21 @@
 //! socket file exists and accepts connections from then on), serves one QEMU
 //! `vfio-user-pci` connection and exits 0 when QEMU disconnects.
 //! SIGTERM/SIGINT end it cleanly (status written, socket removed, exit 0);
-//! SIGUSR1 writes the status file. Exit 2 for arguments clap rejects, 1 for
-//! every other error (bad config values, socket in the way, connection
-//! failure, no client within `--connect-timeout`), with the reason on stderr.
+//! SIGUSR1 writes the status file. With `--control stdio` it also answers
+//! status and ping requests on stdin/stdout (`device_model::control`), and
+//! end of file on stdin ends it like SIGTERM: this is how the rig runs it
+//! (harness/src/rig/device.rs).
+//!
+//! Exit 2 for arguments clap rejects, 1 for every other error (bad config
+//! values, socket in the way, connection failure, no client within
+//! `--connect-timeout`), with the reason on stderr; 101 when any thread
+//! panics (the panic hook prints the message and ends the process at once,
+//! instead of leaving a device that no longer serves).
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use device_model::config::DeviceConfig;
+use device_model::fault::DeviceFault;
 use device_model::server::{DeviceServer, StatusHandle};
 use device_model::shared::mana_core;
 use signal_hook::consts::{SIGINT, SIGTERM, SIGUSR1};
@@ -50,7 +58,18 @@ struct Args {
     /// Give up if no client connects within this many seconds (0 = wait forever).
     #[arg(long, default_value_t = 300)]
     connect_timeout: u64,
+    /// Answer control requests (status, ping) on stdin/stdout, one JSON line
+    /// each (device_model::control); end of file on stdin stops the device.
+    #[arg(long, value_parser = [device_model::control::STDIO])]
+    control: Option<String>,
+    /// Test only: fail at the N-th guest write to BAR0 (KIND:N, KIND = panic,
+    /// exit, kill or hang; see device_model::fault).
+    #[arg(long, value_name = "KIND:N", hide = true)]
+    inject_fault: Option<DeviceFault>,
 }
+
+/// Exit status after a panic in any thread (Rust's own for a panicking main).
+const PANIC_EXIT: i32 = 101;
 
 fn parse_mac(text: &str) -> Result<[u8; 6], String> {
     let parts: Vec<&str> = text.split(':').collect();
@@ -103,6 +122,8 @@ enum Event {
     Finished(Result<(), device_model::server::ServerError>),
     Signal(i32),
     ConnectTimeout,
+    /// The control channel's stdin ended (or broke): whoever started us is gone.
+    ControllerGone(std::io::Result<()>),
 }
 
 fn write_status(handle: &StatusHandle, path: Option<&Path>) {
@@ -117,6 +138,10 @@ fn write_status(handle: &StatusHandle, path: Option<&Path>) {
 fn run(args: Args) -> Result<()> {
     let config = device_config(&args)?;
     let (factory, core_status) = mana_core(&config);
+    let factory = match args.inject_fault {
+        Some(fault) => device_model::fault::inject(factory, fault),
+        None => factory,
+    };
     // Register signal handlers before binding so that a SIGTERM right after
     // the socket appears cannot kill the process without cleanup.
     let mut signals =
@@ -149,6 +174,21 @@ fn run(args: Args) -> Result<()> {
             }
         })?;
 
+    if args.control.is_some() {
+        let control_tx = tx.clone();
+        let control_handle = handle.clone();
+        std::thread::Builder::new()
+            .name("control".into())
+            .spawn(move || {
+                let result = device_model::control::serve(
+                    std::io::stdin().lock(),
+                    std::io::stdout(),
+                    &control_handle,
+                );
+                let _ = control_tx.send(Event::ControllerGone(result));
+            })?;
+    }
+
     let server_tx = tx.clone();
     let server = std::sync::Arc::new(server);
     let serving = std::sync::Arc::clone(&server);
@@ -179,6 +219,10 @@ fn run(args: Args) -> Result<()> {
             tracing::info!(signal, "terminated by signal; exiting");
             Ok(())
         }
+        Event::ControllerGone(result) => {
+            tracing::info!(?result, "control channel closed; exiting");
+            Ok(())
+        }
         Event::ConnectTimeout => bail!(
             "no vfio-user client connected within {} s",
             args.connect_timeout
@@ -186,9 +230,40 @@ fn run(args: Args) -> Result<()> {
     }
 }
 
+/// A panic in any thread (the vfio-user serving thread, the control thread)
+/// prints its message as usual (with a backtrace if `RUST_BACKTRACE` asks),
+/// then one line with the thread, place and message (the last line, which is
+/// what a supervisor keeps of a long backtrace), and ends the process with
+/// [`PANIC_EXIT`]: otherwise the other threads would keep the process alive
+/// while nothing serves the guest.
+fn exit_on_panic() {
+    let print = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        print(info);
+        let thread = std::thread::current();
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("(no message)");
+        let place = info
+            .location()
+            .map_or_else(String::new, |l| format!(" at {l}"));
+        eprintln!(
+            "mana-device: error: thread '{}' panicked{place}: {message}; exiting",
+            thread.name().unwrap_or("unnamed")
+        );
+        std::process::exit(PANIC_EXIT);
+    }));
+}
+
 fn main() {
+    use std::io::IsTerminal;
+    exit_on_panic();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),

@@ -14,7 +14,7 @@
 
 use crate::interrupt::InterruptSink;
 use crate::pci::{MSIX_MAX_VECTORS, MSIX_PBA_OFFSET, MSIX_TABLE_OFFSET};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io::Write;
 use std::sync::{Mutex, MutexGuard};
@@ -54,7 +54,7 @@ pub enum MsixError {
 }
 
 /// Counters and state of the MSI-X vectors, for status reports.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MsixSnapshot {
     /// Entries in the MSI-X table.
     pub table_size: u16,

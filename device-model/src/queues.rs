@@ -23,7 +23,7 @@
 
 use crate::defs::{Cqe, CqeInfo, Eqe, EqeType, Le32, Sge, WqeHeader};
 use crate::interrupt::InterruptSink;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::Ordering;
 use vm_memory::{Bytes, GuestAddress, GuestMemoryError, GuestMemoryMmap};
@@ -384,7 +384,7 @@ impl<E: Entry> Producer<E> {
 }
 
 /// Who owns a queue (`gdma_dev_id` as type/instance).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Owner {
     /// Device type (1 HWC, 2 MANA, 3 MANA_IB).
     pub dev_type: u16,
@@ -413,7 +413,7 @@ pub struct CompletionQueue {
 }
 
 /// Kind of a work queue.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum WqKind {
     /// Send queue.
     Sq,

@@ -8,7 +8,7 @@ use crate::defs::{DevId, DeviceType};
 use crate::dma_region::DmaRegions;
 use crate::interrupt::InterruptSink;
 use crate::queues::{Mem, Queues, WqKind};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// `HWC_INIT_DATA_MAX_NUM_CQS`: size of the driver's `cq_table`; every CQ id
@@ -40,7 +40,7 @@ pub const LISTED_DEVICES: [DevId; 2] = [
 ];
 
 /// The answer to GDMA_REGISTER_DEVICE for one device.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Registration {
     /// Protection domain id.
     pub pdid: u32,
@@ -51,7 +51,7 @@ pub struct Registration {
 }
 
 /// A MANA_CREATE_WQ_OBJ object: one SQ or RQ and its CQ.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WqObj {
     /// SQ or RQ.
     pub kind: WqKind,

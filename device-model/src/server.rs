@@ -23,7 +23,8 @@ use crate::msix::{MsixError, MsixSnapshot, MsixVectors};
 use crate::pci::{
     BarKind, BarSpec, ConfigSpace, PciError, CONFIG_SPACE_SIZE, MSIX_BAR_INDEX, MSIX_BAR_SIZE,
 };
-use serde::Serialize;
+use crate::snapshot::Snapshot;
+use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -99,7 +100,7 @@ pub enum IrqError {
 }
 
 /// Snapshot of the shell's state, written to the status file as JSON.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShellStatus {
     /// The configuration the device was built with.
     pub config: DeviceConfig,
@@ -117,17 +118,21 @@ pub struct ShellStatus {
     pub bad_requests: u64,
 }
 
-/// What the status file holds: the shell's state and the core's snapshot.
-#[derive(Debug, Clone, Serialize)]
+/// The device's status: what the status file and the control channel's
+/// [`crate::control::Reply::Status`] hold (JSON), and what the rig reads back
+/// into this same type.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeviceStatus {
     /// PCI function, MSI-X and DMA state.
     pub shell: ShellStatus,
-    /// The device core's snapshot, if a [`CoreStatus`] was registered.
-    pub core: Option<serde_json::Value>,
+    /// The device core's snapshot, if a [`CoreStatus`] was registered and the
+    /// core has been built (it is built with the server, see [`ManaFunction::new`]).
+    pub core: Option<Snapshot>,
 }
 
-/// Produces the device core's snapshot as JSON (see [`crate::shared::observed_factory`]).
-pub type CoreStatus = Box<dyn Fn() -> Option<serde_json::Value> + Send + Sync>;
+/// Produces the device core's snapshot (see [`crate::shared::mana_core`]);
+/// `None` while there is no core to look at.
+pub type CoreStatus = Box<dyn Fn() -> Option<Snapshot> + Send + Sync>;
 
 /// The emulated PCI function: config space, BAR0 (device core), MSI-X BAR,
 /// interrupts and DMA map.
@@ -599,6 +604,16 @@ impl StatusHandle {
         let shell = self.status();
         let core = self.core_status.get().and_then(|snapshot| snapshot());
         DeviceStatus { shell, core }
+    }
+
+    /// Takes the device's lock and lets it go again: returns at once unless a
+    /// client message is being handled, then when it is done. A serving thread
+    /// stuck inside a message (a hang in the shell or the core, which runs under
+    /// this lock) makes this block: the control channel's [`crate::control::Op::Ping`]
+    /// is answered through here, so a controller that pings with a deadline
+    /// sees such a hang.
+    pub fn ping(&self) {
+        drop(lock(&self.function));
     }
 
     /// Whether a client has sent a request the device handled.

@@ -75,20 +75,16 @@ where
 }
 
 /// The MANA device core ([`crate::ManaDevice`]) for `config`, and a
-/// [`crate::server::CoreStatus`] that snapshots it as JSON for status files
-/// and reports. This is what `mana-device` and the harness serve.
+/// [`crate::server::CoreStatus`] that snapshots it for status files and the
+/// control channel. This is what `mana-device` serves.
 pub fn mana_core(config: &crate::config::DeviceConfig) -> (Bar0Factory, crate::server::CoreStatus) {
     let config = config.clone();
     let (factory, observer) =
         observed_factory(move |memory, sink| crate::ManaDevice::new(config, memory, sink));
-    let status: crate::server::CoreStatus = Box::new(move || {
-        observer
-            .with(|core| serde_json::to_value(core.snapshot()))
-            .and_then(Result::ok)
-    });
+    let status: crate::server::CoreStatus =
+        Box::new(move || observer.with(crate::ManaDevice::snapshot));
     (factory, status)
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -1,16 +1,17 @@
-//! The serializable view of the device the harness dumps
-//! ([`crate::ManaDevice::snapshot`]); the shell reaches the device through
-//! its own observer (`shared::observed_factory` on the devshell branch).
+//! The view of the device core the harness reads ([`crate::ManaDevice::snapshot`]),
+//! reached through [`crate::shared::mana_core`]'s observer. Serialized by
+//! `mana-device` (status file, control channel: [`crate::control`]) and
+//! deserialized into these same types by the rig (harness/src/rig/device.rs).
 #![forbid(unsafe_code)]
 
 use crate::hwc::HwcIds;
 use crate::queues::{Owner, WqKind};
 use crate::resources::{Registration, WqObj};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Counters kept for the harness.
-#[derive(Debug, Default, Clone, Serialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counters {
     /// Requests handled, by command name (or hex code when unknown).
     pub commands: BTreeMap<String, u64>,
@@ -29,7 +30,7 @@ pub struct Counters {
 }
 
 /// An EQ in the snapshot.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct EqSnapshot {
     /// EQ id.
     pub id: u32,
@@ -46,7 +47,7 @@ pub struct EqSnapshot {
 }
 
 /// A CQ in the snapshot.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct CqSnapshot {
     /// CQ id.
     pub id: u32,
@@ -61,7 +62,7 @@ pub struct CqSnapshot {
 }
 
 /// A work queue in the snapshot.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct WqSnapshot {
     /// WQ id.
     pub id: u32,
@@ -74,7 +75,7 @@ pub struct WqSnapshot {
 }
 
 /// A registered device in the snapshot.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct DeviceSnapshot {
     /// Device type.
     pub dev_type: u16,
@@ -85,7 +86,7 @@ pub struct DeviceSnapshot {
 }
 
 /// Serializable view of the device for the harness.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Snapshot {
     /// HWC queue ids and vector while the channel is up.
     pub hwc: Option<HwcSnapshot>,
@@ -108,7 +109,7 @@ pub struct Snapshot {
 }
 
 /// The HWC in the snapshot.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct HwcSnapshot {
     /// Queue ids.
     pub ids: HwcIds,

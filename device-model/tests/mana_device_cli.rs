@@ -1,10 +1,13 @@
 //! The `mana-device` binary as the harness starts it: readiness line,
-//! clean SIGTERM, clear errors on bad arguments.
+//! clean SIGTERM, clear errors on bad arguments, the control channel on
+//! stdin/stdout, and a panicking or hanging device (`--inject-fault`).
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use device_model::control::{Op, Reply, Request, Response};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
+use vfio_bindings::bindings::vfio::VFIO_PCI_BAR0_REGION_INDEX;
 
 /// Generous deadline for a loaded 2-core machine; not a timing assertion.
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -137,4 +140,136 @@ fn an_existing_socket_path_is_refused() {
     assert_eq!(output.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&output.stderr).contains("already exists"));
     assert!(socket.exists(), "someone else's file is left alone");
+}
+
+/// A device started with `--control stdio`: its stdin, and its stdout lines
+/// (the readiness line first) as they come.
+struct Controlled {
+    child: Child,
+    stdin: ChildStdin,
+    lines: mpsc::Receiver<String>,
+}
+
+fn controlled(socket: &std::path::Path, extra: &[&str]) -> Controlled {
+    let mut args = vec!["--socket", socket.to_str().expect("utf-8"), "--control", "stdio"];
+    args.extend_from_slice(extra);
+    let mut child = mana_device(&args)
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let stdin = child.stdin.take().expect("piped stdin");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut device = Controlled { child, stdin, lines };
+    let ready = device.next_line(DEADLINE).expect("a readiness line");
+    assert_eq!(ready, format!("ready {}", socket.display()));
+    device
+}
+
+impl Controlled {
+    fn next_line(&mut self, within: Duration) -> Option<String> {
+        self.lines.recv_timeout(within).ok()
+    }
+
+    fn ask(&mut self, id: u64, op: Op) {
+        let mut line = serde_json::to_string(&Request { id, op }).expect("json");
+        line.push('\n');
+        self.stdin.write_all(line.as_bytes()).expect("write a request");
+    }
+
+    fn answer(&mut self, within: Duration) -> Option<Response> {
+        self.next_line(within)
+            .map(|l| serde_json::from_str(&l).unwrap_or_else(|e| panic!("{l:?}: {e}")))
+    }
+}
+
+#[test]
+fn with_control_stdio_it_answers_ping_and_typed_status_and_stops_when_stdin_closes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let socket = dir.path().join("dev.sock");
+    let mut device = controlled(&socket, &["--msix-table-size", "17"]);
+    device.ask(1, Op::Ping);
+    assert_eq!(device.answer(DEADLINE), Some(Response { id: 1, reply: Reply::Pong }));
+    device.ask(2, Op::Status);
+    let response = device.answer(DEADLINE).expect("a status");
+    assert_eq!(response.id, 2);
+    let Reply::Status(status) = response.reply else {
+        panic!("expected a status, got {response:?}");
+    };
+    assert_eq!(status.shell.config.msix_table_size, 17);
+    assert!(!status.shell.connected);
+    assert!(status.core.is_some_and(|core| core.eqs.is_empty()));
+    // End of file on stdin: the controller is gone, the device stops cleanly.
+    let Controlled { child, stdin, .. } = device;
+    drop(stdin);
+    let output = wait(child);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(!socket.exists(), "socket removed");
+}
+
+#[test]
+fn a_panic_in_the_serving_thread_ends_the_process_with_101_and_the_message() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let socket = dir.path().join("dev.sock");
+    // The control thread keeps reading stdin: the panic hook must end the
+    // process anyway.
+    let device = controlled(&socket, &["--inject-fault", "panic:1"]);
+    let mut client = vfio_user::Client::new(&socket).expect("connect and negotiate");
+    // The first BAR0 write panics; the reply never comes, the socket closes.
+    let offset = device_model::regs::DB_PAGE_OFFSET;
+    let _ = client.region_write(VFIO_PCI_BAR0_REGION_INDEX, offset, &[0; 8]);
+    let Controlled { child, stdin, .. } = device;
+    let output = wait(child);
+    drop(stdin);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(101), "{stderr}");
+    // The last line says it all (a backtrace before it may be long).
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("mana-device: error: thread 'vfio-user' panicked at ")
+            && last.ends_with(": injected fault: panic:1; exiting"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_device_hung_inside_a_message_answers_no_ping() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let socket = dir.path().join("dev.sock");
+    let mut device = controlled(&socket, &["--inject-fault", "hang:1"]);
+    device.ask(1, Op::Ping);
+    assert_eq!(device.answer(DEADLINE), Some(Response { id: 1, reply: Reply::Pong }));
+    let path = socket.clone();
+    // Blocks until the device is killed below (the socket then closes).
+    let writer = std::thread::spawn(move || {
+        let mut client = vfio_user::Client::new(&path).expect("connect and negotiate");
+        let _ = client.region_write(VFIO_PCI_BAR0_REGION_INDEX, device_model::regs::DB_PAGE_OFFSET, &[0; 8]);
+    });
+    // Wait for the hang itself (its log line), not for a guessed time.
+    let stderr = device.child.stderr.take().expect("piped stderr");
+    let (tx, logged) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.contains("injected fault: hang:1") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    logged.recv_timeout(DEADLINE).expect("the device logs the injected hang");
+    device.ask(2, Op::Ping);
+    // A ping is answered within microseconds otherwise; 2 s of silence is the hang.
+    assert_eq!(device.answer(Duration::from_secs(2)), None, "a hung device answered a ping");
+    let Controlled { mut child, stdin, .. } = device;
+    child.kill().expect("kill");
+    child.wait().expect("reap");
+    drop(stdin);
+    writer.join().expect("the client thread ends with the device");
 }

@@ -98,6 +98,7 @@ impl RigOptions {
             custom_kernel: None,
             extra_cmdline: self.cmdline.clone(),
             label: None,
+            device_fault: None,
         }
     }
 }
@@ -232,6 +233,22 @@ fn timings_line(outcome: &RunOutcome) -> String {
     )
 }
 
+/// Test only: `MANARIG_DEVICE_FAULT=KIND:N` makes `run`'s emulated NIC fail on
+/// purpose (`mana-device --inject-fault`, device-model/src/fault.rs), to check
+/// the rig's handling of a broken device from the command line.
+pub const DEVICE_FAULT_ENV: &str = "MANARIG_DEVICE_FAULT";
+
+/// [`DEVICE_FAULT_ENV`], if set.
+///
+/// # Errors
+/// A value that is not `KIND:N`.
+fn device_fault_from_env() -> anyhow::Result<Option<device_model::fault::DeviceFault>> {
+    match std::env::var(DEVICE_FAULT_ENV) {
+        Ok(v) if !v.is_empty() => v.parse().map(Some).map_err(|e| anyhow::anyhow!("{DEVICE_FAULT_ENV}: {e}")),
+        _ => Ok(None),
+    }
+}
+
 /// `run`: one topology on one kernel; prints the verdict in the chosen format.
 /// Exit 0 pass, 1 mismatch, 2 rig error.
 pub fn run(args: &RunArgs) -> ExitCode {
@@ -248,10 +265,14 @@ pub fn run(args: &RunArgs) -> ExitCode {
             _ => Ok(()),
         }
     });
-    if let Err(err) = checked {
-        report_rig_error(&err, &run_name(&args.topology, &args.kernel_choice().to_string()), args.format);
-        return Exit::RigError.into();
-    }
+    let device_fault = checked.and_then(|()| device_fault_from_env());
+    let device_fault = match device_fault {
+        Ok(fault) => fault,
+        Err(err) => {
+            report_rig_error(&err, &run_name(&args.topology, &args.kernel_choice().to_string()), args.format);
+            return Exit::RigError.into();
+        }
+    };
     let kernel = match resolve_or_report(&args.kernel_choice(), model, &args.rig, &args.topology, args.format) {
         Ok(k) => k,
         Err(code) => return code,
@@ -260,6 +281,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
     let mut request = args.rig.request_for(&args.topology, &kernel, model);
     request.channels = args.channels;
     request.reprobe = args.reprobe;
+    request.device_fault = device_fault;
     match run_one(&request) {
         Ok(outcome) => match render(&outcome.verdict, args.format) {
             Ok(text) => {

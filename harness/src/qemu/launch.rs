@@ -1,6 +1,7 @@
 //! Boot a `MachineSpec` in QEMU, read the serial console live, and return the
 //! guest's report. QEMU is always reaped: on success, error, deadline, guest
-//! panic, panic of the caller (drop guard) and SIGINT/SIGTERM.
+//! panic, panic of the caller (drop guard), SIGINT/SIGTERM, and a
+//! [`BootAbort`] from the caller (the emulated NIC's process failed).
 
 use super::speed::{self, Speedups, SPEED_CMDLINE};
 use super::spec::{MachineSpec, SpecError};
@@ -67,6 +68,80 @@ pub struct BootRequest<'a> {
     pub on_marker: Option<MarkerHook>,
     /// Boot speed-ups (default: all; see [`super::speed`]).
     pub speedups: Speedups,
+    /// Lets another thread end the boot (see [`BootAbort`]).
+    pub abort: Option<BootAbort>,
+}
+
+/// Ends a [`boot`] from another thread, e.g. when a process the guest
+/// depends on (the emulated NIC, harness/src/rig/device.rs) fails: QEMU is
+/// killed and reaped at once and the boot returns [`LaunchError::Aborted`]
+/// with the reason. An abort that comes before the boot has started QEMU ends
+/// the boot as soon as it has; one that comes after the boot returned changes
+/// nothing. Clones share the same state.
+#[derive(Clone, Default)]
+pub struct BootAbort(std::sync::Arc<std::sync::Mutex<AbortState>>);
+
+#[derive(Default)]
+struct AbortState {
+    /// The first reason given.
+    reason: Option<String>,
+    /// The running boot's console channel, while it runs.
+    boot: Option<mpsc::Sender<Msg>>,
+    /// The boot has stopped listening.
+    ended: bool,
+}
+
+impl BootAbort {
+    fn state(&self) -> std::sync::MutexGuard<'_, AbortState> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// End the boot (`reason` says why, e.g. the device's exit status and its
+    /// last log lines). Only the first reason is kept. Returns false when the
+    /// boot had already ended (or was about to stop QEMU itself): then the
+    /// reason is not the boot's, and is dropped.
+    pub fn abort(&self, reason: String) -> bool {
+        let mut state = self.state();
+        if state.ended {
+            return false;
+        }
+        if state.reason.is_none() {
+            state.reason = Some(reason);
+        }
+        if let Some(boot) = &state.boot {
+            let _ = boot.send(Msg::Abort);
+        }
+        true
+    }
+
+    /// The reason given to [`Self::abort`], if it reached a boot.
+    pub fn reason(&self) -> Option<String> {
+        self.state().reason.clone()
+    }
+
+    /// The boot that starts now listens on `boot`.
+    fn attach(&self, boot: mpsc::Sender<Msg>) {
+        let mut state = self.state();
+        if state.reason.is_some() {
+            let _ = boot.send(Msg::Abort);
+        }
+        state.boot = Some(boot);
+    }
+
+    /// The boot is over (QEMU is being stopped or has exited): later aborts
+    /// are not its cause. The reason given before, if any.
+    fn detach(&self) -> Option<String> {
+        let mut state = self.state();
+        state.boot = None;
+        state.ended = true;
+        state.reason.clone()
+    }
+}
+
+impl std::fmt::Debug for BootAbort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("BootAbort").field(&self.state().reason).finish()
+    }
 }
 
 /// A callback for [`BootRequest::on_marker`].
@@ -98,6 +173,7 @@ impl<'a> BootRequest<'a> {
             extra_files: Vec::new(),
             on_marker: None,
             speedups: Speedups::default(),
+            abort: None,
         }
     }
 }
@@ -188,6 +264,14 @@ pub enum LaunchError {
     /// SIGINT or SIGTERM arrived; QEMU was killed and reaped.
     #[error("interrupted by a signal; QEMU was stopped")]
     Interrupted,
+    /// The caller ended the boot through [`BootRequest::abort`]; QEMU was killed and reaped.
+    #[error("{reason}\nQEMU was stopped; last console lines:\n{tail}")]
+    Aborted {
+        /// Why, as the caller said.
+        reason: String,
+        /// Last console lines.
+        tail: String,
+    },
 }
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> LaunchError {
@@ -247,6 +331,8 @@ impl Drop for Reaper {
 enum Msg {
     Line(String),
     Eof,
+    /// [`BootAbort::abort`] was called.
+    Abort,
 }
 
 fn tail(lines: &VecDeque<String>) -> String {
@@ -359,6 +445,9 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
     let mut reaper = Reaper::new(child);
 
     let (tx, rx) = mpsc::channel();
+    if let Some(abort) = &req.abort {
+        abort.attach(tx.clone());
+    }
     let on_marker = req.on_marker.clone();
     let reader = std::thread::spawn(move || {
         if let Some(out) = stdout {
@@ -397,6 +486,7 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
     let mut timed_out = false;
     let mut kvm_silent = false;
     let mut eof = false;
+    let mut aborted = false;
     // A working KVM guest prints its first console line within a second or two.
     let silence_limit = (accel == Accel::Kvm).then(|| start + KVM_SILENCE_LIMIT);
     loop {
@@ -440,22 +530,31 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
                 eof = true;
                 break;
             }
+            Ok(Msg::Abort) => {
+                aborted = true;
+                break;
+            }
             Err(RecvTimeoutError::Timeout) => {}
         }
     }
     // After the report nothing the guest does is read: QEMU is stopped at once
     // rather than waiting for the guest's `poweroff -f`, which would first shut
     // the driver down (tens of ms under TCG). After a panic QEMU exits by itself
-    // (panic=-1, -no-reboot): give it a moment, then kill.
-    let grace = if to_report.is_some() {
-        Duration::ZERO
-    } else if panic_until.is_some() || eof {
-        // QEMU closed its console: it is exiting (or crashed); collect its status.
-        Duration::from_secs(2)
-    } else {
-        Duration::ZERO
-    };
+    // (panic=-1, -no-reboot): give it a moment, then kill. QEMU closed its
+    // console (eof): it is exiting (or crashed); collect its status.
+    let qemu_exiting = to_report.is_none() && !aborted && (panic_until.is_some() || eof);
+    let grace = if qemu_exiting { Duration::from_secs(2) } else { Duration::ZERO };
+    // An abort counts until QEMU is stopped here, or, when QEMU exits by itself
+    // (perhaps because the device died), until it has: a device that fails
+    // because we killed QEMU is not the boot's cause.
+    let mut abort_reason = None;
+    if !qemu_exiting {
+        abort_reason = req.abort.as_ref().and_then(BootAbort::detach);
+    }
     let status = reaper.finish(grace);
+    if qemu_exiting {
+        abort_reason = req.abort.as_ref().and_then(BootAbort::detach);
+    }
     let _ = reader.join();
     let mut stderr = err_reader.join().unwrap_or_default();
     if stderr.trim().is_empty() {
@@ -463,6 +562,9 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
     }
     if crate::children::interrupted() {
         return Err(LaunchError::Interrupted);
+    }
+    if let Some(reason) = abort_reason.filter(|_| to_report.is_none()) {
+        return Err(LaunchError::Aborted { reason, tail: tail(&last) });
     }
     if panic_until.is_some() || console.contains("Kernel panic - not syncing") {
         return Err(LaunchError::GuestPanic { tail: tail(&last) });
@@ -500,6 +602,15 @@ mod tests {
     }
 
     fn run_fake_with(body: &str, deadline: Duration, on_marker: Option<MarkerHook>) -> Result<BootOutcome, LaunchError> {
+        run_fake_full(body, deadline, on_marker, None)
+    }
+
+    fn run_fake_full(
+        body: &str,
+        deadline: Duration,
+        on_marker: Option<MarkerHook>,
+        abort: Option<BootAbort>,
+    ) -> Result<BootOutcome, LaunchError> {
         let dir = tempfile::tempdir().expect("tempdir");
         let qemu_bin = fake(dir.path(), "qemu", body);
         let busybox = fake(dir.path(), "busybox", "echo sh");
@@ -516,6 +627,7 @@ mod tests {
         let mut req = BootRequest::new(&spec, &kernel, &busybox);
         req.deadline = deadline;
         req.on_marker = on_marker;
+        req.abort = abort;
         boot(&qemu, &req)
     }
 
@@ -530,6 +642,40 @@ mod tests {
         let out = run_fake_with(&format!("cat '{fixture}'"), Duration::from_secs(60), Some(hook)).expect("report");
         assert_eq!(out.report.rmmod_status, Some(0));
         assert_eq!(*seen.lock().expect("lock"), ["MANARIG-STAGE-BEGIN first-probe", "MANARIG-REPORT-BEGIN 1"]);
+    }
+
+    #[test]
+    fn an_abort_mid_boot_stops_qemu_at_once_with_the_reason() {
+        // The stage marker's hook stands for the device's supervisor thread.
+        let abort = BootAbort::default();
+        let hook = {
+            let abort = abort.clone();
+            MarkerHook(std::sync::Arc::new(move |_: &str| assert!(abort.abort("the emulated NIC died".into()))))
+        };
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pid_file = dir.path().join("qemu.pid");
+        let body = format!("echo $$ > '{}'; echo booting; echo 'MANARIG-STAGE-BEGIN first-probe'; exec sleep 600", pid_file.display());
+        let start = Instant::now();
+        let err = run_fake_full(&body, Duration::from_secs(300), Some(hook), Some(abort)).expect_err("aborted");
+        assert!(start.elapsed() < Duration::from_secs(60), "took {:?}", start.elapsed());
+        match err {
+            LaunchError::Aborted { reason, tail } => {
+                assert_eq!(reason, "the emulated NIC died");
+                assert!(tail.contains("booting"), "{tail}");
+            }
+            other => panic!("expected Aborted, got {other}"),
+        }
+        let pid = std::fs::read_to_string(&pid_file).expect("pid").trim().to_string();
+        assert!(!Path::new(&format!("/proc/{pid}")).exists(), "QEMU {pid} still there");
+    }
+
+    #[test]
+    fn an_abort_before_the_boot_ends_it_as_soon_as_qemu_runs() {
+        let abort = BootAbort::default();
+        abort.abort("gone before the boot".into());
+        abort.abort("a second reason is dropped".into());
+        let err = run_fake_full("echo booting; exec sleep 600", Duration::from_secs(300), None, Some(abort)).expect_err("aborted");
+        assert!(matches!(&err, LaunchError::Aborted { reason, .. } if reason == "gone before the boot"), "{err}");
     }
 
     #[test]

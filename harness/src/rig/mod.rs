@@ -1,7 +1,8 @@
 //! One rig run: a topology file → a real guest with the emulated MANA NIC → a verdict.
 //!
 //! [`run_one`] loads the topology, builds the QEMU machine from it ([`machine`]),
-//! serves the emulated NIC on a vfio-user socket in this process ([`device`]),
+//! starts the emulated NIC as a `mana-device` child process on a vfio-user
+//! socket ([`device`]: a device that fails ends the run with a rig error),
 //! boots the pinned kernel with the `/init` agent, turns the guest's console
 //! report into [`Observed`] ([`observe`]), checks the observed topology
 //! against the file, and judges the MSI-X table against the reference model.
@@ -19,6 +20,7 @@ use crate::qemu::{self, BootRequest};
 use crate::topology::Topology;
 use crate::verdict::{judge, Observed, Verdict};
 use anyhow::{bail, Context, Result};
+use device_model::server::DeviceStatus;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -61,6 +63,9 @@ pub struct RunRequest {
     /// The kernel as the user named it (`6.12-min`, `build-4daef119`): the run
     /// is named `<topology>@<label>` (default: `<topology>@<generation>`).
     pub label: Option<String>,
+    /// Test only: make the emulated NIC fail on purpose (see [`device::DeviceOptions::fault`];
+    /// the CLI reads it from `MANARIG_DEVICE_FAULT`).
+    pub device_fault: Option<device_model::fault::DeviceFault>,
 }
 
 impl RunRequest {
@@ -82,6 +87,7 @@ impl RunRequest {
             custom_kernel: None,
             extra_cmdline: Vec::new(),
             label: None,
+            device_fault: None,
         }
     }
 }
@@ -108,8 +114,6 @@ pub struct RunOutcome {
     pub observed: Observed,
     /// Timings.
     pub timings: RunTimings,
-    /// The device's status after the guest powered off (JSON), if it produced one.
-    pub device_status: Option<serde_json::Value>,
     /// The queue → EQ → MSI-X vector → IRQ → CPUs table while the guest
     /// printed its report (None when the device status could not be taken).
     pub queues: Option<queues::QueueTable>,
@@ -164,8 +168,8 @@ fn lifecycle_steps_ran(report: &crate::guest_report::GuestReport, channels: Opti
     Ok(())
 }
 
-/// Device status (JSON) taken at each begin marker, with the marker line.
-type Marks = std::sync::Arc<std::sync::Mutex<Vec<(String, Option<serde_json::Value>)>>>;
+/// Device status taken at each begin marker, with the marker line.
+type Marks = std::sync::Arc<std::sync::Mutex<Vec<(String, Option<DeviceStatus>)>>>;
 
 /// One earlier moment of a run (a `MANARIG-STAGE-BEGIN <name>` block).
 #[derive(Debug)]
@@ -235,20 +239,21 @@ struct NicBoot<'a> {
     dir: &'a Path,
 }
 
-/// A boot's result, the device's final status and its snapshots at the report markers.
+/// A boot's result and the device's snapshots at the report markers.
 struct NicBootOutcome {
     result: Result<qemu::BootOutcome, qemu::LaunchError>,
-    device_status: Option<serde_json::Value>,
     marks: Marks,
 }
 
 impl NicBoot<'_> {
     /// Start the emulated NIC on `dir/socket` and boot the machine with it under
-    /// `accel`; the device is stopped again before this returns.
+    /// `accel`; the device is stopped again before this returns. A device that
+    /// fails while the guest runs ends the boot at once
+    /// ([`qemu::LaunchError::Aborted`], naming the device, with its last log lines).
     ///
     /// # Errors
-    /// The machine cannot be built from the topology, or the device cannot start;
-    /// boot failures are in [`NicBootOutcome::result`].
+    /// The machine cannot be built from the topology, or the device's binary is
+    /// missing or does not start; boot failures are in [`NicBootOutcome::result`].
     fn boot(&self, accel: AccelChoice, socket: &str) -> Result<(qemu::MachineSpec, NicBootOutcome)> {
         let (req, topo, prov) = (self.req, self.topo, self.prov);
         let spec = machine::machine_spec(topo, accel, req.mem_per_node_mib).with_context(|| {
@@ -259,7 +264,9 @@ impl NicBoot<'_> {
             )
         })?;
         let socket = self.dir.join(socket);
-        let nic = device::RunningDevice::start(&socket, machine::device_config(topo)?)?;
+        let abort = qemu::BootAbort::default();
+        let options = device::DeviceOptions { abort: Some(abort.clone()), fault: req.device_fault };
+        let nic = device::DeviceProcess::start(&device::device_binary()?, &socket, &machine::device_config(topo)?, options)?;
 
         let mut boot = BootRequest::new(&spec, self.kernel, &prov.busybox);
         boot.load_mana = true;
@@ -280,16 +287,19 @@ impl NicBoot<'_> {
             let marks = std::sync::Arc::clone(&marks);
             let status = nic.status_handle();
             boot.on_marker = Some(qemu::MarkerHook(std::sync::Arc::new(move |line: &str| {
-                let snapshot = status.snapshot();
+                let asked = Instant::now();
+                let snapshot = status.snapshot().map_err(|e| tracing::warn!("device status at {line:?}: {e}")).ok();
+                tracing::debug!("device status at {line:?} in {:?}", asked.elapsed());
                 marks.lock().unwrap_or_else(|e| e.into_inner()).push((line.to_owned(), snapshot));
             })));
         }
         boot.deadline = req.deadline;
         boot.console_log.clone_from(&req.console_log);
         boot.speedups = req.speedups;
+        boot.abort = Some(abort);
         let result = qemu::boot(&prov.qemu, &boot);
-        let device_status = nic.stop();
-        Ok((spec, NicBootOutcome { result, device_status, marks }))
+        nic.stop();
+        Ok((spec, NicBootOutcome { result, marks }))
     }
 }
 
@@ -319,7 +329,7 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         eprintln!("manarig: KVM passed the vCPU probe but the guest printed nothing: --accel auto falls back to TCG");
         (spec, booted) = attempt.boot(AccelChoice::Tcg, "nic-tcg.sock")?;
     }
-    let NicBootOutcome { result, device_status, marks } = booted;
+    let NicBootOutcome { result, marks } = booted;
     let booted = result.with_context(|| format!("booting {} on Linux {}", topo.name(), kernel.release))?;
 
     let diffs = crate::guest_topology::compare(&spec, &booted.report);
@@ -342,7 +352,7 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     let status_at = |marker: &str| marks.iter().rev().find(|(l, _)| l.starts_with(marker)).and_then(|(_, s)| s.clone());
     // The guest's IRQ names follow the booted kernel's scheme, whatever model judges it
     // (`--model`): the queue table joins by that kernel's names.
-    let table = |status: Option<serde_json::Value>, observed: &Observed| {
+    let table = |status: Option<DeviceStatus>, observed: &Observed| {
         status.and_then(|s| match queues::queue_table(&s, &observed.vectors, req.kernel) {
             Ok(t) => Some(t),
             Err(e) => {
@@ -373,7 +383,6 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         verdict,
         observed,
         timings: RunTimings { provision: provision_time, boot_to_report: booted.to_report, total: start.elapsed() },
-        device_status,
         queues,
         guest_times: booted.report.times.clone(),
         speedups: booted.speedups,

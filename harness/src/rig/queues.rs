@@ -2,10 +2,11 @@
 //! CQ → EQ → `eq_pci_msix_index`, learnt from GDMA_CREATE_QUEUE) joined with
 //! the guest's (MSI-X index → Linux IRQ → `smp_affinity_list`).
 //!
-//! The device status is the JSON of `device_model::server::DeviceStatus`
-//! (`core` = `device_model::snapshot::Snapshot`), taken while the guest
-//! printed its report (see [`crate::qemu::BootRequest::on_marker`]): after
-//! `ethtool -L`, before the shutdown path destroys the queues.
+//! The device status is device-model's own [`DeviceStatus`] (its `core` is
+//! [`device_model::snapshot::Snapshot`]), read from the device process while the
+//! guest printed its report (see [`crate::qemu::BootRequest::on_marker`] and
+//! [`super::device::DeviceStatusHandle::snapshot`]): after `ethtool -L`, before
+//! the shutdown path destroys the queues.
 //!
 //! [`QueueTable`] and [`QueueRow`] live in [`crate::verdict`] (every report
 //! format carries them) and are re-exported here.
@@ -13,11 +14,10 @@
 use crate::model::KernelGen;
 use crate::verdict::{ObservedVector, VectorName};
 pub use crate::verdict::{QueueRow, QueueTable};
-use serde::Deserialize;
-
-/// GDMA device type of the Ethernet function (GDMA_DEVICE_MANA = 2,
-/// include/net/mana/gdma.h); the HWC's EQ has type 1.
-const GDMA_DEVICE_MANA: u16 = 2;
+use device_model::defs::DeviceType;
+use device_model::queues::WqKind;
+use device_model::server::DeviceStatus;
+use device_model::snapshot::EqSnapshot;
 
 /// Errors reading the device status.
 #[derive(Debug, thiserror::Error)]
@@ -25,59 +25,27 @@ pub enum QueueTableError {
     /// The status has no core snapshot (the core never ran).
     #[error("the device status has no core snapshot")]
     NoCore,
-    /// The snapshot does not have the expected shape.
-    #[error("device snapshot: {0}")]
-    Shape(#[from] serde_json::Error),
 }
 
-#[derive(Deserialize)]
-struct CoreView {
-    eqs: Vec<EqView>,
-    wqs: Vec<WqView>,
-}
-
-#[derive(Deserialize)]
-struct EqView {
-    id: u32,
-    msix_index: u16,
-    owner: OwnerView,
-}
-
-#[derive(Deserialize)]
-struct OwnerView {
-    dev_type: u16,
-}
-
-#[derive(Deserialize)]
-struct WqView {
-    id: u32,
-    kind: String,
-    parent_eq: Option<u32>,
-}
-
-/// Join the device status (`{"shell": …, "core": Snapshot}`) with the guest's
-/// vectors (`gen` names them: [`VectorName`]).
+/// Join the device status with the guest's vectors (`gen` names them:
+/// [`VectorName`]). Only the Ethernet function's EQs (owner
+/// `GDMA_DEVICE_MANA`, include/net/mana/gdma.h) count; the HWC's is not a queue's.
 ///
 /// # Errors
-/// [`QueueTableError`] when the status has no core or an unexpected shape.
-pub fn queue_table(
-    status: &serde_json::Value,
-    vectors: &[ObservedVector],
-    gen: KernelGen,
-) -> Result<QueueTable, QueueTableError> {
-    let core = status.get("core").filter(|c| !c.is_null()).ok_or(QueueTableError::NoCore)?;
-    let core: CoreView = serde_json::from_value(core.clone())?;
-    let mut eqs: Vec<&EqView> = core.eqs.iter().filter(|e| e.owner.dev_type == GDMA_DEVICE_MANA).collect();
+/// [`QueueTableError::NoCore`] when the status has no core snapshot.
+pub fn queue_table(status: &DeviceStatus, vectors: &[ObservedVector], gen: KernelGen) -> Result<QueueTable, QueueTableError> {
+    let core = status.core.as_ref().ok_or(QueueTableError::NoCore)?;
+    let mut eqs: Vec<&EqSnapshot> = core.eqs.iter().filter(|e| DeviceType(e.owner.dev_type) == DeviceType::MANA).collect();
     eqs.sort_by_key(|e| e.id);
     let mut table = QueueTable::default();
     for eq in eqs {
-        let of = |kind: &str| -> Vec<u32> {
+        let of = |kind: WqKind| -> Vec<u32> {
             let mut ids: Vec<u32> =
                 core.wqs.iter().filter(|w| w.parent_eq == Some(eq.id) && w.kind == kind).map(|w| w.id).collect();
             ids.sort_unstable();
             ids
         };
-        let (sqs, rqs) = (of("Sq"), of("Rq"));
+        let (sqs, rqs) = (of(WqKind::Sq), of(WqKind::Rq));
         if sqs.is_empty() && rqs.is_empty() {
             table.idle_eqs.push(eq.id);
             continue;
@@ -103,6 +71,8 @@ pub fn queue_table(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use device_model::queues::Owner;
+    use device_model::snapshot::{Snapshot, WqSnapshot};
 
     fn vector(irq: u32, name: &str, cpus: &[u32]) -> ObservedVector {
         ObservedVector {
@@ -122,16 +92,24 @@ mod tests {
     /// seed 002's sibling groups 0-1, 2-3, 0-1, 2-3.
     #[test]
     fn four_channels_join_eqs_vectors_and_cpus() {
-        let mut eqs = vec![serde_json::json!({"id": 0, "msix_index": 0, "owner": {"dev_type": 1, "instance": 0}})];
+        let eq = |id: u32, msix_index: u16, dev_type: DeviceType| EqSnapshot {
+            id,
+            msix_index,
+            owner: Owner { dev_type: dev_type.0, instance: 0 },
+            entries: 64,
+            events_posted: 0,
+            armed: true,
+        };
+        let mut core = Snapshot::default();
+        core.eqs.push(eq(0, 0, DeviceType::HWC));
         for i in 1..=8u32 {
-            eqs.push(serde_json::json!({"id": i, "msix_index": i % 9, "owner": {"dev_type": 2, "instance": 0}}));
+            core.eqs.push(eq(i, (i % 9) as u16, DeviceType::MANA));
         }
-        let mut wqs = Vec::new();
         for ch in 0..4u32 {
-            wqs.push(serde_json::json!({"id": 10 + ch, "kind": "Sq", "cq_id": 20 + ch, "parent_eq": ch + 1}));
-            wqs.push(serde_json::json!({"id": 30 + ch, "kind": "Rq", "cq_id": 40 + ch, "parent_eq": ch + 1}));
+            core.wqs.push(WqSnapshot { id: 10 + ch, kind: WqKind::Sq, cq_id: 20 + ch, parent_eq: Some(ch + 1) });
+            core.wqs.push(WqSnapshot { id: 30 + ch, kind: WqKind::Rq, cq_id: 40 + ch, parent_eq: Some(ch + 1) });
         }
-        let status = serde_json::json!({"shell": {}, "core": {"eqs": eqs, "wqs": wqs, "cqs": []}});
+        let status = DeviceStatus { core: Some(core), ..DeviceStatus::default() };
         let vectors = [
             vector(25, "mana_hwc", &[0]),
             vector(26, "mana_q0", &[0, 1]),
@@ -154,7 +132,7 @@ mod tests {
 
     #[test]
     fn a_status_without_core_is_an_error() {
-        let status = serde_json::json!({"shell": {}, "core": null});
+        let status = DeviceStatus::default();
         assert!(matches!(queue_table(&status, &[], KernelGen::V7), Err(QueueTableError::NoCore)));
     }
 }

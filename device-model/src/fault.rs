@@ -1,0 +1,185 @@
+//! Test-only fault injection: `mana-device --inject-fault KIND:N` makes the
+//! device fail at the N-th guest write to BAR0 (SMC dwords and doorbells, so
+//! in the middle of the driver's probe for N of a few dozen), to check that
+//! whoever runs the device (the rig, harness/src/rig/device.rs) turns a
+//! broken device into a clear error. Never used otherwise.
+//!
+//! Kinds: `panic` (a panic in the serving thread: the binary's panic hook
+//! ends the process with exit status 101), `exit` (the process exits with
+//! status 3), `kill` (the process sends itself SIGKILL, as the OOM killer
+//! would) and `hang` (the serving thread stops inside the write, holding the
+//! device's lock, so that [`crate::server::StatusHandle::ping`] blocks).
+//! Each logs `injected fault: …` at error level first.
+
+use crate::bar::{Bar0Factory, Bar0Handler};
+use std::fmt;
+use std::str::FromStr;
+
+/// What an injected fault does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultKind {
+    /// Panic in the serving thread.
+    Panic,
+    /// Exit the process with status 3.
+    Exit,
+    /// SIGKILL the process.
+    Kill,
+    /// Block the serving thread for good, holding the device's lock.
+    Hang,
+}
+
+/// A fault and when it strikes: `KIND:N` (`kill:30`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceFault {
+    /// What happens.
+    pub kind: FaultKind,
+    /// At which guest write to BAR0 (1 = the first).
+    pub at_bar0_write: u64,
+}
+
+impl FromStr for DeviceFault {
+    type Err = String;
+
+    /// Parses `panic:N`, `exit:N`, `kill:N` or `hang:N` with N ≥ 1.
+    fn from_str(text: &str) -> Result<Self, String> {
+        let (kind, n) = text
+            .split_once(':')
+            .ok_or_else(|| format!("{text:?}: expected KIND:N, e.g. kill:30"))?;
+        let kind = match kind {
+            "panic" => FaultKind::Panic,
+            "exit" => FaultKind::Exit,
+            "kill" => FaultKind::Kill,
+            "hang" => FaultKind::Hang,
+            other => {
+                return Err(format!(
+                    "{text:?}: unknown fault {other:?} (panic, exit, kill or hang)"
+                ))
+            }
+        };
+        let at_bar0_write = n
+            .parse::<u64>()
+            .ok()
+            .filter(|&n| n >= 1)
+            .ok_or_else(|| format!("{text:?}: {n:?} is not a BAR0 write count (1 or more)"))?;
+        Ok(Self {
+            kind,
+            at_bar0_write,
+        })
+    }
+}
+
+impl fmt::Display for DeviceFault {
+    /// The `KIND:N` form [`FromStr`] reads.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match self.kind {
+            FaultKind::Panic => "panic",
+            FaultKind::Exit => "exit",
+            FaultKind::Kill => "kill",
+            FaultKind::Hang => "hang",
+        };
+        write!(f, "{kind}:{}", self.at_bar0_write)
+    }
+}
+
+/// The core `factory` builds, failing as `fault` says.
+pub fn inject(factory: Bar0Factory, fault: DeviceFault) -> Bar0Factory {
+    Box::new(move |memory, sink| {
+        Box::new(Faulty {
+            inner: factory(memory, sink),
+            fault,
+            writes: 0,
+        })
+    })
+}
+
+/// A core that counts BAR0 writes and fails at [`DeviceFault::at_bar0_write`].
+struct Faulty {
+    inner: Box<dyn Bar0Handler>,
+    fault: DeviceFault,
+    writes: u64,
+}
+
+impl Faulty {
+    fn strike(&self) {
+        tracing::error!("injected fault: {} at BAR0 write {}", self.fault, self.writes);
+        match self.fault.kind {
+            FaultKind::Panic => panic!("injected fault: {}", self.fault),
+            FaultKind::Exit => std::process::exit(3),
+            FaultKind::Kill => {
+                // SAFETY: kill(2) of this very process; no memory is involved.
+                unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+            }
+            FaultKind::Hang => loop {
+                // The fault is the hang: park until the process is killed.
+                std::thread::park();
+            },
+        }
+    }
+}
+
+impl Bar0Handler for Faulty {
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
+    fn read(&mut self, offset: u64, data: &mut [u8]) {
+        self.inner.read(offset, data);
+    }
+    fn write(&mut self, offset: u64, data: &[u8]) {
+        self.writes += 1;
+        if self.writes == self.fault.at_bar0_write {
+            self.strike();
+        }
+        self.inner.write(offset, data);
+    }
+    fn reset(&mut self) {
+        self.inner.reset();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::DeviceConfig;
+    use crate::interrupt::InterruptSink;
+    use std::sync::Arc;
+    use vm_memory::{GuestMemoryAtomic, GuestMemoryMmap};
+
+    #[test]
+    fn faults_parse_and_print_as_kind_colon_count() {
+        for text in ["panic:1", "exit:2", "kill:30", "hang:400"] {
+            let fault: DeviceFault = text.parse().expect(text);
+            assert_eq!(fault.to_string(), text);
+        }
+        for (text, needle) in [
+            ("kill", "expected KIND:N"),
+            ("stop:3", "unknown fault"),
+            ("kill:0", "not a BAR0 write count"),
+            ("kill:x", "not a BAR0 write count"),
+        ] {
+            let err = text.parse::<DeviceFault>().expect_err(text);
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_panic_fault_strikes_at_its_write_and_not_before() {
+        struct Sink;
+        impl InterruptSink for Sink {
+            fn raise(&self, _vector: u16) {}
+        }
+        let fault = DeviceFault {
+            kind: FaultKind::Panic,
+            at_bar0_write: 3,
+        };
+        let factory = inject(crate::factory(DeviceConfig::default()), fault);
+        let mut core = factory(GuestMemoryAtomic::new(GuestMemoryMmap::new()), Arc::new(Sink));
+        // Doorbell-page writes to nothing: dropped by the core, counted here.
+        let offset = crate::regs::DB_PAGE_OFFSET;
+        core.write(offset, &[0; 8]);
+        core.write(offset, &[0; 8]);
+        let third = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| core.write(offset, &[0; 8])));
+        let message = third.expect_err("the third write panics");
+        let message = message.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert_eq!(message, "injected fault: panic:3");
+    }
+}
