@@ -19,19 +19,26 @@
 #    device-model/tests/guest-smoke.md on the devshell branch);
 #    `manarig.channels=N` then runs `ethtool -L <netdev> combined N` (Debian's
 #    ethtool, in the initramfs with its libraries when the rig provides it);
-# 4. prints the report between MANARIG-REPORT-BEGIN and MANARIG-REPORT-END on
-#    the console, one `key: value` line per item (parsed by harness/src/guest_report.rs);
-#    with `manarig.reprobe=1` it first prints the state as a stage
-#    (MANARIG-STAGE-BEGIN first-probe ... MANARIG-STAGE-END), reads every
+# 4. prints the report between MANARIG-REPORT-BEGIN <version> and
+#    MANARIG-REPORT-END, one `key: value` line per item, on the console or, with
+#    `manarig.report=ttyS1`, on the second serial port (no kernel message can
+#    interleave there); with `manarig.reprobe=1` it first prints the state as a
+#    stage (MANARIG-STAGE-BEGIN first-probe ... MANARIG-STAGE-END), reads every
 #    /proc/irq/*/affinity_hint, runs `rmmod mana`, reads them again, loads mana
 #    again and repeats step 3 before the report;
 # 5. powers off.
+#
+# The protocol (command-line items, markers, report lines, versions) is written
+# down in guest-images/README.md and parsed by harness/src/guest_protocol/.
 #
 # Waiting is by polling the event's evidence (/proc, /sys) at a short interval
 # against a deadline: the guest has no inotify on procfs, and each check is the
 # event itself (process gone, netdev present, counter non-zero), not a guess.
 
 export PATH=/bin:/sbin
+# The report's format version (guest-images/README.md, "Versions"): raise it
+# when a line the host reads changes its shape or meaning or goes away.
+PROTOCOL_VERSION=2
 mount -t proc proc /proc
 
 # Under TCG a fork costs milliseconds of the guest's only busy vCPU time, so
@@ -52,6 +59,7 @@ IFUP=1
 CHANNELS=
 REPROBE=0
 PIN=
+REPORT=
 read -r CMDLINE < /proc/cmdline
 for arg in $CMDLINE; do
 	case "$arg" in
@@ -63,6 +71,7 @@ for arg in $CMDLINE; do
 	manarig.channels=*) CHANNELS=${arg#manarig.channels=} ;;
 	manarig.reprobe=*) REPROBE=${arg#manarig.reprobe=} ;;
 	manarig.pin=*) PIN=${arg#manarig.pin=} ;;
+	manarig.report=*) REPORT=${arg#manarig.report=} ;;
 	esac
 done
 
@@ -78,6 +87,16 @@ case "$PIN" in
 esac
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
+
+# fd 5: where the stages and the report go. `command exec`: a redirection that
+# fails does not end the shell (PID 1) as a plain `exec` would.
+exec 5>&1
+case "$REPORT" in
+"") ;;
+ttyS1) command exec 5>/dev/ttyS1 2>/dev/null ||
+	echo "manarig: manarig.report=ttyS1: cannot open /dev/ttyS1 (no second serial port?); the report goes to the console" ;;
+*) echo "manarig: manarig.report=$REPORT is not ttyS1; the report goes to the console" ;;
+esac
 
 # The deadline counts from /init's start (big guests take minutes to get here).
 DEADLINE_AT=$((${T_INIT%.*} + DEADLINE))
@@ -317,9 +336,11 @@ report_body() {
 }
 
 if [ -n "$LOAD" ] && [ "$REPROBE" = 1 ]; then
-	echo "MANARIG-STAGE-BEGIN first-probe"
-	report_body
-	echo "MANARIG-STAGE-END"
+	{
+		echo "MANARIG-STAGE-BEGIN first-probe"
+		report_body
+		echo "MANARIG-STAGE-END"
+	} >&5
 	read_hints
 	rmmod "${LAST_MOD%.ko}" 2>/tmp/rmmod.err
 	RMMOD_RC=$?
@@ -330,7 +351,12 @@ if [ -n "$LOAD" ] && [ "$REPROBE" = 1 ]; then
 	read_hints
 fi
 
-echo "MANARIG-REPORT-BEGIN 1"
-report_body
-echo "MANARIG-REPORT-END"
+{
+	echo "MANARIG-REPORT-BEGIN $PROTOCOL_VERSION"
+	report_body
+	echo "MANARIG-REPORT-END"
+} >&5
+# Closing the port's last fd waits until the UART has sent everything
+# (tty_port_close_start()); poweroff would cut the tail of the report off.
+exec 5>&-
 poweroff -f

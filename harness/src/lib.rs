@@ -6,7 +6,9 @@
 //! - [`model`]: the kernel reference model (`expected_table(&Topology, KernelGen)`) and the
 //!   `expect` subcommand;
 //! - provisioning (QEMU, pinned Debian kernels, busybox) and the initramfs;
-//! - the QEMU launcher, the guest report parser and the observed-topology check;
+//! - [`guest_protocol`]: the `/init` agent's command-line items, markers and report parser
+//!   (spec: guest-images/README.md);
+//! - the QEMU launcher and the observed-topology check;
 //! - the verdict and its output formats.
 //!
 //! Exit codes of every command: 0 pass, 1 verdict mismatch, 2 rig error.
@@ -18,7 +20,7 @@ pub mod cpulist;
 pub mod model;
 pub mod topology;
 pub mod verdict;
-pub mod guest_report;
+pub mod guest_protocol;
 pub mod initramfs;
 pub mod kbuild;
 pub mod observed;

@@ -1,15 +1,18 @@
-//! Boot a `MachineSpec` in QEMU, read the serial console live, and return the
-//! guest's report. QEMU is always reaped: on success, error, deadline, guest
-//! panic, panic of the caller (drop guard) and SIGINT/SIGTERM.
+//! Boot a `MachineSpec` in QEMU, read the serial console live until the guest
+//! agent's report ends ([`crate::guest_protocol::markers`]), and return the
+//! report, parsed once by [`crate::guest_protocol::parse`]. QEMU is always
+//! reaped: on success, error, deadline, guest panic, panic of the caller (drop
+//! guard) and SIGINT/SIGTERM.
 
 use super::speed::{self, Speedups, SPEED_CMDLINE};
 use super::spec::{MachineSpec, SpecError};
 use crate::accel::{self, Accel, AccelError};
-use crate::guest_report::{self, GuestReport, ReportError};
+use super::report_port::ReportPort;
+use super::watch::{self, Msg, Source, Step, Watch};
+use crate::guest_protocol::{self, options, AgentOptions, GuestReport, ReportChannel, ReportError, Stage};
 use crate::initramfs::{self, Compression, InitramfsError, InitramfsSpec};
 use crate::provision::{KernelInstall, QemuInstall};
-use std::collections::VecDeque;
-use std::io::{BufRead, Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -18,9 +21,6 @@ use std::time::{Duration, Instant};
 /// How long a KVM guest may stay silent on the console before the boot is
 /// given up (see [`LaunchError::KvmSilent`]).
 const KVM_SILENCE_LIMIT: Duration = Duration::from_secs(30);
-
-/// Console lines kept for error messages.
-const TAIL_LINES: usize = 40;
 
 /// Kernel command line, each item for speed or for failing fast:
 /// - `console=ttyS0`: the only console is the captured serial port;
@@ -41,17 +41,18 @@ pub struct BootRequest<'a> {
     pub kernel: &'a KernelInstall,
     /// busybox for the initramfs.
     pub busybox: &'a Path,
-    /// Load the kernel's modules (mana last, in the background) in the guest.
-    pub load_mana: bool,
+    /// What the guest agent does (the `manarig.*` command-line items): load
+    /// mana, its deadline, channels, re-probe. The speed-ups may pin it
+    /// ([`Speedups::agent`]).
+    pub agent: AgentOptions,
     /// Extra `-device` values (JSON or key=value), e.g. the vfio-user-pci NIC
     /// with `"bus":"rp0"` (the device process is the caller's).
     pub extra_devices: Vec<String>,
-    /// Extra kernel command-line items.
+    /// Extra kernel command-line items; not the agent's (`manarig.*`: those come
+    /// from [`BootRequest::agent`]).
     pub extra_cmdline: Vec<String>,
     /// Wall-clock limit for the whole boot, host side.
     pub deadline: Duration,
-    /// Guest-side limit for waiting on the driver, in guest seconds after `/init` starts.
-    pub guest_deadline_s: u32,
     /// Also write the console to this file as it arrives.
     pub console_log: Option<PathBuf>,
     /// Initramfs compression.
@@ -80,18 +81,17 @@ impl std::fmt::Debug for MarkerHook {
 }
 
 impl<'a> BootRequest<'a> {
-    /// A request with the defaults: no mana load, no extra devices, a 600 s
-    /// host deadline, 60 s guest deadline, uncompressed initramfs.
+    /// A request with the defaults: the agent's defaults (no mana load, 60 s guest
+    /// deadline), no extra devices, a 600 s host deadline, uncompressed initramfs.
     pub fn new(spec: &'a MachineSpec, kernel: &'a KernelInstall, busybox: &'a Path) -> Self {
         BootRequest {
             spec,
             kernel,
             busybox,
-            load_mana: false,
+            agent: AgentOptions::default(),
             extra_devices: Vec::new(),
             extra_cmdline: Vec::new(),
             deadline: Duration::from_secs(600),
-            guest_deadline_s: 60,
             console_log: None,
             compression: Compression::None,
             cpu_model: super::spec::DEFAULT_CPU.to_string(),
@@ -107,6 +107,9 @@ impl<'a> BootRequest<'a> {
 pub struct BootOutcome {
     /// The parsed report.
     pub report: GuestReport,
+    /// The stages the agent printed before the report, in order (`first-probe`
+    /// with [`AgentOptions::reprobe`]).
+    pub stages: Vec<Stage>,
     /// The whole console.
     pub console: String,
     /// The accelerator used.
@@ -182,6 +185,9 @@ pub enum LaunchError {
         /// Last console lines.
         tail: String,
     },
+    /// An extra kernel command-line item is one of the guest agent's.
+    #[error("kernel command-line item {0:?}: the guest agent's items are set through BootRequest::agent")]
+    AgentItem(String),
     /// The guest is too large for TCG on this host (see [`accel::check_tcg_size`]).
     #[error("machine: {0}")]
     TooLargeForTcg(String),
@@ -244,18 +250,6 @@ impl Drop for Reaper {
     }
 }
 
-enum Msg {
-    Line(String),
-    Eof,
-}
-
-fn tail(lines: &VecDeque<String>) -> String {
-    if lines.iter().all(|l| l.trim().is_empty()) {
-        return "(none: the guest printed nothing on its console)".to_string();
-    }
-    lines.iter().cloned().collect::<Vec<_>>().join("\n")
-}
-
 /// Boot `req.spec` with `req.kernel` and return the guest's report.
 ///
 /// # Errors
@@ -286,15 +280,7 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
         &initrd,
     )?;
 
-    let mut cmdline = format!("{BASE_CMDLINE} manarig.deadline={}", req.guest_deadline_s);
-    if req.load_mana {
-        cmdline.push_str(" manarig.load=mana");
-    }
     let mut used = req.speedups;
-    if used.cmdline {
-        cmdline.push(' ');
-        cmdline.push_str(SPEED_CMDLINE);
-    }
     let kernel_image = if used.pvh {
         match speed::pvh_image(&req.kernel.vmlinuz) {
             Ok(p) => p,
@@ -307,10 +293,7 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
     } else {
         req.kernel.vmlinuz.clone()
     };
-    for c in &req.extra_cmdline {
-        cmdline.push(' ');
-        cmdline.push_str(c);
-    }
+    let cmdline = kernel_cmdline(req)?;
     let mut args = req.spec.qemu_args(accel, &used.cpu_model(&req.cpu_model));
     for d in &req.extra_devices {
         args.push("-device".into());
@@ -340,7 +323,15 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
         .map(|s| s.to_string()),
     );
 
-    let mut log = match &req.console_log {
+    let mut port = match req.agent.report {
+        ReportChannel::Console => None,
+        ReportChannel::Ttys1 => Some(ReportPort::listen(tmp.path()).map_err(io("report channel socket"))?),
+    };
+    if let Some(p) = &port {
+        args.extend(p.qemu_args());
+    }
+
+    let log = match &req.console_log {
         Some(p) => Some(std::fs::File::create(p).map_err(io(format!("console log {}", p.display())))?),
         None => None,
     };
@@ -359,28 +350,13 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
     let mut reaper = Reaper::new(child);
 
     let (tx, rx) = mpsc::channel();
-    let on_marker = req.on_marker.clone();
-    let reader = std::thread::spawn(move || {
-        if let Some(out) = stdout {
-            let mut r = std::io::BufReader::new(out);
-            let mut buf = Vec::new();
-            while matches!(r.read_until(b'\n', &mut buf), Ok(n) if n > 0) {
-                let line = String::from_utf8_lossy(&buf).trim_end_matches(['\n', '\r']).to_string();
-                buf.clear();
-                // Called here, as soon as the line is read, so that the caller's
-                // snapshot is as close to the guest's moment as the console allows.
-                if let Some(hook) = &on_marker {
-                    if line.starts_with(guest_report::BEGIN) || line.starts_with(guest_report::STAGE_BEGIN) {
-                        (hook.0)(line.trim_end());
-                    }
-                }
-                if tx.send(Msg::Line(line)).is_err() {
-                    break;
-                }
-            }
-        }
-        let _ = tx.send(Msg::Eof);
-    });
+    if let Some(p) = port.as_mut() {
+        p.start(tx.clone(), req.on_marker.clone());
+    }
+    let reader = match stdout {
+        Some(out) => watch::spawn_reader(Source::Console, out, tx, req.on_marker.clone()),
+        None => std::thread::spawn(move || drop(tx.send(Msg::Eof(Source::Console)))),
+    };
     let err_reader = std::thread::spawn(move || {
         let mut s = String::new();
         if let Some(mut e) = stderr {
@@ -389,74 +365,25 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
         s
     });
 
-    let deadline = start + req.deadline;
-    let mut console = String::new();
-    let mut last: VecDeque<String> = VecDeque::new();
-    let mut to_report = None;
-    let mut panic_until: Option<Instant> = None;
-    let mut timed_out = false;
-    let mut kvm_silent = false;
-    let mut eof = false;
+    let mut watch = Watch::new(log);
     // A working KVM guest prints its first console line within a second or two.
     let silence_limit = (accel == Accel::Kvm).then(|| start + KVM_SILENCE_LIMIT);
-    loop {
-        let now = Instant::now();
-        let mut until = panic_until.map_or(deadline, |p| p.min(deadline));
-        if let Some(limit) = silence_limit.filter(|_| console.is_empty()) {
-            if now >= limit {
-                kvm_silent = true;
-                break;
-            }
-            until = until.min(limit);
-        }
-        if now >= until {
-            timed_out = panic_until.is_none();
-            break;
-        }
-        match rx.recv_timeout(until - now) {
-            Ok(Msg::Line(line)) => {
-                if let Some(f) = log.as_mut() {
-                    let _ = writeln!(f, "{line}");
-                }
-                console.push_str(&line);
-                console.push('\n');
-                if last.len() == TAIL_LINES {
-                    last.pop_front();
-                }
-                let end = line.trim_end() == guest_report::END;
-                let panicked = line.contains("Kernel panic - not syncing");
-                last.push_back(line);
-                if end {
-                    to_report = Some(start.elapsed());
-                    break;
-                }
-                if panicked && panic_until.is_none() {
-                    // Collect the rest of the panic message (QEMU exits at once
-                    // with panic=-1 and -no-reboot), at most 2 s more.
-                    panic_until = Some(Instant::now() + Duration::from_secs(2));
-                }
-            }
-            Ok(Msg::Eof) | Err(RecvTimeoutError::Disconnected) => {
-                eof = true;
-                break;
-            }
-            Err(RecvTimeoutError::Timeout) => {}
-        }
-    }
+    let waited = wait(&rx, &mut watch, start + req.deadline, silence_limit);
     // After the report nothing the guest does is read: QEMU is stopped at once
     // rather than waiting for the guest's `poweroff -f`, which would first shut
     // the driver down (tens of ms under TCG). After a panic QEMU exits by itself
     // (panic=-1, -no-reboot): give it a moment, then kill.
-    let grace = if to_report.is_some() {
-        Duration::ZERO
-    } else if panic_until.is_some() || eof {
+    let grace = match waited {
         // QEMU closed its console: it is exiting (or crashed); collect its status.
-        Duration::from_secs(2)
-    } else {
-        Duration::ZERO
+        Waited::Panicked | Waited::ConsoleClosed => Duration::from_secs(2),
+        Waited::ReportEnded | Waited::Deadline | Waited::KvmSilent => Duration::ZERO,
     };
+    let to_report = start.elapsed();
     let status = reaper.finish(grace);
     let _ = reader.join();
+    if let Some(p) = port {
+        p.finish();
+    }
     let mut stderr = err_reader.join().unwrap_or_default();
     if stderr.trim().is_empty() {
         stderr = "(empty)".to_string();
@@ -464,20 +391,98 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
     if crate::children::interrupted() {
         return Err(LaunchError::Interrupted);
     }
-    if panic_until.is_some() || console.contains("Kernel panic - not syncing") {
-        return Err(LaunchError::GuestPanic { tail: tail(&last) });
+    if watch.panicked() {
+        return Err(LaunchError::GuestPanic { tail: watch.tail() });
     }
-    if kvm_silent {
-        return Err(LaunchError::KvmSilent { secs: KVM_SILENCE_LIMIT.as_secs() });
+    match waited {
+        Waited::ReportEnded => {}
+        Waited::KvmSilent => return Err(LaunchError::KvmSilent { secs: KVM_SILENCE_LIMIT.as_secs() }),
+        Waited::Deadline => return Err(LaunchError::Deadline { secs: req.deadline.as_secs(), tail: watch.tail() }),
+        Waited::Panicked | Waited::ConsoleClosed => {
+            return Err(LaunchError::Exited { status, stderr, tail: watch.tail() })
+        }
     }
-    if timed_out {
-        return Err(LaunchError::Deadline { secs: req.deadline.as_secs(), tail: tail(&last) });
+    let (source, text) = watch.agent_output();
+    if req.agent.report == ReportChannel::Ttys1 && source == Source::Console {
+        tracing::warn!("the guest agent reported on the console, not on ttyS1 (its `manarig:` line on the console says why)");
     }
-    let Some(to_report) = to_report else {
-        return Err(LaunchError::Exited { status, stderr, tail: tail(&last) });
-    };
-    let report = guest_report::parse(&console).map_err(|source| LaunchError::Report { source, tail: tail(&last) })?;
-    Ok(BootOutcome { report, console, accel, to_report, qemu_args: args, speedups: used })
+    let transcript = guest_protocol::parse(text).map_err(|source| LaunchError::Report { source, tail: watch.tail() })?;
+    Ok(BootOutcome {
+        report: transcript.report,
+        stages: transcript.stages,
+        console: watch.into_console(),
+        accel,
+        to_report,
+        qemu_args: args,
+        speedups: used,
+    })
+}
+
+/// How [`wait`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Waited {
+    /// The report's end marker arrived.
+    ReportEnded,
+    /// The kernel panicked and its message was collected (or its time ran out).
+    Panicked,
+    /// QEMU closed the console before the report ended.
+    ConsoleClosed,
+    /// The host deadline passed.
+    Deadline,
+    /// Under KVM the console stayed empty past the silence limit.
+    KvmSilent,
+}
+
+/// Feed the readers' lines to `watch` until the report ends, the console closes,
+/// the deadline passes, a KVM guest stays silent past `silence_limit`, or 2 s
+/// after a kernel panic (the rest of its message).
+fn wait(rx: &mpsc::Receiver<Msg>, watch: &mut Watch, deadline: Instant, silence_limit: Option<Instant>) -> Waited {
+    let mut panic_until: Option<Instant> = None;
+    loop {
+        let now = Instant::now();
+        let mut until = panic_until.map_or(deadline, |p| p.min(deadline));
+        if let Some(limit) = silence_limit.filter(|_| watch.silent()) {
+            if now >= limit {
+                return Waited::KvmSilent;
+            }
+            until = until.min(limit);
+        }
+        if now >= until {
+            return if panic_until.is_some() { Waited::Panicked } else { Waited::Deadline };
+        }
+        match rx.recv_timeout(until - now) {
+            Ok(Msg::Line(source, line)) => match watch.line(source, &line) {
+                Step::ReportEnded => return Waited::ReportEnded,
+                // Collect the rest of the panic message (QEMU exits at once
+                // with panic=-1 and -no-reboot), at most 2 s more.
+                Step::Panicked => panic_until = Some(Instant::now() + Duration::from_secs(2)),
+                Step::Wait => {}
+            },
+            Ok(Msg::Eof(Source::Console)) | Err(RecvTimeoutError::Disconnected) => {
+                return if panic_until.is_some() { Waited::Panicked } else { Waited::ConsoleClosed };
+            }
+            // The report channel closes with QEMU; the console's end says so.
+            Ok(Msg::Eof(Source::Report)) | Err(RecvTimeoutError::Timeout) => {}
+        }
+    }
+}
+
+/// The kernel command line: [`BASE_CMDLINE`], the agent's items (with the
+/// speed-ups' pin), [`SPEED_CMDLINE`] when that speed-up is on, then the caller's items.
+///
+/// # Errors
+/// [`LaunchError::AgentItem`] for an extra item that is one of the agent's.
+fn kernel_cmdline(req: &BootRequest<'_>) -> Result<String, LaunchError> {
+    if let Some(item) = req.extra_cmdline.iter().find(|c| c.split(' ').any(options::is_agent_item)) {
+        return Err(LaunchError::AgentItem(item.clone()));
+    }
+    let mut items = vec![BASE_CMDLINE.to_string()];
+    items.extend(req.speedups.agent(&req.agent).cmdline_items());
+    if req.speedups.cmdline {
+        items.push(SPEED_CMDLINE.to_string());
+    }
+    items.extend(req.extra_cmdline.iter().cloned());
+    Ok(items.join(" "))
 }
 
 #[cfg(test)]
@@ -521,15 +526,37 @@ mod tests {
 
     #[test]
     fn the_marker_hook_sees_each_stage_and_the_report_begin_once() {
-        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-        let hook = {
-            let seen = std::sync::Arc::clone(&seen);
-            MarkerHook(std::sync::Arc::new(move |line: &str| seen.lock().expect("lock").push(line.to_owned())))
-        };
+        let (hook, seen) = super::super::watch::recording_hook();
         let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/console-seed002-6.1-reprobe.txt");
         let out = run_fake_with(&format!("cat '{fixture}'"), Duration::from_secs(60), Some(hook)).expect("report");
         assert_eq!(out.report.rmmod_status, Some(0));
+        assert_eq!(out.stages.len(), 1, "the first-probe stage");
         assert_eq!(*seen.lock().expect("lock"), ["MANARIG-STAGE-BEGIN first-probe", "MANARIG-REPORT-BEGIN 1"]);
+    }
+
+    #[test]
+    fn the_agents_items_come_from_its_options_only() {
+        let kernel = KernelInstall {
+            id: "t".into(),
+            release: "t".into(),
+            vmlinuz: PathBuf::from("vmlinuz"),
+            modules: vec![],
+            compression: KoCompression::None,
+            packages: vec![],
+        };
+        let spec = super::super::machines::seed_002(256);
+        let mut req = BootRequest::new(&spec, &kernel, Path::new("busybox"));
+        req.agent.load_mana = true;
+        req.agent.channels = Some(4);
+        req.extra_cmdline.push("ignore_loglevel".into());
+        let line = kernel_cmdline(&req).expect("cmdline");
+        assert!(line.starts_with(BASE_CMDLINE), "{line}");
+        assert!(line.contains(" manarig.load=mana manarig.deadline=60 manarig.channels=4 manarig.pin=0 "), "{line}");
+        assert!(line.ends_with(&format!("{SPEED_CMDLINE} ignore_loglevel")), "{line}");
+        req.speedups = Speedups::NONE;
+        assert!(!kernel_cmdline(&req).expect("cmdline").contains("manarig.pin"));
+        req.extra_cmdline.push("x=\"y manarig.reprobe=1\"".into());
+        assert!(matches!(kernel_cmdline(&req), Err(LaunchError::AgentItem(i)) if i.contains("manarig.reprobe")));
     }
 
     #[test]

@@ -2,8 +2,10 @@
 
 pub mod command;
 pub mod launch;
+pub mod report_port;
 pub mod speed;
 pub mod spec;
+pub mod watch;
 
 pub use launch::{boot, BootOutcome, BootRequest, LaunchError, MarkerHook};
 pub use speed::{Speedups, SPEED_CMDLINE};
