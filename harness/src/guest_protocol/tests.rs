@@ -250,3 +250,22 @@ fn stages_come_in_their_order_before_the_report() {
     assert_eq!(t.report.kernel, "6.12.117+deb13-cloud-amd64");
     assert!(parse(SAMPLE).expect("transcript").stages.is_empty());
 }
+
+/// Captured report channel (ttyS1) of a real run, version 2: seed 002's machine,
+/// the minimal 6.12 kernel, `manarig.channels=4 manarig.reprobe=1 manarig.report=ttyS1`:
+/// the first probe as a stage, then the report; each block after the empty line
+/// `/init` writes to check the port. Seed 002's table both times (shared/seeds/002).
+#[test]
+fn captured_report_channel_of_version_2_has_the_stage_and_the_report() {
+    let t = parse(include_str!("../../tests/fixtures/report-seed002-6.12-min-reprobe-v2.txt")).expect("transcript");
+    assert_eq!((t.version, t.stages.len()), (Version::V2, 1));
+    let first = &t.stages[0].report;
+    assert_eq!((first.channels, first.rmmod_status), (Some(4), None));
+    assert_eq!((t.report.channels, t.report.rmmod_status, t.report.carrier), (Some(4), Some(0), Some(true)));
+    assert!(t.report.cmdline.contains("manarig.report=ttyS1"), "{}", t.report.cmdline);
+    let seed_002 = ["0", "0-1", "2-3", "0-1", "2-3", "4-5", "6-7", "4-5", "6-7"];
+    assert_eq!(affinities(first), seed_002);
+    assert_eq!(affinities(&t.report), seed_002);
+    assert!(t.report.msix.iter().all(|v| v.counts.iter().sum::<u64>() > 0), "every vector fired");
+    assert!(t.report.warnings.is_empty(), "{:?}", t.report.warnings);
+}

@@ -42,8 +42,9 @@ pub struct BootRequest<'a> {
     /// busybox for the initramfs.
     pub busybox: &'a Path,
     /// What the guest agent does (the `manarig.*` command-line items): load
-    /// mana, its deadline, channels, re-probe. The speed-ups may pin it
-    /// ([`Speedups::agent`]).
+    /// mana, its deadline, channels, re-probe, where it reports. The speed-ups
+    /// may pin it ([`Speedups::agent`]); with [`ReportChannel::Ttys1`] the
+    /// launcher gives QEMU the second serial port ([`super::report_port`]).
     pub agent: AgentOptions,
     /// Extra `-device` values (JSON or key=value), e.g. the vfio-user-pci NIC
     /// with `"bus":"rp0"` (the device process is the caller's).
@@ -53,7 +54,7 @@ pub struct BootRequest<'a> {
     pub extra_cmdline: Vec<String>,
     /// Wall-clock limit for the whole boot, host side.
     pub deadline: Duration,
-    /// Also write the console to this file as it arrives.
+    /// Also write the console, and the report channel's lines, to this file as they arrive.
     pub console_log: Option<PathBuf>,
     /// Initramfs compression.
     pub compression: Compression,
@@ -82,13 +83,15 @@ impl std::fmt::Debug for MarkerHook {
 
 impl<'a> BootRequest<'a> {
     /// A request with the defaults: the agent's defaults (no mana load, 60 s guest
-    /// deadline), no extra devices, a 600 s host deadline, uncompressed initramfs.
+    /// deadline) but its report on its own channel (ttyS1: no kernel message
+    /// interleaves there, and it is no slower: docs/boot-speed.md), no extra
+    /// devices, a 600 s host deadline, uncompressed initramfs.
     pub fn new(spec: &'a MachineSpec, kernel: &'a KernelInstall, busybox: &'a Path) -> Self {
         BootRequest {
             spec,
             kernel,
             busybox,
-            agent: AgentOptions::default(),
+            agent: AgentOptions { report: ReportChannel::Ttys1, ..AgentOptions::default() },
             extra_devices: Vec::new(),
             extra_cmdline: Vec::new(),
             deadline: Duration::from_secs(600),
@@ -110,7 +113,8 @@ pub struct BootOutcome {
     /// The stages the agent printed before the report, in order (`first-probe`
     /// with [`AgentOptions::reprobe`]).
     pub stages: Vec<Stage>,
-    /// The whole console.
+    /// The whole console: kernel messages and the agent's notes (its stages and
+    /// report only when it printed them there, see [`ReportChannel`]).
     pub console: String,
     /// The accelerator used.
     pub accel: Accel,
@@ -325,7 +329,7 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
 
     let mut port = match req.agent.report {
         ReportChannel::Console => None,
-        ReportChannel::Ttys1 => Some(ReportPort::listen(tmp.path()).map_err(io("report channel socket"))?),
+        ReportChannel::Ttys1 => Some(ReportPort::create(tmp.path()).map_err(io("report channel FIFOs"))?),
     };
     if let Some(p) = &port {
         args.extend(p.qemu_args());
@@ -559,12 +563,34 @@ mod tests {
         assert!(matches!(kernel_cmdline(&req), Err(LaunchError::AgentItem(i)) if i.contains("manarig.reprobe")));
     }
 
+    /// A guest that could not open ttyS1 reports on the console (guest-images/init.sh
+    /// `block_open`); the recorded consoles are of agents without the channel.
     #[test]
     fn a_report_on_the_console_is_returned() {
         let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/console-seed002-6.12.txt");
         let out = run_fake(&format!("cat '{fixture}'"), Duration::from_secs(60)).expect("report");
         assert_eq!(out.report.kernel, "6.12.117+deb13-cloud-amd64");
         assert!(out.qemu_args.iter().any(|a| a == "-no-reboot"));
+        assert!(out.qemu_args.iter().any(|a| a.starts_with("pipe,id=report,path=")), "{:?}", out.qemu_args);
+    }
+
+    /// The report on its own channel: a kernel line on the console in the middle
+    /// of it changes nothing, and the stages come from the channel too.
+    #[test]
+    fn a_report_on_the_report_channel_is_returned_and_the_console_is_kept_apart() {
+        let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/console-seed002-6.1-reprobe.txt");
+        let (hook, seen) = super::super::watch::recording_hook();
+        // QEMU's pipe chardev writes to <path>.out.
+        let body = format!(
+            "for a; do case \"$a\" in pipe,id=report,path=*) p=\"${{a#pipe,id=report,path=}}\" ;; esac; done\n\
+             echo '[    1.0] booting'\nhead -n 100 '{fixture}' > \"$p.out\"\necho 'irq 9: nobody cared'\n\
+             tail -n +101 '{fixture}' > \"$p.out\"\nexec sleep 600"
+        );
+        let out = run_fake_with(&body, Duration::from_secs(60), Some(hook)).expect("report");
+        assert_eq!((out.report.rmmod_status, out.stages.len()), (Some(0), 1));
+        // (The console's reader need not have passed its lines on before the end marker.)
+        assert!(!out.console.contains("MANARIG"), "{}", out.console);
+        assert_eq!(*seen.lock().expect("lock"), ["MANARIG-STAGE-BEGIN first-probe", "MANARIG-REPORT-BEGIN 1"]);
     }
 
     #[test]

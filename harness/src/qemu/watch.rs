@@ -126,22 +126,40 @@ impl Watch {
     }
 }
 
-/// Read `stream` line by line into `tx` as `source` until it ends, calling `hook`
+/// Read `stream` line by line into `tx` as `source` until it ends (or until a line
+/// ends with `stop`: what came before it on that line is the last), calling `hook`
 /// with every begin marker as soon as it is read (so that the caller's snapshot
-/// is as close to the guest's moment as the stream allows); [`Msg::Eof`] at the end.
-pub fn forward_lines(source: Source, stream: impl std::io::Read, tx: &Sender<Msg>, hook: Option<&MarkerHook>) {
+/// is as close to the guest's moment as the stream allows); [`Msg::Eof`] at the
+/// end. Once `tx`'s receiver is gone the stream is still read to its end, so that
+/// its writer never waits on it.
+pub fn forward_lines(
+    source: Source,
+    stream: impl std::io::Read,
+    tx: &Sender<Msg>,
+    hook: Option<&MarkerHook>,
+    stop: Option<&str>,
+) {
     let mut r = std::io::BufReader::new(stream);
     let mut buf = Vec::new();
+    let mut receiving = true;
     while matches!(r.read_until(b'\n', &mut buf), Ok(n) if n > 0) {
-        let line = String::from_utf8_lossy(&buf).trim_end_matches(['\n', '\r']).to_string();
+        let mut line = String::from_utf8_lossy(&buf).trim_end_matches(['\n', '\r']).to_string();
         buf.clear();
+        let last = stop.and_then(|s| line.strip_suffix(s)).map(str::len);
+        if let Some(len) = last {
+            line.truncate(len);
+            if line.is_empty() {
+                break;
+            }
+        }
         if let Some(hook) = hook {
             if Marker::parse(&line).is_some_and(|m| m.is_begin()) {
                 (hook.0)(line.trim_end());
             }
         }
-        if tx.send(Msg::Line(source, line)).is_err() {
-            return;
+        receiving = receiving && tx.send(Msg::Line(source, line)).is_ok();
+        if last.is_some() {
+            break;
         }
     }
     let _ = tx.send(Msg::Eof(source));
@@ -154,7 +172,7 @@ pub fn spawn_reader(
     tx: Sender<Msg>,
     hook: Option<MarkerHook>,
 ) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || forward_lines(source, stream, &tx, hook.as_ref()))
+    std::thread::spawn(move || forward_lines(source, stream, &tx, hook.as_ref(), None))
 }
 
 /// A hook that records the lines it is called with (tests).
@@ -214,5 +232,19 @@ mod tests {
         assert!(matches!(&msgs[4], Msg::Line(Source::Report, l) if l == "last"));
         assert!(matches!(msgs[5], Msg::Eof(Source::Report)));
         assert_eq!(*seen.lock().expect("lock"), ["MANARIG-STAGE-BEGIN first-probe", "MANARIG-REPORT-BEGIN 2"]);
+    }
+
+    #[test]
+    fn a_stop_line_ends_the_stream_keeping_what_came_before_it_on_its_line() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        forward_lines(Source::Report, std::io::Cursor::new("a\r\nb<stop>\nignored\n"), &tx, None, Some("<stop>"));
+        let lines: Vec<String> = rx.try_iter().filter_map(|m| if let Msg::Line(_, l) = m { Some(l) } else { None }).collect();
+        assert_eq!(lines, ["a", "b"]);
+        forward_lines(Source::Report, std::io::Cursor::new("a\n<stop>\nignored\n"), &tx, None, Some("<stop>"));
+        let msgs: Vec<Msg> = rx.try_iter().collect();
+        assert!(matches!(&msgs[..], [Msg::Line(_, a), Msg::Eof(Source::Report)] if a == "a"), "{msgs:?}");
+        // Without a receiver the stream is still read to its end.
+        drop(rx);
+        forward_lines(Source::Console, std::io::Cursor::new("x\ny\n"), &tx, None, None);
     }
 }
