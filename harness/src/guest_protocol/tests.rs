@@ -269,3 +269,19 @@ fn captured_report_channel_of_version_2_has_the_stage_and_the_report() {
     assert!(t.report.msix.iter().all(|v| v.counts.iter().sum::<u64>() > 0), "every vector fired");
     assert!(t.report.warnings.is_empty(), "{:?}", t.report.warnings);
 }
+
+/// Whatever the guest cut off or garbled, the parser answers with a value: every
+/// prefix of a real channel, and the channel with any one line cut in half.
+#[test]
+fn truncated_or_garbled_output_is_an_error_not_a_panic() {
+    let text = include_str!("../../tests/fixtures/report-seed002-6.12-min-reprobe-v2.txt");
+    let lines: Vec<&str> = text.lines().collect();
+    for n in 0..lines.len() {
+        let _ = parse(&lines[..n].join("\n"));
+        let mut garbled = lines.clone();
+        let cut: String = lines[n].chars().take(lines[n].chars().count() / 2).collect();
+        garbled[n] = &cut;
+        let _ = parse(&garbled.join("\n"));
+    }
+    assert!(matches!(parse(&lines[..lines.len() - 1].join("\n")), Err(ReportError::NoEnd { .. })));
+}

@@ -4,11 +4,11 @@
 //! reaped: on success, error, deadline, guest panic, panic of the caller (drop
 //! guard) and SIGINT/SIGTERM.
 
+use super::report_port::ReportPort;
 use super::speed::{self, Speedups, SPEED_CMDLINE};
 use super::spec::{MachineSpec, SpecError};
-use crate::accel::{self, Accel, AccelError};
-use super::report_port::ReportPort;
 use super::watch::{self, Msg, Source, Step, Watch};
+use crate::accel::{self, Accel, AccelError};
 use crate::guest_protocol::{self, options, AgentOptions, GuestReport, ReportChannel, ReportError, Stage};
 use crate::initramfs::{self, Compression, InitramfsError, InitramfsSpec};
 use crate::provision::{KernelInstall, QemuInstall};
@@ -285,55 +285,12 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
     )?;
 
     let mut used = req.speedups;
-    let kernel_image = if used.pvh {
-        match speed::pvh_image(&req.kernel.vmlinuz) {
-            Ok(p) => p,
-            Err(e) => {
-                tracing::warn!("PVH boot not possible, booting the bzImage: {e}");
-                used.pvh = false;
-                req.kernel.vmlinuz.clone()
-            }
-        }
-    } else {
-        req.kernel.vmlinuz.clone()
-    };
-    let cmdline = kernel_cmdline(req)?;
-    let mut args = req.spec.qemu_args(accel, &used.cpu_model(&req.cpu_model));
-    for d in &req.extra_devices {
-        args.push("-device".into());
-        args.push(d.clone());
-    }
-    args.extend(
-        [
-            "-kernel",
-            &kernel_image.to_string_lossy(),
-            "-initrd",
-            &initrd.to_string_lossy(),
-            "-append",
-            &cmdline,
-            "-nodefaults",
-            "-no-user-config",
-            "-display",
-            "none",
-            "-monitor",
-            "none",
-            "-chardev",
-            "stdio,id=con0,signal=off",
-            "-serial",
-            "chardev:con0",
-            "-no-reboot",
-        ]
-        .iter()
-        .map(|s| s.to_string()),
-    );
-
+    let kernel_image = boot_image(req.kernel, &mut used);
     let mut port = match req.agent.report {
         ReportChannel::Console => None,
         ReportChannel::Ttys1 => Some(ReportPort::create(tmp.path()).map_err(io("report channel FIFOs"))?),
     };
-    if let Some(p) = &port {
-        args.extend(p.qemu_args());
-    }
+    let args = qemu_args(req, accel, used, &kernel_image, &initrd, port.as_ref())?;
 
     let log = match &req.console_log {
         Some(p) => Some(std::fs::File::create(p).map_err(io(format!("console log {}", p.display())))?),
@@ -469,6 +426,68 @@ fn wait(rx: &mpsc::Receiver<Msg>, watch: &mut Watch, deadline: Instant, silence_
             Ok(Msg::Eof(Source::Report)) | Err(RecvTimeoutError::Timeout) => {}
         }
     }
+}
+
+/// The kernel file QEMU boots: the PVH image when that speed-up is on and the
+/// kernel has a PVH entry, else the bzImage (and `used.pvh` off).
+fn boot_image(kernel: &KernelInstall, used: &mut Speedups) -> PathBuf {
+    if !used.pvh {
+        return kernel.vmlinuz.clone();
+    }
+    speed::pvh_image(&kernel.vmlinuz).unwrap_or_else(|e| {
+        tracing::warn!("PVH boot not possible, booting the bzImage: {e}");
+        used.pvh = false;
+        kernel.vmlinuz.clone()
+    })
+}
+
+/// QEMU's arguments: the machine, the caller's devices, kernel, initramfs and
+/// command line, the console on the first serial port and, with `port`, the
+/// report channel on the second.
+///
+/// # Errors
+/// As [`kernel_cmdline`].
+fn qemu_args(
+    req: &BootRequest<'_>,
+    accel: Accel,
+    used: Speedups,
+    kernel_image: &Path,
+    initrd: &Path,
+    port: Option<&ReportPort>,
+) -> Result<Vec<String>, LaunchError> {
+    let cmdline = kernel_cmdline(req)?;
+    let mut args = req.spec.qemu_args(accel, &used.cpu_model(&req.cpu_model));
+    for d in &req.extra_devices {
+        args.push("-device".into());
+        args.push(d.clone());
+    }
+    args.extend(
+        [
+            "-kernel",
+            &kernel_image.to_string_lossy(),
+            "-initrd",
+            &initrd.to_string_lossy(),
+            "-append",
+            &cmdline,
+            "-nodefaults",
+            "-no-user-config",
+            "-display",
+            "none",
+            "-monitor",
+            "none",
+            "-chardev",
+            "stdio,id=con0,signal=off",
+            "-serial",
+            "chardev:con0",
+            "-no-reboot",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    if let Some(p) = port {
+        args.extend(p.qemu_args());
+    }
+    Ok(args)
 }
 
 /// The kernel command line: [`BASE_CMDLINE`], the agent's items (with the

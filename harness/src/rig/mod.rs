@@ -265,8 +265,8 @@ impl NicBoot<'_> {
         let nic = device::RunningDevice::start(&socket, machine::device_config(topo)?)?;
 
         let mut boot = BootRequest::new(&spec, self.kernel, &prov.busybox);
-        boot.extra_devices.push(qemu::vfio_user_nic(&socket));
         boot.agent = AgentOptions { load_mana: true, channels: self.channels, reprobe: req.reprobe, ..boot.agent };
+        boot.extra_devices.push(qemu::vfio_user_nic(&socket));
         if self.channels.is_some() {
             // ethtool and its libraries are half the initramfs: only when used.
             boot.extra_files.clone_from(&prov.ethtool);
