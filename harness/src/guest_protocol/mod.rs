@@ -7,8 +7,8 @@
 //!   command-line items;
 //! - [`markers`]: the begin/end lines of the report and of the stages, and the
 //!   report's [`Version`];
-//! - [`parse`]: the agent's output → [`Transcript`] (stages, then the report),
-//!   once, with [`report`]'s types;
+//! - [`parse()`] (`parse.rs`): the agent's output → [`Transcript`] (stages, then the
+//!   report), once, with [`report`]'s types and the line [`Key`]s;
 //! - `assemble`, `interrupts`: sysfs/procfs paths and `/proc/interrupts` lines
 //!   → CPUs, nodes, PCI functions, MSI-X vectors.
 
@@ -16,7 +16,7 @@ mod assemble;
 mod interrupts;
 pub mod markers;
 pub mod options;
-pub mod parse;
+mod parse;
 pub mod report;
 #[cfg(test)]
 mod spec_tests;
@@ -29,7 +29,7 @@ pub use parse::{parse, Key};
 pub use report::{format_cpulist, GuestCpu, GuestIrq, GuestNode, GuestPci, GuestReport, Stage, Transcript};
 
 /// Errors reading the agent's output. Line numbers are 1-based, in the text
-/// given to [`parse`] (the console, or the report channel).
+/// given to [`parse()`] (the console, or the report channel).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ReportError {
     /// No begin marker.

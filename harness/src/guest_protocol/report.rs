@@ -1,5 +1,5 @@
 //! The typed report: what the agent's `key: value` lines say about the guest
-//! (guest-images/README.md, "Report lines"), once [`super::parse`] has read them.
+//! (guest-images/README.md, "Report lines"), once [`super::parse()`] has read them.
 //! Values come from sysfs and procfs: CPU topology from
 //! `/sys/devices/system/cpu/cpuN/topology/`, nodes from
 //! `/sys/devices/system/node/nodeN/{cpulist,distance,meminfo}`, PCI from

@@ -1,6 +1,6 @@
 //! Boot a `MachineSpec` in QEMU, read the serial console live until the guest
 //! agent's report ends ([`crate::guest_protocol::markers`]), and return the
-//! report, parsed once by [`crate::guest_protocol::parse`]. QEMU is always
+//! report, parsed once by [`crate::guest_protocol::parse()`]. QEMU is always
 //! reaped: on success, error, deadline, guest panic, panic of the caller (drop
 //! guard) and SIGINT/SIGTERM.
 
