@@ -7,15 +7,16 @@
 //! - [`qemu`]: the machine description and the launcher; [`initramfs`]; [`accel`]
 //!   (TCG or KVM); [`children`] and [`scratch`]: child processes and temporary
 //!   folders that never outlive a run;
-//! - [`guest_report`]: the guest agent's report; [`guest_topology`]: the guest's
-//!   topology checked against the machine QEMU was given;
+//! - [`guest_protocol`]: the `/init` agent's command-line items, markers and report
+//!   parser (spec: guest-images/README.md); [`guest_topology`]: the guest's topology
+//!   checked against the machine QEMU was given;
 //! - [`rig`]: one run, end to end; [`verdict`]: the judgement and its formats;
 //! - [`cli`]: the command line, the only layer that knows exit codes.
 
 pub mod accel;
 pub mod children;
 pub mod cli;
-pub mod guest_report;
+pub mod guest_protocol;
 pub mod guest_topology;
 pub mod initramfs;
 pub mod kbuild;
