@@ -10,7 +10,7 @@
 //!
 //! Pure: no processes, no QEMU, no sockets, no environment. The only I/O is
 //! [`topology::Topology::load`] reading the file it is given. The harness re-exports the
-//! three modules under the same names.
+//! modules under the same names.
 
 #![forbid(unsafe_code)]
 

@@ -15,6 +15,9 @@
 //!   as one document; [`render_rig_error`] reports a rig failure in the same format; [`render_before_after`] puts two runs side by side (seed 001's
 //!   table) with seed 003's hex `affinity_hint` masks.
 //!
+//! Oracles beside the model: [`properties`]`::evaluate(&Topology, &Observed)` judges the
+//! guest's table by rules any sane spreading keeps (no model needed).
+//!
 //! The JSON schema is documented in [`format::json`].
 //!
 //! CPU ids are the guest's (QEMU numbering); rows also carry the file's numbering for
@@ -26,6 +29,7 @@ mod geometry;
 mod judge;
 mod guest_irqs;
 mod outcome;
+pub mod properties;
 mod row;
 mod stage_checks;
 mod stages;
