@@ -6,9 +6,10 @@
 //! - [`generate`]`(seed, n, max_cpus)`: `n` random topologies, the same for the same
 //!   seed on every machine (a SplitMix64 stream per topology, so topology `i` does not
 //!   depend on `n`); [`generate_one`] makes only topology `i` (a matrix shard);
-//! - [`shrink`]`(&Topology, still_disagrees)` and [`shrink_logged`]: greedy shrinking to
-//!   a minimal machine, returned as a [`Topology`] whose [`Topology::to_toml`] is a
-//!   topology file with `[source]` and `[expect]` filled.
+//! - [`shrink`]`(&Topology, still_disagrees)`, [`shrink_logged`] (with the steps) and
+//!   [`shrink_within`] (with a budget of predicate calls, for predicates that boot a
+//!   guest): greedy shrinking to a minimal machine, returned as a [`Topology`] whose
+//!   [`Topology::to_toml`] is a topology file with `[source]` and `[expect]` filled.
 //!
 //! Pure: no I/O, no clock, no global state.
 
@@ -16,7 +17,7 @@ mod generate;
 mod prng;
 mod shrink;
 
-pub use shrink::{shrink, shrink_logged, Shrunk, MAX_TRIES};
+pub use shrink::{shrink, shrink_logged, shrink_within, Shrunk, MAX_TRIES};
 
 use crate::topology::{Topology, TopologyError};
 

@@ -3,9 +3,11 @@
 
 use crate::cpulist::CpuMask;
 use crate::topology::{CpuLocation, CpuNumbering, CpuShape, NodeDraft, Topology, TopologyDraft};
+use std::collections::HashSet;
 
-/// Most predicate calls one [`shrink`] makes (a guard: every accepted step makes the
-/// machine strictly smaller, so the loop ends long before on real machines).
+/// Most predicate calls one [`shrink`] or [`shrink_logged`] makes (a guard: every
+/// accepted step makes the machine strictly smaller, so the loop ends long before on
+/// real machines); [`shrink_within`] takes its own budget.
 pub const MAX_TRIES: u32 = 20_000;
 
 /// Memory a node gets when the shrinker turns it into a memory-only node (MiB).
@@ -228,25 +230,38 @@ pub fn shrink(topology: &Topology, still_disagrees: impl FnMut(&Topology) -> boo
 /// simplification keeps it holding: fewer nodes (a node removed or made memory-only),
 /// fewer cores per node, one socket and die, SMT off, QEMU numbering, a smaller MSI-X
 /// table, `max_msix` and `max_queues`, NIC fields at their defaults, fewer SLIT levels.
+/// [`shrink_within`] with [`MAX_TRIES`].
+pub fn shrink_logged(topology: &Topology, still_disagrees: impl FnMut(&Topology) -> bool) -> Shrunk {
+    shrink_within(topology, MAX_TRIES, still_disagrees)
+}
+
+/// [`shrink_logged`] calling the predicate at most `max_tries` times: for a predicate
+/// that boots a guest (seconds a call), say 200; the machine found so far comes back
+/// when the budget runs out.
 ///
 /// Greedy: the candidates of one step are tried biggest first, the first that is a
 /// valid topology file (checked by [`TopologyDraft::validate`]), smaller by a fixed
 /// measure and still disagreeing is taken, and the next step starts from it. The
-/// predicate is never called on an invalid machine, and at most [`MAX_TRIES`] times.
-/// If it does not hold for `topology` itself, `topology` comes back unchanged but for
-/// the name. The result is named `<name>-min`, keeps `[expect]`, and its
-/// `[source] wording` says what it was shrunk from: [`Topology::to_toml`] gives a file
-/// for topologies/ (set `[expect]` to what the disagreement should become).
-pub fn shrink_logged(topology: &Topology, mut still_disagrees: impl FnMut(&Topology) -> bool) -> Shrunk {
+/// predicate is never called on an invalid machine nor twice on the same one. If it
+/// does not hold for `topology` itself, `topology` comes back unchanged but for the
+/// name. The result is named `<name>-min`, keeps `[expect]`, and its `[source]
+/// wording` says what it was shrunk from: [`Topology::to_toml`] gives a file for
+/// topologies/ (set `[expect]` to what the disagreement should become).
+pub fn shrink_within(
+    topology: &Topology,
+    max_tries: u32,
+    mut still_disagrees: impl FnMut(&Topology) -> bool,
+) -> Shrunk {
     let mut current = TopologyDraft::from(topology);
     current.drop_defaults();
     let mut best = topology.clone();
     let (mut steps, mut tries) = (Vec::new(), 0u32);
-    'outer: while tries < MAX_TRIES {
+    let mut asked: HashSet<String> = HashSet::new();
+    'outer: while tries < max_tries {
         let now = size(&current);
         for (label, mut cand) in candidates(&current) {
             cand.drop_defaults();
-            if size(&cand) >= now {
+            if size(&cand) >= now || !asked.insert(cand.to_toml()) {
                 continue;
             }
             let Ok(t) = cand.validate(topology.name()) else { continue };
@@ -257,7 +272,7 @@ pub fn shrink_logged(topology: &Topology, mut still_disagrees: impl FnMut(&Topol
                 best = t;
                 continue 'outer;
             }
-            if tries >= MAX_TRIES {
+            if tries >= max_tries {
                 break;
             }
         }

@@ -302,7 +302,13 @@ fn a_model_disagreement_shrinks_to_a_small_machine() {
         a.vectors.iter().zip(&b.vectors).any(|(x, y)| x.smp_affinity_list != y.smp_affinity_list)
     };
     let start = (0..200u64).map(|s| one(s, 0, 32)).find(|t| differ(t) && t.ncpu() >= 8).expect("some machine differs");
-    let t = shrink(&start, differ);
-    assert!(differ(&t));
+    let out = shrink_logged(&start, differ);
+    let t = &out.topology;
+    assert!(differ(t));
     assert!(t.ncpu() <= 3 && t.nodes().len() <= 3, "{}", t.to_toml());
+    // A budget stops early with the best machine so far, still disagreeing.
+    let early = shrink_within(&start, 3, differ);
+    assert!(early.tries <= 3 && differ(&early.topology));
+    assert!(early.topology.ncpu() >= t.ncpu());
+    eprintln!("{} tries, steps {:?}:\n{}", out.tries, out.steps, t.to_toml());
 }
