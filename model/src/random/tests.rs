@@ -19,9 +19,12 @@ fn thousands_of_random_topologies_pass_the_file_validation() {
         let t = one(seed, seed % 3, max);
         assert!(t.ncpu() >= 1 && t.ncpu() <= max, "seed {seed}: {} CPUs > {max}", t.ncpu());
         assert!((1..=8).contains(&t.nodes().len()), "seed {seed}");
-        // The file text is a topology file too, and loads to the same machine.
-        let again = Topology::from_toml_str("again.toml", &t.to_toml()).expect("to_toml loads");
-        assert_eq!(again.to_toml(), t.to_toml(), "seed {seed}");
+        // The file text is a topology file too, and loads to the same machine (every
+        // 8th seed: the round trip costs as much as the generation).
+        if seed % 8 == 0 {
+            let again = Topology::from_toml_str("again.toml", &t.to_toml()).expect("to_toml loads");
+            assert_eq!(again.to_toml(), t.to_toml(), "seed {seed}");
+        }
     }
 }
 
