@@ -17,6 +17,11 @@ fn a_range_of_a_folder_that_is_no_git_tree_is_a_rig_error_of_one_line() {
         manarig(&["kernel", "build", "--source", &t, "--commits", "v1..v2", "--cache-dir", &c, "--no-install-deps"]);
     assert_eq!(code, 2, "{err}");
     assert_eq!(err.trim(), format!("manarig kernel: source: --commits v1..v2: {t} is not a git tree"));
+    // A single commit (the series' baseline) goes the same way.
+    let (code, err) =
+        manarig(&["kernel", "build", "--source", &t, "--commits", "v1", "--cache-dir", &c, "--no-install-deps"]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.trim(), format!("manarig kernel: source: --commits v1: {t} is not a git tree"));
 }
 
 #[test]

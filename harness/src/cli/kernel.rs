@@ -36,8 +36,9 @@ pub struct BuildArgs {
     pub patches: Option<PathBuf>,
     /// A commit range of the git tree --source names: the series is `git
     /// format-patch A..B`, built on A's tree (exported with `git archive` into the
-    /// cache; the checkout is only read and may be at any commit).
-    #[arg(long, value_name = "A..B", conflicts_with = "patches")]
+    /// cache; the checkout is only read and may be at any commit). `--commits A`
+    /// alone builds A's tree without patches: the baseline of that series.
+    #[arg(long, value_name = "A..B|A", conflicts_with = "patches")]
     pub commits: Option<String>,
     /// A config fragment applied after guest-images/kernel-config/manarig.config.
     #[arg(long, value_name = "FILE")]
@@ -92,6 +93,7 @@ fn run_build(b: &BuildArgs) -> anyhow::Result<()> {
         Some(range) if b.source.starts_with("debian:") => {
             anyhow::bail!("--commits {range} needs --source to be a git tree, not {}", b.source)
         }
+        Some(base) if !base.contains("..") => (commits::prepare_base(Path::new(&b.source), base, &cache, &mut progress)?, None),
         Some(range) => {
             let prepared = commits::prepare(Path::new(&b.source), range, &cache, &mut progress)?;
             (prepared.source, Some(prepared.mbox))

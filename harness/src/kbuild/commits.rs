@@ -9,6 +9,9 @@
 //! patch `<A12>..<B12>.mbox#k [PATCH k/N] subject`; the mbox itself is kept at
 //! `<cache>/kbuild/git/<A12>..<B12>.mbox` for reference.
 //!
+//! `--commits A` (no range) builds A's tree alone, exported the same way: the baseline
+//! (K0) of the series `A..B`, built with the same config and compiler ([`prepare_base`]).
+//!
 //! Refused, each with one line: a range that is not `A..B`, a name git does not know,
 //! an `A` that is not an ancestor of `B` (the series would not be based on A), merge
 //! commits in the range (`format-patch` drops them), an empty range. `git archive`
@@ -177,21 +180,50 @@ fn patches_of(range: &CommitRange, text: &str) -> Result<Vec<Patch>, KbuildError
 /// [`KbuildError::Io`] / [`KbuildError::Tool`] / [`KbuildError::Source`] when the export
 /// fails.
 pub fn export_base(range: &CommitRange, cache: &Path, progress: &mut dyn FnMut(&str)) -> Result<PathBuf, KbuildError> {
+    export_commit(&range.repo, &range.base, &range.spec, cache, progress)
+}
+
+/// `--commits A` alone: A's tree without patches, exported like [`export_base`] — the
+/// baseline (K0) build of a series `A..B`, with the same config and compiler.
+///
+/// # Errors
+/// As [`resolve`] for an unknown name or a folder that is not a git tree; as
+/// [`export_base`]; [`KbuildError::Source`] when A's tree is not a Linux tree.
+pub fn prepare_base(
+    repo: &Path,
+    rev: &str,
+    cache: &Path,
+    progress: &mut dyn FnMut(&str),
+) -> Result<SourceSpec, KbuildError> {
+    git(repo, &["rev-parse", "--git-dir"]).map_err(|_| bad(rev, format!("{} is not a git tree", repo.display())))?;
+    let id = commit_id(repo, rev, rev)?;
+    let tree = export_commit(repo, &id, rev, cache, progress)?;
+    SourceSpec::parse(&tree.display().to_string())
+}
+
+/// Export commit `id` (a full id) of `repo`; `spec` names the request in errors.
+fn export_commit(
+    repo: &Path,
+    id: &str,
+    spec: &str,
+    cache: &Path,
+    progress: &mut dyn FnMut(&str),
+) -> Result<PathBuf, KbuildError> {
     let base = cache.join("kbuild/src");
-    let dir = base.join(format!("git-{}", &range.base[..16.min(range.base.len())]));
+    let dir = base.join(format!("git-{}", &id[..16.min(id.len())]));
     let stamp = dir.with_extension("stamp");
-    let identity = format!("git:{}", range.base);
+    let identity = format!("git:{id}");
     if dir.is_dir() && std::fs::read_to_string(&stamp).is_ok_and(|s| s.trim() == identity) {
-        progress(&format!("source: {} at {} (exported in {})", range.repo.display(), range.base, dir.display()));
+        progress(&format!("source: {} at {id} (exported in {})", repo.display(), dir.display()));
         return Ok(dir);
     }
     std::fs::create_dir_all(&base).map_err(|e| KbuildError::io(&base, e))?;
-    progress(&format!("source: git archive {} of {} into {}", range.base, range.repo.display(), dir.display()));
+    progress(&format!("source: git archive {id} of {} into {}", repo.display(), dir.display()));
     let tmp = tempfile::tempdir_in(&base).map_err(|e| KbuildError::io(&base, e))?;
     let mut archive = Command::new("git")
         .arg("-C")
-        .arg(&range.repo)
-        .args(["archive", "--format=tar", &range.base])
+        .arg(repo)
+        .args(["archive", "--format=tar", id])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -207,10 +239,9 @@ pub fn export_base(range: &CommitRange, cache: &Path, progress: &mut dyn FnMut(&
     let archived = archive.wait_with_output().map_err(|e| KbuildError::Tool { tool: "git".into(), source: e })?;
     if !archived.status.success() || !untar.status.success() {
         return Err(bad(
-            &range.spec,
+            spec,
             format!(
-                "git archive {} | tar -x failed: {}{}",
-                range.base,
+                "git archive {id} | tar -x failed: {}{}",
                 String::from_utf8_lossy(&archived.stderr).trim(),
                 String::from_utf8_lossy(&untar.stderr).trim()
             ),

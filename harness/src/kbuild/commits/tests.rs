@@ -220,3 +220,23 @@ fn a_tree_in_a_folder_of_a_larger_repository_exports_and_patches_that_folder() {
     apply_series(&work, &p.series).expect("applies");
     assert_eq!(read(&work, "lib/cpumask.c").as_deref(), Some("a\nB\nc\n"));
 }
+
+#[test]
+fn a_single_commit_is_its_tree_alone_the_baseline_of_the_series() {
+    if !have_tools() {
+        eprintln!("skipped: git, patch or tar missing");
+        return;
+    }
+    let r = repo();
+    let cache = tempfile::tempdir().expect("cache");
+    let source = prepare_base(r.path(), "base", cache.path(), &mut |_| {}).expect("base");
+    let SourceSpec::Tree(tree) = &source else { panic!("{source:?}") };
+    assert_eq!(read(tree, "drivers/net/ethernet/microsoft/mana/gdma_main.c").as_deref(), Some("a\nb\nc\n"));
+    // The same export as the range's base: one copy per commit.
+    let range = resolve(r.path(), "base..tip").expect("range");
+    assert_eq!(&export_base(&range, cache.path(), &mut |_| {}).expect("export"), tree);
+    match prepare_base(r.path(), "nope", cache.path(), &mut |_| {}) {
+        Err(KbuildError::Source(m)) => assert!(m.starts_with("--commits nope: \"nope\" is not a commit of"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+}
