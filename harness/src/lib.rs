@@ -1,7 +1,8 @@
 //! manarig harness: everything around the emulated NIC (ARCHITECTURE.md has the map).
 //!
-//! - [`cpulist`], [`topology`], [`model`]: re-exported from the pure `manarig-model`
-//!   crate (cpumasks, topology files, the kernel reference model);
+//! - [`cpulist`], [`topology`], [`model`], [`random`]: re-exported from the pure
+//!   `manarig-model` crate (cpumasks, topology files, the kernel reference model, random
+//!   topologies and the shrinker);
 //! - [`provision`]: QEMU, pinned Debian kernels, busybox and ethtool into the cache;
 //!   [`kbuild`]: guest kernels built from a source tree plus patches;
 //! - [`qemu`]: the machine description and the launcher; [`initramfs`]; [`accel`]
@@ -26,4 +27,4 @@ pub mod rig;
 pub mod scratch;
 pub mod verdict;
 
-pub use manarig_model::{cpulist, model, topology};
+pub use manarig_model::{cpulist, model, random, topology};
