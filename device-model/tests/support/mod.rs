@@ -1172,7 +1172,9 @@ impl Driver {
         steer.indir_tab_offset = Le16::new(120);
         steer.rx_enable = Le32::new(u32::from(enable));
         steer.rss_enable = Le32::new(u32::from(enable));
-        steer.update_flags = if enable { [1, 1, 1, 0] } else { [0; 4] };
+        let update = u8::from(enable);
+        (steer.update_default_rxobj, steer.update_hashkey, steer.update_indir_tab) =
+            (update, update, update);
         steer.default_rxobj = Le64::new(rq_objs.first().copied().unwrap_or(u64::MAX));
         req[..120].copy_from_slice(steer.as_bytes());
         for i in 0..n {
