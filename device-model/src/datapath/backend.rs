@@ -136,7 +136,9 @@ struct RecorderState {
 }
 
 fn lock(state: &Mutex<RecorderState>) -> MutexGuard<'_, RecorderState> {
-    state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    state
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Records every transmitted frame and receives the frames a test injects.

@@ -135,7 +135,13 @@ impl Engine {
             pulled += 1;
             let len = received.len.min(self.rx_frame.len());
             let mut faults = Vec::new();
-            rx::receive(env, &mut self.rx, received.vport, &self.rx_frame[..len], &mut faults);
+            rx::receive(
+                env,
+                &mut self.rx,
+                received.vport,
+                &self.rx_frame[..len],
+                &mut faults,
+            );
             self.keep(faults);
         }
         pulled

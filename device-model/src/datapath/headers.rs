@@ -8,8 +8,8 @@
 
 use super::frame::{
     Be16, EthHdr, Ipv4Hdr, Ipv6ExtHdr, Ipv6Hdr, TcpHdr, UdpHdr, VlanTag, ETH_P_8021AD, ETH_P_8021Q,
-    ETH_P_IP, ETH_P_IPV6, IPPROTO_TCP, IPPROTO_UDP, IPV6_DEST_OPTS, IPV6_FRAGMENT,
-    IPV6_HOP_BY_HOP, IPV6_ROUTING,
+    ETH_P_IP, ETH_P_IPV6, IPPROTO_TCP, IPPROTO_UDP, IPV6_DEST_OPTS, IPV6_FRAGMENT, IPV6_HOP_BY_HOP,
+    IPV6_ROUTING,
 };
 use zerocopy::FromBytes;
 
@@ -99,7 +99,9 @@ impl Headers {
     /// The source and destination ports (network byte order), if TCP or UDP.
     pub fn ports<'a>(&self, frame: &'a [u8]) -> Option<&'a [u8]> {
         match self.transport {
-            Transport::Tcp { offset, .. } | Transport::Udp { offset } => frame.get(offset..offset + 4),
+            Transport::Tcp { offset, .. } | Transport::Udp { offset } => {
+                frame.get(offset..offset + 4)
+            }
             Transport::None => None,
         }
     }
@@ -138,7 +140,10 @@ pub fn parse(frame: &[u8]) -> Headers {
     let (protocol, l4) = match ethertype {
         ETH_P_IP => match ipv4(frame, l3) {
             Some((header_len, protocol, fragment)) => {
-                headers.network = Network::Ipv4 { offset: l3, header_len };
+                headers.network = Network::Ipv4 {
+                    offset: l3,
+                    header_len,
+                };
                 headers.fragment = fragment;
                 (protocol, l3 + header_len)
             }
@@ -291,9 +296,24 @@ pub(crate) mod tests {
         let f = b.frame();
         let h = parse(&f);
         assert_eq!(h.l3_offset, 18);
-        assert_eq!(h.network, Network::Ipv4 { offset: 18, header_len: 20 });
-        assert_eq!(h.transport, Transport::Tcp { offset: 38, header_len: 20 });
-        assert_eq!(h.addresses(&f), Some((&[10, 0, 0, 1][..], &[10, 0, 0, 2][..])));
+        assert_eq!(
+            h.network,
+            Network::Ipv4 {
+                offset: 18,
+                header_len: 20
+            }
+        );
+        assert_eq!(
+            h.transport,
+            Transport::Tcp {
+                offset: 38,
+                header_len: 20
+            }
+        );
+        assert_eq!(
+            h.addresses(&f),
+            Some((&[10, 0, 0, 1][..], &[10, 0, 0, 2][..]))
+        );
         assert_eq!(h.ports(&f), Some(&[0x03, 0xe8, 0, 80][..]));
         assert_eq!(h.payload_offset(), Some(58));
     }

@@ -76,9 +76,7 @@ impl Fault {
 }
 
 /// Device-wide traffic totals (kept across queue and HWC teardown).
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Totals {
     /// Every SQ.
     pub tx: Traffic,

@@ -168,33 +168,40 @@ impl Steering {
         let Some((src, dst)) = headers.addresses(frame) else {
             return (0, 0);
         };
-        let t = self.hash_types;
         let v4 = matches!(headers.network, Network::Ipv4 { .. });
-        let (ip_type, l4_type) = match (v4, headers.transport) {
-            (true, Transport::Tcp { .. }) => (t.ipv4(), t.tcp_ipv4().then_some(NdisHashTypes::new().with_tcp_ipv4(true))),
-            (true, Transport::Udp { .. }) => (t.ipv4(), t.udp_ipv4().then_some(NdisHashTypes::new().with_udp_ipv4(true))),
-            (true, Transport::None) => (t.ipv4(), None),
-            (false, Transport::Tcp { .. }) => (t.ipv6(), t.tcp_ipv6().then_some(NdisHashTypes::new().with_tcp_ipv6(true))),
-            (false, Transport::Udp { .. }) => (t.ipv6(), t.udp_ipv6().then_some(NdisHashTypes::new().with_udp_ipv6(true))),
-            (false, Transport::None) => (t.ipv6(), None),
+        let none = NdisHashTypes::new();
+        let l4_type = match (v4, headers.transport) {
+            (true, Transport::Tcp { .. }) => none.with_tcp_ipv4(true),
+            (true, Transport::Udp { .. }) => none.with_udp_ipv4(true),
+            (false, Transport::Tcp { .. }) => none.with_tcp_ipv6(true),
+            (false, Transport::Udp { .. }) => none.with_udp_ipv6(true),
+            (_, Transport::None) => none,
         };
+        let ip_type = if v4 {
+            none.with_ipv4(true)
+        } else {
+            none.with_ipv6(true)
+        };
+        let enabled =
+            |t: NdisHashTypes| t.into_bits().get() & self.hash_types.into_bits().get() != 0;
         let mut input = [0u8; 36];
         input[..src.len()].copy_from_slice(src);
         input[src.len()..src.len() + dst.len()].copy_from_slice(dst);
         let ip_len = src.len() + dst.len();
-        if let (Some(l4_type), Some(ports)) = (l4_type, headers.ports(frame)) {
+        if let (true, Some(ports)) = (enabled(l4_type), headers.ports(frame)) {
             input[ip_len..ip_len + 4].copy_from_slice(ports);
-            return (self.toeplitz.hash(&input[..ip_len + 4]), l4_type.into_bits().get());
+            return (
+                self.toeplitz.hash(&input[..ip_len + 4]),
+                l4_type.into_bits().get(),
+            );
         }
-        if !ip_type {
+        if !enabled(ip_type) {
             return (0, 0);
         }
-        let ip = if v4 {
-            NdisHashTypes::new().with_ipv4(true)
-        } else {
-            NdisHashTypes::new().with_ipv6(true)
-        };
-        (self.toeplitz.hash(&input[..ip_len]), ip.into_bits().get())
+        (
+            self.toeplitz.hash(&input[..ip_len]),
+            ip_type.into_bits().get(),
+        )
     }
 
     /// The serializable view for vPort `vport`.
@@ -240,7 +247,10 @@ mod tests {
         let table: Vec<u32> = (0..64).collect();
         let sel = steering(table).select(&f, &parse(&f));
         assert_eq!(sel.hash, 0x51cc_c178);
-        assert_eq!(sel.hash_type, NdisHashTypes::new().with_tcp_ipv4(true).into_bits().get());
+        assert_eq!(
+            sel.hash_type,
+            NdisHashTypes::new().with_tcp_ipv4(true).into_bits().get()
+        );
         assert_eq!(sel.rq, Some(0x51cc_c178 % 64));
     }
 
@@ -265,11 +275,24 @@ mod tests {
         let mut arp = Build::tcp4([1, 1, 1, 1], [2, 2, 2, 2], 1, 2).frame();
         arp[12..14].copy_from_slice(&0x0806u16.to_be_bytes());
         let mut s = steering(vec![1, 2, 3, 4]);
-        assert_eq!(s.select(&arp, &parse(&arp)), Selection { rq: Some(100), hash: 0, hash_type: 0 });
+        assert_eq!(
+            s.select(&arp, &parse(&arp)),
+            Selection {
+                rq: Some(100),
+                hash: 0,
+                hash_type: 0
+            }
+        );
         let f = Build::tcp4([1, 1, 1, 1], [2, 2, 2, 2], 1, 2).frame();
-        s.apply(SteeringUpdate { rss_enabled: Some(false), ..SteeringUpdate::default() });
+        s.apply(SteeringUpdate {
+            rss_enabled: Some(false),
+            ..SteeringUpdate::default()
+        });
         assert_eq!(s.select(&f, &parse(&f)).rq, Some(100));
-        s.apply(SteeringUpdate { rx_enabled: Some(false), ..SteeringUpdate::default() });
+        s.apply(SteeringUpdate {
+            rx_enabled: Some(false),
+            ..SteeringUpdate::default()
+        });
         assert_eq!(s.select(&f, &parse(&f)).rq, None);
     }
 

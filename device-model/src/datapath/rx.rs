@@ -29,8 +29,8 @@ use super::checksum::verify;
 use super::headers::{parse, ETH_HLEN};
 use super::{Env, Fault};
 use crate::defs::{
-    Le16, Le32, ManaCqeHeader, ManaCqeType, ManaRxCompOob, RxCompFlags, Sge,
-    INLINE_OOB_SMALL_SIZE, MANA_CQE_COMPLETION, MAX_RX_WQE_SGL_ENTRIES,
+    Le16, Le32, ManaCqeHeader, ManaCqeType, ManaRxCompOob, RxCompFlags, Sge, INLINE_OOB_SMALL_SIZE,
+    MANA_CQE_COMPLETION, MAX_RX_WQE_SGL_ENTRIES,
 };
 use crate::queues::{completion, QueueError, WqKind, WqeSlot, MAX_RQE_SIZE};
 use vm_memory::{Bytes, GuestAddress, GuestMemory, Permissions};
@@ -199,8 +199,14 @@ pub fn receive(
 }
 
 /// Checks the WQE in `scratch.wqe` and fills `scratch.sges`; returns the
-/// total buffer size in bytes.
-fn buffers(env: &Env<'_>, scratch: &mut RxScratch, rq_id: u32, slot: &WqeSlot) -> Result<usize, RxError> {
+/// total buffer size in bytes. Whether the buffers are guest memory is
+/// checked by [`scatter`], for the bytes the frame needs.
+fn buffers(
+    env: &Env<'_>,
+    scratch: &mut RxScratch,
+    rq_id: u32,
+    slot: &WqeSlot,
+) -> Result<usize, RxError> {
     let bad = |reason| RxError::BadWqe {
         rq: rq_id,
         offset: slot.offset,
@@ -224,10 +230,9 @@ fn buffers(env: &Env<'_>, scratch: &mut RxScratch, rq_id: u32, slot: &WqeSlot) -
         if len == 0 {
             return Err(bad("zero-length SGE"));
         }
-        let end = addr.checked_add(len as u64).ok_or(bad("SGE wraps the address space"))?;
-        if !GuestMemory::check_range(env.mem, GuestAddress(addr), len, Permissions::Write) {
-            return Err(bad("SGE outside guest memory"));
-        }
+        let end = addr
+            .checked_add(len as u64)
+            .ok_or(bad("SGE wraps the address space"))?;
         let overlaps = scratch.sges.iter().any(|other| {
             let start = other.address.get();
             addr < start + u64::from(other.size.get()) && start < end
@@ -241,17 +246,30 @@ fn buffers(env: &Env<'_>, scratch: &mut RxScratch, rq_id: u32, slot: &WqeSlot) -
     Ok(capacity)
 }
 
-/// Writes `frame` across `sges` (checked to hold it).
+/// Writes `frame` across `sges` (whose sizes hold it). Every byte it will
+/// write is checked to be guest memory first, so a frame is written whole
+/// or not at all; a one-SGE write is checked by the write itself.
 fn scatter(env: &Env<'_>, sges: &[Sge], frame: &[u8]) -> Result<(), &'static str> {
+    let chunks = || {
+        let mut left = frame.len();
+        sges.iter().map_while(move |sge| {
+            let take = left.min(sge.size.get() as usize);
+            left -= take;
+            (take > 0).then_some((GuestAddress(sge.address.get()), take))
+        })
+    };
+    let outside = "SGE outside guest memory";
+    if sges.len() > 1
+        && !chunks()
+            .all(|(addr, len)| GuestMemory::check_range(env.mem, addr, len, Permissions::Write))
+    {
+        return Err(outside);
+    }
     let mut rest = frame;
-    for sge in sges {
-        if rest.is_empty() {
-            break;
-        }
-        let take = rest.len().min(sge.size.get() as usize);
+    for (addr, take) in chunks() {
         env.mem
-            .write_slice(&rest[..take], GuestAddress(sge.address.get()))
-            .map_err(|_| "SGE outside guest memory")?;
+            .write_slice(&rest[..take], addr)
+            .map_err(|_| outside)?;
         rest = &rest[take..];
     }
     Ok(())

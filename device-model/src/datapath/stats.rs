@@ -10,9 +10,7 @@
 /// error CQE. RX: `packets` / `bytes` are the frames written into RQ buffers;
 /// `drops` the frames steered to the queue that found no usable buffer (none
 /// posted, too small, unusable); `errors` the unusable buffers among them.
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Traffic {
     /// Frames moved.
     pub packets: u64,

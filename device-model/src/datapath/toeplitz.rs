@@ -108,17 +108,73 @@ pub(crate) mod tests {
     }
 
     const IPV4: [Row; 5] = [
-        Row { dst: "161.142.100.80", dst_port: 1766, src: "66.9.149.187", src_port: 2794, ip_only: 0x323e_8fc2, with_tcp: 0x51cc_c178 },
-        Row { dst: "65.69.140.83", dst_port: 4739, src: "199.92.111.2", src_port: 14230, ip_only: 0xd718_262a, with_tcp: 0xc626_b0ea },
-        Row { dst: "12.22.207.184", dst_port: 38024, src: "24.19.198.95", src_port: 12898, ip_only: 0xd2d0_a5de, with_tcp: 0x5c2b_394a },
-        Row { dst: "209.142.163.6", dst_port: 2217, src: "38.27.205.30", src_port: 48228, ip_only: 0x8298_9176, with_tcp: 0xafc7_327f },
-        Row { dst: "202.188.127.2", dst_port: 1303, src: "153.39.163.191", src_port: 44251, ip_only: 0x5d18_09c5, with_tcp: 0x10e8_28a2 },
+        Row {
+            dst: "161.142.100.80",
+            dst_port: 1766,
+            src: "66.9.149.187",
+            src_port: 2794,
+            ip_only: 0x323e_8fc2,
+            with_tcp: 0x51cc_c178,
+        },
+        Row {
+            dst: "65.69.140.83",
+            dst_port: 4739,
+            src: "199.92.111.2",
+            src_port: 14230,
+            ip_only: 0xd718_262a,
+            with_tcp: 0xc626_b0ea,
+        },
+        Row {
+            dst: "12.22.207.184",
+            dst_port: 38024,
+            src: "24.19.198.95",
+            src_port: 12898,
+            ip_only: 0xd2d0_a5de,
+            with_tcp: 0x5c2b_394a,
+        },
+        Row {
+            dst: "209.142.163.6",
+            dst_port: 2217,
+            src: "38.27.205.30",
+            src_port: 48228,
+            ip_only: 0x8298_9176,
+            with_tcp: 0xafc7_327f,
+        },
+        Row {
+            dst: "202.188.127.2",
+            dst_port: 1303,
+            src: "153.39.163.191",
+            src_port: 44251,
+            ip_only: 0x5d18_09c5,
+            with_tcp: 0x10e8_28a2,
+        },
     ];
 
     const IPV6: [Row; 3] = [
-        Row { dst: "3ffe:2501:200:3::1", dst_port: 1766, src: "3ffe:2501:200:1fff::7", src_port: 2794, ip_only: 0x2cc1_8cd5, with_tcp: 0x4020_7d3d },
-        Row { dst: "ff02::1", dst_port: 4739, src: "3ffe:501:8::260:97ff:fe40:efab", src_port: 14230, ip_only: 0x0f0c_461c, with_tcp: 0xdde5_1bbf },
-        Row { dst: "fe80::200:f8ff:fe21:67cf", dst_port: 38024, src: "3ffe:1900:4545:3:200:f8ff:fe21:67cf", src_port: 44251, ip_only: 0x4b61_e985, with_tcp: 0x02d1_feef },
+        Row {
+            dst: "3ffe:2501:200:3::1",
+            dst_port: 1766,
+            src: "3ffe:2501:200:1fff::7",
+            src_port: 2794,
+            ip_only: 0x2cc1_8cd5,
+            with_tcp: 0x4020_7d3d,
+        },
+        Row {
+            dst: "ff02::1",
+            dst_port: 4739,
+            src: "3ffe:501:8::260:97ff:fe40:efab",
+            src_port: 14230,
+            ip_only: 0x0f0c_461c,
+            with_tcp: 0xdde5_1bbf,
+        },
+        Row {
+            dst: "fe80::200:f8ff:fe21:67cf",
+            dst_port: 38024,
+            src: "3ffe:1900:4545:3:200:f8ff:fe21:67cf",
+            src_port: 44251,
+            ip_only: 0x4b61_e985,
+            with_tcp: 0x02d1_feef,
+        },
     ];
 
     fn octets(addr: &str) -> Vec<u8> {
@@ -142,8 +198,20 @@ pub(crate) mod tests {
     fn the_bitwise_hash_matches_microsofts_verification_suite() {
         for row in IPV4.iter().chain(&IPV6) {
             let (ip, tcp) = inputs(row);
-            assert_eq!(hash(&KEY, &ip), row.ip_only, "{} -> {} (IP only)", row.src, row.dst);
-            assert_eq!(hash(&KEY, &tcp), row.with_tcp, "{} -> {} (with TCP)", row.src, row.dst);
+            assert_eq!(
+                hash(&KEY, &ip),
+                row.ip_only,
+                "{} -> {} (IP only)",
+                row.src,
+                row.dst
+            );
+            assert_eq!(
+                hash(&KEY, &tcp),
+                row.with_tcp,
+                "{} -> {} (with TCP)",
+                row.src,
+                row.dst
+            );
         }
     }
 
@@ -152,8 +220,20 @@ pub(crate) mod tests {
         let table = ToeplitzTable::new(&KEY);
         for row in IPV4.iter().chain(&IPV6) {
             let (ip, tcp) = inputs(row);
-            assert_eq!(table.hash(&ip), row.ip_only, "{} -> {} (IP only)", row.src, row.dst);
-            assert_eq!(table.hash(&tcp), row.with_tcp, "{} -> {} (with TCP)", row.src, row.dst);
+            assert_eq!(
+                table.hash(&ip),
+                row.ip_only,
+                "{} -> {} (IP only)",
+                row.src,
+                row.dst
+            );
+            assert_eq!(
+                table.hash(&tcp),
+                row.with_tcp,
+                "{} -> {} (with TCP)",
+                row.src,
+                row.dst
+            );
         }
     }
 

@@ -35,14 +35,14 @@
 
 use super::backend::PacketBackend;
 use super::checksum::{insert_ipv4, insert_transport, ChecksumError};
-use super::frame::{VlanTag, VlanTci, Be16, ETH_P_8021Q, IPPROTO_TCP, IPPROTO_UDP};
+use super::frame::{Be16, VlanTag, VlanTci, ETH_P_8021Q, IPPROTO_TCP, IPPROTO_UDP};
 use super::headers::{parse, Headers, ETH_HLEN};
 use super::tso::{segment, TsoError};
 use super::{Env, Fault, MAX_FRAME, TX_VPORT_OFFSET};
 use crate::defs::{
-    ManaCqeHeader, ManaCqeType, ManaTxCompOob, Sge, TxLongOob, TxShortOob,
-    INLINE_OOB_LARGE_SIZE, INLINE_OOB_SMALL_SIZE, MANA_CQE_COMPLETION, MANA_LONG_PKT_FMT,
-    MANA_SHORT_PKT_FMT, MAX_TX_WQE_SGL_ENTRIES,
+    ManaCqeHeader, ManaCqeType, ManaTxCompOob, Sge, TxLongOob, TxShortOob, INLINE_OOB_LARGE_SIZE,
+    INLINE_OOB_SMALL_SIZE, MANA_CQE_COMPLETION, MANA_LONG_PKT_FMT, MANA_SHORT_PKT_FMT,
+    MAX_TX_WQE_SGL_ENTRIES,
 };
 use crate::queues::{completion, Mem, QueueError, WqKind, WqeSlot, MAX_SQE_SIZE};
 use vm_memory::{Bytes, GuestAddress};
@@ -219,7 +219,9 @@ pub fn service(
 }
 
 fn short_oob(wqe: &[u8], slot: &WqeSlot) -> Option<TxShortOob> {
-    TxShortOob::read_from_prefix(slot.oob(wqe)).ok().map(|(oob, _)| oob)
+    TxShortOob::read_from_prefix(slot.oob(wqe))
+        .ok()
+        .map(|(oob, _)| oob)
 }
 
 /// What the OOB asks for, validated.
@@ -258,7 +260,10 @@ fn validate(wqe: &[u8], slot: &WqeSlot, sq_id: u32, cq_id: u32) -> Result<Reques
         None => u16::from(oob.short_vp_offset()),
     };
     if vp_offset != TX_VPORT_OFFSET {
-        return Err(TxError::WrongVport { sq: sq_id, vp_offset });
+        return Err(TxError::WrongVport {
+            sq: sq_id,
+            vp_offset,
+        });
     }
     let num_sge = u32::from(slot.header.num_sge());
     if num_sge == 0 || num_sge > MAX_TX_WQE_SGL_ENTRIES {
@@ -328,7 +333,14 @@ fn transmit(
     slot: &WqeSlot,
 ) -> Result<(), TxError> {
     let request = validate(&scratch.wqe, slot, sq_id, cq_id)?;
-    gather(env.mem, &scratch.wqe, slot, sq_id, env.mem_key, &mut scratch.frame)?;
+    gather(
+        env.mem,
+        &scratch.wqe,
+        slot,
+        sq_id,
+        env.mem_key,
+        &mut scratch.frame,
+    )?;
     let frame = &mut scratch.frame;
     let bad_frame = |len: usize, reason: String| TxError::BadFrame {
         sq: sq_id,
@@ -336,7 +348,10 @@ fn transmit(
         reason,
     };
     if frame.len() < ETH_HLEN {
-        return Err(bad_frame(frame.len(), "shorter than an Ethernet header".into()));
+        return Err(bad_frame(
+            frame.len(),
+            "shorter than an Ethernet header".into(),
+        ));
     }
     let headers = parse(frame);
     let max_frame = headers.l3_offset + MAX_FRAME - ETH_HLEN;
@@ -353,7 +368,14 @@ fn transmit(
     };
     if request.mss > 0 && request.oob.comp_tcp_csum() {
         let len = frame.len();
-        return match segment(frame, &headers, request.mss, max_frame, &mut scratch.segment, send) {
+        return match segment(
+            frame,
+            &headers,
+            request.mss,
+            max_frame,
+            &mut scratch.segment,
+            send,
+        ) {
             Ok(_) => Ok(()),
             Err(TsoError::TooLong(len)) => Err(TxError::TooLong { sq: sq_id, len }),
             Err(err) => Err(bad_frame(len, err.to_string())),
@@ -365,7 +387,8 @@ fn transmit(
             len: frame.len(),
         });
     }
-    checksums(frame, &headers, &request.oob).map_err(|err| bad_frame(frame.len(), err.to_string()))?;
+    checksums(frame, &headers, &request.oob)
+        .map_err(|err| bad_frame(frame.len(), err.to_string()))?;
     let _ = send(frame);
     Ok(())
 }
@@ -411,7 +434,10 @@ mod tests {
     fn every_error_maps_to_a_cqe_type_the_driver_knows() {
         let err = TxError::TooLong { sq: 1, len: 9000 };
         assert_eq!(err.cqe_type(), ManaCqeType::TX_MTU_DROP);
-        let err = TxError::WrongVport { sq: 1, vp_offset: 3 };
+        let err = TxError::WrongVport {
+            sq: 1,
+            vp_offset: 3,
+        };
         assert_eq!(err.cqe_type(), ManaCqeType::TX_VPORT_IDX_OUT_OF_RANGE);
     }
 }
