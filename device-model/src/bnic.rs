@@ -17,16 +17,16 @@
 use crate::datapath::rss::SteeringUpdate;
 use crate::datapath::{MAX_FRAME, TX_VPORT_OFFSET};
 use crate::defs::{
-    CfgRxSteerReq, Command, ConfigVportReq, ConfigVportResp, CreateWqObjReq, CreateWqObjResp,
+    CfgRxSteerReq, CfgRxSteerReqV2, Command, ConfigVportReq, ConfigVportResp, CreateWqObjReq, CreateWqObjResp,
     DestroyWqObjReq, DeviceType, FenceRqReq, GdmaReqHdr, GdmaRespHdr, Le16, Le32, Le64,
     ManaCqeHeader, ManaCqeType, ManaRxCompOob, QueryDevCfgResp, QueryGfStatResp,
     QueryVportCfgReq, QueryVportCfgResp, QueueType, TriState, INVALID_MANA_HANDLE,
     MANA_CQE_COMPLETION, MANA_INDIRECT_TABLE_MAX_SIZE,
 };
-use crate::framing::{body, invalid, parse, u64_list, CommandError};
+use crate::framing::{body, invalid, parse, CommandError};
 use crate::queues::{completion, free_id, CompletionQueue, Producer, Ring, WorkQueue, WqKind};
 use crate::resources::{Ctx, WqObj, MAX_NUM_CQS, MAX_WQ_ID};
-use zerocopy::{FromZeros, IntoBytes};
+use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 /// Frame size reported as `adapter_mtu` (ETH_FRAME_LEN; 7.3 rejects < 74):
 /// the data path's [`MAX_FRAME`].
@@ -209,9 +209,9 @@ fn tri_state(what: &'static str, value: u32) -> Result<Option<bool>, CommandErro
 }
 
 /// MANA_CONFIG_VPORT_RX (`mana_cfg_vport_steering()`): validates the whole
-/// request (every RX object an RQ of this vPort, 1..=512 table entries at an
-/// offset past the fixed part), then programs the vPort's steering at once.
-/// A refused request changes nothing.
+/// request (every RX object an RQ of this vPort, 1..=512 table entries right
+/// after the fixed part), then programs the vPort's steering at once. A
+/// refused request changes nothing.
 fn configure_vport_rx(ctx: &mut Ctx<'_>, request: &[u8]) -> Result<Vec<u8>, CommandError> {
     let req: CfgRxSteerReq = parse(request)?;
     let handle = req.vport.get();
@@ -235,11 +235,16 @@ fn configure_vport_rx(ctx: &mut Ctx<'_>, request: &[u8]) -> Result<Vec<u8>, Comm
             return Err(invalid("num_indir_entries", count));
         }
         let offset = req.indir_tab_offset.get();
-        if usize::from(offset) < size_of::<CfgRxSteerReq>() {
+        if usize::from(offset) != size_of::<CfgRxSteerReq>() {
             return Err(invalid("indir_tab_offset", offset));
         }
-        let handles = u64_list(request, usize::from(offset), usize::from(count))?;
-        Some(handles.into_iter().map(rq_of).collect::<Result<Vec<u32>, _>>()?)
+        let (whole, _) = CfgRxSteerReqV2::ref_from_prefix_with_elems(request, usize::from(count))
+            .map_err(|_| CommandError::Truncated {
+                len: request.len(),
+                need: size_of::<CfgRxSteerReq>() + 8 * usize::from(count),
+            })?;
+        let rqs = whole.indir_tab.iter().map(|obj| rq_of(obj.get()));
+        Some(rqs.collect::<Result<Vec<u32>, _>>()?)
     } else {
         None
     };

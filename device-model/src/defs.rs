@@ -1251,6 +1251,19 @@ pub struct CfgRxSteerReq {
     pub cqe8: [u8; 2],
 }
 
+/// `struct mana_cfg_rx_steer_req_v2` whole: the fixed part and the
+/// indirection table (`indir_tab[num_indir_entries]`, RQ object handles)
+/// right after it, where every driver version puts it (`indir_tab_offset`
+/// = `offsetof(..., indir_tab)` = 120).
+#[derive(Debug, FromBytes, Immutable, KnownLayout)]
+#[repr(C)]
+pub struct CfgRxSteerReqV2 {
+    /// The fixed part.
+    pub fixed: CfgRxSteerReq,
+    /// RQ object handles.
+    pub indir_tab: [Le64],
+}
+
 /// `struct mana_query_gf_stat_resp`, 256 bytes (all counters zero here).
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, Immutable, KnownLayout)]
 #[repr(C)]

@@ -140,7 +140,9 @@ impl ManaDevice {
         }
         let done = self.with_env(|engine, env| {
             let done = engine.run_tx(env, TX_BATCH);
-            engine.poll_backend(env, RX_BATCH);
+            if engine.rx_pending() {
+                engine.poll_backend(env, RX_BATCH);
+            }
             done
         });
         self.counters.tx_wqes_completed += u64::from(done);

@@ -27,7 +27,8 @@ pub struct Counters {
     pub hwc_destroyed: u64,
     /// Device resets.
     pub resets: u64,
-    /// Ethernet SQ WQEs completed (one CQE each, CQE_TX_OKAY or an error).
+    /// Ethernet SQ WQEs consumed (each with a CQE_TX_OKAY or error CQE
+    /// unless its OOB suppressed it).
     pub tx_wqes_completed: u64,
     /// Data-path traffic of every queue since power-on.
     pub traffic: Totals,

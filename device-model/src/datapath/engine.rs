@@ -91,6 +91,11 @@ impl Engine {
         !self.pending.is_empty() || self.backend.rx_pending()
     }
 
+    /// Whether the backend may hold frames ([`PacketBackend::rx_pending`]).
+    pub fn rx_pending(&self) -> bool {
+        self.backend.rx_pending()
+    }
+
     /// Forgets pending SQs (DESTROY_HWC, reset: the queues are gone).
     pub fn reset(&mut self) {
         self.pending.clear();
