@@ -164,8 +164,10 @@ fn nextest(extra: &[std::ffi::OsString]) -> ExitCode {
 
 /// Benchmarks `cargo xtask bench` runs, in order: (package, bench target, what it measures).
 /// Add a row for each new measurement (e.g. guest boot timings).
-const BENCHES: &[(&str, &str, &str)] =
-    &[("manarig-model", "model", "expected IRQ table for the 256-CPU 16-node machine (budget 10 ms)")];
+const BENCHES: &[(&str, &str, &str)] = &[
+    ("manarig-model", "model", "expected IRQ table for the 256-CPU 16-node machine (budget 10 ms)"),
+    ("device-model", "datapath", "device data path: 64-byte frames TX and RX through CQ/EQ/MSI-X, one core (target 1 M frames/s each)"),
+];
 
 /// `cargo xtask bench [sections] [options]`: the `model` section runs every
 /// benchmark in [`BENCHES`] with `cargo bench` (optimised build), passing the
