@@ -11,7 +11,10 @@
 //! - [`guest_protocol`]: the `/init` agent's command-line items, markers and report
 //!   parser (spec: guest-images/README.md); [`guest_topology`]: the guest's topology
 //!   checked against the machine QEMU was given;
-//! - [`rig`]: one run, end to end; [`verdict`]: the judgement and its formats;
+//! - [`rig`]: one run, end to end; [`traffic`]: packets through the emulated NIC
+//!   in a run (the peer in a private network namespace, the flow plan);
+//!   [`verdict`]: the judgement and its formats; [`workspace_bin`]: finding the
+//!   workspace's helper binaries;
 //! - [`cli`]: the command line, the only layer that knows exit codes.
 
 pub mod accel;
@@ -25,6 +28,8 @@ pub mod provision;
 pub mod qemu;
 pub mod rig;
 pub mod scratch;
+pub mod traffic;
 pub mod verdict;
+pub mod workspace_bin;
 
 pub use manarig_model::{cpulist, model, random, topology};
