@@ -19,7 +19,7 @@ use crate::model::{expected_table, KernelGen, ModelBasis};
 use crate::provision::{self, Provisioned};
 use crate::qemu::{self, BootRequest};
 use crate::topology::Topology;
-use crate::verdict::{judge, Observed, Verdict};
+use crate::verdict::{judge, judge_traffic, Observed, TrafficInput, Verdict};
 use anyhow::{bail, Context, Result};
 use device_model::server::DeviceStatus;
 use crate::provision::tools::GuestFile;
@@ -468,7 +468,9 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         stages.push(StageOutcome { name, verdict, queues, report });
     }
     let observed = observe::observed(&booted.report, model, &req.model_basis, &accel)?;
-    let queues = table(status_at(&|m| matches!(m, Marker::ReportBegin(_))), &observed);
+    let report_status = status_at(&|m| matches!(m, Marker::ReportBegin(_)));
+    let device_flows = report_status.as_ref().and_then(|s| s.core.as_ref()).map(|c| c.flows.flows.clone()).unwrap_or_default();
+    let queues = table(report_status, &observed);
     let mut verdict = judge(&topo, &observed, &expected);
     if let Some(label) = &req.label {
         verdict.run.name = format!("{}@{label}", topo.name());
@@ -476,6 +478,21 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     let earlier =
         stages.iter().map(|s| (s.name.as_str(), &s.verdict, observe::stage_facts(&s.report, s.queues.clone()))).collect();
     verdict.add_stages(earlier, observe::stage_facts(&booted.report, queues.clone()));
+    if let Some(t) = &traffic {
+        let input = TrafficInput {
+            planned: t.planned.as_deref().unwrap_or_default(),
+            plan_error: t.plan_error.as_deref(),
+            outcome: t.peer.outcome.as_ref(),
+            peer_error: t.peer.error.as_deref(),
+            device_flows: &device_flows,
+            queues: queues.as_ref(),
+            guest: &booted.report.traffic,
+            host: traffic::HOST,
+            guest_ip: traffic::GUEST,
+        };
+        let (report, checks) = judge_traffic(&input, &verdict.summary);
+        verdict.add_traffic(report, checks);
+    }
     Ok(RunOutcome {
         verdict,
         observed,
