@@ -134,6 +134,7 @@ impl<'a> End<'a> {
             let to = SockAddr::from(SocketAddr::V4(SocketAddrV4::new(remote, rport)));
             socket.connect_timeout(&to, left(deadline)?)?;
             let mut stream = TcpStream::from(socket);
+            stream.set_nodelay(true)?;
             self.send(&mut stream, deadline)?;
             stream.shutdown(Shutdown::Write)?;
             self.receive(&mut stream, deadline)
@@ -143,6 +144,7 @@ impl<'a> End<'a> {
             socket.set_read_timeout(Some(left(deadline)?))?;
             let (conn, _) = socket.accept()?;
             let mut stream = TcpStream::from(conn);
+            stream.set_nodelay(true)?;
             self.receive(&mut stream, deadline)?;
             self.send(&mut stream, deadline)?;
             stream.shutdown(Shutdown::Write)

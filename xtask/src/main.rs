@@ -21,6 +21,7 @@
 use std::process::{Command, ExitCode};
 
 mod bench_boot;
+mod bench_traffic;
 mod bench_kernel;
 mod lint;
 
@@ -173,7 +174,8 @@ const BENCHES: &[(&str, &str, &str)] = &[
 /// benchmark in [`BENCHES`] with `cargo bench` (optimised build), passing the
 /// remaining arguments (a run count); the `boot` section runs [`bench_boot`]
 /// (`--slow` adds the 128- and 256-CPU rows, `--runs N` the repetitions,
-/// `--update-baseline` rewrites benches/baseline.json); `bench kernel` is
+/// `--update-baseline` rewrites benches/baseline.json); the `traffic` section
+/// (only when named) runs [`bench_traffic`]; `bench kernel` is
 /// [`run_kernel_bench`].
 fn run_benches(args: &[std::ffi::OsString]) -> ExitCode {
     if args.first().is_some_and(|a| a == "kernel") {
@@ -185,7 +187,7 @@ fn run_benches(args: &[std::ffi::OsString]) -> ExitCode {
     let mut it = args.iter().map(|a| a.to_string_lossy().into_owned());
     while let Some(a) = it.next() {
         match a.as_str() {
-            "model" | "boot" => sections.push(a),
+            "model" | "boot" | "traffic" => sections.push(a),
             "--slow" => opts.slow = true,
             "--update-baseline" => opts.update_baseline = true,
             "--runs" => match it.next().and_then(|n| n.parse().ok()) {
@@ -207,6 +209,15 @@ fn run_benches(args: &[std::ffi::OsString]) -> ExitCode {
             match run_model_benches(&extra) {
                 Some(ok) => ok,
                 None => return ExitCode::from(2),
+            }
+        } else if section == "traffic" {
+            println!("== traffic: seed 002 on 6.12-min without and with run --traffic (target: under twice as long)");
+            match bench_traffic::run(opts.runs) {
+                Ok(ok) => ok,
+                Err(e) => {
+                    eprintln!("cargo xtask bench traffic: {e:#}");
+                    return ExitCode::from(2);
+                }
             }
         } else {
             println!("== boot: boot-to-verdict wall time, minimal 6.12 kernel (fast path) and Debian 6.12 (docs/boot-speed.md)");

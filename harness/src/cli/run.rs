@@ -185,6 +185,14 @@ pub struct CompareArgs {
     /// The "after" kernel is this build (same as --after build:KEY).
     #[arg(long, value_name = "KEY|DIR")]
     pub after_build: Option<String>,
+    /// Drive FLOWS TCP flows through the NIC in both runs (as `run --traffic`)
+    /// and compare where the load landed: busy cores with both SMT siblings
+    /// busy, load outside the NIC's node.
+    #[arg(long, value_name = "FLOWS", num_args = 0..=1, default_missing_value = "0")]
+    pub traffic: Option<u32>,
+    /// Bytes each traffic flow carries each way.
+    #[arg(long, value_name = "BYTES", default_value_t = 16 * 1024, requires = "traffic")]
+    pub traffic_bytes: u64,
     /// Rig options.
     #[command(flatten)]
     pub rig: RigOptions,
@@ -241,6 +249,16 @@ fn timings_line(outcome: &RunOutcome) -> String {
         t.boot_to_report.as_secs_f64(),
         t.total.as_secs_f64()
     )
+}
+
+/// `--traffic [FLOWS]` and `--traffic-bytes` as the rig takes them (FLOWS 0 or
+/// missing: twice the channel count).
+fn traffic_options(flows: Option<u32>, bytes: u64) -> Option<crate::traffic::TrafficOptions> {
+    flows.map(|flows| crate::traffic::TrafficOptions {
+        flows: (flows > 0).then_some(flows),
+        bytes,
+        ..crate::traffic::TrafficOptions::default()
+    })
 }
 
 /// One line on how the traffic went: flows verified on both ends, or why not.
@@ -310,11 +328,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
     request.channels = args.channels;
     request.reprobe = args.reprobe;
     request.device_fault = device_fault;
-    request.traffic = args.traffic.map(|flows| crate::traffic::TrafficOptions {
-        flows: (flows > 0).then_some(flows),
-        bytes: args.traffic_bytes,
-        ..crate::traffic::TrafficOptions::default()
-    });
+    request.traffic = traffic_options(args.traffic, args.traffic_bytes);
     match run_one(&request) {
         Ok(outcome) => match render(&outcome.verdict, args.format) {
             Ok(text) => {
@@ -368,6 +382,7 @@ pub fn compare(args: &CompareArgs) -> ExitCode {
         let name = run_name(&args.topology, &kernel.label);
         eprintln!("manarig: running {name}");
         let mut request = args.rig.request_for(&args.topology, &kernel, None);
+        request.traffic = traffic_options(args.traffic, args.traffic_bytes);
         // One console file per boot: FILE.before and FILE.after.
         request.console_log = args.rig.console.as_ref().map(|p| {
             let mut name = p.as_os_str().to_owned();
@@ -376,6 +391,9 @@ pub fn compare(args: &CompareArgs) -> ExitCode {
         });
         match run_one(&request) {
             Ok(outcome) => {
+                if let Some(t) = &outcome.traffic {
+                    eprintln!("{}", traffic_line(t));
+                }
                 eprintln!("{}", timings_line(&outcome));
                 verdicts.push(outcome.verdict);
             }

@@ -115,5 +115,10 @@ pub fn render_before_after(before: &Verdict, after: &Verdict) -> String {
         ));
         lines.extend(hint_lines(v));
     }
+    let traffic = super::traffic_text::before_after(before, after);
+    if !traffic.is_empty() {
+        lines.push(String::new());
+        lines.extend(traffic);
+    }
     lines.join("\n") + "\n"
 }

@@ -126,3 +126,32 @@ pub(super) fn headline(t: &TrafficReport) -> String {
     let error = t.error.as_ref().map_or(String::new(), |e| format!("; {e}"));
     format!("traffic: {} TCP flows, {verified} verified both ways{time}{ping}{error}", t.flows.len())
 }
+
+/// `compare --traffic`: the two runs' load side by side (both must carry
+/// traffic; else nothing).
+pub(super) fn before_after(before: &Verdict, after: &Verdict) -> Vec<String> {
+    let (Some(b), Some(a)) = (&before.traffic, &after.traffic) else { return Vec::new() };
+    let verified = |t: &TrafficReport| format!("{} of {}", t.flows.iter().filter(|f| f.verified).count(), t.flows.len());
+    let cpus = |m: &crate::cpulist::CpuMask| if m.is_empty() { "none".to_owned() } else { m.to_cpulist() };
+    let both = |s: &TrafficSummary| {
+        let cores: Vec<u32> = s.both_siblings_busy.iter().map(|c| c.core).collect();
+        let list = if cores.is_empty() { String::new() } else { format!(" (cores {})", ids(&cores)) };
+        format!("{} of {}{list}", s.both_siblings_busy.len(), s.busy_cores)
+    };
+    let remote = |s: &TrafficSummary| match s.nic_node {
+        None => "n/a".to_owned(),
+        Some(_) => format!("{} interrupts, {} NET_RX", share(s.remote_interrupts, s.interrupts), share(s.remote_net_rx, s.net_rx)),
+    };
+    let rows: Vec<(&str, String, String)> = vec![
+        ("flows verified both ways", verified(b), verified(a)),
+        ("CPUs with RX interrupts", cpus(&b.summary.interrupt_cpus), cpus(&a.summary.interrupt_cpus)),
+        ("CPUs with NET_RX softirqs", cpus(&b.summary.net_rx_cpus), cpus(&a.summary.net_rx_cpus)),
+        ("busy cores with both SMT siblings busy", both(&b.summary), both(&a.summary)),
+        ("load outside the NIC's node", remote(&b.summary), remote(&a.summary)),
+    ];
+    let mut table = vec![vec![String::new(), format!("before ({})", before.run.kernel_release), format!("after ({})", after.run.kernel_release)]];
+    table.extend(rows.into_iter().map(|(k, x, y)| vec![k.to_owned(), x, y]));
+    let mut out = vec!["Under traffic (run --traffic: the same flow count on both sides):".to_owned()];
+    out.extend(align(&table));
+    out
+}
