@@ -150,6 +150,9 @@ pub struct RunArgs {
     /// Bytes each traffic flow carries each way.
     #[arg(long, value_name = "BYTES", default_value_t = 16 * 1024, requires = "traffic")]
     pub traffic_bytes: u64,
+    /// Seconds the flows may take (they stop there, failed, if not done).
+    #[arg(long, value_name = "S", default_value_t = 20, requires = "traffic")]
+    pub traffic_seconds: u64,
     /// Rig options.
     #[command(flatten)]
     pub rig: RigOptions,
@@ -193,6 +196,9 @@ pub struct CompareArgs {
     /// Bytes each traffic flow carries each way.
     #[arg(long, value_name = "BYTES", default_value_t = 16 * 1024, requires = "traffic")]
     pub traffic_bytes: u64,
+    /// Seconds the flows may take (they stop there, failed, if not done).
+    #[arg(long, value_name = "S", default_value_t = 20, requires = "traffic")]
+    pub traffic_seconds: u64,
     /// Rig options.
     #[command(flatten)]
     pub rig: RigOptions,
@@ -251,13 +257,13 @@ fn timings_line(outcome: &RunOutcome) -> String {
     )
 }
 
-/// `--traffic [FLOWS]` and `--traffic-bytes` as the rig takes them (FLOWS 0 or
-/// missing: twice the channel count).
-fn traffic_options(flows: Option<u32>, bytes: u64) -> Option<crate::traffic::TrafficOptions> {
+/// `--traffic [FLOWS]`, `--traffic-bytes` and `--traffic-seconds` as the rig
+/// takes them (FLOWS 0 or missing: twice the channel count).
+fn traffic_options(flows: Option<u32>, bytes: u64, seconds: u64) -> Option<crate::traffic::TrafficOptions> {
     flows.map(|flows| crate::traffic::TrafficOptions {
         flows: (flows > 0).then_some(flows),
         bytes,
-        ..crate::traffic::TrafficOptions::default()
+        limit: Duration::from_secs(seconds.max(1)),
     })
 }
 
@@ -328,7 +334,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
     request.channels = args.channels;
     request.reprobe = args.reprobe;
     request.device_fault = device_fault;
-    request.traffic = traffic_options(args.traffic, args.traffic_bytes);
+    request.traffic = traffic_options(args.traffic, args.traffic_bytes, args.traffic_seconds);
     match run_one(&request) {
         Ok(outcome) => match render(&outcome.verdict, args.format) {
             Ok(text) => {
@@ -382,7 +388,7 @@ pub fn compare(args: &CompareArgs) -> ExitCode {
         let name = run_name(&args.topology, &kernel.label);
         eprintln!("manarig: running {name}");
         let mut request = args.rig.request_for(&args.topology, &kernel, None);
-        request.traffic = traffic_options(args.traffic, args.traffic_bytes);
+        request.traffic = traffic_options(args.traffic, args.traffic_bytes, args.traffic_seconds);
         // One console file per boot: FILE.before and FILE.after.
         request.console_log = args.rig.console.as_ref().map(|p| {
             let mut name = p.as_os_str().to_owned();

@@ -368,6 +368,11 @@ impl NicBoot<'_> {
             boot.extra_files.push(GuestFile { guest_path: format!("sbin/{}", manarig_flows::BIN), host: bin.clone(), mode: 0o755 });
             boot.agent.addr = Some((traffic::GUEST, traffic::PREFIX));
             boot.agent.traffic = Some(traffic::control_address());
+            // The guest tool gives up at the agent's deadline: past the flows' limit.
+            if let Some(t) = &req.traffic {
+                let needed = u32::try_from(t.limit.as_secs()).unwrap_or(u32::MAX).saturating_add(60);
+                boot.agent.deadline_s = boot.agent.deadline_s.max(needed);
+            }
         }
         boot.extra_cmdline.extend(req.extra_cmdline.iter().cloned());
         // The device's state as each stage and the report begin (the guest changes

@@ -101,6 +101,8 @@ pub struct TrafficFlow {
     pub device_rq: Option<u32>,
     /// The channel (queue index) of that RQ.
     pub channel: Option<usize>,
+    /// That channel's MSI-X vector (its EQ's `eq_pci_msix_index`).
+    pub msix_index: Option<u16>,
     /// The guest IRQ of that channel's MSI-X vector.
     pub irq: Option<u32>,
     /// Its short name (`mana_q3`).
@@ -314,6 +316,7 @@ pub fn judge_traffic(input: &TrafficInput<'_>, summary: &Summary) -> (TrafficRep
                 device_hash: rx.map(|r| r.hash),
                 device_rq,
                 channel: row.map(|r| r.channel),
+                msix_index: row.map(|r| r.msix_index),
                 irq: row.and_then(|r| r.irq),
                 irq_name: row.and_then(|r| r.name.clone()),
                 cpu: row.and_then(|r| r.effective.as_ref()).and_then(|e| e.iter().next()),

@@ -1,6 +1,6 @@
 //! A traffic run's text (human format, and KTAP diagnostics): a line on the
 //! flows, the flows table (4-tuple, the model's hash, slot and RQ, what the
-//! device did, channel, IRQ, CPU, frames), the per-CPU table (the NIC's
+//! device did, channel, MSI-X vector, IRQ, CPU, frames), the per-CPU table (the NIC's
 //! interrupts, NET_RX and NET_TX softirqs during the traffic) and the
 //! summary lines that answer the reviewers' question under load.
 
@@ -35,6 +35,7 @@ fn flow_row(f: &TrafficFlow) -> Vec<String> {
         opt(f.rq),
         same(f.rq, f.device_rq),
         opt(f.channel),
+        opt(f.msix_index),
         opt(f.irq),
         opt(f.irq_name.clone()),
         opt(f.cpu),
@@ -92,7 +93,7 @@ pub(super) fn traffic(v: &Verdict) -> Vec<String> {
     let mut out = vec![headline(t)];
     if !t.flows.is_empty() {
         out.push("Flows (peer -> guest 4-tuple; hash, slot and RQ of the rig's Toeplitz model; Device = what the device did, `=` same):".to_owned());
-        let mut rows = vec![["Flow", "Opener", "Tuple", "Hash", "Device", "Slot", "RQ", "Device", "Ch", "IRQ", "Name", "CPU", "Packets", "Verified"]
+        let mut rows = vec![["Flow", "Opener", "Tuple", "Hash", "Device", "Slot", "RQ", "Device", "Ch", "MSI-X", "IRQ", "Name", "CPU", "Packets", "Verified"]
             .map(str::to_owned)
             .to_vec()];
         rows.extend(t.flows.iter().take(FLOWS_MAX).map(flow_row));
