@@ -33,6 +33,8 @@ pub const READY_DEADLINE: Duration = Duration::from_secs(10);
 const STOP_DEADLINE: Duration = Duration::from_secs(5);
 /// Peer log lines kept for errors.
 const TAIL_LINES: usize = 20;
+/// How long the readers of a peer that exited may take to pass its last lines on.
+const DRAIN: Duration = Duration::from_secs(2);
 
 /// Makes the plan for the guest that said hello (the rig reads the device's
 /// RSS state); an `Err` is sent to the peer as the reason there is none.
@@ -130,6 +132,8 @@ pub struct PeerProcess {
     shared: Arc<Shared>,
     events: mpsc::Receiver<PeerEvent>,
     exited: mpsc::Receiver<()>,
+    /// Closes when the stderr reader has read everything.
+    stderr_done: mpsc::Receiver<()>,
 }
 
 /// Where the peer puts itself: its TAP, address and control port, and how
@@ -196,9 +200,12 @@ impl PeerProcess {
             let shared = Arc::clone(&shared);
             std::thread::spawn(move || read_events(stdout, &shared, &event_tx));
         }
+        // Dropped by the stderr thread at end of file: the tail is complete.
+        let (stderr_tx, stderr_done) = mpsc::channel::<()>();
         if let Some(stderr) = child.stderr.take() {
             let shared = Arc::clone(&shared);
             std::thread::spawn(move || {
+                let _done = stderr_tx;
                 for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                     tracing::debug!("{}: {line}", manarig_flows::BIN);
                     shared.keep(line);
@@ -210,14 +217,18 @@ impl PeerProcess {
             crate::children::wait_exit_unreaped(pid as i32);
             let _ = exit_tx.send(());
         });
-        let mut peer = PeerProcess { child: Some(child), pid, shared, events, exited };
+        let mut peer = PeerProcess { child: Some(child), pid, shared, events, exited, stderr_done };
         let not_ready = |peer: &mut PeerProcess, what: String| {
             peer.stop();
-            // A Failed line says why better than a missing descriptor.
-            let what = match peer.events.try_iter().find_map(|e| if let PeerEvent::Failed(why) = e { Some(why) } else { None }) {
-                Some(why) => format!("failed: {why}"),
-                None => what,
-            };
+            // A Failed line says why better than a missing descriptor; the
+            // stdout reader ends (and the channel closes) once the peer is gone.
+            let mut failed = None;
+            while let Ok(event) = peer.events.recv_timeout(DRAIN) {
+                if let PeerEvent::Failed(why) = event {
+                    failed = Some(why);
+                }
+            }
+            let what = failed.map_or(what, |why| format!("failed: {why}"));
             PeerError::NotReady { bin: bin.to_path_buf(), what, tail: peer.shared.tail() }
         };
         let tap = match recv_fd(ours.as_fd(), READY_DEADLINE) {
@@ -290,6 +301,8 @@ impl PeerProcess {
         // Untrack, then reap: a tracked pid is never a recycled one.
         crate::children::untrack(self.pid as i32);
         let _ = child.wait();
+        // Its last stderr lines are in the pipe: let the reader keep them.
+        let _ = self.stderr_done.recv_timeout(DRAIN);
     }
 }
 
@@ -311,5 +324,43 @@ fn read_events(stdout: std::process::ChildStdout, shared: &Shared, events: &mpsc
             }
             Err(e) => shared.keep(e),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A stand-in for `manarig-flows` that prints `body` and exits.
+    fn fake(dir: &Path, body: &str) -> PathBuf {
+        let p = dir.join("fake-flows");
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).expect("write");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        p
+    }
+
+    fn options() -> PeerOptions {
+        PeerOptions { tap: "tap0".into(), host: (Ipv4Addr::new(192, 0, 2, 1), 24), port: 7000, deadline: Duration::from_secs(30) }
+    }
+
+    #[test]
+    fn a_peer_that_fails_before_sending_the_tap_is_an_error_with_its_reason_and_is_reaped() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let bin = fake(dir.path(), r#"echo '{"Failed":"a new network namespace: Operation not permitted"}'; echo 'detail on stderr' >&2; exit 2"#);
+        let Err(e) = PeerProcess::start(&bin, &options()) else { panic!("started") };
+        let text = e.to_string();
+        assert!(text.contains("failed: a new network namespace: Operation not permitted"), "{text}");
+        assert!(text.contains("detail on stderr"), "{text}");
+    }
+
+    #[test]
+    fn a_peer_that_exits_without_a_word_is_an_error_at_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let bin = fake(dir.path(), "exit 0");
+        let started = std::time::Instant::now();
+        let Err(e) = PeerProcess::start(&bin, &options()) else { panic!("started") };
+        assert!(e.to_string().contains("sent no TAP descriptor (the sender closed the socket)"), "{e}");
+        assert!(started.elapsed() < READY_DEADLINE, "{:?}", started.elapsed());
     }
 }

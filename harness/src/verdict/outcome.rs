@@ -108,6 +108,16 @@ impl Verdict {
         self.checks.iter().filter(|c| c.status == CheckStatus::Fail)
     }
 
+    /// Attaches a traffic run's [`TrafficReport`] and its checks
+    /// ([`super::traffic::judge_traffic`]); the status becomes Fail if one of them fails.
+    pub fn add_traffic(&mut self, report: TrafficReport, checks: Vec<Check>) {
+        if checks.iter().any(|c| c.status == CheckStatus::Fail) {
+            self.status = Status::Fail;
+        }
+        self.checks.extend(checks);
+        self.traffic = Some(report);
+    }
+
     /// Whether this outcome is what the topology file's `[expect] verdict` says
     /// (`pass` ↔ PASS, `mismatch` ↔ FAIL; `rig-error` never matches a verdict).
     pub fn as_topology_expects(&self) -> bool {

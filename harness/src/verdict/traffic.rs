@@ -19,8 +19,7 @@
 //! - [`INTERRUPTS_CHECK`]: each flow's IRQ fired during the traffic, only on
 //!   the CPUs of its effective affinity.
 
-use super::check::{Check, CheckStatus, Status};
-use super::outcome::Verdict;
+use super::check::{Check, CheckStatus};
 use super::stages::QueueTable;
 use super::summary::Summary;
 use crate::cpulist::CpuMask;
@@ -592,16 +591,4 @@ fn interrupts_check(report: &TrafficReport) -> Check {
     );
     c.detail = detail;
     c
-}
-
-impl Verdict {
-    /// Attaches a traffic run's [`TrafficReport`] and its checks; the status
-    /// becomes Fail if one of them fails.
-    pub fn add_traffic(&mut self, report: TrafficReport, checks: Vec<Check>) {
-        if checks.iter().any(|c| c.status == CheckStatus::Fail) {
-            self.status = Status::Fail;
-        }
-        self.checks.extend(checks);
-        self.traffic = Some(report);
-    }
 }
