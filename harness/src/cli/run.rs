@@ -148,10 +148,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "FLOWS", num_args = 0..=1, default_missing_value = "0")]
     pub traffic: Option<u32>,
     /// Bytes each traffic flow carries each way.
-    #[arg(long, value_name = "BYTES", default_value_t = 16 * 1024, requires = "traffic")]
+    #[arg(long, value_name = "BYTES", default_value_t = crate::traffic::DEFAULT_BYTES, requires = "traffic")]
     pub traffic_bytes: u64,
     /// Seconds the flows may take (they stop there, failed, if not done).
-    #[arg(long, value_name = "S", default_value_t = 20, requires = "traffic")]
+    #[arg(long, value_name = "S", default_value_t = crate::traffic::DEFAULT_SECONDS, requires = "traffic")]
     pub traffic_seconds: u64,
     /// Rig options.
     #[command(flatten)]
@@ -194,10 +194,10 @@ pub struct CompareArgs {
     #[arg(long, value_name = "FLOWS", num_args = 0..=1, default_missing_value = "0")]
     pub traffic: Option<u32>,
     /// Bytes each traffic flow carries each way.
-    #[arg(long, value_name = "BYTES", default_value_t = 16 * 1024, requires = "traffic")]
+    #[arg(long, value_name = "BYTES", default_value_t = crate::traffic::DEFAULT_BYTES, requires = "traffic")]
     pub traffic_bytes: u64,
     /// Seconds the flows may take (they stop there, failed, if not done).
-    #[arg(long, value_name = "S", default_value_t = 20, requires = "traffic")]
+    #[arg(long, value_name = "S", default_value_t = crate::traffic::DEFAULT_SECONDS, requires = "traffic")]
     pub traffic_seconds: u64,
     /// Rig options.
     #[command(flatten)]

@@ -56,12 +56,21 @@ pub struct TrafficOptions {
     pub limit: Duration,
 }
 
+/// Bytes each flow carries each way by default: six full segments per
+/// flow and direction, a dozen-odd frames into each flow's RQ with the
+/// handshake and the ACKs. Chosen for the run's cost (`cargo xtask bench
+/// traffic`: seed 002's 16 flows then take 0.3-0.8 s under TCG, and the whole
+/// run stays well under twice the run without traffic); `--traffic-bytes`
+/// takes more.
+pub const DEFAULT_BYTES: u64 = 8 * 1024;
+/// Seconds the flows may take by default (seed 002's take about a second; a
+/// 128-vCPU guest under TCG needs the margin).
+pub const DEFAULT_SECONDS: u64 = 20;
+
 impl Default for TrafficOptions {
-    /// The default: twice the channel count, 16 KiB each way (a dozen full
-    /// segments per flow and direction), at most 20 s (seed 002's 16 flows
-    /// take about a second; a 128-vCPU guest under TCG needs the margin).
+    /// Twice the channel count, [`DEFAULT_BYTES`] each way, at most [`DEFAULT_SECONDS`].
     fn default() -> Self {
-        Self { flows: None, bytes: 16 * 1024, limit: Duration::from_secs(20) }
+        Self { flows: None, bytes: DEFAULT_BYTES, limit: Duration::from_secs(DEFAULT_SECONDS) }
     }
 }
 
