@@ -329,12 +329,19 @@ nic_irqs() {
 ADDR_RC=- PING=- TRAFFIC_RC=- T_TRAFFIC=- T_TRAFFIC_END=-
 # The counters around the traffic, as report lines (moment $1: before|after):
 # the NIC's IRQs per CPU, NET_RX/NET_TX softirqs per CPU, ethtool -S per queue.
+# ethtool -S asks the device for its port statistics over the HWC (6.12 on:
+# mana_query_gf_stats()), an interrupt of its own: it runs outside the two
+# interrupt readings, so that they enclose the traffic alone.
+traffic_stats() {
+	if [ -x /sbin/ethtool ]; then ethtool -S "$NETDEV" 2>/dev/null | awk -v pre="$1" "$STATS_AWK"; fi
+}
 traffic_counts() {
+	[ "$1" = before ] && traffic_stats "$1"
 	find_nic && nic_irqs
 	# shellcheck disable=SC2086 # PAT holds no blanks
 	[ -n "$PAT" ] && awk -v pat="^ *(${PAT#|}):" -v pre="traffic-irq $1: " "$IRQ_AWK" /proc/interrupts
 	awk -v pre="$1" "$SOFTIRQ_AWK" /proc/softirqs
-	if [ -x /sbin/ethtool ]; then ethtool -S "$NETDEV" 2>/dev/null | awk -v pre="$1" "$STATS_AWK"; fi
+	[ "$1" = after ] && traffic_stats "$1"
 }
 
 # manarig.addr: the netdev's address; manarig.traffic: ping the peer, then

@@ -169,7 +169,7 @@ pub struct TrafficCpu {
     pub core: Option<u32>,
     /// Its node.
     pub node: Option<u32>,
-    /// The NIC's interrupts it took.
+    /// The queues' interrupts it took (the channels' IRQs: not the HWC's).
     pub interrupts: u64,
     /// NET_RX softirqs it ran.
     pub net_rx: u64,
@@ -189,7 +189,7 @@ pub struct BusySiblings {
 /// The reviewers' question under load, answered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TrafficSummary {
-    /// CPUs that took the NIC's interrupts.
+    /// CPUs that took the queues' interrupts.
     pub interrupt_cpus: CpuMask,
     /// Their cores.
     pub interrupt_cores: Vec<u32>,
@@ -197,7 +197,7 @@ pub struct TrafficSummary {
     pub net_rx_cpus: CpuMask,
     /// Their cores.
     pub net_rx_cores: Vec<u32>,
-    /// Busy CPUs: the NIC's interrupts or NET_RX softirqs.
+    /// Busy CPUs: the queues' interrupts or NET_RX softirqs.
     pub busy_cpus: CpuMask,
     /// Cores with a busy CPU.
     pub busy_cores: u32,
@@ -209,7 +209,7 @@ pub struct TrafficSummary {
     pub remote_cpus: CpuMask,
     /// Interrupts taken outside the NIC's node, and in all.
     pub remote_interrupts: u64,
-    /// All the NIC's interrupts during the traffic.
+    /// All the queues' interrupts during the traffic.
     pub interrupts: u64,
     /// NET_RX softirqs run outside the NIC's node.
     pub remote_net_rx: u64,
@@ -349,7 +349,8 @@ pub fn judge_traffic(input: &TrafficInput<'_>, summary: &Summary) -> (TrafficRep
             }
         })
         .collect();
-    let cpus = cpu_rows(g, summary);
+    let queue_irqs: Option<BTreeSet<u32>> = input.queues.map(|t| t.rows.iter().filter_map(|r| r.irq).collect());
+    let cpus = cpu_rows(g, summary, queue_irqs.as_ref());
     let report = TrafficReport {
         summary: traffic_summary(&cpus, summary),
         flows,
@@ -383,10 +384,11 @@ fn failure_reason(input: &TrafficInput<'_>) -> Option<String> {
     })
 }
 
-/// Per guest CPU: the NIC's interrupts and the softirqs during the traffic.
-fn cpu_rows(g: &GuestTraffic, summary: &Summary) -> Vec<TrafficCpu> {
+/// Per guest CPU: the queues' interrupts (`queue_irqs`; all the NIC's when
+/// the queue table is not known) and the softirqs during the traffic.
+fn cpu_rows(g: &GuestTraffic, summary: &Summary, queue_irqs: Option<&BTreeSet<u32>>) -> Vec<TrafficCpu> {
     let mut interrupts: Vec<u64> = Vec::new();
-    for irq in g.after.irqs.keys() {
+    for irq in g.after.irqs.keys().filter(|i| queue_irqs.is_none_or(|q| q.contains(i))) {
         for (cpu, n) in irq_delta(g, *irq).into_iter().enumerate() {
             if interrupts.len() <= cpu {
                 interrupts.resize(cpu + 1, 0);

@@ -318,3 +318,16 @@ fn the_schema_doc_names_every_traffic_field() {
         assert!(doc.contains(&format!("`{name}`")), "check {name} missing from report-schema.md");
     }
 }
+
+#[test]
+fn the_hwcs_interrupts_do_not_make_a_cpu_busy() {
+    // `ethtool -S` asks the device over the HWC (mana_query_gf_stats()): its vector fires.
+    let mut t = Traffic::new();
+    let hwc = t.run.observed.vectors[0].irq;
+    t.guest.before.irqs.insert(hwc, vec![0; 8]);
+    t.guest.after.irqs.insert(hwc, vec![0, 0, 3, 0, 0, 0, 0, 0]);
+    let v = t.verdict();
+    let tr = v.traffic.as_ref().expect("traffic");
+    assert_eq!(tr.cpus[2].interrupts, 0);
+    assert!(!tr.summary.busy_cpus.contains(2), "{}", tr.summary.busy_cpus);
+}

@@ -76,7 +76,7 @@ pub(super) fn summary_lines(s: &TrafficSummary) -> Vec<String> {
     };
     vec![
         "Where the traffic landed (during the flows):".to_owned(),
-        format!("  RX interrupts (NIC IRQs): {} ({})", cpus(&s.interrupt_cpus), cores(&s.interrupt_cores)),
+        format!("  RX interrupts (the queues' IRQs): {} ({})", cpus(&s.interrupt_cpus), cores(&s.interrupt_cores)),
         format!("  NET_RX softirqs: {} ({})", cpus(&s.net_rx_cpus), cores(&s.net_rx_cores)),
         format!(
             "  busy cores whose SMT siblings were both busy: {} of {} busy cores: {both}",
@@ -102,7 +102,7 @@ pub(super) fn traffic(v: &Verdict) -> Vec<String> {
             out.push(format!("… and {} more flows (all of them: --format json)", t.flows.len() - FLOWS_MAX));
         }
     }
-    out.push("Per CPU during the traffic (the NIC's interrupts; NET_RX and NET_TX softirqs, /proc/softirqs):".to_owned());
+    out.push("Per CPU during the traffic (the queues' interrupts; NET_RX and NET_TX softirqs, /proc/softirqs):".to_owned());
     let mut rows = vec![["CPU", "Core", "Node", "Interrupts", "NET_RX", "NET_TX"].map(str::to_owned).to_vec()];
     rows.extend(t.cpus.iter().map(|c| {
         vec![
