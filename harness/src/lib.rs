@@ -10,6 +10,7 @@
 //! - [`guest_report`]: the guest agent's report; [`guest_topology`]: the guest's
 //!   topology checked against the machine QEMU was given;
 //! - [`rig`]: one run, end to end; [`verdict`]: the judgement and its formats;
+//!   [`matrix`]: many runs (topologies × kernels), sharded, merged, reported;
 //! - [`cli`]: the command line, the only layer that knows exit codes.
 
 pub mod accel;
@@ -19,6 +20,7 @@ pub mod guest_report;
 pub mod guest_topology;
 pub mod initramfs;
 pub mod kbuild;
+pub mod matrix;
 pub mod provision;
 pub mod qemu;
 pub mod rig;
