@@ -122,7 +122,7 @@ fn run_inner(args: &MatrixArgs) -> anyhow::Result<Exit> {
     }
     let planned: f64 = pairs.iter().map(|p| p.cost_s).sum();
     display.note(&format!(
-        "shard {shard}: {} pairs of {}, planned {} at {} jobs (spec {})",
+        "shard {shard}: {} pairs of {}, planned {}, jobs {} (spec {})",
         pairs.len(),
         spec.plan().len(),
         short_duration(Duration::from_secs_f64(planned)),

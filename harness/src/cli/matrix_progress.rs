@@ -44,6 +44,9 @@ impl Display {
         let eta = self.tracker.eta(&|n| self.started.get(n).map_or(Duration::ZERO, Instant::elapsed));
         let shown: Vec<&str> = running.iter().take(3).copied().collect();
         let more = if running.len() > 3 { format!(" +{}", running.len() - 3) } else { String::new() };
+        if running.is_empty() {
+            return format!("· ETA {}", short_duration(eta));
+        }
         format!("· running {}: {}{more} · ETA {}", running.len(), shown.join(", "), short_duration(eta))
     }
 

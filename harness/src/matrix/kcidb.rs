@@ -148,6 +148,11 @@ fn checkout_key(k: &KernelSpec) -> String {
     }
 }
 
+/// Whether the kernel's source is one of Debian's (a pinned package or source).
+fn is_debian(k: &KernelSpec) -> bool {
+    ["pinned:", "minimal:", "source:debian:"].iter().any(|p| k.identity.starts_with(p))
+}
+
 fn resources(k: &KernelSpec, opts: &KcidbOptions) -> Option<Vec<Resource>> {
     let p = k.patchset.as_ref()?;
     Some(
@@ -219,7 +224,7 @@ pub fn render_kcidb(m: &MatrixReport, opts: &KcidbOptions) -> Result<String, Bad
                     Checkout {
                         id,
                         origin: origin.clone(),
-                        tree_name: k.source.as_ref().filter(|s| s.starts_with("Debian")).map(|_| "debian".to_owned()),
+                        tree_name: is_debian(k).then(|| "debian".to_owned()),
                         comment: k.source.clone().or_else(|| Some(k.identity.clone())),
                         patchset_files: resources(k, opts),
                         patchset_hash,

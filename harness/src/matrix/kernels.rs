@@ -272,7 +272,7 @@ fn resolve(
             facts.compiler = Some(built.stamp.toolchain.clone());
             facts.patches = built.stamp.patches.clone();
             facts.release = Some(built.stamp.release.clone());
-            let choice = KernelChoice::Build(built.stamp.key.clone());
+            let choice = KernelChoice::Build(kbuild::key::short(&built.stamp.key).to_owned());
             let mut k = kernel_choice::resolve(&choice, None, cache_dir)
                 .map_err(|e| anyhow::Error::new(e).context(format!("kernel {label}")))?;
             k.label = label;

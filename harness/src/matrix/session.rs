@@ -72,7 +72,8 @@ pub fn run_shard(req: &ShardRequest<'_>, runner: &dyn PairRunner, oracle: &dyn O
             on_note(&format!("kernel {label}: {line}"));
         });
         if let Some(e) = &f.error {
-            on_note(&format!("kernel {label}: {e}"));
+            // The error names the kernel already.
+            on_note(e);
         }
         ready.kernels.insert(label, resolved.map_err(|e| crate::verdict::format::error_text(&e).replace(['\n', '\r'], " ")));
         facts.push(f);
@@ -89,7 +90,7 @@ pub fn run_shard(req: &ShardRequest<'_>, runner: &dyn PairRunner, oracle: &dyn O
     let records = execute(&x, &pairs, on_event);
     let interrupted = stop() || records.iter().any(|r| r.status == PairStatus::NotRun);
     if interrupted {
-        notes.push("interrupted: the pairs that did not run are marked not-run".to_owned());
+        notes.push("the pairs that did not run are marked not-run".to_owned());
     }
     let shard = ShardRun {
         shard: req.shard,

@@ -59,11 +59,12 @@ pub fn render(m: &MatrixReport) -> String {
     } else {
         String::new()
     };
+    let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
     let _ = writeln!(
         out,
-        "{} topology files × {} kernels, oracle `{}`, {}; spec `{}`, run `{}`.{scope}",
-        h.spec.inputs.len(),
-        h.spec.kernels.len(),
+        "{} × {}, oracle `{}`, {}; spec `{}`, run `{}`.{scope}",
+        plural(h.spec.inputs.len(), "topology file"),
+        plural(h.spec.kernels.len(), "kernel"),
         h.spec.oracle,
         h.mode,
         h.spec_digest,
@@ -83,18 +84,27 @@ fn table(out: &mut String, m: &MatrixReport) {
     let kernels: Vec<&str> = h.spec.kernels.iter().map(|k| k.label.as_str()).collect();
     let _ = writeln!(out, "\n| topology | {} |", kernels.iter().map(|k| cell(k)).collect::<Vec<_>>().join(" | "));
     let _ = writeln!(out, "| --- |{}", " --- |".repeat(kernels.len()));
+    let mut elsewhere = false;
     for input in &h.spec.inputs {
         let size = input.vcpus.map_or_else(|| "broken file".to_owned(), |v| format!("{v} vCPUs"));
         let cells: Vec<String> = kernels
             .iter()
             .map(|k| {
                 let name = format!("{}@{k}", input.name);
-                m.pairs.iter().find(|r| r.pair.name == name).map_or_else(|| "—".to_owned(), pair_cell)
+                m.pairs.iter().find(|r| r.pair.name == name).map_or_else(
+                    || {
+                        elsewhere = true;
+                        "—".to_owned()
+                    },
+                    pair_cell,
+                )
             })
             .collect();
         let _ = writeln!(out, "| {} ({size}) | {} |", cell(&input.name), cells.join(" | "));
     }
-    let _ = writeln!(out, "\n— : the pair is in another shard.");
+    if elsewhere {
+        let _ = writeln!(out, "\n— : the pair is in another shard.");
+    }
 }
 
 fn shards(out: &mut String, m: &MatrixReport) {
