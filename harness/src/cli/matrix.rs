@@ -48,6 +48,10 @@ pub struct MatrixArgs {
     /// Who judges each pair.
     #[arg(long, default_value = "model")]
     pub oracle: String,
+    /// Only make the kernels bootable (provision, build --source and the -min
+    /// kernels when missing) and exit: a CI job that fills the cache for the shards.
+    #[arg(long, conflicts_with_all = ["shard", "dry_run"])]
+    pub prepare_only: bool,
     /// Answer every pair with the model instead of booting it (plans, shards and
     /// report formats without QEMU; the verdicts mean nothing).
     #[arg(long, hide = true)]
@@ -72,17 +76,41 @@ pub struct MergeArgs {
 }
 
 fn kernel_requests(args: &MatrixArgs) -> Result<Vec<KernelRequest>, String> {
-    let mut reqs: Vec<KernelRequest> = args.kernel.iter().cloned().map(KernelRequest::Choice).collect();
+    let mut reqs: Vec<KernelRequest> = args
+        .kernel
+        .iter()
+        .cloned()
+        .map(KernelRequest::Choice)
+        .collect();
     if let Some(source) = &args.source {
-        let label = args.label.clone().unwrap_or_else(|| if args.patches.is_some() { "patched" } else { "source" }.to_owned());
-        reqs.push(KernelRequest::Source { source: source.clone(), patches: args.patches.clone(), label });
+        let label = args.label.clone().unwrap_or_else(|| {
+            if args.patches.is_some() {
+                "patched"
+            } else {
+                "source"
+            }
+            .to_owned()
+        });
+        reqs.push(KernelRequest::Source {
+            source: source.clone(),
+            patches: args.patches.clone(),
+            label,
+        });
     }
     if reqs.is_empty() {
-        reqs.push(KernelRequest::Choice(KernelChoice::Minimal(crate::model::KernelGen::V6_12)));
+        reqs.push(KernelRequest::Choice(KernelChoice::Minimal(
+            crate::model::KernelGen::V6_12,
+        )));
     }
     let mut seen = std::collections::HashSet::new();
-    if let Some(dup) = reqs.iter().map(KernelRequest::label).find(|l| !seen.insert(l.clone())) {
-        return Err(format!("kernel {dup} is named twice (give --label another name for --source)"));
+    if let Some(dup) = reqs
+        .iter()
+        .map(KernelRequest::label)
+        .find(|l| !seen.insert(l.clone()))
+    {
+        return Err(format!(
+            "kernel {dup} is named twice (give --label another name for --source)"
+        ));
     }
     Ok(reqs)
 }
@@ -110,10 +138,16 @@ fn run_inner(args: &MatrixArgs) -> anyhow::Result<Exit> {
     let shard = args.shard.unwrap_or(Shard::WHOLE);
     let spec = MatrixSpec {
         inputs: read_inputs(&expand(&args.inputs)?),
-        kernels: kernels.iter().map(KernelRequest::spec).collect::<Result<_, _>>()?,
+        kernels: kernels
+            .iter()
+            .map(KernelRequest::spec)
+            .collect::<Result<_, _>>()?,
         oracle: oracle.identity(),
         shards: shard.count,
     };
+    if args.prepare_only {
+        return Ok(prepare_only(&kernels, args.rig.cache_dir.as_deref()));
+    }
     let jobs = shard_jobs(&spec, shard, args.jobs, crate::accel::host_cores());
     let pairs = spec.shard_plan(shard);
     let mut display = Display::new(&pairs, jobs.limits.jobs);
@@ -133,7 +167,9 @@ fn run_inner(args: &MatrixArgs) -> anyhow::Result<Exit> {
     let runner: &dyn PairRunner = if args.dry_run {
         &ModelRunner
     } else {
-        boot = BootRunner { settings: rig_settings(&args.rig, args.output.out.as_deref())? };
+        boot = BootRunner {
+            settings: rig_settings(&args.rig, args.output.out.as_deref())?,
+        };
         &boot
     };
     // Ctrl-C: stop starting pairs, let the running guests be killed, write what we have.
@@ -145,7 +181,11 @@ fn run_inner(args: &MatrixArgs) -> anyhow::Result<Exit> {
         shard,
         jobs,
         run_id: args.output.run_id.clone().unwrap_or_else(default_run_id),
-        readiness: if args.dry_run { Readiness::ModelOnly } else { Readiness::Boot },
+        readiness: if args.dry_run {
+            Readiness::ModelOnly
+        } else {
+            Readiness::Boot
+        },
         cache_dir: args.rig.cache_dir.clone(),
     };
     let display_cell = std::cell::RefCell::new(&mut display);
@@ -161,6 +201,34 @@ fn run_inner(args: &MatrixArgs) -> anyhow::Result<Exit> {
     );
     display.finish();
     finish(&report, &args.output)
+}
+
+/// `--prepare-only`: every kernel made bootable, one line each; exit 2 if one cannot be.
+fn prepare_only(kernels: &[KernelRequest], cache_dir: Option<&Path>) -> Exit {
+    let _deferral = crate::children::defer_exit();
+    let mut exit = Exit::Pass;
+    for k in kernels {
+        let label = k.label();
+        let (facts, result) =
+            crate::matrix::kernels::prepare(k, Readiness::Boot, cache_dir, &mut |l| {
+                eprintln!("matrix: kernel {label}: {l}")
+            });
+        match result {
+            Ok(r) => eprintln!(
+                "matrix: kernel {label}: ready ({}; {:.0} s)",
+                facts.release.as_deref().unwrap_or(&r.model_note),
+                facts.prepare_s.unwrap_or_default()
+            ),
+            Err(e) => {
+                eprintln!("matrix: {}", crate::verdict::format::error_text(&e));
+                exit = Exit::RigError;
+            }
+        }
+        if crate::children::interrupted() {
+            return Exit::RigError;
+        }
+    }
+    exit
 }
 
 /// Emit the report and say how it ended.
@@ -204,7 +272,11 @@ fn rig_settings(rig: &RigOptions, out: Option<&Path>) -> anyhow::Result<RigSetti
         deadline: Duration::from_secs(rig.deadline),
         // The slow machines' own limit (harness/tests/matrix.rs gives them an hour).
         slow_deadline: Duration::from_secs(3600),
-        speedups: if rig.no_speedups { crate::qemu::Speedups::NONE } else { crate::qemu::Speedups::ALL },
+        speedups: if rig.no_speedups {
+            crate::qemu::Speedups::NONE
+        } else {
+            crate::qemu::Speedups::ALL
+        },
         extra_cmdline: rig.cmdline.clone(),
         console_dir,
     })
@@ -212,7 +284,12 @@ fn rig_settings(rig: &RigOptions, out: Option<&Path>) -> anyhow::Result<RigSetti
 
 /// A matrix of nothing (to check the output options before running).
 fn empty_report() -> MatrixReport {
-    let spec = MatrixSpec { inputs: Vec::new(), kernels: Vec::new(), oracle: "model".into(), shards: 1 };
+    let spec = MatrixSpec {
+        inputs: Vec::new(),
+        kernels: Vec::new(),
+        oracle: "model".into(),
+        shards: 1,
+    };
     MatrixReport {
         schema_version: crate::matrix::report::MATRIX_SCHEMA_VERSION,
         kind: crate::matrix::report::KIND.into(),
@@ -235,7 +312,10 @@ fn empty_report() -> MatrixReport {
 /// folder (three levels deep: CI artifact folders).
 fn documents(results: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     fn walk(dir: &Path, depth: u32, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?.flatten().map(|e| e.path()).collect();
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
+            .flatten()
+            .map(|e| e.path())
+            .collect();
         entries.sort();
         for p in entries {
             if p.is_dir() && depth > 0 {
@@ -269,15 +349,23 @@ pub fn merge_cmd(args: &MergeArgs) -> ExitCode {
         crate::matrix::kcidb::render_kcidb(&empty_report(), &args.output.kcidb())?;
         let mut docs = Vec::new();
         for path in documents(&args.results)? {
-            let text = std::fs::read_to_string(&path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-            let doc = MatrixReport::from_json(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            let doc = MatrixReport::from_json(&text)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
             docs.push((path.display().to_string(), doc));
         }
         let merged = merge(&docs, args.output.run_id.as_deref())?;
         eprintln!(
             "matrix-merge: {} documents, shards {} of {}",
             docs.len(),
-            merged.header.shards.iter().map(|s| s.shard.index.to_string()).collect::<Vec<_>>().join(","),
+            merged
+                .header
+                .shards
+                .iter()
+                .map(|s| s.shard.index.to_string())
+                .collect::<Vec<_>>()
+                .join(","),
             merged.header.spec.shards
         );
         finish(&merged, &args.output)

@@ -15,16 +15,27 @@ fn one_line(s: &str) -> String {
 /// Render the matrix.
 pub fn render_matrix(m: &MatrixReport) -> String {
     let mut out = format!("KTAP version 1\n1..{}\n", m.pairs.len());
-    out.push_str(&format!("# manarig matrix: spec {}, run {}, oracle {}\n", m.header.spec_digest, m.header.run_id, one_line(&m.header.spec.oracle)));
+    out.push_str(&format!(
+        "# manarig matrix: spec {}, run {}, oracle {}\n",
+        m.header.spec_digest,
+        m.header.run_id,
+        one_line(&m.header.spec.oracle)
+    ));
     for (i, r) in m.pairs.iter().enumerate() {
         let n = i + 1;
         let name = one_line(&r.pair.name);
         match (r.status, r.verdict()) {
             (PairStatus::Pass | PairStatus::Fail, Some(v)) => out.push_str(&render_ktap_test(n, v)),
             (PairStatus::NotRun, _) => {
-                out.push_str(&format!("ok {n} {name} # SKIP not run: {}\n", one_line(r.error.as_deref().unwrap_or(""))));
+                out.push_str(&format!(
+                    "ok {n} {name} # SKIP not run: {}\n",
+                    one_line(r.error.as_deref().unwrap_or(""))
+                ));
             }
-            _ => out.push_str(&format!("not ok {n} {name} # ERROR {}\n", one_line(r.error.as_deref().unwrap_or("rig error")))),
+            _ => out.push_str(&format!(
+                "not ok {n} {name} # ERROR {}\n",
+                one_line(r.error.as_deref().unwrap_or("rig error"))
+            )),
         }
     }
     out

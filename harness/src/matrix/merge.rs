@@ -47,7 +47,10 @@ pub enum MergeError {
 ///
 /// # Errors
 /// [`MergeError`].
-pub fn merge(docs: &[(String, MatrixReport)], run_id: Option<&str>) -> Result<MatrixReport, MergeError> {
+pub fn merge(
+    docs: &[(String, MatrixReport)],
+    run_id: Option<&str>,
+) -> Result<MatrixReport, MergeError> {
     let (first_name, first) = docs.first().ok_or(MergeError::Empty)?;
     let spec = &first.header.spec;
     let mut shards: BTreeMap<u32, (String, super::report::ShardRun)> = BTreeMap::new();
@@ -65,7 +68,11 @@ pub fn merge(docs: &[(String, MatrixReport)], run_id: Option<&str>) -> Result<Ma
         }
         for s in &doc.header.shards {
             if let Some((seen, _)) = shards.get(&s.shard.index) {
-                return Err(MergeError::Duplicate { shard: s.shard.to_string(), first: seen.clone(), other: name.clone() });
+                return Err(MergeError::Duplicate {
+                    shard: s.shard.to_string(),
+                    first: seen.clone(),
+                    other: name.clone(),
+                });
             }
             shards.insert(s.shard.index, (name.clone(), s.clone()));
         }
@@ -74,12 +81,20 @@ pub fn merge(docs: &[(String, MatrixReport)], run_id: Option<&str>) -> Result<Ma
         }
     }
     let plan = spec.plan();
-    let missing: Vec<u32> = (1..=spec.shards).filter(|k| !shards.contains_key(k)).collect();
+    let missing: Vec<u32> = (1..=spec.shards)
+        .filter(|k| !shards.contains_key(k))
+        .collect();
     let pairs: Vec<PairRecord> = plan
         .iter()
         .map(|p| {
             records.remove(&p.name).unwrap_or_else(|| {
-                PairRecord::not_run(p.clone(), &format!("shard {}/{} is not among the merged documents", p.shard, spec.shards))
+                PairRecord::not_run(
+                    p.clone(),
+                    &format!(
+                        "shard {}/{} is not among the merged documents",
+                        p.shard, spec.shards
+                    ),
+                )
             })
         })
         .collect();
@@ -109,14 +124,21 @@ pub fn merge(docs: &[(String, MatrixReport)], run_id: Option<&str>) -> Result<Ma
 /// Per kernel, the facts of the first document that prepared it (a shard
 /// without pairs on a kernel does not).
 fn merged_facts(docs: &[(String, MatrixReport)]) -> Vec<KernelFacts> {
-    let Some((_, first)) = docs.first() else { return Vec::new() };
+    let Some((_, first)) = docs.first() else {
+        return Vec::new();
+    };
     first
         .header
         .kernels
         .iter()
         .map(|k| {
             docs.iter()
-                .filter_map(|(_, d)| d.header.kernels.iter().find(|f| f.label == k.label && f.prepare_s.is_some()))
+                .filter_map(|(_, d)| {
+                    d.header
+                        .kernels
+                        .iter()
+                        .find(|f| f.label == k.label && f.prepare_s.is_some())
+                })
                 .next()
                 .cloned()
                 .unwrap_or_else(|| k.clone())

@@ -84,15 +84,22 @@ impl Tracker {
 
     /// Real seconds per planned second so far (1 until a pair finished).
     pub fn speed_ratio(&self) -> f64 {
-        if self.planned_done_s > 0.0 { self.actual_done_s / self.planned_done_s } else { 1.0 }
+        if self.planned_done_s > 0.0 {
+            self.actual_done_s / self.planned_done_s
+        } else {
+            1.0
+        }
     }
 
     /// The time left, given how long each running pair has run (`elapsed`, by
     /// name; missing names count as just started).
     pub fn eta(&self, elapsed: &dyn Fn(&str) -> Duration) -> Duration {
         let ratio = self.speed_ratio();
-        let running_left: f64 =
-            self.running.iter().map(|(n, c)| (c * ratio - elapsed(n).as_secs_f64()).max(0.0)).sum::<f64>();
+        let running_left: f64 = self
+            .running
+            .iter()
+            .map(|(n, c)| (c * ratio - elapsed(n).as_secs_f64()).max(0.0))
+            .sum::<f64>();
         let running_cost: f64 = self.running.iter().map(|(_, c)| c).sum();
         let queued = (self.cost_left_s - running_cost).max(0.0) * ratio;
         Duration::from_secs_f64((queued + running_left) / f64::from(self.jobs))
@@ -131,7 +138,11 @@ mod tests {
         let pairs = [pair("a", 10.0), pair("b", 10.0), pair("c", 20.0)];
         let mut t = Tracker::new(&pairs, 2);
         let none = |_: &str| Duration::ZERO;
-        assert_eq!(t.eta(&none), Duration::from_secs(20), "40 planned seconds on 2 jobs");
+        assert_eq!(
+            t.eta(&none),
+            Duration::from_secs(20),
+            "40 planned seconds on 2 jobs"
+        );
         t.update(&Event::Started(&pairs[0]));
         t.update(&Event::Started(&pairs[1]));
         assert_eq!(t.running(), ["a", "b"]);
@@ -140,7 +151,13 @@ mod tests {
         t.update(&Event::Finished(&r));
         // Twice as slow as planned: b (10 s planned, 5 s run) and c are left.
         assert_eq!(t.speed_ratio(), 2.0);
-        let five = |n: &str| if n == "b" { Duration::from_secs(5) } else { Duration::ZERO };
+        let five = |n: &str| {
+            if n == "b" {
+                Duration::from_secs(5)
+            } else {
+                Duration::ZERO
+            }
+        };
         assert_eq!(t.eta(&five), Duration::from_secs_f64((40.0 + 15.0) / 2.0));
         assert_eq!((t.done(), t.total(), t.running()), (1, 3, vec!["b"]));
     }

@@ -137,7 +137,11 @@ pub struct PairRecord {
 impl PairRecord {
     /// A judged pair.
     pub fn judged(pair: PlannedPair, verdict: Verdict, started: String, duration_s: f64) -> Self {
-        let status = if verdict.status == Status::Pass { PairStatus::Pass } else { PairStatus::Fail };
+        let status = if verdict.status == Status::Pass {
+            PairStatus::Pass
+        } else {
+            PairStatus::Fail
+        };
         PairRecord {
             pair,
             status,
@@ -150,7 +154,12 @@ impl PairRecord {
     }
 
     /// A pair the rig could not run or judge.
-    pub fn rig_error(pair: PlannedPair, err: &anyhow::Error, started: Option<String>, duration_s: Option<f64>) -> Self {
+    pub fn rig_error(
+        pair: PlannedPair,
+        err: &anyhow::Error,
+        started: Option<String>,
+        duration_s: Option<f64>,
+    ) -> Self {
         let report = RigErrorReport::new(err, &pair.name);
         PairRecord {
             pair,
@@ -193,7 +202,11 @@ pub fn first_mismatch(v: &Verdict) -> Option<String> {
     }
     let cpus = |m: &crate::cpulist::CpuMask| {
         let l = m.to_cpulist();
-        if l.is_empty() { "none".to_owned() } else { l }
+        if l.is_empty() {
+            "none".to_owned()
+        } else {
+            l
+        }
     };
     let row = v.vectors.iter().find(|r| r.outcome != RowOutcome::Match);
     if let Some(r) = row {
@@ -206,7 +219,9 @@ pub fn first_mismatch(v: &Verdict) -> Option<String> {
             _ => r.name.clone(),
         });
     }
-    v.failures().next().map(|c| format!("{}: {}", c.name, c.message))
+    v.failures()
+        .next()
+        .map(|c| format!("{}: {}", c.name, c.message))
 }
 
 /// How a whole matrix ended, worst first: what the command's exit code says.
@@ -235,7 +250,12 @@ impl MatrixReport {
     /// Pairs with each status: (pass, fail, rig error, not run).
     pub fn counts(&self) -> (usize, usize, usize, usize) {
         let n = |s| self.pairs.iter().filter(|p| p.status == s).count();
-        (n(PairStatus::Pass), n(PairStatus::Fail), n(PairStatus::RigError), n(PairStatus::NotRun))
+        (
+            n(PairStatus::Pass),
+            n(PairStatus::Fail),
+            n(PairStatus::RigError),
+            n(PairStatus::NotRun),
+        )
     }
 
     /// Parse a matrix document, refusing other kinds and schema versions.
@@ -243,20 +263,25 @@ impl MatrixReport {
     /// # Errors
     /// A message naming what is wrong (not JSON, another document, another version).
     pub fn from_json(text: &str) -> Result<Self, String> {
-        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
         let kind = value.get("kind").and_then(|k| k.as_str()).unwrap_or("");
         if kind != KIND {
             return Err(format!(
                 "not a manarig matrix document (kind {kind:?}; `matrix --format json` and <out>/matrix.json are)"
             ));
         }
-        let version = value.get("schema_version").and_then(serde_json::Value::as_u64);
+        let version = value
+            .get("schema_version")
+            .and_then(serde_json::Value::as_u64);
         if version != Some(u64::from(MATRIX_SCHEMA_VERSION)) {
             return Err(format!(
                 "matrix schema_version {version:?}: this manarig reads version {MATRIX_SCHEMA_VERSION} only"
             ));
         }
-        let verdicts = value.pointer("/header/verdict_schema_version").and_then(serde_json::Value::as_u64);
+        let verdicts = value
+            .pointer("/header/verdict_schema_version")
+            .and_then(serde_json::Value::as_u64);
         if verdicts != Some(u64::from(SCHEMA_VERSION)) {
             return Err(format!("verdict schema_version {verdicts:?}: this manarig reads version {SCHEMA_VERSION} only"));
         }
@@ -285,9 +310,14 @@ mod tests {
 
     #[test]
     fn other_documents_and_versions_are_refused() {
-        assert!(MatrixReport::from_json("[]").expect_err("an array").contains("not a manarig matrix"));
-        let e = MatrixReport::from_json(r#"{"kind":"manarig-matrix","schema_version":2}"#).expect_err("version 2");
+        assert!(MatrixReport::from_json("[]")
+            .expect_err("an array")
+            .contains("not a manarig matrix"));
+        let e = MatrixReport::from_json(r#"{"kind":"manarig-matrix","schema_version":2}"#)
+            .expect_err("version 2");
         assert!(e.contains("schema_version Some(2)"), "{e}");
-        assert!(MatrixReport::from_json("{").expect_err("not JSON").starts_with("not JSON"));
+        assert!(MatrixReport::from_json("{")
+            .expect_err("not JSON")
+            .starts_with("not JSON"));
     }
 }

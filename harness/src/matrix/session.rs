@@ -5,7 +5,9 @@ use super::kernels::{self, KernelFacts, KernelRequest, Readiness};
 use super::limits;
 use super::oracle::Oracle;
 use super::progress::Event;
-use super::report::{rfc3339, Header, MatrixReport, PairStatus, ShardRun, KIND, MATRIX_SCHEMA_VERSION};
+use super::report::{
+    rfc3339, Header, MatrixReport, PairStatus, ShardRun, KIND, MATRIX_SCHEMA_VERSION,
+};
 use super::run::{execute, Executor, Ready};
 use super::runner::PairRunner;
 use super::shard::Shard;
@@ -44,19 +46,41 @@ pub struct Hooks<'a> {
 }
 
 /// The pairs of `shard`, and the jobs plan for them (`--jobs`, `host_cores`).
-pub fn shard_jobs(spec: &MatrixSpec, shard: Shard, jobs: Option<u32>, host_cores: u32) -> limits::JobsPlan {
-    let vcpus: Vec<u32> = spec.shard_plan(shard).iter().filter_map(|p| p.vcpus).collect();
+pub fn shard_jobs(
+    spec: &MatrixSpec,
+    shard: Shard,
+    jobs: Option<u32>,
+    host_cores: u32,
+) -> limits::JobsPlan {
+    let vcpus: Vec<u32> = spec
+        .shard_plan(shard)
+        .iter()
+        .filter_map(|p| p.vcpus)
+        .collect();
     limits::plan(jobs, host_cores, &vcpus)
 }
 
 /// Run one shard of the matrix and return its document (never fails: what
 /// cannot run is in the records as rig errors or not-run pairs).
-pub fn run_shard(req: &ShardRequest<'_>, runner: &dyn PairRunner, oracle: &dyn Oracle, hooks: Hooks<'_>) -> MatrixReport {
-    let Hooks { on_event, on_note, stop } = hooks;
+pub fn run_shard(
+    req: &ShardRequest<'_>,
+    runner: &dyn PairRunner,
+    oracle: &dyn Oracle,
+    hooks: Hooks<'_>,
+) -> MatrixReport {
+    let Hooks {
+        on_event,
+        on_note,
+        stop,
+    } = hooks;
     let t0 = Instant::now();
     let started = rfc3339(SystemTime::now());
     let plan = req.spec.plan();
-    let pairs: Vec<_> = plan.iter().filter(|p| p.shard == req.shard.index).cloned().collect();
+    let pairs: Vec<_> = plan
+        .iter()
+        .filter(|p| p.shard == req.shard.index)
+        .cloned()
+        .collect();
     let jobs = &req.jobs;
     let mut notes: Vec<String> = jobs.note.iter().cloned().collect();
 
@@ -65,17 +89,24 @@ pub fn run_shard(req: &ShardRequest<'_>, runner: &dyn PairRunner, oracle: &dyn O
     for k in req.kernels {
         let label = k.label();
         if !pairs.iter().any(|p| p.kernel == label) || stop() {
-            facts.push(KernelFacts { label, ..KernelFacts::default() });
+            facts.push(KernelFacts {
+                label,
+                ..KernelFacts::default()
+            });
             continue;
         }
-        let (f, resolved) = kernels::prepare(k, req.readiness, req.cache_dir.as_deref(), &mut |line| {
-            on_note(&format!("kernel {label}: {line}"));
-        });
+        let (f, resolved) =
+            kernels::prepare(k, req.readiness, req.cache_dir.as_deref(), &mut |line| {
+                on_note(&format!("kernel {label}: {line}"));
+            });
         if let Some(e) = &f.error {
             // The error names the kernel already.
             on_note(e);
         }
-        ready.kernels.insert(label, resolved.map_err(|e| crate::verdict::format::error_text(&e).replace(['\n', '\r'], " ")));
+        ready.kernels.insert(
+            label,
+            resolved.map_err(|e| crate::verdict::format::error_text(&e).replace(['\n', '\r'], " ")),
+        );
         facts.push(f);
     }
     for input in &req.spec.inputs {
@@ -86,7 +117,14 @@ pub fn run_shard(req: &ShardRequest<'_>, runner: &dyn PairRunner, oracle: &dyn O
         ready.topologies.insert(input.path.clone(), loaded);
     }
 
-    let x = Executor { spec: req.spec, ready: &ready, runner, oracle, limits: jobs.limits, stop };
+    let x = Executor {
+        spec: req.spec,
+        ready: &ready,
+        runner,
+        oracle,
+        limits: jobs.limits,
+        stop,
+    };
     let records = execute(&x, &pairs, on_event);
     let interrupted = stop() || records.iter().any(|r| r.status == PairStatus::NotRun);
     if interrupted {
@@ -127,10 +165,16 @@ pub fn run_shard(req: &ShardRequest<'_>, runner: &dyn PairRunner, oracle: &dyn O
 pub fn default_run_id() -> String {
     let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     if let Some(id) = var("GITHUB_RUN_ID") {
-        return format!("{id}-{}", var("GITHUB_RUN_ATTEMPT").unwrap_or_else(|| "1".into()));
+        return format!(
+            "{id}-{}",
+            var("GITHUB_RUN_ATTEMPT").unwrap_or_else(|| "1".into())
+        );
     }
     if let Some(id) = var("CI_PIPELINE_ID") {
         return id;
     }
-    SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()).to_string()
+    SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+        .to_string()
 }
