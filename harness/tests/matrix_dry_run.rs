@@ -212,6 +212,15 @@ fn shards_of_different_matrices_or_the_same_shard_twice_refuse_to_merge() {
         "{}",
         text(&o)
     );
+    // A dry run and a boot of the same matrix do not merge either.
+    let mut boot = load(std::path::Path::new(&b));
+    boot.header.mode = "boot".into();
+    let boot_path = tmp.path().join("boot.json");
+    std::fs::write(&boot_path, serde_json::to_string(&boot).expect("JSON")).expect("write");
+    let dry = run("d", &["--shard", "1/3"]);
+    let o = manarig(&["matrix-merge", &dry, &boot_path.display().to_string()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("the other as \"boot\""), "{}", text(&o));
     let o = manarig(&["matrix-merge", &a, &a]);
     assert_eq!(o.status.code(), Some(2));
     assert!(

@@ -56,7 +56,10 @@ pub fn merge(
     let mut shards: BTreeMap<u32, (String, super::report::ShardRun)> = BTreeMap::new();
     let mut records: BTreeMap<String, PairRecord> = BTreeMap::new();
     for (name, doc) in docs {
-        let differences = spec.differences(&doc.header.spec);
+        let mut differences = spec.differences(&doc.header.spec);
+        if doc.header.mode != first.header.mode {
+            differences.push(format!("one ran as {:?}, the other as {:?}", first.header.mode, doc.header.mode));
+        }
         if !differences.is_empty() {
             return Err(MergeError::SpecsDiffer {
                 first: first_name.clone(),
