@@ -220,7 +220,11 @@ fn shards_of_different_matrices_or_the_same_shard_twice_refuse_to_merge() {
     let dry = run("d", &["--shard", "1/3"]);
     let o = manarig(&["matrix-merge", &dry, &boot_path.display().to_string()]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("the other as \"boot\""), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("the other as \"boot\""),
+        "{}",
+        text(&o)
+    );
     let o = manarig(&["matrix-merge", &a, &a]);
     assert_eq!(o.status.code(), Some(2));
     assert!(

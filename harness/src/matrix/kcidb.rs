@@ -434,3 +434,53 @@ mod tests {
         assert_eq!(v, json!({"b": [1, {"d": 2}]}));
     }
 }
+
+#[cfg(test)]
+mod render_tests {
+    use super::*;
+    use crate::matrix::session::dry_report;
+    use crate::matrix::shard::Shard;
+
+    fn opts() -> KcidbOptions {
+        KcidbOptions {
+            origin: "manarig".into(),
+            patch_url_base: Some("https://example.org/p/".into()),
+        }
+    }
+
+    #[test]
+    fn statuses_map_to_kcidb_and_nothing_is_null() {
+        let mut m = dry_report(&["seed-002", "r24-no-smt"], &["6.12-min"], Shard::WHOLE);
+        m.pairs[1] = PairRecord::rig_error(
+            m.pairs[1].pair.clone(),
+            &anyhow::anyhow!("QEMU exited"),
+            None,
+            None,
+        );
+        m.header.kernels[0].error = Some("make failed".into());
+        m.header.kernels[0].build_failed = true;
+        let doc: Value =
+            serde_json::from_str(&render_kcidb(&m, &opts()).expect("render")).expect("JSON");
+        assert_eq!(doc["version"], json!({"major": 5, "minor": 3}));
+        assert_eq!(doc["builds"][0]["status"], "FAIL");
+        let tests = doc["tests"].as_array().expect("tests");
+        let status = |path: &str| {
+            tests
+                .iter()
+                .find(|t| t["path"] == path)
+                .map(|t| t["status"].clone())
+        };
+        assert_eq!(status("manarig.seed-002"), Some(json!("PASS")));
+        assert_eq!(status("manarig.seed-002.vector_count"), Some(json!("PASS")));
+        assert_eq!(status("manarig.r24-no-smt"), Some(json!("ERROR")));
+        assert!(!doc.to_string().contains("null"), "KCIDB takes no nulls");
+        assert!(tests
+            .iter()
+            .all(|t| t["id"].as_str().is_some_and(|i| i.starts_with("manarig:"))));
+        let bad = KcidbOptions {
+            origin: "Man Arig".into(),
+            patch_url_base: None,
+        };
+        assert!(render_kcidb(&m, &bad).is_err());
+    }
+}

@@ -58,7 +58,10 @@ pub fn merge(
     for (name, doc) in docs {
         let mut differences = spec.differences(&doc.header.spec);
         if doc.header.mode != first.header.mode {
-            differences.push(format!("one ran as {:?}, the other as {:?}", first.header.mode, doc.header.mode));
+            differences.push(format!(
+                "one ran as {:?}, the other as {:?}",
+                first.header.mode, doc.header.mode
+            ));
         }
         if !differences.is_empty() {
             return Err(MergeError::SpecsDiffer {
@@ -147,4 +150,49 @@ fn merged_facts(docs: &[(String, MatrixReport)]) -> Vec<KernelFacts> {
                 .unwrap_or_else(|| k.clone())
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::report::PairStatus;
+    use crate::matrix::session::dry_report;
+    use crate::matrix::shard::Shard;
+
+    const FILES: [&str; 3] = ["seed-002", "r24-no-smt", "r06-low-vcpu"];
+
+    fn shard(k: u32, n: u32) -> (String, MatrixReport) {
+        (
+            format!("s{k}"),
+            dry_report(&FILES, &["6.12-min", "6.1"], Shard { index: k, count: n }),
+        )
+    }
+
+    #[test]
+    fn shards_merge_in_plan_order_and_a_missing_one_is_not_run() {
+        let whole = dry_report(&FILES, &["6.12-min", "6.1"], Shard::WHOLE);
+        let merged = merge(&[shard(2, 2), shard(1, 2)], None).expect("merge");
+        let names = |m: &MatrixReport| {
+            m.pairs
+                .iter()
+                .map(|p| (p.pair.name.clone(), p.status))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(&merged), names(&whole));
+        assert!(merged.header.complete);
+        assert_eq!(merged.header.run_id, "test");
+        let partial = merge(&[shard(1, 2)], Some("r")).expect("merge");
+        assert!(!partial.header.complete);
+        assert!(partial.pairs.iter().any(|p| p.status == PairStatus::NotRun));
+        assert_eq!(partial.header.run_id, "r");
+        assert_eq!(merge(&[], None).expect_err("nothing"), MergeError::Empty);
+    }
+
+    #[test]
+    fn a_shard_twice_or_another_split_refuses_to_merge() {
+        let e = merge(&[shard(1, 2), shard(1, 2)], None).expect_err("twice");
+        assert!(matches!(e, MergeError::Duplicate { .. }), "{e}");
+        let e = merge(&[shard(1, 2), shard(2, 3)], None).expect_err("2 vs 3");
+        assert!(e.to_string().contains("split into 2 vs 3 shards"), "{e}");
+    }
 }

@@ -309,6 +309,28 @@ mod tests {
     }
 
     #[test]
+    fn the_first_mismatch_names_the_vector_expected_and_got() {
+        use crate::model::{expected_table, KernelGen};
+        use crate::topology::Topology;
+        let path = format!("{}/../topologies/seed-002.toml", env!("CARGO_MANIFEST_DIR"));
+        let topo = Topology::load(path).expect("seed 002").to_qemu_numbering();
+        let guest = crate::verdict::Observed::as_model_predicts(
+            &expected_table(&topo, KernelGen::V6_12),
+            "0000:41:00.0",
+            24,
+        );
+        let mut v = crate::verdict::judge(&topo, &guest, &expected_table(&topo, KernelGen::V6_1));
+        // The guest ran 6.12 (irq_setup, seed 002's table), the 6.1 model wants one CPU each.
+        v.status = Status::Fail;
+        assert_eq!(
+            first_mismatch(&v).as_deref(),
+            Some("mana_q0: expected 1, got 0-1")
+        );
+        v.status = Status::Pass;
+        assert_eq!(first_mismatch(&v), None);
+    }
+
+    #[test]
     fn other_documents_and_versions_are_refused() {
         assert!(MatrixReport::from_json("[]")
             .expect_err("an array")

@@ -78,6 +78,12 @@ pub fn execute(
     for (i, p) in pairs.iter().enumerate() {
         match prerequisites(x.ready, p) {
             Ok(_) => queue.push(i),
+            // Stopped while the kernels were made ready: not the pair's fault.
+            Err(_) if (x.stop)() => {
+                let r = PairRecord::not_run(p.clone(), "the matrix was stopped before it started");
+                on_event(Event::Finished(&r));
+                records[i] = Some(r);
+            }
             Err(e) => {
                 let r = PairRecord::rig_error(p.clone(), &anyhow::anyhow!(e), None, None);
                 on_event(Event::Finished(&r));

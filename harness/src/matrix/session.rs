@@ -86,8 +86,32 @@ pub fn run_shard(
 
     let mut ready = Ready::default();
     let mut facts = Vec::new();
+    // QEMU, busybox and the pinned kernels once, before guests start side by side.
+    let unprovisioned = match req.readiness {
+        Readiness::Boot if !pairs.is_empty() => crate::rig::provisioned(req.cache_dir.as_deref())
+            .err()
+            .map(|e| {
+                format!(
+                    "provisioning: {}",
+                    crate::verdict::format::error_text(&e).replace(['\n', '\r'], " ")
+                )
+            }),
+        _ => None,
+    };
+    if let Some(e) = &unprovisioned {
+        on_note(e);
+    }
     for k in req.kernels {
         let label = k.label();
+        if let Some(e) = &unprovisioned {
+            ready.kernels.insert(label.clone(), Err(e.clone()));
+            facts.push(KernelFacts {
+                label,
+                error: Some(e.clone()),
+                ..KernelFacts::default()
+            });
+            continue;
+        }
         if !pairs.iter().any(|p| p.kernel == label) || stop() {
             facts.push(KernelFacts {
                 label,
@@ -177,4 +201,47 @@ pub fn default_run_id() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
         .to_string()
+}
+
+/// A dry-run document of `files` (under topologies/) × `kernels`, shard
+/// `shard`, for the formats' and the merge's tests.
+#[cfg(test)]
+pub(crate) fn dry_report(files: &[&str], kernels: &[&str], shard: Shard) -> MatrixReport {
+    use super::oracle::ModelOracle;
+    use super::runner::ModelRunner;
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../topologies");
+    let paths: Vec<PathBuf> = files
+        .iter()
+        .map(|f| dir.join(format!("{f}.toml")))
+        .collect();
+    let reqs: Vec<KernelRequest> = kernels
+        .iter()
+        .map(|k| KernelRequest::Choice(k.parse().expect("a kernel")))
+        .collect();
+    let spec = MatrixSpec {
+        inputs: super::spec::read_inputs(&paths),
+        kernels: reqs.iter().map(|r| r.spec().expect("spec")).collect(),
+        oracle: "model".into(),
+        shards: shard.count,
+    };
+    let req = ShardRequest {
+        spec: &spec,
+        kernels: &reqs,
+        shard,
+        jobs: shard_jobs(&spec, shard, Some(2), 2),
+        run_id: "test".into(),
+        readiness: Readiness::ModelOnly,
+        cache_dir: None,
+    };
+    let stop = || false;
+    run_shard(
+        &req,
+        &ModelRunner,
+        &ModelOracle,
+        Hooks {
+            on_event: &mut |_| {},
+            on_note: &mut |_| {},
+            stop: &stop,
+        },
+    )
 }

@@ -224,3 +224,42 @@ fn problems(out: &mut String, m: &MatrixReport) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::session::dry_report;
+    use crate::matrix::shard::Shard;
+
+    #[test]
+    fn the_table_has_a_row_per_topology_and_a_column_per_kernel() {
+        let mut m = dry_report(
+            &["seed-002", "r24-no-smt"],
+            &["6.12-min", "6.1"],
+            Shard::WHOLE,
+        );
+        m.pairs[3] = PairRecord::rig_error(
+            m.pairs[3].pair.clone(),
+            &anyhow::anyhow!("a | b"),
+            None,
+            None,
+        );
+        let text = render(&m);
+        assert!(text.starts_with("# manarig matrix: ERROR\n"), "{text}");
+        assert!(text.contains("| topology | 6.12-min | 6.1 |"), "{text}");
+        assert!(text.contains("| seed-002 (8 vCPUs) | PASS"), "{text}");
+        assert!(text.contains("**ERROR**: a \\| b"), "pipes escaped: {text}");
+        assert!(text.contains("| 1/1 | 4 |"), "{text}");
+        assert!(!text.contains("another shard"), "{text}");
+        let part = dry_report(
+            &["seed-002", "r24-no-smt"],
+            &["6.12-min"],
+            Shard { index: 1, count: 2 },
+        );
+        let text = render(&part);
+        assert!(
+            text.contains("holds shard 1/2") && text.contains("another shard"),
+            "{text}"
+        );
+    }
+}
