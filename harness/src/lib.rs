@@ -12,6 +12,7 @@
 //!   parser (spec: guest-images/README.md); [`guest_topology`]: the guest's topology
 //!   checked against the machine QEMU was given;
 //! - [`rig`]: one run, end to end; [`verdict`]: the judgement and its formats;
+//!   [`matrix`]: many runs (topologies × kernels), sharded, merged, reported;
 //! - [`cli`]: the command line, the only layer that knows exit codes.
 
 pub mod accel;
@@ -21,6 +22,7 @@ pub mod guest_protocol;
 pub mod guest_topology;
 pub mod initramfs;
 pub mod kbuild;
+pub mod matrix;
 pub mod provision;
 pub mod qemu;
 pub mod rig;

@@ -39,7 +39,7 @@ mod stages;
 mod summary;
 
 pub use format::{
-    render, render_before_after, render_many, render_rig_error, Format, RenderError, RigErrorReport, UnknownFormat,
+    render, render_before_after, render_ktap_test, render_many, render_rig_error, Format, RenderError, RigErrorReport, UnknownFormat,
 };
 pub use judge::judge;
 pub use check::{Check, CheckStatus, Status};
