@@ -321,3 +321,145 @@ fn jobs_beyond_the_tcg_vcpu_limit_are_lowered_with_a_note() {
         );
     }
 }
+
+/// The files of a folder, by name, with their contents.
+fn files_of(dir: &std::path::Path) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = std::fs::read_dir(dir)
+        .expect("folder")
+        .flatten()
+        .filter(|e| e.path().is_file())
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read_to_string(e.path()).expect("file"),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn random_topologies_are_the_same_for_the_same_seed_and_their_shards_merge_into_the_unsharded_run() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = |n: &str| tmp.path().join(n).display().to_string();
+    let random = |o: &str, extra: &[&str]| {
+        let seed = if extra.contains(&"--seed") { [].as_slice() } else { ["--seed", "7"].as_slice() };
+        let mut args = vec!["matrix", "--dry-run", "--random", "20", "--kernel", "6.12-min", "--out", o, "--run-id", "t"];
+        args.extend_from_slice(seed);
+        args.extend_from_slice(extra);
+        manarig(&args)
+    };
+    for run in ["a", "b"] {
+        let o = random(&out(run), &[]);
+        assert!(matches!(o.status.code(), Some(0 | 1)), "{}", text(&o));
+    }
+    let (a, b) = (files_of(&tmp.path().join("a/random")), files_of(&tmp.path().join("b/random")));
+    assert_eq!(a.len(), 20);
+    assert_eq!(a, b, "same seed, same topologies");
+    let (ma, mb) = (load(&tmp.path().join("a/matrix.json")), load(&tmp.path().join("b/matrix.json")));
+    assert_eq!(ma.header.spec, mb.header.spec, "the spec does not depend on --out");
+    assert_eq!(facts(&ma), facts(&mb));
+    let r = ma.header.spec.random.expect("the spec records --random");
+    assert_eq!((r.seed, r.count, r.max_cpus), (7, 20, 32));
+    assert!(ma.header.spec.inputs.iter().all(|i| i.path.starts_with("random/random-s7-")));
+    for k in 1..=2 {
+        let o = random(&out(&format!("shards/{k}")), &["--shard", &format!("{k}/2")]);
+        assert!(matches!(o.status.code(), Some(0 | 1)), "{}", text(&o));
+    }
+    let merged = manarig(&["matrix-merge", &out("shards"), "--out", &out("merged")]);
+    assert!(matches!(merged.status.code(), Some(0 | 1)), "{}", text(&merged));
+    let m = load(&tmp.path().join("merged/matrix.json"));
+    assert_eq!(ma.header.spec, {
+        let mut s = m.header.spec.clone();
+        s.shards = 1;
+        s
+    });
+    let strip = |v: Vec<(String, PairStatus, Option<String>, u32)>| {
+        v.into_iter().map(|(n, s, f, _)| (n, s, f)).collect::<Vec<_>>()
+    };
+    assert_eq!(strip(facts(&ma)), strip(facts(&m)));
+    // Another seed is another matrix.
+    let o = random(&out("other"), &["--seed", "8"]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", text(&o));
+    assert_ne!(files_of(&tmp.path().join("other/random")), a);
+    let no_out = manarig(&["matrix", "--dry-run", "--random", "2", "--kernel", "6.12-min"]);
+    assert_eq!(no_out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&no_out.stderr).contains("give --out"), "{}", text(&no_out));
+}
+
+#[test]
+fn the_properties_oracle_passes_6_12_on_the_seeds_and_fails_balance_for_6_1_on_seed_002() {
+    let seeds: Vec<String> = std::fs::read_dir(repo().join("topologies"))
+        .expect("topologies")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("seed-") && n.ends_with(".toml"))
+        .map(|n| format!("topologies/{n}"))
+        .collect();
+    assert!(seeds.len() >= 4);
+    let mut args: Vec<&str> = vec!["matrix", "--dry-run", "--oracle", "properties", "--kernel", "6.12-min", "--format", "json"];
+    args.extend(seeds.iter().map(String::as_str));
+    let o = manarig(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let doc = MatrixReport::from_json(&String::from_utf8_lossy(&o.stdout)).expect("json");
+    assert_eq!(doc.header.spec.oracle, "properties");
+    let v = doc.pairs[0].verdict().expect("a verdict");
+    let names: Vec<&str> = v.checks.iter().map(|c| c.name.as_str()).collect();
+    assert!(names.contains(&"property_balance") && names.contains(&"property_locality"), "{names:?}");
+    assert!(!names.contains(&"vector_count") && !names.contains(&"mana_q0"), "no model checks: {names:?}");
+    assert!(v.checks.iter().any(|c| c.name == "property_balance" && c.message.contains("source: ")));
+
+    let o = manarig(&[
+        "matrix", "--dry-run", "--oracle", "properties", "--kernel", "6.1", "topologies/seed-002.toml", "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let doc = MatrixReport::from_json(&String::from_utf8_lossy(&o.stdout)).expect("json");
+    let failed: Vec<&str> = doc.pairs[0]
+        .verdict()
+        .expect("verdict")
+        .failures()
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(failed, ["property_balance"]);
+    assert!(doc.pairs[0].first_mismatch.as_deref().unwrap_or("").starts_with("property_balance: "));
+
+    // Without --oracle the pinned kernels are judged by the model.
+    let o = manarig(&["matrix", "--dry-run", "--kernel", "6.1", "topologies/seed-002.toml", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let doc = MatrixReport::from_json(&String::from_utf8_lossy(&o.stdout)).expect("json");
+    assert_eq!(doc.header.spec.oracle, "auto");
+    assert!(doc.pairs[0].verdict().expect("verdict").checks.iter().any(|c| c.name == "vector_count"));
+}
+
+#[test]
+fn random_pairs_the_oracle_fails_are_shrunk_into_small_topology_files() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("out");
+    let o = manarig(&[
+        "matrix", "--dry-run", "--random", "20", "--seed", "7", "--kernel", "6.1", "--oracle", "properties", "--out",
+        &out.display().to_string(), "--run-id", "t",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "6.1's spreading breaks the properties: {}", text(&o));
+    let doc = load(&out.join("matrix.json"));
+    let found = &doc.header.shards[0].found;
+    let failed = doc.pairs.iter().filter(|p| p.status == PairStatus::Fail).count();
+    assert!(failed > 0 && found.len() == failed, "{found:#?}");
+    let summary = std::fs::read_to_string(out.join("summary.md")).expect("summary");
+    for f in found {
+        assert!(summary.contains(&f.file), "{summary}");
+        let path = out.join(&f.file);
+        let t = harness::topology::Topology::load(&path).expect("a valid topology file");
+        assert!(t.ncpu() <= 8 && t.nodes().len() <= 4, "{}: {} CPUs", f.file, t.ncpu());
+        assert!(!f.steps.is_empty());
+        let text_of = std::fs::read_to_string(&path).expect("file");
+        assert!(text_of.contains("verdict = \"mismatch\"") && text_of.contains("[source]"), "{text_of}");
+        // The shrunk machine still disagrees.
+        let again = manarig(&[
+            "matrix", "--dry-run", "--oracle", "properties", "--kernel", "6.1", &path.display().to_string(),
+        ]);
+        assert_eq!(again.status.code(), Some(1), "{}", text(&again));
+    }
+    assert!(!out.join("found/.tries").exists());
+}

@@ -68,6 +68,7 @@ pub fn run(opts: &Options) -> Result<bool> {
             .collect::<Result<_, _>>()?,
         oracle: "model".into(),
         shards: 1,
+        random: None,
     };
     let pairs = spec.plan();
     let planned: f64 = pairs.iter().map(|p| p.cost_s).sum();
@@ -125,6 +126,7 @@ pub fn run(opts: &Options) -> Result<bool> {
         run_id: default_run_id(),
         readiness: Readiness::Boot,
         cache_dir: None,
+        search_root: None,
     };
     // Kernels are made ready (built when missing) before the clock starts.
     let t0 = Instant::now();

@@ -10,8 +10,11 @@ use crate::matrix::report::{MatrixReport, Overall};
 use crate::matrix::runner::{BootRunner, ModelRunner, PairRunner, RigSettings};
 use crate::matrix::session::{default_run_id, run_shard, shard_jobs, Hooks, ShardRequest};
 use crate::matrix::shard::Shard;
-use crate::matrix::spec::{expand, read_inputs, MatrixSpec};
-use crate::matrix::{oracle, progress::short_duration};
+use crate::matrix::spec::{expand, read_inputs, MatrixSpec, RandomSpec};
+use crate::matrix::oracle::Oracle;
+use crate::matrix::oracles::BaselineOracle;
+use crate::matrix::search::write_random;
+use crate::matrix::progress::short_duration;
 use crate::rig::kernel_choice::KernelChoice;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -21,7 +24,8 @@ use std::time::Duration;
 #[derive(Debug, clap::Args)]
 pub struct MatrixArgs {
     /// Topology files, or folders whose *.toml files are taken (by name).
-    #[arg(value_name = "TOPOLOGY|DIR", default_value = "topologies")]
+    /// (default: topologies, unless --random is given)
+    #[arg(value_name = "TOPOLOGY|DIR")]
     pub inputs: Vec<PathBuf>,
     /// Kernels, comma-separated or repeated, as `run` names them: 6.1, 6.12, 7.x
     /// (Debian's), 6.1-min, 6.12-min, 7.x-min (minimal builds), build:KEY,
@@ -45,9 +49,25 @@ pub struct MatrixArgs {
     /// Run only shard K of N (cost-balanced, the same split on every machine).
     #[arg(long, value_name = "K/N")]
     pub shard: Option<Shard>,
-    /// Who judges each pair.
-    #[arg(long, default_value = "model")]
-    pub oracle: String,
+    /// Who judges each pair: model (the kernel reference model), properties
+    /// (rules any sane spreading keeps, no model), baseline (each pair also runs
+    /// on --baseline K0: not worse than K0). Default: the model where the
+    /// kernel's driver source is recognised, properties otherwise (auto).
+    #[arg(long, value_name = "model|properties|baseline")]
+    pub oracle: Option<String>,
+    /// The baseline kernel K0 of --oracle baseline (named as --kernel names them).
+    #[arg(long, value_name = "K0")]
+    pub baseline: Option<KernelChoice>,
+    /// Also run N random topologies (written to OUT/random/; those the guest
+    /// disagrees with the oracle on are shrunk into OUT/found/). Needs --out.
+    #[arg(long, value_name = "N")]
+    pub random: Option<u32>,
+    /// The seed of --random (same seed, same topologies).
+    #[arg(long, value_name = "S", default_value_t = 0, requires = "random")]
+    pub seed: u64,
+    /// The most CPUs of a random topology.
+    #[arg(long, value_name = "C", default_value_t = crate::matrix::search::DEFAULT_MAX_CPUS, requires = "random")]
+    pub max_cpus: u32,
     /// Only make the kernels bootable (provision, build --source and the -min
     /// kernels when missing) and exit: a CI job that fills the cache for the shards.
     #[arg(long, conflicts_with_all = ["shard", "dry_run"])]
@@ -133,21 +153,46 @@ fn run_inner(args: &MatrixArgs) -> anyhow::Result<Exit> {
     }
     // Refuse a bad origin before any guest boots.
     crate::matrix::kcidb::render_kcidb(&empty_report(), &args.output.kcidb())?;
-    let oracle = oracle::by_name(&args.oracle)?;
     let kernels = kernel_requests(args).map_err(anyhow::Error::msg)?;
+    let baseline = args.baseline.clone().map(KernelRequest::Choice);
+    if args.prepare_only {
+        let all: Vec<KernelRequest> = kernels.iter().cloned().chain(baseline).collect();
+        return Ok(prepare_only(&all, args.rig.cache_dir.as_deref()));
+    }
+    let readiness = if args.dry_run { Readiness::ModelOnly } else { Readiness::Boot };
+    let settings = if args.dry_run { None } else { Some(rig_settings(&args.rig, args.output.out.as_deref())?) };
+    let make_runner = || -> Box<dyn PairRunner> {
+        match &settings {
+            Some(s) => Box::new(BootRunner { settings: s.clone() }),
+            None => Box::new(ModelRunner),
+        }
+    };
+    let oracle = make_oracle(args, baseline.as_ref(), readiness, &make_runner)?;
     let shard = args.shard.unwrap_or(Shard::WHOLE);
+    let random = args.random.map(|count| RandomSpec { seed: args.seed, count, max_cpus: args.max_cpus });
+    let mut inputs = Vec::new();
+    if !args.inputs.is_empty() || random.is_none() {
+        let given = if args.inputs.is_empty() { vec![PathBuf::from("topologies")] } else { args.inputs.clone() };
+        inputs = read_inputs(&expand(&given)?);
+    }
+    let search_root = match (&random, &args.output.out) {
+        (Some(r), Some(out)) => {
+            inputs.extend(write_random(r, out)?);
+            Some(out.clone())
+        }
+        (Some(_), None) => anyhow::bail!("--random writes its topologies to OUT/random/: give --out OUT"),
+        _ => None,
+    };
     let spec = MatrixSpec {
-        inputs: read_inputs(&expand(&args.inputs)?),
+        inputs,
         kernels: kernels
             .iter()
             .map(KernelRequest::spec)
             .collect::<Result<_, _>>()?,
         oracle: oracle.identity(),
         shards: shard.count,
+        random,
     };
-    if args.prepare_only {
-        return Ok(prepare_only(&kernels, args.rig.cache_dir.as_deref()));
-    }
     let jobs = shard_jobs(&spec, shard, args.jobs, crate::accel::host_cores());
     let pairs = spec.shard_plan(shard);
     let mut display = Display::new(&pairs, jobs.limits.jobs);
@@ -163,15 +208,7 @@ fn run_inner(args: &MatrixArgs) -> anyhow::Result<Exit> {
         jobs.limits.jobs,
         spec.digest()
     ));
-    let boot;
-    let runner: &dyn PairRunner = if args.dry_run {
-        &ModelRunner
-    } else {
-        boot = BootRunner {
-            settings: rig_settings(&args.rig, args.output.out.as_deref())?,
-        };
-        &boot
-    };
+    let runner = make_runner();
     // Ctrl-C: stop starting pairs, let the running guests be killed, write what we have.
     let _deferral = crate::children::defer_exit();
     let stop = crate::children::interrupted;
@@ -181,17 +218,14 @@ fn run_inner(args: &MatrixArgs) -> anyhow::Result<Exit> {
         shard,
         jobs,
         run_id: args.output.run_id.clone().unwrap_or_else(default_run_id),
-        readiness: if args.dry_run {
-            Readiness::ModelOnly
-        } else {
-            Readiness::Boot
-        },
+        readiness,
         cache_dir: args.rig.cache_dir.clone(),
+        search_root,
     };
     let display_cell = std::cell::RefCell::new(&mut display);
     let report = run_shard(
         &req,
-        runner,
+        runner.as_ref(),
         oracle.as_ref(),
         Hooks {
             on_event: &mut |e| display_cell.borrow_mut().event(e),
@@ -201,6 +235,33 @@ fn run_inner(args: &MatrixArgs) -> anyhow::Result<Exit> {
     );
     display.finish();
     finish(&report, &args.output)
+}
+
+/// The oracle `--oracle` and `--baseline` name; for `baseline`, K0 made ready
+/// (`readiness`) and run by `make_runner`'s runner.
+fn make_oracle(
+    args: &MatrixArgs,
+    baseline: Option<&KernelRequest>,
+    readiness: Readiness,
+    make_runner: &dyn Fn() -> Box<dyn PairRunner>,
+) -> anyhow::Result<Box<dyn Oracle>> {
+    let name = args.oracle.as_deref().unwrap_or(if baseline.is_some() { "baseline" } else { "auto" });
+    match (name, baseline) {
+        ("baseline", None) => anyhow::bail!("--oracle baseline needs --baseline K0 (the kernel to compare with)"),
+        ("baseline", Some(k0)) => {
+            let label = k0.label();
+            let spec = k0.spec()?;
+            let (_, resolved) = crate::matrix::kernels::prepare(k0, readiness, args.rig.cache_dir.as_deref(), &mut |l| {
+                eprintln!("matrix: baseline kernel {label}: {l}")
+            });
+            let kernel = resolved.map_err(|e| {
+                anyhow::anyhow!("baseline kernel {label}: {}", crate::verdict::format::error_text(&e))
+            })?;
+            Ok(Box::new(BaselineOracle::new(kernel, spec, make_runner())))
+        }
+        (other, Some(_)) => anyhow::bail!("--baseline is for --oracle baseline, not --oracle {other}"),
+        (other, None) => Ok(crate::matrix::oracles::by_name(other)?),
+    }
 }
 
 /// `--prepare-only`: every kernel made bootable, one line each; exit 2 if one cannot be.
@@ -289,6 +350,7 @@ fn empty_report() -> MatrixReport {
         kernels: Vec::new(),
         oracle: "model".into(),
         shards: 1,
+        random: None,
     };
     MatrixReport {
         schema_version: crate::matrix::report::MATRIX_SCHEMA_VERSION,

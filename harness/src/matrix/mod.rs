@@ -6,7 +6,9 @@
 //!   the plan of pairs with their [`cost`] and [`shard`];
 //!   [`kernels`]: kernels as asked for, their identity, made bootable;
 //! - [`limits`]: jobs and the TCG vCPU limits; [`run`]: the scheduler;
-//!   [`runner`]: boot (or model) one pair; [`oracle`]: who judges it;
+//!   [`runner`]: boot (or model) one pair; [`oracle`]: who judges it
+//!   ([`oracles`]: properties, baseline, auto); [`search`]: random
+//!   topologies and shrinking the ones the oracle fails;
 //!   [`session`]: one shard end to end; [`progress`]: events and the ETA;
 //! - [`report`]: the matrix document (JSON, `matrix-schema.md`); [`merge`]:
 //!   shards back into one; [`summary`] (Markdown), [`junit`], [`ktap`],
@@ -22,10 +24,12 @@ pub mod ktap;
 pub mod limits;
 pub mod merge;
 pub mod oracle;
+pub mod oracles;
 pub mod progress;
 pub mod report;
 pub mod run;
 pub mod runner;
+pub mod search;
 pub mod session;
 pub mod shard;
 pub mod spec;

@@ -7,8 +7,8 @@
 //! `/proc/irq` table against the kernel reference model, with the rig's stage
 //! and queue checks. Other oracles (invariants that must hold on any topology,
 //! a diff against a baseline run, …) judge the same evidence their own way and
-//! say so in their checks; they plug in by implementing [`Oracle`] and being
-//! named in [`by_name`]. An oracle's [`Oracle::identity`] is part of the
+//! say so in their checks (the `oracles` module beside this one: properties,
+//! baseline, auto, and `by_name`); they plug in by implementing [`Oracle`]. An oracle's [`Oracle::identity`] is part of the
 //! matrix's spec, so shards judged differently refuse to merge.
 
 use super::kernels::KernelSpec;
@@ -16,6 +16,7 @@ use super::runner::Observation;
 use super::spec::PlannedPair;
 use crate::rig::kernel_choice::ResolvedKernel;
 use crate::topology::Topology;
+use crate::verdict::baseline::Baseline;
 use crate::verdict::Verdict;
 
 /// Everything known about one pair once it ran.
@@ -44,6 +45,22 @@ pub struct OracleError {
     pub message: String,
 }
 
+/// An oracle's judgement of one pair: the verdict every format renders and,
+/// for the baseline oracle, the comparison with the baseline kernel's run.
+#[derive(Debug, Clone)]
+pub struct Judged {
+    /// The pair's verdict (its checks are the oracle's).
+    pub verdict: Verdict,
+    /// The baseline comparison (`--oracle baseline` only).
+    pub baseline: Option<Box<Baseline>>,
+}
+
+impl From<Verdict> for Judged {
+    fn from(verdict: Verdict) -> Self {
+        Judged { verdict, baseline: None }
+    }
+}
+
 /// Decides a pair's verdict from its evidence.
 pub trait Oracle: Send + Sync {
     /// Its name in reports and on the command line (`model`).
@@ -60,7 +77,7 @@ pub trait Oracle: Send + Sync {
     /// # Errors
     /// [`OracleError`] when the evidence cannot be judged (e.g. no baseline
     /// for the pair); the pair is then a rig error.
-    fn judge(&self, evidence: &Evidence<'_>) -> Result<Verdict, OracleError>;
+    fn judge(&self, evidence: &Evidence<'_>) -> Result<Judged, OracleError>;
 }
 
 /// The kernel reference model, as `run` judges: the model's verdict that the
@@ -73,39 +90,7 @@ impl Oracle for ModelOracle {
         "model"
     }
 
-    fn judge(&self, evidence: &Evidence<'_>) -> Result<Verdict, OracleError> {
-        Ok(evidence.observation.model_verdict().clone())
-    }
-}
-
-/// The oracles `--oracle` knows.
-pub const ORACLES: &[&str] = &["model"];
-
-/// An `--oracle` name that is not in [`ORACLES`].
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("oracle {0:?}: known oracles are {ORACLES:?}")]
-pub struct UnknownOracle(pub String);
-
-/// The oracle called `name`.
-///
-/// # Errors
-/// [`UnknownOracle`].
-pub fn by_name(name: &str) -> Result<Box<dyn Oracle>, UnknownOracle> {
-    match name {
-        "model" => Ok(Box::new(ModelOracle)),
-        other => Err(UnknownOracle(other.to_owned())),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_default_oracle_is_the_model_and_unknown_names_are_refused() {
-        let o = by_name("model").expect("model");
-        assert_eq!((o.name(), o.identity().as_str()), ("model", "model"));
-        let e = by_name("astrology").err().expect("unknown");
-        assert!(e.to_string().contains("\"model\""), "{e}");
+    fn judge(&self, evidence: &Evidence<'_>) -> Result<Judged, OracleError> {
+        Ok(evidence.observation.model_verdict().clone().into())
     }
 }

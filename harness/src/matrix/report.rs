@@ -1,9 +1,11 @@
 #![doc = include_str!("matrix-schema.md")]
 
 use super::kernels::KernelFacts;
+use super::oracle::Judged;
 use super::shard::Shard;
 use super::spec::{MatrixSpec, PlannedPair};
-use crate::verdict::{RigErrorReport, RowOutcome, Status, Verdict, SCHEMA_VERSION};
+use crate::verdict::baseline::Baseline;
+use crate::verdict::{CheckStatus, RigErrorReport, RowOutcome, Status, Verdict, SCHEMA_VERSION};
 use serde::{Deserialize, Serialize};
 
 /// Version of the matrix document ([`MatrixReport`]). Bumped on any change a
@@ -75,6 +77,9 @@ pub struct ShardRun {
     pub complete: bool,
     /// Notes (`--jobs` lowered, interruption).
     pub notes: Vec<String>,
+    /// `--random`: the topologies this shard found (shrunk), in plan order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub found: Vec<FoundTopology>,
 }
 
 /// How a pair ended.
@@ -113,6 +118,27 @@ pub enum PairResult {
     RigError(RigErrorReport),
 }
 
+/// A shrunk topology on which the guest disagrees with the oracle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FoundTopology {
+    /// The pair that disagreed (`random-s7-3@6.1`).
+    pub pair: String,
+    /// Its kernel's label.
+    pub kernel: String,
+    /// The file written, relative to `--out` (`found/random-s7-3-min.toml`).
+    pub file: String,
+    /// CPUs of the shrunk machine.
+    pub cpus: u32,
+    /// NUMA nodes of the shrunk machine.
+    pub nodes: u32,
+    /// The accepted simplifications, in order.
+    pub steps: Vec<String>,
+    /// Runs the shrink made.
+    pub tries: u32,
+    /// The original pair's first mismatch.
+    pub first_mismatch: Option<String>,
+}
+
 /// One pair's result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PairRecord {
@@ -132,11 +158,16 @@ pub struct PairRecord {
     pub error: Option<String>,
     /// The verdict or rig-error document (`None`: did not run).
     pub result: Option<PairResult>,
+    /// `--oracle baseline`: the comparison with the baseline kernel's run
+    /// (moved vectors, the reviewers' numbers before and after).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<Box<Baseline>>,
 }
 
 impl PairRecord {
     /// A judged pair.
-    pub fn judged(pair: PlannedPair, verdict: Verdict, started: String, duration_s: f64) -> Self {
+    pub fn judged(pair: PlannedPair, judged: Judged, started: String, duration_s: f64) -> Self {
+        let Judged { verdict, baseline } = judged;
         let status = if verdict.status == Status::Pass {
             PairStatus::Pass
         } else {
@@ -150,6 +181,7 @@ impl PairRecord {
             first_mismatch: first_mismatch(&verdict),
             error: None,
             result: Some(PairResult::Verdict(Box::new(verdict))),
+            baseline,
         }
     }
 
@@ -169,6 +201,7 @@ impl PairRecord {
             first_mismatch: None,
             error: Some(report.error.clone()),
             result: Some(PairResult::RigError(report)),
+            baseline: None,
         }
     }
 
@@ -182,6 +215,7 @@ impl PairRecord {
             first_mismatch: None,
             error: Some(why.to_owned()),
             result: None,
+            baseline: None,
         }
     }
 
@@ -208,7 +242,10 @@ pub fn first_mismatch(v: &Verdict) -> Option<String> {
             l
         }
     };
-    let row = v.vectors.iter().find(|r| r.outcome != RowOutcome::Match);
+    // A row counts when its check failed: an oracle other than the model drops the
+    // per-vector checks, and then the rows' model outcomes decide nothing.
+    let failed = |name: &str| v.checks.iter().any(|c| c.name == name && c.status == CheckStatus::Fail);
+    let row = v.vectors.iter().find(|r| r.outcome != RowOutcome::Match && failed(&r.name));
     if let Some(r) = row {
         let exp = r.expected.as_ref().map(|e| cpus(&e.smp_affinity_list));
         let got = r.observed.as_ref().map(|o| cpus(&o.smp_affinity_list));

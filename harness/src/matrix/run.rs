@@ -28,6 +28,9 @@ pub struct Ready {
     pub topologies: HashMap<String, Result<Topology, String>>,
     /// Resolved kernels by label.
     pub kernels: HashMap<String, Result<ResolvedKernel, String>>,
+    /// Where an input's file is when not at its path (`--random`'s
+    /// `random/<name>.toml` under `--out`).
+    pub files: HashMap<String, std::path::PathBuf>,
 }
 
 /// The topology and kernel of a pair, or why it cannot run.
@@ -168,7 +171,14 @@ fn run_pair(
     let started = rfc3339(SystemTime::now());
     let t0 = Instant::now();
     let judged = std::panic::catch_unwind(AssertUnwindSafe(|| -> anyhow::Result<_> {
-        let observation = x.runner.run(pair, topo, kernel)?;
+        let observation = match x.ready.files.get(&pair.file) {
+            Some(real) => {
+                let mut p = pair.clone();
+                p.file = real.display().to_string();
+                x.runner.run(&p, topo, kernel)?
+            }
+            None => x.runner.run(pair, topo, kernel)?,
+        };
         let kernel_spec = x
             .spec
             .kernel(pair)
@@ -184,7 +194,7 @@ fn run_pair(
     }));
     let secs = t0.elapsed().as_secs_f64();
     match judged {
-        Ok(Ok(verdict)) => PairRecord::judged(pair.clone(), verdict, started, secs),
+        Ok(Ok(judged)) => PairRecord::judged(pair.clone(), judged, started, secs),
         Ok(Err(e)) if (x.stop)() => {
             let mut r = PairRecord::not_run(
                 pair.clone(),
@@ -241,6 +251,7 @@ mod tests {
             kernels: reqs.iter().map(|r| r.spec().expect("spec")).collect(),
             oracle: "model".into(),
             shards: 1,
+            random: None,
         };
         let mut ready = Ready::default();
         for i in &spec.inputs {

@@ -10,6 +10,7 @@ use super::report::{
 };
 use super::run::{execute, Executor, Ready};
 use super::runner::PairRunner;
+use super::search::{on_disk, Shrinker, SHRINK_TRIES};
 use super::shard::Shard;
 use super::spec::MatrixSpec;
 use crate::topology::Topology;
@@ -32,6 +33,10 @@ pub struct ShardRequest<'a> {
     pub readiness: Readiness,
     /// Cache folder override.
     pub cache_dir: Option<PathBuf>,
+    /// The `--out` folder of a `--random` matrix: its `random/` inputs are
+    /// read from there, and the pairs that fail are shrunk into `found/`
+    /// ([`super::search`]).
+    pub search_root: Option<PathBuf>,
 }
 
 /// Hooks a shard reports through: progress events, and one-line notes (kernel
@@ -134,10 +139,14 @@ pub fn run_shard(
         facts.push(f);
     }
     for input in &req.spec.inputs {
+        let file = on_disk(req.spec, &input.path, req.search_root.as_deref());
         let loaded = match &input.error {
             Some(e) => Err(e.clone()),
-            None => Topology::load(&input.path).map_err(|e| e.to_string()),
+            None => Topology::load(&file).map_err(|e| e.to_string()),
         };
+        if file.as_os_str() != input.path.as_str() {
+            ready.files.insert(input.path.clone(), file);
+        }
         ready.topologies.insert(input.path.clone(), loaded);
     }
 
@@ -150,6 +159,19 @@ pub fn run_shard(
         stop,
     };
     let records = execute(&x, &pairs, on_event);
+    let found = match (&req.search_root, req.spec.random) {
+        (Some(root), Some(_)) => Shrinker {
+            spec: req.spec,
+            ready: &ready,
+            runner,
+            oracle,
+            root,
+            max_tries: SHRINK_TRIES,
+            stop,
+        }
+        .shrink_failures(&records, on_note),
+        _ => Vec::new(),
+    };
     let interrupted = stop() || records.iter().any(|r| r.status == PairStatus::NotRun);
     if interrupted {
         notes.push("the pairs that did not run are marked not-run".to_owned());
@@ -164,6 +186,7 @@ pub fn run_shard(
         host_cores: jobs.limits.host_cores,
         complete: !interrupted,
         notes,
+        found,
     };
     MatrixReport {
         schema_version: MATRIX_SCHEMA_VERSION,
@@ -223,6 +246,7 @@ pub(crate) fn dry_report(files: &[&str], kernels: &[&str], shard: Shard) -> Matr
         kernels: reqs.iter().map(|r| r.spec().expect("spec")).collect(),
         oracle: "model".into(),
         shards: shard.count,
+        random: None,
     };
     let req = ShardRequest {
         spec: &spec,
@@ -232,6 +256,7 @@ pub(crate) fn dry_report(files: &[&str], kernels: &[&str], shard: Shard) -> Matr
         run_id: "test".into(),
         readiness: Readiness::ModelOnly,
         cache_dir: None,
+        search_root: None,
     };
     let stop = || false;
     run_shard(

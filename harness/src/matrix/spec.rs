@@ -158,6 +158,21 @@ pub struct MatrixSpec {
     pub oracle: String,
     /// Shards the matrix is split into (1 = not split).
     pub shards: u32,
+    /// `--random N --seed S --max-cpus C`: the generated topologies (their
+    /// inputs are `random/<name>.toml`, under the `--out` folder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub random: Option<RandomSpec>,
+}
+
+/// What `--random` generated: part of the matrix's spec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RandomSpec {
+    /// `--seed`.
+    pub seed: u64,
+    /// `--random N`.
+    pub count: u32,
+    /// `--max-cpus`.
+    pub max_cpus: u32,
 }
 
 /// One (topology, kernel) pair of the plan.
@@ -279,6 +294,9 @@ impl MatrixSpec {
                 kernels(other)
             ));
         }
+        if self.random != other.random {
+            out.push(format!("random topologies differ: {:?} vs {:?}", self.random, other.random));
+        }
         if self.oracle != other.oracle {
             out.push(format!(
                 "oracles differ: {} vs {}",
@@ -330,6 +348,7 @@ mod tests {
             kernels,
             oracle: "model".into(),
             shards,
+            random: None,
         }
     }
 

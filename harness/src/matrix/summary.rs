@@ -101,7 +101,46 @@ pub fn render(m: &MatrixReport) -> String {
     table(&mut out, m);
     shards(&mut out, m);
     problems(&mut out, m);
+    baselines(&mut out, m);
+    found(&mut out, m);
     out
+}
+
+/// `--oracle baseline`: each pair's comparison with K0 (moved vectors, numbers).
+fn baselines(out: &mut String, m: &MatrixReport) {
+    let with: Vec<&PairRecord> = m.pairs.iter().filter(|r| r.baseline.is_some()).collect();
+    if with.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\n## Against the baseline\n");
+    for r in with {
+        if let Some(b) = &r.baseline {
+            let _ = writeln!(out, "### `{}`\n\n```\n{}\n```", r.pair.name, b.to_text().trim_end());
+        }
+    }
+}
+
+/// `--random`: the shrunk topologies whose guest disagrees with the oracle.
+fn found(out: &mut String, m: &MatrixReport) {
+    let all: Vec<_> = m.header.shards.iter().flat_map(|s| &s.found).collect();
+    if all.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\n## Found topologies (shrunk, ready for topologies/)\n");
+    for f in all {
+        let _ = writeln!(
+            out,
+            "- `{}` from `{}` on {}: {} CPUs, {} nodes, {} steps in {} tries; {}",
+            f.file,
+            f.pair,
+            f.kernel,
+            f.cpus,
+            f.nodes,
+            f.steps.len(),
+            f.tries,
+            cell(f.first_mismatch.as_deref().unwrap_or("disagrees with the oracle"))
+        );
+    }
 }
 
 fn table(out: &mut String, m: &MatrixReport) {
