@@ -9,6 +9,8 @@
 //!   folders that never outlive a run;
 //! - [`guest_report`]: the guest agent's report; [`guest_topology`]: the guest's
 //!   topology checked against the machine QEMU was given;
+//! - [`import`]: a real machine's lscpu/numactl paste, sysfs snapshot or hwloc XML → a
+//!   topology file;
 //! - [`rig`]: one run, end to end; [`verdict`]: the judgement and its formats;
 //! - [`cli`]: the command line, the only layer that knows exit codes.
 
@@ -17,6 +19,7 @@ pub mod children;
 pub mod cli;
 pub mod guest_report;
 pub mod guest_topology;
+pub mod import;
 pub mod initramfs;
 pub mod kbuild;
 pub mod provision;
