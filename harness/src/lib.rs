@@ -12,6 +12,7 @@
 //! - [`import`]: a real machine's lscpu/numactl paste, sysfs snapshot or hwloc XML → a
 //!   topology file;
 //! - [`rig`]: one run, end to end; [`verdict`]: the judgement and its formats;
+//!   [`picture`]: the machine with its IRQs as SVG and an HTML report;
 //! - [`cli`]: the command line, the only layer that knows exit codes.
 
 pub mod accel;
@@ -22,6 +23,7 @@ pub mod guest_topology;
 pub mod import;
 pub mod initramfs;
 pub mod kbuild;
+pub mod picture;
 pub mod provision;
 pub mod qemu;
 pub mod rig;

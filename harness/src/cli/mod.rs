@@ -8,6 +8,7 @@ pub mod exit;
 pub mod expect;
 pub mod import;
 pub mod kernel;
+pub mod pictures;
 pub mod run;
 pub mod setup;
 

@@ -1,12 +1,12 @@
 //! Import a real machine: what people paste or can collect → a topology file.
 //!
 //! Inputs, each detected by its content (README, "Import a machine"):
-//! - text as people paste it ([`paste`]): plain `lscpu`, `numactl -H`, `lscpu -p`,
+//! - text as people paste it (module `paste`): plain `lscpu`, `numactl -H`, `lscpu -p`,
 //!   `lscpu -e` and `cat /sys/class/net/IF/device/numa_node`, in one file or several, with
 //!   or without `$ command` prompt lines and `..` elisions;
-//! - a snapshot of the kernel's topology files ([`sysfs`]): a folder, `/sys` itself, or a
+//! - a snapshot of the kernel's topology files (module `sysfs`): a folder, `/sys` itself, or a
 //!   tar archive (optionally gzip-compressed) made with the `tar` line in that module;
-//! - hwloc XML ([`hwloc`]): `lstopo --of xml`.
+//! - hwloc XML (module `hwloc`): `lstopo --of xml`.
 //!
 //! Each input is read into facts that name their file and line; the facts of all inputs
 //! are merged (the same fact twice must agree) and turned into a machine (`build`): dense
