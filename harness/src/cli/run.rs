@@ -402,8 +402,12 @@ pub fn compare(args: &CompareArgs) -> ExitCode {
         eprintln!("manarig: {e}");
         return Exit::RigError.into();
     }
-    let pictures = |b: &Side, a: &Side| write_pictures(&args.pictures, topology, &Picture::BeforeAfter(b.panel(), a.panel()));
-    let not_run = |choice: &KernelChoice, why: &str| Side::NoData { name: run_name(topology, &choice.to_string()), reason: why.to_owned() };
+    let pictures =
+        |b: &Side, a: &Side| write_pictures(&args.pictures, topology, &Picture::BeforeAfter(b.panel(), a.panel()));
+    let not_run = |choice: &KernelChoice, why: &str| Side::NoData {
+        name: run_name(topology, &choice.to_string()),
+        reason: why.to_owned(),
+    };
     // Both kernels before either boots: a bad --after must not cost a boot.
     let mut kernels = Vec::new();
     for choice in [&before, &after] {

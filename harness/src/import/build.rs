@@ -274,23 +274,30 @@ fn from_places(cpus: &BTreeMap<u32, Sourced<CpuPlace>>) -> Result<(CpuShape, Cpu
     sockets.sort_by_key(|s| s.iter().flatten().map(|c| first(c)).min().unwrap_or(u32::MAX));
     let origin_of = |cpu: u32| cpus.get(&cpu).map_or_else(|| Origin::file("input"), |p| p.origin.clone());
     let (dies, cores, threads) = (sockets[0].len(), sockets[0][0].len(), sockets[0][0][0].len());
+    let uneven = |what: String, cpu: u32| {
+        err(
+            ErrorKind::Unsupported,
+            &origin_of(cpu),
+            format!("{what}: topology files describe sockets × dies × cores × threads, all alike"),
+        )
+    };
     for (s, socket) in sockets.iter().enumerate() {
-        let uneven = |what: &str, have: usize, want: usize, cpu: u32| {
-            err(
-                ErrorKind::Unsupported,
-                &origin_of(cpu),
-                format!("socket {s} has {have} {what} where socket 0 has {want}: topology files describe sockets × dies × cores × threads alike"),
-            )
-        };
         if socket.len() != dies {
-            return Err(uneven("dies", socket.len(), dies, first(&socket[0][0])));
+            return Err(uneven(
+                format!("socket {s} has {} dies, socket 0 has {dies}", socket.len()),
+                first(&socket[0][0]),
+            ));
         }
         for die in socket {
             if die.len() != cores {
-                return Err(uneven("cores per die", die.len(), cores, first(&die[0])));
+                let what =
+                    format!("the die of CPU {} has {} cores, the first die has {cores}", first(&die[0]), die.len());
+                return Err(uneven(what, first(&die[0])));
             }
             if let Some(core) = die.iter().find(|c| c.len() != threads) {
-                return Err(uneven("threads in the core of CPU", core.len(), threads, first(core)));
+                let what =
+                    format!("the core of CPU {} has {} threads, the first core has {threads}", first(core), core.len());
+                return Err(uneven(what, first(core)));
             }
         }
     }

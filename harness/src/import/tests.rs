@@ -411,3 +411,60 @@ fn truncated_and_garbled_inputs_give_errors_not_panics() {
     }
     assert!(tried > 500, "{tried}");
 }
+
+#[test]
+fn hwloc_1_xml_with_its_distances_and_the_sectioned_lscpu_layout_are_read() {
+    // hwloc 1.x: NUMANode above Socket, `distances` with latency values × latency_base.
+    let v1 = r#"<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE topology SYSTEM "hwloc.dtd">
+<topology>
+  <object type="Machine" os_index="0" cpuset="0x000000ff" nodeset="0x00000003">
+    <object type="NUMANode" os_index="0" cpuset="0x0000000f" nodeset="0x00000001" local_memory="536870912">
+      <object type="Socket" os_index="0" cpuset="0x0000000f">
+        <object type="Core" os_index="0" cpuset="0x00000003"><object type="PU" os_index="0"/><object type="PU" os_index="1"/></object>
+        <object type="Core" os_index="1" cpuset="0x0000000c"><object type="PU" os_index="2"/><object type="PU" os_index="3"/></object>
+      </object>
+    </object>
+    <object type="NUMANode" os_index="1" cpuset="0x000000f0" nodeset="0x00000002" local_memory="536870912">
+      <object type="Socket" os_index="1" cpuset="0x000000f0">
+        <object type="Core" os_index="0" cpuset="0x00000030"><object type="PU" os_index="4"/><object type="PU" os_index="5"/></object>
+        <object type="Core" os_index="1" cpuset="0x000000c0"><object type="PU" os_index="6"/><object type="PU" os_index="7"/></object>
+      </object>
+    </object>
+    <distances nbobjs="2" relative_depth="1" latency_base="10.000000">
+      <latency value="1.000000"/><latency value="2.000000"/><latency value="2.000000"/><latency value="1.000000"/>
+    </distances>
+  </object>
+</topology>
+"#;
+    let files = Files::new();
+    let path = files.write("v1.xml", v1.as_bytes());
+    let imported = import_ok(&[Input { path, declared: Declared::Hwloc }], &opts(Some(NicNode::Node(0)), None));
+    assert_eq!(imported.topology.distances(), [vec![10, 20], vec![20, 10]]);
+    assert_same_tables(&imported.topology, &topology("seed-002"));
+    // util-linux 2.38 puts the counts in sections, indented.
+    let sectioned = "Architecture:            x86_64\n  CPU op-mode(s):        32-bit, 64-bit\nCPU(s):                  8\n  \
+        On-line CPU(s) list:   0-7\nVendor ID:               GenuineIntel\n  Model name:            Xeon\n    \
+        Thread(s) per core:  2\n    Core(s) per socket:  2\n    Socket(s):           2\nCaches (sum of all):\n  \
+        L1d:                   128 KiB (4 instances)\nNUMA:\n  NUMA node(s):          2\n  NUMA node0 CPU(s):     0-3\n  \
+        NUMA node1 CPU(s):     4-7\n";
+    let imported = import_text(sectioned, Some(NicNode::Node(0))).expect("sectioned lscpu");
+    assert_eq!(
+        imported.topology.description(),
+        Some("Xeon, 2 sockets x 2 cores x 2 threads, 2 NUMA nodes, NIC on node 0")
+    );
+    assert_same_tables(&imported.topology, &topology("seed-002"));
+}
+
+#[test]
+fn a_machine_no_qemu_guest_can_number_is_refused_naming_a_cpu() {
+    // Sockets interleaved (CPU 0 on socket 0, CPU 1 on socket 1, …), as some Intel boxes
+    // number them: neither scheme.
+    let rows: String = (0..8).map(|c| format!("{c},{},{},0\n", c % 2 * 2 + c / 4, c % 2)).collect();
+    let e = error_of(&format!("# CPU,Core,Socket,Node\n{rows}"), Some(NicNode::Node(0)));
+    assert_eq!(e.kind, ErrorKind::Unsupported, "{e}");
+    assert!(e.message.contains("neither QEMU's"), "{e}");
+    let uneven = "# CPU,Core,Socket,Node\n0,0,0,0\n1,0,0,0\n2,1,0,0\n";
+    let e = error_of(uneven, Some(NicNode::Node(0)));
+    assert!(e.message.contains("the core of CPU 2 has 1 threads, the first core has 2"), "{e}");
+}
