@@ -13,6 +13,8 @@
 //!   checked against the machine QEMU was given;
 //! - [`rig`]: one run, end to end; [`verdict`]: the judgement and its formats;
 //!   [`matrix`]: many runs (topologies × kernels), sharded, merged, reported;
+//! - [`import`]: a real machine's lscpu/numactl paste, sysfs snapshot or hwloc XML → a
+//!   topology file; [`picture`]: the machine with its IRQs as SVG and an HTML report;
 //! - [`cli`]: the command line, the only layer that knows exit codes.
 
 pub mod accel;
@@ -20,9 +22,11 @@ pub mod children;
 pub mod cli;
 pub mod guest_protocol;
 pub mod guest_topology;
+pub mod import;
 pub mod initramfs;
 pub mod kbuild;
 pub mod matrix;
+pub mod picture;
 pub mod provision;
 pub mod qemu;
 pub mod rig;

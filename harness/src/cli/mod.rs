@@ -6,10 +6,12 @@
 pub mod boot;
 pub mod exit;
 pub mod expect;
+pub mod import;
 pub mod kernel;
 pub mod matrix;
 pub mod matrix_output;
 pub mod matrix_progress;
+pub mod pictures;
 pub mod run;
 pub mod setup;
 
@@ -31,6 +33,9 @@ pub struct Cli {
 enum Command {
     /// Print the IRQ table the kernel's algorithms predict for a topology file.
     Expect(expect::ExpectArgs),
+    /// Write a topology file for a real machine from lscpu/numactl output, a sysfs
+    /// snapshot or hwloc XML.
+    Import(import::ImportArgs),
     /// Provision QEMU, the pinned guest kernels and busybox into the cache (idempotent).
     Setup(setup::SetupArgs),
     /// Boot a built-in machine (seed-002, r17) and check the guest's topology.
@@ -86,6 +91,7 @@ where
     };
     match cli.command {
         Command::Expect(args) => expect::run(&args),
+        Command::Import(args) => import::run(&args),
         Command::Setup(args) => setup::run(&args),
         Command::Boot(args) => boot::run(&args),
         Command::Run(args) => run::run(&args),
