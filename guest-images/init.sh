@@ -19,19 +19,26 @@
 #    device-model/tests/guest-smoke.md on the devshell branch);
 #    `manarig.channels=N` then runs `ethtool -L <netdev> combined N` (Debian's
 #    ethtool, in the initramfs with its libraries when the rig provides it);
-# 4. prints the report between MANARIG-REPORT-BEGIN and MANARIG-REPORT-END on
-#    the console, one `key: value` line per item (parsed by harness/src/guest_report.rs);
-#    with `manarig.reprobe=1` it first prints the state as a stage
-#    (MANARIG-STAGE-BEGIN first-probe ... MANARIG-STAGE-END), reads every
+# 4. prints the report between MANARIG-REPORT-BEGIN <version> and
+#    MANARIG-REPORT-END, one `key: value` line per item, on the console or, with
+#    `manarig.report=ttyS1`, on the second serial port (no kernel message can
+#    interleave there); with `manarig.reprobe=1` it first prints the state as a
+#    stage (MANARIG-STAGE-BEGIN first-probe ... MANARIG-STAGE-END), reads every
 #    /proc/irq/*/affinity_hint, runs `rmmod mana`, reads them again, loads mana
 #    again and repeats step 3 before the report;
 # 5. powers off.
+#
+# The protocol (command-line items, markers, report lines, versions) is written
+# down in guest-images/README.md and parsed by harness/src/guest_protocol/.
 #
 # Waiting is by polling the event's evidence (/proc, /sys) at a short interval
 # against a deadline: the guest has no inotify on procfs, and each check is the
 # event itself (process gone, netdev present, counter non-zero), not a guess.
 
 export PATH=/bin:/sbin
+# The report's format version (guest-images/README.md, "Versions"): raise it
+# when a line the host reads changes its shape or meaning or goes away.
+PROTOCOL_VERSION=2
 mount -t proc proc /proc
 
 # Under TCG a fork costs milliseconds of the guest's only busy vCPU time, so
@@ -52,6 +59,7 @@ IFUP=1
 CHANNELS=
 REPROBE=0
 PIN=
+REPORT=
 read -r CMDLINE < /proc/cmdline
 for arg in $CMDLINE; do
 	case "$arg" in
@@ -63,6 +71,7 @@ for arg in $CMDLINE; do
 	manarig.channels=*) CHANNELS=${arg#manarig.channels=} ;;
 	manarig.reprobe=*) REPROBE=${arg#manarig.reprobe=} ;;
 	manarig.pin=*) PIN=${arg#manarig.pin=} ;;
+	manarig.report=*) REPORT=${arg#manarig.report=} ;;
 	esac
 done
 
@@ -86,6 +95,7 @@ past_deadline() { up; [ "${UP%.*}" -ge "$DEADLINE_AT" ]; }
 # only the background insmod writes to (fd 3, opened read-write so the open
 # does not block).
 if mkfifo /tmp/nap 2>/dev/null && exec 3<>/tmp/nap; then
+	# shellcheck disable=SC3045 # busybox ash's read has -t and -u
 	nap() { read -r -t "$POLL" -u 3 _; }
 else
 	nap() { sleep "$POLL"; }
@@ -112,6 +122,7 @@ find_nic() {
 # a raw line is kilobytes, and every byte of the report crosses an emulated UART.
 # Any other file is dumped as `f <path>: <line>`; an affinity_hint's leading
 # all-zero 32-bit words are left out (72 bytes of zeros per vector at 256 CPUs).
+# shellcheck disable=SC2016 # an awk program: its $i are awk's fields
 IRQ_AWK='FILENAME == "/proc/interrupts" {
 		if (FNR == 1) { for (i = 1; i <= NF; i++) { c = $i; sub(/^CPU/, "", c); cpu[i] = c }; n = NF; next }
 		if ($0 !~ pat) next
@@ -227,6 +238,27 @@ probe_and_settle() {
 	[ -e /tmp/insmod.rc ] && read -r INSMOD_RC < /tmp/insmod.rc
 }
 
+# fd 5 while a stage or the report is written: the console, or with
+# `manarig.report=ttyS1` the second serial port, open only for the block (its
+# IRQ is requested at open and freed at close: the driver never probes beside it).
+block_open() {
+	exec 5>&1
+	case "$REPORT" in
+	"") return 0 ;;
+	ttyS1) ;;
+	*) echo "manarig: manarig.report=$REPORT is not ttyS1; this block goes to the console"; return 0 ;;
+	esac
+	# `command exec`: a redirection that fails does not end the shell (PID 1)
+	# as a plain `exec` would. A port the kernel registered without finding a
+	# UART opens, but every write fails (EIO): one empty line tells.
+	{ command exec 5>/dev/ttyS1 && echo >&5; } 2>/dev/null && return 0
+	exec 5>&1
+	echo "manarig: manarig.report=ttyS1: /dev/ttyS1 cannot be opened or written (no second serial port?); this block goes to the console"
+}
+# Closing the port's last fd waits until the UART has sent everything
+# (tty_port_close_start()): neither poweroff nor rmmod cuts the block's tail off.
+block_close() { exec 5>&-; }
+
 # Read every IRQ's affinity_hint (the files a freed or stale hint would break).
 read_hints() { cat /proc/irq/*/affinity_hint > /dev/null 2>&1; }
 
@@ -283,23 +315,26 @@ report_body() {
 	echo "load: ${LOAD:-none}"
 	echo "settle: $SETTLE"
 	echo "insmod: $INSMOD_RC"
-	for l in $C/cpu[0-9]*/node[0-9]*; do [ -e "$l" ] && echo "link $l"; done
+	for l in "$C"/cpu[0-9]*/node[0-9]*; do [ -e "$l" ] && echo "link $l"; done
 	topology_files
 	# Bound drivers: `ls -l` prints `… PATH -> TARGET` for every link at once.
-	ls -l $P/*/driver 2>/dev/null | while read -r l; do
+	# shellcheck disable=SC2012 # one ls for every link (a readlink each is a fork each)
+	ls -l "$P"/*/driver 2>/dev/null | while read -r l; do
+		# shellcheck disable=SC2086 # split into ls' fields
 		set -- $l
 		[ $# -ge 3 ] && eval "echo \"f \${$(($# - 2))}: \${$#}\""
 	done
 	if find_nic; then
 		echo "nic: $NIC"
-		F= PAT=
-		for i in $P/"$NIC"/msi_irqs/*; do
+		F='' PAT=
+		for i in "$P/$NIC"/msi_irqs/*; do
 			[ -e "$i" ] || continue
 			i=${i##*/}
 			F="$F /proc/irq/$i/smp_affinity_list /proc/irq/$i/affinity_hint /proc/irq/$i/effective_affinity_list"
 			PAT="$PAT|$i"
 		done
 		# The vectors' counts and affinity files in one awk.
+		# shellcheck disable=SC2086 # $F is a list of paths without blanks
 		[ -n "$PAT" ] && awk -v pat="^ *(${PAT#|}):" -v pre="irqcount: " "$IRQ_AWK" /proc/interrupts $F 2>/dev/null
 	else
 		echo "nic: none"
@@ -317,9 +352,13 @@ report_body() {
 }
 
 if [ -n "$LOAD" ] && [ "$REPROBE" = 1 ]; then
-	echo "MANARIG-STAGE-BEGIN first-probe"
-	report_body
-	echo "MANARIG-STAGE-END"
+	block_open
+	{
+		echo "MANARIG-STAGE-BEGIN first-probe"
+		report_body
+		echo "MANARIG-STAGE-END"
+	} >&5
+	block_close
 	read_hints
 	rmmod "${LAST_MOD%.ko}" 2>/tmp/rmmod.err
 	RMMOD_RC=$?
@@ -330,7 +369,11 @@ if [ -n "$LOAD" ] && [ "$REPROBE" = 1 ]; then
 	read_hints
 fi
 
-echo "MANARIG-REPORT-BEGIN 1"
-report_body
-echo "MANARIG-REPORT-END"
+block_open
+{
+	echo "MANARIG-REPORT-BEGIN $PROTOCOL_VERSION"
+	report_body
+	echo "MANARIG-REPORT-END"
+} >&5
+block_close
 poweroff -f

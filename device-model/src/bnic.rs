@@ -10,27 +10,27 @@
 //! The response version is whatever the request asked for (the framing
 //! copies `req.resp`), which is what `mana_verify_resp_hdr()` checks.
 //!
-//! Data path: transmitted frames are dropped, each SQ WQE completing with
-//! CQE_TX_OKAY so the driver's TX queues drain; nothing is received.
+//! The data path itself (SQ/RQ traffic, RSS) is [`crate::datapath`]; this
+//! module registers its queues and programs its steering.
 #![forbid(unsafe_code)]
 
+use crate::datapath::rss::SteeringUpdate;
+use crate::datapath::{MAX_FRAME, TX_VPORT_OFFSET};
 use crate::defs::{
-    CfgRxSteerReq, Command, ConfigVportReq, ConfigVportResp, CreateWqObjReq, CreateWqObjResp,
-    DestroyWqObjReq, DeviceType, FenceRqReq, GdmaReqHdr, Le16, Le32, Le64, ManaCqeHeader,
-    ManaCqeType, ManaRxCompOob, ManaTxCompOob, QueryDevCfgResp, QueryGfStatResp, QueryVportCfgReq,
-    QueryVportCfgResp, QueueType, MANA_CQE_COMPLETION,
+    CfgRxSteerReq, CfgRxSteerReqV2, Command, ConfigVportReq, ConfigVportResp, CreateWqObjReq, CreateWqObjResp,
+    DestroyWqObjReq, DeviceType, FenceRqReq, GdmaReqHdr, GdmaRespHdr, Le16, Le32, Le64,
+    ManaCqeHeader, ManaCqeType, ManaRxCompOob, QueryDevCfgResp, QueryGfStatResp,
+    QueryVportCfgReq, QueryVportCfgResp, QueueType, TriState, INVALID_MANA_HANDLE,
+    MANA_CQE_COMPLETION, MANA_INDIRECT_TABLE_MAX_SIZE,
 };
-use crate::framing::{body, invalid, parse, u64_list, CommandError};
-use crate::interrupt::InterruptSink;
-use crate::queues::{
-    completion, free_id, CompletionQueue, Mem, Producer, QueueError, Queues, Ring, WorkQueue,
-    WqKind,
-};
+use crate::framing::{body, invalid, parse, CommandError};
+use crate::queues::{completion, free_id, CompletionQueue, Producer, Ring, WorkQueue, WqKind};
 use crate::resources::{Ctx, WqObj, MAX_NUM_CQS, MAX_WQ_ID};
-use zerocopy::{FromZeros, IntoBytes};
+use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
-/// Frame size reported as `adapter_mtu` (ETH_FRAME_LEN; 7.3 rejects < 74).
-pub const ADAPTER_MTU: u16 = 1514;
+/// Frame size reported as `adapter_mtu` (ETH_FRAME_LEN; 7.3 rejects < 74):
+/// the data path's [`MAX_FRAME`].
+pub const ADAPTER_MTU: u16 = MAX_FRAME as u16;
 /// RSS indirection table size reported by QUERY_VPORT_CONFIG
 /// (`MANA_INDIRECT_TABLE_DEF_SIZE`; 512 would overflow CONFIG_VPORT_RX's 4 KiB request).
 pub const NUM_INDIRECTION_ENT: u32 = 64;
@@ -89,7 +89,7 @@ pub fn handle(
             let req: ConfigVportReq = parse(request)?;
             vport_index(ctx, req.vport.get())?;
             let mut resp = ConfigVportResp::new_zeroed();
-            resp.tx_vport_offset = Le16::new(0);
+            resp.tx_vport_offset = Le16::new(TX_VPORT_OFFSET);
             resp.short_form_allowed = 1;
             Ok(body(&resp))
         }
@@ -106,8 +106,9 @@ pub fn handle(
                 WqKind::Sq => ctx.res.queues.sqs.remove(&obj.wq_id),
                 WqKind::Rq => ctx.res.queues.rqs.remove(&obj.wq_id),
             };
+            ctx.res.datapath.remove_queue(obj.kind, obj.wq_id);
             ctx.res.queues.cqs.remove(&obj.cq_id);
-            Ok(body(&crate::defs::GdmaRespHdr::new_zeroed()))
+            Ok(body(&GdmaRespHdr::new_zeroed()))
         }
         Command::MANA_FENCE_RQ => {
             let req: FenceRqReq = parse(request)?;
@@ -128,28 +129,9 @@ pub fn handle(
             };
             let cqe = completion(oob.as_bytes(), obj.wq_id, false);
             ctx.res.queues.post_cqe(ctx.mem, ctx.irq, obj.cq_id, cqe)?;
-            Ok(body(&crate::defs::GdmaRespHdr::new_zeroed()))
+            Ok(body(&GdmaRespHdr::new_zeroed()))
         }
-        Command::MANA_CONFIG_VPORT_RX => {
-            let req: CfgRxSteerReq = parse(request)?;
-            vport_index(ctx, req.vport.get())?;
-            let [_update_default, _update_key, update_table, _] = req.update_flags;
-            if update_table != 0 {
-                let count = usize::from(req.num_indir_entries.get());
-                let table = u64_list(request, usize::from(req.indir_tab_offset.get()), count)?;
-                for handle in table {
-                    let is_rq = ctx
-                        .res
-                        .wq_objs
-                        .get(&handle)
-                        .is_some_and(|o| o.kind == WqKind::Rq);
-                    if !is_rq {
-                        return Err(invalid("indirection table entry", handle));
-                    }
-                }
-            }
-            Ok(body(&crate::defs::GdmaRespHdr::new_zeroed()))
-        }
+        Command::MANA_CONFIG_VPORT_RX => configure_vport_rx(ctx, request),
         Command::MANA_QUERY_GF_STAT => Ok(body(&QueryGfStatResp::new_zeroed())),
         other => Err(CommandError::Unsupported(other)),
     }
@@ -158,7 +140,7 @@ pub fn handle(
 fn create_wq_obj(ctx: &mut Ctx<'_>, request: &[u8]) -> Result<Vec<u8>, CommandError> {
     let req: CreateWqObjReq = parse(request)?;
     let vport = req.vport.get();
-    vport_index(ctx, vport)?;
+    let index = vport_index(ctx, vport)?;
     let kind = match QueueType(req.wq_type.get()) {
         QueueType::SQ => WqKind::Sq,
         QueueType::RQ => WqKind::Rq,
@@ -196,6 +178,7 @@ fn create_wq_obj(ctx: &mut Ctx<'_>, request: &[u8]) -> Result<Vec<u8>, CommandEr
         WqKind::Rq => queues.rqs.insert(wq_id, wq),
     };
     queues.cqs.insert(cq_id, cq);
+    ctx.res.datapath.add_queue(kind, wq_id, index);
     let wq_obj = ctx.res.allocate_wq_obj();
     ctx.res.wq_objs.insert(
         wq_obj,
@@ -215,29 +198,64 @@ fn create_wq_obj(ctx: &mut Ctx<'_>, request: &[u8]) -> Result<Vec<u8>, CommandEr
     Ok(body(&resp))
 }
 
-/// Completes every WQE posted on Ethernet SQ `sq_id` with CQE_TX_OKAY (the
-/// frames are dropped). Returns the number of WQEs completed.
-///
-/// # Errors
-/// [`QueueError`] for a malformed WQE or an unmapped ring.
-pub fn drain_sq(
-    queues: &mut Queues,
-    mem: &Mem,
-    irq: &dyn InterruptSink,
-    sq_id: u32,
-) -> Result<u32, QueueError> {
-    let mut done = 0;
-    while let Some(sq) = queues.sqs.get_mut(&sq_id) {
-        let cq_id = sq.cq_id;
-        let Some(_wqe) = sq.pop(mem)? else { break };
-        let oob = ManaTxCompOob {
-            cqe_hdr: ManaCqeHeader::new()
-                .with_cqe_type(ManaCqeType::TX_OKAY.0)
-                .with_client_type(MANA_CQE_COMPLETION),
-            ..ManaTxCompOob::new_zeroed()
-        };
-        queues.post_cqe(mem, irq, cq_id, completion(oob.as_bytes(), sq_id, true))?;
-        done += 1;
+/// `rx_enable` / `rss_enable` of CONFIG_VPORT_RX: `None` leaves the setting as it is.
+fn tri_state(what: &'static str, value: u32) -> Result<Option<bool>, CommandError> {
+    match TriState(value) {
+        TriState::FALSE => Ok(Some(false)),
+        TriState::TRUE => Ok(Some(true)),
+        TriState::UNKNOWN => Ok(None),
+        _ => Err(invalid(what, value)),
     }
-    Ok(done)
+}
+
+/// MANA_CONFIG_VPORT_RX (`mana_cfg_vport_steering()`): validates the whole
+/// request (every RX object an RQ of this vPort, 1..=512 table entries right
+/// after the fixed part), then programs the vPort's steering at once. A
+/// refused request changes nothing.
+fn configure_vport_rx(ctx: &mut Ctx<'_>, request: &[u8]) -> Result<Vec<u8>, CommandError> {
+    let req: CfgRxSteerReq = parse(request)?;
+    let handle = req.vport.get();
+    let vport = vport_index(ctx, handle)?;
+    let wq_objs = &ctx.res.wq_objs;
+    let rq_of = |obj: u64| {
+        wq_objs
+            .get(&obj)
+            .filter(|o| o.kind == WqKind::Rq && o.vport == handle)
+            .map(|o| o.wq_id)
+            .ok_or(invalid("RX object", obj))
+    };
+    let default_rq = match (req.update_default_rxobj, req.default_rxobj.get()) {
+        (0, _) => None,
+        (_, INVALID_MANA_HANDLE) => Some(None),
+        (_, obj) => Some(Some(rq_of(obj)?)),
+    };
+    let table = if req.update_indir_tab != 0 {
+        let count = req.num_indir_entries.get();
+        if count == 0 || count > MANA_INDIRECT_TABLE_MAX_SIZE {
+            return Err(invalid("num_indir_entries", count));
+        }
+        let offset = req.indir_tab_offset.get();
+        if usize::from(offset) != size_of::<CfgRxSteerReq>() {
+            return Err(invalid("indir_tab_offset", offset));
+        }
+        let (whole, _) = CfgRxSteerReqV2::ref_from_prefix_with_elems(request, usize::from(count))
+            .map_err(|_| CommandError::Truncated {
+                len: request.len(),
+                need: size_of::<CfgRxSteerReq>() + 8 * usize::from(count),
+            })?;
+        let rqs = whole.indir_tab.iter().map(|obj| rq_of(obj.get()));
+        Some(rqs.collect::<Result<Vec<u32>, _>>()?)
+    } else {
+        None
+    };
+    let update = SteeringUpdate {
+        rx_enabled: tri_state("rx_enable", req.rx_enable.get())?,
+        rss_enabled: tri_state("rss_enable", req.rss_enable.get())?,
+        default_rq,
+        key: (req.update_hashkey != 0).then_some(req.hashkey),
+        table,
+        hash_types: req.rss_hash_types,
+    };
+    ctx.res.datapath.configure(vport, update);
+    Ok(body(&GdmaRespHdr::new_zeroed()))
 }

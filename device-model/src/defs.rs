@@ -211,14 +211,69 @@ open_enum! {
 }
 
 open_enum! {
-    /// `cqe_type` of `struct mana_cqe_header` (mana.h).
+    /// `cqe_type` of `struct mana_cqe_header` (`enum mana_cqe_type`, mana.h).
     pub struct ManaCqeType(u8) {
-        /// CQE_RX_OKAY
+        /// CQE_RX_OKAY: a frame is in the RQ WQE's buffer.
         RX_OKAY = 1,
-        /// CQE_RX_OBJECT_FENCE
+        /// CQE_RX_COALESCED_4 (never sent: CQE coalescing is not advertised).
+        RX_COALESCED_4 = 2,
+        /// CQE_RX_OBJECT_FENCE: answer to MANA_FENCE_RQ.
         RX_OBJECT_FENCE = 3,
+        /// CQE_RX_TRUNCATED: the frame did not fit the WQE's buffers and was
+        /// dropped; `mana_process_rx_cqe()` counts it and reposts the buffer.
+        RX_TRUNCATED = 4,
         /// CQE_TX_OKAY
         TX_OKAY = 32,
+        /// CQE_TX_SA_DROP
+        TX_SA_DROP = 33,
+        /// CQE_TX_MTU_DROP: a frame (or a TSO segment) longer than the adapter MTU.
+        TX_MTU_DROP = 34,
+        /// CQE_TX_INVALID_OOB: bad WQE header or inline OOB.
+        TX_INVALID_OOB = 35,
+        /// CQE_TX_INVALID_ETH_TYPE
+        TX_INVALID_ETH_TYPE = 36,
+        /// CQE_TX_HDR_PROCESSING_ERROR: the frame could not be gathered or parsed.
+        TX_HDR_PROCESSING_ERROR = 37,
+        /// CQE_TX_VF_DISABLED
+        TX_VF_DISABLED = 38,
+        /// CQE_TX_VPORT_IDX_OUT_OF_RANGE: the OOB names a vPort offset the device did not give.
+        TX_VPORT_IDX_OUT_OF_RANGE = 39,
+        /// CQE_TX_VPORT_DISABLED
+        TX_VPORT_DISABLED = 40,
+        /// CQE_TX_VLAN_TAGGING_VIOLATION
+        TX_VLAN_TAGGING_VIOLATION = 41,
+    }
+}
+
+/// `enum mana_tx_pkt_format` (mana.h): `pkt_fmt` of the TX OOB.
+pub const MANA_SHORT_PKT_FMT: u8 = 0;
+/// `MANA_LONG_PKT_FMT`: the 24-byte [`TxOob`] (VLAN insertion, long vPort offset).
+pub const MANA_LONG_PKT_FMT: u8 = 1;
+/// `INLINE_OOB_SMALL_SIZE` (gdma.h): inline OOB of a short-format SQ WQE and of every RQ WQE.
+pub const INLINE_OOB_SMALL_SIZE: u32 = 8;
+/// `INLINE_OOB_LARGE_SIZE` (gdma.h): inline OOB of a long-format SQ WQE.
+pub const INLINE_OOB_LARGE_SIZE: u32 = 24;
+/// `MAX_TX_WQE_SGL_ENTRIES` (gdma.h): (512 - 16 - 8) / 16.
+pub const MAX_TX_WQE_SGL_ENTRIES: u32 = 30;
+/// `MAX_RX_WQE_SGL_ENTRIES` (gdma.h): (256 - 16) / 16.
+pub const MAX_RX_WQE_SGL_ENTRIES: u32 = 15;
+/// `MANA_HASH_KEY_SIZE` (mana.h): the Toeplitz key length in bytes.
+pub const MANA_HASH_KEY_SIZE: usize = 40;
+/// `MANA_INDIRECT_TABLE_MAX_SIZE` (mana.h): the largest indirection table.
+pub const MANA_INDIRECT_TABLE_MAX_SIZE: u16 = 512;
+/// `INVALID_MANA_HANDLE` (mana.h): "no object", e.g. a default RX object after close.
+pub const INVALID_MANA_HANDLE: u64 = u64::MAX;
+
+open_enum! {
+    /// `enum TRI_STATE` (mana.h) as CONFIG_VPORT_RX's `rx_enable` / `rss_enable`
+    /// carry it (a u32): -1 leaves the setting as it is.
+    pub struct TriState(u32) {
+        /// TRI_STATE_FALSE
+        FALSE = 0,
+        /// TRI_STATE_TRUE
+        TRUE = 1,
+        /// TRI_STATE_UNKNOWN (-1): unchanged.
+        UNKNOWN = 0xFFFF_FFFF,
     }
 }
 
@@ -425,6 +480,141 @@ pub struct ManaCqeHeader {
     pub vendor_err: u32,
 }
 
+/// `struct mana_tx_short_oob` (mana.h): the 8-byte inline OOB of every
+/// Ethernet SQ WQE (`mana_start_xmit()`), dword 0 in bits 0-31, dword 1 in bits 32-63.
+#[bitfield(u64, repr = Le64, from = Le64::new, into = Le64::get)]
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct TxShortOob {
+    /// [`MANA_SHORT_PKT_FMT`] or [`MANA_LONG_PKT_FMT`].
+    #[bits(2)]
+    pub pkt_fmt: u8,
+    /// The frame is IPv4 (set with a checksum or TSO request).
+    pub is_outer_ipv4: bool,
+    /// The frame is IPv6 (set with a checksum or TSO request).
+    pub is_outer_ipv6: bool,
+    /// Compute the IPv4 header checksum (TSO).
+    pub comp_iphdr_csum: bool,
+    /// Compute the TCP checksum (`CHECKSUM_PARTIAL` TCP, and TSO).
+    pub comp_tcp_csum: bool,
+    /// Compute the UDP checksum (`CHECKSUM_PARTIAL` UDP).
+    pub comp_udp_csum: bool,
+    /// Do not post a TX CQE for this WQE.
+    pub supress_txcqe_gen: bool,
+    /// CQ id the completion goes to (the SQ's CQ).
+    #[bits(24)]
+    pub vcq_num: u32,
+    /// Transport header offset in bytes (TCP only; 0 for UDP).
+    #[bits(10)]
+    pub trans_off: u16,
+    /// SQ id bits 10-23 (`mana_txq.vsq_frame`).
+    #[bits(14)]
+    pub vsq_frame: u16,
+    /// vPort offset from MANA_CONFIG_VPORT_TX when it is ≤ 255.
+    pub short_vp_offset: u8,
+}
+
+/// `struct mana_tx_long_oob` dword 0 (mana.h): VLAN tag insertion.
+#[bitfield(u32, repr = Le32, from = Le32::new, into = Le32::get)]
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct TxLongOobVlan {
+    /// Encapsulated frame (never set by the Ethernet driver).
+    pub is_encap: bool,
+    /// Inner frame is IPv6 (encapsulation only).
+    pub inner_is_ipv6: bool,
+    /// Inner TCP options (encapsulation only).
+    pub inner_tcp_opt: bool,
+    /// Insert an 802.1Q tag built from `pcp`, `dei` and `vlan_id`.
+    pub inject_vlan_pri_tag: bool,
+    #[bits(12)]
+    __: u16,
+    /// 802.1Q priority code point.
+    #[bits(3)]
+    pub pcp: u8,
+    /// 802.1Q drop-eligible indicator.
+    pub dei: bool,
+    /// 802.1Q VLAN id.
+    #[bits(12)]
+    pub vlan_id: u16,
+}
+
+/// `struct mana_tx_long_oob` dword 1 (mana.h): offsets.
+#[bitfield(u32, repr = Le32, from = Le32::new, into = Le32::get)]
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct TxLongOobOffsets {
+    /// Inner frame offset (encapsulation only).
+    #[bits(10)]
+    pub inner_frame_offset: u16,
+    /// Inner IP header offset (encapsulation only).
+    #[bits(6)]
+    pub inner_ip_rel_offset: u8,
+    /// vPort offset from MANA_CONFIG_VPORT_TX when it is > 255.
+    #[bits(12)]
+    pub long_vp_offset: u16,
+    #[bits(4)]
+    __: u8,
+}
+
+/// `struct mana_rxcomp_oob` dword 1 (mana.h): VLAN, hash type and checksum results.
+#[bitfield(u32, repr = Le32, from = Le32::new, into = Le32::get)]
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct RxCompFlags {
+    /// Stripped VLAN id (this device never strips: 0).
+    #[bits(12)]
+    pub rx_vlan_id: u16,
+    /// A VLAN tag was stripped (never set here: tags stay in the frame).
+    pub rx_vlantag_present: bool,
+    /// Outer IP header checksum good (encapsulation; never set here).
+    pub rx_outer_iphdr_csum_succeed: bool,
+    /// Outer IP header checksum bad (encapsulation; never set here).
+    pub rx_outer_iphdr_csum_fail: bool,
+    #[bits(1)]
+    __: u8,
+    /// The hash type of `ppi[0].pkt_hash`: one [`NdisHashTypes`] bit, 0 = no hash.
+    #[bits(9)]
+    pub rx_hashtype: u16,
+    /// IPv4 header checksum verified good (IPv6: header parsed).
+    pub rx_iphdr_csum_succeed: bool,
+    /// IPv4 header checksum verified bad.
+    pub rx_iphdr_csum_fail: bool,
+    /// TCP checksum verified good.
+    pub rx_tcp_csum_succeed: bool,
+    /// TCP checksum verified bad.
+    pub rx_tcp_csum_fail: bool,
+    /// UDP checksum verified good.
+    pub rx_udp_csum_succeed: bool,
+    /// UDP checksum verified bad.
+    pub rx_udp_csum_fail: bool,
+    #[bits(1)]
+    __: u8,
+}
+
+/// `NDIS_HASH_*` (mana.h): RSS hash types, as CONFIG_VPORT_RX (7.3
+/// `rss_hash_types`) enables them and as an RX CQE's `rx_hashtype` reports one.
+#[bitfield(u16, repr = Le16, from = Le16::new, into = Le16::get)]
+#[derive(PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct NdisHashTypes {
+    /// NDIS_HASH_IPV4: source and destination address.
+    pub ipv4: bool,
+    /// NDIS_HASH_TCP_IPV4: addresses and TCP ports.
+    pub tcp_ipv4: bool,
+    /// NDIS_HASH_UDP_IPV4: addresses and UDP ports.
+    pub udp_ipv4: bool,
+    /// NDIS_HASH_IPV6: source and destination address.
+    pub ipv6: bool,
+    /// NDIS_HASH_TCP_IPV6: addresses and TCP ports.
+    pub tcp_ipv6: bool,
+    /// NDIS_HASH_UDP_IPV6: addresses and UDP ports.
+    pub udp_ipv6: bool,
+    /// NDIS_HASH_IPV6_EX (home address / routing header addresses; not implemented).
+    pub ipv6_ex: bool,
+    /// NDIS_HASH_TCP_IPV6_EX (not implemented).
+    pub tcp_ipv6_ex: bool,
+    /// NDIS_HASH_UDP_IPV6_EX (not implemented).
+    pub udp_ipv6_ex: bool,
+    #[bits(7)]
+    __: u8,
+}
+
 // ---------------------------------------------------------------------------
 // Shared-memory channel
 
@@ -519,18 +709,58 @@ pub struct HwcRxOob {
     pub dw7: Le32,
 }
 
-/// `struct mana_rxcomp_oob` (mana.h) as far as the device fills it; 60 bytes.
+/// `struct mana_rxcomp_perpkt_info` (mana.h), 12 bytes.
+#[derive(Clone, Copy, Debug, Default, FromBytes, IntoBytes, Immutable, KnownLayout)]
+#[repr(C)]
+pub struct RxCompPerPkt {
+    /// Frame length in bytes (0 is an error for the driver).
+    pub pkt_len: Le16,
+    /// Reserved.
+    pub reserved1: Le16,
+    /// Reserved.
+    pub reserved2: Le32,
+    /// RSS hash of the frame (valid when `rx_hashtype` ≠ 0).
+    pub pkt_hash: Le32,
+}
+
+/// `MANA_RXCOMP_OOB_NUM_PPI` (mana.h).
+pub const MANA_RXCOMP_OOB_NUM_PPI: usize = 4;
+
+/// `struct mana_rxcomp_oob` (mana.h): `cqe_data` of an Ethernet RX completion, 60 bytes.
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, Immutable, KnownLayout)]
 #[repr(C)]
 pub struct ManaRxCompOob {
     /// Completion type.
     pub cqe_hdr: ManaCqeHeader,
-    /// VLAN / checksum / hash flags.
-    pub flags: Le32,
-    /// Per-packet info: 4 × {u16 pkt_len, u16, u32, u32 pkt_hash}.
-    pub ppi: [Le32; 12],
-    /// Offset of the consumed RQ WQE (ignored by the driver).
+    /// VLAN / hash type / checksum flags.
+    pub flags: RxCompFlags,
+    /// Per-packet info; the driver reads `ppi[0]` only.
+    pub ppi: [RxCompPerPkt; MANA_RXCOMP_OOB_NUM_PPI],
+    /// Byte offset of the consumed RQ WQE (ignored by the driver).
     pub rx_wqe_offset: Le32,
+}
+
+/// `struct mana_tx_long_oob` (mana.h): the 16 bytes a long-format TX OOB
+/// adds after [`TxShortOob`].
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, Immutable, KnownLayout)]
+#[repr(C)]
+pub struct TxLongOob {
+    /// VLAN insertion (dword 0).
+    pub vlan: TxLongOobVlan,
+    /// Offsets (dword 1).
+    pub offsets: TxLongOobOffsets,
+    /// Reserved.
+    pub reserved: [Le32; 2],
+}
+
+/// `struct mana_tx_oob` (mana.h): the 24-byte long-format inline OOB.
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, Immutable, KnownLayout)]
+#[repr(C)]
+pub struct TxOob {
+    /// The short part, present in every TX WQE.
+    pub s_oob: TxShortOob,
+    /// The long part ([`MANA_LONG_PKT_FMT`] only).
+    pub l_oob: TxLongOob,
 }
 
 /// `struct mana_tx_comp_oob` (mana.h) as far as the device fills it; 60 bytes.
@@ -980,8 +1210,10 @@ pub struct FenceRqReq {
     pub wq_obj_handle: Le64,
 }
 
-/// Fixed part of `struct mana_cfg_rx_steer_req_v2`, 120 bytes; followed by
-/// `num_indir_entries` u64 object handles at `indir_tab_offset`.
+/// Fixed part of `struct mana_cfg_rx_steer_req_v2` (MANA_CONFIG_VPORT_RX,
+/// `mana_cfg_vport_steering()`), 120 bytes; the indirection table of
+/// `num_indir_entries` RQ object handles (u64, `[Le64]`) follows at
+/// `indir_tab_offset` (= 120 in every driver version).
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, Immutable, KnownLayout)]
 #[repr(C)]
 pub struct CfgRxSteerReq {
@@ -995,20 +1227,41 @@ pub struct CfgRxSteerReq {
     pub indir_tab_offset: Le16,
     /// RX on/off.
     pub rx_enable: Le32,
-    /// RSS on/off.
+    /// RSS on/off ([`TriState`]).
     pub rss_enable: Le32,
-    /// Update flags and reserved byte.
-    pub update_flags: [u8; 4],
-    /// Default RX object.
+    /// Non-zero: take `default_rxobj`.
+    pub update_default_rxobj: u8,
+    /// Non-zero: take `hashkey`.
+    pub update_hashkey: u8,
+    /// Non-zero: take the indirection table.
+    pub update_indir_tab: u8,
+    /// Reserved.
+    pub reserved: u8,
+    /// Default RX object: receives what RSS does not steer (non-IP frames, RSS off).
     pub default_rxobj: Le64,
     /// Toeplitz key.
-    pub hashkey: [u8; 40],
-    /// CQE coalescing and reserved bytes.
-    pub cqe_coalescing: [u8; 4],
-    /// 7.3: hash types.
-    pub rss_hash_types: Le16,
+    pub hashkey: [u8; MANA_HASH_KEY_SIZE],
+    /// CQE coalescing (never honoured: not advertised).
+    pub cqe_coalescing_enable: u8,
+    /// Reserved.
+    pub reserved2: [u8; 3],
+    /// 7.3 (request V5): enabled [`NdisHashTypes`]; reserved (0) in 6.x.
+    pub rss_hash_types: NdisHashTypes,
     /// 7.3: CQE8 coalescing and reserved byte.
     pub cqe8: [u8; 2],
+}
+
+/// `struct mana_cfg_rx_steer_req_v2` whole: the fixed part and the
+/// indirection table (`indir_tab[num_indir_entries]`, RQ object handles)
+/// right after it, where every driver version puts it (`indir_tab_offset`
+/// = `offsetof(..., indir_tab)` = 120).
+#[derive(Debug, FromBytes, Immutable, KnownLayout)]
+#[repr(C)]
+pub struct CfgRxSteerReqV2 {
+    /// The fixed part.
+    pub fixed: CfgRxSteerReq,
+    /// RQ object handles.
+    pub indir_tab: [Le64],
 }
 
 /// `struct mana_query_gf_stat_resp`, 256 bytes (all counters zero here).
@@ -1032,6 +1285,12 @@ const _: () = {
     assert!(size_of::<HwcRxOob>() == 32);
     assert!(size_of::<ManaRxCompOob>() == 60);
     assert!(size_of::<ManaTxCompOob>() == 60);
+    assert!(size_of::<RxCompPerPkt>() == 12);
+    assert!(size_of::<RxCompFlags>() == 4);
+    assert!(size_of::<TxShortOob>() == INLINE_OOB_SMALL_SIZE as usize);
+    assert!(size_of::<TxLongOob>() == 16);
+    assert!(size_of::<TxOob>() == INLINE_OOB_LARGE_SIZE as usize);
+    assert!(size_of::<NdisHashTypes>() == 2);
     assert!(size_of::<WqeHeader>() == 8);
     assert!(size_of::<GdmaReqHdr>() == 40);
     assert!(size_of::<GdmaRespHdr>() == 32);

@@ -10,14 +10,20 @@
 //!
 //! Everything runs synchronously inside BAR0 accesses: a write of SMC dword 7
 //! establishes or destroys the HWC, a doorbell write processes the queue it
-//! names. Bad guest input is counted, logged with rate limiting, and answered
-//! with an error status or dropped; nothing here panics or loops unbounded.
+//! names (the Ethernet data path in bounded batches, [`crate::datapath`]).
+//! Frames from the network come in through [`ManaDevice::receive`] or
+//! [`ManaDevice::poll_backend`]. Bad guest input is counted, logged with rate
+//! limiting, and answered with an error status or dropped; nothing here
+//! panics or loops unbounded.
 #![forbid(unsafe_code)]
 
 use crate::bar::{Bar0Factory, Bar0Handler, DmaMemory};
-use crate::bnic;
 use crate::config::DeviceConfig;
-use crate::defs::{CqDoorbell, EqDoorbell, SmcMsgType, WqDoorbell};
+use crate::datapath::backend::{Discard, PacketBackend};
+use crate::datapath::engine::{Engine, RX_BATCH, TX_BATCH};
+use crate::datapath::rx::RxVerdict;
+use crate::datapath::Env;
+use crate::defs::{CqDoorbell, DeviceType, EqDoorbell, SmcMsgType, WqDoorbell};
 use crate::{commands, framing};
 use crate::hwc::{Hwc, HwcIds, InitParams};
 use crate::interrupt::InterruptSink;
@@ -55,6 +61,7 @@ pub struct ManaDevice {
     hwc: Option<Hwc>,
     res: Resources,
     counters: Counters,
+    engine: Engine,
 }
 
 /// A [`Bar0Factory`] that builds a [`ManaDevice`] with `config`.
@@ -63,8 +70,19 @@ pub fn factory(config: DeviceConfig) -> Bar0Factory {
 }
 
 impl ManaDevice {
-    /// A device in its power-on state: SMC idle (dword 7 reads 0), no queues.
+    /// A device in its power-on state: SMC idle (dword 7 reads 0), no queues,
+    /// no network (transmitted frames are dropped, nothing is received).
     pub fn new(config: DeviceConfig, mem: DmaMemory, irq: Arc<dyn InterruptSink>) -> Self {
+        Self::with_backend(config, mem, irq, Box::new(Discard))
+    }
+
+    /// [`ManaDevice::new`] with its vPorts connected to `backend`.
+    pub fn with_backend(
+        config: DeviceConfig,
+        mem: DmaMemory,
+        irq: Arc<dyn InterruptSink>,
+        backend: Box<dyn PacketBackend>,
+    ) -> Self {
         Self {
             config,
             mem,
@@ -73,6 +91,91 @@ impl ManaDevice {
             hwc: None,
             res: Resources::default(),
             counters: Counters::default(),
+            engine: Engine::new(backend),
+        }
+    }
+
+    /// Delivers `frame` (an Ethernet frame without FCS) from the network to
+    /// vPort `vport` (0-based): RSS picks the RQ, the frame goes into its
+    /// next buffer with an RX CQE, EQE and MSI-X vector as armed; with no
+    /// buffer posted it is dropped and counted, as hardware does.
+    pub fn receive(&mut self, vport: u16, frame: &[u8]) -> RxVerdict {
+        let verdict = self.with_env(|engine, env| engine.receive(env, vport, frame));
+        self.log_faults();
+        verdict
+    }
+
+    /// Pulls up to `budget` frames from the packet backend into the guest
+    /// (what an event loop calls when the backend's readiness fd is
+    /// readable); returns the frames pulled.
+    pub fn poll_backend(&mut self, budget: usize) -> usize {
+        let pulled = self.with_env(|engine, env| engine.poll_backend(env, budget));
+        self.log_faults();
+        pulled
+    }
+
+    /// Whether data-path work waits: SQ entries beyond the last batch, or
+    /// frames the backend may hold. An event loop calls [`ManaDevice::poll`]
+    /// while this is true.
+    pub fn has_pending_work(&self) -> bool {
+        self.engine.has_pending()
+    }
+
+    /// Does one batch of waiting data-path work (see
+    /// [`crate::datapath::engine`]); returns [`ManaDevice::has_pending_work`].
+    pub fn poll(&mut self) -> bool {
+        self.run_data_path();
+        self.has_pending_work()
+    }
+
+    /// The packet backend.
+    pub fn backend_mut(&mut self) -> &mut dyn PacketBackend {
+        self.engine.backend_mut()
+    }
+
+    /// One batch of pending TX, then the frames waiting in the backend.
+    fn run_data_path(&mut self) {
+        if !self.engine.has_pending() {
+            return;
+        }
+        let done = self.with_env(|engine, env| {
+            let done = engine.run_tx(env, TX_BATCH);
+            if engine.rx_pending() {
+                engine.poll_backend(env, RX_BATCH);
+            }
+            done
+        });
+        self.counters.tx_wqes_completed += u64::from(done);
+        self.log_faults();
+    }
+
+    /// Runs `f` on the data-path engine with the device state it works on.
+    fn with_env<R>(&mut self, f: impl FnOnce(&mut Engine, &mut Env<'_>) -> R) -> R {
+        let mem = self.mem.memory();
+        let mem_key = mana_mem_key(&self.res);
+        let mut env = Env {
+            queues: &mut self.res.queues,
+            datapath: &mut self.res.datapath,
+            totals: &mut self.counters.traffic,
+            mem: &mem,
+            irq: self.irq.as_ref(),
+            mem_key,
+        };
+        f(&mut self.engine, &mut env)
+    }
+
+    /// Logs (rate-limited) and counts the data path's guest faults.
+    fn log_faults(&mut self) {
+        let (faults, unlogged) = self.engine.take_faults();
+        for fault in faults {
+            self.guest_error(fault.kind(), &fault);
+        }
+        if unlogged > 0 {
+            *self
+                .counters
+                .guest_errors
+                .entry("data-path faults not logged".to_owned())
+                .or_default() += unlogged;
         }
     }
 
@@ -106,11 +209,16 @@ impl ManaDevice {
             .sqs
             .values()
             .chain(queues.rqs.values())
-            .map(|wq| WqSnapshot {
-                id: wq.id(),
-                kind: wq.kind(),
-                cq_id: wq.cq_id,
-                parent_eq: queues.cqs.get(&wq.cq_id).map(|cq| cq.parent_eq),
+            .map(|wq| {
+                let data = self.res.datapath.queue(wq.kind(), wq.id());
+                WqSnapshot {
+                    id: wq.id(),
+                    kind: wq.kind(),
+                    cq_id: wq.cq_id,
+                    parent_eq: queues.cqs.get(&wq.cq_id).map(|cq| cq.parent_eq),
+                    vport: data.map(|q| q.vport),
+                    traffic: data.map(|q| q.traffic),
+                }
             })
             .collect();
         let devices = self
@@ -136,6 +244,7 @@ impl ManaDevice {
             dma_regions: self.res.regions.len(),
             devices,
             vectors_raised: queues.raised.clone(),
+            steering: self.res.datapath.steering(),
             counters: self.counters.clone(),
         }
     }
@@ -224,6 +333,7 @@ impl ManaDevice {
     /// Forgets the HWC and everything the commands created.
     fn teardown(&mut self) {
         self.hwc = None;
+        self.engine.reset();
         let raised = std::mem::take(&mut self.res.queues.raised);
         self.res = Resources::default();
         self.res.queues.raised = raised;
@@ -269,6 +379,9 @@ impl ManaDevice {
         if let Err(err) = result {
             self.guest_error("doorbell", &err);
         }
+        // Continue data-path work: this SQ's new entries, or what an earlier
+        // batch left (see crate::datapath::engine).
+        self.run_data_path();
     }
 
     fn rq_doorbell(&mut self, mem: &Mem, irq: &dyn InterruptSink, id: u32, tail: u32) {
@@ -299,11 +412,8 @@ impl ManaDevice {
         }
         if self.hwc.as_ref().is_some_and(|hwc| hwc.ids().sq == id) {
             self.run_hwc(mem, irq);
-        } else {
-            match bnic::drain_sq(&mut self.res.queues, mem, irq, id) {
-                Ok(done) => self.counters.tx_wqes_completed += u64::from(done),
-                Err(err) => self.guest_error("tx wqe", &err),
-            }
+        } else if self.res.datapath.is_data_sq(id) {
+            self.engine.sq_posted(id);
         }
     }
 
@@ -352,6 +462,14 @@ impl ManaDevice {
             }
         }
     }
+}
+
+/// The `gpa_mkey` GDMA_REGISTER_DEVICE gave the MANA device (instance 0),
+/// which the Ethernet driver puts in every SGE.
+fn mana_mem_key(res: &Resources) -> Option<u32> {
+    res.registered
+        .get(&(DeviceType::MANA.0, 0))
+        .map(|registration| registration.gpa_mkey)
 }
 
 impl Bar0Handler for ManaDevice {

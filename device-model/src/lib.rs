@@ -34,6 +34,7 @@ pub mod shared;
 // Device core (behind `bar::Bar0Handler`).
 pub mod bnic;
 pub mod commands;
+pub mod datapath;
 pub mod defs;
 pub mod device;
 pub mod dma_region;

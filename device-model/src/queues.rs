@@ -512,54 +512,123 @@ impl WorkQueue {
     /// up to the producer so a bad entry is never re-read), or
     /// [`QueueError::Guest`].
     pub fn pop(&mut self, mem: &Mem) -> Result<Option<Wqe>, QueueError> {
+        let mut buf = [0u8; MAX_SQE_SIZE as usize];
+        let wqe = match self.peek(mem, &mut buf) {
+            Ok(Some(wqe)) => wqe,
+            Ok(None) => return Ok(None),
+            Err(err) => {
+                self.skip_to_producer();
+                return Err(err);
+            }
+        };
+        if wqe.header.num_sge() == 0 {
+            self.skip_to_producer();
+            return Err(QueueError::BadWqe {
+                id: self.id,
+                offset: wqe.offset,
+                reason: "no SGE",
+            });
+        }
+        self.consume(wqe.size);
+        let sges = wqe
+            .sgl(&buf)
+            .chunks_exact(size_of::<Sge>())
+            .filter_map(|chunk| Sge::read_from_bytes(chunk).ok())
+            .collect();
+        Ok(Some(Wqe {
+            offset: wqe.offset,
+            header: wqe.header,
+            sges,
+        }))
+    }
+
+    /// Reads the entry at the consumer into `buf` (at least [`MAX_SQE_SIZE`]
+    /// bytes for an SQ, [`MAX_RQE_SIZE`] for an RQ) without consuming it: the
+    /// 8-byte header, the inline OOB and the SGL, in ring order (SGEs may wrap
+    /// to the ring start). `None` when nothing is posted.
+    ///
+    /// A header with no SGE is returned as it is (its size is still known);
+    /// the caller decides.
+    ///
+    /// # Errors
+    /// [`QueueError::BadWqe`] when the entry is larger than the queue's
+    /// maximum WQE size (`GDMA_MAX_SQE_SIZE` / `GDMA_MAX_RQE_SIZE`) or extends
+    /// past the producer: its size cannot be trusted, so the queue cannot be
+    /// walked further; [`QueueError::Guest`] if the ring is not in guest memory.
+    pub fn peek(&self, mem: &Mem, buf: &mut [u8]) -> Result<Option<WqeSlot>, QueueError> {
         if self.available() == 0 {
             return Ok(None);
         }
-        let result = self.read_at_consumer(mem);
-        if result.is_err() {
-            self.consumer = self.producer;
-        }
-        result.map(Some)
-    }
-
-    fn read_at_consumer(&mut self, mem: &Mem) -> Result<Wqe, QueueError> {
         let offset = self.consumer % self.ring_size();
         let bad = |reason| QueueError::BadWqe {
             id: self.id,
             offset,
             reason,
         };
-        let mut header = WqeHeader::new();
-        self.ring
-            .read(mem, u64::from(offset), header.as_mut_bytes())?;
-        let num_sge = u32::from(header.num_sge());
-        if num_sge == 0 {
-            return Err(bad("no SGE"));
-        }
-        let oob = u32::from(header.inline_oob_size_div4()) * 4;
-        let size = (8 + oob + 16 * num_sge).div_ceil(WQE_BU_SIZE) * WQE_BU_SIZE;
         let max = match self.kind {
             WqKind::Sq => MAX_SQE_SIZE,
             WqKind::Rq => MAX_RQE_SIZE,
         };
-        if size > max {
+        let first = buf
+            .get_mut(..WQE_BU_SIZE as usize)
+            .ok_or(bad("buffer smaller than a basic unit"))?;
+        // One basic unit is always posted when anything is (the producer moves in BUs).
+        self.ring.read(mem, u64::from(offset), first)?;
+        let (header, _) = WqeHeader::read_from_prefix(first).map_err(|_| bad("short header"))?;
+        let oob = u32::from(header.inline_oob_size_div4()) * 4;
+        let len = 8 + oob + 16 * u32::from(header.num_sge());
+        let size = len.div_ceil(WQE_BU_SIZE) * WQE_BU_SIZE;
+        if size > max || size as usize > buf.len() {
             return Err(bad("larger than the maximum WQE size"));
         }
         if size > self.available() {
             return Err(bad("extends past the producer"));
         }
-        let mut sgl = vec![0u8; 16 * num_sge as usize];
-        self.ring.read(mem, u64::from(offset + 8 + oob), &mut sgl)?;
-        let sges = sgl
-            .chunks_exact(16)
-            .filter_map(|chunk| Sge::read_from_bytes(chunk).ok())
-            .collect();
-        self.consumer = self.consumer.wrapping_add(size);
-        Ok(Wqe {
+        if size > WQE_BU_SIZE {
+            let rest = &mut buf[WQE_BU_SIZE as usize..size as usize];
+            self.ring.read(mem, u64::from(offset + WQE_BU_SIZE), rest)?;
+        }
+        Ok(Some(WqeSlot {
             offset,
+            size,
             header,
-            sges,
-        })
+        }))
+    }
+
+    /// Consumes `size` bytes (one entry [`WorkQueue::peek`] returned).
+    pub fn consume(&mut self, size: u32) {
+        self.consumer = self.consumer.wrapping_add(size.min(self.available()));
+    }
+
+    /// Drops everything posted: the queue cannot be walked past a broken entry.
+    pub fn skip_to_producer(&mut self) {
+        self.consumer = self.producer;
+    }
+}
+
+/// The position and shape of an entry [`WorkQueue::peek`] read.
+#[derive(Debug, Clone, Copy)]
+pub struct WqeSlot {
+    /// Byte offset of the entry in the ring.
+    pub offset: u32,
+    /// Entry size in bytes (a multiple of 32).
+    pub size: u32,
+    /// The 8-byte header.
+    pub header: WqeHeader,
+}
+
+impl WqeSlot {
+    /// The inline OOB bytes in the `buf` [`WorkQueue::peek`] filled.
+    pub fn oob<'a>(&self, buf: &'a [u8]) -> &'a [u8] {
+        let oob = usize::from(self.header.inline_oob_size_div4()) * 4;
+        buf.get(8..8 + oob).unwrap_or_default()
+    }
+
+    /// The SGL bytes (16 per SGE) in the `buf` [`WorkQueue::peek`] filled.
+    pub fn sgl<'a>(&self, buf: &'a [u8]) -> &'a [u8] {
+        let start = 8 + usize::from(self.header.inline_oob_size_div4()) * 4;
+        let len = 16 * usize::from(self.header.num_sge());
+        buf.get(start..start + len).unwrap_or_default()
     }
 }
 

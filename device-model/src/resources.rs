@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 use crate::config::DeviceConfig;
+use crate::datapath::DataPath;
 use crate::defs::{DevId, DeviceType};
 use crate::dma_region::DmaRegions;
 use crate::interrupt::InterruptSink;
@@ -77,6 +78,8 @@ pub struct Resources {
     next_wq_obj: u64,
     /// HWC EQ id while the channel is up (never disabled by a command).
     pub hwc_eq: Option<u32>,
+    /// Data-path steering and per-queue counters of the Ethernet queues.
+    pub datapath: DataPath,
 }
 
 impl Resources {

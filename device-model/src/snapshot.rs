@@ -4,6 +4,9 @@
 //! deserialized into these same types by the rig (harness/src/rig/device.rs).
 #![forbid(unsafe_code)]
 
+use crate::datapath::rss::SteeringSnapshot;
+use crate::datapath::stats::Traffic;
+use crate::datapath::Totals;
 use crate::hwc::HwcIds;
 use crate::queues::{Owner, WqKind};
 use crate::resources::{Registration, WqObj};
@@ -25,8 +28,11 @@ pub struct Counters {
     pub hwc_destroyed: u64,
     /// Device resets.
     pub resets: u64,
-    /// Ethernet SQ WQEs completed with CQE_TX_OKAY (their frames are dropped).
+    /// Ethernet SQ WQEs consumed (each with a CQE_TX_OKAY or error CQE
+    /// unless its OOB suppressed it).
     pub tx_wqes_completed: u64,
+    /// Data-path traffic of every queue since power-on.
+    pub traffic: Totals,
 }
 
 /// An EQ in the snapshot.
@@ -72,6 +78,10 @@ pub struct WqSnapshot {
     pub cq_id: u32,
     /// Parent EQ of that CQ (`None` if the CQ is gone).
     pub parent_eq: Option<u32>,
+    /// vPort index of an Ethernet queue (`None` for the HWC's).
+    pub vport: Option<u16>,
+    /// What an Ethernet queue moved (`None` for the HWC's).
+    pub traffic: Option<Traffic>,
 }
 
 /// A registered device in the snapshot.
@@ -104,6 +114,8 @@ pub struct Snapshot {
     pub devices: Vec<DeviceSnapshot>,
     /// MSI-X vectors raised, by index.
     pub vectors_raised: BTreeMap<u16, u64>,
+    /// RX steering (RSS) of every configured vPort.
+    pub steering: Vec<SteeringSnapshot>,
     /// Counters.
     pub counters: Counters,
 }

@@ -303,33 +303,6 @@ fn open_and_close_in_the_7_3_order_creates_and_disables_eqs_at_open() {
 }
 
 #[test]
-fn transmitted_wqes_complete_with_tx_okay() {
-    let (mut drv, eqs) = probed(Kernel::V6_12);
-    let pairs = drv.open(&eqs, 4).unwrap();
-    let mut sq = pairs[1].sq.clone();
-    for i in 0..3u64 {
-        let offset = u64::from(sq.head) * 32;
-        // Short OOB (8 bytes) + 1 SGE = 32 bytes (mana_start_xmit()).
-        let header = WqeHeader::new()
-            .with_num_sge(1)
-            .with_inline_oob_size_div4(2);
-        let frame = drv.alloc(1);
-        let sge = Sge {
-            address: Le64::new(frame),
-            mem_key: Le32::new(0),
-            size: Le32::new(60 + i as u32),
-        };
-        drv.write(sq.ring.addr(offset), header.as_bytes());
-        drv.write(sq.ring.addr(offset + 16), sge.as_bytes());
-        sq.head += 1;
-        drv.ring_wq(&sq, true);
-        drv.pump().unwrap();
-    }
-    assert_eq!(drv.seen.tx_completions[&sq.id], 3);
-    assert_eq!(drv.dev.snapshot().counters.tx_wqes_completed, 3);
-}
-
-#[test]
 fn owner_bits_stay_correct_over_several_laps_of_every_hwc_ring() {
     let mut drv = Driver::new(Kernel::V6_12, config());
     drv.establish_hwc().unwrap();

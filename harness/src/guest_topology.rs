@@ -10,7 +10,7 @@
 //! are not compared: Linux numbers them from APIC IDs, which QEMU pads to
 //! powers of two, so they need not be 0..cores.
 
-use crate::guest_report::{format_cpulist, GuestReport};
+use crate::guest_protocol::{format_cpulist, GuestReport};
 use crate::qemu::{MachineSpec, NicPlacement};
 use std::fmt;
 
@@ -115,7 +115,7 @@ pub fn compare(spec: &MachineSpec, r: &GuestReport) -> Vec<Difference> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::guest_report::{GuestCpu, GuestNode, GuestPci};
+    use crate::guest_protocol::{GuestCpu, GuestNode, GuestPci};
     use crate::qemu::machines;
 
     /// The report a correct guest gives for seed 002's machine.

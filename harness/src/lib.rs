@@ -1,28 +1,32 @@
 //! manarig harness: everything around the emulated NIC (ARCHITECTURE.md has the map).
 //!
-//! - [`cpulist`], [`topology`], [`model`]: re-exported from the pure `manarig-model`
-//!   crate (cpumasks, topology files, the kernel reference model);
+//! - [`cpulist`], [`topology`], [`model`], [`random`]: re-exported from the pure
+//!   `manarig-model` crate (cpumasks, topology files, the kernel reference model, random
+//!   topologies and the shrinker);
 //! - [`provision`]: QEMU, pinned Debian kernels, busybox and ethtool into the cache;
 //!   [`kbuild`]: guest kernels built from a source tree plus patches;
 //! - [`qemu`]: the machine description and the launcher; [`initramfs`]; [`accel`]
 //!   (TCG or KVM); [`children`] and [`scratch`]: child processes and temporary
 //!   folders that never outlive a run;
-//! - [`guest_report`]: the guest agent's report; [`guest_topology`]: the guest's
-//!   topology checked against the machine QEMU was given;
+//! - [`guest_protocol`]: the `/init` agent's command-line items, markers and report
+//!   parser (spec: guest-images/README.md); [`guest_topology`]: the guest's topology
+//!   checked against the machine QEMU was given;
 //! - [`import`]: a real machine's lscpu/numactl paste, sysfs snapshot or hwloc XML → a
 //!   topology file;
 //! - [`rig`]: one run, end to end; [`verdict`]: the judgement and its formats;
+//!   [`matrix`]: many runs (topologies × kernels), sharded, merged, reported;
 //!   [`picture`]: the machine with its IRQs as SVG and an HTML report;
 //! - [`cli`]: the command line, the only layer that knows exit codes.
 
 pub mod accel;
 pub mod children;
 pub mod cli;
-pub mod guest_report;
+pub mod guest_protocol;
 pub mod guest_topology;
 pub mod import;
 pub mod initramfs;
 pub mod kbuild;
+pub mod matrix;
 pub mod picture;
 pub mod provision;
 pub mod qemu;
@@ -30,4 +34,4 @@ pub mod rig;
 pub mod scratch;
 pub mod verdict;
 
-pub use manarig_model::{cpulist, model, topology};
+pub use manarig_model::{cpulist, model, random, topology};

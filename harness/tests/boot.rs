@@ -20,7 +20,7 @@ fn boot_on(spec: &MachineSpec, id: &str, tweak: impl FnOnce(&mut BootRequest<'_>
     let p = provisioned();
     let kernel = p.kernel(id).unwrap_or_else(|e| panic!("{e}"));
     let mut req = BootRequest::new(spec, kernel, &p.busybox);
-    req.load_mana = true;
+    req.agent.load_mana = true;
     req.deadline = Duration::from_secs(900);
     tweak(&mut req);
     boot(&p.qemu, &req).unwrap_or_else(|e| panic!("boot on kernel {id}: {e}"))
@@ -93,7 +93,7 @@ fn msix_vectors_of_the_slot_device_are_reported_on_linux_6_12() {
     let spec = machines::seed_002(256);
     let out = boot_on(&spec, "6.12", |req| {
         req.extra_devices.push("nvme,serial=manarig,bus=rp0".into());
-        req.extra_cmdline.push("manarig.nic=0x1b36:0x0010".into());
+        req.agent.nic = Some(harness::guest_protocol::PciId { vendor: 0x1b36, device: Some(0x0010) });
     });
     let r = &out.report;
     let nic = r.nic.as_deref().expect("the NVMe device is found as the slot device");

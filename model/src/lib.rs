@@ -5,14 +5,16 @@
 //!   file-CPU-id ↔ QEMU-cpu-index mapping;
 //! - [`model`]: the kernel reference model (`expected_table(&Topology, KernelGen)`): NUMA
 //!   hops, `cpumask_local_spread()` and MANA's `irq_setup()` family, each naming the kernel
-//!   function and versions it follows.
+//!   function and versions it follows;
+//! - [`random`]: random valid topologies and a shrinker to a minimal disagreeing machine.
 //!
 //! Pure: no processes, no QEMU, no sockets, no environment. The only I/O is
 //! [`topology::Topology::load`] reading the file it is given. The harness re-exports the
-//! three modules under the same names.
+//! modules under the same names.
 
 #![forbid(unsafe_code)]
 
 pub mod cpulist;
 pub mod model;
+pub mod random;
 pub mod topology;

@@ -12,8 +12,10 @@
 //! (real runs, see [`bench_boot`]); both when no section is named.
 //! `cargo xtask bench kernel [--skip-cold]` times guest-kernel builds (cold and
 //! incremental) and boot-to-report, minimal vs Debian kernel.
+//! `cargo xtask bench matrix [--kernel K[,K2…]] [--out DIR]` runs the fast
+//! matrix ([`bench_matrix`]: every topology under 96 vCPUs × the minimal kernels).
 //!
-//! The commands that boot a guest (`run`, `compare`, `boot`, `bench`, `test`)
+//! The commands that boot a guest (`run`, `compare`, `boot`, `matrix`, `bench`, `test`)
 //! first build the emulated NIC's binary, `mana-device`, in this program's
 //! profile ([`build_device`]): the rig runs it from beside this executable
 //! (harness/src/rig/device.rs), and `cargo run -p xtask` builds only xtask.
@@ -22,10 +24,11 @@ use std::process::{Command, ExitCode};
 
 mod bench_boot;
 mod bench_kernel;
+mod bench_matrix;
 mod lint;
 
 /// The subcommands that boot a guest with the emulated NIC (or may: `bench`, `test`).
-const BOOTING: [&str; 5] = ["run", "compare", "boot", "bench", "test"];
+const BOOTING: [&str; 6] = ["run", "compare", "boot", "bench", "test", "matrix"];
 
 fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
@@ -164,8 +167,10 @@ fn nextest(extra: &[std::ffi::OsString]) -> ExitCode {
 
 /// Benchmarks `cargo xtask bench` runs, in order: (package, bench target, what it measures).
 /// Add a row for each new measurement (e.g. guest boot timings).
-const BENCHES: &[(&str, &str, &str)] =
-    &[("manarig-model", "model", "expected IRQ table for the 256-CPU 16-node machine (budget 10 ms)")];
+const BENCHES: &[(&str, &str, &str)] = &[
+    ("manarig-model", "model", "expected IRQ table for the 256-CPU 16-node machine (budget 10 ms)"),
+    ("device-model", "datapath", "device data path: 64-byte frames TX and RX through CQ/EQ/MSI-X, one core (target 1 M frames/s each)"),
+];
 
 /// `cargo xtask bench [sections] [options]`: the `model` section runs every
 /// benchmark in [`BENCHES`] with `cargo bench` (optimised build), passing the
@@ -176,6 +181,9 @@ const BENCHES: &[(&str, &str, &str)] =
 fn run_benches(args: &[std::ffi::OsString]) -> ExitCode {
     if args.first().is_some_and(|a| a == "kernel") {
         return run_kernel_bench(&args[1..]);
+    }
+    if args.first().is_some_and(|a| a == "matrix") {
+        return run_matrix_bench(&args[1..]);
     }
     let mut sections = Vec::new();
     let mut opts = bench_boot::Options { slow: false, runs: 3, update_baseline: false };
@@ -245,6 +253,33 @@ fn run_model_benches(extra: &[String]) -> Option<bool> {
         }
     }
     Some(ok)
+}
+
+/// `cargo xtask bench matrix [--kernel K[,K2…]] [--out DIR]`: the fast matrix
+/// ([`bench_matrix`]); exit 0 when every pair passed within the target, 1 when
+/// not, 2 when it could not run.
+fn run_matrix_bench(args: &[std::ffi::OsString]) -> ExitCode {
+    let mut opts = bench_matrix::Options { kernels: bench_matrix::FAST_KERNELS.map(String::from).to_vec(), out: None };
+    let mut it = args.iter().map(|a| a.to_string_lossy().into_owned());
+    while let Some(a) = it.next() {
+        match (a.as_str(), it.next()) {
+            ("--kernel", Some(k)) => opts.kernels = k.split(',').map(str::to_owned).collect(),
+            ("--out", Some(d)) => opts.out = Some(d.into()),
+            _ => {
+                eprintln!("cargo xtask bench matrix [--kernel K[,K2...]] [--out DIR]: unexpected {a:?}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    println!("== matrix: every topology under 96 vCPUs × {}, target ≤ 10 minutes", opts.kernels.join(", "));
+    match bench_matrix::run(&opts) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("cargo xtask bench matrix: {e:#}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 /// `cargo xtask bench kernel [--skip-cold]`: cold and incremental guest-kernel

@@ -11,9 +11,13 @@
 //! reposts it), `mana_hwc_send_request()` and `mana_gd_read_cqe()`.
 #![allow(dead_code)]
 
+pub mod frames;
+pub mod net;
+
 use anyhow::{anyhow, bail, ensure, Context, Result};
 use device_model::bar::{Bar0Handler, DmaMemory};
 use device_model::config::DeviceConfig;
+use device_model::datapath::backend::{PacketBackend, Recorder as NetRecorder, RecorderHandle};
 use device_model::defs::*;
 use device_model::interrupt::InterruptSink;
 use device_model::ManaDevice;
@@ -23,7 +27,7 @@ use vm_memory::{Bytes, GuestAddress, GuestAddressSpace, GuestMemoryAtomic, Guest
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
 /// Guest RAM size of the test machine.
-pub const RAM_SIZE: usize = 32 << 20;
+pub const RAM_SIZE: usize = 64 << 20;
 /// Interrupts serviced before a run is declared an interrupt storm.
 const MAX_INTERRUPTS: usize = 100_000;
 /// BAR0 offsets (docs/mana-protocol.md §1.2 / gdma.h GDMA_REG_*).
@@ -195,6 +199,12 @@ pub struct Driver {
     /// Vectors whose interrupts are held back (a masked MSI-X entry).
     pub masked: std::collections::BTreeSet<u16>,
     deferred: Vec<u16>,
+    /// The MANA device's `gpa_mkey` (GDMA_REGISTER_DEVICE), put in every Ethernet SGE.
+    pub gpa_mkey: u32,
+    /// The network behind the device when it is the recording backend.
+    pub net: Option<RecorderHandle>,
+    /// Data-path state (support/net.rs).
+    pub data: net::DataState,
 }
 
 pub fn mana_dev() -> DevId {
@@ -244,14 +254,23 @@ pub fn status(resp: &[u8]) -> u32 {
 }
 
 impl Driver {
-    /// A driver and a fresh device with `config` on 32 MiB of guest RAM at 0.
+    /// A driver and a fresh device with `config` on 64 MiB of guest RAM at
+    /// 0, its vPorts on a recording packet backend ([`Driver::net`]).
     pub fn new(kernel: Kernel, config: DeviceConfig) -> Self {
+        let (backend, handle) = NetRecorder::new(4096);
+        let mut drv = Self::with_backend(kernel, config, Box::new(backend));
+        drv.net = Some(handle);
+        drv
+    }
+
+    /// [`Driver::new`] with the device's vPorts on `backend`.
+    pub fn with_backend(kernel: Kernel, config: DeviceConfig, backend: Box<dyn PacketBackend>) -> Self {
         let ram =
             GuestMemoryMmap::<()>::from_ranges(&[(GuestAddress(0), RAM_SIZE)]).expect("guest RAM");
         let mem = GuestMemoryAtomic::new(ram);
         let irqs = Arc::new(Recorder::default());
         let sink: Arc<dyn InterruptSink> = irqs.clone();
-        let dev = ManaDevice::new(config, mem.clone(), sink);
+        let dev = ManaDevice::with_backend(config, mem.clone(), sink, backend);
         Self {
             kernel,
             dev,
@@ -277,6 +296,9 @@ impl Driver {
             sqs: BTreeMap::new(),
             masked: Default::default(),
             deferred: Vec::new(),
+            gpa_mkey: 0,
+            net: None,
+            data: net::DataState::default(),
         }
     }
 
@@ -700,13 +722,17 @@ impl Driver {
         Ok(())
     }
 
-    /// Ethernet CQ callback: read everything, record, re-arm.
+    /// Ethernet CQ callback (`mana_cq_handler()`): read everything, handle
+    /// TX (`mana_poll_tx_cq()`) and RX (`mana_poll_rx_cq()`: repost, one RQ
+    /// doorbell per poll) completions, re-arm.
     fn eth_comp_event(&mut self, cq_id: u32) -> Result<()> {
+        let mut polled_rq = None;
         while let Some(cqe) = self.read_cqe(cq_id)? {
             let wq = cqe.info.wq_num();
             if cqe.info.is_sq() {
                 ensure!(self.sqs.contains_key(&wq), "TX CQE for unknown SQ {wq}");
                 *self.seen.tx_completions.entry(wq).or_default() += 1;
+                self.tx_completed(wq, &cqe)?;
             } else {
                 ensure!(self.rqs.contains_key(&wq), "RX CQE for unknown RQ {wq}");
                 let hdr = ManaCqeHeader::from_bits(cqe.data[0]);
@@ -715,7 +741,13 @@ impl Driver {
                     .entry(wq)
                     .or_default()
                     .push(hdr.cqe_type());
+                if self.rx_completed(wq, &cqe)? {
+                    polled_rq = Some(wq);
+                }
             }
+        }
+        if let Some(rq) = polled_rq {
+            self.ring_rq(rq)?;
         }
         let cq = self.cqs.get(&cq_id).context("CQ")?.clone();
         self.ring_cq(&cq, true);
@@ -935,6 +967,7 @@ impl Driver {
         ensure!(listed.contains(&mana_dev()), "no MANA device listed");
         let reg: RegisterDeviceResp = self.general(Command::REGISTER_DEVICE, mana_dev())?;
         self.mana_db = reg.db_id.get();
+        self.gpa_mkey = reg.gpa_mkey.get();
         let mut eqs = Vec::new();
         if self.kernel != Kernel::V7_3 {
             let queues = max.max_eq.get().min(max.max_msix.get() - 1).min(4);
@@ -1110,27 +1143,11 @@ impl Driver {
             probe_eqs[..queues].to_vec()
         };
         let (rq_size, rx_cq_size) = if v7 { (32768, 131072) } else { (16384, 65536) };
-        let rx_buf = self.alloc(1);
         let mut pairs = Vec::new();
         for eq in eqs {
             let (sq, sq_cq, sq_obj) = self.create_wq_obj(true, 8192, 16384, eq)?;
             let (mut rq, rq_cq, rq_obj) = self.create_wq_obj(false, rq_size, rx_cq_size, eq)?;
-            // Fill the RQ (mana_alloc_rx_wqe + mana_post_pkt_rxq), a doorbell after each.
-            let header = WqeHeader::new()
-                .with_num_sge(1)
-                .with_inline_oob_size_div4(2);
-            let sge = Sge {
-                address: Le64::new(rx_buf),
-                mem_key: Le32::new(0),
-                size: Le32::new(1514),
-            };
-            for _ in 0..rq_size / 32 {
-                let offset = u64::from(rq.head) * 32;
-                self.write(rq.ring.addr(offset), header.as_bytes());
-                self.write(rq.ring.addr(offset + 16), sge.as_bytes());
-                rq.head += 1;
-                self.ring_wq(&rq, false);
-            }
+            self.post_rx_buffers(&mut rq, (rq_size / 32) as u32);
             pairs.push(DrvQueuePair {
                 eq,
                 sq,
@@ -1142,44 +1159,24 @@ impl Driver {
             });
         }
         let objs: Vec<u64> = pairs.iter().map(|p| p.rq_obj).collect();
-        self.config_vport_rx(vport, true, &objs)?;
+        self.steer(&net::Steer::open(&objs))?;
         for pair in &pairs {
             self.fence(pair)?;
         }
         Ok(pairs)
     }
 
-    /// `mana_cfg_vport_steering()`: 6.x request V2, 7.3 request V5 with a V2
-    /// response; a 64-entry indirection table over `rq_objs` when enabling.
-    pub fn config_vport_rx(&mut self, vport: u64, enable: bool, rq_objs: &[u64]) -> Result<()> {
-        let v7 = self.kernel == Kernel::V7_3;
-        let n = if enable { 64usize } else { 0 };
-        let resp_size = if v7 { 40 } else { 32 };
-        let mut req = vec![0u8; 120 + 8 * n];
-        let mut steer: CfgRxSteerReq = resp_as(&req);
-        steer.hdr = req_hdr(
-            Command::MANA_CONFIG_VPORT_RX,
-            req.len(),
-            resp_size,
-            mana_dev(),
-        );
-        steer.hdr.req.msg_version = Le16::new(if v7 { 5 } else { 2 });
-        if v7 {
-            steer.hdr.resp.msg_version = Le16::new(2);
-        }
-        steer.vport = Le64::new(vport);
-        steer.num_indir_entries = Le16::new(n as u16);
-        steer.indir_tab_offset = Le16::new(120);
-        steer.rx_enable = Le32::new(u32::from(enable));
-        steer.rss_enable = Le32::new(u32::from(enable));
-        steer.update_flags = if enable { [1, 1, 1, 0] } else { [0; 4] };
-        steer.default_rxobj = Le64::new(rq_objs.first().copied().unwrap_or(u64::MAX));
-        req[..120].copy_from_slice(steer.as_bytes());
-        for i in 0..n {
-            let obj = rq_objs[i % rq_objs.len()];
-            req[120 + 8 * i..128 + 8 * i].copy_from_slice(&obj.to_le_bytes());
-        }
-        self.bnic_raw(req, resp_size)?;
+    /// `mana_disable_vport_rx()`: RX and RSS off, nothing updated (the
+    /// request still carries the 64-entry table size).
+    pub fn disable_vport_rx(&mut self) -> Result<()> {
+        self.steer(&net::Steer {
+            rx: TriState::FALSE,
+            rss: TriState::FALSE,
+            default_rxobj: None,
+            key: None,
+            table: None,
+            hash_types: None,
+        })?;
         Ok(())
     }
 
@@ -1187,8 +1184,7 @@ impl Driver {
     /// RQ, DESTROY_WQ_OBJ for every SQ and RQ; 7.3 then flushes and disables
     /// the EQs it created at open.
     pub fn close(&mut self, pairs: &[DrvQueuePair]) -> Result<()> {
-        let vport = self.vport_handle()?;
-        self.config_vport_rx(vport, false, &[])?;
+        self.disable_vport_rx()?;
         for pair in pairs {
             self.fence(pair)?;
         }
@@ -1258,6 +1254,7 @@ impl Driver {
         self.hwc_cq_id = None;
         self.hwc_eq_id = None;
         self.seen = Seen::default();
+        self.data = net::DataState::default();
         self.irq_cursor = self.irqs.all().len();
     }
 

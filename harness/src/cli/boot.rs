@@ -30,6 +30,10 @@ pub struct BootArgs {
     /// Load mana in the guest.
     #[arg(long)]
     pub load_mana: bool,
+    /// PCI id (`VENDOR[:DEVICE]`, hex) of the device whose MSI-X vectors the guest
+    /// reports, e.g. `0x1b36:0x0010` for QEMU's NVMe given with `--device` (default: Microsoft's 0x1414).
+    #[arg(long, value_name = "VENDOR[:DEVICE]")]
+    pub nic_id: Option<crate::guest_protocol::PciId>,
     /// MiB of RAM per node.
     #[arg(long, default_value_t = 256)]
     pub mem_per_node: u32,
@@ -45,8 +49,9 @@ pub struct BootArgs {
     /// Extra `-device` for QEMU (repeatable), e.g. the vfio-user-pci NIC on bus rp0.
     #[arg(long = "device")]
     pub devices: Vec<String>,
-    /// Extra kernel command-line item (repeatable), e.g. `manarig.nic=0x1b36:0x0010`.
-    #[arg(long = "cmdline", value_parser = cmdline_item)]
+    /// Extra kernel command-line item (repeatable), e.g. `ignore_loglevel`; not the
+    /// guest agent's own items (`--load-mana`, `--nic-id` set those).
+    #[arg(long = "cmdline", value_parser = boot_cmdline_item)]
     pub cmdline: Vec<String>,
     /// Cache folder (see `setup`).
     #[arg(long, value_name = "DIR")]
@@ -89,6 +94,20 @@ pub fn cmdline_item(s: &str) -> Result<String, String> {
         ));
     }
     Ok(s.to_string())
+}
+
+/// A `--cmdline` item for `boot`: a single word ([`cmdline_item`]) that is not
+/// one of the guest agent's items.
+///
+/// # Errors
+/// As [`cmdline_item`], and for an agent item, naming the options that set them.
+pub fn boot_cmdline_item(s: &str) -> Result<String, String> {
+    let item = cmdline_item(s)?;
+    // The guest agent splits /proc/cmdline at spaces, quotes or not.
+    if item.split(' ').any(crate::guest_protocol::options::is_agent_item) {
+        return Err(format!("{item:?}: the guest agent's items are set by the rig itself; use --load-mana or --nic-id"));
+    }
+    Ok(item)
 }
 
 /// A built-in machine by name.
@@ -172,7 +191,8 @@ pub fn run(args: &BootArgs) -> ExitCode {
         Err(e) => return rig(e.to_string()),
     };
     let mut req = BootRequest::new(&spec, kernel, &prov.busybox);
-    req.load_mana = args.load_mana;
+    req.agent.load_mana = args.load_mana;
+    req.agent.nic = args.nic_id;
     req.deadline = Duration::from_secs(args.deadline);
     req.console_log = args.console.clone();
     req.extra_devices = args.devices.clone();
@@ -238,5 +258,7 @@ mod tests {
         }
         // A quoted value keeps its spaces (lib/cmdline.c next_arg()).
         assert_eq!(cmdline_item("dyndbg=\"module mana +p\"").as_deref(), Ok("dyndbg=\"module mana +p\""));
+        let e = boot_cmdline_item("manarig.nic=0x1b36").expect_err("agent item");
+        assert!(e.contains("--nic-id"), "{e}");
     }
 }

@@ -1,8 +1,8 @@
 //! The `kernel` subcommand: `kernel build` and `kernel list`.
 
-use crate::kbuild::{build, builds_dir, key, list_builds, source::SourceSpec, BuildRequest};
+use crate::kbuild::{build, builds_dir, commits, key, list_builds, source::SourceSpec, BuildRequest};
 use super::Exit;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -34,6 +34,12 @@ pub struct BuildArgs {
     /// name) or an mbox, applied with `patch -p1` to a copy of the source.
     #[arg(long, value_name = "DIR|MBOX")]
     pub patches: Option<PathBuf>,
+    /// A commit range of the git tree --source names: the series is `git
+    /// format-patch A..B`, built on A's tree (exported with `git archive` into the
+    /// cache; the checkout is only read and may be at any commit). `--commits A`
+    /// alone builds A's tree without patches: the baseline of that series.
+    #[arg(long, value_name = "A..B|A", conflicts_with = "patches")]
+    pub commits: Option<String>,
     /// A config fragment applied after guest-images/kernel-config/manarig.config.
     #[arg(long, value_name = "FILE")]
     pub config_fragment: Option<PathBuf>,
@@ -82,9 +88,21 @@ pub fn run(args: &KernelArgs) -> ExitCode {
 
 fn run_build(b: &BuildArgs) -> anyhow::Result<()> {
     let cache = crate::provision::cache_dir(b.cache_dir.as_deref())?;
+    let mut progress = |line: &str| eprintln!("kernel: {line}");
+    let (source, patches) = match &b.commits {
+        Some(range) if b.source.starts_with("debian:") => {
+            anyhow::bail!("--commits {range} needs --source to be a git tree, not {}", b.source)
+        }
+        Some(base) if !base.contains("..") => (commits::prepare_base(Path::new(&b.source), base, &cache, &mut progress)?, None),
+        Some(range) => {
+            let prepared = commits::prepare(Path::new(&b.source), range, &cache, &mut progress)?;
+            (prepared.source, Some(prepared.mbox))
+        }
+        None => (SourceSpec::parse(&b.source)?, b.patches.clone()),
+    };
     let req = BuildRequest {
-        source: SourceSpec::parse(&b.source)?,
-        patches: b.patches.clone(),
+        source,
+        patches,
         fragment: b.config_fragment.clone(),
         cache,
         jobs: b.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),
@@ -93,7 +111,7 @@ fn run_build(b: &BuildArgs) -> anyhow::Result<()> {
         deadline: Duration::from_secs(b.deadline.saturating_mul(60)),
         fresh: b.fresh,
     };
-    let built = build(&req, &mut |line| eprintln!("kernel: {line}"))?;
+    let built = build(&req, &mut progress)?;
     let s = &built.stamp;
     let t = &s.timings;
     if !built.cached {

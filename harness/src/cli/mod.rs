@@ -8,6 +8,9 @@ pub mod exit;
 pub mod expect;
 pub mod import;
 pub mod kernel;
+pub mod matrix;
+pub mod matrix_output;
+pub mod matrix_progress;
 pub mod pictures;
 pub mod run;
 pub mod setup;
@@ -44,6 +47,12 @@ enum Command {
     Compare(run::CompareArgs),
     /// Build a guest kernel from a source tree + patches (`kernel build`), list builds.
     Kernel(kernel::KernelArgs),
+    /// Run every topology × kernel pair (up to --jobs guests at once, or one
+    /// --shard K/N of them) and write the summary, JUnit, KTAP, JSON and KCIDB
+    /// (exit 0 all pass, 1 a mismatch, 2 a rig error or an interrupted run).
+    Matrix(Box<matrix::MatrixArgs>),
+    /// Merge the JSON documents of a matrix's shards into one and write every format.
+    MatrixMerge(matrix::MergeArgs),
 }
 
 /// Warnings (the emulated device's "bad guest input", a PVH fallback, …) go to
@@ -88,5 +97,7 @@ where
         Command::Run(args) => run::run(&args),
         Command::Compare(args) => run::compare(&args),
         Command::Kernel(args) => kernel::run(&args),
+        Command::Matrix(args) => matrix::run(&args),
+        Command::MatrixMerge(args) => matrix::merge_cmd(&args),
     }
 }

@@ -60,7 +60,7 @@ pub struct RigOptions {
 pub fn rig_cmdline_item(s: &str) -> Result<String, String> {
     let item = super::boot::cmdline_item(s)?;
     // The guest agent splits /proc/cmdline at spaces, quotes or not.
-    if item.split(' ').any(|w| w.trim_start_matches('"').starts_with("manarig.")) {
+    if item.split(' ').any(crate::guest_protocol::options::is_agent_item) {
         return Err(format!(
             "{item:?}: manarig.* items are set by the rig itself; use --channels N, --reprobe or --deadline instead"
         ));

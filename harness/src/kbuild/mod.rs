@@ -5,6 +5,9 @@
 //! Recipe (one build folder per [`key::cache_key`], `<cache>/kbuild/builds/<key16>/`):
 //! 1. the source: the user's tree, or the pinned Debian package unpacked once
 //!    into `<cache>/kbuild/src/` ([`source`]); the pristine source is never changed;
+//!    for `--commits A..B` A's tree exported from the user's git tree into the cache,
+//!    with `git format-patch A..B` as the series ([`commits`]); an mbox series is
+//!    split by [`mbox`] (b4 cover letters and replies skipped);
 //! 2. a user's tree without patches is built in place (objects in the build
 //!    folder); otherwise in a work folder per (source, fragments, compiler),
 //!    `<cache>/kbuild/work/<key16>/{src,obj}`: a hard-link copy of the source
@@ -22,11 +25,13 @@
 //! The MANA IRQ algorithm the build runs is detected from its source
 //! ([`detect`]) and chosen as the reference model for its runs.
 
+pub mod commits;
 pub mod config;
 pub mod detect;
 pub mod image;
 pub mod key;
 pub mod make;
+pub mod mbox;
 pub mod minimal;
 pub mod patches;
 pub mod source;

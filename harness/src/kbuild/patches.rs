@@ -1,6 +1,7 @@
 //! A patch series: `.patch`/`.diff` files of a folder (in `series` order when
 //! there is a quilt `series` file, else by name) or the messages of one mbox
-//! (`git format-patch --stdout`, `b4 am`), applied with GNU `patch -p1`.
+//! (`git format-patch --stdout`, `b4 am`; [`super::mbox`]) or a commit range of a
+//! git tree ([`super::commits`]), applied with GNU `patch -p1`.
 //! A patch that does not apply is an error naming the patch, the file, the
 //! hunk (its `@@` header) and the line `patch` tried.
 
@@ -108,38 +109,11 @@ pub fn read_series(path: &Path) -> Result<Vec<Patch>, PatchError> {
     }
 }
 
-/// Split an mbox at its `From ` separator lines (a line starting `From `
-/// at the start of the file or after a blank line). A file without
-/// separators is one patch named `file`.
+/// Split an mbox into its patches: `git format-patch --stdout`, `b4 am`, a list
+/// thread (cover letter and replies skipped); the rules are in [`super::mbox`]. A
+/// file without `From ` separators is one patch named `file`.
 pub fn split_mbox(text: &str, file: &str) -> Vec<Patch> {
-    let mut messages: Vec<String> = Vec::new();
-    let mut prev_blank = true;
-    for line in text.split_inclusive('\n') {
-        if prev_blank && line.starts_with("From ") || messages.is_empty() {
-            messages.push(String::new());
-        }
-        if let Some(m) = messages.last_mut() {
-            m.push_str(line);
-        }
-        prev_blank = line.trim().is_empty();
-    }
-    if messages.len() <= 1 {
-        return vec![Patch { name: file.to_string(), text: text.to_string() }];
-    }
-    messages
-        .into_iter()
-        .filter(|m| m.contains("\n--- ") || m.contains("\n+++ "))
-        .enumerate()
-        .map(|(i, m)| {
-            let subject = m
-                .lines()
-                .take_while(|l| !l.is_empty())
-                .find_map(|l| l.strip_prefix("Subject:"))
-                .map(|s| s.trim().to_string())
-                .unwrap_or_default();
-            Patch { name: format!("{file}#{} {subject}", i + 1).trim_end().to_string(), text: m }
-        })
-        .collect()
+    super::mbox::split(text, file).into_iter().map(|(name, text)| Patch { name, text }).collect()
 }
 
 /// The files a patch changes (paths after `-p1`, i.e. without `a/`/`b/`).

@@ -1,16 +1,20 @@
-//! Boot a `MachineSpec` in QEMU, read the serial console live, and return the
-//! guest's report. QEMU is always reaped: on success, error, deadline, guest
-//! panic, panic of the caller (drop guard), SIGINT/SIGTERM, and a
-//! [`BootAbort`] from the caller (the emulated NIC's process failed).
+//! Boot a `MachineSpec` in QEMU, read the serial console live until the guest
+//! agent's report ends ([`crate::guest_protocol::markers`]), and return the
+//! report, parsed once by [`crate::guest_protocol::parse()`]. QEMU is always
+//! reaped: on success, error, deadline, guest panic, panic of the caller (drop
+//! guard), SIGINT/SIGTERM, and a [`BootAbort`] from the caller (the emulated
+//! NIC's process failed).
 
+use super::abort::BootAbort;
+use super::report_port::ReportPort;
 use super::speed::{self, Speedups, SPEED_CMDLINE};
 use super::spec::{MachineSpec, SpecError};
+use super::watch::{self, MarkerHook, Msg, Source, Step, Watch};
 use crate::accel::{self, Accel, AccelError};
-use crate::guest_report::{self, GuestReport, ReportError};
+use crate::guest_protocol::{self, options, AgentOptions, GuestReport, ReportChannel, ReportError, Stage};
 use crate::initramfs::{self, Compression, InitramfsError, InitramfsSpec};
 use crate::provision::{KernelInstall, QemuInstall};
-use std::collections::VecDeque;
-use std::io::{BufRead, Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -19,9 +23,6 @@ use std::time::{Duration, Instant};
 /// How long a KVM guest may stay silent on the console before the boot is
 /// given up (see [`LaunchError::KvmSilent`]).
 const KVM_SILENCE_LIMIT: Duration = Duration::from_secs(30);
-
-/// Console lines kept for error messages.
-const TAIL_LINES: usize = 40;
 
 /// Kernel command line, each item for speed or for failing fast:
 /// - `console=ttyS0`: the only console is the captured serial port;
@@ -42,18 +43,20 @@ pub struct BootRequest<'a> {
     pub kernel: &'a KernelInstall,
     /// busybox for the initramfs.
     pub busybox: &'a Path,
-    /// Load the kernel's modules (mana last, in the background) in the guest.
-    pub load_mana: bool,
+    /// What the guest agent does (the `manarig.*` command-line items): load
+    /// mana, its deadline, channels, re-probe, where it reports. The speed-ups
+    /// may pin it ([`Speedups::agent`]); with [`ReportChannel::Ttys1`] the
+    /// launcher gives QEMU the second serial port ([`super::report_port`]).
+    pub agent: AgentOptions,
     /// Extra `-device` values (JSON or key=value), e.g. the vfio-user-pci NIC
     /// with `"bus":"rp0"` (the device process is the caller's).
     pub extra_devices: Vec<String>,
-    /// Extra kernel command-line items.
+    /// Extra kernel command-line items; not the agent's (`manarig.*`: those come
+    /// from [`BootRequest::agent`]).
     pub extra_cmdline: Vec<String>,
     /// Wall-clock limit for the whole boot, host side.
     pub deadline: Duration,
-    /// Guest-side limit for waiting on the driver, in guest seconds after `/init` starts.
-    pub guest_deadline_s: u32,
-    /// Also write the console to this file as it arrives.
+    /// Also write the console, and the report channel's lines, to this file as they arrive.
     pub console_log: Option<PathBuf>,
     /// Initramfs compression.
     pub compression: Compression,
@@ -72,101 +75,20 @@ pub struct BootRequest<'a> {
     pub abort: Option<BootAbort>,
 }
 
-/// Ends a [`boot`] from another thread, e.g. when a process the guest
-/// depends on (the emulated NIC, harness/src/rig/device.rs) fails: QEMU is
-/// killed and reaped at once and the boot returns [`LaunchError::Aborted`]
-/// with the reason. An abort that comes before the boot has started QEMU ends
-/// the boot as soon as it has; one that comes after the boot returned changes
-/// nothing. Clones share the same state.
-#[derive(Clone, Default)]
-pub struct BootAbort(std::sync::Arc<std::sync::Mutex<AbortState>>);
-
-#[derive(Default)]
-struct AbortState {
-    /// The first reason given.
-    reason: Option<String>,
-    /// The running boot's console channel, while it runs.
-    boot: Option<mpsc::Sender<Msg>>,
-    /// The boot has stopped listening.
-    ended: bool,
-}
-
-impl BootAbort {
-    fn state(&self) -> std::sync::MutexGuard<'_, AbortState> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// End the boot (`reason` says why, e.g. the device's exit status and its
-    /// last log lines). Only the first reason is kept. Returns false when the
-    /// boot had already ended (or was about to stop QEMU itself): then the
-    /// reason is not the boot's, and is dropped.
-    pub fn abort(&self, reason: String) -> bool {
-        let mut state = self.state();
-        if state.ended {
-            return false;
-        }
-        if state.reason.is_none() {
-            state.reason = Some(reason);
-        }
-        if let Some(boot) = &state.boot {
-            let _ = boot.send(Msg::Abort);
-        }
-        true
-    }
-
-    /// The reason given to [`Self::abort`], if it reached a boot.
-    pub fn reason(&self) -> Option<String> {
-        self.state().reason.clone()
-    }
-
-    /// The boot that starts now listens on `boot`.
-    fn attach(&self, boot: mpsc::Sender<Msg>) {
-        let mut state = self.state();
-        if state.reason.is_some() {
-            let _ = boot.send(Msg::Abort);
-        }
-        state.boot = Some(boot);
-    }
-
-    /// The boot is over (QEMU is being stopped or has exited): later aborts
-    /// are not its cause. The reason given before, if any.
-    fn detach(&self) -> Option<String> {
-        let mut state = self.state();
-        state.boot = None;
-        state.ended = true;
-        state.reason.clone()
-    }
-}
-
-impl std::fmt::Debug for BootAbort {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("BootAbort").field(&self.state().reason).finish()
-    }
-}
-
-/// A callback for [`BootRequest::on_marker`].
-#[derive(Clone)]
-pub struct MarkerHook(pub std::sync::Arc<dyn Fn(&str) + Send + Sync>);
-
-impl std::fmt::Debug for MarkerHook {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("MarkerHook")
-    }
-}
-
 impl<'a> BootRequest<'a> {
-    /// A request with the defaults: no mana load, no extra devices, a 600 s
-    /// host deadline, 60 s guest deadline, uncompressed initramfs.
+    /// A request with the defaults: the agent's defaults (no mana load, 60 s guest
+    /// deadline) but its report on its own channel (ttyS1: no kernel message
+    /// interleaves there, and it is no slower: docs/boot-speed.md), no extra
+    /// devices, a 600 s host deadline, uncompressed initramfs.
     pub fn new(spec: &'a MachineSpec, kernel: &'a KernelInstall, busybox: &'a Path) -> Self {
         BootRequest {
             spec,
             kernel,
             busybox,
-            load_mana: false,
+            agent: AgentOptions { report: ReportChannel::Ttys1, ..AgentOptions::default() },
             extra_devices: Vec::new(),
             extra_cmdline: Vec::new(),
             deadline: Duration::from_secs(600),
-            guest_deadline_s: 60,
             console_log: None,
             compression: Compression::None,
             cpu_model: super::spec::DEFAULT_CPU.to_string(),
@@ -183,7 +105,11 @@ impl<'a> BootRequest<'a> {
 pub struct BootOutcome {
     /// The parsed report.
     pub report: GuestReport,
-    /// The whole console.
+    /// The stages the agent printed before the report, in order (`first-probe`
+    /// with [`AgentOptions::reprobe`]).
+    pub stages: Vec<Stage>,
+    /// The whole console: kernel messages and the agent's notes (its stages and
+    /// report only when it printed them there, see [`ReportChannel`]).
     pub console: String,
     /// The accelerator used.
     pub accel: Accel,
@@ -258,6 +184,9 @@ pub enum LaunchError {
         /// Last console lines.
         tail: String,
     },
+    /// An extra kernel command-line item is one of the guest agent's.
+    #[error("kernel command-line item {0:?}: the guest agent's items are set through BootRequest::agent")]
+    AgentItem(String),
     /// The guest is too large for TCG on this host (see [`accel::check_tcg_size`]).
     #[error("machine: {0}")]
     TooLargeForTcg(String),
@@ -328,20 +257,6 @@ impl Drop for Reaper {
     }
 }
 
-enum Msg {
-    Line(String),
-    Eof,
-    /// [`BootAbort::abort`] was called.
-    Abort,
-}
-
-fn tail(lines: &VecDeque<String>) -> String {
-    if lines.iter().all(|l| l.trim().is_empty()) {
-        return "(none: the guest printed nothing on its console)".to_string();
-    }
-    lines.iter().cloned().collect::<Vec<_>>().join("\n")
-}
-
 /// Boot `req.spec` with `req.kernel` and return the guest's report.
 ///
 /// # Errors
@@ -372,31 +287,197 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
         &initrd,
     )?;
 
-    let mut cmdline = format!("{BASE_CMDLINE} manarig.deadline={}", req.guest_deadline_s);
-    if req.load_mana {
-        cmdline.push_str(" manarig.load=mana");
-    }
     let mut used = req.speedups;
-    if used.cmdline {
-        cmdline.push(' ');
-        cmdline.push_str(SPEED_CMDLINE);
-    }
-    let kernel_image = if used.pvh {
-        match speed::pvh_image(&req.kernel.vmlinuz) {
-            Ok(p) => p,
-            Err(e) => {
-                tracing::warn!("PVH boot not possible, booting the bzImage: {e}");
-                used.pvh = false;
-                req.kernel.vmlinuz.clone()
-            }
-        }
-    } else {
-        req.kernel.vmlinuz.clone()
+    let kernel_image = boot_image(req.kernel, &mut used);
+    let mut port = match req.agent.report {
+        ReportChannel::Console => None,
+        ReportChannel::Ttys1 => Some(ReportPort::create(tmp.path()).map_err(io("report channel FIFOs"))?),
     };
-    for c in &req.extra_cmdline {
-        cmdline.push(' ');
-        cmdline.push_str(c);
+    let args = qemu_args(req, accel, used, &kernel_image, &initrd, port.as_ref())?;
+
+    let log = match &req.console_log {
+        Some(p) => Some(std::fs::File::create(p).map_err(io(format!("console log {}", p.display())))?),
+        None => None,
+    };
+    let mut cmd = qemu.command();
+    cmd.args(&args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    {
+        use std::os::unix::process::CommandExt;
+        // Own process group: a terminal's Ctrl-C reaches us, and we stop QEMU.
+        cmd.process_group(0);
     }
+    crate::children::die_with_parent(&mut cmd);
+    let start = Instant::now();
+    let mut child = cmd.spawn().map_err(io("start QEMU"))?;
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let mut reaper = Reaper::new(child);
+
+    let (tx, rx) = mpsc::channel();
+    if let Some(abort) = &req.abort {
+        abort.attach(tx.clone());
+    }
+    if let Some(p) = port.as_mut() {
+        p.start(tx.clone(), req.on_marker.clone());
+    }
+    let reader = match stdout {
+        Some(out) => watch::spawn_reader(Source::Console, out, tx, req.on_marker.clone()),
+        None => std::thread::spawn(move || drop(tx.send(Msg::Eof(Source::Console)))),
+    };
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        if let Some(mut e) = stderr {
+            let _ = e.read_to_string(&mut s);
+        }
+        s
+    });
+
+    let mut watch = Watch::new(log);
+    // A working KVM guest prints its first console line within a second or two.
+    let silence_limit = (accel == Accel::Kvm).then(|| start + KVM_SILENCE_LIMIT);
+    let waited = wait(&rx, &mut watch, start + req.deadline, silence_limit);
+    // After the report nothing the guest does is read: QEMU is stopped at once
+    // rather than waiting for the guest's `poweroff -f`, which would first shut
+    // the driver down (tens of ms under TCG). After a panic QEMU exits by itself
+    // (panic=-1, -no-reboot): give it a moment, then kill.
+    let qemu_exiting = matches!(waited, Waited::Panicked | Waited::ConsoleClosed);
+    // QEMU closed its console: it is exiting (or crashed); collect its status.
+    let grace = if qemu_exiting { Duration::from_secs(2) } else { Duration::ZERO };
+    let to_report = start.elapsed();
+    // An abort counts until QEMU is stopped here, or, when QEMU exits by itself
+    // (perhaps because the device died), until it has: a device that fails
+    // because we killed QEMU is not the boot's cause.
+    let detach = || req.abort.as_ref().and_then(BootAbort::detach);
+    let mut abort_reason = if qemu_exiting { None } else { detach() };
+    let status = reaper.finish(grace);
+    if qemu_exiting {
+        abort_reason = detach();
+    }
+    let _ = reader.join();
+    if let Some(p) = port {
+        p.finish();
+    }
+    let mut stderr = err_reader.join().unwrap_or_default();
+    if stderr.trim().is_empty() {
+        stderr = "(empty)".to_string();
+    }
+    if crate::children::interrupted() {
+        return Err(LaunchError::Interrupted);
+    }
+    if let Some(reason) = abort_reason.filter(|_| waited != Waited::ReportEnded) {
+        return Err(LaunchError::Aborted { reason, tail: watch.tail() });
+    }
+    if watch.panicked() {
+        return Err(LaunchError::GuestPanic { tail: watch.tail() });
+    }
+    match waited {
+        Waited::ReportEnded => {}
+        // An abort without a reason cannot happen (abort() stores it first); say so plainly.
+        Waited::Aborted => {
+            return Err(LaunchError::Aborted { reason: "the boot was aborted".into(), tail: watch.tail() })
+        }
+        Waited::KvmSilent => return Err(LaunchError::KvmSilent { secs: KVM_SILENCE_LIMIT.as_secs() }),
+        Waited::Deadline => return Err(LaunchError::Deadline { secs: req.deadline.as_secs(), tail: watch.tail() }),
+        Waited::Panicked | Waited::ConsoleClosed => {
+            return Err(LaunchError::Exited { status, stderr, tail: watch.tail() })
+        }
+    }
+    let (source, text) = watch.agent_output();
+    if req.agent.report == ReportChannel::Ttys1 && source == Source::Console {
+        tracing::warn!("the guest agent reported on the console, not on ttyS1 (its `manarig:` line on the console says why)");
+    }
+    let transcript = guest_protocol::parse(text).map_err(|source| LaunchError::Report { source, tail: watch.tail() })?;
+    Ok(BootOutcome {
+        report: transcript.report,
+        stages: transcript.stages,
+        console: watch.into_console(),
+        accel,
+        to_report,
+        qemu_args: args,
+        speedups: used,
+    })
+}
+
+/// How [`wait`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Waited {
+    /// The report's end marker arrived.
+    ReportEnded,
+    /// The kernel panicked and its message was collected (or its time ran out).
+    Panicked,
+    /// QEMU closed the console before the report ended.
+    ConsoleClosed,
+    /// The host deadline passed.
+    Deadline,
+    /// Under KVM the console stayed empty past the silence limit.
+    KvmSilent,
+    /// The caller ended the boot through its [`BootAbort`].
+    Aborted,
+}
+
+/// Feed the readers' lines to `watch` until the report ends, the console closes,
+/// the deadline passes, a KVM guest stays silent past `silence_limit`, or 2 s
+/// after a kernel panic (the rest of its message).
+fn wait(rx: &mpsc::Receiver<Msg>, watch: &mut Watch, deadline: Instant, silence_limit: Option<Instant>) -> Waited {
+    let mut panic_until: Option<Instant> = None;
+    loop {
+        let now = Instant::now();
+        let mut until = panic_until.map_or(deadline, |p| p.min(deadline));
+        if let Some(limit) = silence_limit.filter(|_| watch.silent()) {
+            if now >= limit {
+                return Waited::KvmSilent;
+            }
+            until = until.min(limit);
+        }
+        if now >= until {
+            return if panic_until.is_some() { Waited::Panicked } else { Waited::Deadline };
+        }
+        match rx.recv_timeout(until - now) {
+            Ok(Msg::Line(source, line)) => match watch.line(source, &line) {
+                Step::ReportEnded => return Waited::ReportEnded,
+                // Collect the rest of the panic message (QEMU exits at once
+                // with panic=-1 and -no-reboot), at most 2 s more.
+                Step::Panicked => panic_until = Some(Instant::now() + Duration::from_secs(2)),
+                Step::Wait => {}
+            },
+            Ok(Msg::Eof(Source::Console)) | Err(RecvTimeoutError::Disconnected) => {
+                return if panic_until.is_some() { Waited::Panicked } else { Waited::ConsoleClosed };
+            }
+            Ok(Msg::Abort) => return Waited::Aborted,
+            // The report channel closes with QEMU; the console's end says so.
+            Ok(Msg::Eof(Source::Report)) | Err(RecvTimeoutError::Timeout) => {}
+        }
+    }
+}
+
+/// The kernel file QEMU boots: the PVH image when that speed-up is on and the
+/// kernel has a PVH entry, else the bzImage (and `used.pvh` off).
+fn boot_image(kernel: &KernelInstall, used: &mut Speedups) -> PathBuf {
+    if !used.pvh {
+        return kernel.vmlinuz.clone();
+    }
+    speed::pvh_image(&kernel.vmlinuz).unwrap_or_else(|e| {
+        tracing::warn!("PVH boot not possible, booting the bzImage: {e}");
+        used.pvh = false;
+        kernel.vmlinuz.clone()
+    })
+}
+
+/// QEMU's arguments: the machine, the caller's devices, kernel, initramfs and
+/// command line, the console on the first serial port and, with `port`, the
+/// report channel on the second.
+///
+/// # Errors
+/// As [`kernel_cmdline`].
+fn qemu_args(
+    req: &BootRequest<'_>,
+    accel: Accel,
+    used: Speedups,
+    kernel_image: &Path,
+    initrd: &Path,
+    port: Option<&ReportPort>,
+) -> Result<Vec<String>, LaunchError> {
+    let cmdline = kernel_cmdline(req)?;
     let mut args = req.spec.qemu_args(accel, &used.cpu_model(&req.cpu_model));
     for d in &req.extra_devices {
         args.push("-device".into());
@@ -425,161 +506,28 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
         .iter()
         .map(|s| s.to_string()),
     );
+    if let Some(p) = port {
+        args.extend(p.qemu_args());
+    }
+    Ok(args)
+}
 
-    let mut log = match &req.console_log {
-        Some(p) => Some(std::fs::File::create(p).map_err(io(format!("console log {}", p.display())))?),
-        None => None,
-    };
-    let mut cmd = qemu.command();
-    cmd.args(&args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    {
-        use std::os::unix::process::CommandExt;
-        // Own process group: a terminal's Ctrl-C reaches us, and we stop QEMU.
-        cmd.process_group(0);
+/// The kernel command line: [`BASE_CMDLINE`], the agent's items (with the
+/// speed-ups' pin), [`SPEED_CMDLINE`] when that speed-up is on, then the caller's items.
+///
+/// # Errors
+/// [`LaunchError::AgentItem`] for an extra item that is one of the agent's.
+fn kernel_cmdline(req: &BootRequest<'_>) -> Result<String, LaunchError> {
+    if let Some(item) = req.extra_cmdline.iter().find(|c| c.split(' ').any(options::is_agent_item)) {
+        return Err(LaunchError::AgentItem(item.clone()));
     }
-    crate::children::die_with_parent(&mut cmd);
-    let start = Instant::now();
-    let mut child = cmd.spawn().map_err(io("start QEMU"))?;
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
-    let mut reaper = Reaper::new(child);
-
-    let (tx, rx) = mpsc::channel();
-    if let Some(abort) = &req.abort {
-        abort.attach(tx.clone());
+    let mut items = vec![BASE_CMDLINE.to_string()];
+    items.extend(req.speedups.agent(&req.agent).cmdline_items());
+    if req.speedups.cmdline {
+        items.push(SPEED_CMDLINE.to_string());
     }
-    let on_marker = req.on_marker.clone();
-    let reader = std::thread::spawn(move || {
-        if let Some(out) = stdout {
-            let mut r = std::io::BufReader::new(out);
-            let mut buf = Vec::new();
-            while matches!(r.read_until(b'\n', &mut buf), Ok(n) if n > 0) {
-                let line = String::from_utf8_lossy(&buf).trim_end_matches(['\n', '\r']).to_string();
-                buf.clear();
-                // Called here, as soon as the line is read, so that the caller's
-                // snapshot is as close to the guest's moment as the console allows.
-                if let Some(hook) = &on_marker {
-                    if line.starts_with(guest_report::BEGIN) || line.starts_with(guest_report::STAGE_BEGIN) {
-                        (hook.0)(line.trim_end());
-                    }
-                }
-                if tx.send(Msg::Line(line)).is_err() {
-                    break;
-                }
-            }
-        }
-        let _ = tx.send(Msg::Eof);
-    });
-    let err_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        if let Some(mut e) = stderr {
-            let _ = e.read_to_string(&mut s);
-        }
-        s
-    });
-
-    let deadline = start + req.deadline;
-    let mut console = String::new();
-    let mut last: VecDeque<String> = VecDeque::new();
-    let mut to_report = None;
-    let mut panic_until: Option<Instant> = None;
-    let mut timed_out = false;
-    let mut kvm_silent = false;
-    let mut eof = false;
-    let mut aborted = false;
-    // A working KVM guest prints its first console line within a second or two.
-    let silence_limit = (accel == Accel::Kvm).then(|| start + KVM_SILENCE_LIMIT);
-    loop {
-        let now = Instant::now();
-        let mut until = panic_until.map_or(deadline, |p| p.min(deadline));
-        if let Some(limit) = silence_limit.filter(|_| console.is_empty()) {
-            if now >= limit {
-                kvm_silent = true;
-                break;
-            }
-            until = until.min(limit);
-        }
-        if now >= until {
-            timed_out = panic_until.is_none();
-            break;
-        }
-        match rx.recv_timeout(until - now) {
-            Ok(Msg::Line(line)) => {
-                if let Some(f) = log.as_mut() {
-                    let _ = writeln!(f, "{line}");
-                }
-                console.push_str(&line);
-                console.push('\n');
-                if last.len() == TAIL_LINES {
-                    last.pop_front();
-                }
-                let end = line.trim_end() == guest_report::END;
-                let panicked = line.contains("Kernel panic - not syncing");
-                last.push_back(line);
-                if end {
-                    to_report = Some(start.elapsed());
-                    break;
-                }
-                if panicked && panic_until.is_none() {
-                    // Collect the rest of the panic message (QEMU exits at once
-                    // with panic=-1 and -no-reboot), at most 2 s more.
-                    panic_until = Some(Instant::now() + Duration::from_secs(2));
-                }
-            }
-            Ok(Msg::Eof) | Err(RecvTimeoutError::Disconnected) => {
-                eof = true;
-                break;
-            }
-            Ok(Msg::Abort) => {
-                aborted = true;
-                break;
-            }
-            Err(RecvTimeoutError::Timeout) => {}
-        }
-    }
-    // After the report nothing the guest does is read: QEMU is stopped at once
-    // rather than waiting for the guest's `poweroff -f`, which would first shut
-    // the driver down (tens of ms under TCG). After a panic QEMU exits by itself
-    // (panic=-1, -no-reboot): give it a moment, then kill. QEMU closed its
-    // console (eof): it is exiting (or crashed); collect its status.
-    let qemu_exiting = to_report.is_none() && !aborted && (panic_until.is_some() || eof);
-    let grace = if qemu_exiting { Duration::from_secs(2) } else { Duration::ZERO };
-    // An abort counts until QEMU is stopped here, or, when QEMU exits by itself
-    // (perhaps because the device died), until it has: a device that fails
-    // because we killed QEMU is not the boot's cause.
-    let mut abort_reason = None;
-    if !qemu_exiting {
-        abort_reason = req.abort.as_ref().and_then(BootAbort::detach);
-    }
-    let status = reaper.finish(grace);
-    if qemu_exiting {
-        abort_reason = req.abort.as_ref().and_then(BootAbort::detach);
-    }
-    let _ = reader.join();
-    let mut stderr = err_reader.join().unwrap_or_default();
-    if stderr.trim().is_empty() {
-        stderr = "(empty)".to_string();
-    }
-    if crate::children::interrupted() {
-        return Err(LaunchError::Interrupted);
-    }
-    if let Some(reason) = abort_reason.filter(|_| to_report.is_none()) {
-        return Err(LaunchError::Aborted { reason, tail: tail(&last) });
-    }
-    if panic_until.is_some() || console.contains("Kernel panic - not syncing") {
-        return Err(LaunchError::GuestPanic { tail: tail(&last) });
-    }
-    if kvm_silent {
-        return Err(LaunchError::KvmSilent { secs: KVM_SILENCE_LIMIT.as_secs() });
-    }
-    if timed_out {
-        return Err(LaunchError::Deadline { secs: req.deadline.as_secs(), tail: tail(&last) });
-    }
-    let Some(to_report) = to_report else {
-        return Err(LaunchError::Exited { status, stderr, tail: tail(&last) });
-    };
-    let report = guest_report::parse(&console).map_err(|source| LaunchError::Report { source, tail: tail(&last) })?;
-    Ok(BootOutcome { report, console, accel, to_report, qemu_args: args, speedups: used })
+    items.extend(req.extra_cmdline.iter().cloned());
+    Ok(items.join(" "))
 }
 
 #[cfg(test)]
@@ -633,57 +581,67 @@ mod tests {
 
     #[test]
     fn the_marker_hook_sees_each_stage_and_the_report_begin_once() {
-        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-        let hook = {
-            let seen = std::sync::Arc::clone(&seen);
-            MarkerHook(std::sync::Arc::new(move |line: &str| seen.lock().expect("lock").push(line.to_owned())))
-        };
+        let (hook, seen) = super::super::watch::recording_hook();
         let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/console-seed002-6.1-reprobe.txt");
         let out = run_fake_with(&format!("cat '{fixture}'"), Duration::from_secs(60), Some(hook)).expect("report");
         assert_eq!(out.report.rmmod_status, Some(0));
+        assert_eq!(out.stages.len(), 1, "the first-probe stage");
         assert_eq!(*seen.lock().expect("lock"), ["MANARIG-STAGE-BEGIN first-probe", "MANARIG-REPORT-BEGIN 1"]);
     }
 
     #[test]
-    fn an_abort_mid_boot_stops_qemu_at_once_with_the_reason() {
-        // The stage marker's hook stands for the device's supervisor thread.
-        let abort = BootAbort::default();
-        let hook = {
-            let abort = abort.clone();
-            MarkerHook(std::sync::Arc::new(move |_: &str| assert!(abort.abort("the emulated NIC died".into()))))
+    fn the_agents_items_come_from_its_options_only() {
+        let kernel = KernelInstall {
+            id: "t".into(),
+            release: "t".into(),
+            vmlinuz: PathBuf::from("vmlinuz"),
+            modules: vec![],
+            compression: KoCompression::None,
+            packages: vec![],
         };
-        let dir = tempfile::tempdir().expect("tempdir");
-        let pid_file = dir.path().join("qemu.pid");
-        let body = format!("echo $$ > '{}'; echo booting; echo 'MANARIG-STAGE-BEGIN first-probe'; exec sleep 600", pid_file.display());
-        let start = Instant::now();
-        let err = run_fake_full(&body, Duration::from_secs(300), Some(hook), Some(abort)).expect_err("aborted");
-        assert!(start.elapsed() < Duration::from_secs(60), "took {:?}", start.elapsed());
-        match err {
-            LaunchError::Aborted { reason, tail } => {
-                assert_eq!(reason, "the emulated NIC died");
-                assert!(tail.contains("booting"), "{tail}");
-            }
-            other => panic!("expected Aborted, got {other}"),
-        }
-        let pid = std::fs::read_to_string(&pid_file).expect("pid").trim().to_string();
-        assert!(!Path::new(&format!("/proc/{pid}")).exists(), "QEMU {pid} still there");
+        let spec = super::super::machines::seed_002(256);
+        let mut req = BootRequest::new(&spec, &kernel, Path::new("busybox"));
+        req.agent.load_mana = true;
+        req.agent.channels = Some(4);
+        req.extra_cmdline.push("ignore_loglevel".into());
+        let line = kernel_cmdline(&req).expect("cmdline");
+        assert!(line.starts_with(BASE_CMDLINE), "{line}");
+        assert!(line.contains(" manarig.load=mana manarig.deadline=60 manarig.channels=4 manarig.pin=0 "), "{line}");
+        assert!(line.ends_with(&format!("{SPEED_CMDLINE} ignore_loglevel")), "{line}");
+        req.speedups = Speedups::NONE;
+        assert!(!kernel_cmdline(&req).expect("cmdline").contains("manarig.pin"));
+        req.extra_cmdline.push("x=\"y manarig.reprobe=1\"".into());
+        assert!(matches!(kernel_cmdline(&req), Err(LaunchError::AgentItem(i)) if i.contains("manarig.reprobe")));
     }
 
-    #[test]
-    fn an_abort_before_the_boot_ends_it_as_soon_as_qemu_runs() {
-        let abort = BootAbort::default();
-        abort.abort("gone before the boot".into());
-        abort.abort("a second reason is dropped".into());
-        let err = run_fake_full("echo booting; exec sleep 600", Duration::from_secs(300), None, Some(abort)).expect_err("aborted");
-        assert!(matches!(&err, LaunchError::Aborted { reason, .. } if reason == "gone before the boot"), "{err}");
-    }
-
+    /// A guest that could not open ttyS1 reports on the console (guest-images/init.sh
+    /// `block_open`); the recorded consoles are of agents without the channel.
     #[test]
     fn a_report_on_the_console_is_returned() {
         let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/console-seed002-6.12.txt");
         let out = run_fake(&format!("cat '{fixture}'"), Duration::from_secs(60)).expect("report");
         assert_eq!(out.report.kernel, "6.12.117+deb13-cloud-amd64");
         assert!(out.qemu_args.iter().any(|a| a == "-no-reboot"));
+        assert!(out.qemu_args.iter().any(|a| a.starts_with("pipe,id=report,path=")), "{:?}", out.qemu_args);
+    }
+
+    /// The report on its own channel: a kernel line on the console in the middle
+    /// of it changes nothing, and the stages come from the channel too.
+    #[test]
+    fn a_report_on_the_report_channel_is_returned_and_the_console_is_kept_apart() {
+        let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/console-seed002-6.1-reprobe.txt");
+        let (hook, seen) = super::super::watch::recording_hook();
+        // QEMU's pipe chardev writes to <path>.out.
+        let body = format!(
+            "for a; do case \"$a\" in pipe,id=report,path=*) p=\"${{a#pipe,id=report,path=}}\" ;; esac; done\n\
+             echo '[    1.0] booting'\nhead -n 100 '{fixture}' > \"$p.out\"\necho 'irq 9: nobody cared'\n\
+             tail -n +101 '{fixture}' > \"$p.out\"\nexec sleep 600"
+        );
+        let out = run_fake_with(&body, Duration::from_secs(60), Some(hook)).expect("report");
+        assert_eq!((out.report.rmmod_status, out.stages.len()), (Some(0), 1));
+        // (The console's reader need not have passed its lines on before the end marker.)
+        assert!(!out.console.contains("MANARIG"), "{}", out.console);
+        assert_eq!(*seen.lock().expect("lock"), ["MANARIG-STAGE-BEGIN first-probe", "MANARIG-REPORT-BEGIN 1"]);
     }
 
     #[test]

@@ -7,13 +7,15 @@
 //! generic IRQ affinity code). `cargo xtask bench` and the `speedups_keep_the_verdict`
 //! test run the same scenario both ways and compare the smp_affinity_list tables.
 
+use crate::guest_protocol::AgentOptions;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// Which speed-ups a boot uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Speedups {
-    /// Append [`SPEED_CMDLINE`] to the kernel command line.
+    /// Append [`SPEED_CMDLINE`] to the kernel command line and pin the guest
+    /// agent to [`SPEED_AGENT_PIN`] (unless the caller pins it elsewhere).
     pub cmdline: bool,
     /// Boot the uncompressed kernel through its PVH entry point (see [`pvh_image`])
     /// instead of the bzImage through the BIOS, real-mode setup and decompressor.
@@ -49,6 +51,16 @@ impl Speedups {
             v.push("cpu");
         }
         v
+    }
+
+    /// The guest agent's options with these speed-ups: `agent` pinned to
+    /// [`SPEED_AGENT_PIN`] when [`Speedups::cmdline`] is on and `agent` has no pin.
+    pub fn agent(self, agent: &AgentOptions) -> AgentOptions {
+        let mut out = agent.clone();
+        if self.cmdline && out.pin.is_none() {
+            out.pin = Some(std::iter::once(SPEED_AGENT_PIN).collect());
+        }
+        out
     }
 
     /// The `-cpu` model for `model` with these speed-ups: `model` plus each flag
@@ -97,19 +109,23 @@ impl Speedups {
 ///   them; under multi-threaded TCG each waiting vCPU is a host thread spinning
 ///   for one of the 2 host cores. Seed 003 (256 CPUs): bring-up 79 s → 8 s;
 ///   seed 001 (128): 13.4 s → 0.9 s;
-/// - `manarig.pin=0`: the guest agent (guest-images/init.sh) pins itself, and
-///   so every process it starts (mounts, `insmod`, `ip`, the report's `awk`s),
-///   to CPU 0. Unpinned, the scheduler puts each new process on an idle vCPU:
-///   wake-up IPIs and TLB shootdowns between vCPUs that take turns on the host's
-///   cores. Seed 002 on `6.12-min`, 5 alternating pairs: `/init` → report
-///   0.29-0.49 s pinned vs 0.42-0.68 s unpinned for a run, 0.13-0.23 vs
-///   0.19-0.28 s for a bare boot.
+/// - and, through the guest agent's options, [`SPEED_AGENT_PIN`].
 ///
 /// None of these changes the topology the kernel sees or how it spreads IRQs
 /// (CPU numbers come from the ACPI MADT order, not from the bring-up order;
 /// mana places its vectors by the NIC's node, not by the CPU that probes).
 pub const SPEED_CMDLINE: &str = "lpj=8400208 cryptomgr.notests init_on_alloc=0 rcupdate.rcu_expedited=1 \
-     nowatchdog no_timer_check mitigations=off cpuhp.parallel=0 manarig.pin=0";
+     nowatchdog no_timer_check mitigations=off cpuhp.parallel=0";
+
+/// The CPU the guest agent pins itself to with the command-line speed-up
+/// ([`AgentOptions::pin`], rendered as `manarig.pin=0`): the agent
+/// (guest-images/init.sh) pins itself, and so every process it starts (mounts,
+/// `insmod`, `ip`, the report's `awk`s), to CPU 0. Unpinned, the scheduler puts
+/// each new process on an idle vCPU: wake-up IPIs and TLB shootdowns between
+/// vCPUs that take turns on the host's cores. Seed 002 on `6.12-min`, 5
+/// alternating pairs: `/init` → report 0.29-0.49 s pinned vs 0.42-0.68 s
+/// unpinned for a run, 0.13-0.23 vs 0.19-0.28 s for a bare boot.
+pub const SPEED_AGENT_PIN: u32 = 0;
 
 /// CPU features turned off for speed (QEMU `-cpu` properties): no MTRRs and no
 /// PAT. With either, Linux programs them on every CPU at once after SMP
@@ -312,5 +328,14 @@ mod tests {
         assert_eq!(Speedups::ALL.cpu_model("max,pat=on"), "max,pat=on,mtrr=off");
         assert_eq!(Speedups::ALL.cpu_model("max,+mtrr,-pat"), "max,+mtrr,-pat");
         assert_eq!(Speedups::ALL.cpu_model("max,vendor=GenuineIntel"), "max,vendor=GenuineIntel,mtrr=off,pat=off");
+    }
+
+    #[test]
+    fn the_command_line_speed_up_pins_the_agent_to_cpu_0_unless_it_is_pinned_already() {
+        let plain = AgentOptions::default();
+        assert_eq!(Speedups::ALL.agent(&plain).pin.map(|m| m.to_cpulist()).as_deref(), Some("0"));
+        assert_eq!(Speedups::NONE.agent(&plain), plain);
+        let pinned = AgentOptions { pin: "2-3".parse().ok(), ..AgentOptions::default() };
+        assert_eq!(Speedups::ALL.agent(&pinned), pinned);
     }
 }

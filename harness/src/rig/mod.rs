@@ -14,6 +14,7 @@ pub mod observe;
 pub mod queues;
 
 use crate::accel::AccelChoice;
+use crate::guest_protocol::{AgentOptions, Marker};
 use crate::model::{expected_table, KernelGen, ModelBasis};
 use crate::provision::{self, Provisioned};
 use crate::qemu::{self, BootRequest};
@@ -47,11 +48,11 @@ pub struct RunRequest {
     /// Why the model judges the guest ([`ModelBasis::Release`] by default; a build's
     /// detected source, or `--model`): the `kernel_generation` check reads it.
     pub model_basis: ModelBasis,
-    /// Combined channels for `ethtool -L` in the guest (`manarig.channels=N`);
-    /// overrides the topology's `[nic] channels`.
+    /// Combined channels for `ethtool -L` in the guest
+    /// ([`crate::guest_protocol::AgentOptions::channels`]); overrides the topology's `[nic] channels`.
     pub channels: Option<u32>,
     /// After the first probe, `rmmod mana` and load it again
-    /// (`manarig.reprobe=1`); the first probe's state is kept as a stage.
+    /// ([`crate::guest_protocol::AgentOptions::reprobe`]); the first probe's state is kept as a stage.
     pub reprobe: bool,
     /// Boot speed-ups (default all; [`qemu::Speedups::NONE`] for the plain boot).
     pub speedups: qemu::Speedups,
@@ -118,11 +119,11 @@ pub struct RunOutcome {
     /// printed its report (None when the device status could not be taken).
     pub queues: Option<queues::QueueTable>,
     /// The guest's report (times, carrier, ethtool and rmmod results, warnings).
-    pub report: crate::guest_report::GuestReport,
+    pub report: crate::guest_protocol::GuestReport,
     /// Earlier moments of the run (`first-probe` with `reprobe`), judged the same way.
     pub stages: Vec<StageOutcome>,
     /// The guest's milestones in guest seconds since boot (`init`, `modules`,
-    /// `probe`, `ifup`, `settled`, `report`; see [`crate::guest_report::GuestReport::times`]).
+    /// `probe`, `ifup`, `settled`, `report`; see [`crate::guest_protocol::GuestReport::times`]).
     pub guest_times: std::collections::BTreeMap<String, f64>,
     /// The speed-ups the boot really used.
     pub speedups: qemu::Speedups,
@@ -134,7 +135,7 @@ pub struct RunOutcome {
 ///
 /// # Errors
 /// Which step failed, with its exit status and the driver's last messages.
-fn lifecycle_steps_ran(report: &crate::guest_report::GuestReport, channels: Option<u32>, reprobe: bool) -> Result<()> {
+fn lifecycle_steps_ran(report: &crate::guest_protocol::GuestReport, channels: Option<u32>, reprobe: bool) -> Result<()> {
     let tail = || report.dmesg.iter().rev().take(5).rev().cloned().collect::<Vec<_>>().join("\n  ");
     // The tool's own words, when it wrote any: `: <stderr lines>`.
     let said = |tool: &str| report.stderr.get(tool).map_or(String::new(), |l| format!(": {}", l.join(" / ")));
@@ -171,7 +172,7 @@ fn lifecycle_steps_ran(report: &crate::guest_report::GuestReport, channels: Opti
 /// Device status taken at each begin marker, with the marker line.
 type Marks = std::sync::Arc<std::sync::Mutex<Vec<(String, Option<DeviceStatus>)>>>;
 
-/// One earlier moment of a run (a `MANARIG-STAGE-BEGIN <name>` block).
+/// One earlier moment of a run (a [`crate::guest_protocol::Stage`]).
 #[derive(Debug)]
 pub struct StageOutcome {
     /// The stage name (`first-probe`).
@@ -181,7 +182,7 @@ pub struct StageOutcome {
     /// Its queue table, if the device status was taken.
     pub queues: Option<queues::QueueTable>,
     /// Its report.
-    pub report: crate::guest_report::GuestReport,
+    pub report: crate::guest_protocol::GuestReport,
 }
 
 /// Load the cache, provisioning it first when it is missing (the README's
@@ -269,15 +270,11 @@ impl NicBoot<'_> {
         let nic = device::DeviceProcess::start(&device::device_binary()?, &socket, &machine::device_config(topo)?, options)?;
 
         let mut boot = BootRequest::new(&spec, self.kernel, &prov.busybox);
-        boot.load_mana = true;
+        boot.agent = AgentOptions { load_mana: true, channels: self.channels, reprobe: req.reprobe, ..boot.agent };
         boot.extra_devices.push(qemu::vfio_user_nic(&socket));
-        if let Some(n) = self.channels {
+        if self.channels.is_some() {
             // ethtool and its libraries are half the initramfs: only when used.
             boot.extra_files.clone_from(&prov.ethtool);
-            boot.extra_cmdline.push(format!("manarig.channels={n}"));
-        }
-        if req.reprobe {
-            boot.extra_cmdline.push("manarig.reprobe=1".into());
         }
         boot.extra_cmdline.extend(req.extra_cmdline.iter().cloned());
         // The device's state as each stage and the report begin (the guest changes
@@ -349,7 +346,9 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     }
     let expected = expected_table(&topo.to_qemu_numbering(), model);
     let marks = marks.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    let status_at = |marker: &str| marks.iter().rev().find(|(l, _)| l.starts_with(marker)).and_then(|(_, s)| s.clone());
+    let status_at = |is: &dyn Fn(&Marker) -> bool| {
+        marks.iter().rev().find(|(l, _)| Marker::parse(l).is_some_and(|m| is(&m))).and_then(|(_, s)| s.clone())
+    };
     // The guest's IRQ names follow the booted kernel's scheme, whatever model judges it
     // (`--model`): the queue table joins by that kernel's names.
     let table = |status: Option<DeviceStatus>, observed: &Observed| {
@@ -362,16 +361,16 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         })
     };
     let mut stages = Vec::new();
-    for (name, report) in crate::guest_report::parse_stages(&booted.console).context("the guest's stages")? {
+    for crate::guest_protocol::Stage { name, report } in booted.stages {
         // rmmod runs after the first stage.
         lifecycle_steps_ran(&report, channels, false).with_context(|| format!("stage {name}"))?;
         let observed = observe::observed(&report, model, &req.model_basis, &accel)?;
-        let queues = table(status_at(&format!("{} {name}", crate::guest_report::STAGE_BEGIN)), &observed);
+        let queues = table(status_at(&|m| *m == Marker::StageBegin(name.clone())), &observed);
         let verdict = judge(&topo, &observed, &expected);
         stages.push(StageOutcome { name, verdict, queues, report });
     }
     let observed = observe::observed(&booted.report, model, &req.model_basis, &accel)?;
-    let queues = table(status_at(crate::guest_report::BEGIN), &observed);
+    let queues = table(status_at(&|m| matches!(m, Marker::ReportBegin(_))), &observed);
     let mut verdict = judge(&topo, &observed, &expected);
     if let Some(label) = &req.label {
         verdict.run.name = format!("{}@{label}", topo.name());
@@ -394,7 +393,7 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::guest_report::GuestReport;
+    use crate::guest_protocol::GuestReport;
 
     #[test]
     fn a_failed_ethtool_or_rmmod_is_a_rig_error_naming_the_step() {

@@ -1,7 +1,7 @@
 //! The guest's console report as the verdict reads it.
 
 use crate::cpulist::CpuMask;
-use crate::guest_report::{GuestIrq, GuestReport};
+use crate::guest_protocol::{GuestIrq, GuestReport};
 use crate::model::{KernelGen, ModelBasis};
 use crate::verdict::{Observed, ObservedVector, QueueTable, StageFacts, StageLink};
 use anyhow::{Context, Result};

@@ -106,8 +106,8 @@ mod tests {
             core.eqs.push(eq(i, (i % 9) as u16, DeviceType::MANA));
         }
         for ch in 0..4u32 {
-            core.wqs.push(WqSnapshot { id: 10 + ch, kind: WqKind::Sq, cq_id: 20 + ch, parent_eq: Some(ch + 1) });
-            core.wqs.push(WqSnapshot { id: 30 + ch, kind: WqKind::Rq, cq_id: 40 + ch, parent_eq: Some(ch + 1) });
+            core.wqs.push(WqSnapshot { id: 10 + ch, kind: WqKind::Sq, cq_id: 20 + ch, parent_eq: Some(ch + 1), vport: Some(0), traffic: None });
+            core.wqs.push(WqSnapshot { id: 30 + ch, kind: WqKind::Rq, cq_id: 40 + ch, parent_eq: Some(ch + 1), vport: Some(0), traffic: None });
         }
         let status = DeviceStatus { core: Some(core), ..DeviceStatus::default() };
         let vectors = [

@@ -15,24 +15,31 @@
 //!   as one document; [`render_rig_error`] reports a rig failure in the same format; [`render_before_after`] puts two runs side by side (seed 001's
 //!   table) with seed 003's hex `affinity_hint` masks.
 //!
+//! Oracles beside the model: [`properties`]`::evaluate(&Topology, &Observed)` judges the
+//! guest's table by rules any sane spreading keeps (no model needed);
+//! [`baseline`]`::compare(&Verdict, &Verdict)` says which vectors moved between a
+//! baseline kernel and a patched one and how the reviewers' numbers changed.
+//!
 //! The JSON schema is documented in [`format::json`].
 //!
 //! CPU ids are the guest's (QEMU numbering); rows also carry the file's numbering for
 //! topologies that number CPUs differently.
 
+pub mod baseline;
 pub mod format;
 mod check;
 mod geometry;
 mod judge;
 mod guest_irqs;
 mod outcome;
+pub mod properties;
 mod row;
 mod stage_checks;
 mod stages;
 mod summary;
 
 pub use format::{
-    render, render_before_after, render_many, render_rig_error, Format, RenderError, RigErrorReport, UnknownFormat,
+    render, render_before_after, render_ktap_test, render_many, render_rig_error, Format, RenderError, RigErrorReport, UnknownFormat,
 };
 pub use judge::judge;
 pub use check::{Check, CheckStatus, Status};

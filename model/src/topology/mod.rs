@@ -10,15 +10,19 @@
 //! - the CPU numbering bridge for the QEMU launcher: [`Topology::qemu_index`],
 //!   [`Topology::cpu_of_qemu_index`], [`Topology::qemu_node_cpus`], and
 //!   [`Topology::to_qemu_numbering`] (the machine as a QEMU guest numbers it, which is
-//!   what the guest kernel's algorithms see).
+//!   what the guest kernel's algorithms see);
+//! - [`TopologyDraft`]: a file as editable data ([`TopologyDraft::validate`] through the
+//!   file path), and [`Topology::to_toml`]: a topology back to file text.
 //!
 //! The file format is documented with examples in `topologies/README.md`.
 
+mod draft;
 mod error;
 mod file;
 mod numbering;
 mod validate;
 
+pub use draft::{NicDraft, NodeDraft, TopologyDraft};
 pub use error::{Problem, TopologyError};
 pub use file::{ExpectedVerdict, SourceKind};
 pub use numbering::{CpuLocation, CpuNumbering, CpuShape};

@@ -17,7 +17,7 @@ const MSIX_TABLE_MAX: u32 = 2048;
 /// MANA_MAX_NUM_QUEUES in include/net/mana/gdma.h (all three kernels).
 pub(crate) const MANA_MAX_NUM_QUEUES: u32 = 64;
 /// Boots with this many CPUs or more are marked slow by default.
-const SLOW_FROM_CPUS: u32 = 96;
+pub(super) const SLOW_FROM_CPUS: u32 = 96;
 
 struct Ctx<'a> {
     path: &'a str,

@@ -73,6 +73,14 @@ pub(super) fn render(verdicts: &[Verdict]) -> String {
     out.join("\n") + "\n"
 }
 
+/// One run as test `number` of a larger KTAP document: its subtests and its
+/// result line, without the document's version line and plan.
+pub(super) fn render_test(number: usize, v: &Verdict) -> String {
+    let mut out = Vec::new();
+    run(&mut out, number, v);
+    out.join("\n") + "\n"
+}
+
 pub(super) fn render_rig_error(r: &RigErrorReport) -> String {
     let mut out = vec!["KTAP version 1".to_owned(), "1..1".to_owned()];
     for c in &r.causes {

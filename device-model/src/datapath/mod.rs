@@ -1,0 +1,214 @@
+//! The Ethernet data path: SQ WQEs → frames → a packet backend → TX
+//! completions; backend frames → RSS → RQ buffers → RX completions; each
+//! completion then goes CQ → EQ → MSI-X vector under the same arming rules
+//! as the control path ([`crate::queues`]).
+//!
+//! Models the device side of drivers/net/ethernet/microsoft/mana/mana_en.c
+//! (`mana_start_xmit()`, `mana_poll_tx_cq()`, `mana_process_rx_cqe()`,
+//! `mana_rx_skb()`, `mana_cfg_vport_steering()`), Linux 6.1–7.3.
+//!
+//! Modules, one concern each (none imports a sibling that imports it back):
+//! - [`frame`]: Ethernet/VLAN/IPv4/IPv6/TCP/UDP header layouts;
+//! - [`headers`]: where a frame's headers are;
+//! - [`toeplitz`]: the RSS hash; [`rss`]: per-vPort steering;
+//! - [`checksum`]: RFC 1071 checksums (TX insertion, RX verification);
+//!   [`tso`]: TCP segmentation;
+//! - [`tx`]: SQ WQEs to frames; [`rx`]: frames to RQ buffers;
+//! - [`engine`]: batching per doorbell, pending queues, backend polling;
+//! - [`backend`]: the [`backend::PacketBackend`] trait and in-memory backends;
+//! - [`stats`]: traffic counters.
+//!
+//! Bad guest input never panics and never reaches outside guest memory: it
+//! becomes the error completion or drop the hardware gives, a counter, and
+//! a [`Fault`] the device logs with rate limiting.
+#![forbid(unsafe_code)]
+
+pub mod backend;
+pub mod checksum;
+pub mod engine;
+pub mod frame;
+pub mod headers;
+pub mod rss;
+pub mod rx;
+pub mod stats;
+pub mod toeplitz;
+pub mod tso;
+pub mod tx;
+
+use crate::interrupt::InterruptSink;
+use crate::queues::{Mem, QueueError, Queues, WqKind};
+use headers::Headers;
+use rss::{Selection, Steering, SteeringSnapshot, SteeringUpdate};
+use stats::Traffic;
+use std::collections::BTreeMap;
+
+/// Largest frame without FCS and VLAN tags the vPort sends or accepts: the
+/// `adapter_mtu` MANA_QUERY_DEV_CONFIG reports (ETH_FRAME_LEN; the driver's
+/// MTU is this minus the 14-byte Ethernet header).
+pub const MAX_FRAME: usize = 1514;
+/// The vPort offset MANA_CONFIG_VPORT_TX answers (`tx_vport_offset`); TX
+/// OOBs must carry it.
+pub const TX_VPORT_OFFSET: u16 = 0;
+
+/// A data-path problem caused by the guest, for the device's rate-limited log.
+#[derive(Debug, thiserror::Error)]
+pub enum Fault {
+    /// A TX WQE failed (and completed with an error CQE).
+    #[error(transparent)]
+    Tx(#[from] tx::TxError),
+    /// An RQ WQE could not take a frame.
+    #[error(transparent)]
+    Rx(#[from] rx::RxError),
+    /// A completion could not be written.
+    #[error(transparent)]
+    Completion(#[from] QueueError),
+}
+
+impl Fault {
+    /// The counter name of this kind of fault.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Tx(_) => "tx wqe",
+            Self::Rx(_) => "rx wqe",
+            Self::Completion(_) => "data-path completion",
+        }
+    }
+}
+
+/// Device-wide traffic totals (kept across queue and HWC teardown).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Totals {
+    /// Every SQ.
+    pub tx: Traffic,
+    /// Every RQ.
+    pub rx: Traffic,
+    /// Received frames no RQ was chosen for (vPort RX off, no RQ configured,
+    /// the RQ gone, a runt).
+    pub rx_unsteered: u64,
+}
+
+/// A data-path queue: its vPort and counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct QueueInfo {
+    /// vPort index.
+    pub vport: u16,
+    /// What the queue moved.
+    pub traffic: Traffic,
+}
+
+/// Data-path state that lives as long as the queues (dropped with them on
+/// DESTROY_HWC and reset): per-vPort steering and per-queue counters.
+#[derive(Debug, Default)]
+pub struct DataPath {
+    vports: BTreeMap<u16, Steering>,
+    sqs: BTreeMap<u32, QueueInfo>,
+    rqs: BTreeMap<u32, QueueInfo>,
+}
+
+impl DataPath {
+    fn map(&mut self, kind: WqKind) -> &mut BTreeMap<u32, QueueInfo> {
+        match kind {
+            WqKind::Sq => &mut self.sqs,
+            WqKind::Rq => &mut self.rqs,
+        }
+    }
+
+    /// Registers an Ethernet SQ or RQ of vPort `vport` (MANA_CREATE_WQ_OBJ).
+    pub fn add_queue(&mut self, kind: WqKind, id: u32, vport: u16) {
+        self.map(kind).insert(
+            id,
+            QueueInfo {
+                vport,
+                traffic: Traffic::default(),
+            },
+        );
+    }
+
+    /// Forgets a queue (MANA_DESTROY_WQ_OBJ); an RQ is also dropped from
+    /// every vPort's steering.
+    pub fn remove_queue(&mut self, kind: WqKind, id: u32) {
+        self.map(kind).remove(&id);
+        if kind == WqKind::Rq {
+            for steering in self.vports.values_mut() {
+                steering.forget_rq(id);
+            }
+        }
+    }
+
+    /// The vPort and counters of a data-path queue, if it is one.
+    pub fn queue(&self, kind: WqKind, id: u32) -> Option<QueueInfo> {
+        match kind {
+            WqKind::Sq => self.sqs.get(&id).copied(),
+            WqKind::Rq => self.rqs.get(&id).copied(),
+        }
+    }
+
+    /// Whether SQ `id` is an Ethernet SQ (not the HWC's).
+    pub fn is_data_sq(&self, id: u32) -> bool {
+        self.sqs.contains_key(&id)
+    }
+
+    /// Applies a validated MANA_CONFIG_VPORT_RX to vPort `vport`, at once.
+    pub fn configure(&mut self, vport: u16, update: SteeringUpdate) {
+        self.vports.entry(vport).or_default().apply(update);
+    }
+
+    /// Where vPort `vport` steers `frame`; `None` for a vPort never configured.
+    pub fn select(&self, vport: u16, frame: &[u8], headers: &Headers) -> Option<Selection> {
+        self.vports.get(&vport).map(|s| s.select(frame, headers))
+    }
+
+    /// Steering of every configured vPort.
+    pub fn steering(&self) -> Vec<SteeringSnapshot> {
+        self.vports.iter().map(|(&v, s)| s.snapshot(v)).collect()
+    }
+
+    fn queue_mut(&mut self, kind: WqKind, id: u32) -> &mut QueueInfo {
+        self.map(kind).entry(id).or_insert(QueueInfo {
+            vport: 0,
+            traffic: Traffic::default(),
+        })
+    }
+}
+
+/// Everything a data-path step touches, borrowed from the device.
+pub struct Env<'a> {
+    /// Every queue.
+    pub queues: &'a mut Queues,
+    /// Steering and per-queue state.
+    pub datapath: &'a mut DataPath,
+    /// Device-wide totals.
+    pub totals: &'a mut Totals,
+    /// Guest memory.
+    pub mem: &'a Mem,
+    /// MSI-X delivery.
+    pub irq: &'a dyn InterruptSink,
+    /// The MANA device's `gpa_mkey` (GDMA_REGISTER_DEVICE); `None` before
+    /// registration, when every SGE is refused.
+    pub mem_key: Option<u32>,
+}
+
+impl Env<'_> {
+    /// Counts a frame of `len` bytes moved by queue `id`.
+    fn moved(&mut self, kind: WqKind, id: u32, len: usize) {
+        self.datapath.queue_mut(kind, id).traffic.moved(len);
+        self.total(kind).moved(len);
+    }
+
+    /// Counts a frame dropped by queue `id` (`guest_error`: the guest's entry was bad).
+    fn dropped(&mut self, kind: WqKind, id: u32, guest_error: bool) {
+        let traffic = &mut self.datapath.queue_mut(kind, id).traffic;
+        traffic.drops += 1;
+        traffic.errors += u64::from(guest_error);
+        let total = self.total(kind);
+        total.drops += 1;
+        total.errors += u64::from(guest_error);
+    }
+
+    fn total(&mut self, kind: WqKind) -> &mut Traffic {
+        match kind {
+            WqKind::Sq => &mut self.totals.tx,
+            WqKind::Rq => &mut self.totals.rx,
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! The lines that frame the agent's output, and the protocol version the report's
+//! first line carries (guest-images/README.md, "Markers" and "Versions").
+
+use super::ReportError;
+
+/// First line of the report, followed by a space and the [`Version`]
+/// (`MANARIG-REPORT-BEGIN 2`).
+pub const REPORT_BEGIN: &str = "MANARIG-REPORT-BEGIN";
+/// Last line of the report: the host stops QEMU when it arrives.
+pub const REPORT_END: &str = "MANARIG-REPORT-END";
+/// First line of a stage, followed by a space and the stage's name
+/// (`MANARIG-STAGE-BEGIN first-probe`): the same items as the report, printed
+/// before a later step (`rmmod`) changes them.
+pub const STAGE_BEGIN: &str = "MANARIG-STAGE-BEGIN";
+/// Last line of a stage.
+pub const STAGE_END: &str = "MANARIG-STAGE-END";
+
+/// A report format version (the number after [`REPORT_BEGIN`]).
+///
+/// The rule (guest-images/README.md, "Versions"): the number goes up when a line
+/// the parser reads changes its shape or meaning or goes away; a new key that
+/// older parsers may skip does not need a new number. The parser reads every
+/// version in [`Version::KNOWN`] and refuses the others, naming both sides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+pub enum Version {
+    /// The agents before 2026-12-01: the report's lines changed under this number
+    /// (raw `interrupts-header:`/`interrupts:` lines, then compact `irqcount:` ones);
+    /// the recorded consoles in harness/tests/fixtures are of this version.
+    V1,
+    /// The current agent (guest-images/init.sh): `/proc/interrupts` only in the
+    /// compact `irqcount:` form.
+    V2,
+}
+
+impl Version {
+    /// The version guest-images/init.sh of this tree prints.
+    pub const CURRENT: Version = Version::V2;
+    /// Every version the parser reads, oldest first.
+    pub const KNOWN: [Version; 2] = [Version::V1, Version::V2];
+
+    /// The number as the begin line prints it.
+    pub fn number(self) -> u32 {
+        match self {
+            Version::V1 => 1,
+            Version::V2 => 2,
+        }
+    }
+
+    /// The version named by the text after [`REPORT_BEGIN`].
+    ///
+    /// # Errors
+    /// [`ReportError::Version`] for a version this parser does not know (with the
+    /// text as the guest printed it).
+    pub fn parse(text: &str) -> Result<Version, ReportError> {
+        Version::KNOWN
+            .into_iter()
+            .find(|v| text.trim() == v.number().to_string())
+            .ok_or_else(|| ReportError::Version { got: text.trim().to_string() })
+    }
+
+    /// The known versions as text, for error messages: `1, 2`.
+    pub fn known_list() -> String {
+        Version::KNOWN.iter().map(|v| v.number().to_string()).collect::<Vec<_>>().join(", ")
+    }
+}
+
+impl std::fmt::Display for Version {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.number())
+    }
+}
+
+/// One marker line as the agent prints it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Marker {
+    /// [`REPORT_BEGIN`] with the version text as printed (checked by the parser,
+    /// not here: an unknown version must still end the wait).
+    ReportBegin(String),
+    /// [`REPORT_END`].
+    ReportEnd,
+    /// [`STAGE_BEGIN`] with the stage's name.
+    StageBegin(String),
+    /// [`STAGE_END`].
+    StageEnd,
+}
+
+impl Marker {
+    /// The marker on `line` (line endings and trailing blanks ignored), None for
+    /// any other line. A begin line needs its word after a space: a kernel
+    /// message glued to a marker is not one.
+    pub fn parse(line: &str) -> Option<Marker> {
+        let line = line.trim_end();
+        let word = |prefix: &str| {
+            let rest = line.strip_prefix(prefix)?.strip_prefix(' ')?.trim();
+            (!rest.is_empty() && !rest.contains(char::is_whitespace)).then(|| rest.to_string())
+        };
+        match line {
+            REPORT_END => Some(Marker::ReportEnd),
+            STAGE_END => Some(Marker::StageEnd),
+            _ => word(REPORT_BEGIN).map(Marker::ReportBegin).or_else(|| word(STAGE_BEGIN).map(Marker::StageBegin)),
+        }
+    }
+
+    /// True for the lines after which the guest changes nothing until the
+    /// matching end line (the moments the rig snapshots the device at).
+    pub fn is_begin(&self) -> bool {
+        matches!(self, Marker::ReportBegin(_) | Marker::StageBegin(_))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marker_lines_parse_and_other_lines_do_not() {
+        assert_eq!(Marker::parse("MANARIG-REPORT-BEGIN 2\r"), Some(Marker::ReportBegin("2".into())));
+        assert_eq!(Marker::parse("MANARIG-REPORT-END\r\n"), Some(Marker::ReportEnd));
+        assert_eq!(Marker::parse("MANARIG-STAGE-BEGIN first-probe"), Some(Marker::StageBegin("first-probe".into())));
+        assert_eq!(Marker::parse("MANARIG-STAGE-END"), Some(Marker::StageEnd));
+        for other in ["MANARIG-REPORT-BEGIN", "MANARIG-REPORT-BEGIN2", "MANARIG-REPORT-END x", "x MANARIG-REPORT-END", ""] {
+            assert_eq!(Marker::parse(other), None, "{other:?}");
+        }
+        assert!(Marker::parse("MANARIG-STAGE-BEGIN a").is_some_and(|m| m.is_begin()));
+        assert!(!Marker::ReportEnd.is_begin());
+    }
+
+    #[test]
+    fn versions_parse_by_number_and_unknown_ones_are_refused_naming_both() {
+        assert_eq!(Version::parse("2").expect("v2"), Version::V2);
+        assert_eq!(Version::parse(" 1 ").expect("v1"), Version::V1);
+        let e = Version::parse("3").expect_err("unknown");
+        assert_eq!(e, ReportError::Version { got: "3".into() });
+        let text = e.to_string();
+        assert!(text.contains("\"3\"") && text.contains("1, 2"), "{text}");
+        assert_eq!(Version::CURRENT, *Version::KNOWN.last().expect("known"));
+    }
+}

@@ -1,0 +1,221 @@
+//! The agent's output (the console, or the report channel) → [`Transcript`]:
+//! the markers ([`super::markers`]), the version check, and one item per line
+//! (guest-images/README.md, "Report lines").
+
+use super::assemble::{assemble, bad, Raw};
+use super::markers::{Marker, Version, REPORT_END, STAGE_END};
+use super::report::{GuestReport, Stage, Transcript};
+use super::ReportError;
+
+/// The key of a report line: the word before `: ` (`kernel: …`), before the
+/// line's id (`time init: …`, `f <path>: …`, `stderr ethtool: …`), or `link`
+/// (`link <path>`, no colon).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Key {
+    /// `kernel: <uname -r>`.
+    Kernel,
+    /// `cmdline: </proc/cmdline>`.
+    Cmdline,
+    /// `time <milestone>: <guest uptime s or ->`.
+    Time,
+    /// `load: mana|none`.
+    Load,
+    /// `settle: none | deadline | probe-returned fired=yes|no`.
+    Settle,
+    /// `insmod: <exit status or ->`.
+    Insmod,
+    /// `carrier: <1|0|->`.
+    Carrier,
+    /// `ethtool: <exit status or ->`.
+    Ethtool,
+    /// `channels: <combined channels or ->`.
+    Channels,
+    /// `netdev: <interface or ->`.
+    Netdev,
+    /// `rmmod: <exit status or ->`.
+    Rmmod,
+    /// `stderr <tool>: <line>`.
+    Stderr,
+    /// `f <path>: <line of the file>`.
+    File,
+    /// `link <path>` (a CPU's `nodeN` link).
+    Link,
+    /// `nic: <BDF> | none`.
+    Nic,
+    /// `irqcount: IRQ CPU=COUNT,… | CHIP HWIRQ NAME`.
+    IrqCount,
+    /// `seen: <irqcount form>`.
+    Seen,
+    /// `dmesg: <line>`.
+    Dmesg,
+    /// `warning: <line>`.
+    Warning,
+    /// Version 1 only: `interrupts-header: CPU0 CPU1 …`.
+    InterruptsHeader,
+    /// Version 1 only: `interrupts: <raw /proc/interrupts line>`.
+    Interrupts,
+}
+
+impl Key {
+    /// Every key, in the order guest-images/README.md lists them.
+    pub const ALL: [Key; 21] = [
+        Key::Kernel,
+        Key::Cmdline,
+        Key::Time,
+        Key::Load,
+        Key::Settle,
+        Key::Insmod,
+        Key::Carrier,
+        Key::Ethtool,
+        Key::Channels,
+        Key::Netdev,
+        Key::Rmmod,
+        Key::Stderr,
+        Key::File,
+        Key::Link,
+        Key::Nic,
+        Key::IrqCount,
+        Key::Seen,
+        Key::Dmesg,
+        Key::Warning,
+        Key::InterruptsHeader,
+        Key::Interrupts,
+    ];
+
+    /// The key as the line spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Key::Kernel => "kernel",
+            Key::Cmdline => "cmdline",
+            Key::Time => "time",
+            Key::Load => "load",
+            Key::Settle => "settle",
+            Key::Insmod => "insmod",
+            Key::Carrier => "carrier",
+            Key::Ethtool => "ethtool",
+            Key::Channels => "channels",
+            Key::Netdev => "netdev",
+            Key::Rmmod => "rmmod",
+            Key::Stderr => "stderr",
+            Key::File => "f",
+            Key::Link => "link",
+            Key::Nic => "nic",
+            Key::IrqCount => "irqcount",
+            Key::Seen => "seen",
+            Key::Dmesg => "dmesg",
+            Key::Warning => "warning",
+            Key::InterruptsHeader => "interrupts-header",
+            Key::Interrupts => "interrupts",
+        }
+    }
+
+    /// Whether reports of `version` have this key.
+    pub fn in_version(self, version: Version) -> bool {
+        !matches!((self, version), (Key::InterruptsHeader | Key::Interrupts, Version::V2))
+    }
+
+    fn of(name: &str, version: Version) -> Option<Key> {
+        Key::ALL.into_iter().find(|k| k.name() == name && k.in_version(version))
+    }
+}
+
+/// Strip the serial port's line endings (it sends CR LF).
+fn clean(line: &str) -> &str {
+    line.trim_end_matches(['\r', '\n'])
+}
+
+/// Parse the agent's output: the last report, with the stages printed before it.
+///
+/// # Errors
+/// [`ReportError`] when the report's begin or end line is missing, its version is
+/// not one this parser reads, a stage before it has no end, or a line is malformed
+/// (with its 1-based line number in `text`).
+pub fn parse(text: &str) -> Result<Transcript, ReportError> {
+    let lines: Vec<&str> = text.lines().map(clean).collect();
+    let markers: Vec<(usize, Marker)> =
+        lines.iter().enumerate().filter_map(|(i, l)| Marker::parse(l).map(|m| (i, m))).collect();
+    let (begin, version) = markers
+        .iter()
+        .rev()
+        .find_map(|(i, m)| match m {
+            Marker::ReportBegin(v) => Some((*i, v)),
+            _ => None,
+        })
+        .ok_or(ReportError::NoBegin)?;
+    let version = Version::parse(version)?;
+    let end_of = |from: usize, end: Marker, name: &'static str| {
+        markers
+            .iter()
+            .find(|(i, m)| *i > from && *m == end)
+            .map(|(i, _)| *i)
+            .ok_or(ReportError::NoEnd { line: from + 1, end: name })
+    };
+    let end = end_of(begin, Marker::ReportEnd, REPORT_END)?;
+    let report = parse_block(&lines, begin, end, version)?;
+    let mut stages = Vec::new();
+    for (i, m) in markers.iter().take_while(|(i, _)| *i < begin) {
+        let Marker::StageBegin(name) = m else { continue };
+        let stage_end = end_of(*i, Marker::StageEnd, STAGE_END).ok().filter(|e| *e < begin);
+        let stage_end = stage_end.ok_or(ReportError::NoEnd { line: i + 1, end: STAGE_END })?;
+        stages.push(Stage { name: name.clone(), report: parse_block(&lines, *i, stage_end, version)? });
+    }
+    Ok(Transcript { version, stages, report })
+}
+
+/// `key: value` status items: `-` (the step did not run) and non-numbers are None.
+fn status(value: &str) -> Option<i32> {
+    value.trim().parse().ok()
+}
+
+/// Parse the items strictly between lines `begin` and `end` (0-based).
+fn parse_block(lines: &[&str], begin: usize, end: usize, version: Version) -> Result<GuestReport, ReportError> {
+    let mut r = GuestReport::default();
+    let mut raw = Raw::default();
+    for (idx, &line) in lines.iter().enumerate().take(end).skip(begin + 1) {
+        if let Some(path) = line.strip_prefix("link ") {
+            raw.links.push(path.to_string());
+            continue;
+        }
+        // Kernel messages may interleave with /init's output on the console:
+        // lines that are not `key: value` with a known key are skipped. (The key is
+        // `irqcount`, not `irq`: the kernel prints `irq 9: nobody cared`.)
+        let Some((key, value)) = line.split_once(": ") else { continue };
+        let (kind, id) = key.split_once(' ').unwrap_or((key, ""));
+        let Some(kind) = Key::of(kind, version) else { continue };
+        match kind {
+            Key::Kernel => r.kernel = value.to_string(),
+            Key::Cmdline => r.cmdline = value.to_string(),
+            Key::Load => r.load = value.to_string(),
+            Key::Netdev => r.netdev = (value != "-").then(|| value.to_string()),
+            Key::Settle => r.settle = value.to_string(),
+            Key::Insmod => r.insmod_status = status(value),
+            Key::Carrier => r.carrier = status(value).map(|c| c == 1),
+            Key::Ethtool => r.ethtool_status = status(value),
+            Key::Channels => r.channels = value.trim().parse().ok(),
+            Key::Rmmod => r.rmmod_status = status(value),
+            Key::Warning => r.warnings.push(value.to_string()),
+            Key::Stderr => r.stderr.entry(id.to_string()).or_default().push(value.to_string()),
+            Key::Time => {
+                if let Ok(t) = value.parse::<f64>() {
+                    r.times.insert(id.to_string(), t);
+                }
+            }
+            Key::File => {
+                raw.files.insert(id.to_string(), (idx + 1, value.to_string()));
+            }
+            Key::Nic => r.nic = (value != "none").then(|| value.to_string()),
+            Key::InterruptsHeader => raw.header = Some(value.to_string()),
+            Key::Interrupts => raw.interrupts.push((idx + 1, value.to_string())),
+            Key::IrqCount => raw.irq_counts.push((idx + 1, value.to_string())),
+            Key::Seen => r.seen.push(value.to_string()),
+            Key::Dmesg => r.dmesg.push(value.to_string()),
+            // `link` lines have no colon (above); one with a colon is not ours.
+            Key::Link => {}
+        }
+    }
+    if r.kernel.is_empty() {
+        return Err(bad(begin + 1, "no kernel: line", ""));
+    }
+    assemble(&mut r, &raw)?;
+    Ok(r)
+}

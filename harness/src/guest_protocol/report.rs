@@ -1,0 +1,170 @@
+//! The typed report: what the agent's `key: value` lines say about the guest
+//! (guest-images/README.md, "Report lines"), once [`super::parse()`] has read them.
+//! Values come from sysfs and procfs: CPU topology from
+//! `/sys/devices/system/cpu/cpuN/topology/`, nodes from
+//! `/sys/devices/system/node/nodeN/{cpulist,distance,meminfo}`, PCI from
+//! `/sys/bus/pci/devices/`, MSI-X from `msi_irqs/` and `/proc/irq/N/`.
+
+use super::Version;
+use std::collections::BTreeMap;
+
+/// One guest CPU (sysfs `topology/`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct GuestCpu {
+    /// `physical_package_id`.
+    pub package: i64,
+    /// `die_id` (None if the kernel does not expose it).
+    pub die: Option<i64>,
+    /// `core_id`.
+    pub core: i64,
+    /// `thread_siblings_list`, expanded.
+    pub siblings: Vec<u32>,
+    /// NUMA node (from the `nodeN` link), -1 if none.
+    pub node: i64,
+}
+
+/// One guest NUMA node.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct GuestNode {
+    /// `cpulist`, expanded (empty for a memory-only node).
+    pub cpus: Vec<u32>,
+    /// `MemTotal` of the node in KiB.
+    pub mem_kib: u64,
+    /// `distance` row, in node-id order of the nodes the guest has online.
+    pub distance: Vec<u32>,
+}
+
+/// One PCI function.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct GuestPci {
+    /// `vendor` (e.g. 0x1414).
+    pub vendor: u16,
+    /// `device`.
+    pub device: u16,
+    /// `class` (24 bits).
+    pub class: u32,
+    /// `numa_node`, -1 for NUMA_NO_NODE.
+    pub numa_node: i64,
+    /// Bound driver name, if any.
+    pub driver: Option<String>,
+}
+
+/// One MSI-X vector of the NIC.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct GuestIrq {
+    /// Linux IRQ number.
+    pub irq: u32,
+    /// Action name from /proc/interrupts (e.g. `mana_q0@pci:0000:41:00.0`), `-` if none.
+    pub name: String,
+    /// `smp_affinity_list`, expanded (None if unreadable).
+    pub affinity: Option<Vec<u32>>,
+    /// `affinity_hint` as printed (a hex cpumask), None if unreadable.
+    pub hint: Option<String>,
+    /// `effective_affinity_list`, expanded.
+    pub effective: Option<Vec<u32>>,
+    /// Interrupt counts per CPU, CPU 0 first.
+    pub counts: Vec<u64>,
+}
+
+impl GuestIrq {
+    /// An IRQ seen in /proc/irq before its /proc/interrupts line: no name, no data yet.
+    pub(super) fn unnamed(irq: u32) -> Self {
+        GuestIrq { irq, name: "-".into(), affinity: None, hint: None, effective: None, counts: Vec::new() }
+    }
+}
+
+/// The whole guest report.
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize)]
+pub struct GuestReport {
+    /// `uname -r`.
+    pub kernel: String,
+    /// `/proc/cmdline`.
+    pub cmdline: String,
+    /// Milestones in guest seconds since boot (`/proc/uptime`): init, modules,
+    /// probe, ifup (`ip link set up` returned), carrier (`carrier` read 1),
+    /// ethtool (`ethtool -L` returned), rmmod, settled, report. Absent when the
+    /// step did not run.
+    pub times: BTreeMap<String, f64>,
+    /// What `/init` loaded (`mana` or `none`).
+    pub load: String,
+    /// Why waiting stopped: `none`, `deadline`, `probe-returned fired=yes|no` (agents before
+    /// 2026-11-30 also stopped at `netdev fired=…`, when the netdev appeared)
+    /// (`fired=no`: some vector had not fired when the probe returned: it has no EQ).
+    pub settle: String,
+    /// The driver's network interface (e.g. `eth0`), if one appeared.
+    pub netdev: Option<String>,
+    /// insmod's exit status, None if it had not returned.
+    pub insmod_status: Option<i32>,
+    /// `/sys/class/net/<netdev>/carrier` after `ip link set up` (None if not read).
+    pub carrier: Option<bool>,
+    /// Exit status of `ethtool -L <netdev> combined N` (None if not run;
+    /// 127 when the initramfs has no ethtool).
+    pub ethtool_status: Option<i32>,
+    /// Current combined channels: the count of `/sys/class/net/<netdev>/queues/tx-N`
+    /// (mana sets real_num_tx_queues to its combined count, what `ethtool -l` shows), None without a netdev.
+    pub channels: Option<u32>,
+    /// Exit status of `rmmod mana` (None if not run).
+    pub rmmod_status: Option<i32>,
+    /// What the guest agent's tools wrote to stderr, by tool (`ethtool`, `rmmod`):
+    /// `stderr <tool>: <line>` lines.
+    pub stderr: BTreeMap<String, Vec<String>>,
+    /// Kernel log lines that are warnings of any origin (`WARNING:`, `BUG:`,
+    /// `Oops`, `Call Trace`, lockdep): a clean run has none.
+    pub warnings: Vec<String>,
+    /// CPUs by number.
+    pub cpus: BTreeMap<u32, GuestCpu>,
+    /// Nodes by id.
+    pub nodes: BTreeMap<u32, GuestNode>,
+    /// PCI functions by BDF (`0000:41:00.0`).
+    pub pci: BTreeMap<String, GuestPci>,
+    /// BDF of the MANA NIC (vendor 0x1414), if present.
+    pub nic: Option<String>,
+    /// The NIC's MSI-X vectors in IRQ order.
+    pub msix: Vec<GuestIrq>,
+    /// mana lines of /proc/interrupts seen while waiting (kept when the probe
+    /// failed and freed its IRQs before the report).
+    pub seen: Vec<String>,
+    /// dmesg lines mentioning mana.
+    pub dmesg: Vec<String>,
+}
+
+/// One earlier moment of the run: a block between `MANARIG-STAGE-BEGIN <name>`
+/// and `MANARIG-STAGE-END` ([`super::markers`]), with the same items as the report.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Stage {
+    /// The stage's name (`first-probe`).
+    pub name: String,
+    /// Its items, as they were at that point of the run.
+    pub report: GuestReport,
+}
+
+/// Everything the agent printed, parsed: the stages in the order they came, then
+/// the report.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Transcript {
+    /// The report's format version (its begin line).
+    pub version: Version,
+    /// The stages before the report (`first-probe` with `manarig.reprobe=1`).
+    pub stages: Vec<Stage>,
+    /// The report.
+    pub report: GuestReport,
+}
+
+/// Format CPUs as a kernel cpulist (`0-3,8`).
+pub fn format_cpulist(cpus: &[u32]) -> String {
+    cpus.iter().copied().collect::<crate::cpulist::CpuMask>().to_cpulist()
+}
+
+impl GuestReport {
+    /// Guest seconds from `/init` start to the report, if both were recorded.
+    pub fn init_to_report_s(&self) -> Option<f64> {
+        Some(self.times.get("report")? - self.times.get("init")?)
+    }
+
+    /// Guest seconds from the start of `ip link set <netdev> up` (the probe
+    /// milestone) to the carrier reading 1, if both were recorded. Includes
+    /// `mana_open()`: every queue's creation and, on 6.x, its RQ fence.
+    pub fn ifup_to_carrier_s(&self) -> Option<f64> {
+        Some(self.times.get("carrier")? - self.times.get("probe")?)
+    }
+}
