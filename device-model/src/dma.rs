@@ -51,6 +51,28 @@ pub enum DmaError {
         /// Start of the mapping it cuts.
         existing: u64,
     },
+    /// The range does not lie inside the shared file: mapping it would let the
+    /// first device access past the file's end kill the process (SIGBUS).
+    #[error("DMA_MAP iova {iova:#x} size {size:#x} at file offset {offset:#x} lies beyond the end of the {file_len:#x}-byte file")]
+    BeyondFile {
+        /// Start of the range.
+        iova: u64,
+        /// Length of the range.
+        size: u64,
+        /// Offset in the fd.
+        offset: u64,
+        /// Size of the file (fstat).
+        file_len: u64,
+    },
+    /// The fd is not a regular file (memfd, hugetlbfs or tmpfs file), so its
+    /// size says nothing about what can be mapped.
+    #[error("DMA_MAP iova {iova:#x}: the fd is not a regular file ({kind})")]
+    NotAFile {
+        /// Start of the range.
+        iova: u64,
+        /// What fstat says it is, or why fstat failed.
+        kind: String,
+    },
     /// mmap of the shared fd failed.
     #[error("cannot mmap DMA region iova {iova:#x} size {size:#x} at file offset {offset:#x}")]
     Mmap {
@@ -120,6 +142,8 @@ impl DmaMappings {
     ///
     /// # Errors
     /// [`DmaError::BadRange`], [`DmaError::Overlap`] with an existing mapping,
+    /// [`DmaError::NotAFile`] / [`DmaError::BeyondFile`] unless `offset..offset + size`
+    /// lies inside a regular file (checked with fstat before mapping),
     /// [`DmaError::Mmap`] if the kernel refuses the mapping (bad offset, fd, size).
     pub fn map(
         &mut self,
@@ -145,6 +169,7 @@ impl DmaMappings {
                 existing,
             });
         }
+        check_file(&fd, iova, size, offset)?;
         let len = usize::try_from(size).map_err(|_| DmaError::BadRange { iova, size })?;
         let flags = match access {
             DmaAccess::ReadWrite => libc::MAP_SHARED,
@@ -240,6 +265,33 @@ impl DmaMappings {
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         guard.replace(memory);
     }
+}
+
+/// Checks with fstat that `fd` is a regular file holding `offset..offset + size`.
+/// vm-memory 0.18 maps whatever it is given; a page past the end of the file
+/// would raise SIGBUS at the device's first access. (A file QEMU shrinks after
+/// the map still can: QEMU never truncates guest RAM while it is mapped.)
+fn check_file(fd: &File, iova: u64, size: u64, offset: u64) -> Result<(), DmaError> {
+    let meta = fd.metadata().map_err(|err| DmaError::NotAFile {
+        iova,
+        kind: format!("fstat failed: {err}"),
+    })?;
+    if !meta.file_type().is_file() {
+        return Err(DmaError::NotAFile {
+            iova,
+            kind: format!("{:?}", meta.file_type()),
+        });
+    }
+    let file_len = meta.len();
+    if offset.checked_add(size).is_none_or(|end| end > file_len) {
+        return Err(DmaError::BeyondFile {
+            iova,
+            size,
+            offset,
+            file_len,
+        });
+    }
+    Ok(())
 }
 
 fn checked_end(iova: u64, size: u64) -> Result<u64, DmaError> {
@@ -374,6 +426,45 @@ mod tests {
     }
 
     #[test]
+    fn a_map_past_the_end_of_its_file_is_refused_instead_of_faulting_later() {
+        let (memory, mut dma) = setup();
+        let ram = guest_ram(MIB);
+        // Within the file: offset + size == length.
+        dma.map(0, MIB / 2, MIB / 2, DmaAccess::ReadWrite, Some(dup(&ram)))
+            .expect("inside the file");
+        // One page past the end: mmap itself would succeed, the first
+        // access would raise SIGBUS.
+        let past = dma.map(MIB, MIB, 4096, DmaAccess::ReadWrite, Some(dup(&ram)));
+        assert!(
+            matches!(past, Err(DmaError::BeyondFile { file_len, .. }) if file_len == MIB),
+            "{past:?}"
+        );
+        let wraps = dma.map(
+            4 * MIB,
+            4096,
+            u64::MAX - 4095,
+            DmaAccess::ReadOnly,
+            Some(dup(&ram)),
+        );
+        assert!(
+            matches!(wraps, Err(DmaError::BeyondFile { .. })),
+            "{wraps:?}"
+        );
+        assert_eq!(dma.ranges(), vec![(0, MIB / 2)]);
+        assert!(memory.memory().read_obj::<u64>(GuestAddress(MIB)).is_err());
+    }
+
+    #[test]
+    fn a_map_of_something_that_is_not_a_regular_file_is_refused() {
+        let (_memory, mut dma) = setup();
+        let (reader, _writer) = std::io::pipe().expect("pipe");
+        let pipe = File::from(std::os::fd::OwnedFd::from(reader));
+        let err = dma.map(0, 4096, 0, DmaAccess::ReadWrite, Some(pipe));
+        assert!(matches!(err, Err(DmaError::NotAFile { .. })), "{err:?}");
+        assert!(dma.ranges().is_empty());
+    }
+
+    #[test]
     fn bad_ranges_and_failed_mmaps_are_errors() {
         let (_memory, mut dma) = setup();
         let ram = guest_ram(MIB);
@@ -387,7 +478,7 @@ mod tests {
         ));
         // Offset not page aligned: mmap refuses.
         assert!(matches!(
-            dma.map(0, MIB, 1, DmaAccess::ReadWrite, Some(dup(&ram))),
+            dma.map(0, MIB / 2, 1, DmaAccess::ReadWrite, Some(dup(&ram))),
             Err(DmaError::Mmap { .. })
         ));
         assert!(dma.ranges().is_empty());

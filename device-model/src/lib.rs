@@ -33,6 +33,7 @@ pub mod shared;
 
 // Device core (behind `bar::Bar0Handler`).
 pub mod bnic;
+pub mod budget;
 pub mod commands;
 pub mod datapath;
 pub mod defs;
