@@ -88,6 +88,22 @@ pub enum DmaError {
     },
 }
 
+impl DmaError {
+    /// The errno the client gets for this refusal, as the kernel's VFIO
+    /// type1 IOMMU would answer: EEXIST for an overlap, the mmap error's
+    /// own errno, EINVAL otherwise.
+    pub fn errno(&self) -> i32 {
+        match self {
+            Self::Overlap { .. } => libc::EEXIST,
+            Self::Mmap {
+                source: MmapRegionError::Mmap(err),
+                ..
+            } => err.raw_os_error().unwrap_or(libc::ENOMEM),
+            _ => libc::EINVAL,
+        }
+    }
+}
+
 /// Access QEMU grants to a DMA region (`VFIO_USER_F_DMA_REGION_READ/WRITE`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DmaAccess {
