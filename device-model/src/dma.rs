@@ -18,6 +18,11 @@ use thiserror::Error;
 use vm_memory::mmap::MmapRegionError;
 use vm_memory::{FileOffset, GuestAddress, GuestMemoryMmap, GuestRegionMmap, MmapRegion};
 
+/// DMA mappings one connection may hold (QEMU maps guest RAM in a few
+/// ranges; `VFIO_USER_DEF_MAP_MAX` is 65535, a bound for the client, not
+/// for us). Every map rebuilds the guest memory map, so the count is bounded.
+pub const MAX_MAPPINGS: usize = 1024;
+
 /// Errors from DMA_MAP / DMA_UNMAP.
 #[derive(Debug, Error)]
 pub enum DmaError {
@@ -73,6 +78,12 @@ pub enum DmaError {
         /// What fstat says it is, or why fstat failed.
         kind: String,
     },
+    /// [`MAX_MAPPINGS`] mappings exist already.
+    #[error("DMA_MAP iova {iova:#x}: {MAX_MAPPINGS} mappings exist already")]
+    TooMany {
+        /// Start of the refused range.
+        iova: u64,
+    },
     /// mmap of the shared fd failed.
     #[error("cannot mmap DMA region iova {iova:#x} size {size:#x} at file offset {offset:#x}")]
     Mmap {
@@ -95,6 +106,7 @@ impl DmaError {
     pub fn errno(&self) -> i32 {
         match self {
             Self::Overlap { .. } => libc::EEXIST,
+            Self::TooMany { .. } => libc::ENOSPC,
             Self::Mmap {
                 source: MmapRegionError::Mmap(err),
                 ..
@@ -158,6 +170,7 @@ impl DmaMappings {
     ///
     /// # Errors
     /// [`DmaError::BadRange`], [`DmaError::Overlap`] with an existing mapping,
+    /// [`DmaError::TooMany`] beyond [`MAX_MAPPINGS`],
     /// [`DmaError::NotAFile`] / [`DmaError::BeyondFile`] unless `offset..offset + size`
     /// lies inside a regular file (checked with fstat before mapping),
     /// [`DmaError::Mmap`] if the kernel refuses the mapping (bad offset, fd, size).
@@ -184,6 +197,9 @@ impl DmaMappings {
                 size,
                 existing,
             });
+        }
+        if self.maps.len() >= MAX_MAPPINGS {
+            return Err(DmaError::TooMany { iova });
         }
         check_file(&fd, iova, size, offset)?;
         let len = usize::try_from(size).map_err(|_| DmaError::BadRange { iova, size })?;
@@ -468,6 +484,19 @@ mod tests {
         );
         assert_eq!(dma.ranges(), vec![(0, MIB / 2)]);
         assert!(memory.memory().read_obj::<u64>(GuestAddress(MIB)).is_err());
+    }
+
+    #[test]
+    fn maps_beyond_the_limit_are_refused() {
+        let (_memory, mut dma) = setup();
+        let ram = guest_ram(4096);
+        for i in 0..MAX_MAPPINGS as u64 {
+            dma.map(i * 4096, 4096, 0, DmaAccess::ReadOnly, Some(dup(&ram)))
+                .expect("below the limit");
+        }
+        let over = dma.map(1 << 40, 4096, 0, DmaAccess::ReadOnly, Some(dup(&ram)));
+        assert!(matches!(over, Err(DmaError::TooMany { .. })), "{over:?}");
+        assert_eq!(over.map_err(|e| e.errno()).err(), Some(libc::ENOSPC));
     }
 
     #[test]
