@@ -46,6 +46,16 @@ const HWC_PDID: u32 = 0x100 + 1;
 const HWC_GPA_MKEY: u32 = 0x1000 + 1;
 /// Guest errors of one kind logged in full before logging only every power of two.
 const LOG_BURST: u64 = 16;
+/// The counter key of every command code the device does not know: one key,
+/// not one per code, so that a guest cannot grow the counters (2^32 codes).
+pub const UNKNOWN_COMMAND: &str = "unknown";
+
+/// Whether the `count`-th event of a guest-driven kind (HWC established or
+/// destroyed) is logged at info level: the first [`LOG_BURST`], then every
+/// power of two; the others go to debug.
+fn log_at_info(count: u64) -> bool {
+    count <= LOG_BURST || count.is_power_of_two()
+}
 
 /// An emulated MANA VF (PCI 1414:00BA): BAR0 of [`regs::BAR0_SIZE`] bytes.
 ///
@@ -282,7 +292,15 @@ impl ManaDevice {
             SmcRequest::Destroy => {
                 self.teardown();
                 self.counters.hwc_destroyed += 1;
-                tracing::info!("mana device: HWC destroyed, all queues and regions forgotten");
+                let count = self.counters.hwc_destroyed;
+                if log_at_info(count) {
+                    tracing::info!(
+                        count,
+                        "mana device: HWC destroyed, all queues and regions forgotten"
+                    );
+                } else {
+                    tracing::debug!(count, "mana device: HWC destroyed");
+                }
                 self.smc.respond(SmcMsgType::DESTROY_HWC.0, 0);
             }
             SmcRequest::Invalid { msg_type } => {
@@ -326,7 +344,16 @@ impl ManaDevice {
         self.res.hwc_eq = Some(ids.eq);
         self.hwc = Some(hwc);
         self.counters.hwc_established += 1;
-        tracing::info!(msix_index = rings.msix_index, eq = ?rings.eq, "mana device: HWC established");
+        let count = self.counters.hwc_established;
+        if log_at_info(count) {
+            tracing::info!(count, msix_index = rings.msix_index, eq = ?rings.eq, "mana device: HWC established");
+        } else {
+            tracing::debug!(
+                count,
+                msix_index = rings.msix_index,
+                "mana device: HWC established"
+            );
+        }
         Ok(())
     }
 
@@ -438,17 +465,14 @@ impl ManaDevice {
                 config: &self.config,
             };
             let outcome = commands::dispatch(&mut ctx, &request.bytes);
-            let name = outcome
-                .command
-                .name()
-                .map_or_else(|| format!("{:#x}", outcome.command.0), str::to_owned);
-            tracing::debug!(command = %name, "mana device: HWC command");
-            *self.counters.commands.entry(name.clone()).or_default() += 1;
+            let name = outcome.command.name().unwrap_or(UNKNOWN_COMMAND);
+            tracing::debug!(command = %name, code = outcome.command.0, "mana device: HWC command");
+            *self.counters.commands.entry(name.to_owned()).or_default() += 1;
             if let Some(err) = &outcome.error {
                 *self
                     .counters
                     .command_errors
-                    .entry(name.clone())
+                    .entry(name.to_owned())
                     .or_default() += 1;
                 if !matches!(err, framing::CommandError::Unsupported(_)) {
                     self.guest_error("command", &format_args!("{name}: {err}"));

@@ -18,6 +18,11 @@ use thiserror::Error;
 use vm_memory::mmap::MmapRegionError;
 use vm_memory::{FileOffset, GuestAddress, GuestMemoryMmap, GuestRegionMmap, MmapRegion};
 
+/// DMA mappings one connection may hold (QEMU maps guest RAM in a few
+/// ranges; `VFIO_USER_DEF_MAP_MAX` is 65535, a bound for the client, not
+/// for us). Every map rebuilds the guest memory map, so the count is bounded.
+pub const MAX_MAPPINGS: usize = 1024;
+
 /// Errors from DMA_MAP / DMA_UNMAP.
 #[derive(Debug, Error)]
 pub enum DmaError {
@@ -51,6 +56,34 @@ pub enum DmaError {
         /// Start of the mapping it cuts.
         existing: u64,
     },
+    /// The range does not lie inside the shared file: mapping it would let the
+    /// first device access past the file's end kill the process (SIGBUS).
+    #[error("DMA_MAP iova {iova:#x} size {size:#x} at file offset {offset:#x} lies beyond the end of the {file_len:#x}-byte file")]
+    BeyondFile {
+        /// Start of the range.
+        iova: u64,
+        /// Length of the range.
+        size: u64,
+        /// Offset in the fd.
+        offset: u64,
+        /// Size of the file (fstat).
+        file_len: u64,
+    },
+    /// The fd is not a regular file (memfd, hugetlbfs or tmpfs file), so its
+    /// size says nothing about what can be mapped.
+    #[error("DMA_MAP iova {iova:#x}: the fd is not a regular file ({kind})")]
+    NotAFile {
+        /// Start of the range.
+        iova: u64,
+        /// What fstat says it is, or why fstat failed.
+        kind: String,
+    },
+    /// [`MAX_MAPPINGS`] mappings exist already.
+    #[error("DMA_MAP iova {iova:#x}: {MAX_MAPPINGS} mappings exist already")]
+    TooMany {
+        /// Start of the refused range.
+        iova: u64,
+    },
     /// mmap of the shared fd failed.
     #[error("cannot mmap DMA region iova {iova:#x} size {size:#x} at file offset {offset:#x}")]
     Mmap {
@@ -64,6 +97,23 @@ pub enum DmaError {
         #[source]
         source: MmapRegionError,
     },
+}
+
+impl DmaError {
+    /// The errno the client gets for this refusal, as the kernel's VFIO
+    /// type1 IOMMU would answer: EEXIST for an overlap, the mmap error's
+    /// own errno, EINVAL otherwise.
+    pub fn errno(&self) -> i32 {
+        match self {
+            Self::Overlap { .. } => libc::EEXIST,
+            Self::TooMany { .. } => libc::ENOSPC,
+            Self::Mmap {
+                source: MmapRegionError::Mmap(err),
+                ..
+            } => err.raw_os_error().unwrap_or(libc::ENOMEM),
+            _ => libc::EINVAL,
+        }
+    }
 }
 
 /// Access QEMU grants to a DMA region (`VFIO_USER_F_DMA_REGION_READ/WRITE`).
@@ -120,6 +170,9 @@ impl DmaMappings {
     ///
     /// # Errors
     /// [`DmaError::BadRange`], [`DmaError::Overlap`] with an existing mapping,
+    /// [`DmaError::TooMany`] beyond [`MAX_MAPPINGS`],
+    /// [`DmaError::NotAFile`] / [`DmaError::BeyondFile`] unless `offset..offset + size`
+    /// lies inside a regular file (checked with fstat before mapping),
     /// [`DmaError::Mmap`] if the kernel refuses the mapping (bad offset, fd, size).
     pub fn map(
         &mut self,
@@ -145,6 +198,10 @@ impl DmaMappings {
                 existing,
             });
         }
+        if self.maps.len() >= MAX_MAPPINGS {
+            return Err(DmaError::TooMany { iova });
+        }
+        check_file(&fd, iova, size, offset)?;
         let len = usize::try_from(size).map_err(|_| DmaError::BadRange { iova, size })?;
         let flags = match access {
             DmaAccess::ReadWrite => libc::MAP_SHARED,
@@ -240,6 +297,33 @@ impl DmaMappings {
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         guard.replace(memory);
     }
+}
+
+/// Checks with fstat that `fd` is a regular file holding `offset..offset + size`.
+/// vm-memory 0.18 maps whatever it is given; a page past the end of the file
+/// would raise SIGBUS at the device's first access. (A file QEMU shrinks after
+/// the map still can: QEMU never truncates guest RAM while it is mapped.)
+fn check_file(fd: &File, iova: u64, size: u64, offset: u64) -> Result<(), DmaError> {
+    let meta = fd.metadata().map_err(|err| DmaError::NotAFile {
+        iova,
+        kind: format!("fstat failed: {err}"),
+    })?;
+    if !meta.file_type().is_file() {
+        return Err(DmaError::NotAFile {
+            iova,
+            kind: format!("{:?}", meta.file_type()),
+        });
+    }
+    let file_len = meta.len();
+    if offset.checked_add(size).is_none_or(|end| end > file_len) {
+        return Err(DmaError::BeyondFile {
+            iova,
+            size,
+            offset,
+            file_len,
+        });
+    }
+    Ok(())
 }
 
 fn checked_end(iova: u64, size: u64) -> Result<u64, DmaError> {
@@ -374,6 +458,58 @@ mod tests {
     }
 
     #[test]
+    fn a_map_past_the_end_of_its_file_is_refused_instead_of_faulting_later() {
+        let (memory, mut dma) = setup();
+        let ram = guest_ram(MIB);
+        // Within the file: offset + size == length.
+        dma.map(0, MIB / 2, MIB / 2, DmaAccess::ReadWrite, Some(dup(&ram)))
+            .expect("inside the file");
+        // One page past the end: mmap itself would succeed, the first
+        // access would raise SIGBUS.
+        let past = dma.map(MIB, MIB, 4096, DmaAccess::ReadWrite, Some(dup(&ram)));
+        assert!(
+            matches!(past, Err(DmaError::BeyondFile { file_len, .. }) if file_len == MIB),
+            "{past:?}"
+        );
+        let wraps = dma.map(
+            4 * MIB,
+            4096,
+            u64::MAX - 4095,
+            DmaAccess::ReadOnly,
+            Some(dup(&ram)),
+        );
+        assert!(
+            matches!(wraps, Err(DmaError::BeyondFile { .. })),
+            "{wraps:?}"
+        );
+        assert_eq!(dma.ranges(), vec![(0, MIB / 2)]);
+        assert!(memory.memory().read_obj::<u64>(GuestAddress(MIB)).is_err());
+    }
+
+    #[test]
+    fn maps_beyond_the_limit_are_refused() {
+        let (_memory, mut dma) = setup();
+        let ram = guest_ram(4096);
+        for i in 0..MAX_MAPPINGS as u64 {
+            dma.map(i * 4096, 4096, 0, DmaAccess::ReadOnly, Some(dup(&ram)))
+                .expect("below the limit");
+        }
+        let over = dma.map(1 << 40, 4096, 0, DmaAccess::ReadOnly, Some(dup(&ram)));
+        assert!(matches!(over, Err(DmaError::TooMany { .. })), "{over:?}");
+        assert_eq!(over.map_err(|e| e.errno()).err(), Some(libc::ENOSPC));
+    }
+
+    #[test]
+    fn a_map_of_something_that_is_not_a_regular_file_is_refused() {
+        let (_memory, mut dma) = setup();
+        let (reader, _writer) = std::io::pipe().expect("pipe");
+        let pipe = File::from(std::os::fd::OwnedFd::from(reader));
+        let err = dma.map(0, 4096, 0, DmaAccess::ReadWrite, Some(pipe));
+        assert!(matches!(err, Err(DmaError::NotAFile { .. })), "{err:?}");
+        assert!(dma.ranges().is_empty());
+    }
+
+    #[test]
     fn bad_ranges_and_failed_mmaps_are_errors() {
         let (_memory, mut dma) = setup();
         let ram = guest_ram(MIB);
@@ -387,7 +523,7 @@ mod tests {
         ));
         // Offset not page aligned: mmap refuses.
         assert!(matches!(
-            dma.map(0, MIB, 1, DmaAccess::ReadWrite, Some(dup(&ram))),
+            dma.map(0, MIB / 2, 1, DmaAccess::ReadWrite, Some(dup(&ram))),
             Err(DmaError::Mmap { .. })
         ));
         assert!(dma.ranges().is_empty());

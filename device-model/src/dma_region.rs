@@ -10,14 +10,16 @@
 #![forbid(unsafe_code)]
 
 use crate::queues::{Mem, PAGE_SIZE};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use vm_memory::{GuestAddress, GuestMemory, Permissions};
 
-/// Largest region accepted, in pages (1 GiB); the Ethernet driver's largest
-/// ring is 128 KiB (7.3 RX CQ).
-pub const MAX_REGION_PAGES: u32 = 1 << 18;
-/// Regions alive at once before CREATE_DMA_REGION is refused.
-pub const MAX_REGIONS: usize = 16384;
+/// Largest region accepted, in pages (16 MiB); the Ethernet driver's largest
+/// ring is 128 KiB (7.3 RX CQ), and 6.x/7.3 list every page of a region in
+/// the one CREATE_DMA_REGION request (at most 504 pages fit in 4 KiB).
+pub const MAX_REGION_PAGES: u32 = 1 << 12;
+/// Regions not yet owned by a queue before CREATE_DMA_REGION is refused
+/// (the driver hands each region to a queue right after creating it).
+pub const MAX_REGIONS: usize = 256;
 
 /// Errors of DMA-region bookkeeping; each maps to an error status.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -72,6 +74,14 @@ pub enum RegionError {
     /// Too many regions alive.
     #[error("too many DMA regions ({0})")]
     Exhausted(usize),
+    /// A page is listed twice in one region (a ring would alias itself).
+    #[error("page {index} at {addr:#x} is already in the region")]
+    DuplicatePage {
+        /// Index in the region.
+        index: usize,
+        /// Guest address.
+        addr: u64,
+    },
 }
 
 /// One registered region.
@@ -99,8 +109,18 @@ pub struct DmaRegions {
     next_handle: u64,
 }
 
-fn check_pages(mem: &Mem, pages: &[u64], first_index: usize) -> Result<(), RegionError> {
+/// Checks that every page of `pages` is a 4 KiB page of guest memory and
+/// that none repeats one of `have` or an earlier one of `pages`.
+fn check_pages(mem: &Mem, have: &[u64], pages: &[u64]) -> Result<(), RegionError> {
+    let first_index = have.len();
+    let mut seen: BTreeSet<u64> = have.iter().copied().collect();
     for (i, &addr) in pages.iter().enumerate() {
+        if !seen.insert(addr) {
+            return Err(RegionError::DuplicatePage {
+                index: first_index + i,
+                addr,
+            });
+        }
         let in_memory = GuestMemory::check_range(
             mem,
             GuestAddress(addr),
@@ -124,7 +144,8 @@ impl DmaRegions {
     /// [`RegionError::BadGeometry`] unless `offset == 0`, `page_type == 0`
     /// (4 KiB), `1 <= page_count <= MAX_REGION_PAGES`,
     /// `pages.len() <= page_count` and `0 < length <= page_count * 4096`;
-    /// [`RegionError::BadPage`] for an unaligned or unmapped page;
+    /// [`RegionError::BadPage`] for an unaligned or unmapped page,
+    /// [`RegionError::DuplicatePage`] for a page listed twice;
     /// [`RegionError::Exhausted`] when [`MAX_REGIONS`] are alive.
     pub fn create(
         &mut self,
@@ -153,7 +174,7 @@ impl DmaRegions {
         if self.regions.len() >= MAX_REGIONS {
             return Err(RegionError::Exhausted(self.regions.len()));
         }
-        check_pages(mem, &pages, 0)?;
+        check_pages(mem, &[], &pages)?;
         let handle = self.allocate_handle();
         self.regions.insert(
             handle,
@@ -180,7 +201,7 @@ impl DmaRegions {
     ///
     /// # Errors
     /// [`RegionError::UnknownHandle`], [`RegionError::TooManyPages`],
-    /// [`RegionError::BadPage`].
+    /// [`RegionError::BadPage`], [`RegionError::DuplicatePage`].
     pub fn add_pages(
         &mut self,
         mem: &Mem,
@@ -199,7 +220,7 @@ impl DmaRegions {
                 declared: region.page_count,
             });
         }
-        check_pages(mem, &pages, region.pages.len())?;
+        check_pages(mem, &region.pages, &pages)?;
         region.pages.extend(pages);
         Ok(())
     }
@@ -233,6 +254,11 @@ impl DmaRegions {
             });
         }
         Ok(region)
+    }
+
+    /// Pages declared by every region alive (`page_count`, whether listed yet or not).
+    pub fn declared_pages(&self) -> u64 {
+        self.regions.values().map(|r| u64::from(r.page_count)).sum()
     }
 
     /// Number of regions alive.

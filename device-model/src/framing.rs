@@ -11,8 +11,8 @@
 #![forbid(unsafe_code)]
 
 use crate::defs::{
-    Command, GdmaReqHdr, GdmaRespHdr, Le32, Le64, STATUS_CMD_UNSUPPORTED, STATUS_INVALID_PARAMETER,
-    STATUS_OK,
+    Command, GdmaReqHdr, GdmaRespHdr, Le32, Le64, STATUS_CMD_UNSUPPORTED,
+    STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_PARAMETER, STATUS_OK,
 };
 use crate::dma_region::RegionError;
 use crate::hwc::MAX_MESSAGE_SIZE;
@@ -47,6 +47,17 @@ pub enum CommandError {
     /// A queue problem.
     #[error(transparent)]
     Queue(#[from] QueueError),
+    /// The command would create more than the device's budget allows
+    /// ([`crate::budget`]).
+    #[error("{what}: {have} of at most {limit} in use")]
+    Exhausted {
+        /// What ran out.
+        what: &'static str,
+        /// How many there are.
+        have: u64,
+        /// The limit.
+        limit: u64,
+    },
 }
 
 impl CommandError {
@@ -54,6 +65,9 @@ impl CommandError {
     pub fn status(&self) -> u32 {
         match self {
             Self::Unsupported(_) => STATUS_CMD_UNSUPPORTED,
+            Self::Exhausted { .. } | Self::Region(RegionError::Exhausted(_)) => {
+                STATUS_INSUFFICIENT_RESOURCES
+            }
             _ => STATUS_INVALID_PARAMETER,
         }
     }

@@ -25,6 +25,10 @@ use zerocopy::FromZeros;
 const GDMA_PROTOCOL_V1: u64 = 1;
 /// Default HWC timeout (`HW_CHANNEL_WAIT_RESOURCE_TIMEOUT_MS`).
 const HWC_TIMEOUT_MS: u32 = 30_000;
+/// `parent_eq` of a CQ whose EQ was disabled (GDMA_DISABLE_QUEUE): no EQ
+/// has this id (EQ ids are below 65536), so its completions raise nothing,
+/// even after a new EQ takes the old id.
+pub const DETACHED_EQ: u32 = u32::MAX;
 
 fn dev_key(dev_id: DevId) -> (u16, u16) {
     (dev_id.dev_type.get(), dev_id.instance.get())
@@ -98,6 +102,13 @@ pub(crate) fn handle(
             }
             if ctx.res.hwc_eq == Some(eq_id) || ctx.res.queues.eqs.remove(&eq_id).is_none() {
                 return Err(invalid("queue_index", eq_id));
+            }
+            // CQs still pointing at the disabled EQ must not notify an EQ
+            // that later reuses its id: their completions notify nobody.
+            for cq in ctx.res.queues.cqs.values_mut() {
+                if cq.parent_eq == eq_id {
+                    cq.parent_eq = DETACHED_EQ;
+                }
             }
             Ok(body(&GdmaRespHdr::new_zeroed()))
         }

@@ -11,6 +11,13 @@
 //! its pending bit is set and the interrupt is delivered as soon as an
 //! eventfd arrives (PCI 3.0 6.8.3.5 "pending bits"). While MSI-X is off,
 //! raised vectors are dropped and counted.
+//!
+//! Raising a vector runs inside a guest MMIO access, so it must never block:
+//! only eventfds are accepted as vector fds (a regular file on a slow file
+//! system, a full pipe or a socket could block the write), each is switched
+//! to non-blocking, and a write that would block (the eventfd's counter is at
+//! its maximum, which only whoever holds the other end can cause) is counted
+//! as lost instead.
 
 use crate::interrupt::InterruptSink;
 use crate::pci::{MSIX_MAX_VECTORS, MSIX_PBA_OFFSET, MSIX_TABLE_OFFSET};
@@ -26,6 +33,8 @@ use vfio_bindings::bindings::vfio::{
 
 /// Bytes per MSI-X table entry (address low/high, data, vector control).
 const TABLE_ENTRY_SIZE: u64 = 16;
+/// Lost interrupts logged one by one before only every power of two is.
+const LOST_LOG_LIMIT: u64 = 16;
 
 /// Errors from a `SET_IRQS` request for the MSI-X index.
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -51,6 +60,15 @@ pub enum MsixError {
     /// An action/data combination MSI-X does not support (MASK/UNMASK, DATA_BOOL).
     #[error("unsupported SET_IRQS flags {0:#x} for MSI-X")]
     Unsupported(u32),
+    /// A vector's fd is not an eventfd (or cannot be made non-blocking), so
+    /// writing it could block the device.
+    #[error("SET_IRQS vector {vector}: the fd is not an eventfd ({what})")]
+    NotAnEventfd {
+        /// The vector.
+        vector: u32,
+        /// What it is instead, or what failed.
+        what: String,
+    },
 }
 
 /// Counters and state of the MSI-X vectors, for status reports.
@@ -68,6 +86,10 @@ pub struct MsixSnapshot {
     pub delivered: Vec<u64>,
     /// Interrupts raised while MSI-X was disabled or for a vector outside the table.
     pub dropped: u64,
+    /// Interrupts whose eventfd write failed (EAGAIN: the eventfd's counter
+    /// was full); never retried.
+    #[serde(default)]
+    pub lost: u64,
 }
 
 #[derive(Debug)]
@@ -77,6 +99,7 @@ struct State {
     pending: Vec<bool>,
     delivered: Vec<u64>,
     dropped: u64,
+    lost: u64,
     /// Guest-visible table entries as last written through the BAR (QEMU
     /// normally keeps its own copy and never forwards these accesses).
     table: Vec<[u32; 4]>,
@@ -91,6 +114,7 @@ impl State {
             pending: vec![false; n],
             delivered: vec![0; n],
             dropped: 0,
+            lost: 0,
             // Vector control bit 0 (masked) is set after reset (PCI 3.0 6.8.2.9).
             table: vec![[0, 0, 0, 1]; n],
         }
@@ -101,11 +125,15 @@ impl State {
             return;
         };
         let mut fd: &File = fd;
-        match fd.write_all(&1u64.to_ne_bytes()) {
-            Ok(()) => self.delivered[vector] += 1,
-            Err(err) => {
-                tracing::warn!(vector, %err, "MSI-X eventfd write failed; interrupt lost");
-                self.dropped += 1;
+        // One 8-byte write to an eventfd is all or nothing.
+        match fd.write(&1u64.to_ne_bytes()) {
+            Ok(8) => self.delivered[vector] += 1,
+            result => {
+                self.lost += 1;
+                if self.lost <= LOST_LOG_LIMIT || self.lost.is_power_of_two() {
+                    let err = result.map_or_else(|e| e.to_string(), |n| format!("wrote {n} bytes"));
+                    tracing::warn!(vector, lost = self.lost, %err, "MSI-X eventfd write failed; interrupt lost");
+                }
             }
         }
     }
@@ -160,8 +188,10 @@ impl MsixVectors {
     ///   eventfds of those vectors.
     ///
     /// # Errors
-    /// [`MsixError`] for vectors outside the table, a wrong number of fds, or
-    /// MASK/UNMASK/DATA_BOOL, which VFIO does not support for MSI-X either.
+    /// [`MsixError`] for vectors outside the table, a wrong number of fds, an
+    /// fd that is not an eventfd ([`MsixError::NotAnEventfd`]; nothing is
+    /// installed then), or MASK/UNMASK/DATA_BOOL, which VFIO does not support
+    /// for MSI-X either.
     pub fn set_irqs(
         &self,
         flags: u32,
@@ -203,6 +233,12 @@ impl MsixVectors {
                 tracing::debug!(?vectors, "MSI-X enabled; vectors without eventfd");
             }
             VFIO_IRQ_SET_DATA_EVENTFD if fds.len() == vectors.len() => {
+                for (vector, fd) in vectors.clone().zip(&fds) {
+                    make_nonblocking_eventfd(fd).map_err(|what| MsixError::NotAnEventfd {
+                        vector: vector as u32,
+                        what,
+                    })?;
+                }
                 state.enabled = true;
                 for (vector, fd) in vectors.clone().zip(fds) {
                     state.eventfds[vector] = Some(fd);
@@ -299,8 +335,39 @@ impl MsixVectors {
             pending: which(&|v| state.pending[v]),
             delivered: state.delivered.clone(),
             dropped: state.dropped,
+            lost: state.lost,
         }
     }
+}
+
+/// Checks that `fd` is an eventfd (its `/proc/self/fd` link reads
+/// `anon_inode:[eventfd]`) and sets `O_NONBLOCK` on it. QEMU's eventfds are
+/// non-blocking already (`event_notifier_init()`); the flag belongs to the
+/// open file, which QEMU shares, so nothing changes for QEMU.
+///
+/// # Errors
+/// What the fd is instead, or which call failed.
+fn make_nonblocking_eventfd(fd: &File) -> Result<(), String> {
+    use std::os::fd::AsRawFd;
+    let raw = fd.as_raw_fd();
+    let link = std::fs::read_link(format!("/proc/self/fd/{raw}"))
+        .map_err(|err| format!("cannot read /proc/self/fd/{raw}: {err}"))?;
+    if link.as_os_str() != "anon_inode:[eventfd]" {
+        return Err(link.display().to_string());
+    }
+    // SAFETY: fcntl(F_GETFL) on an fd this function borrows; no memory is passed.
+    let flags = unsafe { libc::fcntl(raw, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(format!("F_GETFL: {}", std::io::Error::last_os_error()));
+    }
+    if flags & libc::O_NONBLOCK == 0 {
+        // SAFETY: fcntl(F_SETFL) with an integer argument on a borrowed fd.
+        let set = unsafe { libc::fcntl(raw, libc::F_SETFL, flags | libc::O_NONBLOCK) };
+        if set < 0 {
+            return Err(format!("F_SETFL: {}", std::io::Error::last_os_error()));
+        }
+    }
+    Ok(())
 }
 
 impl InterruptSink for MsixVectors {
@@ -444,6 +511,49 @@ mod tests {
             msix.set_irqs(mask, 0, 1, vec![]),
             Err(MsixError::Unsupported(mask))
         );
+    }
+
+    #[test]
+    fn a_vector_fd_that_is_not_an_eventfd_is_refused_and_nothing_is_installed() {
+        let msix = MsixVectors::new(4);
+        let (_efd, good) = eventfd();
+        let file = memfd::MemfdOptions::default()
+            .create("not-an-eventfd")
+            .expect("memfd")
+            .into_file();
+        let err = msix.set_irqs(EVENTFD, 0, 2, vec![good, file]);
+        assert!(
+            matches!(&err, Err(MsixError::NotAnEventfd { vector: 1, what }) if what.contains("memfd")),
+            "{err:?}"
+        );
+        let snap = msix.snapshot();
+        assert!(
+            !snap.enabled && snap.vectors_with_eventfd.is_empty(),
+            "{snap:?}"
+        );
+    }
+
+    #[test]
+    fn a_full_eventfd_loses_the_interrupt_instead_of_blocking_the_device() {
+        use std::os::fd::{AsRawFd, BorrowedFd};
+        // A blocking eventfd whose counter the other end filled to its
+        // maximum (0xffff_ffff_ffff_fffe): a blocking write of 1 would wait
+        // for a reader for ever.
+        let efd = EventFd::new(0).expect("blocking eventfd");
+        efd.write(u64::MAX - 1).expect("fill the counter");
+        // SAFETY: the fd is open and owned by `efd`, which outlives this borrow.
+        let borrowed = unsafe { BorrowedFd::borrow_raw(efd.as_raw_fd()) };
+        let file = File::from(borrowed.try_clone_to_owned().expect("dup"));
+        let msix = MsixVectors::new(2);
+        msix.set_irqs(EVENTFD, 1, 1, vec![file])
+            .expect("an eventfd");
+        msix.raise(1);
+        msix.raise(1);
+        let snap = msix.snapshot();
+        assert_eq!((snap.lost, snap.delivered[1]), (2, 0));
+        assert_eq!(efd.read().expect("counter"), u64::MAX - 1);
+        msix.raise(1);
+        assert_eq!(msix.snapshot().delivered[1], 1, "delivered again once read");
     }
 
     #[test]

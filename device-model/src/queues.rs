@@ -478,6 +478,11 @@ impl WorkQueue {
         self.kind
     }
 
+    /// Ring size in bytes (for the device's page budget, [`crate::budget`]).
+    pub fn ring_bytes(&self) -> u64 {
+        self.ring.size()
+    }
+
     fn ring_size(&self) -> u32 {
         self.ring.size() as u32
     }

@@ -14,10 +14,16 @@
 //!
 //! Readiness: the socket file exists and accepts connections as soon as
 //! [`DeviceServer::bind`] returns.
+//!
+//! Each connection is served by the `vfio_user` crate's [`Server`] behind
+//! the device's front ([`crate::front`]): the client talks to the front,
+//! which checks each message and passes it on over a private socket, and
+//! puts the errno of a refusal into the reply (the crate would send 0).
 
 use crate::bar::{Bar0Factory, Bar0Handler, DmaMemory};
 use crate::config::DeviceConfig;
 use crate::dma::{DmaAccess, DmaError, DmaMappings};
+use crate::front::Refusals;
 use crate::interrupt::InterruptSink;
 use crate::msix::{MsixError, MsixSnapshot, MsixVectors};
 use crate::pci::{
@@ -27,6 +33,7 @@ use crate::snapshot::Snapshot;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io;
+use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -63,9 +70,22 @@ pub enum ServerError {
         path: PathBuf,
         /// What went wrong.
         #[source]
-        source: vfio_user::Error,
+        source: io::Error,
     },
-    /// The connection failed (accept, read or write on the socket).
+    /// accept() failed, or the private socket to the `vfio_user` server
+    /// could not be set up.
+    #[error("vfio-user connection: {what}")]
+    Accept {
+        /// Which step.
+        what: &'static str,
+        /// What went wrong.
+        #[source]
+        source: io::Error,
+    },
+    /// The front stopped serving (client socket, framing).
+    #[error("vfio-user connection failed")]
+    Front(#[source] crate::front::FrontError),
+    /// The `vfio_user` server behind the front failed.
     #[error("vfio-user connection failed")]
     Connection(#[source] vfio_user::Error),
     /// The status file could not be written.
@@ -116,6 +136,14 @@ pub struct ShellStatus {
     pub dma_ranges: Vec<(u64, u64)>,
     /// Malformed requests from the client (bad region, length or offset).
     pub bad_requests: u64,
+    /// Client messages refused before they reached the device (framing,
+    /// unknown commands; see [`crate::wire`]).
+    #[serde(default)]
+    pub refused_messages: u64,
+    /// DMA_MAP, DMA_UNMAP and SET_IRQS requests the device refused (each
+    /// answered with its errno).
+    #[serde(default)]
+    pub refused_requests: u64,
 }
 
 /// The device's status: what the status file and the control channel's
@@ -288,6 +316,8 @@ impl ManaFunction {
             msix: self.msix.snapshot(),
             dma_ranges: self.dma.ranges(),
             bad_requests: self.bad_requests,
+            refused_messages: 0,
+            refused_requests: 0,
         }
     }
 
@@ -495,6 +525,7 @@ enum Target {
 struct Backend {
     function: Arc<Mutex<ManaFunction>>,
     connected: Arc<AtomicBool>,
+    refusals: Arc<Refusals>,
 }
 
 impl Backend {
@@ -512,9 +543,17 @@ fn lock(function: &Mutex<ManaFunction>) -> MutexGuard<'_, ManaFunction> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-fn io_error(err: impl std::error::Error + Send + Sync + 'static) -> io::Error {
-    tracing::warn!(%err, "request refused");
-    io::Error::new(io::ErrorKind::InvalidInput, err)
+impl Backend {
+    /// Records the refusal's errno for the front ([`crate::front`]) and
+    /// turns it into the `io::Error` the `vfio_user` crate takes.
+    fn refuse(&self, err: impl std::error::Error + Send + Sync + 'static, errno: i32) -> io::Error {
+        let count = self.refusals.refused_by_device() + 1;
+        if count <= WARN_LIMIT || count.is_power_of_two() {
+            tracing::warn!(%err, errno, count, "request refused");
+        }
+        self.refusals.record(errno);
+        io::Error::new(io::ErrorKind::InvalidInput, err)
+    }
 }
 
 impl ServerBackend for Backend {
@@ -536,15 +575,19 @@ impl ServerBackend for Backend {
         size: u64,
         fd: Option<File>,
     ) -> io::Result<()> {
-        self.lock()
-            .dma_map(flags, offset, address, size, fd)
-            .map_err(io_error)
+        let result = self.lock().dma_map(flags, offset, address, size, fd);
+        result.map_err(|err| {
+            let errno = err.errno();
+            self.refuse(err, errno)
+        })
     }
 
     fn dma_unmap(&mut self, flags: DmaUnmapFlags, address: u64, size: u64) -> io::Result<()> {
-        self.lock()
-            .dma_unmap(flags, address, size)
-            .map_err(io_error)
+        let result = self.lock().dma_unmap(flags, address, size);
+        result.map_err(|err| {
+            let errno = err.errno();
+            self.refuse(err, errno)
+        })
     }
 
     fn reset(&mut self) -> io::Result<()> {
@@ -561,19 +604,30 @@ impl ServerBackend for Backend {
         fds: Vec<File>,
     ) -> io::Result<()> {
         tracing::debug!(index, flags, start, count, fds = fds.len(), "SET_IRQS");
-        self.lock()
-            .set_irqs(index, flags, start, count, fds)
-            .map_err(io_error)
+        let result = self.lock().set_irqs(index, flags, start, count, fds);
+        result.map_err(|err| self.refuse(err, libc::EINVAL))
     }
 }
 
 /// A bound vfio-user socket with the device behind it.
 pub struct DeviceServer {
-    server: Server,
+    listener: UnixListener,
     path: PathBuf,
+    irqs: Vec<IrqInfo>,
+    regions: Vec<ServerRegion>,
     function: Arc<Mutex<ManaFunction>>,
     connected: Arc<AtomicBool>,
     core_status: Arc<OnceLock<CoreStatus>>,
+    refusals: Arc<Refusals>,
+}
+
+impl Drop for DeviceServer {
+    /// Removes the socket file.
+    fn drop(&mut self) {
+        if self.path.exists() {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 impl std::fmt::Debug for DeviceServer {
@@ -590,12 +644,16 @@ pub struct StatusHandle {
     function: Arc<Mutex<ManaFunction>>,
     connected: Arc<AtomicBool>,
     core_status: Arc<OnceLock<CoreStatus>>,
+    refusals: Arc<Refusals>,
 }
 
 impl StatusHandle {
     /// Current state of the shell (PCI function, MSI-X, DMA).
     pub fn status(&self) -> ShellStatus {
-        lock(&self.function).status(self.connected.load(Ordering::Relaxed))
+        let mut status = lock(&self.function).status(self.connected.load(Ordering::Relaxed));
+        status.refused_messages = self.refusals.refused_by_front();
+        status.refused_requests = self.refusals.refused_by_device();
+        status
     }
 
     /// The shell's state and, if registered, the core's snapshot. The two
@@ -657,25 +715,23 @@ impl DeviceServer {
             return Err(ServerError::SocketExists(path.to_path_buf()));
         }
         let function = ManaFunction::new(config, factory)?;
-        let server =
-            Server::new(path, true, function.irqs(), function.regions()).map_err(|source| {
-                match source {
-                    vfio_user::Error::SocketPathExists => {
-                        ServerError::SocketExists(path.to_path_buf())
-                    }
-                    source => ServerError::Bind {
-                        path: path.to_path_buf(),
-                        source,
-                    },
-                }
-            })?;
+        let listener = UnixListener::bind(path).map_err(|source| match source.kind() {
+            io::ErrorKind::AddrInUse => ServerError::SocketExists(path.to_path_buf()),
+            _ => ServerError::Bind {
+                path: path.to_path_buf(),
+                source,
+            },
+        })?;
         tracing::info!(socket = %path.display(), "vfio-user socket ready");
         Ok(Self {
-            server,
+            listener,
             path: path.to_path_buf(),
+            irqs: function.irqs(),
+            regions: function.regions(),
             function: Arc::new(Mutex::new(function)),
             connected: Arc::new(AtomicBool::new(false)),
             core_status: Arc::new(OnceLock::new()),
+            refusals: Arc::new(Refusals::default()),
         })
     }
 
@@ -698,6 +754,7 @@ impl DeviceServer {
             function: Arc::clone(&self.function),
             connected: Arc::clone(&self.connected),
             core_status: Arc::clone(&self.core_status),
+            refusals: Arc::clone(&self.refusals),
         }
     }
 
@@ -705,17 +762,74 @@ impl DeviceServer {
     /// Dropping the server removes the socket file.
     ///
     /// # Errors
-    /// [`ServerError::Connection`] if accept() or the socket I/O fails.
+    /// [`ServerError::Accept`] if accept() fails, and those of [`Self::serve`].
     pub fn run(&self) -> Result<(), ServerError> {
+        let (client, _) = self
+            .listener
+            .accept()
+            .map_err(|source| ServerError::Accept {
+                what: "accept",
+                source,
+            })?;
+        self.serve(client)?;
+        tracing::info!("vfio-user client disconnected");
+        Ok(())
+    }
+
+    /// Serves one connected client (what [`Self::run`] accepted; a
+    /// socketpair's end in tests and fuzzing) until it disconnects: the
+    /// front ([`crate::front::relay`]) in this thread, the `vfio_user`
+    /// crate's server on a private socket in another.
+    ///
+    /// # Errors
+    /// [`ServerError::Accept`] if the private socket cannot be set up,
+    /// [`ServerError::Front`] if the client's socket or framing fails,
+    /// [`ServerError::Connection`] if the `vfio_user` server fails.
+    pub fn serve(&self, client: UnixStream) -> Result<(), ServerError> {
+        let (server, inner) = self.start_inner()?;
         let mut backend = Backend {
             function: Arc::clone(&self.function),
             connected: Arc::clone(&self.connected),
+            refusals: Arc::clone(&self.refusals),
         };
-        self.server
-            .run(&mut backend)
-            .map_err(ServerError::Connection)?;
-        tracing::info!("vfio-user client disconnected");
-        Ok(())
+        let serving = std::thread::Builder::new()
+            .name("vfio-user-device".into())
+            .spawn(move || server.run(&mut backend))
+            .map_err(|source| ServerError::Accept {
+                what: "spawn the vfio-user server thread",
+                source,
+            })?;
+        let relayed = crate::front::relay(&client, &inner, &self.refusals);
+        // End of the front: the server sees end of file and returns.
+        let _ = inner.shutdown(std::net::Shutdown::Both);
+        let served = serving
+            .join()
+            .unwrap_or(Err(vfio_user::Error::InvalidInput));
+        relayed.map_err(ServerError::Front)?;
+        served.map_err(ServerError::Connection)
+    }
+
+    /// The `vfio_user` server for one connection, listening on a socket in
+    /// a fresh private (0700) folder that is removed again as soon as the
+    /// front has connected, so that nobody else can: returns it and the
+    /// front's end.
+    fn start_inner(&self) -> Result<(Server, UnixStream), ServerError> {
+        let step = |what| move |source| ServerError::Accept { what, source };
+        let dir = tempfile::Builder::new()
+            .prefix("mana-device-")
+            .tempdir()
+            .map_err(step("create a private folder"))?;
+        let path = dir.path().join("inner.sock");
+        let listener = UnixListener::bind(&path).map_err(step("bind the private socket"))?;
+        let front = UnixStream::connect(&path).map_err(step("connect the private socket"))?;
+        drop(dir);
+        let server = Server::from_owned_fd(
+            std::os::fd::OwnedFd::from(listener),
+            true,
+            self.irqs.clone(),
+            self.regions.clone(),
+        );
+        Ok((server, front))
     }
 }
 

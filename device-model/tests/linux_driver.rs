@@ -398,7 +398,7 @@ fn unknown_commands_fail_with_cmd_unsupported_and_a_header_only_response() {
         assert_eq!(rh.dev_id, dev);
     }
     let snap = drv.dev.snapshot();
-    assert_eq!(snap.counters.commands["0x9999"], 1);
+    assert_eq!(snap.counters.commands[device_model::device::UNKNOWN_COMMAND], 1);
     assert_eq!(snap.counters.commands["MANA_QUERY_PHY_STAT"], 1);
 }
 

@@ -2,6 +2,8 @@
 //! clean SIGTERM, clear errors on bad arguments, the control channel on
 //! stdin/stdout, and a panicking or hanging device (`--inject-fault`).
 
+mod wire_client;
+
 use device_model::control::{Op, Reply, Request, Response};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -234,7 +236,7 @@ fn a_panic_in_the_serving_thread_ends_the_process_with_101_and_the_message() {
     // The last line says it all (a backtrace before it may be long).
     let last = stderr.lines().last().unwrap_or_default();
     assert!(
-        last.starts_with("mana-device: error: thread 'vfio-user' panicked at ")
+        last.starts_with("mana-device: error: thread 'vfio-user-device' panicked at ")
             && last.ends_with(": injected fault: panic:1; exiting"),
         "{stderr}"
     );
@@ -272,4 +274,30 @@ fn a_device_hung_inside_a_message_answers_no_ping() {
     child.wait().expect("reap");
     drop(stdin);
     writer.join().expect("the client thread ends with the device");
+}
+
+#[test]
+fn a_version_message_without_payload_is_refused_and_the_process_keeps_serving() {
+    // Sent straight to the vfio_user crate, this message panics it
+    // (CString::from_vec_with_nul(..).unwrap()); the device's front refuses
+    // it with EINVAL first, and the session goes on.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let socket = dir.path().join("dev.sock");
+    let mut device = controlled(&socket, &[]);
+    let stream = std::os::unix::net::UnixStream::connect(&socket).expect("connect");
+    let mut client = wire_client::RawClient::new(stream);
+    let reply = client.call(device_model::wire::VERSION, &[0, 0, 0, 0], &[]);
+    assert_eq!(reply.errno(), Some(libc::EINVAL), "{reply:?}");
+    let json = wire_client::version_fields("{\"capabilities\":{}}");
+    let reply = client.call(device_model::wire::VERSION, &json, &[]);
+    assert_eq!(reply.errno(), None, "{reply:?}");
+    device.ask(1, Op::Ping);
+    assert_eq!(device.answer(DEADLINE), Some(Response { id: 1, reply: Reply::Pong }));
+    // The client leaves: the device ends cleanly.
+    drop(client);
+    let Controlled { child, stdin, .. } = device;
+    let output = wait(child);
+    drop(stdin);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(!socket.exists(), "socket removed");
 }
