@@ -19,14 +19,19 @@
 #    device-model/tests/guest-smoke.md on the devshell branch);
 #    `manarig.channels=N` then runs `ethtool -L <netdev> combined N` (Debian's
 #    ethtool, in the initramfs with its libraries when the rig provides it);
-# 4. prints the report between MANARIG-REPORT-BEGIN <version> and
+# 4. with `manarig.addr=A.B.C.D/P`, adds that address to the netdev; with
+#    `manarig.traffic=IP:PORT` also reads the NIC's IRQ counts, the NET_RX and
+#    NET_TX softirqs and `ethtool -S`'s per-queue counters, pings the peer,
+#    runs `manarig-flows guest` against it (the flows the rig planned), and
+#    reads the counters again;
+# 5. prints the report between MANARIG-REPORT-BEGIN <version> and
 #    MANARIG-REPORT-END, one `key: value` line per item, on the console or, with
 #    `manarig.report=ttyS1`, on the second serial port (no kernel message can
 #    interleave there); with `manarig.reprobe=1` it first prints the state as a
 #    stage (MANARIG-STAGE-BEGIN first-probe ... MANARIG-STAGE-END), reads every
 #    /proc/irq/*/affinity_hint, runs `rmmod mana`, reads them again, loads mana
 #    again and repeats step 3 before the report;
-# 5. powers off.
+# 6. powers off.
 #
 # The protocol (command-line items, markers, report lines, versions) is written
 # down in guest-images/README.md and parsed by harness/src/guest_protocol/.
@@ -38,7 +43,7 @@
 export PATH=/bin:/sbin
 # The report's format version (guest-images/README.md, "Versions"): raise it
 # when a line the host reads changes its shape or meaning or goes away.
-PROTOCOL_VERSION=2
+PROTOCOL_VERSION=3
 mount -t proc proc /proc
 
 # Under TCG a fork costs milliseconds of the guest's only busy vCPU time, so
@@ -60,6 +65,8 @@ CHANNELS=
 REPROBE=0
 PIN=
 REPORT=
+ADDR=
+TRAFFIC=
 read -r CMDLINE < /proc/cmdline
 for arg in $CMDLINE; do
 	case "$arg" in
@@ -72,6 +79,8 @@ for arg in $CMDLINE; do
 	manarig.reprobe=*) REPROBE=${arg#manarig.reprobe=} ;;
 	manarig.pin=*) PIN=${arg#manarig.pin=} ;;
 	manarig.report=*) REPORT=${arg#manarig.report=} ;;
+	manarig.addr=*) ADDR=${arg#manarig.addr=} ;;
+	manarig.traffic=*) TRAFFIC=${arg#manarig.traffic=} ;;
 	esac
 done
 
@@ -136,6 +145,21 @@ IRQ_AWK='FILENAME == "/proc/interrupts" {
 	FILENAME ~ /affinity_hint$/ { sub(/^(00000000,)+/, "") }
 	{ print "f " FILENAME ": " $0 }'
 irq_counts() { awk -v pat="$1" -v pre="" "$IRQ_AWK" /proc/interrupts; }
+# awk program (variable pre): /proc/softirqs' NET_RX and NET_TX rows as
+# `traffic-softirq <pre> NET_RX: CPU=COUNT,…` (non-zero CPUs only, `-` for none).
+# shellcheck disable=SC2016 # an awk program: its $i are awk's fields
+SOFTIRQ_AWK='FNR == 1 { for (i = 1; i <= NF; i++) { c = $i; sub(/^CPU/, "", c); cpu[i] = c }; next }
+	$1 == "NET_RX:" || $1 == "NET_TX:" {
+		s = ""
+		for (i = 2; i <= NF; i++) if ($i != 0) s = s (s == "" ? "" : ",") cpu[i - 1] "=" $i
+		k = $1; sub(/:$/, "", k)
+		print "traffic-softirq " pre " " k ": " (s == "" ? "-" : s)
+	}'
+# awk program (variable pre): `ethtool -S`'s per-queue packet and byte
+# counters on one line, `traffic-stats <pre>: rx_0_packets=N tx_0_bytes=M …`.
+# shellcheck disable=SC2016 # an awk program
+STATS_AWK='$1 ~ /^(rx|tx)_[0-9]+_(packets|bytes):$/ { k = $1; sub(/:$/, "", k); s = s (s == "" ? "" : " ") k "=" $2 }
+	END { print "traffic-stats " pre ": " (s == "" ? "-" : s) }'
 MANA_PAT=' mana[_a-z0-9@:.]*$'
 
 # True when one of the NIC's MSI-X vectors has a mana handler and every such
@@ -291,6 +315,57 @@ if [ -n "$LOAD" ]; then
 	probe_and_settle
 fi
 
+# F: the NIC's /proc/irq/N/* files; PAT: its IRQs as an awk alternation (`|25|26…`).
+nic_irqs() {
+	F='' PAT=
+	for i in "$P/$NIC"/msi_irqs/*; do
+		[ -e "$i" ] || continue
+		i=${i##*/}
+		F="$F /proc/irq/$i/smp_affinity_list /proc/irq/$i/affinity_hint /proc/irq/$i/effective_affinity_list"
+		PAT="$PAT|$i"
+	done
+}
+
+ADDR_RC=- PING=- TRAFFIC_RC=- T_TRAFFIC=- T_TRAFFIC_END=-
+# The counters around the traffic, as report lines (moment $1: before|after):
+# the NIC's IRQs per CPU, NET_RX/NET_TX softirqs per CPU, ethtool -S per queue.
+traffic_counts() {
+	find_nic && nic_irqs
+	# shellcheck disable=SC2086 # PAT holds no blanks
+	[ -n "$PAT" ] && awk -v pat="^ *(${PAT#|}):" -v pre="traffic-irq $1: " "$IRQ_AWK" /proc/interrupts
+	awk -v pre="$1" "$SOFTIRQ_AWK" /proc/softirqs
+	if [ -x /sbin/ethtool ]; then ethtool -S "$NETDEV" 2>/dev/null | awk -v pre="$1" "$STATS_AWK"; fi
+}
+
+# manarig.addr: the netdev's address; manarig.traffic: ping the peer, then
+# the flows the rig planned (manarig-flows guest: it connects to the peer's
+# control port, takes the plan, runs the guest's side, exits 0 when every
+# flow's bytes were verified), with the counters read before and after.
+run_traffic() {
+	[ -n "$NETDEV" ] || return 0
+	if [ -n "$ADDR" ]; then
+		ip addr add "$ADDR" dev "$NETDEV" 2>/tmp/addr.err
+		ADDR_RC=$?
+	fi
+	[ -n "$TRAFFIC" ] || return 0
+	traffic_counts before > /tmp/traffic.before
+	up; T_TRAFFIC=$UP
+	ping -c 3 -A -W 2 -w 10 "${TRAFFIC%:*}" > /tmp/ping.out 2>&1
+	PING=$?
+	while read -r l; do
+		case "$l" in *"packets transmitted"*) PING="$PING $l" ;; esac
+	done < /tmp/ping.out
+	if [ -x /sbin/manarig-flows ]; then
+		manarig-flows guest --peer "$TRAFFIC" --guest "${ADDR%/*}" --deadline "$DEADLINE" > /tmp/flows.out 2>/tmp/traffic.err
+		TRAFFIC_RC=$?
+	else
+		echo "manarig.traffic=$TRAFFIC but no /sbin/manarig-flows in the initramfs" > /tmp/traffic.err
+		TRAFFIC_RC=127
+	fi
+	up; T_TRAFFIC_END=$UP
+	traffic_counts after > /tmp/traffic.after
+}
+
 # Everything between the report markers (also printed for a stage).
 report_body() {
 	read -r RELEASE < /proc/sys/kernel/osrelease
@@ -307,7 +382,15 @@ report_body() {
 	echo "channels: ${CHANNELS_NOW:--}"
 	echo "time rmmod: $T_RMMOD"
 	echo "rmmod: $RMMOD_RC"
-	for t in ethtool rmmod; do
+	echo "time traffic: $T_TRAFFIC"
+	echo "time traffic-end: $T_TRAFFIC_END"
+	echo "addr: $ADDR_RC"
+	echo "ping: $PING"
+	echo "traffic: $TRAFFIC_RC"
+	for t in before after; do
+		[ -s "/tmp/traffic.$t" ] && while read -r l; do echo "$l"; done < "/tmp/traffic.$t"
+	done
+	for t in ethtool rmmod addr traffic; do
 		[ -s "/tmp/$t.err" ] && while read -r l; do echo "stderr $t: $l"; done < "/tmp/$t.err"
 	done
 	echo "netdev: ${NETDEV:--}"
@@ -326,13 +409,7 @@ report_body() {
 	done
 	if find_nic; then
 		echo "nic: $NIC"
-		F='' PAT=
-		for i in "$P/$NIC"/msi_irqs/*; do
-			[ -e "$i" ] || continue
-			i=${i##*/}
-			F="$F /proc/irq/$i/smp_affinity_list /proc/irq/$i/affinity_hint /proc/irq/$i/effective_affinity_list"
-			PAT="$PAT|$i"
-		done
+		nic_irqs
 		# The vectors' counts and affinity files in one awk.
 		# shellcheck disable=SC2086 # $F is a list of paths without blanks
 		[ -n "$PAT" ] && awk -v pat="^ *(${PAT#|}):" -v pre="irqcount: " "$IRQ_AWK" /proc/interrupts $F 2>/dev/null
@@ -368,6 +445,8 @@ if [ -n "$LOAD" ] && [ "$REPROBE" = 1 ]; then
 	probe_and_settle
 	read_hints
 fi
+
+[ -n "$LOAD" ] && run_traffic
 
 block_open
 {

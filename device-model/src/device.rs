@@ -21,6 +21,7 @@ use crate::bar::{Bar0Factory, Bar0Handler, DmaMemory};
 use crate::config::DeviceConfig;
 use crate::datapath::backend::{Discard, PacketBackend};
 use crate::datapath::engine::{Engine, RX_BATCH, TX_BATCH};
+use crate::datapath::flows::FlowTable;
 use crate::datapath::rx::RxVerdict;
 use crate::datapath::Env;
 use crate::defs::{CqDoorbell, DeviceType, EqDoorbell, SmcMsgType, WqDoorbell};
@@ -72,6 +73,7 @@ pub struct ManaDevice {
     res: Resources,
     counters: Counters,
     engine: Engine,
+    flows: FlowTable,
 }
 
 /// A [`Bar0Factory`] that builds a [`ManaDevice`] with `config`.
@@ -102,6 +104,7 @@ impl ManaDevice {
             res: Resources::default(),
             counters: Counters::default(),
             engine: Engine::new(backend),
+            flows: FlowTable::default(),
         }
     }
 
@@ -138,6 +141,13 @@ impl ManaDevice {
         self.has_pending_work()
     }
 
+    /// Records up to `capacity` distinct TCP/UDP flows from now on (their
+    /// queue, RSS hash and frame counts, in the snapshot's `flows`); 0 turns
+    /// recording off. See [`crate::datapath::flows`].
+    pub fn record_flows(&mut self, capacity: usize) {
+        self.flows.enable(capacity);
+    }
+
     /// The packet backend.
     pub fn backend_mut(&mut self) -> &mut dyn PacketBackend {
         self.engine.backend_mut()
@@ -170,6 +180,7 @@ impl ManaDevice {
             mem: &mem,
             irq: self.irq.as_ref(),
             mem_key,
+            flows: &mut self.flows,
         };
         f(&mut self.engine, &mut env)
     }
@@ -255,6 +266,7 @@ impl ManaDevice {
             devices,
             vectors_raised: queues.raised.clone(),
             steering: self.res.datapath.steering(),
+            flows: self.flows.snapshot(),
             counters: self.counters.clone(),
         }
     }

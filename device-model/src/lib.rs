@@ -17,11 +17,13 @@
 //!   crate reads it; refusals answered with their errno), [`pci`]
 //!   (configuration space), [`msix`] (eventfds and pending bits), [`dma`]
 //!   (guest memory from DMA_MAP fds), [`shared`] (the core behind a lock for
-//!   status snapshots).
+//!   status snapshots), [`backend_loop`] (the event loop that feeds frames
+//!   from a backend with a readiness fd, a TAP, into the core).
 //! - the process around it (`mana-device`, src/main.rs): [`control`] (status
 //!   and liveness requests from whoever started it, over stdin/stdout) and
 //!   [`fault`] (test-only fault injection).
 
+pub mod backend_loop;
 pub mod bar;
 pub mod config;
 pub mod control;

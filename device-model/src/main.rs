@@ -9,6 +9,13 @@
 //! end of file on stdin ends it like SIGTERM: this is how the rig runs it
 //! (harness/src/rig/device.rs).
 //!
+//! Network: without `--tap-fd` transmitted frames are dropped and nothing is
+//! received. With `--tap-fd N` (an inherited TAP descriptor: the rig's
+//! traffic peer creates the TAP in a private network namespace) vPort 0 sends
+//! to and receives from that TAP, through a data-path event loop
+//! (`device_model::backend_loop`); `--record-flows N` keeps per-flow queue,
+//! RSS hash and frame counts in the status.
+//!
 //! Exit 2 for arguments clap rejects, 1 for every other error (bad config
 //! values, socket in the way, connection failure, no client within
 //! `--connect-timeout`), with the reason on stderr; 101 when any thread
@@ -20,7 +27,12 @@ use clap::Parser;
 use device_model::config::DeviceConfig;
 use device_model::fault::DeviceFault;
 use device_model::server::{DeviceServer, StatusHandle};
-use device_model::shared::mana_core;
+use device_model::backend_loop::BackendLoop;
+use device_model::datapath::backend::{Discard, PacketBackend};
+use device_model::datapath::tap::Tap;
+use device_model::shared::mana_core_with;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::sync::atomic::Ordering;
 use signal_hook::consts::{SIGINT, SIGTERM, SIGUSR1};
 use signal_hook::iterator::Signals;
 use std::path::{Path, PathBuf};
@@ -62,6 +74,16 @@ struct Args {
     /// each (device_model::control); end of file on stdin stops the device.
     #[arg(long, value_parser = [device_model::control::STDIO])]
     control: Option<String>,
+    /// An open TAP file descriptor this process inherited (`IFF_TAP |
+    /// IFF_NO_PI`): vPort 0's network. Frames go to it and come from it
+    /// through a data-path event loop. Without it, transmitted frames are
+    /// dropped and nothing is received.
+    #[arg(long, value_name = "FD")]
+    tap_fd: Option<i32>,
+    /// Record up to N distinct TCP/UDP flows (queue, RSS hash, frames) in the
+    /// status (`flows`); 0 = off.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    record_flows: usize,
     /// Test only: fail at the N-th guest write to BAR0 (KIND:N, KIND = panic,
     /// exit, kill or hang; see device_model::fault).
     #[arg(long, value_name = "KIND:N", hide = true)]
@@ -135,9 +157,47 @@ fn write_status(handle: &StatusHandle, path: Option<&Path>) {
     }
 }
 
+/// Takes ownership of the inherited descriptor `fd` (a TAP) and makes sure it
+/// is non-blocking: the data path must never wait on the backend.
+///
+/// # Errors
+/// `fd` is not open in this process, or its flags cannot be read or set.
+fn adopt_tap_fd(fd: i32) -> Result<OwnedFd> {
+    if fd < 3 {
+        bail!("--tap-fd {fd}: descriptors 0-2 are stdin, stdout and stderr");
+    }
+    // SAFETY: fcntl(F_GETFL) only reads the flags of descriptor `fd`; an
+    // invalid descriptor makes it fail with EBADF, which is checked.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(std::io::Error::last_os_error())
+            .with_context(|| format!("--tap-fd {fd}: not an open descriptor of this process"));
+    }
+    if flags & libc::O_NONBLOCK == 0 {
+        // SAFETY: as above; F_SETFL changes only the file status flags.
+        if unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+            return Err(std::io::Error::last_os_error())
+                .with_context(|| format!("--tap-fd {fd}: cannot make it non-blocking"));
+        }
+    }
+    // SAFETY: `fd` is open (F_GETFL succeeded), was inherited for this
+    // purpose, and nothing else in this process owns or closes it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
 fn run(args: Args) -> Result<()> {
     let config = device_config(&args)?;
-    let (factory, core_status) = mana_core(&config);
+    let tap = args.tap_fd.map(adopt_tap_fd).transpose()?;
+    let (backend, tap_parts): (Box<dyn PacketBackend>, _) = match tap {
+        Some(fd) => {
+            let ready = fd.try_clone().context("--tap-fd: cannot duplicate the descriptor")?;
+            let tap = Tap::new(fd);
+            let stats = tap.stats();
+            (Box::new(tap), Some((ready, stats)))
+        }
+        None => (Box::new(Discard), None),
+    };
+    let (factory, core_status, core) = mana_core_with(&config, backend, args.record_flows);
     let factory = match args.inject_fault {
         Some(fault) => device_model::fault::inject(factory, fault),
         None => factory,
@@ -156,6 +216,11 @@ fn run(args: Args) -> Result<()> {
             .context("cannot write the readiness line to stdout")?;
     }
     server.set_core_status(core_status);
+    // The core exists once the server is bound: its backend's frames can flow.
+    let data_path = match tap_parts {
+        Some((ready, stats)) => Some((BackendLoop::start(core, ready)?, stats)),
+        None => None,
+    };
     let handle = server.status_handle();
     let (tx, rx) = mpsc::channel();
 
@@ -208,6 +273,19 @@ fn run(args: Args) -> Result<()> {
         None => rx.recv().context("server thread vanished")?,
     };
     write_status(&handle, args.status_file.as_deref());
+    if let Some((data_path, tap)) = data_path {
+        match data_path.stop() {
+            Ok(stats) => tracing::info!(
+                ?stats,
+                tap_tx = tap.tx_frames.load(Ordering::Relaxed),
+                tap_tx_full = tap.tx_full.load(Ordering::Relaxed),
+                tap_tx_errors = tap.tx_errors.load(Ordering::Relaxed),
+                tap_rx = tap.rx_frames.load(Ordering::Relaxed),
+                "data path stopped"
+            ),
+            Err(e) => tracing::error!("{e}"),
+        }
+    }
     // The serving thread may still hold the server (blocked in accept or a
     // read); remove the socket ourselves instead of waiting for its Drop.
     if args.socket.exists() {

@@ -6,6 +6,7 @@
 //! the caller keeps a typed handle ([`CoreObserver`]) for snapshots.
 
 use crate::bar::{Bar0Factory, Bar0Handler, DmaMemory};
+use crate::datapath::backend::{Discard, PacketBackend};
 use crate::interrupt::InterruptSink;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
@@ -52,6 +53,13 @@ impl<C> CoreObserver<C> {
     pub fn with<R>(&self, f: impl FnOnce(&C) -> R) -> Option<R> {
         self.slot.get().map(|core| f(&lock(core)))
     }
+
+    /// Runs `f` on the core under its lock, mutably (an event loop feeding it
+    /// frames); `None` before the factory has run. Must not be called from
+    /// inside the core.
+    pub fn with_mut<R>(&self, f: impl FnOnce(&mut C) -> R) -> Option<R> {
+        self.slot.get().map(|core| f(&mut lock(core)))
+    }
 }
 
 /// Turns `build` into a [`Bar0Factory`] whose core stays reachable through
@@ -78,12 +86,33 @@ where
 /// [`crate::server::CoreStatus`] that snapshots it for status files and the
 /// control channel. This is what `mana-device` serves.
 pub fn mana_core(config: &crate::config::DeviceConfig) -> (Bar0Factory, crate::server::CoreStatus) {
-    let config = config.clone();
-    let (factory, observer) =
-        observed_factory(move |memory, sink| crate::ManaDevice::new(config, memory, sink));
-    let status: crate::server::CoreStatus =
-        Box::new(move || observer.with(crate::ManaDevice::snapshot));
+    let (factory, status, _) = mana_core_with(config, Box::new(Discard), 0);
     (factory, status)
+}
+
+/// [`mana_core`] with the vPorts connected to `backend` and up to
+/// `record_flows` flows recorded ([`crate::ManaDevice::record_flows`]); also
+/// the typed handle an event loop uses to feed the core
+/// ([`crate::backend_loop`]).
+pub fn mana_core_with(
+    config: &crate::config::DeviceConfig,
+    backend: Box<dyn PacketBackend>,
+    record_flows: usize,
+) -> (
+    Bar0Factory,
+    crate::server::CoreStatus,
+    CoreObserver<crate::ManaDevice>,
+) {
+    let config = config.clone();
+    let (factory, observer) = observed_factory(move |memory, sink| {
+        let mut device = crate::ManaDevice::with_backend(config, memory, sink, backend);
+        device.record_flows(record_flows);
+        device
+    });
+    let status_observer = observer.clone();
+    let status: crate::server::CoreStatus =
+        Box::new(move || status_observer.with(crate::ManaDevice::snapshot));
+    (factory, status, observer)
 }
 
 #[cfg(test)]

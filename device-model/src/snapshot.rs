@@ -4,6 +4,7 @@
 //! deserialized into these same types by the rig (harness/src/rig/device.rs).
 #![forbid(unsafe_code)]
 
+use crate::datapath::flows::FlowsSnapshot;
 use crate::datapath::rss::SteeringSnapshot;
 use crate::datapath::stats::Traffic;
 use crate::datapath::Totals;
@@ -117,6 +118,10 @@ pub struct Snapshot {
     pub vectors_raised: BTreeMap<u16, u64>,
     /// RX steering (RSS) of every configured vPort.
     pub steering: Vec<SteeringSnapshot>,
+    /// Per-flow records (queue, RSS hash, frames), when recording is on
+    /// ([`crate::ManaDevice::record_flows`]).
+    #[serde(default)]
+    pub flows: FlowsSnapshot,
     /// Counters.
     pub counters: Counters,
 }

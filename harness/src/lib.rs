@@ -11,8 +11,11 @@
 //! - [`guest_protocol`]: the `/init` agent's command-line items, markers and report
 //!   parser (spec: guest-images/README.md); [`guest_topology`]: the guest's topology
 //!   checked against the machine QEMU was given;
-//! - [`rig`]: one run, end to end; [`verdict`]: the judgement and its formats;
-//!   [`matrix`]: many runs (topologies × kernels), sharded, merged, reported;
+//! - [`rig`]: one run, end to end; [`traffic`]: packets through the emulated NIC
+//!   in a run (the peer in a private network namespace, the flow plan);
+//!   [`verdict`]: the judgement and its formats; [`workspace_bin`]: finding the
+//!   workspace's helper binaries; [`matrix`]: many runs (topologies × kernels),
+//!   sharded, merged, reported;
 //! - [`import`]: a real machine's lscpu/numactl paste, sysfs snapshot or hwloc XML → a
 //!   topology file; [`picture`]: the machine with its IRQs as SVG and an HTML report;
 //! - [`cli`]: the command line, the only layer that knows exit codes.
@@ -31,6 +34,8 @@ pub mod provision;
 pub mod qemu;
 pub mod rig;
 pub mod scratch;
+pub mod traffic;
 pub mod verdict;
+pub mod workspace_bin;
 
 pub use manarig_model::{cpulist, model, random, topology};

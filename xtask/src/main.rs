@@ -77,7 +77,7 @@ fn build_device() -> Result<(), String> {
         .ok()
         .and_then(|exe| exe.parent().and_then(|d| d.file_name()).map(|n| n.to_string_lossy().into_owned()));
     let mut cmd = Command::new(cargo);
-    cmd.args(["build", "--quiet", "-p", "device-model", "--bin", "mana-device"]);
+    cmd.args(["build", "--quiet", "-p", "device-model", "--bin", "mana-device", "-p", "manarig-flows", "--bin", "manarig-flows"]);
     match profile.as_deref() {
         Some("release") => {
             cmd.arg("--release");

@@ -16,7 +16,9 @@
 //! - [`tx`]: SQ WQEs to frames; [`rx`]: frames to RQ buffers;
 //! - [`engine`]: batching per doorbell, pending queues, backend polling;
 //! - [`backend`]: the [`backend::PacketBackend`] trait and in-memory backends;
-//! - [`stats`]: traffic counters.
+//! - [`stats`]: traffic counters; [`flows`]: per-flow records (queue, RSS
+//!   hash), off unless enabled;
+//! - [`tap`]: a TAP device as the backend.
 //!
 //! Bad guest input never panics and never reaches outside guest memory: it
 //! becomes the error completion or drop the hardware gives, a counter, and
@@ -26,11 +28,13 @@
 pub mod backend;
 pub mod checksum;
 pub mod engine;
+pub mod flows;
 pub mod frame;
 pub mod headers;
 pub mod rss;
 pub mod rx;
 pub mod stats;
+pub mod tap;
 pub mod toeplitz;
 pub mod tso;
 pub mod tx;
@@ -186,6 +190,8 @@ pub struct Env<'a> {
     /// The MANA device's `gpa_mkey` (GDMA_REGISTER_DEVICE); `None` before
     /// registration, when every SGE is refused.
     pub mem_key: Option<u32>,
+    /// Per-flow records (when enabled).
+    pub flows: &'a mut flows::FlowTable,
 }
 
 impl Env<'_> {

@@ -26,7 +26,8 @@
 #![forbid(unsafe_code)]
 
 use super::checksum::verify;
-use super::headers::{parse, ETH_HLEN};
+use super::headers::{parse, Headers, ETH_HLEN};
+use super::rss::Selection;
 use super::{Env, Fault};
 use crate::defs::{
     Le16, Le32, ManaCqeHeader, ManaCqeType, ManaRxCompOob, RxCompFlags, Sge, INLINE_OOB_SMALL_SIZE,
@@ -117,7 +118,25 @@ pub fn receive(
         return RxVerdict::Unsteered;
     }
     let headers = parse(frame);
-    let Some(selection) = env.datapath.select(vport, frame, &headers) else {
+    let selection = env.datapath.select(vport, frame, &headers);
+    let verdict = deliver(env, scratch, frame, &headers, selection, faults);
+    if env.flows.enabled() {
+        let (hash, hash_type) = selection.map_or((0, 0), |s| (s.hash, s.hash_type));
+        env.flows.record_rx(frame, &headers, hash, hash_type, verdict);
+    }
+    verdict
+}
+
+/// Places `frame` (whose headers are `headers`) as `selection` says.
+fn deliver(
+    env: &mut Env<'_>,
+    scratch: &mut RxScratch,
+    frame: &[u8],
+    headers: &Headers,
+    selection: Option<Selection>,
+    faults: &mut Vec<Fault>,
+) -> RxVerdict {
+    let Some(selection) = selection else {
         env.totals.rx_unsteered += 1;
         return RxVerdict::Unsteered;
     };
@@ -161,7 +180,7 @@ pub fn receive(
     };
     let verdict = match placed {
         Ok(true) => {
-            let v = verify(frame, &headers);
+            let v = verify(frame, headers);
             oob.cqe_hdr.set_cqe_type(ManaCqeType::RX_OKAY.0);
             oob.flags = RxCompFlags::new()
                 .with_rx_hashtype(selection.hash_type)

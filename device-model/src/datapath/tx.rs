@@ -361,7 +361,12 @@ fn transmit(
             insert_vlan(out, tci);
         }
         match backend.transmit(vport, out) {
-            Ok(()) => env.moved(WqKind::Sq, sq_id, out.len()),
+            Ok(()) => {
+                env.moved(WqKind::Sq, sq_id, out.len());
+                if env.flows.enabled() {
+                    env.flows.record_tx(out, &parse(out), sq_id);
+                }
+            }
             Err(_) => env.dropped(WqKind::Sq, sq_id, false),
         }
         Ok::<(), std::convert::Infallible>(())

@@ -102,6 +102,7 @@ impl RigOptions {
             extra_cmdline: self.cmdline.clone(),
             label: None,
             device_fault: None,
+            traffic: None,
         }
     }
 }
@@ -149,6 +150,15 @@ pub struct RunArgs {
     /// IRQ and queue tables and no kernel warnings.
     #[arg(long)]
     pub reprobe: bool,
+    /// Drive FLOWS TCP flows (default: twice the channel count) through the
+    /// NIC between the guest and a peer in a private network namespace (needs
+    /// root), both directions, every byte checked; adds the rss_steering and
+    /// traffic_interrupts checks and where the interrupts and softirqs landed.
+    #[arg(long, value_name = "FLOWS", num_args = 0..=1, default_missing_value = "0")]
+    pub traffic: Option<u32>,
+    /// Bytes each traffic flow carries each way.
+    #[arg(long, value_name = "BYTES", default_value_t = 16 * 1024, requires = "traffic")]
+    pub traffic_bytes: u64,
     /// Rig options.
     #[command(flatten)]
     pub rig: RigOptions,
@@ -249,6 +259,24 @@ fn timings_line(outcome: &RunOutcome) -> String {
     )
 }
 
+/// One line on how the traffic went: flows verified on both ends, or why not.
+fn traffic_line(t: &crate::rig::TrafficBoot) -> String {
+    match (&t.peer.outcome, &t.peer.error, &t.plan_error) {
+        (Some(o), _, _) => {
+            let both = o.host.iter().zip(&o.guest).filter(|(h, g)| h.verified && g.verified).count();
+            format!(
+                "manarig: traffic: {both} of {} flows verified on both ends in {:.2} s{}",
+                o.plan.flows.len(),
+                o.elapsed_ms as f64 / 1000.0,
+                o.error.as_ref().map_or(String::new(), |e| format!(" ({e})"))
+            )
+        }
+        (None, _, Some(e)) => format!("manarig: traffic: no plan: {e}"),
+        (None, Some(e), None) => format!("manarig: traffic: {e}"),
+        (None, None, None) => "manarig: traffic: the guest never reached the peer".into(),
+    }
+}
+
 /// Test only: `MANARIG_DEVICE_FAULT=KIND:N` makes `run`'s emulated NIC fail on
 /// purpose (`mana-device --inject-fault`, device-model/src/fault.rs), to check
 /// the rig's handling of a broken device from the command line.
@@ -335,10 +363,18 @@ pub fn run(args: &RunArgs) -> ExitCode {
     request.channels = args.channels;
     request.reprobe = args.reprobe;
     request.device_fault = device_fault;
+    request.traffic = args.traffic.map(|flows| crate::traffic::TrafficOptions {
+        flows: (flows > 0).then_some(flows),
+        bytes: args.traffic_bytes,
+        ..crate::traffic::TrafficOptions::default()
+    });
     match run_one(&request) {
         Ok(outcome) => match render(&outcome.verdict, args.format) {
             Ok(text) => {
                 print(&text);
+                if let Some(t) = &outcome.traffic {
+                    eprintln!("{}", traffic_line(t));
+                }
                 eprintln!("{}", timings_line(&outcome));
                 if !outcome.verdict.as_topology_expects() {
                     eprintln!(

@@ -17,6 +17,16 @@ pub(super) fn parse_irq_counts(text: &str, nr_cpus: usize) -> Result<IrqLine, St
     if let Some(extra) = it.next() {
         return Err(format!("{extra:?} after the counts: CPU=COUNT pairs are separated by commas"));
     }
+    let counts = parse_cpu_counts(list, nr_cpus)?;
+    // CHIP HWIRQ NAME: the name is the last field when there are three or more.
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let name = if fields.len() >= 3 { fields[fields.len() - 1].to_string() } else { "-".to_string() };
+    Ok((irq, counts, name))
+}
+
+/// A compact count list, `CPU=COUNT,…` with only the non-zero CPUs (`-` for
+/// none), as counts indexed by CPU (at least `nr_cpus` long).
+pub(super) fn parse_cpu_counts(list: &str, nr_cpus: usize) -> Result<Vec<u64>, String> {
     let mut pairs: Vec<(usize, u64)> = Vec::new();
     let mut listed = std::collections::HashSet::new();
     if list != "-" {
@@ -38,10 +48,7 @@ pub(super) fn parse_irq_counts(text: &str, nr_cpus: usize) -> Result<IrqLine, St
     for (cpu, count) in pairs {
         counts[cpu] = count;
     }
-    // CHIP HWIRQ NAME: the name is the last field when there are three or more.
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let name = if fields.len() >= 3 { fields[fields.len() - 1].to_string() } else { "-".to_string() };
-    Ok((irq, counts, name))
+    Ok(counts)
 }
 
 /// The CPU columns of a version 1 `interrupts-header:` value (`CPU0 CPU1 …`:

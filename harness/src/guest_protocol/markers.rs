@@ -27,22 +27,26 @@ pub enum Version {
     /// (raw `interrupts-header:`/`interrupts:` lines, then compact `irqcount:` ones);
     /// the recorded consoles in harness/tests/fixtures are of this version.
     V1,
-    /// The current agent (guest-images/init.sh): `/proc/interrupts` only in the
-    /// compact `irqcount:` form.
+    /// Agents of 2026-12: `/proc/interrupts` only in the compact `irqcount:` form.
     V2,
+    /// The current agent (guest-images/init.sh): also the traffic items
+    /// (`addr:`, `ping:`, `traffic:`, `traffic-irq`, `traffic-softirq`,
+    /// `traffic-stats`), which a version 2 host would not read.
+    V3,
 }
 
 impl Version {
     /// The version guest-images/init.sh of this tree prints.
-    pub const CURRENT: Version = Version::V2;
+    pub const CURRENT: Version = Version::V3;
     /// Every version the parser reads, oldest first.
-    pub const KNOWN: [Version; 2] = [Version::V1, Version::V2];
+    pub const KNOWN: [Version; 3] = [Version::V1, Version::V2, Version::V3];
 
     /// The number as the begin line prints it.
     pub fn number(self) -> u32 {
         match self {
             Version::V1 => 1,
             Version::V2 => 2,
+            Version::V3 => 3,
         }
     }
 
@@ -129,10 +133,10 @@ mod tests {
     fn versions_parse_by_number_and_unknown_ones_are_refused_naming_both() {
         assert_eq!(Version::parse("2").expect("v2"), Version::V2);
         assert_eq!(Version::parse(" 1 ").expect("v1"), Version::V1);
-        let e = Version::parse("3").expect_err("unknown");
-        assert_eq!(e, ReportError::Version { got: "3".into() });
+        let e = Version::parse("4").expect_err("unknown");
+        assert_eq!(e, ReportError::Version { got: "4".into() });
         let text = e.to_string();
-        assert!(text.contains("\"3\"") && text.contains("1, 2"), "{text}");
+        assert!(text.contains("\"4\"") && text.contains("1, 2, 3"), "{text}");
         assert_eq!(Version::CURRENT, *Version::KNOWN.last().expect("known"));
     }
 }

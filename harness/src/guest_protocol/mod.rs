@@ -26,7 +26,9 @@ mod tests;
 pub use markers::{Marker, Version};
 pub use options::{AgentOptions, PciId, ReportChannel};
 pub use parse::{parse, Key};
-pub use report::{format_cpulist, GuestCpu, GuestIrq, GuestNode, GuestPci, GuestReport, Stage, Transcript};
+pub use report::{
+    format_cpulist, GuestCpu, GuestIrq, GuestNode, GuestPci, GuestReport, GuestTraffic, Stage, TrafficCounts, Transcript,
+};
 
 /// Errors reading the agent's output. Line numbers are 1-based, in the text
 /// given to [`parse()`] (the console, or the report channel).

@@ -4,6 +4,7 @@
 //! the harness that writes them.
 
 use crate::cpulist::CpuMask;
+use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::Duration;
 
 /// The prefix of every agent item on the kernel command line.
@@ -11,7 +12,8 @@ pub const PREFIX: &str = "manarig.";
 
 /// The name of every item [`AgentOptions`] renders (after [`PREFIX`]), in the
 /// order it renders them.
-pub const NAMES: [&str; 9] = ["load", "deadline", "poll", "nic", "ifup", "channels", "pin", "reprobe", "report"];
+pub const NAMES: [&str; 11] =
+    ["load", "deadline", "poll", "nic", "ifup", "channels", "pin", "reprobe", "report", "addr", "traffic"];
 
 /// The value of `manarig.load`: what `/init` loads (`/lib/modules/manarig/order`,
 /// the last module in the background).
@@ -119,6 +121,12 @@ pub struct AgentOptions {
     pub reprobe: bool,
     /// `manarig.report=ttyS1`: where the report and the stages go (default: the console).
     pub report: ReportChannel,
+    /// `manarig.addr=A.B.C.D/P`: after the probe, `ip addr add` this address on the netdev.
+    pub addr: Option<(Ipv4Addr, u8)>,
+    /// `manarig.traffic=IP:PORT`: then ping that peer and run `manarig-flows
+    /// guest` against its control port, recording the NIC's interrupts,
+    /// NET_RX/NET_TX softirqs and per-queue counters before and after.
+    pub traffic: Option<SocketAddrV4>,
 }
 
 impl Default for AgentOptions {
@@ -133,6 +141,8 @@ impl Default for AgentOptions {
             pin: None,
             reprobe: false,
             report: ReportChannel::Console,
+            addr: None,
+            traffic: None,
         }
     }
 }
@@ -141,7 +151,7 @@ impl AgentOptions {
     /// The `manarig.*` items, in the order of [`NAMES`]: `manarig.deadline` always,
     /// the others only when they differ from the agent's defaults.
     pub fn cmdline_items(&self) -> Vec<String> {
-        let values: [(&str, Option<String>); 9] = [
+        let values: [(&str, Option<String>); 11] = [
             ("load", self.load_mana.then(|| LOAD_MANA.to_string())),
             ("deadline", Some(self.deadline_s.to_string())),
             ("poll", self.poll.map(|d| format!("{:.3}", d.as_secs_f64()))),
@@ -151,6 +161,8 @@ impl AgentOptions {
             ("pin", self.pin.as_ref().map(CpuMask::to_cpulist)),
             ("reprobe", self.reprobe.then(|| "1".to_string())),
             ("report", (self.report == ReportChannel::Ttys1).then(|| "ttyS1".to_string())),
+            ("addr", self.addr.map(|(ip, prefix)| format!("{ip}/{prefix}"))),
+            ("traffic", self.traffic.map(|peer| peer.to_string())),
         ];
         debug_assert!(values.iter().map(|(n, _)| *n).eq(NAMES));
         values.into_iter().filter_map(|(name, v)| Some(format!("{PREFIX}{name}={}", v?))).collect()
@@ -183,11 +195,14 @@ mod tests {
             pin: Some(CpuMask::parse_cpulist("0-1,4").expect("cpulist")),
             reprobe: true,
             report: ReportChannel::Ttys1,
+            addr: Some((Ipv4Addr::new(192, 0, 2, 2), 24)),
+            traffic: Some(SocketAddrV4::new(Ipv4Addr::new(192, 0, 2, 1), 7000)),
         };
         assert_eq!(
             all.cmdline(),
             "manarig.load=mana manarig.deadline=90 manarig.poll=0.050 manarig.nic=0x1b36:0x0010 manarig.ifup=0 \
-             manarig.channels=4 manarig.pin=0-1,4 manarig.reprobe=1 manarig.report=ttyS1"
+             manarig.channels=4 manarig.pin=0-1,4 manarig.reprobe=1 manarig.report=ttyS1 manarig.addr=192.0.2.2/24 \
+             manarig.traffic=192.0.2.1:7000"
         );
         let names: Vec<String> = all
             .cmdline_items()

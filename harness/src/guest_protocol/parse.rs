@@ -3,6 +3,7 @@
 //! (guest-images/README.md, "Report lines").
 
 use super::assemble::{assemble, bad, Raw};
+use super::interrupts::{parse_cpu_counts, parse_irq_counts};
 use super::markers::{Marker, Version, REPORT_END, STAGE_END};
 use super::report::{GuestReport, Stage, Transcript};
 use super::ReportError;
@@ -54,11 +55,23 @@ pub enum Key {
     InterruptsHeader,
     /// Version 1 only: `interrupts: <raw /proc/interrupts line>`.
     Interrupts,
+    /// From version 3: `addr: <exit status of ip addr add or ->`.
+    Addr,
+    /// From version 3: `ping: <exit status or -> [<ping's summary line>]`.
+    Ping,
+    /// From version 3: `traffic: <exit status of manarig-flows guest or ->`.
+    Traffic,
+    /// From version 3: `traffic-irq <before|after>: <irqcount form>`.
+    TrafficIrq,
+    /// From version 3: `traffic-softirq <before|after> <NET_RX|NET_TX>: CPU=COUNT,…`.
+    TrafficSoftirq,
+    /// From version 3: `traffic-stats <before|after>: NAME=VALUE …` (`ethtool -S`).
+    TrafficStats,
 }
 
 impl Key {
     /// Every key, in the order guest-images/README.md lists them.
-    pub const ALL: [Key; 21] = [
+    pub const ALL: [Key; 27] = [
         Key::Kernel,
         Key::Cmdline,
         Key::Time,
@@ -80,6 +93,12 @@ impl Key {
         Key::Warning,
         Key::InterruptsHeader,
         Key::Interrupts,
+        Key::Addr,
+        Key::Ping,
+        Key::Traffic,
+        Key::TrafficIrq,
+        Key::TrafficSoftirq,
+        Key::TrafficStats,
     ];
 
     /// The key as the line spells it.
@@ -106,12 +125,24 @@ impl Key {
             Key::Warning => "warning",
             Key::InterruptsHeader => "interrupts-header",
             Key::Interrupts => "interrupts",
+            Key::Addr => "addr",
+            Key::Ping => "ping",
+            Key::Traffic => "traffic",
+            Key::TrafficIrq => "traffic-irq",
+            Key::TrafficSoftirq => "traffic-softirq",
+            Key::TrafficStats => "traffic-stats",
         }
     }
 
     /// Whether reports of `version` have this key.
     pub fn in_version(self, version: Version) -> bool {
-        !matches!((self, version), (Key::InterruptsHeader | Key::Interrupts, Version::V2))
+        match self {
+            Key::InterruptsHeader | Key::Interrupts => version == Version::V1,
+            Key::Addr | Key::Ping | Key::Traffic | Key::TrafficIrq | Key::TrafficSoftirq | Key::TrafficStats => {
+                version >= Version::V3
+            }
+            _ => true,
+        }
     }
 
     fn of(name: &str, version: Version) -> Option<Key> {
@@ -167,6 +198,39 @@ fn status(value: &str) -> Option<i32> {
     value.trim().parse().ok()
 }
 
+/// One `traffic-irq`, `traffic-softirq` or `traffic-stats` line into `t`
+/// (`id` is the moment, `before` or `after`, and for softirqs the kind).
+fn traffic_line(t: &mut super::report::GuestTraffic, kind: Key, id: &str, value: &str) -> Result<(), String> {
+    let (moment, rest) = id.split_once(' ').unwrap_or((id, ""));
+    let counts = match moment {
+        "before" => &mut t.before,
+        "after" => &mut t.after,
+        other => return Err(format!("moment {other:?} is neither before nor after")),
+    };
+    match kind {
+        Key::TrafficIrq => {
+            let (irq, per_cpu, _) = parse_irq_counts(value, 0)?;
+            counts.irqs.insert(irq, per_cpu);
+        }
+        Key::TrafficSoftirq => {
+            let per_cpu = parse_cpu_counts(value.trim(), 0)?;
+            match rest {
+                "NET_RX" => counts.net_rx = per_cpu,
+                "NET_TX" => counts.net_tx = per_cpu,
+                other => return Err(format!("softirq {other:?} is neither NET_RX nor NET_TX")),
+            }
+        }
+        _ => {
+            for pair in value.split_whitespace().filter(|p| *p != "-") {
+                let (name, n) = pair.split_once('=').ok_or_else(|| format!("{pair:?} is not NAME=VALUE"))?;
+                let n: u64 = n.parse().map_err(|_| format!("{name}: {n:?} is not a number"))?;
+                counts.stats.insert(name.to_string(), n);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Parse the items strictly between lines `begin` and `end` (0-based).
 fn parse_block(lines: &[&str], begin: usize, end: usize, version: Version) -> Result<GuestReport, ReportError> {
     let mut r = GuestReport::default();
@@ -211,6 +275,16 @@ fn parse_block(lines: &[&str], begin: usize, end: usize, version: Version) -> Re
             Key::Dmesg => r.dmesg.push(value.to_string()),
             // `link` lines have no colon (above); one with a colon is not ours.
             Key::Link => {}
+            Key::Addr => r.traffic.addr_status = status(value),
+            Key::Ping => {
+                let (rc, summary) = value.split_once(' ').unwrap_or((value, ""));
+                r.traffic.ping_status = status(rc);
+                r.traffic.ping_summary = summary.trim().to_string();
+            }
+            Key::Traffic => r.traffic.tool_status = status(value),
+            Key::TrafficIrq | Key::TrafficSoftirq | Key::TrafficStats => {
+                traffic_line(&mut r.traffic, kind, id, value).map_err(|what| bad(idx + 1, what, line))?;
+            }
         }
     }
     if r.kernel.is_empty() {

@@ -126,6 +126,40 @@ pub struct GuestReport {
     pub seen: Vec<String>,
     /// dmesg lines mentioning mana.
     pub dmesg: Vec<String>,
+    /// What `manarig.addr` and `manarig.traffic` did (version 3; all empty otherwise).
+    pub traffic: GuestTraffic,
+}
+
+/// The guest's side of a traffic run (`manarig.addr`, `manarig.traffic`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
+pub struct GuestTraffic {
+    /// Exit status of `ip addr add` (None: not run).
+    pub addr_status: Option<i32>,
+    /// Exit status of `ping -c 3` to the peer (None: not run).
+    pub ping_status: Option<i32>,
+    /// ping's summary line (`3 packets transmitted, 3 packets received, 0% packet loss`).
+    pub ping_summary: String,
+    /// Exit status of `manarig-flows guest` (None: not run; 0 every flow
+    /// verified, 1 some not, 2 it could not run).
+    pub tool_status: Option<i32>,
+    /// The counters just before the traffic.
+    pub before: TrafficCounts,
+    /// The counters just after it.
+    pub after: TrafficCounts,
+}
+
+/// Counters the agent reads before and after the traffic.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
+pub struct TrafficCounts {
+    /// The NIC's IRQs: interrupt counts indexed by CPU, by Linux IRQ.
+    pub irqs: BTreeMap<u32, Vec<u64>>,
+    /// NET_RX softirqs indexed by CPU (`/proc/softirqs`).
+    pub net_rx: Vec<u64>,
+    /// NET_TX softirqs indexed by CPU.
+    pub net_tx: Vec<u64>,
+    /// The netdev's per-queue counters from `ethtool -S` (`rx_0_packets`,
+    /// `tx_3_bytes`, …).
+    pub stats: BTreeMap<String, u64>,
 }
 
 /// One earlier moment of the run: a block between `MANARIG-STAGE-BEGIN <name>`

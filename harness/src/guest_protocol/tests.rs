@@ -28,7 +28,7 @@ fn an_unknown_version_is_refused_naming_both_versions() {
     let e = parse("MANARIG-REPORT-BEGIN 9\nkernel: 6.1\nMANARIG-REPORT-END").expect_err("version 9");
     assert_eq!(e, ReportError::Version { got: "9".into() });
     let text = e.to_string();
-    assert!(text.contains("version \"9\"") && text.contains("reads versions 1, 2") && text.contains("prints 2"), "{text}");
+    assert!(text.contains("version \"9\"") && text.contains("reads versions 1, 2, 3") && text.contains("prints 3"), "{text}");
 }
 
 /// A version 2 report, as guest-images/init.sh prints it (CR LF from the serial port).
@@ -284,4 +284,36 @@ fn truncated_or_garbled_output_is_an_error_not_a_panic() {
         let _ = parse(&garbled.join("\n"));
     }
     assert!(matches!(parse(&lines[..lines.len() - 1].join("\n")), Err(ReportError::NoEnd { .. })));
+}
+
+#[test]
+fn version_3_reads_the_traffic_items_and_version_2_skips_them() {
+    let traffic = "addr: 0\r
+ping: 0 3 packets transmitted, 3 packets received, 0% packet loss\r
+traffic: 1\r
+time traffic: 2.50\r
+traffic-irq before: 26 0=5 | PCI-MSIX-0000:41:00.0 1 mana_q0@pci:0000:41:00.0\r
+traffic-irq after: 26 0=9,1=2 | PCI-MSIX-0000:41:00.0 1 mana_q0@pci:0000:41:00.0\r
+traffic-softirq before NET_RX: -\r
+traffic-softirq after NET_RX: 1=7\r
+traffic-softirq after NET_TX: 0=3\r
+traffic-stats after: rx_0_packets=12 rx_0_bytes=3400\r
+";
+    let v3 = SAMPLE.replace("MANARIG-REPORT-BEGIN 2", "MANARIG-REPORT-BEGIN 3").replace("time init: 5.81\r\n", &format!("time init: 5.81\r\n{traffic}"));
+    let t = parse(&v3).expect("v3 parses");
+    let tr = &t.report.traffic;
+    assert_eq!((tr.addr_status, tr.ping_status, tr.tool_status), (Some(0), Some(0), Some(1)));
+    assert!(tr.ping_summary.starts_with("3 packets transmitted"), "{}", tr.ping_summary);
+    assert_eq!(tr.before.irqs.get(&26).map(|c| c[0]), Some(5));
+    assert_eq!(tr.after.irqs.get(&26).map(|c| c[..2].to_vec()), Some(vec![9, 2]));
+    assert!(tr.before.net_rx.iter().all(|&c| c == 0));
+    assert_eq!((tr.after.net_rx.get(1), tr.after.net_tx.first()), (Some(&7), Some(&3)));
+    assert_eq!(tr.after.stats.get("rx_0_bytes"), Some(&3400));
+    assert_eq!(t.report.times.get("traffic"), Some(&2.5));
+    // A version 2 report has no such keys: the lines are skipped, not read.
+    let v2 = SAMPLE.replace("time init: 5.81\r\n", &format!("time init: 5.81\r\n{traffic}"));
+    assert_eq!(parse(&v2).expect("v2 parses").report.traffic, GuestTraffic::default());
+    let bad = v3.replace("traffic-softirq after NET_TX: 0=3", "traffic-softirq later NET_TX: 0=3");
+    let e = parse(&bad).expect_err("bad moment");
+    assert!(e.to_string().contains("neither before nor after"), "{e}");
 }

@@ -39,6 +39,7 @@ use device_model::fault::DeviceFault;
 use device_model::server::DeviceStatus;
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::{ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -156,10 +157,7 @@ pub fn device_binary() -> Result<PathBuf, DeviceError> {
 
 /// `mana-device` in the folder of `exe` or its parent.
 fn find_beside(exe: &Path) -> Result<PathBuf, DeviceError> {
-    let dirs: Vec<&Path> = exe.parent().into_iter().flat_map(|d| [Some(d), d.parent()]).flatten().collect();
-    dirs.iter().map(|d| d.join(DEVICE_BIN)).find(|p| p.is_file()).ok_or_else(|| DeviceError::NotFound {
-        looked: dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(" or "),
-    })
+    crate::workspace_bin::find_beside(exe, DEVICE_BIN).map_err(|looked| DeviceError::NotFound { looked })
 }
 
 /// How to run the device, beyond its configuration.
@@ -169,6 +167,13 @@ pub struct DeviceOptions {
     pub abort: Option<BootAbort>,
     /// Test only: make the device fail on purpose (`--inject-fault`).
     pub fault: Option<DeviceFault>,
+    /// A TAP descriptor for the device's network (`--tap-fd`: the traffic
+    /// peer's, [`crate::traffic`]); the device inherits it and the rig's copy
+    /// closes when these options are dropped, so that only the device keeps
+    /// the TAP alive.
+    pub tap: Option<Arc<OwnedFd>>,
+    /// Per-flow records the device keeps (`--record-flows`; 0 = none).
+    pub record_flows: usize,
 }
 
 /// What the device's stdout reader passes on.
@@ -307,6 +312,25 @@ impl DeviceProcess {
         cmd.arg("--socket").arg(socket).arg("--config").arg(&config_file).args(["--control", device_model::control::STDIO]);
         if let Some(fault) = options.fault {
             cmd.arg("--inject-fault").arg(fault.to_string());
+        }
+        if options.record_flows > 0 {
+            cmd.arg("--record-flows").arg(options.record_flows.to_string());
+        }
+        if let Some(tap) = &options.tap {
+            use std::os::unix::process::CommandExt;
+            let raw = tap.as_raw_fd();
+            cmd.arg("--tap-fd").arg(raw.to_string());
+            // SAFETY: runs between fork and exec; fcntl is async-signal-safe
+            // and changes only the child's copy of the descriptor.
+            unsafe {
+                cmd.pre_exec(move || {
+                    // Inherit this one descriptor (the rig holds it close-on-exec).
+                    if libc::fcntl(raw, libc::F_SETFD, 0) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                })
+            };
         }
         cmd.env("RUST_LOG", device_log_filter()).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         {
@@ -555,7 +579,7 @@ mod tests {
         let socket = dir.join("nic.sock");
         let bin = fake(dir, &format!("echo 'ready {}'; {after_ready}", socket.display()));
         let abort = BootAbort::default();
-        let options = DeviceOptions { abort: Some(abort.clone()), fault: None };
+        let options = DeviceOptions { abort: Some(abort.clone()), ..DeviceOptions::default() };
         let device = DeviceProcess::start(&bin, &socket, &DeviceConfig::default(), options).expect("ready");
         (abort, device)
     }

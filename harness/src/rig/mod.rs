@@ -19,11 +19,19 @@ use crate::model::{expected_table, KernelGen, ModelBasis};
 use crate::provision::{self, Provisioned};
 use crate::qemu::{self, BootRequest};
 use crate::topology::Topology;
-use crate::verdict::{judge, Observed, Verdict};
+use crate::verdict::{judge, judge_traffic, Observed, TrafficInput, Verdict};
 use anyhow::{bail, Context, Result};
 use device_model::server::DeviceStatus;
+use crate::provision::tools::GuestFile;
+use crate::traffic::peer::{PeerProcess, PeerOptions, PeerReport, Planner};
+use crate::traffic::plan::{self, PlanRequest, PlannedFlow};
+use crate::traffic::{self, TrafficOptions};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// How long the rig waits for the peer's results after the boot.
+const PEER_RESULTS_WAIT: Duration = Duration::from_secs(10);
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -67,6 +75,10 @@ pub struct RunRequest {
     /// Test only: make the emulated NIC fail on purpose (see [`device::DeviceOptions::fault`];
     /// the CLI reads it from `MANARIG_DEVICE_FAULT`).
     pub device_fault: Option<device_model::fault::DeviceFault>,
+    /// Drive traffic through the NIC after the probe ([`crate::traffic`]): a
+    /// peer in a private network namespace, flows planned from the driver's
+    /// RSS state, the guest's counters before and after.
+    pub traffic: Option<TrafficOptions>,
 }
 
 impl RunRequest {
@@ -89,6 +101,7 @@ impl RunRequest {
             extra_cmdline: Vec::new(),
             label: None,
             device_fault: None,
+            traffic: None,
         }
     }
 }
@@ -127,6 +140,8 @@ pub struct RunOutcome {
     pub guest_times: std::collections::BTreeMap<String, f64>,
     /// The speed-ups the boot really used.
     pub speedups: qemu::Speedups,
+    /// The traffic side of the run (with [`RunRequest::traffic`]).
+    pub traffic: Option<TrafficBoot>,
 }
 
 /// The steps the run asked the guest for (`ethtool -L`, `rmmod`) must have
@@ -244,6 +259,54 @@ struct NicBoot<'a> {
 struct NicBootOutcome {
     result: Result<qemu::BootOutcome, qemu::LaunchError>,
     marks: Marks,
+    /// What the traffic peer saw, and the plan's predictions (with `--traffic`).
+    traffic: Option<TrafficBoot>,
+}
+
+/// The traffic side of one boot.
+#[derive(Debug, Clone, Default)]
+pub struct TrafficBoot {
+    /// The peer's view: the guest's hello, both ends' results.
+    pub peer: PeerReport,
+    /// The flows the rig planned, with the model's predictions (None: the
+    /// guest never asked for a plan).
+    pub planned: Option<Vec<PlannedFlow>>,
+    /// Why no plan was made, if the planner failed.
+    pub plan_error: Option<String>,
+}
+
+/// Slot shared with the planner closure: the planned flows or why there are none.
+type PlanSlot = Arc<Mutex<(Option<Vec<PlannedFlow>>, Option<String>)>>;
+
+/// The planner the peer calls when the guest says hello: the device's RSS
+/// state now (the driver has programmed it by then) → [`plan::plan`].
+fn planner(status: device::DeviceStatusHandle, options: TrafficOptions, slot: PlanSlot) -> Planner {
+    Box::new(move |hello| {
+        let result = (|| {
+            let snapshot = status.snapshot().map_err(|e| e.to_string())?;
+            let core = snapshot.core.ok_or("the device status has no core")?;
+            let request = PlanRequest {
+                host: traffic::HOST,
+                guest: hello.guest,
+                flows: options.flows,
+                to_guest: options.bytes,
+                to_host: options.bytes,
+                limit_ms: u64::try_from(options.limit.as_millis()).unwrap_or(u64::MAX),
+            };
+            plan::plan(core.steering.iter().find(|s| s.vport == 0), &request).map_err(|e| e.to_string())
+        })();
+        let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+        match result {
+            Ok((plan, planned)) => {
+                slot.0 = Some(planned);
+                Ok(plan)
+            }
+            Err(e) => {
+                slot.1 = Some(e.clone());
+                Err(e)
+            }
+        }
+    })
 }
 
 impl NicBoot<'_> {
@@ -266,15 +329,45 @@ impl NicBoot<'_> {
         })?;
         let socket = self.dir.join(socket);
         let abort = qemu::BootAbort::default();
-        let options = device::DeviceOptions { abort: Some(abort.clone()), fault: req.device_fault };
+        // Traffic: the peer first, its TAP goes to the device.
+        let (peer, tap, flows_bin) = match &req.traffic {
+            Some(_) => {
+                let bin = traffic::flows_binary()?;
+                let opts = PeerOptions {
+                    tap: traffic::TAP.into(),
+                    host: (traffic::HOST, traffic::PREFIX),
+                    port: traffic::CONTROL_PORT,
+                    deadline: req.deadline + Duration::from_secs(60),
+                };
+                let (peer, tap) = PeerProcess::start(&bin, &opts)?;
+                (Some(peer), Some(Arc::new(tap)), Some(bin))
+            }
+            None => (None, None, None),
+        };
+        let options = device::DeviceOptions {
+            abort: Some(abort.clone()),
+            fault: req.device_fault,
+            record_flows: if tap.is_some() { traffic::RECORD_FLOWS } else { 0 },
+            tap,
+        };
         let nic = device::DeviceProcess::start(&device::device_binary()?, &socket, &machine::device_config(topo)?, options)?;
+        let plan_slot = PlanSlot::default();
+        if let (Some(peer), Some(options)) = (&peer, &req.traffic) {
+            peer.set_planner(planner(nic.status_handle(), options.clone(), Arc::clone(&plan_slot)));
+        }
 
         let mut boot = BootRequest::new(&spec, self.kernel, &prov.busybox);
         boot.agent = AgentOptions { load_mana: true, channels: self.channels, reprobe: req.reprobe, ..boot.agent };
         boot.extra_devices.push(qemu::vfio_user_nic(&socket));
-        if self.channels.is_some() {
+        if self.channels.is_some() || flows_bin.is_some() {
             // ethtool and its libraries are half the initramfs: only when used.
             boot.extra_files.clone_from(&prov.ethtool);
+        }
+        if let Some(bin) = &flows_bin {
+            // Needs only libc and the loader, which ethtool brings.
+            boot.extra_files.push(GuestFile { guest_path: format!("sbin/{}", manarig_flows::BIN), host: bin.clone(), mode: 0o755 });
+            boot.agent.addr = Some((traffic::GUEST, traffic::PREFIX));
+            boot.agent.traffic = Some(traffic::control_address());
         }
         boot.extra_cmdline.extend(req.extra_cmdline.iter().cloned());
         // The device's state as each stage and the report begin (the guest changes
@@ -296,7 +389,12 @@ impl NicBoot<'_> {
         boot.abort = Some(abort);
         let result = qemu::boot(&prov.qemu, &boot);
         nic.stop();
-        Ok((spec, NicBootOutcome { result, marks }))
+        // The guest sent its results before it printed the report: they are in.
+        let traffic = peer.map(|peer| {
+            let (planned, plan_error) = plan_slot.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            TrafficBoot { peer: peer.finish(PEER_RESULTS_WAIT), planned, plan_error }
+        });
+        Ok((spec, NicBootOutcome { result, marks, traffic }))
     }
 }
 
@@ -326,7 +424,7 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         eprintln!("manarig: KVM passed the vCPU probe but the guest printed nothing: --accel auto falls back to TCG");
         (spec, booted) = attempt.boot(AccelChoice::Tcg, "nic-tcg.sock")?;
     }
-    let NicBootOutcome { result, marks } = booted;
+    let NicBootOutcome { result, marks, traffic } = booted;
     let booted = result.with_context(|| format!("booting {} on Linux {}", topo.name(), kernel.release))?;
 
     let diffs = crate::guest_topology::compare(&spec, &booted.report);
@@ -370,7 +468,9 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         stages.push(StageOutcome { name, verdict, queues, report });
     }
     let observed = observe::observed(&booted.report, model, &req.model_basis, &accel)?;
-    let queues = table(status_at(&|m| matches!(m, Marker::ReportBegin(_))), &observed);
+    let report_status = status_at(&|m| matches!(m, Marker::ReportBegin(_)));
+    let device_flows = report_status.as_ref().and_then(|s| s.core.as_ref()).map(|c| c.flows.flows.clone()).unwrap_or_default();
+    let queues = table(report_status, &observed);
     let mut verdict = judge(&topo, &observed, &expected);
     if let Some(label) = &req.label {
         verdict.run.name = format!("{}@{label}", topo.name());
@@ -378,6 +478,21 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     let earlier =
         stages.iter().map(|s| (s.name.as_str(), &s.verdict, observe::stage_facts(&s.report, s.queues.clone()))).collect();
     verdict.add_stages(earlier, observe::stage_facts(&booted.report, queues.clone()));
+    if let Some(t) = &traffic {
+        let input = TrafficInput {
+            planned: t.planned.as_deref().unwrap_or_default(),
+            plan_error: t.plan_error.as_deref(),
+            outcome: t.peer.outcome.as_ref(),
+            peer_error: t.peer.error.as_deref(),
+            device_flows: &device_flows,
+            queues: queues.as_ref(),
+            guest: &booted.report.traffic,
+            host: traffic::HOST,
+            guest_ip: traffic::GUEST,
+        };
+        let (report, checks) = judge_traffic(&input, &verdict.summary);
+        verdict.add_traffic(report, checks);
+    }
     Ok(RunOutcome {
         verdict,
         observed,
@@ -387,6 +502,7 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         speedups: booted.speedups,
         report: booted.report,
         stages,
+        traffic,
     })
 }
 

@@ -86,6 +86,18 @@ pub(super) fn check<'a>(v: &'a Verdict, name: &str) -> &'a Check {
     v.checks.iter().find(|c| c.name == name).unwrap_or_else(|| panic!("no check {name}"))
 }
 
+/// Every object key anywhere in `v` (for the schema-doc tests).
+pub(super) fn json_keys(v: &serde_json::Value, out: &mut std::collections::BTreeSet<String>) {
+    match v {
+        serde_json::Value::Object(m) => m.iter().for_each(|(k, v)| {
+            out.insert(k.clone());
+            json_keys(v, out);
+        }),
+        serde_json::Value::Array(a) => a.iter().for_each(|v| json_keys(v, out)),
+        _ => {}
+    }
+}
+
 pub(super) fn rig_error() -> anyhow::Error {
     anyhow::anyhow!("QEMU exited with status 1 before the guest report")
         .context("guest boot of seed-002 (#1) failed")

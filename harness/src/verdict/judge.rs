@@ -162,6 +162,7 @@ pub fn judge(topo: &Topology, observed: &Observed, expected: &ExpectedTable) -> 
         checks,
         dmesg_mana: observed.dmesg_mana.clone(),
         queues: None,
+        traffic: None,
     }
 }
 

@@ -10,6 +10,9 @@
 //!   ([`Summary`]) and every [`Check`]; its [`Status`] is pass or fail;
 //! - [`Verdict::add_stages`]: a rig run's stages (link and queue table at the first probe
 //!   and at the report, [`QueueStage`]) with the checks on them;
+//! - [`judge_traffic`] and [`Verdict::add_traffic`]: a traffic run's flows, queues and
+//!   CPUs under load ([`TrafficReport`]) with the `traffic_flows`, `rss_steering` and
+//!   `traffic_interrupts` checks;
 //! - [`render`]`(&Verdict, Format)`: the human table, KTAP, JUnit XML or JSON
 //!   ([`Format`] parses from the command line); [`render_many`] renders a matrix of runs
 //!   as one document; [`render_rig_error`] reports a rig failure in the same format; [`render_before_after`] puts two runs side by side (seed 001's
@@ -37,6 +40,7 @@ mod row;
 mod stage_checks;
 mod stages;
 mod summary;
+pub mod traffic;
 
 pub use format::{
     render, render_before_after, render_ktap_test, render_many, render_rig_error, Format, RenderError, RigErrorReport, UnknownFormat,
@@ -49,6 +53,7 @@ pub use guest_irqs::{Observed, ObservedVector, VectorName};
 pub use stage_checks::{same_irq_table_check, same_queue_table_check};
 pub use stages::{QueueRow, QueueStage, QueueTable, StageFacts, StageLink, QUEUE_IRQS_CHECK, REPORT_STAGE};
 pub use summary::{CoreCount, NodeCount, RemoteIrq, SiblingShare, Summary};
+pub use traffic::{judge_traffic, TrafficInput, TrafficReport};
 
 /// Serde for [`KernelGen`](crate::model::KernelGen) as its short name (`6.1`, `6.12`,
 /// `7.x`).
@@ -72,3 +77,5 @@ mod fixtures;
 mod stage_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod traffic_tests;

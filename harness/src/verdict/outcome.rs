@@ -7,6 +7,7 @@ use super::kernel_serde;
 use super::row::VectorRow;
 use super::stages::QueueStage;
 use super::summary::Summary;
+use super::traffic::TrafficReport;
 use crate::cpulist::CpuMask;
 use crate::model::KernelGen;
 use crate::topology::{CpuNumbering, ExpectedVerdict};
@@ -95,6 +96,10 @@ pub struct Verdict {
     /// absent from the JSON otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queues: Option<Vec<QueueStage>>,
+    /// A traffic run's flows, queues and CPUs under load
+    /// ([`Verdict::add_traffic`]); absent from the JSON otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traffic: Option<TrafficReport>,
 }
 
 impl Verdict {
@@ -113,3 +118,14 @@ impl Verdict {
     }
 }
 
+impl Verdict {
+    /// Attaches a traffic run's [`TrafficReport`] and its checks; the status
+    /// becomes Fail if one of them fails.
+    pub fn add_traffic(&mut self, report: TrafficReport, checks: Vec<Check>) {
+        if checks.iter().any(|c| c.status == CheckStatus::Fail) {
+            self.status = Status::Fail;
+        }
+        self.checks.extend(checks);
+        self.traffic = Some(report);
+    }
+}

@@ -225,19 +225,9 @@ fn human_shows_the_stages_before_the_verdict_line() {
 
 #[test]
 fn the_schema_doc_names_every_queues_field() {
-    fn keys(v: &serde_json::Value, out: &mut std::collections::BTreeSet<String>) {
-        match v {
-            serde_json::Value::Object(m) => m.iter().for_each(|(k, v)| {
-                out.insert(k.clone());
-                keys(v, out);
-            }),
-            serde_json::Value::Array(a) => a.iter().for_each(|v| keys(v, out)),
-            _ => {}
-        }
-    }
     let value = serde_json::to_value(reprobe_run(|_| {})).expect("json");
     let mut all = std::collections::BTreeSet::from(["queues".to_owned()]);
-    keys(&value["queues"], &mut all);
+    json_keys(&value["queues"], &mut all);
     let doc = include_str!("format/report-schema.md");
     let undocumented: Vec<&String> = all.iter().filter(|k| !doc.contains(&format!("`{k}`"))).collect();
     assert!(undocumented.is_empty(), "fields missing from report-schema.md: {undocumented:?}");

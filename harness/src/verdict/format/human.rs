@@ -1,10 +1,12 @@
 //! `--format human`: the seeds' table, the differences, the summary block, a rig run's
-//! stages (link and queue table of each) and a last line `verdict: PASS|FAIL (…)`.
+//! stages (link and queue table of each), a traffic run's flows, per-CPU table and
+//! summary, and a last line `verdict: PASS|FAIL (…)`.
 
 use super::super::check::Status;
 use super::super::outcome::Verdict;
 use super::json::RigErrorReport;
 use super::text;
+use super::traffic_text;
 
 /// Driver log lines shown with a failing verdict (the newest ones).
 const DMESG_TAIL: usize = 20;
@@ -31,6 +33,11 @@ pub(super) fn render(v: &Verdict) -> String {
     if !stages.is_empty() {
         lines.push(String::new());
         lines.extend(stages);
+    }
+    let traffic = traffic_text::traffic(v);
+    if !traffic.is_empty() {
+        lines.push(String::new());
+        lines.extend(traffic);
     }
     lines.push(text::verdict_line(v));
     lines.join("\n") + "\n"

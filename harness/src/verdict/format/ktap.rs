@@ -3,7 +3,9 @@
 //! Layout: a version line and a plan `1..N` for N runs; each run is one test whose
 //! subtests are its checks, indented two spaces (one KTAP nesting level), each preceded
 //! by `# ` diagnostic lines (the header, the IRQ table, a rig run's stages with the link
-//! and queue table of each, a failing check's message). The rig's queue checks
+//! and queue table of each, a traffic run's flows and per-CPU table, a failing check's
+//! message). The traffic checks (`traffic_flows`, `rss_steering`, `traffic_interrupts`)
+//! are subtests like the others. The rig's queue checks
 //! (`queue_irqs`, `same_irq_table_as_first_probe`, …) are subtests like the others. A
 //! skipped check is `ok n name # SKIP reason`; the run's result line closes the subtest:
 //! `ok 1 seed-002@6.12` or `not ok 1 seed-002@6.12`. A rig error is
@@ -13,6 +15,7 @@ use super::super::check::{CheckStatus, Status};
 use super::super::outcome::Verdict;
 use super::json::RigErrorReport;
 use super::text;
+use super::traffic_text;
 
 const INDENT: &str = "  ";
 
@@ -30,7 +33,8 @@ fn diagnostics(out: &mut Vec<String>, indent: &str, text: &str) {
 
 fn run(out: &mut Vec<String>, number: usize, v: &Verdict) {
     out.push(format!("{INDENT}KTAP version 1"));
-    for line in text::header(v).iter().chain(text::table(v).iter()).chain(text::stages(v).iter()) {
+    let traffic = traffic_text::traffic(v);
+    for line in text::header(v).iter().chain(text::table(v).iter()).chain(text::stages(v).iter()).chain(traffic.iter()) {
         diagnostics(out, INDENT, line);
     }
     out.push(format!("{INDENT}1..{}", v.checks.len()));

@@ -7,6 +7,7 @@ pub mod json;
 mod junit;
 mod ktap;
 mod text;
+mod traffic_text;
 
 pub use compare::render_before_after;
 pub use json::{error_text, RigErrorReport};

@@ -1,0 +1,178 @@
+//! The host's end (`manarig-flows peer`), started by the rig: a private
+//! network namespace with a TAP whose descriptor goes to the rig (and from
+//! there to the emulated NIC), the control port the guest connects to, and
+//! the peer's side of every flow.
+//!
+//! Lifetime: the peer lives until the rig closes its stdin (it then exits
+//! at once) or its deadline passes. Whatever it made (the namespace, the TAP)
+//! goes away with it and with the last holder of the TAP's descriptor: see
+//! [`crate::netns`].
+
+use crate::fdpass::send_fd;
+use crate::guest::read_line;
+use crate::netns;
+use crate::proto::{
+    decode, encode, GuestHello, GuestListening, GuestResults, Outcome, PeerEvent, RigCommand, Side, PROTOCOL_VERSION,
+};
+use crate::run;
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{Ipv4Addr, SocketAddrV4, TcpListener};
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// How long the peer waits for the guest's results after the plan's limit.
+pub const RESULTS_GRACE: Duration = Duration::from_secs(5);
+
+/// What the peer is asked to set up.
+#[derive(Debug)]
+pub struct PeerConfig {
+    /// The TAP's name inside the namespace.
+    pub tap: String,
+    /// The peer's address and prefix length on the TAP.
+    pub host: (Ipv4Addr, u8),
+    /// The control port.
+    pub port: u16,
+    /// The Unix socket the TAP's descriptor is sent on.
+    pub fd_socket: OwnedFd,
+    /// The peer gives up by then.
+    pub deadline: Instant,
+}
+
+/// Runs the peer: set up, tell the rig ([`PeerEvent`] lines on `events`),
+/// take [`RigCommand`]s from `commands` (end of file there ends the process
+/// at once), serve one guest.
+///
+/// # Errors
+/// A line naming the step that failed; it was also sent as
+/// [`PeerEvent::Failed`].
+pub fn run_peer(cfg: PeerConfig, commands: impl BufRead + Send + 'static, mut events: impl Write) -> Result<(), String> {
+    let result = serve(cfg, commands, &mut events);
+    if let Err(e) = &result {
+        let _ = emit(&mut events, &PeerEvent::Failed(e.clone()));
+    }
+    result
+}
+
+fn emit(events: &mut impl Write, event: &PeerEvent) -> Result<(), String> {
+    events.write_all(encode(event).as_bytes()).and_then(|()| events.flush()).map_err(|e| format!("writing to the rig: {e}"))
+}
+
+fn serve(cfg: PeerConfig, commands: impl BufRead + Send + 'static, events: &mut impl Write) -> Result<(), String> {
+    let (host, prefix) = cfg.host;
+    netns::enter_new_namespace().map_err(|e| format!("a new network namespace (unshare CLONE_NEWNET; needs root): {e}"))?;
+    let tap = netns::create_tap(&cfg.tap).map_err(|e| format!("TAP {}: {e}", cfg.tap))?;
+    netns::disable_ipv6(&cfg.tap).map_err(|e| format!("TAP {}: {e}", cfg.tap))?;
+    netns::configure("lo", None).map_err(|e| format!("lo: {e}"))?;
+    netns::configure(&cfg.tap, Some((host, prefix))).map_err(|e| format!("TAP {}: {host}/{prefix}: {e}", cfg.tap))?;
+    send_fd(cfg.fd_socket.as_fd(), tap.as_fd()).map_err(|e| format!("sending the TAP's descriptor to the rig: {e}"))?;
+    // The TAP lives on in the rig's (then the device's) copy.
+    drop(tap);
+    drop(cfg.fd_socket);
+    let listener = control_listener(SocketAddrV4::new(host, cfg.port), cfg.deadline)
+        .map_err(|e| format!("control port {host}:{}: {e}", cfg.port))?;
+    emit(events, &PeerEvent::Ready { tap: cfg.tap.clone(), host, port: cfg.port })?;
+    let rig = rig_commands(commands);
+
+    let (control, _) = listener.accept().map_err(|e| format!("waiting for the guest's control connection: {e}"))?;
+    let mut reader = BufReader::new(control.try_clone().map_err(|e| format!("control connection: {e}"))?);
+    let mut writer = control;
+    let hello: GuestHello = decode(&read_line(&mut reader, cfg.deadline, "the guest's hello")?, "the guest's hello")?;
+    if hello.version != PROTOCOL_VERSION {
+        return Err(format!("the guest speaks version {}, this peer {PROTOCOL_VERSION}", hello.version));
+    }
+    emit(events, &PeerEvent::Hello(hello))?;
+    let left = cfg.deadline.saturating_duration_since(Instant::now());
+    let plan = match rig.recv_timeout(left) {
+        Ok(line) => match decode::<RigCommand>(&line, "a command from the rig")? {
+            RigCommand::Plan(plan) => plan,
+            RigCommand::Refuse(why) => {
+                let _ = writer.write_all(encode(&why).as_bytes());
+                return Err(format!("the rig made no plan: {why}"));
+            }
+        },
+        Err(_) => return Err("no plan from the rig before the deadline".into()),
+    };
+    // Listeners before the guest hears the plan: its connections find them open.
+    let (listeners, host_failed) = run::listen(&plan, Side::Host);
+    writer.write_all(encode(&plan).as_bytes()).map_err(|e| format!("sending the plan: {e}"))?;
+    let listening: GuestListening = decode(&read_line(&mut reader, cfg.deadline, "the guest's listeners")?, "the guest's listeners")?;
+    let started = Instant::now();
+    let limit = (started + Duration::from_millis(plan.limit_ms)).min(cfg.deadline);
+    let mut failed: BTreeMap<u32, String> = host_failed.into_iter().collect();
+    for id in listening.failed {
+        failed.entry(id).or_insert_with(|| "the guest could not listen on its port".into());
+    }
+    let host_results = run::run(&plan, Side::Host, listeners, &failed, limit);
+    let (guest, error) = match read_line(&mut reader, (limit + RESULTS_GRACE).min(cfg.deadline), "the guest's results")
+        .and_then(|l| decode::<GuestResults>(&l, "the guest's results"))
+    {
+        Ok(r) => (r.flows, None),
+        Err(e) => (Vec::new(), Some(e)),
+    };
+    let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    emit(events, &PeerEvent::Done(Box::new(Outcome { plan, host: host_results, guest, error, elapsed_ms })))?;
+    // Stay (the namespace with us) until the rig closes stdin or the deadline.
+    let _ = rig.recv_timeout(cfg.deadline.saturating_duration_since(Instant::now()));
+    Ok(())
+}
+
+/// The control port, listening, with `accept()` bounded by `deadline`.
+fn control_listener(addr: SocketAddrV4, deadline: Instant) -> std::io::Result<TcpListener> {
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    socket.bind(&SockAddr::from(addr))?;
+    socket.listen(4)?;
+    socket.set_read_timeout(Some(deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1))))?;
+    Ok(TcpListener::from(socket))
+}
+
+/// A thread reading the rig's command lines; end of file (the rig is done or
+/// gone) ends the process at once: nothing of the peer needs cleaning up.
+fn rig_commands(commands: impl BufRead + Send + 'static) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in commands.lines() {
+            match line {
+                Ok(l) if l.trim().is_empty() => {}
+                Ok(l) => {
+                    if tx.send(l).is_err() {
+                        return;
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        std::process::exit(0);
+    });
+    rx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_peer_without_privileges_or_with_a_bad_tap_name_fails_with_a_line_saying_so() {
+        let (a, _b) = std::os::unix::net::UnixDatagram::pair().expect("pair");
+        let cfg = PeerConfig {
+            tap: "a-name-that-is-far-too-long".into(),
+            host: (Ipv4Addr::new(192, 0, 2, 1), 24),
+            port: 7000,
+            fd_socket: OwnedFd::from(a),
+            deadline: Instant::now() + Duration::from_secs(1),
+        };
+        // In a child process: the peer moves its process into a new namespace.
+        let child = std::thread::spawn(move || {
+            let mut out = Vec::new();
+            let r = run_peer(cfg, std::io::Cursor::new(Vec::new()), &mut out);
+            (r, String::from_utf8_lossy(&out).into_owned())
+        });
+        let (r, out) = child.join().expect("thread");
+        let e = r.expect_err("cannot succeed");
+        assert!(out.contains("Failed"), "{out}");
+        assert!(e.contains("namespace") || e.contains("TAP"), "{e}");
+    }
+}
