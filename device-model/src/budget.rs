@@ -44,19 +44,9 @@ pub fn eq_limit(config: &DeviceConfig) -> u64 {
 /// by a queue, plus the pages of every queue ring (HWC rings included).
 pub fn pages_in_use(res: &Resources) -> u64 {
     let queues = &res.queues;
-    let eq = queues
-        .eqs
-        .values()
-        .map(|eq| u64::from(eq.ring.entries()) * 16);
-    let cq = queues
-        .cqs
-        .values()
-        .map(|cq| u64::from(cq.ring.entries()) * 64);
-    let wq = queues
-        .sqs
-        .values()
-        .chain(queues.rqs.values())
-        .map(|wq| wq.ring_bytes());
+    let eq = queues.eqs.values().map(|eq| u64::from(eq.ring.entries()) * 16);
+    let cq = queues.cqs.values().map(|cq| u64::from(cq.ring.entries()) * 64);
+    let wq = queues.sqs.values().chain(queues.rqs.values()).map(|wq| wq.ring_bytes());
     let ring_bytes: u64 = eq.chain(cq).chain(wq).sum();
     res.regions.declared_pages() + ring_bytes.div_ceil(PAGE_SIZE)
 }
@@ -67,12 +57,7 @@ pub fn pages_in_use(res: &Resources) -> u64 {
 /// # Errors
 /// [`CommandError::Exhausted`] when the command would create more than the
 /// device advertises or allows.
-pub fn admit(
-    res: &Resources,
-    config: &DeviceConfig,
-    command: Command,
-    request: &[u8],
-) -> Result<(), CommandError> {
+pub fn admit(res: &Resources, config: &DeviceConfig, command: Command, request: &[u8]) -> Result<(), CommandError> {
     match command {
         Command::CREATE_QUEUE => {
             let Ok(req) = parse::<CreateQueueReq>(request) else {
@@ -81,9 +66,7 @@ pub fn admit(
             if QueueType(req.queue_type.get()) != QueueType::EQ {
                 return Ok(());
             }
-            let hwc = res
-                .hwc_eq
-                .is_some_and(|id| res.queues.eqs.contains_key(&id));
+            let hwc = res.hwc_eq.is_some_and(|id| res.queues.eqs.contains_key(&id));
             let made = res.queues.eqs.len() as u64 - u64::from(hwc);
             check("EQs", made, 1, eq_limit(config))
         }
@@ -97,11 +80,7 @@ pub fn admit(
                 _ => return Ok(()),
             };
             let vport = req.vport.get();
-            let made = res
-                .wq_objs
-                .values()
-                .filter(|obj| obj.kind == kind && obj.vport == vport)
-                .count() as u64;
+            let made = res.wq_objs.values().filter(|obj| obj.kind == kind && obj.vport == vport).count() as u64;
             check(what, made, 1, u64::from(config.max_queues))
         }
         Command::CREATE_DMA_REGION => {

@@ -26,11 +26,7 @@ pub fn dispatch(ctx: &mut Ctx<'_>, request: &[u8]) -> Outcome {
         Ok(hdr) => hdr,
         Err(error) => {
             let response = frame(&GdmaReqHdr::default(), STATUS_INVALID_PARAMETER, Vec::new());
-            return Outcome {
-                command: Command(0),
-                response,
-                error: Some(error),
-            };
+            return Outcome { command: Command(0), response, error: Some(error) };
         }
     };
     let command = Command(hdr.req.msg_type.get());
@@ -44,16 +40,7 @@ pub fn dispatch(ctx: &mut Ctx<'_>, request: &[u8]) -> Outcome {
         gdma::handle(ctx, command, &hdr, request)
     };
     match result {
-        Ok(body) => Outcome {
-            command,
-            response: frame(&hdr, STATUS_OK, body),
-            error: None,
-        },
-        Err(error) => Outcome {
-            command,
-            response: frame(&hdr, error.status(), Vec::new()),
-            error: Some(error),
-        },
+        Ok(body) => Outcome { command, response: frame(&hdr, STATUS_OK, body), error: None },
+        Err(error) => Outcome { command, response: frame(&hdr, error.status(), Vec::new()), error: Some(error) },
     }
 }
-

@@ -803,9 +803,7 @@ pub struct GdmaMsgHdr {
 }
 
 /// `struct gdma_dev_id` (gdma.h).
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
 #[repr(C)]
 pub struct DevId {
     /// [`DeviceType`].

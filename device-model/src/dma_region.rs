@@ -116,22 +116,11 @@ fn check_pages(mem: &Mem, have: &[u64], pages: &[u64]) -> Result<(), RegionError
     let mut seen: BTreeSet<u64> = have.iter().copied().collect();
     for (i, &addr) in pages.iter().enumerate() {
         if !seen.insert(addr) {
-            return Err(RegionError::DuplicatePage {
-                index: first_index + i,
-                addr,
-            });
+            return Err(RegionError::DuplicatePage { index: first_index + i, addr });
         }
-        let in_memory = GuestMemory::check_range(
-            mem,
-            GuestAddress(addr),
-            PAGE_SIZE as usize,
-            Permissions::ReadWrite,
-        );
+        let in_memory = GuestMemory::check_range(mem, GuestAddress(addr), PAGE_SIZE as usize, Permissions::ReadWrite);
         if addr % PAGE_SIZE != 0 || !in_memory {
-            return Err(RegionError::BadPage {
-                index: first_index + i,
-                addr,
-            });
+            return Err(RegionError::BadPage { index: first_index + i, addr });
         }
     }
     Ok(())
@@ -163,27 +152,14 @@ impl DmaRegions {
             && length > 0
             && length <= u64::from(page_count) * PAGE_SIZE;
         if !geometry_ok {
-            return Err(RegionError::BadGeometry {
-                length,
-                offset,
-                page_type,
-                page_count,
-                listed: pages.len() as u32,
-            });
+            return Err(RegionError::BadGeometry { length, offset, page_type, page_count, listed: pages.len() as u32 });
         }
         if self.regions.len() >= MAX_REGIONS {
             return Err(RegionError::Exhausted(self.regions.len()));
         }
         check_pages(mem, &[], &pages)?;
         let handle = self.allocate_handle();
-        self.regions.insert(
-            handle,
-            DmaRegion {
-                length,
-                page_count,
-                pages,
-            },
-        );
+        self.regions.insert(handle, DmaRegion { length, page_count, pages });
         Ok(handle)
     }
 
@@ -202,16 +178,8 @@ impl DmaRegions {
     /// # Errors
     /// [`RegionError::UnknownHandle`], [`RegionError::TooManyPages`],
     /// [`RegionError::BadPage`], [`RegionError::DuplicatePage`].
-    pub fn add_pages(
-        &mut self,
-        mem: &Mem,
-        handle: u64,
-        pages: Vec<u64>,
-    ) -> Result<(), RegionError> {
-        let region = self
-            .regions
-            .get_mut(&handle)
-            .ok_or(RegionError::UnknownHandle(handle))?;
+    pub fn add_pages(&mut self, mem: &Mem, handle: u64, pages: Vec<u64>) -> Result<(), RegionError> {
+        let region = self.regions.get_mut(&handle).ok_or(RegionError::UnknownHandle(handle))?;
         if region.pages.len() + pages.len() > region.page_count as usize {
             return Err(RegionError::TooManyPages {
                 handle,
@@ -230,9 +198,7 @@ impl DmaRegions {
     /// # Errors
     /// [`RegionError::UnknownHandle`].
     pub fn destroy(&mut self, handle: u64) -> Result<DmaRegion, RegionError> {
-        self.regions
-            .remove(&handle)
-            .ok_or(RegionError::UnknownHandle(handle))
+        self.regions.remove(&handle).ok_or(RegionError::UnknownHandle(handle))
     }
 
     /// Checks that region `handle` is complete and holds at least `need`
@@ -241,17 +207,10 @@ impl DmaRegions {
     /// # Errors
     /// [`RegionError::UnknownHandle`], [`RegionError::TooSmall`].
     pub fn check(&self, handle: u64, need: u64) -> Result<&DmaRegion, RegionError> {
-        let region = self
-            .regions
-            .get(&handle)
-            .ok_or(RegionError::UnknownHandle(handle))?;
+        let region = self.regions.get(&handle).ok_or(RegionError::UnknownHandle(handle))?;
         let have = region.pages.len() as u64 * PAGE_SIZE;
         if !region.complete() || need > have.min(region.length) {
-            return Err(RegionError::TooSmall {
-                handle,
-                have: have.min(region.length),
-                need,
-            });
+            return Err(RegionError::TooSmall { handle, have: have.min(region.length), need });
         }
         Ok(region)
     }

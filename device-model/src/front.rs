@@ -61,9 +61,7 @@ impl Refusals {
     }
 
     fn slot(&self) -> std::sync::MutexGuard<'_, Option<i32>> {
-        self.last
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.last.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn take(&self) -> Option<i32> {
@@ -113,11 +111,7 @@ struct Message {
 ///
 /// # Errors
 /// [`FrontError`] when either socket fails or the client's framing is lost.
-pub fn relay(
-    client: &UnixStream,
-    server: &UnixStream,
-    refusals: &Refusals,
-) -> Result<(), FrontError> {
+pub fn relay(client: &UnixStream, server: &UnixStream, refusals: &Refusals) -> Result<(), FrontError> {
     while let Some(message) = read_message(client)? {
         let Message { header, body, fds } = message;
         let quiet = header.no_reply();
@@ -136,8 +130,8 @@ pub fn relay(
                 forward(server, &bytes, &fds)?;
                 drop(fds);
                 let mut reply = read_reply(server)?;
-                let (mut rh, _) = Header::read_from_prefix(&reply)
-                    .map_err(|_| FrontError::Server("short reply".into()))?;
+                let (mut rh, _) =
+                    Header::read_from_prefix(&reply).map_err(|_| FrontError::Server("short reply".into()))?;
                 if rh.is_error() && rh.error.get() == 0 {
                     let errno = refusals.take().unwrap_or(libc::EINVAL);
                     rh.error = Le32::new(errno.unsigned_abs());
@@ -180,18 +174,13 @@ fn read_message(client: &UnixStream) -> Result<Option<Message>, FrontError> {
     reader
         .read_exact(&mut raw[got..])
         .map_err(|err| FrontError::Framing(format!("connection ended inside a header: {err}")))?;
-    let (header, _) = Header::read_from_prefix(&raw)
-        .map_err(|_| FrontError::Framing("unreadable header".into()))?;
+    let (header, _) = Header::read_from_prefix(&raw).map_err(|_| FrontError::Framing("unreadable header".into()))?;
     let size = header.message_size.get();
     if (size as usize) < HEADER_SIZE || size > wire::MAX_MESSAGE {
         // Nothing tells where the next message starts: answer (a client
         // waiting for a reply learns why) and close.
         if !header.no_reply() {
-            let errno = if size > wire::MAX_MESSAGE {
-                libc::E2BIG
-            } else {
-                libc::EINVAL
-            };
+            let errno = if size > wire::MAX_MESSAGE { libc::E2BIG } else { libc::EINVAL };
             write_client(client, header.error_reply(errno).as_bytes())?;
         }
         return Err(FrontError::Framing(format!(
@@ -210,14 +199,11 @@ fn read_message(client: &UnixStream) -> Result<Option<Message>, FrontError> {
 /// `recvmsg` of up to `raw.len()` bytes with up to [`MAX_FDS`] fds.
 fn recv_header(client: &UnixStream, raw: &mut [u8]) -> io::Result<(usize, Vec<File>)> {
     let mut fds: [RawFd; MAX_FDS] = [-1; MAX_FDS];
-    let mut iov = [libc::iovec {
-        iov_base: raw.as_mut_ptr().cast(),
-        iov_len: raw.len(),
-    }];
+    let mut iov = [libc::iovec { iov_base: raw.as_mut_ptr().cast(), iov_len: raw.len() }];
     // SAFETY: the iovec points at `raw`, borrowed mutably for the whole call,
     // and any bytes may be written to a u8 slice.
-    let (got, count) = unsafe { client.recv_with_fds(&mut iov, &mut fds) }
-        .map_err(|err| io::Error::from_raw_os_error(err.errno()))?;
+    let (got, count) =
+        unsafe { client.recv_with_fds(&mut iov, &mut fds) }.map_err(|err| io::Error::from_raw_os_error(err.errno()))?;
     let files = fds[..count]
         .iter()
         // SAFETY: recv_with_fds returned `count` fds that this process now
@@ -234,9 +220,8 @@ fn forward(server: &UnixStream, bytes: &[u8], fds: &[File]) -> Result<(), FrontE
     if !fds.is_empty() {
         let raw: Vec<RawFd> = fds.iter().map(AsRawFd::as_raw_fd).collect();
         let head = &bytes[..HEADER_SIZE];
-        let sent = server
-            .send_with_fds(&[head], &raw)
-            .map_err(|err| gone(io::Error::from_raw_os_error(err.errno())))?;
+        let sent =
+            server.send_with_fds(&[head], &raw).map_err(|err| gone(io::Error::from_raw_os_error(err.errno())))?;
         rest = &bytes[sent..];
     }
     let mut server = server;
@@ -249,8 +234,8 @@ fn read_reply(server: &UnixStream) -> Result<Vec<u8>, FrontError> {
     let mut reader = server;
     let mut raw = [0u8; HEADER_SIZE];
     reader.read_exact(&mut raw).map_err(gone)?;
-    let (header, _) = Header::read_from_prefix(&raw)
-        .map_err(|_| FrontError::Server("unreadable reply header".into()))?;
+    let (header, _) =
+        Header::read_from_prefix(&raw).map_err(|_| FrontError::Server("unreadable reply header".into()))?;
     let size = header.message_size.get();
     if (size as usize) < HEADER_SIZE || size > wire::MAX_MESSAGE {
         return Err(FrontError::Server(format!("reply of {size} bytes")));

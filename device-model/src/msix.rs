@@ -27,8 +27,8 @@ use std::io::Write;
 use std::sync::{Mutex, MutexGuard};
 use thiserror::Error;
 use vfio_bindings::bindings::vfio::{
-    VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_IRQ_SET_ACTION_TYPE_MASK, VFIO_IRQ_SET_DATA_EVENTFD,
-    VFIO_IRQ_SET_DATA_NONE, VFIO_IRQ_SET_DATA_TYPE_MASK,
+    VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_IRQ_SET_ACTION_TYPE_MASK, VFIO_IRQ_SET_DATA_EVENTFD, VFIO_IRQ_SET_DATA_NONE,
+    VFIO_IRQ_SET_DATA_TYPE_MASK,
 };
 
 /// Bytes per MSI-X table entry (address low/high, data, vector control).
@@ -158,10 +158,7 @@ impl MsixVectors {
     /// A table of `table_size` vectors (1..=2048, clamped), MSI-X disabled.
     pub fn new(table_size: u16) -> Self {
         let table_size = table_size.clamp(1, MSIX_MAX_VECTORS);
-        Self {
-            table_size,
-            state: Mutex::new(State::new(table_size)),
-        }
+        Self { table_size, state: Mutex::new(State::new(table_size)) }
     }
 
     /// Entries in the MSI-X table.
@@ -172,9 +169,7 @@ impl MsixVectors {
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock cannot leave the table inconsistent
         // (each update is a single assignment), so a poisoned lock is usable.
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Applies a `VFIO_USER_DEVICE_SET_IRQS` request for the MSI-X index
@@ -192,13 +187,7 @@ impl MsixVectors {
     /// fd that is not an eventfd ([`MsixError::NotAnEventfd`]; nothing is
     /// installed then), or MASK/UNMASK/DATA_BOOL, which VFIO does not support
     /// for MSI-X either.
-    pub fn set_irqs(
-        &self,
-        flags: u32,
-        start: u32,
-        count: u32,
-        fds: Vec<File>,
-    ) -> Result<(), MsixError> {
+    pub fn set_irqs(&self, flags: u32, start: u32, count: u32, fds: Vec<File>) -> Result<(), MsixError> {
         let action = flags & VFIO_IRQ_SET_ACTION_TYPE_MASK;
         let data = flags & VFIO_IRQ_SET_DATA_TYPE_MASK;
         if action != VFIO_IRQ_SET_ACTION_TRIGGER {
@@ -213,11 +202,7 @@ impl MsixVectors {
         let end = start
             .checked_add(count)
             .filter(|end| *end <= u32::from(self.table_size))
-            .ok_or(MsixError::OutOfRange {
-                start,
-                count,
-                table_size: self.table_size,
-            })?;
+            .ok_or(MsixError::OutOfRange { start, count, table_size: self.table_size })?;
         let vectors = start as usize..end as usize;
         match data {
             VFIO_IRQ_SET_DATA_NONE => {
@@ -227,17 +212,13 @@ impl MsixVectors {
             }
             VFIO_IRQ_SET_DATA_EVENTFD if fds.is_empty() => {
                 state.enabled = true;
-                state.eventfds[vectors.clone()]
-                    .iter_mut()
-                    .for_each(|fd| *fd = None);
+                state.eventfds[vectors.clone()].iter_mut().for_each(|fd| *fd = None);
                 tracing::debug!(?vectors, "MSI-X enabled; vectors without eventfd");
             }
             VFIO_IRQ_SET_DATA_EVENTFD if fds.len() == vectors.len() => {
                 for (vector, fd) in vectors.clone().zip(&fds) {
-                    make_nonblocking_eventfd(fd).map_err(|what| MsixError::NotAnEventfd {
-                        vector: vector as u32,
-                        what,
-                    })?;
+                    make_nonblocking_eventfd(fd)
+                        .map_err(|what| MsixError::NotAnEventfd { vector: vector as u32, what })?;
                 }
                 state.enabled = true;
                 for (vector, fd) in vectors.clone().zip(fds) {
@@ -249,10 +230,7 @@ impl MsixVectors {
                 tracing::debug!(?vectors, "MSI-X eventfds installed");
             }
             VFIO_IRQ_SET_DATA_EVENTFD => {
-                return Err(MsixError::FdCountMismatch {
-                    count,
-                    fds: fds.len(),
-                });
+                return Err(MsixError::FdCountMismatch { count, fds: fds.len() });
             }
             _ => return Err(MsixError::Unsupported(flags)),
         }
@@ -272,9 +250,7 @@ impl MsixVectors {
     pub fn bar_read(&self, offset: u64, data: &mut [u8]) {
         let state = self.lock();
         for (i, byte) in data.iter_mut().enumerate() {
-            *byte = offset
-                .checked_add(i as u64)
-                .map_or(0, |at| self.bar_byte(&state, at));
+            *byte = offset.checked_add(i as u64).map_or(0, |at| self.bar_byte(&state, at));
         }
     }
 
@@ -301,10 +277,7 @@ impl MsixVectors {
         let mut state = self.lock();
         let table_len = u64::from(self.table_size) * TABLE_ENTRY_SIZE;
         for (i, byte) in data.iter().enumerate() {
-            let Some(rel) = offset
-                .checked_add(i as u64)
-                .and_then(|at| at.checked_sub(MSIX_TABLE_OFFSET))
-            else {
+            let Some(rel) = offset.checked_add(i as u64).and_then(|at| at.checked_sub(MSIX_TABLE_OFFSET)) else {
                 continue;
             };
             if rel >= table_len {
@@ -323,11 +296,8 @@ impl MsixVectors {
     /// Current state and counters.
     pub fn snapshot(&self) -> MsixSnapshot {
         let state = self.lock();
-        let which = |pred: &dyn Fn(usize) -> bool| {
-            (0..self.table_size)
-                .filter(|v| pred(usize::from(*v)))
-                .collect::<Vec<u16>>()
-        };
+        let which =
+            |pred: &dyn Fn(usize) -> bool| (0..self.table_size).filter(|v| pred(usize::from(*v))).collect::<Vec<u16>>();
         MsixSnapshot {
             table_size: self.table_size,
             enabled: state.enabled,
@@ -472,8 +442,7 @@ mod tests {
         let msix = MsixVectors::new(4);
         let (efd, f) = eventfd();
         msix.set_irqs(EVENTFD, 2, 1, vec![f]).expect("vector 2");
-        msix.set_irqs(EVENTFD, 2, 1, vec![])
-            .expect("release vector 2");
+        msix.set_irqs(EVENTFD, 2, 1, vec![]).expect("release vector 2");
         msix.raise(2);
         assert_eq!(fired(&efd), 0);
         assert_eq!(msix.snapshot().pending, vec![2]);
@@ -494,43 +463,24 @@ mod tests {
         let msix = MsixVectors::new(4);
         assert_eq!(
             msix.set_irqs(EVENTFD, 3, 2, vec![]),
-            Err(MsixError::OutOfRange {
-                start: 3,
-                count: 2,
-                table_size: 4
-            })
+            Err(MsixError::OutOfRange { start: 3, count: 2, table_size: 4 })
         );
         assert!(msix.set_irqs(EVENTFD, u32::MAX, 2, vec![]).is_err());
         let (_efd, f) = eventfd();
-        assert_eq!(
-            msix.set_irqs(EVENTFD, 0, 2, vec![f]),
-            Err(MsixError::FdCountMismatch { count: 2, fds: 1 })
-        );
+        assert_eq!(msix.set_irqs(EVENTFD, 0, 2, vec![f]), Err(MsixError::FdCountMismatch { count: 2, fds: 1 }));
         let mask = VFIO_IRQ_SET_DATA_NONE | vfio_bindings::bindings::vfio::VFIO_IRQ_SET_ACTION_MASK;
-        assert_eq!(
-            msix.set_irqs(mask, 0, 1, vec![]),
-            Err(MsixError::Unsupported(mask))
-        );
+        assert_eq!(msix.set_irqs(mask, 0, 1, vec![]), Err(MsixError::Unsupported(mask)));
     }
 
     #[test]
     fn a_vector_fd_that_is_not_an_eventfd_is_refused_and_nothing_is_installed() {
         let msix = MsixVectors::new(4);
         let (_efd, good) = eventfd();
-        let file = memfd::MemfdOptions::default()
-            .create("not-an-eventfd")
-            .expect("memfd")
-            .into_file();
+        let file = memfd::MemfdOptions::default().create("not-an-eventfd").expect("memfd").into_file();
         let err = msix.set_irqs(EVENTFD, 0, 2, vec![good, file]);
-        assert!(
-            matches!(&err, Err(MsixError::NotAnEventfd { vector: 1, what }) if what.contains("memfd")),
-            "{err:?}"
-        );
+        assert!(matches!(&err, Err(MsixError::NotAnEventfd { vector: 1, what }) if what.contains("memfd")), "{err:?}");
         let snap = msix.snapshot();
-        assert!(
-            !snap.enabled && snap.vectors_with_eventfd.is_empty(),
-            "{snap:?}"
-        );
+        assert!(!snap.enabled && snap.vectors_with_eventfd.is_empty(), "{snap:?}");
     }
 
     #[test]
@@ -545,8 +495,7 @@ mod tests {
         let borrowed = unsafe { BorrowedFd::borrow_raw(efd.as_raw_fd()) };
         let file = File::from(borrowed.try_clone_to_owned().expect("dup"));
         let msix = MsixVectors::new(2);
-        msix.set_irqs(EVENTFD, 1, 1, vec![file])
-            .expect("an eventfd");
+        msix.set_irqs(EVENTFD, 1, 1, vec![file]).expect("an eventfd");
         msix.raise(1);
         msix.raise(1);
         let snap = msix.snapshot();
@@ -562,17 +511,9 @@ mod tests {
         let mut entry = [0u8; 16];
         msix.bar_read(16, &mut entry);
         assert_eq!(entry, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0]);
-        msix.bar_write(
-            16,
-            &[
-                0xee, 0xff, 0xe0, 0xfe, 0, 0, 0, 0, 0x41, 0, 0, 0, 0xfe, 0xff, 0, 0,
-            ],
-        );
+        msix.bar_write(16, &[0xee, 0xff, 0xe0, 0xfe, 0, 0, 0, 0, 0x41, 0, 0, 0, 0xfe, 0xff, 0, 0]);
         msix.bar_read(16, &mut entry);
-        assert_eq!(
-            entry,
-            [0xee, 0xff, 0xe0, 0xfe, 0, 0, 0, 0, 0x41, 0, 0, 0, 0, 0, 0, 0]
-        );
+        assert_eq!(entry, [0xee, 0xff, 0xe0, 0xfe, 0, 0, 0, 0, 0x41, 0, 0, 0, 0, 0, 0, 0]);
         msix.reset();
         msix.bar_read(16, &mut entry);
         assert_eq!(entry[12], 1);

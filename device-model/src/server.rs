@@ -26,9 +26,7 @@ use crate::dma::{DmaAccess, DmaError, DmaMappings};
 use crate::front::Refusals;
 use crate::interrupt::InterruptSink;
 use crate::msix::{MsixError, MsixSnapshot, MsixVectors};
-use crate::pci::{
-    BarKind, BarSpec, ConfigSpace, PciError, CONFIG_SPACE_SIZE, MSIX_BAR_INDEX, MSIX_BAR_SIZE,
-};
+use crate::pci::{BarKind, BarSpec, ConfigSpace, PciError, CONFIG_SPACE_SIZE, MSIX_BAR_INDEX, MSIX_BAR_SIZE};
 use crate::snapshot::Snapshot;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
@@ -39,11 +37,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use thiserror::Error;
 use vfio_bindings::bindings::vfio::{
-    vfio_region_info, VFIO_IRQ_INFO_EVENTFD, VFIO_IRQ_SET_ACTION_TRIGGER,
-    VFIO_IRQ_SET_DATA_EVENTFD, VFIO_IRQ_SET_DATA_NONE, VFIO_PCI_BAR0_REGION_INDEX,
-    VFIO_PCI_BAR2_REGION_INDEX, VFIO_PCI_CONFIG_REGION_INDEX, VFIO_PCI_ERR_IRQ_INDEX,
-    VFIO_PCI_MSIX_IRQ_INDEX, VFIO_PCI_NUM_IRQS, VFIO_PCI_NUM_REGIONS, VFIO_REGION_INFO_FLAG_READ,
-    VFIO_REGION_INFO_FLAG_WRITE,
+    vfio_region_info, VFIO_IRQ_INFO_EVENTFD, VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_IRQ_SET_DATA_EVENTFD,
+    VFIO_IRQ_SET_DATA_NONE, VFIO_PCI_BAR0_REGION_INDEX, VFIO_PCI_BAR2_REGION_INDEX, VFIO_PCI_CONFIG_REGION_INDEX,
+    VFIO_PCI_ERR_IRQ_INDEX, VFIO_PCI_MSIX_IRQ_INDEX, VFIO_PCI_NUM_IRQS, VFIO_PCI_NUM_REGIONS,
+    VFIO_REGION_INFO_FLAG_READ, VFIO_REGION_INFO_FLAG_WRITE,
 };
 use vfio_user::{DmaMapFlags, DmaUnmapFlags, IrqInfo, Server, ServerBackend, ServerRegion};
 use vm_memory::{GuestMemoryAtomic, GuestMemoryMmap};
@@ -198,16 +195,15 @@ impl ManaFunction {
         let memory: DmaMemory = GuestMemoryAtomic::new(GuestMemoryMmap::new());
         let msix = Arc::new(MsixVectors::new(config.msix_table_size));
         // Validate the table size before the core is built (MsixVectors clamps).
-        ConfigSpace::new_mana_vf(&Self::bars(0x1000), config.msix_table_size)
-            .map_err(ServerError::Config)?;
+        ConfigSpace::new_mana_vf(&Self::bars(0x1000), config.msix_table_size).map_err(ServerError::Config)?;
         let sink: Arc<dyn InterruptSink> = msix.clone();
         let bar0 = factory(memory.clone(), sink);
         let bar0_size = bar0.size();
         if !bar0_size.is_power_of_two() || bar0_size < 0x1000 {
             return Err(ServerError::Bar0Size(bar0_size));
         }
-        let pci = ConfigSpace::new_mana_vf(&Self::bars(bar0_size), config.msix_table_size)
-            .map_err(ServerError::Config)?;
+        let pci =
+            ConfigSpace::new_mana_vf(&Self::bars(bar0_size), config.msix_table_size).map_err(ServerError::Config)?;
         Ok(Self {
             config,
             pci,
@@ -224,16 +220,8 @@ impl ManaFunction {
 
     fn bars(bar0_size: u64) -> [BarSpec; 2] {
         [
-            BarSpec {
-                index: 0,
-                size: bar0_size,
-                kind: BarKind::Memory64,
-            },
-            BarSpec {
-                index: MSIX_BAR_INDEX,
-                size: MSIX_BAR_SIZE,
-                kind: BarKind::Memory32,
-            },
+            BarSpec { index: 0, size: bar0_size, kind: BarKind::Memory64 },
+            BarSpec { index: MSIX_BAR_INDEX, size: MSIX_BAR_SIZE, kind: BarKind::Memory32 },
         ]
     }
 
@@ -247,11 +235,7 @@ impl ManaFunction {
                     VFIO_PCI_CONFIG_REGION_INDEX => CONFIG_SPACE_SIZE as u64,
                     _ => 0,
                 };
-                let flags = if size > 0 {
-                    VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE
-                } else {
-                    0
-                };
+                let flags = if size > 0 { VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE } else { 0 };
                 ServerRegion {
                     region_info: vfio_region_info {
                         argsz: std::mem::size_of::<vfio_region_info>() as u32,
@@ -274,24 +258,14 @@ impl ManaFunction {
             .map(|index| match index {
                 // No NORESIZE flag: QEMU then adds vectors one by one as the
                 // guest unmasks them instead of re-enabling the whole table.
-                VFIO_PCI_MSIX_IRQ_INDEX => IrqInfo {
-                    index,
-                    flags: VFIO_IRQ_INFO_EVENTFD,
-                    count: u32::from(self.msix.table_size()),
-                },
+                VFIO_PCI_MSIX_IRQ_INDEX => {
+                    IrqInfo { index, flags: VFIO_IRQ_INFO_EVENTFD, count: u32::from(self.msix.table_size()) }
+                }
                 // One error-notification eventfd: the emulated device never
                 // reports PCIe errors, but QEMU warns "Could not enable error
                 // recovery for the device" when the index is empty.
-                VFIO_PCI_ERR_IRQ_INDEX => IrqInfo {
-                    index,
-                    flags: VFIO_IRQ_INFO_EVENTFD,
-                    count: 1,
-                },
-                _ => IrqInfo {
-                    index,
-                    flags: 0,
-                    count: 0,
-                },
+                VFIO_PCI_ERR_IRQ_INDEX => IrqInfo { index, flags: VFIO_IRQ_INFO_EVENTFD, count: 1 },
+                _ => IrqInfo { index, flags: 0, count: 0 },
             })
             .collect()
     }
@@ -333,9 +307,7 @@ impl ManaFunction {
     fn bar0_access_ok(&self, offset: u64, len: usize) -> bool {
         matches!(len, 1 | 2 | 4 | 8)
             && offset % len as u64 == 0
-            && offset
-                .checked_add(len as u64)
-                .is_some_and(|end| end <= self.bar0_size)
+            && offset.checked_add(len as u64).is_some_and(|end| end <= self.bar0_size)
     }
 
     /// Which part of the device a region access of `len` bytes at `offset` reaches.
@@ -343,11 +315,7 @@ impl ManaFunction {
         match region {
             VFIO_PCI_CONFIG_REGION_INDEX => Some(Target::Config),
             VFIO_PCI_BAR0_REGION_INDEX if self.bar0_access_ok(offset, len) => Some(Target::Bar0),
-            VFIO_PCI_BAR2_REGION_INDEX
-                if offset
-                    .checked_add(len as u64)
-                    .is_some_and(|end| end <= MSIX_BAR_SIZE) =>
-            {
+            VFIO_PCI_BAR2_REGION_INDEX if offset.checked_add(len as u64).is_some_and(|end| end <= MSIX_BAR_SIZE) => {
                 Some(Target::MsixBar)
             }
             _ => None,
@@ -422,11 +390,7 @@ impl ManaFunction {
         size: u64,
         fd: Option<File>,
     ) -> Result<(), DmaError> {
-        let access = if flags.contains(DmaMapFlags::WRITE) {
-            DmaAccess::ReadWrite
-        } else {
-            DmaAccess::ReadOnly
-        };
+        let access = if flags.contains(DmaMapFlags::WRITE) { DmaAccess::ReadWrite } else { DmaAccess::ReadOnly };
         self.dma.map(iova, size, offset, access, fd).map(|_| ())
     }
 
@@ -434,12 +398,7 @@ impl ManaFunction {
     ///
     /// # Errors
     /// [`DmaError`] for a bad range or one that would split a mapping.
-    pub fn dma_unmap(
-        &mut self,
-        flags: DmaUnmapFlags,
-        iova: u64,
-        size: u64,
-    ) -> Result<(), DmaError> {
+    pub fn dma_unmap(&mut self, flags: DmaUnmapFlags, iova: u64, size: u64) -> Result<(), DmaError> {
         if flags.contains(DmaUnmapFlags::UNMAP_ALL) {
             self.dma.unmap_all();
             return Ok(());
@@ -454,14 +413,7 @@ impl ManaFunction {
     /// # Errors
     /// [`IrqError::Msix`] for a request the MSI-X table cannot take,
     /// [`IrqError::Unsupported`] for anything else on another index.
-    pub fn set_irqs(
-        &mut self,
-        index: u32,
-        flags: u32,
-        start: u32,
-        count: u32,
-        fds: Vec<File>,
-    ) -> Result<(), IrqError> {
+    pub fn set_irqs(&mut self, index: u32, flags: u32, start: u32, count: u32, fds: Vec<File>) -> Result<(), IrqError> {
         if index == VFIO_PCI_MSIX_IRQ_INDEX {
             return Ok(self.msix.set_irqs(flags, start, count, fds)?);
         }
@@ -478,12 +430,7 @@ impl ManaFunction {
                 self.err_eventfd = fds.into_iter().next();
                 Ok(())
             }
-            _ => Err(IrqError::Unsupported {
-                index,
-                flags,
-                start,
-                count,
-            }),
+            _ => Err(IrqError::Unsupported { index, flags, start, count }),
         }
     }
 }
@@ -538,9 +485,7 @@ impl Backend {
 fn lock(function: &Mutex<ManaFunction>) -> MutexGuard<'_, ManaFunction> {
     // A panic in the core while handling a message is a bug; keep serving
     // the state as it is rather than wedge the status reporter.
-    function
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+    function.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Backend {
@@ -595,14 +540,7 @@ impl ServerBackend for Backend {
         Ok(())
     }
 
-    fn set_irqs(
-        &mut self,
-        index: u32,
-        flags: u32,
-        start: u32,
-        count: u32,
-        fds: Vec<File>,
-    ) -> io::Result<()> {
+    fn set_irqs(&mut self, index: u32, flags: u32, start: u32, count: u32, fds: Vec<File>) -> io::Result<()> {
         tracing::debug!(index, flags, start, count, fds = fds.len(), "SET_IRQS");
         let result = self.lock().set_irqs(index, flags, start, count, fds);
         result.map_err(|err| self.refuse(err, libc::EINVAL))
@@ -632,9 +570,7 @@ impl Drop for DeviceServer {
 
 impl std::fmt::Debug for DeviceServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DeviceServer")
-            .field("path", &self.path)
-            .finish_non_exhaustive()
+        f.debug_struct("DeviceServer").field("path", &self.path).finish_non_exhaustive()
     }
 }
 
@@ -686,10 +622,7 @@ impl StatusHandle {
     /// [`ServerError::Status`] if the file cannot be written.
     pub fn write_status(&self, path: &Path) -> Result<(), ServerError> {
         let status = self.device_status();
-        let err = |source| ServerError::Status {
-            path: path.to_path_buf(),
-            source,
-        };
+        let err = |source| ServerError::Status { path: path.to_path_buf(), source };
         let json = serde_json::to_vec_pretty(&status).map_err(|e| err(e.into()))?;
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(".tmp");
@@ -706,21 +639,14 @@ impl DeviceServer {
     /// # Errors
     /// [`ServerError::SocketExists`] if `path` exists, [`ServerError::Bind`] if
     /// bind() fails, and the errors of [`ManaFunction::new`].
-    pub fn bind(
-        path: &Path,
-        config: DeviceConfig,
-        factory: Bar0Factory,
-    ) -> Result<Self, ServerError> {
+    pub fn bind(path: &Path, config: DeviceConfig, factory: Bar0Factory) -> Result<Self, ServerError> {
         if path.exists() {
             return Err(ServerError::SocketExists(path.to_path_buf()));
         }
         let function = ManaFunction::new(config, factory)?;
         let listener = UnixListener::bind(path).map_err(|source| match source.kind() {
             io::ErrorKind::AddrInUse => ServerError::SocketExists(path.to_path_buf()),
-            _ => ServerError::Bind {
-                path: path.to_path_buf(),
-                source,
-            },
+            _ => ServerError::Bind { path: path.to_path_buf(), source },
         })?;
         tracing::info!(socket = %path.display(), "vfio-user socket ready");
         Ok(Self {
@@ -764,13 +690,7 @@ impl DeviceServer {
     /// # Errors
     /// [`ServerError::Accept`] if accept() fails, and those of [`Self::serve`].
     pub fn run(&self) -> Result<(), ServerError> {
-        let (client, _) = self
-            .listener
-            .accept()
-            .map_err(|source| ServerError::Accept {
-                what: "accept",
-                source,
-            })?;
+        let (client, _) = self.listener.accept().map_err(|source| ServerError::Accept { what: "accept", source })?;
         self.serve(client)?;
         tracing::info!("vfio-user client disconnected");
         Ok(())
@@ -795,16 +715,11 @@ impl DeviceServer {
         let serving = std::thread::Builder::new()
             .name("vfio-user-device".into())
             .spawn(move || server.run(&mut backend))
-            .map_err(|source| ServerError::Accept {
-                what: "spawn the vfio-user server thread",
-                source,
-            })?;
+            .map_err(|source| ServerError::Accept { what: "spawn the vfio-user server thread", source })?;
         let relayed = crate::front::relay(&client, &inner, &self.refusals);
         // End of the front: the server sees end of file and returns.
         let _ = inner.shutdown(std::net::Shutdown::Both);
-        let served = serving
-            .join()
-            .unwrap_or(Err(vfio_user::Error::InvalidInput));
+        let served = serving.join().unwrap_or(Err(vfio_user::Error::InvalidInput));
         relayed.map_err(ServerError::Front)?;
         served.map_err(ServerError::Connection)
     }
@@ -815,20 +730,13 @@ impl DeviceServer {
     /// front's end.
     fn start_inner(&self) -> Result<(Server, UnixStream), ServerError> {
         let step = |what| move |source| ServerError::Accept { what, source };
-        let dir = tempfile::Builder::new()
-            .prefix("mana-device-")
-            .tempdir()
-            .map_err(step("create a private folder"))?;
+        let dir = tempfile::Builder::new().prefix("mana-device-").tempdir().map_err(step("create a private folder"))?;
         let path = dir.path().join("inner.sock");
         let listener = UnixListener::bind(&path).map_err(step("bind the private socket"))?;
         let front = UnixStream::connect(&path).map_err(step("connect the private socket"))?;
         drop(dir);
-        let server = Server::from_owned_fd(
-            std::os::fd::OwnedFd::from(listener),
-            true,
-            self.irqs.clone(),
-            self.regions.clone(),
-        );
+        let server =
+            Server::from_owned_fd(std::os::fd::OwnedFd::from(listener), true, self.irqs.clone(), self.regions.clone());
         Ok((server, front))
     }
 }
@@ -846,10 +754,7 @@ mod tests {
     }
 
     fn function(table_size: u16) -> ManaFunction {
-        let config = DeviceConfig {
-            msix_table_size: table_size,
-            ..DeviceConfig::default()
-        };
+        let config = DeviceConfig { msix_table_size: table_size, ..DeviceConfig::default() };
         ManaFunction::new(config, mana_core()).expect("valid")
     }
 
@@ -901,17 +806,12 @@ mod tests {
     fn reset_restores_config_and_disables_msix() {
         let mut f = function(9);
         f.write(VFIO_PCI_CONFIG_REGION_INDEX, 4, &[0x06]);
-        let flags =
-            vfio_bindings::bindings::vfio::VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER;
-        f.set_irqs(VFIO_PCI_MSIX_IRQ_INDEX, flags, 0, 1, vec![])
-            .expect("enable");
+        let flags = vfio_bindings::bindings::vfio::VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER;
+        f.set_irqs(VFIO_PCI_MSIX_IRQ_INDEX, flags, 0, 1, vec![]).expect("enable");
         assert!(f.status(true).msix.enabled);
         f.reset();
         let status = f.status(true);
-        assert_eq!(
-            (status.pci_command, status.msix.enabled, status.resets),
-            (0, false, 1)
-        );
+        assert_eq!((status.pci_command, status.msix.enabled, status.resets), (0, false, 1));
     }
 
     #[test]
@@ -921,46 +821,31 @@ mod tests {
         let eventfd = VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER;
         assert!(f.set_irqs(0, none, 0, 0, vec![]).is_ok());
         assert!(f.set_irqs(0, none, 0, 1, vec![]).is_err());
-        let err_fd = memfd::MemfdOptions::default()
-            .create("err")
-            .expect("fd")
-            .into_file();
+        let err_fd = memfd::MemfdOptions::default().create("err").expect("fd").into_file();
         let err = VFIO_PCI_ERR_IRQ_INDEX;
         assert!(f.set_irqs(err, eventfd, 0, 1, vec![err_fd]).is_ok());
         assert!(f.err_eventfd.is_some());
         assert!(f.set_irqs(err, none, 0, 0, vec![]).is_ok());
         assert!(f.err_eventfd.is_none());
         assert!(f.set_irqs(err, eventfd, 0, 2, vec![]).is_err());
-        assert!(f
-            .set_irqs(VFIO_PCI_REQ_IRQ_INDEX, eventfd, 0, 1, vec![])
-            .is_err());
+        assert!(f.set_irqs(VFIO_PCI_REQ_IRQ_INDEX, eventfd, 0, 1, vec![]).is_err());
     }
 
     #[test]
     fn dma_map_publishes_guest_memory_to_the_core() {
         let mut f = function(9);
-        let ram = memfd::MemfdOptions::default()
-            .create("ram")
-            .expect("memfd")
-            .into_file();
+        let ram = memfd::MemfdOptions::default().create("ram").expect("memfd").into_file();
         ram.set_len(0x20_0000).expect("size");
         let fd = ram.try_clone().expect("dup");
-        f.dma_map(DmaMapFlags::READ_WRITE, 0, 0x10_0000, 0x20_0000, Some(fd))
-            .expect("map");
-        f.dma_memory()
-            .memory()
-            .write_obj(0x1234_u16, GuestAddress(0x10_0002))
-            .expect("write");
+        f.dma_map(DmaMapFlags::READ_WRITE, 0, 0x10_0000, 0x20_0000, Some(fd)).expect("map");
+        f.dma_memory().memory().write_obj(0x1234_u16, GuestAddress(0x10_0002)).expect("write");
         let mut seen = [0u8; 2];
         ram.read_exact_at(&mut seen, 2).expect("read");
         assert_eq!(u16::from_le_bytes(seen), 0x1234);
-        f.dma_unmap(DmaUnmapFlags::empty(), 0x10_0000, 0x20_0000)
-            .expect("unmap");
+        f.dma_unmap(DmaUnmapFlags::empty(), 0x10_0000, 0x20_0000).expect("unmap");
         assert_eq!(f.dma_memory().memory().num_regions(), 0);
-        f.dma_map(DmaMapFlags::READ_WRITE, 0, 0, 0x1000, Some(ram))
-            .expect("map");
-        f.dma_unmap(DmaUnmapFlags::UNMAP_ALL, 0, 0)
-            .expect("unmap all");
+        f.dma_map(DmaMapFlags::READ_WRITE, 0, 0, 0x1000, Some(ram)).expect("map");
+        f.dma_unmap(DmaUnmapFlags::UNMAP_ALL, 0, 0).expect("unmap all");
         assert!(f.status(true).dma_ranges.is_empty());
     }
 
@@ -1000,14 +885,8 @@ mod tests {
 
     #[test]
     fn bad_configuration_is_an_error() {
-        let config = DeviceConfig {
-            msix_table_size: 0,
-            ..DeviceConfig::default()
-        };
-        assert!(matches!(
-            ManaFunction::new(config, mana_core()),
-            Err(ServerError::Config(_))
-        ));
+        let config = DeviceConfig { msix_table_size: 0, ..DeviceConfig::default() };
+        assert!(matches!(ManaFunction::new(config, mana_core()), Err(ServerError::Config(_))));
         struct Odd;
         impl Bar0Handler for Odd {
             fn size(&self) -> u64 {
@@ -1018,9 +897,6 @@ mod tests {
             fn reset(&mut self) {}
         }
         let odd: Bar0Factory = Box::new(|_, _| Box::new(Odd));
-        assert!(matches!(
-            ManaFunction::new(DeviceConfig::default(), odd),
-            Err(ServerError::Bar0Size(3000))
-        ));
+        assert!(matches!(ManaFunction::new(DeviceConfig::default(), odd), Err(ServerError::Bar0Size(3000))));
     }
 }

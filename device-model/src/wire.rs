@@ -57,9 +57,7 @@ pub const REGION_WRITE: u16 = 10;
 pub const DEVICE_RESET: u16 = 13;
 
 /// `VFIOUserHdr`: every message starts with it.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
 #[repr(C)]
 pub struct Header {
     /// Chosen by the sender; a reply carries the request's.
@@ -214,10 +212,7 @@ pub enum Verdict {
 }
 
 fn refuse(errno: i32, reason: impl Into<String>) -> Verdict {
-    Verdict::Refuse {
-        errno,
-        reason: reason.into(),
-    }
+    Verdict::Refuse { errno, reason: reason.into() }
 }
 
 /// Judges one whole client message: `header`, then `body` (the
@@ -232,28 +227,17 @@ pub fn check(header: &Header, body: &[u8]) -> Verdict {
     }
     let size = HEADER_SIZE + body.len();
     if size < fixed {
-        return refuse(
-            libc::EINVAL,
-            format!("command {command}: {size} bytes, its fixed part is {fixed}"),
-        );
+        return refuse(libc::EINVAL, format!("command {command}: {size} bytes, its fixed part is {fixed}"));
     }
     let keep = match command {
         VERSION => {
             let json = &body[fixed - HEADER_SIZE..];
             match json.iter().position(|&b| b == 0) {
                 _ if json.len() > MAX_VERSION_JSON => {
-                    return refuse(
-                        libc::E2BIG,
-                        format!("VERSION payload of {} bytes", json.len()),
-                    )
+                    return refuse(libc::E2BIG, format!("VERSION payload of {} bytes", json.len()))
                 }
                 Some(nul) if nul + 1 == json.len() && nul > 0 => size,
-                _ => {
-                    return refuse(
-                        libc::EINVAL,
-                        "VERSION payload is not one NUL-terminated string",
-                    )
-                }
+                _ => return refuse(libc::EINVAL, "VERSION payload is not one NUL-terminated string"),
             }
         }
         REGION_READ | REGION_WRITE => {
@@ -269,10 +253,7 @@ pub fn check(header: &Header, body: &[u8]) -> Verdict {
             if command == REGION_READ {
                 fixed
             } else if size < fixed + count as usize {
-                return refuse(
-                    libc::EINVAL,
-                    format!("REGION_WRITE of {count} bytes carries {}", size - fixed),
-                );
+                return refuse(libc::EINVAL, format!("REGION_WRITE of {count} bytes carries {}", size - fixed));
             } else {
                 fixed + count as usize
             }
@@ -306,11 +287,7 @@ mod tests {
 
     #[test]
     fn a_version_without_a_nul_terminated_payload_is_refused_before_the_crate_unwraps() {
-        for body in [
-            &[0u8, 0, 0, 0][..],
-            &[0, 0, 0, 0, b'{'],
-            &[0, 0, 0, 0, b'{', 0, b'}', 0],
-        ] {
+        for body in [&[0u8, 0, 0, 0][..], &[0, 0, 0, 0, b'{'], &[0, 0, 0, 0, b'{', 0, b'}', 0]] {
             let (hdr, body) = message(VERSION, body, 0);
             assert_eq!(errno(&check(&hdr, &body)), Some(libc::EINVAL), "{body:?}");
         }
@@ -323,10 +300,7 @@ mod tests {
 
     #[test]
     fn region_accesses_larger_than_the_transfer_limit_are_refused() {
-        let mut access = RegionAccess {
-            count: Le32::new(u32::MAX),
-            ..RegionAccess::default()
-        };
+        let mut access = RegionAccess { count: Le32::new(u32::MAX), ..RegionAccess::default() };
         let body = &access.as_bytes()[HEADER_SIZE..];
         let (hdr, body) = message(REGION_READ, body, 0);
         assert_eq!(errno(&check(&hdr, &body)), Some(libc::E2BIG));
@@ -343,9 +317,7 @@ mod tests {
         let mut body = vec![0u8; size_of::<SetIrqs>() - HEADER_SIZE + 12];
         body[0] = 20;
         let (hdr, body) = message(DEVICE_SET_IRQS, &body, FLAG_NO_REPLY);
-        let Verdict::Forward(bytes) = check(&hdr, &body) else {
-            panic!("forwarded")
-        };
+        let Verdict::Forward(bytes) = check(&hdr, &body) else { panic!("forwarded") };
         assert_eq!(bytes.len(), size_of::<SetIrqs>());
         let (fwd, _) = Header::read_from_prefix(&bytes).expect("header");
         assert_eq!(fwd.message_size.get() as usize, size_of::<SetIrqs>());
@@ -357,11 +329,7 @@ mod tests {
         let (hdr, body) = message(11, &[0; 16], 0);
         assert_eq!(errno(&check(&hdr, &body)), Some(libc::ENOTSUP), "DMA_READ");
         let (hdr, body) = message(DMA_MAP, &[0; 8], 0);
-        assert_eq!(
-            errno(&check(&hdr, &body)),
-            Some(libc::EINVAL),
-            "short DMA_MAP"
-        );
+        assert_eq!(errno(&check(&hdr, &body)), Some(libc::EINVAL), "short DMA_MAP");
         let (hdr, body) = message(DEVICE_GET_INFO, &[0; 16], FLAG_NO_REPLY);
         assert_eq!(errno(&check(&hdr, &body)), Some(libc::EINVAL));
         let (hdr, body) = message(DEVICE_RESET, &[], 0);

@@ -21,10 +21,7 @@ fn probed(kernel: Kernel, config: DeviceConfig) -> (Driver, Vec<u32>) {
 }
 
 fn small(max_queues: u32) -> DeviceConfig {
-    DeviceConfig {
-        max_queues,
-        ..DeviceConfig::default()
-    }
+    DeviceConfig { max_queues, ..DeviceConfig::default() }
 }
 
 #[test]
@@ -56,9 +53,7 @@ fn eqs_beyond_the_advertised_max_eq_are_refused_with_insufficient_resources() {
     // 6.12 probe: min(max_eq, max_msix - 1, 4) = 4 EQs, the budget.
     let (mut drv, eqs) = probed(Kernel::V6_12, small(4));
     assert_eq!(eqs.len(), 4);
-    let max: QueryMaxResourcesResp = drv
-        .general(Command::QUERY_MAX_RESOURCES, DevId::default())
-        .unwrap();
+    let max: QueryMaxResourcesResp = drv.general(Command::QUERY_MAX_RESOURCES, DevId::default()).unwrap();
     assert_eq!(max.max_eq.get(), 4, "what is advertised");
     expect_err(drv.create_eq(9, 4096, mana_dev()), "status 0xc000009a").unwrap();
     assert_eq!(drv.dev.snapshot().eqs.len(), 1 + 4, "HWC EQ + the budget");
@@ -79,11 +74,7 @@ fn wq_objects_beyond_the_advertised_queues_per_vport_are_refused() {
     }
     let snap = drv.dev.snapshot();
     assert_eq!(snap.wq_objs.len(), 4, "two SQs and two RQs");
-    assert_eq!(
-        snap.cqs.len(),
-        1 + 4,
-        "the HWC CQ and one CQ per work queue"
-    );
+    assert_eq!(snap.cqs.len(), 1 + 4, "the HWC CQ and one CQ per work queue");
 }
 
 #[test]
@@ -119,11 +110,7 @@ fn dma_regions_beyond_the_page_budget_are_refused_with_insufficient_resources() 
         if status(&resp) != 0 {
             break status(&resp);
         }
-        handles.push(
-            resp_as::<CreateDmaRegionResp>(&resp)
-                .dma_region_handle
-                .get(),
-        );
+        handles.push(resp_as::<CreateDmaRegionResp>(&resp).dma_region_handle.get());
         created += 1;
         assert!(created <= MAX_REGIONS, "more regions than the budget");
     };
@@ -146,14 +133,7 @@ fn a_cq_of_a_disabled_eq_does_not_notify_a_new_eq_that_reuses_its_id() {
     // The lowest free id is the old one: a new EQ on another vector takes it.
     let reused = drv.create_eq(9, 4096, mana_dev()).unwrap();
     assert_eq!(reused, pair.eq, "the id is reused");
-    let events = |drv: &Driver| {
-        drv.dev
-            .snapshot()
-            .eqs
-            .iter()
-            .find(|eq| eq.id == reused)
-            .map(|eq| eq.events_posted)
-    };
+    let events = |drv: &Driver| drv.dev.snapshot().eqs.iter().find(|eq| eq.id == reused).map(|eq| eq.events_posted);
     let before = events(&drv);
     let raised_before = drv.dev.snapshot().vectors_raised.get(&9).copied();
     // FENCE on the RQ whose CQ pointed at the old EQ: the CQE is written,
@@ -163,18 +143,7 @@ fn a_cq_of_a_disabled_eq_does_not_notify_a_new_eq_that_reuses_its_id() {
     req.wq_obj_handle = Le64::new(pair.rq_obj);
     let _: GdmaRespHdr = drv.bnic(req.as_bytes().to_vec()).unwrap();
     assert_eq!(events(&drv), before);
-    assert_eq!(
-        drv.dev.snapshot().vectors_raised.get(&9).copied(),
-        raised_before
-    );
-    let cq = drv
-        .dev
-        .snapshot()
-        .cqs
-        .into_iter()
-        .find(|cq| cq.id == pair.rq_cq.id);
-    assert_eq!(
-        cq.map(|cq| cq.parent_eq),
-        Some(device_model::gdma::DETACHED_EQ)
-    );
+    assert_eq!(drv.dev.snapshot().vectors_raised.get(&9).copied(), raised_before);
+    let cq = drv.dev.snapshot().cqs.into_iter().find(|cq| cq.id == pair.rq_cq.id);
+    assert_eq!(cq.map(|cq| cq.parent_eq), Some(device_model::gdma::DETACHED_EQ));
 }

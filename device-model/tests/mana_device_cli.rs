@@ -16,11 +16,7 @@ const DEADLINE: Duration = Duration::from_secs(60);
 
 fn mana_device(args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_mana-device"));
-    command
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    command.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     command
 }
 
@@ -64,11 +60,7 @@ fn wait(mut child: Child) -> std::process::Output {
     if let Some(mut stderr) = stderr {
         let _ = std::io::Read::read_to_end(&mut stderr, &mut err);
     }
-    std::process::Output {
-        status,
-        stdout: Vec::new(),
-        stderr: err,
-    }
+    std::process::Output { status, stdout: Vec::new(), stderr: err }
 }
 
 #[test]
@@ -92,14 +84,9 @@ fn prints_ready_then_exits_cleanly_on_sigterm_and_removes_the_socket() {
     // SAFETY: plain kill(2) of our own child's pid.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let output = wait(child);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert!(!socket.exists(), "socket removed on SIGTERM");
-    let json: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&status).expect("status file")).expect("json");
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&status).expect("status file")).expect("json");
     assert_eq!(json["shell"]["config"]["msix_table_size"], 17);
     assert_eq!(json["shell"]["connected"], false);
 }
@@ -110,15 +97,9 @@ fn bad_arguments_fail_with_a_message() {
     let socket = dir.path().join("dev.sock");
     let socket = socket.to_str().expect("utf-8");
     for (args, needle) in [
-        (
-            vec!["--socket", socket, "--msix-table-size", "0"],
-            "outside 1..=2048",
-        ),
+        (vec!["--socket", socket, "--msix-table-size", "0"], "outside 1..=2048"),
         (vec!["--socket", socket, "--mac", "00:11"], "six hex bytes"),
-        (
-            vec!["--socket", socket, "--config", "/nonexistent.json"],
-            "cannot read device config",
-        ),
+        (vec!["--socket", socket, "--config", "/nonexistent.json"], "cannot read device config"),
         (vec!["--msix-table-size", "9"], "--socket"),
     ] {
         let output = wait(mana_device(&args).spawn().expect("spawn"));
@@ -134,11 +115,7 @@ fn an_existing_socket_path_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
     let socket = dir.path().join("dev.sock");
     std::fs::write(&socket, b"").expect("file");
-    let output = wait(
-        mana_device(&["--socket", socket.to_str().expect("utf-8")])
-            .spawn()
-            .expect("spawn"),
-    );
+    let output = wait(mana_device(&["--socket", socket.to_str().expect("utf-8")]).spawn().expect("spawn"));
     assert_eq!(output.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&output.stderr).contains("already exists"));
     assert!(socket.exists(), "someone else's file is left alone");
@@ -155,10 +132,7 @@ struct Controlled {
 fn controlled(socket: &std::path::Path, extra: &[&str]) -> Controlled {
     let mut args = vec!["--socket", socket.to_str().expect("utf-8"), "--control", "stdio"];
     args.extend_from_slice(extra);
-    let mut child = mana_device(&args)
-        .stdin(Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let mut child = mana_device(&args).stdin(Stdio::piped()).spawn().expect("spawn");
     let stdin = child.stdin.take().expect("piped stdin");
     let stdout = child.stdout.take().expect("piped stdout");
     let (tx, lines) = mpsc::channel();
@@ -188,8 +162,7 @@ impl Controlled {
     }
 
     fn answer(&mut self, within: Duration) -> Option<Response> {
-        self.next_line(within)
-            .map(|l| serde_json::from_str(&l).unwrap_or_else(|e| panic!("{l:?}: {e}")))
+        self.next_line(within).map(|l| serde_json::from_str(&l).unwrap_or_else(|e| panic!("{l:?}: {e}")))
     }
 }
 

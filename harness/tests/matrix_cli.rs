@@ -26,10 +26,7 @@ fn outcome(m: &MatrixReport) -> Vec<PairOutcome> {
                     .map(|row| {
                         (
                             row.name.clone(),
-                            row.observed
-                                .as_ref()
-                                .map(|o| o.smp_affinity_list.to_cpulist())
-                                .unwrap_or_default(),
+                            row.observed.as_ref().map(|o| o.smp_affinity_list.to_cpulist()).unwrap_or_default(),
                         )
                     })
                     .collect()
@@ -58,9 +55,7 @@ fn two_shards_on_real_guests_merge_into_the_unsharded_run_with_valid_kcidb() {
     for k in 1..=2 {
         let mut args = MATRIX.to_vec();
         let (shard, out) = (format!("{k}/2"), dir(&format!("shard{k}")));
-        args.extend([
-            "--shard", &shard, "--out", &out, "--run-id", "vm", "--jobs", "2",
-        ]);
+        args.extend(["--shard", &shard, "--out", &out, "--run-id", "vm", "--jobs", "2"]);
         let o = manarig(&args);
         assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     }
@@ -82,72 +77,31 @@ fn two_shards_on_real_guests_merge_into_the_unsharded_run_with_valid_kcidb() {
         "junit",
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stdout).contains("<testsuite name=\"patched\""),
-        "{}",
-        text(&o)
-    );
-    let (w, m) = (
-        load(&tmp.path().join("whole/matrix.json")),
-        load(&tmp.path().join("merged/matrix.json")),
-    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("<testsuite name=\"patched\""), "{}", text(&o));
+    let (w, m) = (load(&tmp.path().join("whole/matrix.json")), load(&tmp.path().join("merged/matrix.json")));
     assert_eq!(m.pairs.len(), 4);
-    assert_eq!(
-        outcome(&w),
-        outcome(&m),
-        "the union of the shards is the unsharded run"
-    );
-    assert!(
-        m.pairs
-            .iter()
-            .all(|r| r.verdict().is_some_and(|v| v.run.accel.starts_with("tcg"))),
-        "real guests ran"
-    );
+    assert_eq!(outcome(&w), outcome(&m), "the union of the shards is the unsharded run");
+    assert!(m.pairs.iter().all(|r| r.verdict().is_some_and(|v| v.run.accel.starts_with("tcg"))), "real guests ran");
     // The patched kernel is README's worked example: judged by the 6.3 model.
-    let patched = m
-        .header
-        .kernels
-        .iter()
-        .find(|k| k.label == "patched")
-        .expect("patched kernel facts");
+    let patched = m.header.kernels.iter().find(|k| k.label == "patched").expect("patched kernel facts");
     assert_eq!(patched.model.as_deref(), Some("6.3"));
 
     // KCIDB: the patched checkout carries the patch file and the patch set's hash.
-    let kcidb: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(tmp.path().join("merged/kcidb.json")).expect("kcidb.json"),
-    )
-    .expect("JSON");
-    let spec = m
-        .header
-        .spec
-        .kernels
-        .iter()
-        .find(|k| k.label == "patched")
-        .expect("patched");
+    let kcidb: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("merged/kcidb.json")).expect("kcidb.json"))
+            .expect("JSON");
+    let spec = m.header.spec.kernels.iter().find(|k| k.label == "patched").expect("patched");
     let hash = spec.patchset.as_ref().expect("a patch set").hash.clone();
-    let checkout = kcidb["checkouts"]
-        .as_array()
-        .expect("checkouts")
-        .iter()
-        .find(|c| c["patchset_hash"] == hash.as_str())
-        .cloned();
+    let checkout =
+        kcidb["checkouts"].as_array().expect("checkouts").iter().find(|c| c["patchset_hash"] == hash.as_str()).cloned();
     let checkout = checkout.expect("a checkout with the patch set's hash");
-    assert!(
-        checkout["patchset_files"][0]["name"]
-            .as_str()
-            .is_some_and(|n| n.starts_with("0001-")),
-        "{checkout}"
-    );
+    assert!(checkout["patchset_files"][0]["name"].as_str().is_some_and(|n| n.starts_with("0001-")), "{checkout}");
     assert_eq!(kcidb["builds"].as_array().map(Vec::len), Some(2));
     let pair_tests = kcidb["tests"]
         .as_array()
         .expect("tests")
         .iter()
-        .filter(|t| {
-            t["path"]
-                .as_str()
-                .is_some_and(|p| p.matches('.').count() == 1)
-        });
+        .filter(|t| t["path"].as_str().is_some_and(|p| p.matches('.').count() == 1));
     assert_eq!(pair_tests.filter(|t| t["status"] == "PASS").count(), 4);
 }
 
@@ -176,10 +130,7 @@ fn ctrl_c_stops_the_guests_and_writes_a_partial_summary_marked_incomplete() {
     let (tx, rx) = std::sync::mpsc::channel();
     let reader = std::thread::spawn(move || {
         let mut all = Vec::new();
-        for line in std::io::BufReader::new(stderr)
-            .lines()
-            .map_while(Result::ok)
-        {
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
             let _ = tx.send(line.clone());
             all.push(line);
         }
@@ -201,29 +152,17 @@ fn ctrl_c_stops_the_guests_and_writes_a_partial_summary_marked_incomplete() {
     // SAFETY: kill(2) on our own child, not yet reaped.
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
     let mut stdout = String::new();
-    std::io::Read::read_to_string(&mut child.stdout.take().expect("stdout"), &mut stdout)
-        .expect("stdout");
+    std::io::Read::read_to_string(&mut child.stdout.take().expect("stdout"), &mut stdout).expect("stdout");
     let status = child.wait().expect("manarig ends");
     let lines = reader.join().expect("reader");
     assert_eq!(status.code(), Some(2), "{}\n{stdout}", lines.join("\n"));
-    assert!(
-        lines.iter().any(|l| l.contains("stopping")),
-        "{}",
-        lines.join("\n")
-    );
-    assert!(
-        stdout.contains("INCOMPLETE") && stdout.contains("NOT RUN"),
-        "{stdout}"
-    );
+    assert!(lines.iter().any(|l| l.contains("stopping")), "{}", lines.join("\n"));
+    assert!(stdout.contains("INCOMPLETE") && stdout.contains("NOT RUN"), "{stdout}");
     let summary = std::fs::read_to_string(out.join("summary.md")).expect("summary.md written");
     assert!(summary.contains("INCOMPLETE"), "{summary}");
     let m = load(&out.join("matrix.json"));
     assert!(!m.header.complete);
-    assert!(
-        m.pairs.iter().any(|r| r.status == PairStatus::NotRun),
-        "{:#?}",
-        m.pairs
-    );
+    assert!(m.pairs.iter().any(|r| r.status == PairStatus::NotRun), "{:#?}", m.pairs);
 }
 
 /// `--oracle baseline`: seed 002 on the minimal 6.12 kernel against
@@ -287,8 +226,7 @@ fn the_baseline_oracle_reports_the_moved_vectors_of_seed_002_against_a_build() {
     assert_eq!(b.before.cores_with_busy_siblings, 4);
     assert!(b.after.cores_with_busy_siblings <= b.before.cores_with_busy_siblings);
     assert_eq!((b.before.outside_nic_node, b.after.outside_nic_node), (4, 4));
-    let checks: Vec<&str> =
-        pair.verdict().expect("verdict").checks.iter().map(|c| c.name.as_str()).collect();
+    let checks: Vec<&str> = pair.verdict().expect("verdict").checks.iter().map(|c| c.name.as_str()).collect();
     assert!(checks.contains(&"baseline_busy_siblings") && checks.contains(&"queue_irqs"), "{checks:?}");
     assert!(!checks.contains(&"mana_q0"), "no model checks: {checks:?}");
     let summary = std::fs::read_to_string(out.join("summary.md")).expect("summary");

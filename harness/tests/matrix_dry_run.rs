@@ -11,17 +11,7 @@ use matrix_support::{load, manarig, repo, text};
 
 /// Pair name → (status, first mismatch, shard), the facts a merge must keep.
 fn facts(m: &MatrixReport) -> Vec<(String, PairStatus, Option<String>, u32)> {
-    m.pairs
-        .iter()
-        .map(|r| {
-            (
-                r.pair.name.clone(),
-                r.status,
-                r.first_mismatch.clone(),
-                r.pair.shard,
-            )
-        })
-        .collect()
+    m.pairs.iter().map(|r| (r.pair.name.clone(), r.status, r.first_mismatch.clone(), r.pair.shard)).collect()
 }
 
 /// The summary's table rows without the times.
@@ -29,12 +19,7 @@ fn table_rows(summary: &str) -> Vec<String> {
     summary
         .lines()
         .filter(|l| l.starts_with("| ") && l.contains("vCPUs"))
-        .map(|l| {
-            l.split(' ')
-                .filter(|w| *w != "s" && w.parse::<f64>().is_err())
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
+        .map(|l| l.split(' ').filter(|w| *w != "s" && w.parse::<f64>().is_err()).collect::<Vec<_>>().join(" "))
         .collect()
 }
 
@@ -71,98 +56,48 @@ fn sharded_dry_runs_merge_into_the_unsharded_matrix_and_its_kcidb_is_valid() {
             "json",
         ]);
         assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-        let doc = MatrixReport::from_json(&String::from_utf8_lossy(&o.stdout))
-            .expect("--format json is the document");
+        let doc = MatrixReport::from_json(&String::from_utf8_lossy(&o.stdout)).expect("--format json is the document");
         assert!(doc.pairs.iter().all(|p| p.pair.shard == k));
     }
-    let merged = manarig(&[
-        "matrix-merge",
-        &out("shards"),
-        "--out",
-        &out("merged"),
-        "--check-kcidb",
-    ]);
+    let merged = manarig(&["matrix-merge", &out("shards"), "--out", &out("merged"), "--check-kcidb"]);
     assert_eq!(merged.status.code(), Some(0), "{}", text(&merged));
-    assert!(
-        String::from_utf8_lossy(&merged.stderr).contains("valid KCIDB v5.3"),
-        "{}",
-        text(&merged)
-    );
-    let (w, m) = (
-        load(&tmp.path().join("whole/matrix.json")),
-        load(&tmp.path().join("merged/matrix.json")),
-    );
+    assert!(String::from_utf8_lossy(&merged.stderr).contains("valid KCIDB v5.3"), "{}", text(&merged));
+    let (w, m) = (load(&tmp.path().join("whole/matrix.json")), load(&tmp.path().join("merged/matrix.json")));
     assert_eq!(w.header.spec, {
         let mut s = m.header.spec.clone();
         s.shards = 1;
         s
     });
     let strip_shard = |v: Vec<(String, PairStatus, Option<String>, u32)>| {
-        v.into_iter()
-            .map(|(n, s, f, _)| (n, s, f))
-            .collect::<Vec<_>>()
+        v.into_iter().map(|(n, s, f, _)| (n, s, f)).collect::<Vec<_>>()
     };
     assert_eq!(strip_shard(facts(&w)), strip_shard(facts(&m)));
     assert_eq!(m.header.shards.len(), 3);
     assert!(m.header.complete);
-    let summary = |d: &str| {
-        std::fs::read_to_string(tmp.path().join(d).join("summary.md")).expect("summary.md")
-    };
-    assert_eq!(
-        table_rows(&summary("whole")),
-        table_rows(&summary("merged"))
-    );
-    assert!(
-        summary("merged").contains("| 3/3 |"),
-        "each shard's cost:\n{}",
-        summary("merged")
-    );
+    let summary = |d: &str| std::fs::read_to_string(tmp.path().join(d).join("summary.md")).expect("summary.md");
+    assert_eq!(table_rows(&summary("whole")), table_rows(&summary("merged")));
+    assert!(summary("merged").contains("| 3/3 |"), "each shard's cost:\n{}", summary("merged"));
     // Every format is there, and the verdict documents keep their schema.
-    for f in [
-        "summary.md",
-        "junit.xml",
-        "results.ktap",
-        "matrix.json",
-        "kcidb.json",
-    ] {
+    for f in ["summary.md", "junit.xml", "results.ktap", "matrix.json", "kcidb.json"] {
         assert!(tmp.path().join("merged").join(f).is_file(), "{f}");
     }
     let ktap = std::fs::read_to_string(tmp.path().join("merged/results.ktap")).expect("ktap");
-    assert!(
-        ktap.starts_with(&format!("KTAP version 1\n1..{}\n", m.pairs.len())),
-        "{ktap}"
-    );
+    assert!(ktap.starts_with(&format!("KTAP version 1\n1..{}\n", m.pairs.len())), "{ktap}");
     let junit = std::fs::read_to_string(tmp.path().join("merged/junit.xml")).expect("junit");
-    assert_eq!(
-        junit.matches("<testsuite ").count(),
-        3,
-        "one testsuite per kernel"
-    );
+    assert_eq!(junit.matches("<testsuite ").count(), 3, "one testsuite per kernel");
 }
 
 #[test]
 fn the_kcidb_validator_refuses_a_document_that_breaks_the_schema() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let o = manarig(&[
-        "matrix",
-        "--dry-run",
-        "topologies/seed-002.toml",
-        "--kernel",
-        "6.12-min",
-        "--format",
-        "kcidb",
-    ]);
+    let o = manarig(&["matrix", "--dry-run", "topologies/seed-002.toml", "--kernel", "6.12-min", "--format", "kcidb"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let mut doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("KCIDB JSON");
     assert_eq!(doc["version"], serde_json::json!({"major": 5, "minor": 3}));
     let test = &doc["tests"][0];
-    assert_eq!(
-        (test["path"].as_str(), test["status"].as_str()),
-        (Some("manarig.seed-002"), Some("PASS"))
-    );
+    assert_eq!((test["path"].as_str(), test["status"].as_str()), (Some("manarig.seed-002"), Some("PASS")));
     let cache = harness::provision::cache_dir(None).expect("cache");
-    let validator = harness::matrix::kcidb_check::validator(&cache, &mut |l| eprintln!("{l}"))
-        .expect("kcidb-io");
+    let validator = harness::matrix::kcidb_check::validator(&cache, &mut |l| eprintln!("{l}")).expect("kcidb-io");
     let good = tmp.path().join("good.json");
     std::fs::write(&good, &o.stdout).expect("write");
     validator.check(&good).expect("valid");
@@ -178,40 +113,22 @@ fn shards_of_different_matrices_or_the_same_shard_twice_refuse_to_merge() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let run = |name: &str, extra: &[&str]| {
         let dir = tmp.path().join(name).display().to_string();
-        let mut args = vec![
-            "matrix",
-            "--dry-run",
-            "topologies/seed-002.toml",
-            "topologies/r24-no-smt.toml",
-            "--out",
-            &dir,
-        ];
+        let mut args =
+            vec!["matrix", "--dry-run", "topologies/seed-002.toml", "topologies/r24-no-smt.toml", "--out", &dir];
         args.extend_from_slice(extra);
         let o = manarig(&args);
         assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-        tmp.path()
-            .join(name)
-            .join("matrix.json")
-            .display()
-            .to_string()
+        tmp.path().join(name).join("matrix.json").display().to_string()
     };
     let a = run("a", &["--shard", "1/2"]);
     let b = run("b", &["--shard", "2/3"]);
     let c = run("c", &["--shard", "2/2", "--kernel", "6.1"]);
     let o = manarig(&["matrix-merge", &a, &b]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("split into 2 vs 3 shards"),
-        "{}",
-        text(&o)
-    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("split into 2 vs 3 shards"), "{}", text(&o));
     let o = manarig(&["matrix-merge", &a, &c]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("kernels differ"),
-        "{}",
-        text(&o)
-    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("kernels differ"), "{}", text(&o));
     // A dry run and a boot of the same matrix do not merge either.
     let mut boot = load(std::path::Path::new(&b));
     boot.header.mode = "boot".into();
@@ -220,30 +137,16 @@ fn shards_of_different_matrices_or_the_same_shard_twice_refuse_to_merge() {
     let dry = run("d", &["--shard", "1/3"]);
     let o = manarig(&["matrix-merge", &dry, &boot_path.display().to_string()]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("the other as \"boot\""),
-        "{}",
-        text(&o)
-    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("the other as \"boot\""), "{}", text(&o));
     let o = manarig(&["matrix-merge", &a, &a]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("shard 1/2 is in both"),
-        "{}",
-        text(&o)
-    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("shard 1/2 is in both"), "{}", text(&o));
     // A missing shard: the merge says so and exits 2; its pairs are NOT RUN.
     let o = manarig(&["matrix-merge", &a]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let summary = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        summary.contains("INCOMPLETE") && summary.contains("NOT RUN"),
-        "{summary}"
-    );
-    assert!(
-        summary.contains("| 2/2 |") && summary.contains("not in this document"),
-        "{summary}"
-    );
+    assert!(summary.contains("INCOMPLETE") && summary.contains("NOT RUN"), "{summary}");
+    assert!(summary.contains("| 2/2 |") && summary.contains("not in this document"), "{summary}");
 }
 
 #[test]
@@ -251,11 +154,7 @@ fn a_broken_topology_file_is_a_rig_error_with_its_one_line_error_and_the_others_
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("topologies");
     std::fs::create_dir(&dir).expect("mkdir");
-    std::fs::copy(
-        repo().join("topologies/seed-002.toml"),
-        dir.join("seed-002.toml"),
-    )
-    .expect("copy");
+    std::fs::copy(repo().join("topologies/seed-002.toml"), dir.join("seed-002.toml")).expect("copy");
     let broken = std::fs::read_to_string(repo().join("topologies/r24-no-smt.toml"))
         .expect("r24")
         .replace("sockets = 2", "sockets = 0");
@@ -272,11 +171,7 @@ fn a_broken_topology_file_is_a_rig_error_with_its_one_line_error_and_the_others_
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let m = load(&out.join("matrix.json"));
-    let status: Vec<(String, PairStatus)> = m
-        .pairs
-        .iter()
-        .map(|r| (r.pair.name.clone(), r.status))
-        .collect();
+    let status: Vec<(String, PairStatus)> = m.pairs.iter().map(|r| (r.pair.name.clone(), r.status)).collect();
     assert_eq!(
         status,
         [
@@ -287,15 +182,9 @@ fn a_broken_topology_file_is_a_rig_error_with_its_one_line_error_and_the_others_
         ]
     );
     let error = m.pairs[0].error.clone().expect("the file's error");
-    assert!(
-        error.contains("r24-broken.toml") && error.contains("sockets") && !error.contains('\n'),
-        "{error}"
-    );
+    assert!(error.contains("r24-broken.toml") && error.contains("sockets") && !error.contains('\n'), "{error}");
     let summary = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        summary.contains("**ERROR**") && summary.contains("broken file"),
-        "{summary}"
-    );
+    assert!(summary.contains("**ERROR**") && summary.contains("broken file"), "{summary}");
 }
 
 #[test]
@@ -314,11 +203,7 @@ fn jobs_beyond_the_tcg_vcpu_limit_are_lowered_with_a_note() {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cores < 3 {
         // 256 + 128 vCPUs do not fit in 128 per host core on 2 cores.
-        assert!(
-            String::from_utf8_lossy(&o.stderr).contains("--jobs 4 lowered to 1"),
-            "{}",
-            text(&o)
-        );
+        assert!(String::from_utf8_lossy(&o.stderr).contains("--jobs 4 lowered to 1"), "{}", text(&o));
     }
 }
 
@@ -328,12 +213,7 @@ fn files_of(dir: &std::path::Path) -> Vec<(String, String)> {
         .expect("folder")
         .flatten()
         .filter(|e| e.path().is_file())
-        .map(|e| {
-            (
-                e.file_name().to_string_lossy().into_owned(),
-                std::fs::read_to_string(e.path()).expect("file"),
-            )
-        })
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read_to_string(e.path()).expect("file")))
         .collect();
     out.sort();
     out
@@ -345,7 +225,8 @@ fn random_topologies_are_the_same_for_the_same_seed_and_their_shards_merge_into_
     let out = |n: &str| tmp.path().join(n).display().to_string();
     let random = |o: &str, extra: &[&str]| {
         let seed = if extra.contains(&"--seed") { [].as_slice() } else { ["--seed", "7"].as_slice() };
-        let mut args = vec!["matrix", "--dry-run", "--random", "20", "--kernel", "6.12-min", "--out", o, "--run-id", "t"];
+        let mut args =
+            vec!["matrix", "--dry-run", "--random", "20", "--kernel", "6.12-min", "--out", o, "--run-id", "t"];
         args.extend_from_slice(seed);
         args.extend_from_slice(extra);
         manarig(&args)
@@ -398,7 +279,8 @@ fn the_properties_oracle_passes_6_12_on_the_seeds_and_fails_balance_for_6_1_on_s
         .map(|n| format!("topologies/{n}"))
         .collect();
     assert!(seeds.len() >= 4);
-    let mut args: Vec<&str> = vec!["matrix", "--dry-run", "--oracle", "properties", "--kernel", "6.12-min", "--format", "json"];
+    let mut args: Vec<&str> =
+        vec!["matrix", "--dry-run", "--oracle", "properties", "--kernel", "6.12-min", "--format", "json"];
     args.extend(seeds.iter().map(String::as_str));
     let o = manarig(&args);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
@@ -411,17 +293,19 @@ fn the_properties_oracle_passes_6_12_on_the_seeds_and_fails_balance_for_6_1_on_s
     assert!(v.checks.iter().any(|c| c.name == "property_balance" && c.message.contains("source: ")));
 
     let o = manarig(&[
-        "matrix", "--dry-run", "--oracle", "properties", "--kernel", "6.1", "topologies/seed-002.toml", "--format",
+        "matrix",
+        "--dry-run",
+        "--oracle",
+        "properties",
+        "--kernel",
+        "6.1",
+        "topologies/seed-002.toml",
+        "--format",
         "json",
     ]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let doc = MatrixReport::from_json(&String::from_utf8_lossy(&o.stdout)).expect("json");
-    let failed: Vec<&str> = doc.pairs[0]
-        .verdict()
-        .expect("verdict")
-        .failures()
-        .map(|c| c.name.as_str())
-        .collect();
+    let failed: Vec<&str> = doc.pairs[0].verdict().expect("verdict").failures().map(|c| c.name.as_str()).collect();
     assert_eq!(failed, ["property_balance"]);
     assert!(doc.pairs[0].first_mismatch.as_deref().unwrap_or("").starts_with("property_balance: "));
 
@@ -438,8 +322,20 @@ fn random_pairs_the_oracle_fails_are_shrunk_into_small_topology_files() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let out = tmp.path().join("out");
     let o = manarig(&[
-        "matrix", "--dry-run", "--random", "20", "--seed", "7", "--kernel", "6.1", "--oracle", "properties", "--out",
-        &out.display().to_string(), "--run-id", "t",
+        "matrix",
+        "--dry-run",
+        "--random",
+        "20",
+        "--seed",
+        "7",
+        "--kernel",
+        "6.1",
+        "--oracle",
+        "properties",
+        "--out",
+        &out.display().to_string(),
+        "--run-id",
+        "t",
     ]);
     assert_eq!(o.status.code(), Some(1), "6.1's spreading breaks the properties: {}", text(&o));
     let doc = load(&out.join("matrix.json"));
@@ -456,9 +352,8 @@ fn random_pairs_the_oracle_fails_are_shrunk_into_small_topology_files() {
         let text_of = std::fs::read_to_string(&path).expect("file");
         assert!(text_of.contains("verdict = \"mismatch\"") && text_of.contains("[source]"), "{text_of}");
         // The shrunk machine still disagrees.
-        let again = manarig(&[
-            "matrix", "--dry-run", "--oracle", "properties", "--kernel", "6.1", &path.display().to_string(),
-        ]);
+        let again =
+            manarig(&["matrix", "--dry-run", "--oracle", "properties", "--kernel", "6.1", &path.display().to_string()]);
         assert_eq!(again.status.code(), Some(1), "{}", text(&again));
     }
     assert!(!out.join("found/.tries").exists());

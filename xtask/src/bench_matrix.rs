@@ -47,11 +47,8 @@ fn repo() -> PathBuf {
 /// # Errors
 /// No topologies, a kernel name that does not parse, or the outputs cannot be written.
 pub fn run(opts: &Options) -> Result<bool> {
-    let kernels: Vec<KernelRequest> = opts
-        .kernels
-        .iter()
-        .map(|k| Ok(KernelRequest::Choice(k.parse()?)))
-        .collect::<Result<_>>()?;
+    let kernels: Vec<KernelRequest> =
+        opts.kernels.iter().map(|k| Ok(KernelRequest::Choice(k.parse()?))).collect::<Result<_>>()?;
     let files = expand(&[repo().join("topologies")])?;
     let inputs: Vec<_> = read_inputs(&files)
         .into_iter()
@@ -62,10 +59,7 @@ pub fn run(opts: &Options) -> Result<bool> {
     }
     let spec = MatrixSpec {
         inputs,
-        kernels: kernels
-            .iter()
-            .map(KernelRequest::spec)
-            .collect::<Result<_, _>>()?,
+        kernels: kernels.iter().map(KernelRequest::spec).collect::<Result<_, _>>()?,
         oracle: "model".into(),
         shards: 1,
         random: None,
@@ -81,26 +75,16 @@ pub fn run(opts: &Options) -> Result<bool> {
         crate::bench_boot::load_average()
     );
     for n in SPLITS {
-        let split = MatrixSpec {
-            shards: n,
-            ..spec.clone()
-        };
+        let split = MatrixSpec { shards: n, ..spec.clone() };
         let costs: Vec<String> = (1..=n)
             .map(|k| {
                 let p = split.shard_plan(Shard { index: k, count: n });
-                format!(
-                    "{k}/{n} {:.0} s ({} pairs)",
-                    p.iter().map(|p| p.cost_s).sum::<f64>(),
-                    p.len()
-                )
+                format!("{k}/{n} {:.0} s ({} pairs)", p.iter().map(|p| p.cost_s).sum::<f64>(), p.len())
             })
             .collect();
         println!("  --shard K/{n}: {}", costs.join(", "));
     }
-    let out = opts
-        .out
-        .clone()
-        .unwrap_or_else(|| repo().join("target/bench-matrix"));
+    let out = opts.out.clone().unwrap_or_else(|| repo().join("target/bench-matrix"));
     std::fs::create_dir_all(out.join("console"))?;
     let jobs = shard_jobs(&spec, Shard::WHOLE, None, harness::accel::host_cores());
     let runner = BootRunner {
@@ -135,27 +119,15 @@ pub fn run(opts: &Options) -> Result<bool> {
         &req,
         &runner,
         &ModelOracle,
-        Hooks {
-            on_event: &mut |e| cell.borrow_mut().event(e),
-            on_note: &mut |l| cell.borrow().note(l),
-            stop: &stop,
-        },
+        Hooks { on_event: &mut |e| cell.borrow_mut().event(e), on_note: &mut |l| cell.borrow().note(l), stop: &stop },
     );
     display.finish();
     let whole = t0.elapsed().as_secs_f64();
-    let prepare: f64 = report
-        .header
-        .kernels
-        .iter()
-        .filter_map(|k| k.prepare_s)
-        .sum();
+    let prepare: f64 = report.header.kernels.iter().filter_map(|k| k.prepare_s).sum();
     let matrix_s = (whole - prepare).max(0.0);
     let text = summary::render(&report);
     std::fs::write(out.join("summary.md"), &text)?;
-    std::fs::write(
-        out.join("matrix.json"),
-        serde_json::to_string_pretty(&report)? + "\n",
-    )?;
+    std::fs::write(out.join("matrix.json"), serde_json::to_string_pretty(&report)? + "\n")?;
     println!("{text}");
     let guest: f64 = report.pairs.iter().filter_map(|r| r.duration_s).sum();
     let (pass, fail, err, not_run) = report.counts();
@@ -173,10 +145,6 @@ pub fn run(opts: &Options) -> Result<bool> {
         if planned > 0.0 { guest / planned } else { f64::NAN },
         planned
     );
-    println!(
-        "wrote {} and {}",
-        out.join("summary.md").display(),
-        out.join("matrix.json").display()
-    );
+    println!("wrote {} and {}", out.join("summary.md").display(), out.join("matrix.json").display());
     Ok(met && pass == report.pairs.len())
 }

@@ -77,7 +77,18 @@ fn build_device() -> Result<(), String> {
         .ok()
         .and_then(|exe| exe.parent().and_then(|d| d.file_name()).map(|n| n.to_string_lossy().into_owned()));
     let mut cmd = Command::new(cargo);
-    cmd.args(["build", "--quiet", "-p", "device-model", "--bin", "mana-device", "-p", "manarig-flows", "--bin", "manarig-flows"]);
+    cmd.args([
+        "build",
+        "--quiet",
+        "-p",
+        "device-model",
+        "--bin",
+        "mana-device",
+        "-p",
+        "manarig-flows",
+        "--bin",
+        "manarig-flows",
+    ]);
     match profile.as_deref() {
         Some("release") => {
             cmd.arg("--release");
@@ -89,7 +100,9 @@ fn build_device() -> Result<(), String> {
     }
     match cmd.status() {
         Ok(s) if s.success() => Ok(()),
-        Ok(s) => Err(format!("building the emulated NIC (`cargo build -p device-model --bin mana-device`) failed ({s})")),
+        Ok(s) => {
+            Err(format!("building the emulated NIC (`cargo build -p device-model --bin mana-device`) failed ({s})"))
+        }
         Err(e) => Err(format!("cannot run cargo to build the emulated NIC: {e}")),
     }
 }
@@ -144,17 +157,17 @@ fn build_test_kernels() -> anyhow::Result<()> {
     let mut req = minimal::request(harness::model::KernelGen::V6_12, &cache)?;
     req.patches = Some(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/patches/revert-irq-setup"));
     let patched = build(&req, &mut progress)?;
-    eprintln!("kernel: test kernels ready: {} (6.12-min), {} (revert-irq-setup)", stock.stamp.release, patched.stamp.release);
+    eprintln!(
+        "kernel: test kernels ready: {} (6.12-min), {} (revert-irq-setup)",
+        stock.stamp.release, patched.stamp.release
+    );
     Ok(())
 }
 
 /// `cargo nextest run --workspace --no-fail-fast EXTRA`.
 fn nextest(extra: &[std::ffi::OsString]) -> ExitCode {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo)
-        .args(["nextest", "run", "--workspace", "--no-fail-fast"])
-        .args(extra)
-        .status();
+    let status = Command::new(cargo).args(["nextest", "run", "--workspace", "--no-fail-fast"]).args(extra).status();
     match status {
         Ok(s) if s.success() => ExitCode::SUCCESS,
         Ok(_) => ExitCode::from(1),
@@ -169,7 +182,11 @@ fn nextest(extra: &[std::ffi::OsString]) -> ExitCode {
 /// Add a row for each new measurement (e.g. guest boot timings).
 const BENCHES: &[(&str, &str, &str)] = &[
     ("manarig-model", "model", "expected IRQ table for the 256-CPU 16-node machine (budget 10 ms)"),
-    ("device-model", "datapath", "device data path: 64-byte frames TX and RX through CQ/EQ/MSI-X, one core (target 1 M frames/s each)"),
+    (
+        "device-model",
+        "datapath",
+        "device data path: 64-byte frames TX and RX through CQ/EQ/MSI-X, one core (target 1 M frames/s each)",
+    ),
 ];
 
 /// `cargo xtask bench [sections] [options]`: the `model` section runs every
@@ -239,10 +256,8 @@ fn run_model_benches(extra: &[String]) -> Option<bool> {
     let mut ok = true;
     for (package, bench, what) in BENCHES {
         println!("== {package}/{bench}: {what}");
-        let status = Command::new(&cargo)
-            .args(["bench", "--quiet", "-p", package, "--bench", bench, "--"])
-            .args(extra)
-            .status();
+        let status =
+            Command::new(&cargo).args(["bench", "--quiet", "-p", package, "--bench", bench, "--"]).args(extra).status();
         match status {
             Ok(s) if s.success() => {}
             Ok(_) => ok = false,

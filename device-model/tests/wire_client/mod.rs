@@ -21,9 +21,7 @@ pub struct Reply {
 impl Reply {
     /// The errno of an error reply, `None` for a success.
     pub fn errno(&self) -> Option<i32> {
-        self.header
-            .is_error()
-            .then(|| self.header.error.get() as i32)
+        self.header.is_error().then(|| self.header.error.get() as i32)
     }
 }
 
@@ -36,9 +34,7 @@ pub struct RawClient {
 impl RawClient {
     /// Wraps a connected stream; replies must come within 30 s.
     pub fn new(stream: UnixStream) -> Self {
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .expect("read timeout");
+        stream.set_read_timeout(Some(Duration::from_secs(30))).expect("read timeout");
         Self { stream, next_id: 1 }
     }
 
@@ -47,13 +43,8 @@ impl RawClient {
         if fds.is_empty() {
             self.stream.write_all(message).expect("send");
         } else {
-            let sent = self
-                .stream
-                .send_with_fds(&[message], fds)
-                .expect("send with fds");
-            self.stream
-                .write_all(&message[sent..])
-                .expect("send the rest");
+            let sent = self.stream.send_with_fds(&[message], fds).expect("send with fds");
+            self.stream.write_all(&message[sent..]).expect("send the rest");
         }
     }
 
@@ -110,12 +101,7 @@ pub fn dma_map_fields(iova: u64, size: u64, offset: u64) -> Vec<u8> {
 
 /// The fields of a DMA_UNMAP of `size` bytes at `iova`.
 pub fn dma_unmap_fields(iova: u64, size: u64) -> Vec<u8> {
-    let unmap = wire::DmaUnmap {
-        argsz: 24.into(),
-        iova: iova.into(),
-        size: size.into(),
-        ..Default::default()
-    };
+    let unmap = wire::DmaUnmap { argsz: 24.into(), iova: iova.into(), size: size.into(), ..Default::default() };
     unmap.as_bytes()[HEADER_SIZE..].to_vec()
 }
 
@@ -134,11 +120,7 @@ pub fn set_irqs_fields(index: u32, flags: u32, start: u32, count: u32) -> Vec<u8
 
 /// The fields of a REGION_READ / REGION_WRITE header (data follows for a write).
 pub fn region_fields(region: u32, offset: u64, count: u32) -> Vec<u8> {
-    let access = wire::RegionAccess {
-        offset: offset.into(),
-        region: region.into(),
-        count: count.into(),
-        ..Default::default()
-    };
+    let access =
+        wire::RegionAccess { offset: offset.into(), region: region.into(), count: count.into(), ..Default::default() };
     access.as_bytes()[HEADER_SIZE..].to_vec()
 }

@@ -6,15 +6,15 @@ use super::run::RigOptions;
 use super::Exit;
 use crate::matrix::kernels::{KernelRequest, Readiness};
 use crate::matrix::merge::merge;
+use crate::matrix::oracle::Oracle;
+use crate::matrix::oracles::BaselineOracle;
+use crate::matrix::progress::short_duration;
 use crate::matrix::report::{MatrixReport, Overall};
 use crate::matrix::runner::{BootRunner, ModelRunner, PairRunner, RigSettings};
+use crate::matrix::search::write_random;
 use crate::matrix::session::{default_run_id, run_shard, shard_jobs, Hooks, ShardRequest};
 use crate::matrix::shard::Shard;
 use crate::matrix::spec::{expand, read_inputs, MatrixSpec, RandomSpec};
-use crate::matrix::oracle::Oracle;
-use crate::matrix::oracles::BaselineOracle;
-use crate::matrix::search::write_random;
-use crate::matrix::progress::short_duration;
 use crate::rig::kernel_choice::KernelChoice;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -96,41 +96,18 @@ pub struct MergeArgs {
 }
 
 fn kernel_requests(args: &MatrixArgs) -> Result<Vec<KernelRequest>, String> {
-    let mut reqs: Vec<KernelRequest> = args
-        .kernel
-        .iter()
-        .cloned()
-        .map(KernelRequest::Choice)
-        .collect();
+    let mut reqs: Vec<KernelRequest> = args.kernel.iter().cloned().map(KernelRequest::Choice).collect();
     if let Some(source) = &args.source {
-        let label = args.label.clone().unwrap_or_else(|| {
-            if args.patches.is_some() {
-                "patched"
-            } else {
-                "source"
-            }
-            .to_owned()
-        });
-        reqs.push(KernelRequest::Source {
-            source: source.clone(),
-            patches: args.patches.clone(),
-            label,
-        });
+        let label =
+            args.label.clone().unwrap_or_else(|| if args.patches.is_some() { "patched" } else { "source" }.to_owned());
+        reqs.push(KernelRequest::Source { source: source.clone(), patches: args.patches.clone(), label });
     }
     if reqs.is_empty() {
-        reqs.push(KernelRequest::Choice(KernelChoice::Minimal(
-            crate::model::KernelGen::V6_12,
-        )));
+        reqs.push(KernelRequest::Choice(KernelChoice::Minimal(crate::model::KernelGen::V6_12)));
     }
     let mut seen = std::collections::HashSet::new();
-    if let Some(dup) = reqs
-        .iter()
-        .map(KernelRequest::label)
-        .find(|l| !seen.insert(l.clone()))
-    {
-        return Err(format!(
-            "kernel {dup} is named twice (give --label another name for --source)"
-        ));
+    if let Some(dup) = reqs.iter().map(KernelRequest::label).find(|l| !seen.insert(l.clone())) {
+        return Err(format!("kernel {dup} is named twice (give --label another name for --source)"));
     }
     Ok(reqs)
 }
@@ -185,10 +162,7 @@ fn run_inner(args: &MatrixArgs) -> anyhow::Result<Exit> {
     };
     let spec = MatrixSpec {
         inputs,
-        kernels: kernels
-            .iter()
-            .map(KernelRequest::spec)
-            .collect::<Result<_, _>>()?,
+        kernels: kernels.iter().map(KernelRequest::spec).collect::<Result<_, _>>()?,
         oracle: oracle.identity(),
         shards: shard.count,
         random,
@@ -251,12 +225,12 @@ fn make_oracle(
         ("baseline", Some(k0)) => {
             let label = k0.label();
             let spec = k0.spec()?;
-            let (_, resolved) = crate::matrix::kernels::prepare(k0, readiness, args.rig.cache_dir.as_deref(), &mut |l| {
-                eprintln!("matrix: baseline kernel {label}: {l}")
-            });
-            let kernel = resolved.map_err(|e| {
-                anyhow::anyhow!("baseline kernel {label}: {}", crate::verdict::format::error_text(&e))
-            })?;
+            let (_, resolved) =
+                crate::matrix::kernels::prepare(k0, readiness, args.rig.cache_dir.as_deref(), &mut |l| {
+                    eprintln!("matrix: baseline kernel {label}: {l}")
+                });
+            let kernel = resolved
+                .map_err(|e| anyhow::anyhow!("baseline kernel {label}: {}", crate::verdict::format::error_text(&e)))?;
             Ok(Box::new(BaselineOracle::new(kernel, spec, make_runner())))
         }
         (other, Some(_)) => anyhow::bail!("--baseline is for --oracle baseline, not --oracle {other}"),
@@ -270,10 +244,9 @@ fn prepare_only(kernels: &[KernelRequest], cache_dir: Option<&Path>) -> Exit {
     let mut exit = Exit::Pass;
     for k in kernels {
         let label = k.label();
-        let (facts, result) =
-            crate::matrix::kernels::prepare(k, Readiness::Boot, cache_dir, &mut |l| {
-                eprintln!("matrix: kernel {label}: {l}")
-            });
+        let (facts, result) = crate::matrix::kernels::prepare(k, Readiness::Boot, cache_dir, &mut |l| {
+            eprintln!("matrix: kernel {label}: {l}")
+        });
         match result {
             Ok(r) => eprintln!(
                 "matrix: kernel {label}: ready ({}; {:.0} s)",
@@ -333,11 +306,7 @@ fn rig_settings(rig: &RigOptions, out: Option<&Path>) -> anyhow::Result<RigSetti
         deadline: Duration::from_secs(rig.deadline),
         // The slow machines' own limit (harness/tests/matrix.rs gives them an hour).
         slow_deadline: Duration::from_secs(3600),
-        speedups: if rig.no_speedups {
-            crate::qemu::Speedups::NONE
-        } else {
-            crate::qemu::Speedups::ALL
-        },
+        speedups: if rig.no_speedups { crate::qemu::Speedups::NONE } else { crate::qemu::Speedups::ALL },
         extra_cmdline: rig.cmdline.clone(),
         console_dir,
     })
@@ -345,13 +314,7 @@ fn rig_settings(rig: &RigOptions, out: Option<&Path>) -> anyhow::Result<RigSetti
 
 /// A matrix of nothing (to check the output options before running).
 fn empty_report() -> MatrixReport {
-    let spec = MatrixSpec {
-        inputs: Vec::new(),
-        kernels: Vec::new(),
-        oracle: "model".into(),
-        shards: 1,
-        random: None,
-    };
+    let spec = MatrixSpec { inputs: Vec::new(), kernels: Vec::new(), oracle: "model".into(), shards: 1, random: None };
     MatrixReport {
         schema_version: crate::matrix::report::MATRIX_SCHEMA_VERSION,
         kind: crate::matrix::report::KIND.into(),
@@ -374,10 +337,7 @@ fn empty_report() -> MatrixReport {
 /// folder (three levels deep: CI artifact folders).
 fn documents(results: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     fn walk(dir: &Path, depth: u32, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
-            .flatten()
-            .map(|e| e.path())
-            .collect();
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?.flatten().map(|e| e.path()).collect();
         entries.sort();
         for p in entries {
             if p.is_dir() && depth > 0 {
@@ -411,23 +371,15 @@ pub fn merge_cmd(args: &MergeArgs) -> ExitCode {
         crate::matrix::kcidb::render_kcidb(&empty_report(), &args.output.kcidb())?;
         let mut docs = Vec::new();
         for path in documents(&args.results)? {
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-            let doc = MatrixReport::from_json(&text)
-                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            let text = std::fs::read_to_string(&path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            let doc = MatrixReport::from_json(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
             docs.push((path.display().to_string(), doc));
         }
         let merged = merge(&docs, args.output.run_id.as_deref())?;
         eprintln!(
             "matrix-merge: {} documents, shards {} of {}",
             docs.len(),
-            merged
-                .header
-                .shards
-                .iter()
-                .map(|s| s.shard.index.to_string())
-                .collect::<Vec<_>>()
-                .join(","),
+            merged.header.shards.iter().map(|s| s.shard.index.to_string()).collect::<Vec<_>>().join(","),
             merged.header.spec.shards
         );
         finish(&merged, &args.output)

@@ -69,10 +69,7 @@ pub struct OutputArgs {
 impl OutputArgs {
     /// The KCIDB addressing options.
     pub fn kcidb(&self) -> KcidbOptions {
-        KcidbOptions {
-            origin: self.kcidb_origin.clone(),
-            patch_url_base: self.patch_url_base.clone(),
-        }
+        KcidbOptions { origin: self.kcidb_origin.clone(), patch_url_base: self.patch_url_base.clone() }
     }
 }
 
@@ -80,11 +77,7 @@ impl OutputArgs {
 ///
 /// # Errors
 /// A renderer's error (JUnit/JSON serialisation, a bad KCIDB origin).
-pub fn render(
-    m: &MatrixReport,
-    format: MatrixFormat,
-    kcidb: &KcidbOptions,
-) -> anyhow::Result<String> {
+pub fn render(m: &MatrixReport, format: MatrixFormat, kcidb: &KcidbOptions) -> anyhow::Result<String> {
     Ok(match format {
         MatrixFormat::Markdown => summary::render(m),
         MatrixFormat::Junit => junit::render_matrix(m)?,
@@ -99,11 +92,7 @@ pub fn render(
 ///
 /// # Errors
 /// A file cannot be written, a renderer fails, or the KCIDB document is not valid.
-pub fn emit(
-    m: &MatrixReport,
-    args: &OutputArgs,
-    note: &mut dyn FnMut(&str),
-) -> anyhow::Result<Vec<PathBuf>> {
+pub fn emit(m: &MatrixReport, args: &OutputArgs, note: &mut dyn FnMut(&str)) -> anyhow::Result<Vec<PathBuf>> {
     let kcidb = args.kcidb();
     let mut written = Vec::new();
     if let Some(dir) = &args.out {

@@ -1,14 +1,14 @@
 //! The `run` and `compare` subcommands.
 
-use super::Exit;
-use crate::rig::kernel_choice::{self, KernelChoice, ResolvedKernel};
-use crate::rig::{run_one, RunOutcome, RunRequest};
-use crate::accel::AccelChoice;
 use super::expect::KernelGenArg;
-use crate::verdict::format::error_text;
-use crate::picture::{Panel, Picture};
 use super::import::{import_to_file, FromArgs, ImportedFile};
 use super::pictures::PictureArgs;
+use super::Exit;
+use crate::accel::AccelChoice;
+use crate::picture::{Panel, Picture};
+use crate::rig::kernel_choice::{self, KernelChoice, ResolvedKernel};
+use crate::rig::{run_one, RunOutcome, RunRequest};
+use crate::verdict::format::error_text;
 use crate::verdict::{render, render_before_after, render_rig_error, Format};
 use std::io::Write;
 use std::path::PathBuf;
@@ -71,7 +71,12 @@ pub fn rig_cmdline_item(s: &str) -> Result<String, String> {
 impl RigOptions {
     /// The request for a resolved kernel choice: a custom kernel is judged by
     /// its resolved generation; a pinned one by `model` if given.
-    fn request_for(&self, topology: &std::path::Path, k: &ResolvedKernel, model: Option<crate::model::KernelGen>) -> RunRequest {
+    fn request_for(
+        &self,
+        topology: &std::path::Path,
+        k: &ResolvedKernel,
+        model: Option<crate::model::KernelGen>,
+    ) -> RunRequest {
         let mut r = self.request_with_model(topology, k.gen, if k.custom.is_some() { None } else { model });
         r.custom_kernel.clone_from(&k.custom);
         r.model_basis = k.basis.clone();
@@ -207,7 +212,8 @@ pub struct CompareArgs {
 }
 
 fn run_name(topology: &std::path::Path, kernel_label: &str) -> String {
-    let stem = topology.file_stem().map_or_else(|| topology.display().to_string(), |s| s.to_string_lossy().into_owned());
+    let stem =
+        topology.file_stem().map_or_else(|| topology.display().to_string(), |s| s.to_string_lossy().into_owned());
     format!("{stem}@{kernel_label}")
 }
 
@@ -334,8 +340,8 @@ pub fn run(args: &RunArgs) -> ExitCode {
         Exit::RigError.into()
     };
     // The topology first: a bad file must not wait for a kernel build.
-    let checked = crate::topology::Topology::load(topology).map_err(anyhow::Error::new).and_then(|topo| {
-        match args.channels {
+    let checked =
+        crate::topology::Topology::load(topology).map_err(anyhow::Error::new).and_then(|topo| match args.channels {
             Some(c) if c == 0 || c > topo.max_channels() => anyhow::bail!(
                 "--channels {c}: `ethtool -L` accepts 1 to {} combined channels on {} (the driver's max_num_queues: \
                  CPUs, max_queues, MSI-X vectors - 1)",
@@ -343,8 +349,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
                 topology.display()
             ),
             _ => Ok(()),
-        }
-    });
+        });
     let device_fault = checked.and_then(|()| device_fault_from_env());
     let device_fault = match device_fault {
         Ok(fault) => fault,

@@ -52,10 +52,8 @@ pub fn pair_cost_s(vcpus: u32, kind: KernelKind) -> f64 {
     if vcpus <= first.0 {
         return first.1;
     }
-    let segment = points
-        .windows(2)
-        .find(|w| vcpus <= w[1].0)
-        .map_or((points[points.len() - 2], last), |w| (w[0], w[1]));
+    let segment =
+        points.windows(2).find(|w| vcpus <= w[1].0).map_or((points[points.len() - 2], last), |w| (w[0], w[1]));
     let ((x0, y0), (x1, y1)) = segment;
     let slope = (y1 - y0) / f64::from(x1 - x0);
     (y0 + slope * (v - f64::from(x0))).max(first.1)
@@ -74,19 +72,12 @@ mod tests {
         assert_eq!(pair_cost_s(8, KernelKind::Minimal), 1.8);
         assert_eq!(pair_cost_s(128, KernelKind::Minimal), 15.4);
         assert_eq!(pair_cost_s(256, KernelKind::Debian), 85.4);
-        assert_eq!(
-            pair_cost_s(2, KernelKind::Minimal),
-            1.8,
-            "small machines cost the 8-vCPU boot"
-        );
+        assert_eq!(pair_cost_s(2, KernelKind::Minimal), 1.8, "small machines cost the 8-vCPU boot");
         let mut last = 0.0;
         for v in (1..=512).step_by(7) {
             let c = pair_cost_s(v, KernelKind::Minimal);
             assert!(c.is_finite() && c >= last, "{v}: {c} after {last}");
-            assert!(
-                pair_cost_s(v, KernelKind::Debian) > c,
-                "{v}: Debian is slower"
-            );
+            assert!(pair_cost_s(v, KernelKind::Debian) > c, "{v}: Debian is slower");
             last = c;
         }
         // Linear between points: 96 vCPUs halfway between 64 and 128.

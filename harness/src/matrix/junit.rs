@@ -33,10 +33,7 @@ pub fn render_matrix(m: &MatrixReport) -> Result<String, quick_junit::SerializeE
         let mut total = Duration::ZERO;
         for r in m.pairs.iter().filter(|r| r.pair.kernel == k.label) {
             let case = case(r, &k.label);
-            total += r
-                .duration_s
-                .map(Duration::from_secs_f64)
-                .unwrap_or_default();
+            total += r.duration_s.map(Duration::from_secs_f64).unwrap_or_default();
             suite.add_test_case(case);
         }
         suite.set_time(total);
@@ -50,23 +47,17 @@ fn case(r: &PairRecord, kernel: &str) -> TestCase {
         PairStatus::Pass => TestCaseStatus::success(),
         PairStatus::Fail => {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
-            s.set_type("mismatch")
-                .set_message(r.first_mismatch.clone().unwrap_or_default());
+            s.set_type("mismatch").set_message(r.first_mismatch.clone().unwrap_or_default());
             let lines: Vec<String> = r
                 .verdict()
-                .map(|v| {
-                    v.failures()
-                        .map(|c| format!("{}: {}", c.name, c.message))
-                        .collect()
-                })
+                .map(|v| v.failures().map(|c| format!("{}: {}", c.name, c.message)).collect())
                 .unwrap_or_default();
             s.set_description(lines.join("\n"));
             s
         }
         PairStatus::RigError => {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
-            s.set_type("rig-error")
-                .set_message(r.error.clone().unwrap_or_default());
+            s.set_type("rig-error").set_message(r.error.clone().unwrap_or_default());
             s
         }
         PairStatus::NotRun => {

@@ -116,16 +116,8 @@ struct Test {
 
 /// A test path part: `[a-zA-Z0-9_-]+`, other characters as `_`.
 fn path_part(s: &str) -> String {
-    let p: String = s
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let p: String =
+        s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
     if p.is_empty() {
         "_".to_owned()
     } else {
@@ -135,9 +127,7 @@ fn path_part(s: &str) -> String {
 
 /// An id part: printable, no NUL, no spaces.
 fn id_part(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_ascii_graphic() { c } else { '_' })
-        .collect()
+    s.chars().map(|c| if c.is_ascii_graphic() { c } else { '_' }).collect()
 }
 
 fn excerpt(s: &str) -> String {
@@ -169,9 +159,7 @@ fn checkout_key(k: &KernelSpec) -> String {
 
 /// Whether the kernel's source is one of Debian's (a pinned package or source).
 fn is_debian(k: &KernelSpec) -> bool {
-    ["pinned:", "minimal:", "source:debian:"]
-        .iter()
-        .any(|p| k.identity.starts_with(p))
+    ["pinned:", "minimal:", "source:debian:"].iter().any(|p| k.identity.starts_with(p))
 }
 
 fn resources(k: &KernelSpec, opts: &KcidbOptions) -> Option<Vec<Resource>> {
@@ -184,8 +172,7 @@ fn resources(k: &KernelSpec, opts: &KcidbOptions) -> Option<Vec<Resource>> {
                 let url = match &opts.patch_url_base {
                     Some(base) => format!("{}/{}", base.trim_end_matches('/'), url_path(&name)),
                     None => {
-                        let abs =
-                            std::path::absolute(&f.path).unwrap_or_else(|_| f.path.clone().into());
+                        let abs = std::path::absolute(&f.path).unwrap_or_else(|_| f.path.clone().into());
                         format!("file://{}", url_path(&abs.display().to_string()))
                     }
                 };
@@ -221,11 +208,7 @@ fn pair_status(s: PairStatus) -> &'static str {
 /// [`BadOrigin`] for an origin KCIDB would refuse.
 pub fn render_kcidb(m: &MatrixReport, opts: &KcidbOptions) -> Result<String, BadOrigin> {
     let origin = &opts.origin;
-    if origin.is_empty()
-        || !origin
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-    {
+    if origin.is_empty() || !origin.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_') {
         return Err(BadOrigin(origin.clone()));
     }
     let h = &m.header;
@@ -262,17 +245,10 @@ pub fn render_kcidb(m: &MatrixReport, opts: &KcidbOptions) -> Result<String, Bad
                 checkouts.len() - 1
             }
         };
-        if let Some(list) = checkouts[index]
-            .1
-            .misc
-            .get_mut("kernels")
-            .and_then(Value::as_array_mut)
-        {
+        if let Some(list) = checkouts[index].1.misc.get_mut("kernels").and_then(Value::as_array_mut) {
             list.push(json!(k.label));
         }
-        let release = facts
-            .and_then(|f| f.release.clone())
-            .or_else(|| release_from_runs(m, &k.label));
+        let release = facts.and_then(|f| f.release.clone()).or_else(|| release_from_runs(m, &k.label));
         builds.push(Build {
             id: build_id(origin, &run, &k.label),
             origin: origin.clone(),
@@ -285,9 +261,7 @@ pub fn render_kcidb(m: &MatrixReport, opts: &KcidbOptions) -> Result<String, Bad
             architecture: "x86_64",
             compiler: facts.and_then(|f| f.compiler.clone()),
             config_name: Some(match k.kind {
-                super::cost::KernelKind::Minimal => {
-                    "manarig minimal (guest-images/kernel-config/manarig.config)"
-                }
+                super::cost::KernelKind::Minimal => "manarig minimal (guest-images/kernel-config/manarig.config)",
                 super::cost::KernelKind::Debian => "debian cloud-amd64",
             }),
             status: build_status(facts),
@@ -321,21 +295,15 @@ fn build_id(origin: &str, run: &str, label: &str) -> String {
 }
 
 fn release_from_runs(m: &MatrixReport, label: &str) -> Option<String> {
-    m.pairs
-        .iter()
-        .filter(|r| r.pair.kernel == label)
-        .find_map(|r| r.verdict().map(|v| v.run.kernel_release.clone()))
+    m.pairs.iter().filter(|r| r.pair.kernel == label).find_map(|r| r.verdict().map(|v| v.run.kernel_release.clone()))
 }
 
 /// KCIDB takes no nulls: drop every null-valued key (arrays keep their items).
 fn strip_nulls(v: Value) -> Value {
     match v {
-        Value::Object(map) => Value::Object(
-            map.into_iter()
-                .filter(|(_, v)| !v.is_null())
-                .map(|(k, v)| (k, strip_nulls(v)))
-                .collect(),
-        ),
+        Value::Object(map) => {
+            Value::Object(map.into_iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k, strip_nulls(v))).collect())
+        }
         Value::Array(items) => Value::Array(items.into_iter().map(strip_nulls).collect()),
         other => other,
     }
@@ -349,18 +317,12 @@ fn pair_tests(m: &MatrixReport, r: &PairRecord, origin: &str, run: &str) -> Vec<
     let input = h.spec.inputs.iter().find(|i| i.path == r.pair.file);
     let verdict = r.verdict();
     let log = match r.status {
-        PairStatus::Fail => verdict.map(|v| {
-            v.failures()
-                .map(|c| format!("{}: {}", c.name, c.message))
-                .collect::<Vec<_>>()
-                .join("\n")
-        }),
+        PairStatus::Fail => {
+            verdict.map(|v| v.failures().map(|c| format!("{}: {}", c.name, c.message)).collect::<Vec<_>>().join("\n"))
+        }
         _ => r.error.clone(),
     };
-    let shard = Shard {
-        index: r.pair.shard,
-        count: h.spec.shards,
-    };
+    let shard = Shard { index: r.pair.shard, count: h.spec.shards };
     let mut out = vec![Test {
         id: id.clone(),
         origin: origin.to_owned(),
@@ -442,45 +404,26 @@ mod render_tests {
     use crate::matrix::shard::Shard;
 
     fn opts() -> KcidbOptions {
-        KcidbOptions {
-            origin: "manarig".into(),
-            patch_url_base: Some("https://example.org/p/".into()),
-        }
+        KcidbOptions { origin: "manarig".into(), patch_url_base: Some("https://example.org/p/".into()) }
     }
 
     #[test]
     fn statuses_map_to_kcidb_and_nothing_is_null() {
         let mut m = dry_report(&["seed-002", "r24-no-smt"], &["6.12-min"], Shard::WHOLE);
-        m.pairs[1] = PairRecord::rig_error(
-            m.pairs[1].pair.clone(),
-            &anyhow::anyhow!("QEMU exited"),
-            None,
-            None,
-        );
+        m.pairs[1] = PairRecord::rig_error(m.pairs[1].pair.clone(), &anyhow::anyhow!("QEMU exited"), None, None);
         m.header.kernels[0].error = Some("make failed".into());
         m.header.kernels[0].build_failed = true;
-        let doc: Value =
-            serde_json::from_str(&render_kcidb(&m, &opts()).expect("render")).expect("JSON");
+        let doc: Value = serde_json::from_str(&render_kcidb(&m, &opts()).expect("render")).expect("JSON");
         assert_eq!(doc["version"], json!({"major": 5, "minor": 3}));
         assert_eq!(doc["builds"][0]["status"], "FAIL");
         let tests = doc["tests"].as_array().expect("tests");
-        let status = |path: &str| {
-            tests
-                .iter()
-                .find(|t| t["path"] == path)
-                .map(|t| t["status"].clone())
-        };
+        let status = |path: &str| tests.iter().find(|t| t["path"] == path).map(|t| t["status"].clone());
         assert_eq!(status("manarig.seed-002"), Some(json!("PASS")));
         assert_eq!(status("manarig.seed-002.vector_count"), Some(json!("PASS")));
         assert_eq!(status("manarig.r24-no-smt"), Some(json!("ERROR")));
         assert!(!doc.to_string().contains("null"), "KCIDB takes no nulls");
-        assert!(tests
-            .iter()
-            .all(|t| t["id"].as_str().is_some_and(|i| i.starts_with("manarig:"))));
-        let bad = KcidbOptions {
-            origin: "Man Arig".into(),
-            patch_url_base: None,
-        };
+        assert!(tests.iter().all(|t| t["id"].as_str().is_some_and(|i| i.starts_with("manarig:"))));
+        let bad = KcidbOptions { origin: "Man Arig".into(), patch_url_base: None };
         assert!(render_kcidb(&m, &bad).is_err());
     }
 }

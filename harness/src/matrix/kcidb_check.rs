@@ -49,10 +49,7 @@ const STAMP: &str = "manarig-kcidb-io.pin";
 ///
 /// # Errors
 /// [`KcidbCheckError::Setup`]: no `python3`, venv or pip failed, a deadline passed.
-pub fn validator(
-    cache: &Path,
-    progress: &mut dyn FnMut(&str),
-) -> Result<KcidbValidator, KcidbCheckError> {
+pub fn validator(cache: &Path, progress: &mut dyn FnMut(&str)) -> Result<KcidbValidator, KcidbCheckError> {
     let setup = |m: String| KcidbCheckError::Setup(m);
     let venv = cache.join("venv-kcidb");
     let python = venv.join("bin/python");
@@ -72,22 +69,12 @@ pub fn validator(
     if std::fs::read_to_string(&stamp).is_ok_and(|s| s.trim() == KCIDB_IO_PIN) {
         return Ok(KcidbValidator { python });
     }
-    progress(&format!(
-        "installing {KCIDB_IO_PIN} into {} (first use)",
-        venv.display()
-    ));
+    progress(&format!("installing {KCIDB_IO_PIN} into {} (first use)", venv.display()));
     let mut venv_cmd = Command::new("python3");
     venv_cmd.arg("-m").arg("venv").arg(&venv);
     run_bounded(venv_cmd, VENV_DEADLINE, "python3 -m venv").map_err(|f| setup(f.to_string()))?;
     let mut pip = Command::new(&python);
-    pip.args([
-        "-m",
-        "pip",
-        "install",
-        "--quiet",
-        "--disable-pip-version-check",
-        KCIDB_IO_PIN,
-    ]);
+    pip.args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", KCIDB_IO_PIN]);
     run_bounded(pip, PIP_DEADLINE, "pip install").map_err(|f| setup(f.to_string()))?;
     std::fs::write(&stamp, KCIDB_IO_PIN).map_err(|e| setup(format!("{}: {e}", stamp.display())))?;
     Ok(KcidbValidator { python })
@@ -137,14 +124,9 @@ impl KcidbValidator {
         cmd.arg("-c").arg(SCRIPT).arg(file);
         match run_bounded(cmd, CHECK_DEADLINE, "kcidb-io validation") {
             Ok(_) => Ok(()),
-            Err(Failure {
-                code: Some(1),
-                stderr_tail,
-                ..
-            }) => Err(KcidbCheckError::Invalid {
-                file: file.display().to_string(),
-                message: stderr_tail,
-            }),
+            Err(Failure { code: Some(1), stderr_tail, .. }) => {
+                Err(KcidbCheckError::Invalid { file: file.display().to_string(), message: stderr_tail })
+            }
             Err(f) => Err(KcidbCheckError::Setup(f.to_string())),
         }
     }
@@ -174,20 +156,14 @@ impl std::fmt::Display for Failure {
 /// Run `cmd` to its end within `deadline` (killed after it), stdout and
 /// stderr into temporary files; `Ok(stdout)` on exit status 0.
 fn run_bounded(mut cmd: Command, deadline: Duration, what: &str) -> Result<String, Failure> {
-    let fail = |what: String| Failure {
-        what,
-        code: None,
-        stderr_tail: String::new(),
-    };
+    let fail = |what: String| Failure { what, code: None, stderr_tail: String::new() };
     let out = tempfile::tempfile().map_err(|e| fail(format!("{what}: temporary file: {e}")))?;
     let err = tempfile::tempfile().map_err(|e| fail(format!("{what}: temporary file: {e}")))?;
     let (out_r, err_r) = (out.try_clone(), err.try_clone());
     cmd.stdin(Stdio::null()).stdout(out).stderr(err);
     crate::children::die_with_parent(&mut cmd);
     crate::children::install_signal_thread();
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| fail(format!("{what}: cannot start {:?}: {e}", cmd.get_program())))?;
+    let mut child = cmd.spawn().map_err(|e| fail(format!("{what}: cannot start {:?}: {e}", cmd.get_program())))?;
     let pid = i32::try_from(child.id()).unwrap_or(i32::MAX);
     crate::children::track(pid);
     let (tx, rx) = std::sync::mpsc::channel();
@@ -203,9 +179,7 @@ fn run_bounded(mut cmd: Command, deadline: Duration, what: &str) -> Result<Strin
     if timed_out {
         crate::children::kill_if_tracked(pid);
     }
-    let status = waiter
-        .join()
-        .map_err(|_| fail(format!("{what}: the waiting thread panicked")))?;
+    let status = waiter.join().map_err(|_| fail(format!("{what}: the waiting thread panicked")))?;
     let read = |f: std::io::Result<std::fs::File>| -> String {
         use std::io::{Read, Seek};
         let mut s = String::new();
@@ -216,26 +190,11 @@ fn run_bounded(mut cmd: Command, deadline: Duration, what: &str) -> Result<Strin
         s
     };
     let (stdout, stderr) = (read(out_r), read(err_r));
-    let tail = stderr
-        .lines()
-        .rev()
-        .take(8)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect::<Vec<_>>()
-        .join(" / ");
+    let tail = stderr.lines().rev().take(8).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join(" / ");
     match status {
-        _ if timed_out => Err(fail(format!(
-            "{what}: no end within {} s (stopped)",
-            deadline.as_secs()
-        ))),
+        _ if timed_out => Err(fail(format!("{what}: no end within {} s (stopped)", deadline.as_secs()))),
         Ok(s) if s.success() => Ok(stdout),
-        Ok(s) => Err(Failure {
-            what: format!("{what}: {s}"),
-            code: s.code(),
-            stderr_tail: tail,
-        }),
+        Ok(s) => Err(Failure { what: format!("{what}: {s}"), code: s.code(), stderr_tail: tail }),
         Err(e) => Err(fail(format!("{what}: {e}"))),
     }
 }

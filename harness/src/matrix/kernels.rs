@@ -60,21 +60,12 @@ impl Patchset {
             .iter()
             .map(|p| PatchFile {
                 name: p.name.clone(),
-                path: if path.is_dir() {
-                    path.join(&p.name)
-                } else {
-                    path.to_path_buf()
-                }
-                .display()
-                .to_string(),
+                path: if path.is_dir() { path.join(&p.name) } else { path.to_path_buf() }.display().to_string(),
                 sha256: hex(&Sha256::digest(p.text.as_bytes())),
             })
             .collect();
         let list: String = files.iter().map(|f| format!("{}\n", f.sha256)).collect();
-        Ok(Patchset {
-            hash: hex(&Sha256::digest(list.as_bytes())),
-            files,
-        })
+        Ok(Patchset { hash: hex(&Sha256::digest(list.as_bytes())), files })
     }
 }
 
@@ -144,46 +135,29 @@ impl KernelRequest {
                     KernelChoice::Minimal(g) => (
                         KernelKind::Minimal,
                         format!("minimal:{g}"),
-                        kbuild::minimal::source_package(*g)
-                            .map(|p| format!("Debian {p} {}", g.model_version())),
+                        kbuild::minimal::source_package(*g).map(|p| format!("Debian {p} {}", g.model_version())),
                     ),
                     KernelChoice::Build(key) => (KernelKind::Minimal, format!("build:{key}"), None),
-                    KernelChoice::Image { image, .. } => (
-                        KernelKind::Debian,
-                        format!("image:{}", image.display()),
-                        None,
-                    ),
+                    KernelChoice::Image { image, .. } => {
+                        (KernelKind::Debian, format!("image:{}", image.display()), None)
+                    }
                 };
-                KernelSpec {
-                    label,
-                    kind,
-                    identity,
-                    source,
-                    patchset: None,
-                }
+                KernelSpec { label, kind, identity, source, patchset: None }
             }
-            KernelRequest::Source {
-                source, patches, ..
-            } => {
+            KernelRequest::Source { source, patches, .. } => {
                 let spec = SourceSpec::parse(source).map_err(PlanKernelError::Source)?;
                 let patchset = match patches {
-                    Some(p) => Some(Patchset::read(p).map_err(|e| PlanKernelError::Patches {
-                        path: p.display().to_string(),
-                        source: e,
-                    })?),
+                    Some(p) => Some(
+                        Patchset::read(p)
+                            .map_err(|e| PlanKernelError::Patches { path: p.display().to_string(), source: e })?,
+                    ),
                     None => None,
                 };
                 let mut identity = format!("source:{}", spec.identity());
                 if let Some(p) = &patchset {
                     identity.push_str(&format!("|patches:{}", p.hash));
                 }
-                KernelSpec {
-                    label,
-                    kind: KernelKind::Minimal,
-                    identity,
-                    source: Some(spec.label()),
-                    patchset,
-                }
+                KernelSpec { label, kind: KernelKind::Minimal, identity, source: Some(spec.label()), patchset }
             }
         })
     }
@@ -241,10 +215,7 @@ pub fn prepare(
 ) -> (KernelFacts, Result<ResolvedKernel, anyhow::Error>) {
     let start = Instant::now();
     let label = req.label();
-    let mut facts = KernelFacts {
-        label: label.clone(),
-        ..KernelFacts::default()
-    };
+    let mut facts = KernelFacts { label: label.clone(), ..KernelFacts::default() };
     let result = resolve(req, readiness, cache_dir, &mut facts, progress);
     facts.prepare_s = Some(start.elapsed().as_secs_f64());
     match &result {
@@ -255,9 +226,7 @@ pub fn prepare(
                 facts.release = k.custom.as_ref().map(|c| c.release.clone());
             }
         }
-        Err(e) => {
-            facts.error = Some(crate::verdict::format::error_text(e).replace(['\n', '\r'], " "))
-        }
+        Err(e) => facts.error = Some(crate::verdict::format::error_text(e).replace(['\n', '\r'], " ")),
     }
     (facts, result)
 }
@@ -363,55 +332,30 @@ mod tests {
     #[test]
     fn a_patchset_hash_is_the_sha256_of_the_patches_hashes_one_per_line() {
         let dir = tempfile::tempdir().expect("tempdir");
-        std::fs::write(
-            dir.path().join("0001-a.patch"),
-            "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n",
-        )
-        .expect("write");
-        std::fs::write(
-            dir.path().join("0002-b.patch"),
-            "--- a/y\n+++ b/y\n@@ -1 +1 @@\n-c\n+d\n",
-        )
-        .expect("write");
+        std::fs::write(dir.path().join("0001-a.patch"), "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n").expect("write");
+        std::fs::write(dir.path().join("0002-b.patch"), "--- a/y\n+++ b/y\n@@ -1 +1 @@\n-c\n+d\n").expect("write");
         let set = Patchset::read(dir.path()).expect("patch set");
         assert_eq!(set.files.len(), 2);
         assert_eq!(set.files[0].name, "0001-a.patch");
         let h = |s: &str| hex(&Sha256::digest(s.as_bytes()));
-        let expected = h(&format!(
-            "{}\n{}\n",
-            set.files[0].sha256, set.files[1].sha256
-        ));
+        let expected = h(&format!("{}\n{}\n", set.files[0].sha256, set.files[1].sha256));
         assert_eq!(set.hash, expected);
-        assert_eq!(
-            set.files[0].sha256,
-            h("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n")
-        );
+        assert_eq!(set.files[0].sha256, h("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n"));
         assert_eq!(set.hash.len(), 64);
     }
 
     #[test]
     fn specs_name_what_decides_the_kernels_code() {
-        let spec = |s: &str| {
-            KernelRequest::Choice(s.parse().expect("choice"))
-                .spec()
-                .expect("spec")
-        };
+        let spec = |s: &str| KernelRequest::Choice(s.parse().expect("choice")).spec().expect("spec");
         let min = spec("6.12-min");
         assert_eq!(
             (min.label.as_str(), min.kind, min.identity.as_str()),
             ("6.12-min", KernelKind::Minimal, "minimal:6.12")
         );
         let deb = spec("6.1");
-        assert_eq!(
-            (deb.kind, deb.identity.as_str()),
-            (KernelKind::Debian, "pinned:6.1")
-        );
+        assert_eq!((deb.kind, deb.identity.as_str()), (KernelKind::Debian, "pinned:6.1"));
         assert_eq!(spec("build:79684e84").identity, "build:79684e84");
-        let bad = KernelRequest::Source {
-            source: "debian:linux-source-9.9".into(),
-            patches: None,
-            label: "x".into(),
-        };
+        let bad = KernelRequest::Source { source: "debian:linux-source-9.9".into(), patches: None, label: "x".into() };
         assert!(bad.spec().is_err());
     }
 }

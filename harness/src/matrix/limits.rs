@@ -60,14 +60,7 @@ pub fn plan(requested: Option<u32>, host_cores: u32, vcpus: &[u32]) -> JobsPlan 
             jobs + 1
         )
     });
-    JobsPlan {
-        limits: Limits {
-            jobs,
-            host_cores,
-            vcpu_budget,
-        },
-        note,
-    }
+    JobsPlan { limits: Limits { jobs, host_cores, vcpu_budget }, note }
 }
 
 impl Limits {
@@ -85,8 +78,7 @@ impl Limits {
     /// slots and `running_vcpus` vCPUs run (`slots == 0`: nothing runs).
     pub fn admits(&self, slots: u32, running_vcpus: u32, vcpus: u32) -> bool {
         slots == 0
-            || (slots + self.slots(vcpus) <= self.jobs
-                && running_vcpus.saturating_add(vcpus) <= self.vcpu_budget)
+            || (slots + self.slots(vcpus) <= self.jobs && running_vcpus.saturating_add(vcpus) <= self.vcpu_budget)
     }
 }
 
@@ -97,23 +89,13 @@ mod tests {
     #[test]
     fn default_jobs_are_the_host_cores_and_big_guests_run_alone() {
         let p = plan(None, 2, &[8, 8, 128]);
-        assert_eq!(
-            p.limits,
-            Limits {
-                jobs: 2,
-                host_cores: 2,
-                vcpu_budget: 256
-            }
-        );
+        assert_eq!(p.limits, Limits { jobs: 2, host_cores: 2, vcpu_budget: 256 });
         assert_eq!(p.note, None);
         let l = p.limits;
         assert!(l.admits(0, 0, 256), "anything runs alone");
         assert!(l.admits(1, 8, 8));
         assert!(!l.admits(2, 16, 8), "two slots taken");
-        assert!(
-            !l.admits(1, 8, 128),
-            "a multi-threaded guest wants both cores"
-        );
+        assert!(!l.admits(1, 8, 128), "a multi-threaded guest wants both cores");
         assert_eq!((l.slots(8), l.slots(48), l.slots(128)), (1, 2, 2));
     }
 
@@ -123,17 +105,11 @@ mod tests {
         let p = plan(Some(3), 2, &[128, 128, 128]);
         assert_eq!(p.limits.jobs, 2);
         let note = p.note.expect("a note");
-        assert!(
-            note.contains("--jobs 3 lowered to 2") && note.contains("128 vCPUs per host core"),
-            "{note}"
-        );
+        assert!(note.contains("--jobs 3 lowered to 2") && note.contains("128 vCPUs per host core"), "{note}");
         // Small machines: many fit, --jobs is kept as asked.
         let p = plan(Some(6), 2, &[8; 10]);
         assert_eq!((p.limits.jobs, p.note), (6, None));
-        assert!(
-            !p.limits.admits(5, 250, 8),
-            "the vCPU budget holds even with free slots"
-        );
+        assert!(!p.limits.admits(5, 250, 8), "the vCPU budget holds even with free slots");
         // One 256-vCPU machine: one job.
         assert_eq!(plan(Some(4), 2, &[256, 256]).limits.jobs, 1);
     }

@@ -47,10 +47,7 @@ pub enum MergeError {
 ///
 /// # Errors
 /// [`MergeError`].
-pub fn merge(
-    docs: &[(String, MatrixReport)],
-    run_id: Option<&str>,
-) -> Result<MatrixReport, MergeError> {
+pub fn merge(docs: &[(String, MatrixReport)], run_id: Option<&str>) -> Result<MatrixReport, MergeError> {
     let (first_name, first) = docs.first().ok_or(MergeError::Empty)?;
     let spec = &first.header.spec;
     let mut shards: BTreeMap<u32, (String, super::report::ShardRun)> = BTreeMap::new();
@@ -58,10 +55,7 @@ pub fn merge(
     for (name, doc) in docs {
         let mut differences = spec.differences(&doc.header.spec);
         if doc.header.mode != first.header.mode {
-            differences.push(format!(
-                "one ran as {:?}, the other as {:?}",
-                first.header.mode, doc.header.mode
-            ));
+            differences.push(format!("one ran as {:?}, the other as {:?}", first.header.mode, doc.header.mode));
         }
         if !differences.is_empty() {
             return Err(MergeError::SpecsDiffer {
@@ -87,19 +81,14 @@ pub fn merge(
         }
     }
     let plan = spec.plan();
-    let missing: Vec<u32> = (1..=spec.shards)
-        .filter(|k| !shards.contains_key(k))
-        .collect();
+    let missing: Vec<u32> = (1..=spec.shards).filter(|k| !shards.contains_key(k)).collect();
     let pairs: Vec<PairRecord> = plan
         .iter()
         .map(|p| {
             records.remove(&p.name).unwrap_or_else(|| {
                 PairRecord::not_run(
                     p.clone(),
-                    &format!(
-                        "shard {}/{} is not among the merged documents",
-                        p.shard, spec.shards
-                    ),
+                    &format!("shard {}/{} is not among the merged documents", p.shard, spec.shards),
                 )
             })
         })
@@ -139,12 +128,7 @@ fn merged_facts(docs: &[(String, MatrixReport)]) -> Vec<KernelFacts> {
         .iter()
         .map(|k| {
             docs.iter()
-                .filter_map(|(_, d)| {
-                    d.header
-                        .kernels
-                        .iter()
-                        .find(|f| f.label == k.label && f.prepare_s.is_some())
-                })
+                .filter_map(|(_, d)| d.header.kernels.iter().find(|f| f.label == k.label && f.prepare_s.is_some()))
                 .next()
                 .cloned()
                 .unwrap_or_else(|| k.clone())
@@ -162,22 +146,14 @@ mod tests {
     const FILES: [&str; 3] = ["seed-002", "r24-no-smt", "r06-low-vcpu"];
 
     fn shard(k: u32, n: u32) -> (String, MatrixReport) {
-        (
-            format!("s{k}"),
-            dry_report(&FILES, &["6.12-min", "6.1"], Shard { index: k, count: n }),
-        )
+        (format!("s{k}"), dry_report(&FILES, &["6.12-min", "6.1"], Shard { index: k, count: n }))
     }
 
     #[test]
     fn shards_merge_in_plan_order_and_a_missing_one_is_not_run() {
         let whole = dry_report(&FILES, &["6.12-min", "6.1"], Shard::WHOLE);
         let merged = merge(&[shard(2, 2), shard(1, 2)], None).expect("merge");
-        let names = |m: &MatrixReport| {
-            m.pairs
-                .iter()
-                .map(|p| (p.pair.name.clone(), p.status))
-                .collect::<Vec<_>>()
-        };
+        let names = |m: &MatrixReport| m.pairs.iter().map(|p| (p.pair.name.clone(), p.status)).collect::<Vec<_>>();
         assert_eq!(names(&merged), names(&whole));
         assert!(merged.header.complete);
         assert_eq!(merged.header.run_id, "test");

@@ -95,11 +95,8 @@ impl Tracker {
     /// name; missing names count as just started).
     pub fn eta(&self, elapsed: &dyn Fn(&str) -> Duration) -> Duration {
         let ratio = self.speed_ratio();
-        let running_left: f64 = self
-            .running
-            .iter()
-            .map(|(n, c)| (c * ratio - elapsed(n).as_secs_f64()).max(0.0))
-            .sum::<f64>();
+        let running_left: f64 =
+            self.running.iter().map(|(n, c)| (c * ratio - elapsed(n).as_secs_f64()).max(0.0)).sum::<f64>();
         let running_cost: f64 = self.running.iter().map(|(_, c)| c).sum();
         let queued = (self.cost_left_s - running_cost).max(0.0) * ratio;
         Duration::from_secs_f64((queued + running_left) / f64::from(self.jobs))
@@ -138,11 +135,7 @@ mod tests {
         let pairs = [pair("a", 10.0), pair("b", 10.0), pair("c", 20.0)];
         let mut t = Tracker::new(&pairs, 2);
         let none = |_: &str| Duration::ZERO;
-        assert_eq!(
-            t.eta(&none),
-            Duration::from_secs(20),
-            "40 planned seconds on 2 jobs"
-        );
+        assert_eq!(t.eta(&none), Duration::from_secs(20), "40 planned seconds on 2 jobs");
         t.update(&Event::Started(&pairs[0]));
         t.update(&Event::Started(&pairs[1]));
         assert_eq!(t.running(), ["a", "b"]);

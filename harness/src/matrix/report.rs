@@ -168,11 +168,7 @@ impl PairRecord {
     /// A judged pair.
     pub fn judged(pair: PlannedPair, judged: Judged, started: String, duration_s: f64) -> Self {
         let Judged { verdict, baseline } = judged;
-        let status = if verdict.status == Status::Pass {
-            PairStatus::Pass
-        } else {
-            PairStatus::Fail
-        };
+        let status = if verdict.status == Status::Pass { PairStatus::Pass } else { PairStatus::Fail };
         PairRecord {
             pair,
             status,
@@ -186,12 +182,7 @@ impl PairRecord {
     }
 
     /// A pair the rig could not run or judge.
-    pub fn rig_error(
-        pair: PlannedPair,
-        err: &anyhow::Error,
-        started: Option<String>,
-        duration_s: Option<f64>,
-    ) -> Self {
+    pub fn rig_error(pair: PlannedPair, err: &anyhow::Error, started: Option<String>, duration_s: Option<f64>) -> Self {
         let report = RigErrorReport::new(err, &pair.name);
         PairRecord {
             pair,
@@ -256,9 +247,7 @@ pub fn first_mismatch(v: &Verdict) -> Option<String> {
             _ => r.name.clone(),
         });
     }
-    v.failures()
-        .next()
-        .map(|c| format!("{}: {}", c.name, c.message))
+    v.failures().next().map(|c| format!("{}: {}", c.name, c.message))
 }
 
 /// How a whole matrix ended, worst first: what the command's exit code says.
@@ -287,12 +276,7 @@ impl MatrixReport {
     /// Pairs with each status: (pass, fail, rig error, not run).
     pub fn counts(&self) -> (usize, usize, usize, usize) {
         let n = |s| self.pairs.iter().filter(|p| p.status == s).count();
-        (
-            n(PairStatus::Pass),
-            n(PairStatus::Fail),
-            n(PairStatus::RigError),
-            n(PairStatus::NotRun),
-        )
+        (n(PairStatus::Pass), n(PairStatus::Fail), n(PairStatus::RigError), n(PairStatus::NotRun))
     }
 
     /// Parse a matrix document, refusing other kinds and schema versions.
@@ -300,27 +284,24 @@ impl MatrixReport {
     /// # Errors
     /// A message naming what is wrong (not JSON, another document, another version).
     pub fn from_json(text: &str) -> Result<Self, String> {
-        let value: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
         let kind = value.get("kind").and_then(|k| k.as_str()).unwrap_or("");
         if kind != KIND {
             return Err(format!(
                 "not a manarig matrix document (kind {kind:?}; `matrix --format json` and <out>/matrix.json are)"
             ));
         }
-        let version = value
-            .get("schema_version")
-            .and_then(serde_json::Value::as_u64);
+        let version = value.get("schema_version").and_then(serde_json::Value::as_u64);
         if version != Some(u64::from(MATRIX_SCHEMA_VERSION)) {
             return Err(format!(
                 "matrix schema_version {version:?}: this manarig reads version {MATRIX_SCHEMA_VERSION} only"
             ));
         }
-        let verdicts = value
-            .pointer("/header/verdict_schema_version")
-            .and_then(serde_json::Value::as_u64);
+        let verdicts = value.pointer("/header/verdict_schema_version").and_then(serde_json::Value::as_u64);
         if verdicts != Some(u64::from(SCHEMA_VERSION)) {
-            return Err(format!("verdict schema_version {verdicts:?}: this manarig reads version {SCHEMA_VERSION} only"));
+            return Err(format!(
+                "verdict schema_version {verdicts:?}: this manarig reads version {SCHEMA_VERSION} only"
+            ));
         }
         serde_json::from_value(value).map_err(|e| format!("matrix document: {e}"))
     }
@@ -351,32 +332,21 @@ mod tests {
         use crate::topology::Topology;
         let path = format!("{}/../topologies/seed-002.toml", env!("CARGO_MANIFEST_DIR"));
         let topo = Topology::load(path).expect("seed 002").to_qemu_numbering();
-        let guest = crate::verdict::Observed::as_model_predicts(
-            &expected_table(&topo, KernelGen::V6_12),
-            "0000:41:00.0",
-            24,
-        );
+        let guest =
+            crate::verdict::Observed::as_model_predicts(&expected_table(&topo, KernelGen::V6_12), "0000:41:00.0", 24);
         let mut v = crate::verdict::judge(&topo, &guest, &expected_table(&topo, KernelGen::V6_1));
         // The guest ran 6.12 (irq_setup, seed 002's table), the 6.1 model wants one CPU each.
         v.status = Status::Fail;
-        assert_eq!(
-            first_mismatch(&v).as_deref(),
-            Some("mana_q0: expected 1, got 0-1")
-        );
+        assert_eq!(first_mismatch(&v).as_deref(), Some("mana_q0: expected 1, got 0-1"));
         v.status = Status::Pass;
         assert_eq!(first_mismatch(&v), None);
     }
 
     #[test]
     fn other_documents_and_versions_are_refused() {
-        assert!(MatrixReport::from_json("[]")
-            .expect_err("an array")
-            .contains("not a manarig matrix"));
-        let e = MatrixReport::from_json(r#"{"kind":"manarig-matrix","schema_version":2}"#)
-            .expect_err("version 2");
+        assert!(MatrixReport::from_json("[]").expect_err("an array").contains("not a manarig matrix"));
+        let e = MatrixReport::from_json(r#"{"kind":"manarig-matrix","schema_version":2}"#).expect_err("version 2");
         assert!(e.contains("schema_version Some(2)"), "{e}");
-        assert!(MatrixReport::from_json("{")
-            .expect_err("not JSON")
-            .starts_with("not JSON"));
+        assert!(MatrixReport::from_json("{").expect_err("not JSON").starts_with("not JSON"));
     }
 }

@@ -34,10 +34,7 @@ pub struct Ready {
 }
 
 /// The topology and kernel of a pair, or why it cannot run.
-fn prerequisites<'r>(
-    ready: &'r Ready,
-    pair: &PlannedPair,
-) -> Result<(&'r Topology, &'r ResolvedKernel), String> {
+fn prerequisites<'r>(ready: &'r Ready, pair: &PlannedPair) -> Result<(&'r Topology, &'r ResolvedKernel), String> {
     let topo = match ready.topologies.get(&pair.file) {
         Some(Ok(t)) => t,
         Some(Err(e)) => return Err(e.clone()),
@@ -71,11 +68,7 @@ pub struct Executor<'a> {
 /// file, a kernel that failed to build) are rig errors at once; pairs not
 /// started when a stop is requested are `not-run`, and so are the running
 /// ones whose run failed after the request (their guests were stopped).
-pub fn execute(
-    x: &Executor<'_>,
-    pairs: &[PlannedPair],
-    on_event: &mut dyn FnMut(Event<'_>),
-) -> Vec<PairRecord> {
+pub fn execute(x: &Executor<'_>, pairs: &[PlannedPair], on_event: &mut dyn FnMut(Event<'_>)) -> Vec<PairRecord> {
     let mut records: Vec<Option<PairRecord>> = vec![None; pairs.len()];
     let mut queue: Vec<usize> = Vec::new();
     for (i, p) in pairs.iter().enumerate() {
@@ -95,12 +88,7 @@ pub fn execute(
         }
     }
     // Largest first: the long runs start early and the small ones fill in.
-    queue.sort_by(|&a, &b| {
-        pairs[b]
-            .cost_s
-            .total_cmp(&pairs[a].cost_s)
-            .then_with(|| pairs[a].name.cmp(&pairs[b].name))
-    });
+    queue.sort_by(|&a, &b| pairs[b].cost_s.total_cmp(&pairs[a].cost_s).then_with(|| pairs[a].name.cmp(&pairs[b].name)));
     let (tx, rx) = mpsc::channel::<(usize, PairRecord)>();
     let mut stopping = false;
     std::thread::scope(|s| {
@@ -155,19 +143,12 @@ pub fn execute(
     records
         .into_iter()
         .zip(pairs)
-        .map(|(r, p)| {
-            r.unwrap_or_else(|| PairRecord::not_run(p.clone(), "no result (the scheduler lost it)"))
-        })
+        .map(|(r, p)| r.unwrap_or_else(|| PairRecord::not_run(p.clone(), "no result (the scheduler lost it)")))
         .collect()
 }
 
 /// Run one pair and judge it; a panic in the rig is a rig error of that pair.
-fn run_pair(
-    x: &Executor<'_>,
-    pair: &PlannedPair,
-    topo: &Topology,
-    kernel: &ResolvedKernel,
-) -> PairRecord {
+fn run_pair(x: &Executor<'_>, pair: &PlannedPair, topo: &Topology, kernel: &ResolvedKernel) -> PairRecord {
     let started = rfc3339(SystemTime::now());
     let t0 = Instant::now();
     let judged = std::panic::catch_unwind(AssertUnwindSafe(|| -> anyhow::Result<_> {
@@ -179,17 +160,9 @@ fn run_pair(
             }
             None => x.runner.run(pair, topo, kernel)?,
         };
-        let kernel_spec = x
-            .spec
-            .kernel(pair)
-            .ok_or_else(|| anyhow::anyhow!("kernel {} is not in the matrix's spec", pair.kernel))?;
-        let evidence = Evidence {
-            pair,
-            topology: topo,
-            kernel,
-            kernel_spec,
-            observation: &observation,
-        };
+        let kernel_spec =
+            x.spec.kernel(pair).ok_or_else(|| anyhow::anyhow!("kernel {} is not in the matrix's spec", pair.kernel))?;
+        let evidence = Evidence { pair, topology: topo, kernel, kernel_spec, observation: &observation };
         Ok(x.oracle.judge(&evidence)?)
     }));
     let secs = t0.elapsed().as_secs_f64();
@@ -198,10 +171,7 @@ fn run_pair(
         Ok(Err(e)) if (x.stop)() => {
             let mut r = PairRecord::not_run(
                 pair.clone(),
-                &format!(
-                    "stopped while it ran: {}",
-                    crate::verdict::format::error_text(&e)
-                ),
+                &format!("stopped while it ran: {}", crate::verdict::format::error_text(&e)),
             );
             r.started = Some(started);
             r.duration_s = Some(secs);
@@ -214,12 +184,7 @@ fn run_pair(
                 .map(|s| (*s).to_owned())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "a panic".to_owned());
-            PairRecord::rig_error(
-                pair.clone(),
-                &anyhow::anyhow!("the rig panicked: {what}"),
-                Some(started),
-                Some(secs),
-            )
+            PairRecord::rig_error(pair.clone(), &anyhow::anyhow!("the rig panicked: {what}"), Some(started), Some(secs))
         }
     }
 }
@@ -237,15 +202,10 @@ mod tests {
 
     fn setup(files: &[&str], kernels: &[&str]) -> (MatrixSpec, Ready) {
         let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../topologies");
-        let paths: Vec<_> = files
-            .iter()
-            .map(|f| dir.join(format!("{f}.toml")))
-            .collect();
+        let paths: Vec<_> = files.iter().map(|f| dir.join(format!("{f}.toml"))).collect();
         let inputs = read_inputs(&expand(&paths).expect("files"));
-        let reqs: Vec<KernelRequest> = kernels
-            .iter()
-            .map(|k| KernelRequest::Choice(k.parse().expect("kernel")))
-            .collect();
+        let reqs: Vec<KernelRequest> =
+            kernels.iter().map(|k| KernelRequest::Choice(k.parse().expect("kernel"))).collect();
         let spec = MatrixSpec {
             inputs,
             kernels: reqs.iter().map(|r| r.spec().expect("spec")).collect(),
@@ -255,21 +215,12 @@ mod tests {
         };
         let mut ready = Ready::default();
         for i in &spec.inputs {
-            ready.topologies.insert(
-                i.path.clone(),
-                Topology::load(&i.path).map_err(|e| e.to_string()),
-            );
+            ready.topologies.insert(i.path.clone(), Topology::load(&i.path).map_err(|e| e.to_string()));
         }
         for r in &reqs {
-            let (_, k) = super::super::kernels::prepare(
-                r,
-                super::super::kernels::Readiness::ModelOnly,
-                None,
-                &mut |_| {},
-            );
-            ready
-                .kernels
-                .insert(r.label(), k.map_err(|e| e.to_string()));
+            let (_, k) =
+                super::super::kernels::prepare(r, super::super::kernels::Readiness::ModelOnly, None, &mut |_| {});
+            ready.kernels.insert(r.label(), k.map_err(|e| e.to_string()));
         }
         (spec, ready)
     }
@@ -282,12 +233,7 @@ mod tests {
     }
 
     impl PairRunner for Counting {
-        fn run(
-            &self,
-            pair: &PlannedPair,
-            topology: &Topology,
-            kernel: &ResolvedKernel,
-        ) -> anyhow::Result<Observation> {
+        fn run(&self, pair: &PlannedPair, topology: &Topology, kernel: &ResolvedKernel) -> anyhow::Result<Observation> {
             let n = self.now.fetch_add(1, Ordering::SeqCst) + 1;
             self.most.fetch_max(n, Ordering::SeqCst);
             std::thread::sleep(Duration::from_millis(30));
@@ -304,30 +250,12 @@ mod tests {
 
     #[test]
     fn pairs_run_at_most_jobs_at_once_and_results_keep_the_plan_order() {
-        let (spec, ready) = setup(
-            &["seed-002", "r06-low-vcpu", "r24-no-smt", "r17-diameter"],
-            &["6.12-min", "6.1"],
-        );
+        let (spec, ready) = setup(&["seed-002", "r06-low-vcpu", "r24-no-smt", "r17-diameter"], &["6.12-min", "6.1"]);
         let pairs = spec.plan();
-        let runner = Counting {
-            now: AtomicU32::new(0),
-            most: AtomicU32::new(0),
-            fail: "r24-no-smt@6.1",
-        };
+        let runner = Counting { now: AtomicU32::new(0), most: AtomicU32::new(0), fail: "r24-no-smt@6.1" };
         let stop = || false;
-        let limits = Limits {
-            jobs: 3,
-            host_cores: 3,
-            vcpu_budget: 384,
-        };
-        let x = Executor {
-            spec: &spec,
-            ready: &ready,
-            runner: &runner,
-            oracle: &ModelOracle,
-            limits,
-            stop: &stop,
-        };
+        let limits = Limits { jobs: 3, host_cores: 3, vcpu_budget: 384 };
+        let x = Executor { spec: &spec, ready: &ready, runner: &runner, oracle: &ModelOracle, limits, stop: &stop };
         let mut events = Vec::new();
         let records = execute(&x, &pairs, &mut |e| {
             events.push(match e {
@@ -338,10 +266,7 @@ mod tests {
             })
         });
         assert_eq!(
-            records
-                .iter()
-                .map(|r| r.pair.name.clone())
-                .collect::<Vec<_>>(),
+            records.iter().map(|r| r.pair.name.clone()).collect::<Vec<_>>(),
             pairs.iter().map(|p| p.name.clone()).collect::<Vec<_>>()
         );
         assert!(runner.most.load(Ordering::SeqCst) <= 3);
@@ -357,21 +282,13 @@ mod tests {
         let pairs = spec.plan();
         let stopped = AtomicBool::new(false);
         let stop = || stopped.load(Ordering::SeqCst);
-        let runner = Counting {
-            now: AtomicU32::new(0),
-            most: AtomicU32::new(0),
-            fail: "-",
-        };
+        let runner = Counting { now: AtomicU32::new(0), most: AtomicU32::new(0), fail: "-" };
         let x = Executor {
             spec: &spec,
             ready: &ready,
             runner: &runner,
             oracle: &ModelOracle,
-            limits: Limits {
-                jobs: 1,
-                host_cores: 1,
-                vcpu_budget: 128,
-            },
+            limits: Limits { jobs: 1, host_cores: 1, vcpu_budget: 128 },
             stop: &stop,
         };
         let seen = Mutex::new(Vec::new());
@@ -381,44 +298,28 @@ mod tests {
                 stopped.store(true, Ordering::SeqCst);
             }
         });
-        assert_eq!(
-            seen.lock().expect("lock").len(),
-            1,
-            "only the first pair started"
-        );
-        let not_run = records
-            .iter()
-            .filter(|r| r.status == PairStatus::NotRun)
-            .count();
+        assert_eq!(seen.lock().expect("lock").len(), 1, "only the first pair started");
+        let not_run = records.iter().filter(|r| r.status == PairStatus::NotRun).count();
         assert_eq!(not_run, 2, "{records:#?}");
     }
 
     #[test]
     fn a_pair_whose_kernel_or_file_is_not_ready_is_a_rig_error_without_a_run() {
         let (spec, mut ready) = setup(&["seed-002"], &["6.12-min", "6.1"]);
-        ready
-            .kernels
-            .insert("6.1".into(), Err("kernel 6.1: not provisioned".into()));
+        ready.kernels.insert("6.1".into(), Err("kernel 6.1: not provisioned".into()));
         let stop = || false;
         let x = Executor {
             spec: &spec,
             ready: &ready,
             runner: &ModelRunner,
             oracle: &ModelOracle,
-            limits: Limits {
-                jobs: 2,
-                host_cores: 2,
-                vcpu_budget: 256,
-            },
+            limits: Limits { jobs: 2, host_cores: 2, vcpu_budget: 256 },
             stop: &stop,
         };
         let records = execute(&x, &spec.plan(), &mut |_| {});
         assert_eq!(records[0].status, PairStatus::Pass);
         assert_eq!(records[1].status, PairStatus::RigError);
-        assert_eq!(
-            records[1].error.as_deref(),
-            Some("kernel 6.1: not provisioned")
-        );
+        assert_eq!(records[1].error.as_deref(), Some("kernel 6.1: not provisioned"));
         assert_eq!(records[1].started, None);
     }
 }

@@ -62,12 +62,7 @@ pub trait PairRunner: Send + Sync {
     ///
     /// # Errors
     /// A rig error (QEMU, device, guest, setup); a mismatch is an observation.
-    fn run(
-        &self,
-        pair: &PlannedPair,
-        topology: &Topology,
-        kernel: &ResolvedKernel,
-    ) -> anyhow::Result<Observation>;
+    fn run(&self, pair: &PlannedPair, topology: &Topology, kernel: &ResolvedKernel) -> anyhow::Result<Observation>;
 
     /// What this runner does, for reports: `boot` or `model (dry run)`.
     fn mode(&self) -> &'static str;
@@ -103,41 +98,21 @@ pub struct BootRunner {
 
 /// A pair name as a file name: `/` and other path-unfriendly characters as `_`.
 pub fn file_name(pair: &str) -> String {
-    pair.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "-_.@+".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
+    pair.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.@+".contains(c) { c } else { '_' }).collect()
 }
 
 impl PairRunner for BootRunner {
-    fn run(
-        &self,
-        pair: &PlannedPair,
-        topology: &Topology,
-        kernel: &ResolvedKernel,
-    ) -> anyhow::Result<Observation> {
+    fn run(&self, pair: &PlannedPair, topology: &Topology, kernel: &ResolvedKernel) -> anyhow::Result<Observation> {
         let s = &self.settings;
         let mut req = kernel.request(Path::new(&pair.file));
         req.accel = s.accel;
         req.cache_dir.clone_from(&s.cache_dir);
         req.mem_per_node_mib = s.mem_per_node_mib;
-        req.deadline = if topology.slow() {
-            s.slow_deadline.max(s.deadline)
-        } else {
-            s.deadline
-        };
+        req.deadline = if topology.slow() { s.slow_deadline.max(s.deadline) } else { s.deadline };
         req.speedups = s.speedups;
         req.extra_cmdline.clone_from(&s.extra_cmdline);
         req.label = Some(pair.kernel.clone());
-        req.console_log = s
-            .console_dir
-            .as_ref()
-            .map(|d| d.join(format!("{}.console.log", file_name(&pair.name))));
+        req.console_log = s.console_dir.as_ref().map(|d| d.join(format!("{}.console.log", file_name(&pair.name))));
         Ok(Observation::Boot(Box::new(run_one(&req)?)))
     }
 
@@ -156,20 +131,12 @@ const DRY_RUN_BDF: &str = "0000:41:00.0";
 const DRY_RUN_FIRST_IRQ: u32 = 24;
 
 impl PairRunner for ModelRunner {
-    fn run(
-        &self,
-        pair: &PlannedPair,
-        topology: &Topology,
-        kernel: &ResolvedKernel,
-    ) -> anyhow::Result<Observation> {
+    fn run(&self, pair: &PlannedPair, topology: &Topology, kernel: &ResolvedKernel) -> anyhow::Result<Observation> {
         let expected = expected_table(&topology.to_qemu_numbering(), kernel.gen);
         let observed = Observed::as_model_predicts(&expected, DRY_RUN_BDF, DRY_RUN_FIRST_IRQ);
         let mut verdict = judge(topology, &observed, &expected);
         verdict.run.name.clone_from(&pair.name);
-        Ok(Observation::Model {
-            observed: Box::new(observed),
-            verdict: Box::new(verdict),
-        })
+        Ok(Observation::Model { observed: Box::new(observed), verdict: Box::new(verdict) })
     }
 
     fn mode(&self) -> &'static str {
@@ -183,10 +150,7 @@ mod tests {
 
     #[test]
     fn pair_names_become_file_names() {
-        assert_eq!(
-            file_name("seed-002@build:79684e84"),
-            "seed-002@build_79684e84"
-        );
+        assert_eq!(file_name("seed-002@build:79684e84"), "seed-002@build_79684e84");
         assert_eq!(file_name("a/b c@6.12-min"), "a_b_c@6.12-min");
     }
 }

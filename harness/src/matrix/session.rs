@@ -5,9 +5,7 @@ use super::kernels::{self, KernelFacts, KernelRequest, Readiness};
 use super::limits;
 use super::oracle::Oracle;
 use super::progress::Event;
-use super::report::{
-    rfc3339, Header, MatrixReport, PairStatus, ShardRun, KIND, MATRIX_SCHEMA_VERSION,
-};
+use super::report::{rfc3339, Header, MatrixReport, PairStatus, ShardRun, KIND, MATRIX_SCHEMA_VERSION};
 use super::run::{execute, Executor, Ready};
 use super::runner::PairRunner;
 use super::search::{on_disk, Shrinker, SHRINK_TRIES};
@@ -51,17 +49,8 @@ pub struct Hooks<'a> {
 }
 
 /// The pairs of `shard`, and the jobs plan for them (`--jobs`, `host_cores`).
-pub fn shard_jobs(
-    spec: &MatrixSpec,
-    shard: Shard,
-    jobs: Option<u32>,
-    host_cores: u32,
-) -> limits::JobsPlan {
-    let vcpus: Vec<u32> = spec
-        .shard_plan(shard)
-        .iter()
-        .filter_map(|p| p.vcpus)
-        .collect();
+pub fn shard_jobs(spec: &MatrixSpec, shard: Shard, jobs: Option<u32>, host_cores: u32) -> limits::JobsPlan {
+    let vcpus: Vec<u32> = spec.shard_plan(shard).iter().filter_map(|p| p.vcpus).collect();
     limits::plan(jobs, host_cores, &vcpus)
 }
 
@@ -73,19 +62,11 @@ pub fn run_shard(
     oracle: &dyn Oracle,
     hooks: Hooks<'_>,
 ) -> MatrixReport {
-    let Hooks {
-        on_event,
-        on_note,
-        stop,
-    } = hooks;
+    let Hooks { on_event, on_note, stop } = hooks;
     let t0 = Instant::now();
     let started = rfc3339(SystemTime::now());
     let plan = req.spec.plan();
-    let pairs: Vec<_> = plan
-        .iter()
-        .filter(|p| p.shard == req.shard.index)
-        .cloned()
-        .collect();
+    let pairs: Vec<_> = plan.iter().filter(|p| p.shard == req.shard.index).cloned().collect();
     let jobs = &req.jobs;
     let mut notes: Vec<String> = jobs.note.iter().cloned().collect();
 
@@ -95,12 +76,7 @@ pub fn run_shard(
     let unprovisioned = match req.readiness {
         Readiness::Boot if !pairs.is_empty() => crate::rig::provisioned(req.cache_dir.as_deref())
             .err()
-            .map(|e| {
-                format!(
-                    "provisioning: {}",
-                    crate::verdict::format::error_text(&e).replace(['\n', '\r'], " ")
-                )
-            }),
+            .map(|e| format!("provisioning: {}", crate::verdict::format::error_text(&e).replace(['\n', '\r'], " "))),
         _ => None,
     };
     if let Some(e) = &unprovisioned {
@@ -110,32 +86,23 @@ pub fn run_shard(
         let label = k.label();
         if let Some(e) = &unprovisioned {
             ready.kernels.insert(label.clone(), Err(e.clone()));
-            facts.push(KernelFacts {
-                label,
-                error: Some(e.clone()),
-                ..KernelFacts::default()
-            });
+            facts.push(KernelFacts { label, error: Some(e.clone()), ..KernelFacts::default() });
             continue;
         }
         if !pairs.iter().any(|p| p.kernel == label) || stop() {
-            facts.push(KernelFacts {
-                label,
-                ..KernelFacts::default()
-            });
+            facts.push(KernelFacts { label, ..KernelFacts::default() });
             continue;
         }
-        let (f, resolved) =
-            kernels::prepare(k, req.readiness, req.cache_dir.as_deref(), &mut |line| {
-                on_note(&format!("kernel {label}: {line}"));
-            });
+        let (f, resolved) = kernels::prepare(k, req.readiness, req.cache_dir.as_deref(), &mut |line| {
+            on_note(&format!("kernel {label}: {line}"));
+        });
         if let Some(e) = &f.error {
             // The error names the kernel already.
             on_note(e);
         }
-        ready.kernels.insert(
-            label,
-            resolved.map_err(|e| crate::verdict::format::error_text(&e).replace(['\n', '\r'], " ")),
-        );
+        ready
+            .kernels
+            .insert(label, resolved.map_err(|e| crate::verdict::format::error_text(&e).replace(['\n', '\r'], " ")));
         facts.push(f);
     }
     for input in &req.spec.inputs {
@@ -150,26 +117,13 @@ pub fn run_shard(
         ready.topologies.insert(input.path.clone(), loaded);
     }
 
-    let x = Executor {
-        spec: req.spec,
-        ready: &ready,
-        runner,
-        oracle,
-        limits: jobs.limits,
-        stop,
-    };
+    let x = Executor { spec: req.spec, ready: &ready, runner, oracle, limits: jobs.limits, stop };
     let records = execute(&x, &pairs, on_event);
     let found = match (&req.search_root, req.spec.random) {
-        (Some(root), Some(_)) => Shrinker {
-            spec: req.spec,
-            ready: &ready,
-            runner,
-            oracle,
-            root,
-            max_tries: SHRINK_TRIES,
-            stop,
+        (Some(root), Some(_)) => {
+            Shrinker { spec: req.spec, ready: &ready, runner, oracle, root, max_tries: SHRINK_TRIES, stop }
+                .shrink_failures(&records, on_note)
         }
-        .shrink_failures(&records, on_note),
         _ => Vec::new(),
     };
     let interrupted = stop() || records.iter().any(|r| r.status == PairStatus::NotRun);
@@ -212,18 +166,12 @@ pub fn run_shard(
 pub fn default_run_id() -> String {
     let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     if let Some(id) = var("GITHUB_RUN_ID") {
-        return format!(
-            "{id}-{}",
-            var("GITHUB_RUN_ATTEMPT").unwrap_or_else(|| "1".into())
-        );
+        return format!("{id}-{}", var("GITHUB_RUN_ATTEMPT").unwrap_or_else(|| "1".into()));
     }
     if let Some(id) = var("CI_PIPELINE_ID") {
         return id;
     }
-    SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-        .to_string()
+    SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()).to_string()
 }
 
 /// A dry-run document of `files` (under topologies/) × `kernels`, shard
@@ -233,14 +181,9 @@ pub(crate) fn dry_report(files: &[&str], kernels: &[&str], shard: Shard) -> Matr
     use super::oracle::ModelOracle;
     use super::runner::ModelRunner;
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../topologies");
-    let paths: Vec<PathBuf> = files
-        .iter()
-        .map(|f| dir.join(format!("{f}.toml")))
-        .collect();
-    let reqs: Vec<KernelRequest> = kernels
-        .iter()
-        .map(|k| KernelRequest::Choice(k.parse().expect("a kernel")))
-        .collect();
+    let paths: Vec<PathBuf> = files.iter().map(|f| dir.join(format!("{f}.toml"))).collect();
+    let reqs: Vec<KernelRequest> =
+        kernels.iter().map(|k| KernelRequest::Choice(k.parse().expect("a kernel"))).collect();
     let spec = MatrixSpec {
         inputs: super::spec::read_inputs(&paths),
         kernels: reqs.iter().map(|r| r.spec().expect("spec")).collect(),
@@ -259,14 +202,5 @@ pub(crate) fn dry_report(files: &[&str], kernels: &[&str], shard: Shard) -> Matr
         search_root: None,
     };
     let stop = || false;
-    run_shard(
-        &req,
-        &ModelRunner,
-        &ModelOracle,
-        Hooks {
-            on_event: &mut |_| {},
-            on_note: &mut |_| {},
-            stop: &stop,
-        },
-    )
+    run_shard(&req, &ModelRunner, &ModelOracle, Hooks { on_event: &mut |_| {}, on_note: &mut |_| {}, stop: &stop })
 }

@@ -47,10 +47,7 @@ impl FromStr for Shard {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let bad = || BadShard(s.to_owned());
         let (k, n) = s.trim().split_once('/').ok_or_else(bad)?;
-        let (index, count): (u32, u32) = (
-            k.trim().parse().map_err(|_| bad())?,
-            n.trim().parse().map_err(|_| bad())?,
-        );
+        let (index, count): (u32, u32) = (k.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
         if index == 0 || index > count || count > MAX_SHARDS {
             return Err(bad());
         }
@@ -64,20 +61,12 @@ impl FromStr for Shard {
 pub fn assign(items: &[(&str, f64)], count: u32) -> Vec<u32> {
     let count = count.max(1) as usize;
     let mut order: Vec<usize> = (0..items.len()).collect();
-    order.sort_by(|&a, &b| {
-        items[b]
-            .1
-            .total_cmp(&items[a].1)
-            .then_with(|| items[a].0.cmp(items[b].0))
-    });
+    order.sort_by(|&a, &b| items[b].1.total_cmp(&items[a].1).then_with(|| items[a].0.cmp(items[b].0)));
     let mut load = vec![0.0f64; count];
     let mut shard_of = vec![1u32; items.len()];
     for i in order {
-        let (lightest, _) = load
-            .iter()
-            .enumerate()
-            .min_by(|a, b| a.1.total_cmp(b.1).then_with(|| a.0.cmp(&b.0)))
-            .unwrap_or((0, &0.0));
+        let (lightest, _) =
+            load.iter().enumerate().min_by(|a, b| a.1.total_cmp(b.1).then_with(|| a.0.cmp(&b.0))).unwrap_or((0, &0.0));
         load[lightest] += items[i].1;
         shard_of[i] = u32::try_from(lightest + 1).unwrap_or(u32::MAX);
     }
@@ -100,24 +89,10 @@ mod tests {
 
     #[test]
     fn the_split_is_balanced_by_cost_and_deterministic() {
-        let items = [
-            ("big", 50.0),
-            ("a", 2.0),
-            ("b", 2.0),
-            ("c", 2.0),
-            ("mid", 15.0),
-            ("mid2", 15.0),
-        ];
+        let items = [("big", 50.0), ("a", 2.0), ("b", 2.0), ("c", 2.0), ("mid", 15.0), ("mid2", 15.0)];
         let shards = assign(&items, 2);
         assert_eq!(shards, assign(&items, 2));
-        let load = |k: u32| {
-            items
-                .iter()
-                .zip(&shards)
-                .filter(|(_, s)| **s == k)
-                .map(|(i, _)| i.1)
-                .sum::<f64>()
-        };
+        let load = |k: u32| items.iter().zip(&shards).filter(|(_, s)| **s == k).map(|(i, _)| i.1).sum::<f64>();
         // The 50-s pair alone on one side, everything else (36 s) on the other.
         assert_eq!((load(1), load(2)), (50.0, 36.0));
         // Equal costs: ties go by name, so the order of the input does not matter.

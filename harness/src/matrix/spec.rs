@@ -32,9 +32,7 @@ impl InputFile {
     /// Read and check `path`. Never fails: a bad file is an input with an `error`.
     pub fn read(path: &Path) -> Self {
         let shown = path.display().to_string();
-        let stem = path
-            .file_stem()
-            .map_or_else(|| shown.clone(), |s| s.to_string_lossy().into_owned());
+        let stem = path.file_stem().map_or_else(|| shown.clone(), |s| s.to_string_lossy().into_owned());
         let broken = |sha256: String, error: String| InputFile {
             path: shown.clone(),
             name: stem.clone(),
@@ -45,12 +43,7 @@ impl InputFile {
         };
         let bytes = match std::fs::read(path) {
             Ok(b) => b,
-            Err(e) => {
-                return broken(
-                    String::new(),
-                    format!("{shown}: cannot read the topology file: {e}"),
-                )
-            }
+            Err(e) => return broken(String::new(), format!("{shown}: cannot read the topology file: {e}")),
         };
         let sha256 = hex(&Sha256::digest(&bytes));
         let text = match String::from_utf8(bytes) {
@@ -102,10 +95,7 @@ pub fn expand(args: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
     for a in args {
         if a.is_dir() {
             let mut files: Vec<PathBuf> = std::fs::read_dir(a)
-                .map_err(|source| InputError::Folder {
-                    path: a.display().to_string(),
-                    source,
-                })?
+                .map_err(|source| InputError::Folder { path: a.display().to_string(), source })?
                 .flatten()
                 .map(|e| e.path())
                 .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "toml"))
@@ -134,10 +124,7 @@ pub fn read_inputs(paths: &[PathBuf]) -> Vec<InputFile> {
     for p in paths {
         let mut f = InputFile::read(p);
         if let Some(first) = inputs.iter().find(|i| i.name == f.name) {
-            f.error = Some(format!(
-                "{}: its topology name {:?} is also the name of {}",
-                f.path, f.name, first.path
-            ));
+            f.error = Some(format!("{}: its topology name {:?} is also the name of {}", f.path, f.name, first.path));
             f.vcpus = None;
             f.name = format!("{}~{}", f.name, inputs.len() + 1);
         }
@@ -231,17 +218,12 @@ impl MatrixSpec {
 
     /// The pairs of one shard, in plan order.
     pub fn shard_plan(&self, shard: Shard) -> Vec<PlannedPair> {
-        self.plan()
-            .into_iter()
-            .filter(|p| p.shard == shard.index)
-            .collect()
+        self.plan().into_iter().filter(|p| p.shard == shard.index).collect()
     }
 
     /// The input a pair runs.
     pub fn input(&self, pair: &PlannedPair) -> Option<&InputFile> {
-        self.inputs
-            .iter()
-            .find(|i| i.path == pair.file && i.name == pair.topology)
+        self.inputs.iter().find(|i| i.path == pair.file && i.name == pair.topology)
     }
 
     /// The kernel a pair runs.
@@ -253,70 +235,41 @@ impl MatrixSpec {
     pub fn differences(&self, other: &MatrixSpec) -> Vec<String> {
         let mut out = Vec::new();
         if self.shards != other.shards {
-            out.push(format!(
-                "split into {} vs {} shards",
-                self.shards, other.shards
-            ));
+            out.push(format!("split into {} vs {} shards", self.shards, other.shards));
         }
         let files = |s: &MatrixSpec| {
-            s.inputs
-                .iter()
-                .map(|i| format!("{} ({})", i.path, short_hash(&i.sha256)))
-                .collect::<Vec<_>>()
+            s.inputs.iter().map(|i| format!("{} ({})", i.path, short_hash(&i.sha256))).collect::<Vec<_>>()
         };
         let (a, b) = (files(self), files(other));
         if a != b {
-            let only = |x: &[String], y: &[String]| {
-                x.iter()
-                    .filter(|f| !y.contains(f))
-                    .cloned()
-                    .collect::<Vec<_>>()
-            };
+            let only = |x: &[String], y: &[String]| x.iter().filter(|f| !y.contains(f)).cloned().collect::<Vec<_>>();
             let (oa, ob) = (only(&a, &b), only(&b, &a));
             out.push(if oa.is_empty() && ob.is_empty() {
                 "the topology files are in another order".to_owned()
             } else {
-                format!(
-                    "topology files differ: only in the first {oa:?}, only in the second {ob:?}"
-                )
+                format!("topology files differ: only in the first {oa:?}, only in the second {ob:?}")
             });
         }
-        let kernels = |s: &MatrixSpec| {
-            s.kernels
-                .iter()
-                .map(|k| format!("{} = {}", k.label, k.identity))
-                .collect::<Vec<_>>()
-        };
+        let kernels =
+            |s: &MatrixSpec| s.kernels.iter().map(|k| format!("{} = {}", k.label, k.identity)).collect::<Vec<_>>();
         if kernels(self) != kernels(other) {
-            out.push(format!(
-                "kernels differ: {:?} vs {:?}",
-                kernels(self),
-                kernels(other)
-            ));
+            out.push(format!("kernels differ: {:?} vs {:?}", kernels(self), kernels(other)));
         }
         if self.random != other.random {
             out.push(format!("random topologies differ: {:?} vs {:?}", self.random, other.random));
         }
         if self.oracle != other.oracle {
-            out.push(format!(
-                "oracles differ: {} vs {}",
-                self.oracle, other.oracle
-            ));
+            out.push(format!("oracles differ: {} vs {}", self.oracle, other.oracle));
         }
         if out.is_empty() && self != other {
-            out.push(
-                "the specs differ in details (topology names or errors, patch sets)".to_owned(),
-            );
+            out.push("the specs differ in details (topology names or errors, patch sets)".to_owned());
         }
         out
     }
 
     /// The cost class of a kernel label (Minimal when unknown).
     pub fn kind_of(&self, label: &str) -> KernelKind {
-        self.kernels
-            .iter()
-            .find(|k| k.label == label)
-            .map_or(KernelKind::Minimal, |k| k.kind)
+        self.kernels.iter().find(|k| k.label == label).map_or(KernelKind::Minimal, |k| k.kind)
     }
 }
 
@@ -337,37 +290,19 @@ mod tests {
         let files = expand(&[topologies()]).expect("topologies");
         let kernels = ["6.12-min", "6.1"]
             .iter()
-            .map(|k| {
-                KernelRequest::Choice(k.parse().expect("kernel"))
-                    .spec()
-                    .expect("spec")
-            })
+            .map(|k| KernelRequest::Choice(k.parse().expect("kernel")).spec().expect("spec"))
             .collect();
-        MatrixSpec {
-            inputs: read_inputs(&files),
-            kernels,
-            oracle: "model".into(),
-            shards,
-            random: None,
-        }
+        MatrixSpec { inputs: read_inputs(&files), kernels, oracle: "model".into(), shards, random: None }
     }
 
     #[test]
     fn a_folder_expands_to_its_topology_files_by_name() {
         let files = expand(&[topologies(), topologies().join("seed-002.toml")]).expect("expand");
         assert!(files.len() >= 17, "{files:?}");
-        assert!(
-            files.windows(2).all(|w| w[0] < w[1]),
-            "sorted, no duplicates"
-        );
-        assert!(files
-            .iter()
-            .all(|f| f.extension().is_some_and(|e| e == "toml")));
+        assert!(files.windows(2).all(|w| w[0] < w[1]), "sorted, no duplicates");
+        assert!(files.iter().all(|f| f.extension().is_some_and(|e| e == "toml")));
         let empty = tempfile::tempdir().expect("tempdir");
-        assert!(matches!(
-            expand(&[empty.path().to_path_buf()]),
-            Err(InputError::EmptyFolder(_))
-        ));
+        assert!(matches!(expand(&[empty.path().to_path_buf()]), Err(InputError::EmptyFolder(_))));
         assert!(matches!(expand(&[]), Err(InputError::Nothing)));
     }
 
@@ -388,14 +323,7 @@ mod tests {
         std::fs::copy(&seed, &copy).expect("copy");
         let inputs = read_inputs(&[seed, copy]);
         assert!(inputs[0].error.is_none());
-        assert!(
-            inputs[1]
-                .error
-                .as_deref()
-                .is_some_and(|e| e.contains("also the name of")),
-            "{:?}",
-            inputs[1].error
-        );
+        assert!(inputs[1].error.as_deref().is_some_and(|e| e.contains("also the name of")), "{:?}", inputs[1].error);
         assert_ne!(inputs[0].name, inputs[1].name);
     }
 
@@ -405,19 +333,14 @@ mod tests {
         let all = whole.plan();
         assert_eq!(all.len(), whole.inputs.len() * 2);
         let split = spec(3);
-        let mut union: Vec<String> = (1..=3)
-            .flat_map(|k| split.shard_plan(Shard { index: k, count: 3 }))
-            .map(|p| p.name)
-            .collect();
+        let mut union: Vec<String> =
+            (1..=3).flat_map(|k| split.shard_plan(Shard { index: k, count: 3 })).map(|p| p.name).collect();
         union.sort();
         let mut names: Vec<String> = all.iter().map(|p| p.name.clone()).collect();
         names.sort();
         assert_eq!(union, names);
         // Costs from the model: the 256-CPU machine on Debian's kernel is the dearest.
-        let dearest = all
-            .iter()
-            .max_by(|a, b| a.cost_s.total_cmp(&b.cost_s))
-            .expect("pairs");
+        let dearest = all.iter().max_by(|a, b| a.cost_s.total_cmp(&b.cost_s)).expect("pairs");
         assert_eq!(dearest.name, "seed-003-epyc-7763@6.1");
     }
 
@@ -433,10 +356,7 @@ mod tests {
         b.inputs.pop();
         b.kernels.pop();
         let d = a.differences(&b);
-        assert!(
-            d.iter().any(|l| l.contains("topology files differ")),
-            "{d:?}"
-        );
+        assert!(d.iter().any(|l| l.contains("topology files differ")), "{d:?}");
         assert!(d.iter().any(|l| l.contains("kernels differ")), "{d:?}");
     }
 }

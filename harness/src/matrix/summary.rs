@@ -23,21 +23,14 @@ fn secs(s: f64) -> String {
 }
 
 fn pair_cell(r: &PairRecord) -> String {
-    let time = r
-        .duration_s
-        .map(|d| format!(" {}", secs(d)))
-        .unwrap_or_default();
+    let time = r.duration_s.map(|d| format!(" {}", secs(d))).unwrap_or_default();
     let word = r.status.word();
     match r.status {
         PairStatus::Pass => format!("{word}{time}"),
-        PairStatus::Fail => format!(
-            "**{word}**{time}: {}",
-            cell(r.first_mismatch.as_deref().unwrap_or("see below"))
-        ),
-        PairStatus::RigError => format!(
-            "**{word}**{time}: {}",
-            cell(&first_words(r.error.as_deref().unwrap_or(""), 120))
-        ),
+        PairStatus::Fail => format!("**{word}**{time}: {}", cell(r.first_mismatch.as_deref().unwrap_or("see below"))),
+        PairStatus::RigError => {
+            format!("**{word}**{time}: {}", cell(&first_words(r.error.as_deref().unwrap_or(""), 120)))
+        }
         PairStatus::NotRun => word.to_owned(),
     }
 }
@@ -68,19 +61,11 @@ pub fn render(m: &MatrixReport) -> String {
         out,
         "{} pairs: {pass} passed, {fail} failed, {err} rig errors{}.",
         m.pairs.len(),
-        if not_run > 0 {
-            format!(", {not_run} not run")
-        } else {
-            String::new()
-        }
+        if not_run > 0 { format!(", {not_run} not run") } else { String::new() }
     );
     let held: Vec<String> = h.shards.iter().map(|s| s.shard.to_string()).collect();
     let scope = if h.spec.shards > 1 && held.len() < h.spec.shards as usize {
-        format!(
-            " This document holds shard {} of the matrix ({} pairs in all).",
-            held.join(", "),
-            h.plan.len()
-        )
+        format!(" This document holds shard {} of the matrix ({} pairs in all).", held.join(", "), h.plan.len())
     } else {
         String::new()
     };
@@ -96,7 +81,10 @@ pub fn render(m: &MatrixReport) -> String {
         h.run_id
     );
     if !h.complete {
-        let _ = writeln!(out, "\n**Incomplete:** the matrix was interrupted or a shard is missing; pairs marked NOT RUN have no result.");
+        let _ = writeln!(
+            out,
+            "\n**Incomplete:** the matrix was interrupted or a shard is missing; pairs marked NOT RUN have no result."
+        );
     }
     table(&mut out, m);
     shards(&mut out, m);
@@ -146,21 +134,11 @@ fn found(out: &mut String, m: &MatrixReport) {
 fn table(out: &mut String, m: &MatrixReport) {
     let h = &m.header;
     let kernels: Vec<&str> = h.spec.kernels.iter().map(|k| k.label.as_str()).collect();
-    let _ = writeln!(
-        out,
-        "\n| topology | {} |",
-        kernels
-            .iter()
-            .map(|k| cell(k))
-            .collect::<Vec<_>>()
-            .join(" | ")
-    );
+    let _ = writeln!(out, "\n| topology | {} |", kernels.iter().map(|k| cell(k)).collect::<Vec<_>>().join(" | "));
     let _ = writeln!(out, "| --- |{}", " --- |".repeat(kernels.len()));
     let mut elsewhere = false;
     for input in &h.spec.inputs {
-        let size = input
-            .vcpus
-            .map_or_else(|| "broken file".to_owned(), |v| format!("{v} vCPUs"));
+        let size = input.vcpus.map_or_else(|| "broken file".to_owned(), |v| format!("{v} vCPUs"));
         let cells: Vec<String> = kernels
             .iter()
             .map(|k| {
@@ -174,12 +152,7 @@ fn table(out: &mut String, m: &MatrixReport) {
                 )
             })
             .collect();
-        let _ = writeln!(
-            out,
-            "| {} ({size}) | {} |",
-            cell(&input.name),
-            cells.join(" | ")
-        );
+        let _ = writeln!(out, "| {} ({size}) | {} |", cell(&input.name), cells.join(" | "));
     }
     if elsewhere {
         let _ = writeln!(out, "\n— : the pair is in another shard.");
@@ -189,16 +162,8 @@ fn table(out: &mut String, m: &MatrixReport) {
 fn shards(out: &mut String, m: &MatrixReport) {
     let _ = writeln!(out, "\n## Shards\n\n| shard | pairs | planned cost | wall time | jobs | status |\n| --- | --- | --- | --- | --- | --- |");
     for s in &m.header.shards {
-        let status = if s.complete {
-            "complete".to_owned()
-        } else {
-            "interrupted".to_owned()
-        };
-        let notes = if s.notes.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", cell(&s.notes.join("; ")))
-        };
+        let status = if s.complete { "complete".to_owned() } else { "interrupted".to_owned() };
+        let notes = if s.notes.is_empty() { String::new() } else { format!(" ({})", cell(&s.notes.join("; "))) };
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {} on {} cores | {status}{notes} |",
@@ -212,30 +177,17 @@ fn shards(out: &mut String, m: &MatrixReport) {
     }
     let held: Vec<u32> = m.header.shards.iter().map(|s| s.shard.index).collect();
     for k in (1..=m.header.spec.shards).filter(|k| !held.contains(k)) {
-        let cost: f64 = m
-            .header
-            .plan
-            .iter()
-            .filter(|p| p.shard == k)
-            .map(|p| p.cost_s)
-            .sum();
+        let cost: f64 = m.header.plan.iter().filter(|p| p.shard == k).map(|p| p.cost_s).sum();
         let n = m.header.plan.iter().filter(|p| p.shard == k).count();
-        let _ = writeln!(
-            out,
-            "| {k}/{} | {n} | {} | — | — | not in this document |",
-            m.header.spec.shards,
-            secs(cost)
-        );
+        let _ = writeln!(out, "| {k}/{} | {n} | {} | — | — | not in this document |", m.header.spec.shards, secs(cost));
     }
-    let _ = writeln!(out, "\nPlanned cost: estimated seconds on the 2-core reference host (harness/src/matrix/cost.rs).");
+    let _ =
+        writeln!(out, "\nPlanned cost: estimated seconds on the 2-core reference host (harness/src/matrix/cost.rs).");
 }
 
 fn problems(out: &mut String, m: &MatrixReport) {
-    let bad: Vec<&PairRecord> = m
-        .pairs
-        .iter()
-        .filter(|r| matches!(r.status, PairStatus::Fail | PairStatus::RigError))
-        .collect();
+    let bad: Vec<&PairRecord> =
+        m.pairs.iter().filter(|r| matches!(r.status, PairStatus::Fail | PairStatus::RigError)).collect();
     if bad.is_empty() {
         return;
     }
@@ -244,21 +196,12 @@ fn problems(out: &mut String, m: &MatrixReport) {
         match r.status {
             PairStatus::Fail => {
                 let _ = writeln!(out, "- `{}` FAIL:", r.pair.name);
-                for c in r
-                    .verdict()
-                    .map(|v| v.failures().collect::<Vec<_>>())
-                    .unwrap_or_default()
-                {
+                for c in r.verdict().map(|v| v.failures().collect::<Vec<_>>()).unwrap_or_default() {
                     let _ = writeln!(out, "  - `{}`: {}", c.name, cell(&c.message));
                 }
             }
             _ => {
-                let _ = writeln!(
-                    out,
-                    "- `{}` rig error: {}",
-                    r.pair.name,
-                    cell(r.error.as_deref().unwrap_or(""))
-                );
+                let _ = writeln!(out, "- `{}` rig error: {}", r.pair.name, cell(r.error.as_deref().unwrap_or("")));
             }
         }
     }
@@ -272,17 +215,8 @@ mod tests {
 
     #[test]
     fn the_table_has_a_row_per_topology_and_a_column_per_kernel() {
-        let mut m = dry_report(
-            &["seed-002", "r24-no-smt"],
-            &["6.12-min", "6.1"],
-            Shard::WHOLE,
-        );
-        m.pairs[3] = PairRecord::rig_error(
-            m.pairs[3].pair.clone(),
-            &anyhow::anyhow!("a | b"),
-            None,
-            None,
-        );
+        let mut m = dry_report(&["seed-002", "r24-no-smt"], &["6.12-min", "6.1"], Shard::WHOLE);
+        m.pairs[3] = PairRecord::rig_error(m.pairs[3].pair.clone(), &anyhow::anyhow!("a | b"), None, None);
         let text = render(&m);
         assert!(text.starts_with("# manarig matrix: ERROR\n"), "{text}");
         assert!(text.contains("| topology | 6.12-min | 6.1 |"), "{text}");
@@ -290,15 +224,8 @@ mod tests {
         assert!(text.contains("**ERROR**: a \\| b"), "pipes escaped: {text}");
         assert!(text.contains("| 1/1 | 4 |"), "{text}");
         assert!(!text.contains("another shard"), "{text}");
-        let part = dry_report(
-            &["seed-002", "r24-no-smt"],
-            &["6.12-min"],
-            Shard { index: 1, count: 2 },
-        );
+        let part = dry_report(&["seed-002", "r24-no-smt"], &["6.12-min"], Shard { index: 1, count: 2 });
         let text = render(&part);
-        assert!(
-            text.contains("holds shard 1/2") && text.contains("another shard"),
-            "{text}"
-        );
+        assert!(text.contains("holds shard 1/2") && text.contains("another shard"), "{text}");
     }
 }

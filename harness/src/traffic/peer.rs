@@ -214,7 +214,13 @@ impl PeerProcess {
         let not_ready = |peer: &mut PeerProcess, what: String| {
             peer.stop();
             // A Failed line says why better than a missing descriptor.
-            let what = match peer.events.try_iter().find_map(|e| if let PeerEvent::Failed(why) = e { Some(why) } else { None }) {
+            let what = match peer.events.try_iter().find_map(|e| {
+                if let PeerEvent::Failed(why) = e {
+                    Some(why)
+                } else {
+                    None
+                }
+            }) {
                 Some(why) => format!("failed: {why}"),
                 None => what,
             };

@@ -12,11 +12,7 @@ pub fn repo() -> PathBuf {
 
 /// `manarig ARGS` in the repository's root, to its end.
 pub fn manarig(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_manarig"))
-        .current_dir(repo())
-        .args(args)
-        .output()
-        .expect("manarig runs")
+    Command::new(env!("CARGO_BIN_EXE_manarig")).current_dir(repo()).args(args).output().expect("manarig runs")
 }
 
 /// A command's exit code, stdout and stderr, for assertion messages.
@@ -31,6 +27,5 @@ pub fn text(o: &Output) -> String {
 
 /// A matrix document from a file.
 pub fn load(path: &Path) -> MatrixReport {
-    MatrixReport::from_json(&std::fs::read_to_string(path).expect("matrix.json"))
-        .expect("a matrix document")
+    MatrixReport::from_json(&std::fs::read_to_string(path).expect("matrix.json")).expect("a matrix document")
 }

@@ -34,7 +34,8 @@ fn diagnostics(out: &mut Vec<String>, indent: &str, text: &str) {
 fn run(out: &mut Vec<String>, number: usize, v: &Verdict) {
     out.push(format!("{INDENT}KTAP version 1"));
     let traffic = traffic_text::traffic(v);
-    for line in text::header(v).iter().chain(text::table(v).iter()).chain(text::stages(v).iter()).chain(traffic.iter()) {
+    for line in text::header(v).iter().chain(text::table(v).iter()).chain(text::stages(v).iter()).chain(traffic.iter())
+    {
         diagnostics(out, INDENT, line);
     }
     out.push(format!("{INDENT}1..{}", v.checks.len()));

@@ -58,7 +58,8 @@ pub(super) fn summary_lines(s: &TrafficSummary) -> Vec<String> {
     let both = if s.both_siblings_busy.is_empty() {
         "none".to_owned()
     } else {
-        let list: Vec<String> = s.both_siblings_busy.iter().map(|b| format!("core {} (CPUs {})", b.core, b.cpus)).collect();
+        let list: Vec<String> =
+            s.both_siblings_busy.iter().map(|b| format!("core {} (CPUs {})", b.core, b.cpus)).collect();
         list.join("; ")
     };
     let remote = match s.nic_node {
@@ -92,16 +93,21 @@ pub(super) fn traffic(v: &Verdict) -> Vec<String> {
     let mut out = vec![headline(t)];
     if !t.flows.is_empty() {
         out.push("Flows (peer -> guest 4-tuple; hash, slot and RQ of the rig's Toeplitz model; Device = what the device did, `=` same):".to_owned());
-        let mut rows = vec![["Flow", "Opener", "Tuple", "Hash", "Device", "Slot", "RQ", "Device", "Ch", "IRQ", "Name", "CPU", "Packets", "Verified"]
-            .map(str::to_owned)
-            .to_vec()];
+        let mut rows = vec![[
+            "Flow", "Opener", "Tuple", "Hash", "Device", "Slot", "RQ", "Device", "Ch", "IRQ", "Name", "CPU", "Packets",
+            "Verified",
+        ]
+        .map(str::to_owned)
+        .to_vec()];
         rows.extend(t.flows.iter().take(FLOWS_MAX).map(flow_row));
         out.extend(align(&rows));
         if t.flows.len() > FLOWS_MAX {
             out.push(format!("… and {} more flows (all of them: --format json)", t.flows.len() - FLOWS_MAX));
         }
     }
-    out.push("Per CPU during the traffic (the NIC's interrupts; NET_RX and NET_TX softirqs, /proc/softirqs):".to_owned());
+    out.push(
+        "Per CPU during the traffic (the NIC's interrupts; NET_RX and NET_TX softirqs, /proc/softirqs):".to_owned(),
+    );
     let mut rows = vec![["CPU", "Core", "Node", "Interrupts", "NET_RX", "NET_TX"].map(str::to_owned).to_vec()];
     rows.extend(t.cpus.iter().map(|c| {
         vec![
