@@ -4,14 +4,14 @@
 //! starts the emulated NIC as a `mana-device` child process on a vfio-user
 //! socket ([`device`]: a device that fails ends the run with a rig error),
 //! boots the pinned kernel with the `/init` agent, turns the guest's console
-//! report into [`Observed`] ([`observe`]), checks the observed topology
+//! report into [`Observed`] ([`report_to_verdict`]), checks the observed topology
 //! against the file, and judges the MSI-X table against the reference model.
 
 pub mod device;
 pub mod kernel_choice;
 pub mod machine;
-pub mod observe;
 pub mod queues;
+pub mod report_to_verdict;
 
 use crate::accel::AccelChoice;
 use crate::guest_protocol::{AgentOptions, Marker};
@@ -471,12 +471,12 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     for crate::guest_protocol::Stage { name, report } in booted.stages {
         // rmmod runs after the first stage.
         lifecycle_steps_ran(&report, channels, false).with_context(|| format!("stage {name}"))?;
-        let observed = observe::observed(&report, model, &req.model_basis, &accel)?;
+        let observed = report_to_verdict::observed(&report, model, &req.model_basis, &accel)?;
         let queues = table(status_at(&|m| *m == Marker::StageBegin(name.clone())), &observed);
         let verdict = judge(&topo, &observed, &expected);
         stages.push(StageOutcome { name, verdict, queues, report });
     }
-    let observed = observe::observed(&booted.report, model, &req.model_basis, &accel)?;
+    let observed = report_to_verdict::observed(&booted.report, model, &req.model_basis, &accel)?;
     let report_status = status_at(&|m| matches!(m, Marker::ReportBegin(_)));
     let device_flows =
         report_status.as_ref().and_then(|s| s.core.as_ref()).map(|c| c.flows.flows.clone()).unwrap_or_default();
@@ -487,9 +487,9 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     }
     let earlier = stages
         .iter()
-        .map(|s| (s.name.as_str(), &s.verdict, observe::stage_facts(&s.report, s.queues.clone())))
+        .map(|s| (s.name.as_str(), &s.verdict, report_to_verdict::stage_facts(&s.report, s.queues.clone())))
         .collect();
-    verdict.add_stages(earlier, observe::stage_facts(&booted.report, queues.clone()));
+    verdict.add_stages(earlier, report_to_verdict::stage_facts(&booted.report, queues.clone()));
     if let Some(t) = &traffic {
         let input = TrafficInput {
             planned: t.planned.as_deref().unwrap_or_default(),
