@@ -46,8 +46,7 @@ struct Counter(Arc<AtomicU64>);
 
 impl PacketBackend for Counter {
     fn transmit(&mut self, _vport: u16, frame: &[u8]) -> Result<(), BackendError> {
-        self.0
-            .fetch_add(black_box(frame).len() as u64, Ordering::Relaxed);
+        self.0.fetch_add(black_box(frame).len() as u64, Ordering::Relaxed);
         Ok(())
     }
     fn receive(&mut self, _buf: &mut [u8]) -> Option<Received> {
@@ -91,17 +90,9 @@ fn setup() -> (Driver, Lane, Arc<AtomicU64>) {
 fn fill_sq(drv: &mut Driver, lane: &Lane, frame: &[u8]) {
     let buf = drv.alloc(1);
     drv.write(buf, frame);
-    let oob = TxShortOob::new()
-        .with_vcq_num(lane.sq_cq.id)
-        .with_vsq_frame(((lane.sq.id >> 10) & 0x3FFF) as u16);
-    let sge = Sge {
-        address: Le64::new(buf),
-        mem_key: Le32::new(drv.gpa_mkey),
-        size: Le32::new(frame.len() as u32),
-    };
-    let header = WqeHeader::new()
-        .with_num_sge(1)
-        .with_inline_oob_size_div4(2);
+    let oob = TxShortOob::new().with_vcq_num(lane.sq_cq.id).with_vsq_frame(((lane.sq.id >> 10) & 0x3FFF) as u16);
+    let sge = Sge { address: Le64::new(buf), mem_key: Le32::new(drv.gpa_mkey), size: Le32::new(frame.len() as u32) };
+    let header = WqeHeader::new().with_num_sge(1).with_inline_oob_size_div4(2);
     for slot in 0..lane.sq.ring.size / 32 {
         drv.write(lane.sq.ring.addr(slot * 32), header.as_bytes());
         drv.write(lane.sq.ring.addr(slot * 32 + 8), oob.as_bytes());
@@ -119,11 +110,7 @@ fn consume(drv: &mut Driver, cq: &mut DrvCompQueue, eq: &mut DrvCompQueue) {
 
 fn tx_run(frames: u32) -> (Duration, u64) {
     let (mut drv, mut lane, bytes) = setup();
-    let frame = frames::frame(
-        [2, 0, 0, 0, 0, 9],
-        &Flow::tcp("10.0.0.1", 1, "10.0.0.2", 2).udp(),
-        &[0x55; 22],
-    );
+    let frame = frames::frame([2, 0, 0, 0, 0, 9], &Flow::tcp("10.0.0.1", 1, "10.0.0.2", 2).udp(), &[0x55; 22]);
     assert_eq!(frame.len(), 64);
     fill_sq(&mut drv, &lane, &frame);
     let start = Instant::now();
@@ -135,21 +122,14 @@ fn tx_run(frames: u32) -> (Duration, u64) {
     let elapsed = start.elapsed();
     let done = u64::from(frames / BATCH * BATCH);
     check(&drv, &lane, lane.sq_cq.id, done);
-    assert_eq!(
-        bytes.load(Ordering::Relaxed),
-        done * 64,
-        "every frame reached the backend"
-    );
+    assert_eq!(bytes.load(Ordering::Relaxed), done * 64, "every frame reached the backend");
     (elapsed, done)
 }
 
 fn rx_run(frames: u32) -> (Duration, u64) {
     let (mut drv, mut lane, _) = setup();
-    let frame = frames::frame(
-        DeviceConfig::default().mac,
-        &Flow::tcp("10.0.0.2", 5201, "10.0.0.1", 40000),
-        &[0xAA; 10],
-    );
+    let frame =
+        frames::frame(DeviceConfig::default().mac, &Flow::tcp("10.0.0.2", 5201, "10.0.0.1", 40000), &[0xAA; 10]);
     assert_eq!(frame.len(), 64);
     // open() posted a full RQ (512 buffers); each batch takes 64 and the
     // driver's refill (mana_post_pkt_rxq) puts the same 64 slots back.
@@ -174,29 +154,14 @@ fn rx_run(frames: u32) -> (Duration, u64) {
 fn check(drv: &Driver, lane: &Lane, cq_id: u32, frames: u64) {
     let snap = drv.dev.snapshot();
     let cq = snap.cqs.iter().find(|c| c.id == cq_id).unwrap();
-    assert!(
-        cq.completions_posted >= frames,
-        "{} CQEs",
-        cq.completions_posted
-    );
+    assert!(cq.completions_posted >= frames, "{} CQEs", cq.completions_posted);
     let eq = snap.eqs.iter().find(|e| e.id == lane.eq.id).unwrap();
     let batches = frames / u64::from(BATCH);
-    assert!(
-        eq.events_posted >= batches,
-        "{} EQEs for {batches} batches",
-        eq.events_posted
-    );
+    assert!(eq.events_posted >= batches, "{} EQEs for {batches} batches", eq.events_posted);
     assert!(drv.irqs.all().len() as u64 >= batches, "a vector per batch");
-    assert!(
-        snap.counters.guest_errors.is_empty(),
-        "{:?}",
-        snap.counters.guest_errors
-    );
+    assert!(snap.counters.guest_errors.is_empty(), "{:?}", snap.counters.guest_errors);
     let t = snap.counters.traffic;
-    assert!(
-        t.tx.packets + t.rx.packets >= frames && t.rx.drops == 0,
-        "{t:?}"
-    );
+    assert!(t.tx.packets + t.rx.packets >= frames && t.rx.drops == 0, "{t:?}");
 }
 
 fn measure(name: &str, runs: usize, run: fn(u32) -> (Duration, u64)) -> bool {
@@ -222,11 +187,7 @@ fn measure(name: &str, runs: usize, run: fn(u32) -> (Duration, u64)) -> bool {
 
 fn main() -> ExitCode {
     // `cargo bench` passes `--bench`; a bare number is the run count.
-    let runs = std::env::args()
-        .skip(1)
-        .find_map(|a| a.parse::<usize>().ok())
-        .unwrap_or(RUNS)
-        .max(1);
+    let runs = std::env::args().skip(1).find_map(|a| a.parse::<usize>().ok()).unwrap_or(RUNS).max(1);
     println!("device data-path bench: {FRAMES} frames per run, batches of {BATCH}, one thread");
     let tx = measure("TX  SQ -> backend, CQE, EQE, MSI-X", runs, tx_run);
     let rx = measure("RX  backend -> RSS -> RQ, CQE, EQE, MSI-X", runs, rx_run);

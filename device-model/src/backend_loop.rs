@@ -84,9 +84,11 @@ impl Pump {
     /// Continues pending data-path work, one batch per lock.
     fn continue_pending(&mut self) {
         for _ in 0..MAX_POLLS_PER_CHECK {
-            let more = self.core.with_mut(|d| d.has_pending_work() && {
-                d.poll();
-                true
+            let more = self.core.with_mut(|d| {
+                d.has_pending_work() && {
+                    d.poll();
+                    true
+                }
             });
             if more != Some(true) {
                 break;
@@ -165,10 +167,7 @@ impl BackendLoop {
                 stats
             })
             .map_err(|e| LoopError::Thread(e.to_string()))?;
-        Ok(Self {
-            stop,
-            thread: Some(thread),
-        })
+        Ok(Self { stop, thread: Some(thread) })
     }
 
     /// Ends the loop and waits for its thread (at most one [`IDLE_TICK`] and a batch).

@@ -28,5 +28,4 @@ pub trait Bar0Handler: Send {
 }
 
 /// Builds the device core once the shell has its DMA memory and interrupt sink.
-pub type Bar0Factory =
-    Box<dyn FnOnce(DmaMemory, Arc<dyn InterruptSink>) -> Box<dyn Bar0Handler> + Send>;
+pub type Bar0Factory = Box<dyn FnOnce(DmaMemory, Arc<dyn InterruptSink>) -> Box<dyn Bar0Handler> + Send>;

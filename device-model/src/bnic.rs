@@ -18,10 +18,9 @@ use crate::datapath::rss::SteeringUpdate;
 use crate::datapath::{MAX_FRAME, TX_VPORT_OFFSET};
 use crate::defs::{
     CfgRxSteerReq, CfgRxSteerReqV2, Command, ConfigVportReq, ConfigVportResp, CreateWqObjReq, CreateWqObjResp,
-    DestroyWqObjReq, DeviceType, FenceRqReq, GdmaReqHdr, GdmaRespHdr, Le16, Le32, Le64,
-    ManaCqeHeader, ManaCqeType, ManaRxCompOob, QueryDevCfgResp, QueryGfStatResp,
-    QueryVportCfgReq, QueryVportCfgResp, QueueType, TriState, INVALID_MANA_HANDLE,
-    MANA_CQE_COMPLETION, MANA_INDIRECT_TABLE_MAX_SIZE,
+    DestroyWqObjReq, DeviceType, FenceRqReq, GdmaReqHdr, GdmaRespHdr, Le16, Le32, Le64, ManaCqeHeader, ManaCqeType,
+    ManaRxCompOob, QueryDevCfgResp, QueryGfStatResp, QueryVportCfgReq, QueryVportCfgResp, QueueType, TriState,
+    INVALID_MANA_HANDLE, MANA_CQE_COMPLETION, MANA_INDIRECT_TABLE_MAX_SIZE,
 };
 use crate::framing::{body, invalid, parse, CommandError};
 use crate::queues::{completion, free_id, CompletionQueue, Producer, Ring, WorkQueue, WqKind};
@@ -50,12 +49,7 @@ fn vport_index(ctx: &Ctx<'_>, handle: u64) -> Result<u16, CommandError> {
 /// # Errors
 /// [`CommandError`] for a wrong dev_id, a short request, an unknown handle,
 /// region or EQ, or an unsupported code.
-pub fn handle(
-    ctx: &mut Ctx<'_>,
-    command: Command,
-    hdr: &GdmaReqHdr,
-    request: &[u8],
-) -> Result<Vec<u8>, CommandError> {
+pub fn handle(ctx: &mut Ctx<'_>, command: Command, hdr: &GdmaReqHdr, request: &[u8]) -> Result<Vec<u8>, CommandError> {
     if DeviceType(hdr.dev_id.dev_type.get()) != DeviceType::MANA {
         return Err(invalid("BNIC dev_id type", hdr.dev_id.dev_type.get()));
     }
@@ -97,11 +91,7 @@ pub fn handle(
         Command::MANA_DESTROY_WQ_OBJ => {
             let req: DestroyWqObjReq = parse(request)?;
             let handle = req.wq_obj_handle.get();
-            let obj = ctx
-                .res
-                .wq_objs
-                .remove(&handle)
-                .ok_or(invalid("wq_obj_handle", handle))?;
+            let obj = ctx.res.wq_objs.remove(&handle).ok_or(invalid("wq_obj_handle", handle))?;
             match obj.kind {
                 WqKind::Sq => ctx.res.queues.sqs.remove(&obj.wq_id),
                 WqKind::Rq => ctx.res.queues.rqs.remove(&obj.wq_id),
@@ -113,12 +103,7 @@ pub fn handle(
         Command::MANA_FENCE_RQ => {
             let req: FenceRqReq = parse(request)?;
             let handle = req.wq_obj_handle.get();
-            let obj = ctx
-                .res
-                .wq_objs
-                .get(&handle)
-                .copied()
-                .filter(|o| o.kind == WqKind::Rq);
+            let obj = ctx.res.wq_objs.get(&handle).copied().filter(|o| o.kind == WqKind::Rq);
             let obj = obj.ok_or(invalid("RQ wq_obj_handle", handle))?;
             // mana_process_rx_cqe(): CQE_RX_OBJECT_FENCE completes the fence wait.
             let oob = ManaRxCompOob {
@@ -165,10 +150,7 @@ fn create_wq_obj(ctx: &mut Ctx<'_>, request: &[u8]) -> Result<Vec<u8>, CommandEr
     let wq_id = free_id(wq_map, MAX_WQ_ID).ok_or(invalid("WQ count", MAX_WQ_ID))?;
     let cq_id = free_id(&queues.cqs, MAX_NUM_CQS).ok_or(invalid("CQ count", MAX_NUM_CQS))?;
     let wq = WorkQueue::new(wq_id, kind, Ring::from_pages(&wq_pages, wq_size)?, cq_id)?;
-    let cq = CompletionQueue {
-        ring: Producer::new(cq_id, Ring::from_pages(&cq_pages, cq_size)?)?,
-        parent_eq,
-    };
+    let cq = CompletionQueue { ring: Producer::new(cq_id, Ring::from_pages(&cq_pages, cq_size)?)?, parent_eq };
     // The queue owns its regions from here on (the driver forgets the handles).
     ctx.res.regions.destroy(wq_handle)?;
     ctx.res.regions.destroy(cq_handle)?;
@@ -180,15 +162,7 @@ fn create_wq_obj(ctx: &mut Ctx<'_>, request: &[u8]) -> Result<Vec<u8>, CommandEr
     queues.cqs.insert(cq_id, cq);
     ctx.res.datapath.add_queue(kind, wq_id, index);
     let wq_obj = ctx.res.allocate_wq_obj();
-    ctx.res.wq_objs.insert(
-        wq_obj,
-        WqObj {
-            kind,
-            wq_id,
-            cq_id,
-            vport,
-        },
-    );
+    ctx.res.wq_objs.insert(wq_obj, WqObj { kind, wq_id, cq_id, vport });
     let resp = CreateWqObjResp {
         wq_id: Le32::new(wq_id),
         cq_id: Le32::new(cq_id),
@@ -238,11 +212,9 @@ fn configure_vport_rx(ctx: &mut Ctx<'_>, request: &[u8]) -> Result<Vec<u8>, Comm
         if usize::from(offset) != size_of::<CfgRxSteerReq>() {
             return Err(invalid("indir_tab_offset", offset));
         }
-        let (whole, _) = CfgRxSteerReqV2::ref_from_prefix_with_elems(request, usize::from(count))
-            .map_err(|_| CommandError::Truncated {
-                len: request.len(),
-                need: size_of::<CfgRxSteerReq>() + 8 * usize::from(count),
-            })?;
+        let (whole, _) = CfgRxSteerReqV2::ref_from_prefix_with_elems(request, usize::from(count)).map_err(|_| {
+            CommandError::Truncated { len: request.len(), need: size_of::<CfgRxSteerReq>() + 8 * usize::from(count) }
+        })?;
         let rqs = whole.indir_tab.iter().map(|obj| rq_of(obj.get()));
         Some(rqs.collect::<Result<Vec<u32>, _>>()?)
     } else {

@@ -1,12 +1,13 @@
 //! One place that routes an HWC request to its handler by command code:
 //! GDMA commands (below 0x10000, [`crate::gdma`]), BNIC commands (0x2xxxx,
 //! [`crate::bnic`]); codes from the IB range are refused as unsupported.
+//! Commands that create queues or DMA regions pass [`crate::budget`] first.
 #![forbid(unsafe_code)]
 
 use crate::defs::{Command, GdmaReqHdr, STATUS_INVALID_PARAMETER, STATUS_OK};
 use crate::framing::{frame, parse, CommandError};
 use crate::resources::Ctx;
-use crate::{bnic, gdma};
+use crate::{bnic, budget, gdma};
 
 /// Result of one request.
 #[derive(Debug)]
@@ -25,32 +26,21 @@ pub fn dispatch(ctx: &mut Ctx<'_>, request: &[u8]) -> Outcome {
         Ok(hdr) => hdr,
         Err(error) => {
             let response = frame(&GdmaReqHdr::default(), STATUS_INVALID_PARAMETER, Vec::new());
-            return Outcome {
-                command: Command(0),
-                response,
-                error: Some(error),
-            };
+            return Outcome { command: Command(0), response, error: Some(error) };
         }
     };
     let command = Command(hdr.req.msg_type.get());
     let result = if command.0 >= Command::IB_RANGE_START {
         Err(CommandError::Unsupported(command))
+    } else if let Err(error) = budget::admit(ctx.res, ctx.config, command, request) {
+        Err(error)
     } else if command.0 >= Command::BNIC_RANGE_START {
         bnic::handle(ctx, command, &hdr, request)
     } else {
         gdma::handle(ctx, command, &hdr, request)
     };
     match result {
-        Ok(body) => Outcome {
-            command,
-            response: frame(&hdr, STATUS_OK, body),
-            error: None,
-        },
-        Err(error) => Outcome {
-            command,
-            response: frame(&hdr, error.status(), Vec::new()),
-            error: Some(error),
-        },
+        Ok(body) => Outcome { command, response: frame(&hdr, STATUS_OK, body), error: None },
+        Err(error) => Outcome { command, response: frame(&hdr, error.status(), Vec::new()), error: Some(error) },
     }
 }
-

@@ -76,14 +76,10 @@ pub fn serve(input: impl BufRead, mut output: impl Write, device: &StatusHandle)
                 device.ping();
                 Response { id, reply: Reply::Pong }
             }
-            Ok(Request { id, op: Op::Status }) => Response {
-                id,
-                reply: Reply::Status(Box::new(device.device_status())),
-            },
-            Err(err) => Response {
-                id: 0,
-                reply: Reply::Error(format!("not a control request: {err}")),
-            },
+            Ok(Request { id, op: Op::Status }) => {
+                Response { id, reply: Reply::Status(Box::new(device.device_status())) }
+            }
+            Err(err) => Response { id: 0, reply: Reply::Error(format!("not a control request: {err}")) },
         };
         let mut text = serde_json::to_string(&response).map_err(io::Error::other)?;
         text.push('\n');
@@ -101,10 +97,7 @@ mod tests {
     use crate::shared::mana_core;
 
     fn server(dir: &std::path::Path) -> DeviceServer {
-        let config = DeviceConfig {
-            msix_table_size: 9,
-            ..DeviceConfig::default()
-        };
+        let config = DeviceConfig { msix_table_size: 9, ..DeviceConfig::default() };
         let (factory, core) = mana_core(&config);
         let server = DeviceServer::bind(&dir.join("dev.sock"), config, factory).expect("bind");
         server.set_core_status(core);
@@ -123,12 +116,9 @@ mod tests {
     fn ping_and_status_are_answered_in_order_with_their_ids_and_typed_status() {
         let dir = tempfile::tempdir().expect("tempdir");
         let server = server(dir.path());
-        let input = [
-            Request { id: 7, op: Op::Ping },
-            Request { id: 8, op: Op::Status },
-        ]
-        .map(|r| serde_json::to_string(&r).expect("json"))
-        .join("\n");
+        let input = [Request { id: 7, op: Op::Ping }, Request { id: 8, op: Op::Status }]
+            .map(|r| serde_json::to_string(&r).expect("json"))
+            .join("\n");
         let mut output = Vec::new();
         serve(input.as_bytes(), &mut output, &server.status_handle()).expect("serve");
         let got = responses(&output);

@@ -289,6 +289,12 @@ pub const STATUS_CMD_UNSUPPORTED: u32 = 0xFFFF_FFFF;
 /// address). Any non-zero value fails the request in every driver version;
 /// this one is our choice (NTSTATUS STATUS_INVALID_PARAMETER).
 pub const STATUS_INVALID_PARAMETER: u32 = 0xC000_000D;
+/// Response status for a request over the device's resource budget (more
+/// queues than advertised, too many guest pages): NTSTATUS
+/// STATUS_INSUFFICIENT_RESOURCES. Like every non-zero status other than
+/// `GDMA_STATUS_MORE_ENTRIES` (0x105) it fails the command (-EPROTO); it is
+/// not 0xFFFFFFFF, which 7.3 reads as "unsupported" (docs/mana-protocol.md §4.6).
+pub const STATUS_INSUFFICIENT_RESOURCES: u32 = 0xC000_009A;
 
 // ---------------------------------------------------------------------------
 // Bitfields
@@ -797,9 +803,7 @@ pub struct GdmaMsgHdr {
 }
 
 /// `struct gdma_dev_id` (gdma.h).
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
 #[repr(C)]
 pub struct DevId {
     /// [`DeviceType`].

@@ -25,16 +25,14 @@ use crate::datapath::flows::FlowTable;
 use crate::datapath::rx::RxVerdict;
 use crate::datapath::Env;
 use crate::defs::{CqDoorbell, DeviceType, EqDoorbell, SmcMsgType, WqDoorbell};
-use crate::{commands, framing};
 use crate::hwc::{Hwc, HwcIds, InitParams};
 use crate::interrupt::InterruptSink;
 use crate::queues::Mem;
 use crate::regs::{self, Bar0Target, DoorbellKind};
 use crate::resources::{Ctx, Resources, DOORBELL_PAGE, MAX_NUM_CQS};
 use crate::smc::{HwcRings, Smc, SmcRequest};
-use crate::snapshot::{
-    Counters, CqSnapshot, DeviceSnapshot, EqSnapshot, HwcSnapshot, Snapshot, WqSnapshot,
-};
+use crate::snapshot::{Counters, CqSnapshot, DeviceSnapshot, EqSnapshot, HwcSnapshot, Snapshot, WqSnapshot};
+use crate::{commands, framing};
 use std::fmt::Display;
 use std::sync::Arc;
 use vm_memory::GuestAddressSpace;
@@ -47,6 +45,16 @@ const HWC_PDID: u32 = 0x100 + 1;
 const HWC_GPA_MKEY: u32 = 0x1000 + 1;
 /// Guest errors of one kind logged in full before logging only every power of two.
 const LOG_BURST: u64 = 16;
+/// The counter key of every command code the device does not know: one key,
+/// not one per code, so that a guest cannot grow the counters (2^32 codes).
+pub const UNKNOWN_COMMAND: &str = "unknown";
+
+/// Whether the `count`-th event of a guest-driven kind (HWC established or
+/// destroyed) is logged at info level: the first [`LOG_BURST`], then every
+/// power of two; the others go to debug.
+fn log_at_info(count: u64) -> bool {
+    count <= LOG_BURST || count.is_power_of_two()
+}
 
 /// An emulated MANA VF (PCI 1414:00BA): BAR0 of [`regs::BAR0_SIZE`] bytes.
 ///
@@ -182,11 +190,7 @@ impl ManaDevice {
             self.guest_error(fault.kind(), &fault);
         }
         if unlogged > 0 {
-            *self
-                .counters
-                .guest_errors
-                .entry("data-path faults not logged".to_owned())
-                .or_default() += unlogged;
+            *self.counters.guest_errors.entry("data-path faults not logged".to_owned()).or_default() += unlogged;
         }
     }
 
@@ -236,11 +240,7 @@ impl ManaDevice {
             .res
             .registered
             .iter()
-            .map(|(&(dev_type, instance), &registration)| DeviceSnapshot {
-                dev_type,
-                instance,
-                registration,
-            })
+            .map(|(&(dev_type, instance), &registration)| DeviceSnapshot { dev_type, instance, registration })
             .collect();
         Snapshot {
             hwc: self.hwc.as_ref().map(|hwc| HwcSnapshot {
@@ -262,11 +262,7 @@ impl ManaDevice {
     }
 
     fn guest_error(&mut self, kind: &str, err: &dyn Display) {
-        let count = self
-            .counters
-            .guest_errors
-            .entry(kind.to_owned())
-            .or_default();
+        let count = self.counters.guest_errors.entry(kind.to_owned()).or_default();
         *count += 1;
         if *count <= LOG_BURST || count.is_power_of_two() {
             tracing::warn!(kind, count = *count, error = %err, "mana device: bad guest input");
@@ -294,7 +290,12 @@ impl ManaDevice {
             SmcRequest::Destroy => {
                 self.teardown();
                 self.counters.hwc_destroyed += 1;
-                tracing::info!("mana device: HWC destroyed, all queues and regions forgotten");
+                let count = self.counters.hwc_destroyed;
+                if log_at_info(count) {
+                    tracing::info!(count, "mana device: HWC destroyed, all queues and regions forgotten");
+                } else {
+                    tracing::debug!(count, "mana device: HWC destroyed");
+                }
                 self.smc.respond(SmcMsgType::DESTROY_HWC.0, 0);
             }
             SmcRequest::Invalid { msg_type } => {
@@ -306,39 +307,28 @@ impl ManaDevice {
 
     fn establish(&mut self, rings: HwcRings) -> Result<(), anyhow::Error> {
         if rings.msix_index >= self.config.msix_table_size {
-            anyhow::bail!(
-                "HWC EQ MSI-X index {} >= table size {}",
-                rings.msix_index,
-                self.config.msix_table_size
-            );
+            anyhow::bail!("HWC EQ MSI-X index {} >= table size {}", rings.msix_index, self.config.msix_table_size);
         }
         // A second ESTABLISH starts from scratch, as after DESTROY.
         self.teardown();
         let mem = self.mem.memory();
-        let ids = HwcIds {
-            eq: 0,
-            cq: 0,
-            sq: 0,
-            rq: 0,
-        };
+        let ids = HwcIds { eq: 0, cq: 0, sq: 0, rq: 0 };
         let params = InitParams {
             max_num_cqs: MAX_NUM_CQS,
             pdid: HWC_PDID,
             gpa_mkey: HWC_GPA_MKEY,
             doorbell: DOORBELL_PAGE as u16,
         };
-        let hwc = Hwc::establish(
-            &mut self.res.queues,
-            &mem,
-            self.irq.as_ref(),
-            rings,
-            ids,
-            params,
-        )?;
+        let hwc = Hwc::establish(&mut self.res.queues, &mem, self.irq.as_ref(), rings, ids, params)?;
         self.res.hwc_eq = Some(ids.eq);
         self.hwc = Some(hwc);
         self.counters.hwc_established += 1;
-        tracing::info!(msix_index = rings.msix_index, eq = ?rings.eq, "mana device: HWC established");
+        let count = self.counters.hwc_established;
+        if log_at_info(count) {
+            tracing::info!(count, msix_index = rings.msix_index, eq = ?rings.eq, "mana device: HWC established");
+        } else {
+            tracing::debug!(count, msix_index = rings.msix_index, "mana device: HWC established");
+        }
         Ok(())
     }
 
@@ -362,19 +352,11 @@ impl ManaDevice {
         let result = match kind {
             DoorbellKind::Eq => {
                 let db = EqDoorbell::from_bits(value);
-                self.res.queues.eq_doorbell(
-                    &mem,
-                    irq.as_ref(),
-                    u32::from(db.id()),
-                    db.tail_ptr(),
-                    db.arm(),
-                )
+                self.res.queues.eq_doorbell(&mem, irq.as_ref(), u32::from(db.id()), db.tail_ptr(), db.arm())
             }
             DoorbellKind::Cq => {
                 let db = CqDoorbell::from_bits(value);
-                self.res
-                    .queues
-                    .cq_doorbell(&mem, irq.as_ref(), db.id(), db.tail_ptr(), db.arm())
+                self.res.queues.cq_doorbell(&mem, irq.as_ref(), db.id(), db.tail_ptr(), db.arm())
             }
             DoorbellKind::Sq => {
                 let db = WqDoorbell::from_bits(value);
@@ -443,25 +425,13 @@ impl ManaDevice {
             if let Some(err) = &request.error {
                 self.guest_error("hwc request", err);
             }
-            let mut ctx = Ctx {
-                res: &mut self.res,
-                mem,
-                irq,
-                config: &self.config,
-            };
+            let mut ctx = Ctx { res: &mut self.res, mem, irq, config: &self.config };
             let outcome = commands::dispatch(&mut ctx, &request.bytes);
-            let name = outcome
-                .command
-                .name()
-                .map_or_else(|| format!("{:#x}", outcome.command.0), str::to_owned);
-            tracing::debug!(command = %name, "mana device: HWC command");
-            *self.counters.commands.entry(name.clone()).or_default() += 1;
+            let name = outcome.command.name().unwrap_or(UNKNOWN_COMMAND);
+            tracing::debug!(command = %name, code = outcome.command.0, "mana device: HWC command");
+            *self.counters.commands.entry(name.to_owned()).or_default() += 1;
             if let Some(err) = &outcome.error {
-                *self
-                    .counters
-                    .command_errors
-                    .entry(name.clone())
-                    .or_default() += 1;
+                *self.counters.command_errors.entry(name.to_owned()).or_default() += 1;
                 if !matches!(err, framing::CommandError::Unsupported(_)) {
                     self.guest_error("command", &format_args!("{name}: {err}"));
                 } else {
@@ -479,9 +449,7 @@ impl ManaDevice {
 /// The `gpa_mkey` GDMA_REGISTER_DEVICE gave the MANA device (instance 0),
 /// which the Ethernet driver puts in every SGE.
 fn mana_mem_key(res: &Resources) -> Option<u32> {
-    res.registered
-        .get(&(DeviceType::MANA.0, 0))
-        .map(|registration| registration.gpa_mkey)
+    res.registered.get(&(DeviceType::MANA.0, 0)).map(|registration| registration.gpa_mkey)
 }
 
 impl Bar0Handler for ManaDevice {
@@ -508,13 +476,8 @@ impl Bar0Handler for ManaDevice {
                     self.doorbell(kind, data);
                 }
             }
-            Bar0Target::Register(at) => {
-                self.guest_error("register write", &format_args!("{at:#x}"))
-            }
-            Bar0Target::Unmapped => self.guest_error(
-                "unmapped write",
-                &format_args!("{offset:#x}+{}", data.len()),
-            ),
+            Bar0Target::Register(at) => self.guest_error("register write", &format_args!("{at:#x}")),
+            Bar0Target::Unmapped => self.guest_error("unmapped write", &format_args!("{offset:#x}+{}", data.len())),
         }
     }
 

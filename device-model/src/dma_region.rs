@@ -10,14 +10,16 @@
 #![forbid(unsafe_code)]
 
 use crate::queues::{Mem, PAGE_SIZE};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use vm_memory::{GuestAddress, GuestMemory, Permissions};
 
-/// Largest region accepted, in pages (1 GiB); the Ethernet driver's largest
-/// ring is 128 KiB (7.3 RX CQ).
-pub const MAX_REGION_PAGES: u32 = 1 << 18;
-/// Regions alive at once before CREATE_DMA_REGION is refused.
-pub const MAX_REGIONS: usize = 16384;
+/// Largest region accepted, in pages (16 MiB); the Ethernet driver's largest
+/// ring is 128 KiB (7.3 RX CQ), and 6.x/7.3 list every page of a region in
+/// the one CREATE_DMA_REGION request (at most 504 pages fit in 4 KiB).
+pub const MAX_REGION_PAGES: u32 = 1 << 12;
+/// Regions not yet owned by a queue before CREATE_DMA_REGION is refused
+/// (the driver hands each region to a queue right after creating it).
+pub const MAX_REGIONS: usize = 256;
 
 /// Errors of DMA-region bookkeeping; each maps to an error status.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -72,6 +74,14 @@ pub enum RegionError {
     /// Too many regions alive.
     #[error("too many DMA regions ({0})")]
     Exhausted(usize),
+    /// A page is listed twice in one region (a ring would alias itself).
+    #[error("page {index} at {addr:#x} is already in the region")]
+    DuplicatePage {
+        /// Index in the region.
+        index: usize,
+        /// Guest address.
+        addr: u64,
+    },
 }
 
 /// One registered region.
@@ -99,19 +109,18 @@ pub struct DmaRegions {
     next_handle: u64,
 }
 
-fn check_pages(mem: &Mem, pages: &[u64], first_index: usize) -> Result<(), RegionError> {
+/// Checks that every page of `pages` is a 4 KiB page of guest memory and
+/// that none repeats one of `have` or an earlier one of `pages`.
+fn check_pages(mem: &Mem, have: &[u64], pages: &[u64]) -> Result<(), RegionError> {
+    let first_index = have.len();
+    let mut seen: BTreeSet<u64> = have.iter().copied().collect();
     for (i, &addr) in pages.iter().enumerate() {
-        let in_memory = GuestMemory::check_range(
-            mem,
-            GuestAddress(addr),
-            PAGE_SIZE as usize,
-            Permissions::ReadWrite,
-        );
+        if !seen.insert(addr) {
+            return Err(RegionError::DuplicatePage { index: first_index + i, addr });
+        }
+        let in_memory = GuestMemory::check_range(mem, GuestAddress(addr), PAGE_SIZE as usize, Permissions::ReadWrite);
         if addr % PAGE_SIZE != 0 || !in_memory {
-            return Err(RegionError::BadPage {
-                index: first_index + i,
-                addr,
-            });
+            return Err(RegionError::BadPage { index: first_index + i, addr });
         }
     }
     Ok(())
@@ -124,7 +133,8 @@ impl DmaRegions {
     /// [`RegionError::BadGeometry`] unless `offset == 0`, `page_type == 0`
     /// (4 KiB), `1 <= page_count <= MAX_REGION_PAGES`,
     /// `pages.len() <= page_count` and `0 < length <= page_count * 4096`;
-    /// [`RegionError::BadPage`] for an unaligned or unmapped page;
+    /// [`RegionError::BadPage`] for an unaligned or unmapped page,
+    /// [`RegionError::DuplicatePage`] for a page listed twice;
     /// [`RegionError::Exhausted`] when [`MAX_REGIONS`] are alive.
     pub fn create(
         &mut self,
@@ -142,27 +152,14 @@ impl DmaRegions {
             && length > 0
             && length <= u64::from(page_count) * PAGE_SIZE;
         if !geometry_ok {
-            return Err(RegionError::BadGeometry {
-                length,
-                offset,
-                page_type,
-                page_count,
-                listed: pages.len() as u32,
-            });
+            return Err(RegionError::BadGeometry { length, offset, page_type, page_count, listed: pages.len() as u32 });
         }
         if self.regions.len() >= MAX_REGIONS {
             return Err(RegionError::Exhausted(self.regions.len()));
         }
-        check_pages(mem, &pages, 0)?;
+        check_pages(mem, &[], &pages)?;
         let handle = self.allocate_handle();
-        self.regions.insert(
-            handle,
-            DmaRegion {
-                length,
-                page_count,
-                pages,
-            },
-        );
+        self.regions.insert(handle, DmaRegion { length, page_count, pages });
         Ok(handle)
     }
 
@@ -180,17 +177,9 @@ impl DmaRegions {
     ///
     /// # Errors
     /// [`RegionError::UnknownHandle`], [`RegionError::TooManyPages`],
-    /// [`RegionError::BadPage`].
-    pub fn add_pages(
-        &mut self,
-        mem: &Mem,
-        handle: u64,
-        pages: Vec<u64>,
-    ) -> Result<(), RegionError> {
-        let region = self
-            .regions
-            .get_mut(&handle)
-            .ok_or(RegionError::UnknownHandle(handle))?;
+    /// [`RegionError::BadPage`], [`RegionError::DuplicatePage`].
+    pub fn add_pages(&mut self, mem: &Mem, handle: u64, pages: Vec<u64>) -> Result<(), RegionError> {
+        let region = self.regions.get_mut(&handle).ok_or(RegionError::UnknownHandle(handle))?;
         if region.pages.len() + pages.len() > region.page_count as usize {
             return Err(RegionError::TooManyPages {
                 handle,
@@ -199,7 +188,7 @@ impl DmaRegions {
                 declared: region.page_count,
             });
         }
-        check_pages(mem, &pages, region.pages.len())?;
+        check_pages(mem, &region.pages, &pages)?;
         region.pages.extend(pages);
         Ok(())
     }
@@ -209,9 +198,7 @@ impl DmaRegions {
     /// # Errors
     /// [`RegionError::UnknownHandle`].
     pub fn destroy(&mut self, handle: u64) -> Result<DmaRegion, RegionError> {
-        self.regions
-            .remove(&handle)
-            .ok_or(RegionError::UnknownHandle(handle))
+        self.regions.remove(&handle).ok_or(RegionError::UnknownHandle(handle))
     }
 
     /// Checks that region `handle` is complete and holds at least `need`
@@ -220,19 +207,17 @@ impl DmaRegions {
     /// # Errors
     /// [`RegionError::UnknownHandle`], [`RegionError::TooSmall`].
     pub fn check(&self, handle: u64, need: u64) -> Result<&DmaRegion, RegionError> {
-        let region = self
-            .regions
-            .get(&handle)
-            .ok_or(RegionError::UnknownHandle(handle))?;
+        let region = self.regions.get(&handle).ok_or(RegionError::UnknownHandle(handle))?;
         let have = region.pages.len() as u64 * PAGE_SIZE;
         if !region.complete() || need > have.min(region.length) {
-            return Err(RegionError::TooSmall {
-                handle,
-                have: have.min(region.length),
-                need,
-            });
+            return Err(RegionError::TooSmall { handle, have: have.min(region.length), need });
         }
         Ok(region)
+    }
+
+    /// Pages declared by every region alive (`page_count`, whether listed yet or not).
+    pub fn declared_pages(&self) -> u64 {
+        self.regions.values().map(|r| u64::from(r.page_count)).sum()
     }
 
     /// Number of regions alive.

@@ -42,29 +42,20 @@ impl FromStr for DeviceFault {
 
     /// Parses `panic:N`, `exit:N`, `kill:N` or `hang:N` with N ≥ 1.
     fn from_str(text: &str) -> Result<Self, String> {
-        let (kind, n) = text
-            .split_once(':')
-            .ok_or_else(|| format!("{text:?}: expected KIND:N, e.g. kill:30"))?;
+        let (kind, n) = text.split_once(':').ok_or_else(|| format!("{text:?}: expected KIND:N, e.g. kill:30"))?;
         let kind = match kind {
             "panic" => FaultKind::Panic,
             "exit" => FaultKind::Exit,
             "kill" => FaultKind::Kill,
             "hang" => FaultKind::Hang,
-            other => {
-                return Err(format!(
-                    "{text:?}: unknown fault {other:?} (panic, exit, kill or hang)"
-                ))
-            }
+            other => return Err(format!("{text:?}: unknown fault {other:?} (panic, exit, kill or hang)")),
         };
         let at_bar0_write = n
             .parse::<u64>()
             .ok()
             .filter(|&n| n >= 1)
             .ok_or_else(|| format!("{text:?}: {n:?} is not a BAR0 write count (1 or more)"))?;
-        Ok(Self {
-            kind,
-            at_bar0_write,
-        })
+        Ok(Self { kind, at_bar0_write })
     }
 }
 
@@ -83,13 +74,7 @@ impl fmt::Display for DeviceFault {
 
 /// The core `factory` builds, failing as `fault` says.
 pub fn inject(factory: Bar0Factory, fault: DeviceFault) -> Bar0Factory {
-    Box::new(move |memory, sink| {
-        Box::new(Faulty {
-            inner: factory(memory, sink),
-            fault,
-            writes: 0,
-        })
-    })
+    Box::new(move |memory, sink| Box::new(Faulty { inner: factory(memory, sink), fault, writes: 0 }))
 }
 
 /// A core that counts BAR0 writes and fails at [`DeviceFault::at_bar0_write`].
@@ -167,10 +152,7 @@ mod tests {
         impl InterruptSink for Sink {
             fn raise(&self, _vector: u16) {}
         }
-        let fault = DeviceFault {
-            kind: FaultKind::Panic,
-            at_bar0_write: 3,
-        };
+        let fault = DeviceFault { kind: FaultKind::Panic, at_bar0_write: 3 };
         let factory = inject(crate::factory(DeviceConfig::default()), fault);
         let mut core = factory(GuestMemoryAtomic::new(GuestMemoryMmap::new()), Arc::new(Sink));
         // Doorbell-page writes to nothing: dropped by the core, counted here.

@@ -11,8 +11,8 @@
 #![forbid(unsafe_code)]
 
 use crate::defs::{
-    Command, GdmaReqHdr, GdmaRespHdr, Le32, Le64, STATUS_CMD_UNSUPPORTED, STATUS_INVALID_PARAMETER,
-    STATUS_OK,
+    Command, GdmaReqHdr, GdmaRespHdr, Le32, Le64, STATUS_CMD_UNSUPPORTED, STATUS_INSUFFICIENT_RESOURCES,
+    STATUS_INVALID_PARAMETER, STATUS_OK,
 };
 use crate::dma_region::RegionError;
 use crate::hwc::MAX_MESSAGE_SIZE;
@@ -47,6 +47,17 @@ pub enum CommandError {
     /// A queue problem.
     #[error(transparent)]
     Queue(#[from] QueueError),
+    /// The command would create more than the device's budget allows
+    /// ([`crate::budget`]).
+    #[error("{what}: {have} of at most {limit} in use")]
+    Exhausted {
+        /// What ran out.
+        what: &'static str,
+        /// How many there are.
+        have: u64,
+        /// The limit.
+        limit: u64,
+    },
 }
 
 impl CommandError {
@@ -54,6 +65,7 @@ impl CommandError {
     pub fn status(&self) -> u32 {
         match self {
             Self::Unsupported(_) => STATUS_CMD_UNSUPPORTED,
+            Self::Exhausted { .. } | Self::Region(RegionError::Exhausted(_)) => STATUS_INSUFFICIENT_RESOURCES,
             _ => STATUS_INVALID_PARAMETER,
         }
     }
@@ -61,10 +73,7 @@ impl CommandError {
 
 /// Shorthand for an invalid field.
 pub fn invalid(what: &'static str, value: impl Into<u64>) -> CommandError {
-    CommandError::Invalid {
-        what,
-        value: value.into(),
-    }
+    CommandError::Invalid { what, value: value.into() }
 }
 
 /// Reads a `T` from the start of `request`.
@@ -74,10 +83,7 @@ pub fn invalid(what: &'static str, value: impl Into<u64>) -> CommandError {
 pub fn parse<T: FromBytes + KnownLayout + Immutable>(request: &[u8]) -> Result<T, CommandError> {
     T::read_from_prefix(request)
         .map(|(value, _)| value)
-        .map_err(|_| CommandError::Truncated {
-            len: request.len(),
-            need: size_of::<T>(),
-        })
+        .map_err(|_| CommandError::Truncated { len: request.len(), need: size_of::<T>() })
 }
 
 /// Reads `count` u64 values at byte `offset` of `request`.
@@ -85,18 +91,9 @@ pub fn parse<T: FromBytes + KnownLayout + Immutable>(request: &[u8]) -> Result<T
 /// # Errors
 /// [`CommandError::Truncated`] if they do not fit.
 pub fn u64_list(request: &[u8], offset: usize, count: usize) -> Result<Vec<u64>, CommandError> {
-    let need = count
-        .checked_mul(8)
-        .and_then(|n| n.checked_add(offset))
-        .unwrap_or(usize::MAX);
-    let bytes = request.get(offset..need).ok_or(CommandError::Truncated {
-        len: request.len(),
-        need,
-    })?;
-    let list = <[Le64]>::ref_from_bytes(bytes).map_err(|_| CommandError::Truncated {
-        len: request.len(),
-        need,
-    })?;
+    let need = count.checked_mul(8).and_then(|n| n.checked_add(offset)).unwrap_or(usize::MAX);
+    let bytes = request.get(offset..need).ok_or(CommandError::Truncated { len: request.len(), need })?;
+    let list = <[Le64]>::ref_from_bytes(bytes).map_err(|_| CommandError::Truncated { len: request.len(), need })?;
     Ok(list.iter().map(|v| v.get()).collect())
 }
 
@@ -125,4 +122,3 @@ pub fn frame(req: &GdmaReqHdr, status: u32, mut body: Vec<u8>) -> Vec<u8> {
     body[..header_len].copy_from_slice(hdr.as_bytes());
     body
 }
-

@@ -11,10 +11,10 @@
 #![forbid(unsafe_code)]
 
 use crate::defs::{
-    Command, CreateDmaRegionReq, CreateDmaRegionResp, CreateQueueReq, CreateQueueResp,
-    DestroyDmaRegionReq, DevId, DisableQueueReq, DmaRegionAddPagesReq, EqeType, GdmaReqHdr,
-    GdmaRespHdr, GenerateTestEqeReq, Le32, Le64, ListDevicesResp, QueryHwcTimeoutReq,
-    QueryHwcTimeoutResp, QueryMaxResourcesResp, QueueType, RegisterDeviceResp, VerifyVerResp,
+    Command, CreateDmaRegionReq, CreateDmaRegionResp, CreateQueueReq, CreateQueueResp, DestroyDmaRegionReq, DevId,
+    DisableQueueReq, DmaRegionAddPagesReq, EqeType, GdmaReqHdr, GdmaRespHdr, GenerateTestEqeReq, Le32, Le64,
+    ListDevicesResp, QueryHwcTimeoutReq, QueryHwcTimeoutResp, QueryMaxResourcesResp, QueueType, RegisterDeviceResp,
+    VerifyVerResp,
 };
 use crate::framing::{body, invalid, parse, u64_list, CommandError};
 use crate::queues::{event, free_id, EventQueue, Owner, Producer, Ring};
@@ -25,6 +25,10 @@ use zerocopy::FromZeros;
 const GDMA_PROTOCOL_V1: u64 = 1;
 /// Default HWC timeout (`HW_CHANNEL_WAIT_RESOURCE_TIMEOUT_MS`).
 const HWC_TIMEOUT_MS: u32 = 30_000;
+/// `parent_eq` of a CQ whose EQ was disabled (GDMA_DISABLE_QUEUE): no EQ
+/// has this id (EQ ids are below 65536), so its completions raise nothing,
+/// even after a new EQ takes the old id.
+pub const DETACHED_EQ: u32 = u32::MAX;
 
 fn dev_key(dev_id: DevId) -> (u16, u16) {
     (dev_id.dev_type.get(), dev_id.instance.get())
@@ -72,10 +76,7 @@ pub(crate) fn handle(
         Command::REGISTER_DEVICE => register_device(ctx, hdr.dev_id),
         Command::DEREGISTER_DEVICE => {
             let key = dev_key(hdr.dev_id);
-            ctx.res
-                .registered
-                .remove(&key)
-                .ok_or(invalid("unregistered dev_id type", key.0))?;
+            ctx.res.registered.remove(&key).ok_or(invalid("unregistered dev_id type", key.0))?;
             Ok(body(&GdmaRespHdr::new_zeroed()))
         }
         Command::GENERATE_TEST_EQE => {
@@ -84,9 +85,7 @@ pub(crate) fn handle(
             if !ctx.res.queues.eqs.contains_key(&eq_id) {
                 return Err(invalid("queue_index", eq_id));
             }
-            ctx.res
-                .queues
-                .post_eqe(ctx.mem, ctx.irq, eq_id, event(EqeType::TEST_EVENT, 0))?;
+            ctx.res.queues.post_eqe(ctx.mem, ctx.irq, eq_id, event(EqeType::TEST_EVENT, 0))?;
             Ok(body(&GdmaRespHdr::new_zeroed()))
         }
         Command::CREATE_QUEUE => create_queue(ctx, hdr, request),
@@ -98,6 +97,13 @@ pub(crate) fn handle(
             }
             if ctx.res.hwc_eq == Some(eq_id) || ctx.res.queues.eqs.remove(&eq_id).is_none() {
                 return Err(invalid("queue_index", eq_id));
+            }
+            // CQs still pointing at the disabled EQ must not notify an EQ
+            // that later reuses its id: their completions notify nobody.
+            for cq in ctx.res.queues.cqs.values_mut() {
+                if cq.parent_eq == eq_id {
+                    cq.parent_eq = DETACHED_EQ;
+                }
             }
             Ok(body(&GdmaRespHdr::new_zeroed()))
         }
@@ -121,9 +127,7 @@ pub(crate) fn handle(
             let req: DmaRegionAddPagesReq = parse(request)?;
             let listed = req.page_addr_list_len.get() as usize;
             let pages = u64_list(request, size_of::<DmaRegionAddPagesReq>(), listed)?;
-            ctx.res
-                .regions
-                .add_pages(ctx.mem, req.dma_region_handle.get(), pages)?;
+            ctx.res.regions.add_pages(ctx.mem, req.dma_region_handle.get(), pages)?;
             Ok(body(&GdmaRespHdr::new_zeroed()))
         }
         Command::DESTROY_DMA_REGION => {
@@ -153,9 +157,7 @@ fn register_device(ctx: &mut Ctx<'_>, dev_id: DevId) -> Result<Vec<u8>, CommandE
         gpa_mkey: 0x1000 + u32::from(dev_type),
         db_id: DOORBELL_PAGE,
     };
-    ctx.res
-        .registered
-        .insert((dev_type, instance), registration);
+    ctx.res.registered.insert((dev_type, instance), registration);
     let resp = RegisterDeviceResp {
         hdr: GdmaRespHdr::new_zeroed(),
         pdid: Le32::new(registration.pdid),
@@ -165,17 +167,10 @@ fn register_device(ctx: &mut Ctx<'_>, dev_id: DevId) -> Result<Vec<u8>, CommandE
     Ok(body(&resp))
 }
 
-fn create_queue(
-    ctx: &mut Ctx<'_>,
-    hdr: &GdmaReqHdr,
-    request: &[u8],
-) -> Result<Vec<u8>, CommandError> {
+fn create_queue(ctx: &mut Ctx<'_>, hdr: &GdmaReqHdr, request: &[u8]) -> Result<Vec<u8>, CommandError> {
     let req: CreateQueueReq = parse(request)?;
     if !ctx.res.registered.contains_key(&dev_key(hdr.dev_id)) {
-        return Err(invalid(
-            "unregistered dev_id type",
-            hdr.dev_id.dev_type.get(),
-        ));
+        return Err(invalid("unregistered dev_id type", hdr.dev_id.dev_type.get()));
     }
     if QueueType(req.queue_type.get()) != QueueType::EQ {
         return Err(invalid("queue type", req.queue_type.get()));
@@ -190,18 +185,8 @@ fn create_queue(
     let eq_id = free_id(&ctx.res.queues.eqs, MAX_EQ_ID).ok_or(invalid("EQ count", MAX_EQ_ID))?;
     let ring = Producer::new(eq_id, Ring::from_pages(&region.pages, size)?)?;
     ctx.res.regions.destroy(handle)?;
-    let owner = Owner {
-        dev_type: hdr.dev_id.dev_type.get(),
-        instance: hdr.dev_id.instance.get(),
-    };
-    ctx.res.queues.eqs.insert(
-        eq_id,
-        EventQueue {
-            ring,
-            msix_index: msix as u16,
-            owner,
-        },
-    );
+    let owner = Owner { dev_type: hdr.dev_id.dev_type.get(), instance: hdr.dev_id.instance.get() };
+    ctx.res.queues.eqs.insert(eq_id, EventQueue { ring, msix_index: msix as u16, owner });
     let mut resp = CreateQueueResp::new_zeroed();
     resp.queue_index = Le32::new(eq_id);
     Ok(body(&resp))

@@ -17,8 +17,7 @@
 use crate::defs::{EqeType, HwcInitData, HwcInitEqIdDb, HwcInitTypeData, HwcRxOob, Le32};
 use crate::interrupt::InterruptSink;
 use crate::queues::{
-    completion, event, CompletionQueue, EventQueue, Mem, Owner, Producer, QueueError, Queues, Ring,
-    WorkQueue, WqKind,
+    completion, event, CompletionQueue, EventQueue, Mem, Owner, Producer, QueueError, Queues, Ring, WorkQueue, WqKind,
 };
 use crate::smc::HwcRings;
 use std::collections::VecDeque;
@@ -110,14 +109,8 @@ impl Hwc {
         ids: HwcIds,
         params: InitParams,
     ) -> Result<Self, HwcError> {
-        let hwc = Self {
-            ids,
-            msix_index: rings.msix_index,
-            pending: VecDeque::new(),
-        };
-        let result = hwc
-            .create_queues(queues, mem, rings)
-            .and_then(|()| hwc.post_init_eqes(queues, mem, irq, params));
+        let hwc = Self { ids, msix_index: rings.msix_index, pending: VecDeque::new() };
+        let result = hwc.create_queues(queues, mem, rings).and_then(|()| hwc.post_init_eqes(queues, mem, irq, params));
         if let Err(err) = result {
             hwc.remove(queues);
             return Err(err);
@@ -125,55 +118,25 @@ impl Hwc {
         Ok(hwc)
     }
 
-    fn create_queues(
-        &self,
-        queues: &mut Queues,
-        mem: &Mem,
-        rings: HwcRings,
-    ) -> Result<(), HwcError> {
+    fn create_queues(&self, queues: &mut Queues, mem: &Mem, rings: HwcRings) -> Result<(), HwcError> {
         use vm_memory::GuestMemory;
         for addr in [rings.eq, rings.cq, rings.rq, rings.sq] {
-            if !GuestMemory::check_range(
-                mem,
-                addr,
-                HWC_RING_SIZE as usize,
-                vm_memory::Permissions::ReadWrite,
-            ) {
-                return Err(QueueError::BadRing {
-                    size: HWC_RING_SIZE,
-                    pages: 0,
-                }
-                .into());
+            if !GuestMemory::check_range(mem, addr, HWC_RING_SIZE as usize, vm_memory::Permissions::ReadWrite) {
+                return Err(QueueError::BadRing { size: HWC_RING_SIZE, pages: 0 }.into());
             }
         }
         let ring = |addr: GuestAddress| Ring::contiguous(addr, HWC_RING_SIZE);
-        let owner = Owner {
-            dev_type: 1,
-            instance: 0,
-        };
+        let owner = Owner { dev_type: 1, instance: 0 };
         queues.eqs.insert(
             self.ids.eq,
-            EventQueue {
-                ring: Producer::new(self.ids.eq, ring(rings.eq)?)?,
-                msix_index: self.msix_index,
-                owner,
-            },
+            EventQueue { ring: Producer::new(self.ids.eq, ring(rings.eq)?)?, msix_index: self.msix_index, owner },
         );
         queues.cqs.insert(
             self.ids.cq,
-            CompletionQueue {
-                ring: Producer::new(self.ids.cq, ring(rings.cq)?)?,
-                parent_eq: self.ids.eq,
-            },
+            CompletionQueue { ring: Producer::new(self.ids.cq, ring(rings.cq)?)?, parent_eq: self.ids.eq },
         );
-        queues.rqs.insert(
-            self.ids.rq,
-            WorkQueue::new(self.ids.rq, WqKind::Rq, ring(rings.rq)?, self.ids.cq)?,
-        );
-        queues.sqs.insert(
-            self.ids.sq,
-            WorkQueue::new(self.ids.sq, WqKind::Sq, ring(rings.sq)?, self.ids.cq)?,
-        );
+        queues.rqs.insert(self.ids.rq, WorkQueue::new(self.ids.rq, WqKind::Rq, ring(rings.rq)?, self.ids.cq)?);
+        queues.sqs.insert(self.ids.sq, WorkQueue::new(self.ids.sq, WqKind::Sq, ring(rings.sq)?, self.ids.cq)?);
         Ok(())
     }
 
@@ -186,9 +149,7 @@ impl Hwc {
     ) -> Result<(), HwcError> {
         // EQ_ID_DB must come first: the driver's EQ handler needs the EQ id
         // and doorbell to ring the EQ doorbell.
-        let eq_id_db = HwcInitEqIdDb::new()
-            .with_eq_id(self.ids.eq as u16)
-            .with_doorbell(params.doorbell);
+        let eq_id_db = HwcInitEqIdDb::new().with_eq_id(self.ids.eq as u16).with_doorbell(params.doorbell);
         let mut events = vec![event(EqeType::HWC_INIT_EQ_ID_DB, eq_id_db.into_bits())];
         let data = [
             (HwcInitData::CQID, self.ids.cq),
@@ -203,9 +164,7 @@ impl Hwc {
             (HwcInitData::GPA_MKEY, params.gpa_mkey),
         ];
         for (data_type, value) in data {
-            let detail = HwcInitTypeData::new()
-                .with_value(value & 0x00FF_FFFF)
-                .with_data_type(data_type.0);
+            let detail = HwcInitTypeData::new().with_value(value & 0x00FF_FFFF).with_data_type(data_type.0);
             events.push(event(EqeType::HWC_INIT_DATA, detail.into_bits()));
         }
         events.push(event(EqeType::HWC_INIT_DONE, 0));
@@ -284,12 +243,7 @@ impl Hwc {
     ///
     /// # Errors
     /// As [`Hwc::respond`].
-    pub fn flush(
-        &mut self,
-        queues: &mut Queues,
-        mem: &Mem,
-        irq: &dyn InterruptSink,
-    ) -> Result<(), HwcError> {
+    pub fn flush(&mut self, queues: &mut Queues, mem: &Mem, irq: &dyn InterruptSink) -> Result<(), HwcError> {
         while !self.pending.is_empty() {
             let Some(rq) = queues.rqs.get_mut(&self.ids.rq) else {
                 break;
@@ -303,19 +257,17 @@ impl Hwc {
             };
             let len = response.len().min(sge.size.get() as usize);
             let addr = sge.address.get();
-            mem.write_slice(&response[..len], GuestAddress(addr))
-                .map_err(|source| QueueError::Guest { addr, len, source })?;
+            mem.write_slice(&response[..len], GuestAddress(addr)).map_err(|source| QueueError::Guest {
+                addr,
+                len,
+                source,
+            })?;
             let oob = HwcRxOob {
                 wqe_offset: Le32::new(wqe.offset),
                 tx_oob_data_size: Le32::new(len as u32),
                 ..HwcRxOob::default()
             };
-            queues.post_cqe(
-                mem,
-                irq,
-                self.ids.cq,
-                completion(oob.as_bytes(), self.ids.rq, false),
-            )?;
+            queues.post_cqe(mem, irq, self.ids.cq, completion(oob.as_bytes(), self.ids.rq, false))?;
         }
         Ok(())
     }
@@ -326,29 +278,16 @@ fn read_request(mem: &Mem, wqe: &crate::queues::Wqe) -> Request {
     for sge in &wqe.sges {
         let size = sge.size.get() as usize;
         if bytes.len() + size > MAX_MESSAGE_SIZE {
-            let error = HwcError::BadRequest {
-                offset: wqe.offset,
-                reason: "larger than 4096 bytes",
-            };
-            return Request {
-                bytes,
-                error: Some(error),
-            };
+            let error = HwcError::BadRequest { offset: wqe.offset, reason: "larger than 4096 bytes" };
+            return Request { bytes, error: Some(error) };
         }
         let start = bytes.len();
         bytes.resize(start + size, 0);
         let addr = sge.address.get();
         if let Err(source) = mem.read_slice(&mut bytes[start..], GuestAddress(addr)) {
             bytes.truncate(start);
-            let error = HwcError::Queue(QueueError::Guest {
-                addr,
-                len: size,
-                source,
-            });
-            return Request {
-                bytes,
-                error: Some(error),
-            };
+            let error = HwcError::Queue(QueueError::Guest { addr, len: size, source });
+            return Request { bytes, error: Some(error) };
         }
     }
     Request { bytes, error: None }

@@ -12,7 +12,9 @@
 //!   device raises MSI-X vectors (eventfds in production, a recorder in tests).
 //! - the device core: BAR0 registers, shared-memory channel (SMC), hardware
 //!   channel (HWC), GDMA and BNIC commands, queues, DMA through `vm-memory`.
-//! - the vfio-user shell: [`server`] (regions, IRQs, the socket), [`pci`]
+//! - the vfio-user shell: [`server`] (regions, IRQs, the socket), [`front`]
+//!   and [`wire`] (every client message checked before the `vfio_user`
+//!   crate reads it; refusals answered with their errno), [`pci`]
 //!   (configuration space), [`msix`] (eventfds and pending bits), [`dma`]
 //!   (guest memory from DMA_MAP fds), [`shared`] (the core behind a lock for
 //!   status snapshots), [`backend_loop`] (the event loop that feeds frames
@@ -25,16 +27,19 @@ pub mod backend_loop;
 pub mod bar;
 pub mod config;
 pub mod control;
-pub mod fault;
 pub mod dma;
+pub mod fault;
+pub mod front;
 pub mod interrupt;
 pub mod msix;
 pub mod pci;
 pub mod server;
 pub mod shared;
+pub mod wire;
 
 // Device core (behind `bar::Bar0Handler`).
 pub mod bnic;
+pub mod budget;
 pub mod commands;
 pub mod datapath;
 pub mod defs;

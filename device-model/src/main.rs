@@ -24,18 +24,18 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
-use device_model::config::DeviceConfig;
-use device_model::fault::DeviceFault;
-use device_model::server::{DeviceServer, StatusHandle};
 use device_model::backend_loop::BackendLoop;
+use device_model::config::DeviceConfig;
 use device_model::datapath::backend::{Discard, PacketBackend};
 use device_model::datapath::tap::Tap;
+use device_model::fault::DeviceFault;
+use device_model::server::{DeviceServer, StatusHandle};
 use device_model::shared::mana_core_with;
-use std::os::fd::{FromRawFd, OwnedFd};
-use std::sync::atomic::Ordering;
 use signal_hook::consts::{SIGINT, SIGTERM, SIGUSR1};
 use signal_hook::iterator::Signals;
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -100,8 +100,7 @@ fn parse_mac(text: &str) -> Result<[u8; 6], String> {
         return Err(format!("{text:?}: expected six hex bytes separated by ':'"));
     }
     for (byte, part) in mac.iter_mut().zip(parts) {
-        *byte = u8::from_str_radix(part, 16)
-            .map_err(|_| format!("{text:?}: {part:?} is not a hex byte"))?;
+        *byte = u8::from_str_radix(part, 16).map_err(|_| format!("{text:?}: {part:?} is not a hex byte"))?;
     }
     Ok(mac)
 }
@@ -111,8 +110,7 @@ fn device_config(args: &Args) -> Result<DeviceConfig> {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("{}: cannot read device config", path.display()))?;
-            serde_json::from_str(&text)
-                .with_context(|| format!("{}: invalid device config", path.display()))?
+            serde_json::from_str(&text).with_context(|| format!("{}: invalid device config", path.display()))?
         }
         None => DeviceConfig::default(),
     };
@@ -132,10 +130,7 @@ fn device_config(args: &Args) -> Result<DeviceConfig> {
         config.mac = v;
     }
     if !(1..=2048).contains(&config.msix_table_size) {
-        bail!(
-            "msix_table_size {} is outside 1..=2048",
-            config.msix_table_size
-        );
+        bail!("msix_table_size {} is outside 1..=2048", config.msix_table_size);
     }
     Ok(config)
 }
@@ -204,8 +199,7 @@ fn run(args: Args) -> Result<()> {
     };
     // Register signal handlers before binding so that a SIGTERM right after
     // the socket appears cannot kill the process without cleanup.
-    let mut signals =
-        Signals::new([SIGTERM, SIGINT, SIGUSR1]).context("cannot install signal handlers")?;
+    let mut signals = Signals::new([SIGTERM, SIGINT, SIGUSR1]).context("cannot install signal handlers")?;
     let server = DeviceServer::bind(&args.socket, config, factory)?;
     // Readiness for whoever started us: the socket file exists now, and this line says so.
     {
@@ -227,41 +221,31 @@ fn run(args: Args) -> Result<()> {
     let signal_tx = tx.clone();
     let signal_handle = handle.clone();
     let status_file = args.status_file.clone();
-    std::thread::Builder::new()
-        .name("signals".into())
-        .spawn(move || {
-            for signal in signals.forever() {
-                if signal == SIGUSR1 {
-                    write_status(&signal_handle, status_file.as_deref());
-                } else if signal_tx.send(Event::Signal(signal)).is_err() {
-                    break;
-                }
+    std::thread::Builder::new().name("signals".into()).spawn(move || {
+        for signal in signals.forever() {
+            if signal == SIGUSR1 {
+                write_status(&signal_handle, status_file.as_deref());
+            } else if signal_tx.send(Event::Signal(signal)).is_err() {
+                break;
             }
-        })?;
+        }
+    })?;
 
     if args.control.is_some() {
         let control_tx = tx.clone();
         let control_handle = handle.clone();
-        std::thread::Builder::new()
-            .name("control".into())
-            .spawn(move || {
-                let result = device_model::control::serve(
-                    std::io::stdin().lock(),
-                    std::io::stdout(),
-                    &control_handle,
-                );
-                let _ = control_tx.send(Event::ControllerGone(result));
-            })?;
+        std::thread::Builder::new().name("control".into()).spawn(move || {
+            let result = device_model::control::serve(std::io::stdin().lock(), std::io::stdout(), &control_handle);
+            let _ = control_tx.send(Event::ControllerGone(result));
+        })?;
     }
 
     let server_tx = tx.clone();
     let server = std::sync::Arc::new(server);
     let serving = std::sync::Arc::clone(&server);
-    std::thread::Builder::new()
-        .name("vfio-user".into())
-        .spawn(move || {
-            let _ = server_tx.send(Event::Finished(serving.run()));
-        })?;
+    std::thread::Builder::new().name("vfio-user".into()).spawn(move || {
+        let _ = server_tx.send(Event::Finished(serving.run()));
+    })?;
 
     let timeout = (args.connect_timeout > 0).then(|| Duration::from_secs(args.connect_timeout));
     let event = match timeout {
@@ -301,10 +285,7 @@ fn run(args: Args) -> Result<()> {
             tracing::info!(?result, "control channel closed; exiting");
             Ok(())
         }
-        Event::ConnectTimeout => bail!(
-            "no vfio-user client connected within {} s",
-            args.connect_timeout
-        ),
+        Event::ConnectTimeout => bail!("no vfio-user client connected within {} s", args.connect_timeout),
     }
 }
 
@@ -325,9 +306,7 @@ fn exit_on_panic() {
             .copied()
             .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
             .unwrap_or("(no message)");
-        let place = info
-            .location()
-            .map_or_else(String::new, |l| format!(" at {l}"));
+        let place = info.location().map_or_else(String::new, |l| format!(" at {l}"));
         eprintln!(
             "mana-device: error: thread '{}' panicked{place}: {message}; exiting",
             thread.name().unwrap_or("unnamed")

@@ -11,6 +11,13 @@
 //! its pending bit is set and the interrupt is delivered as soon as an
 //! eventfd arrives (PCI 3.0 6.8.3.5 "pending bits"). While MSI-X is off,
 //! raised vectors are dropped and counted.
+//!
+//! Raising a vector runs inside a guest MMIO access, so it must never block:
+//! only eventfds are accepted as vector fds (a regular file on a slow file
+//! system, a full pipe or a socket could block the write), each is switched
+//! to non-blocking, and a write that would block (the eventfd's counter is at
+//! its maximum, which only whoever holds the other end can cause) is counted
+//! as lost instead.
 
 use crate::interrupt::InterruptSink;
 use crate::pci::{MSIX_MAX_VECTORS, MSIX_PBA_OFFSET, MSIX_TABLE_OFFSET};
@@ -20,12 +27,14 @@ use std::io::Write;
 use std::sync::{Mutex, MutexGuard};
 use thiserror::Error;
 use vfio_bindings::bindings::vfio::{
-    VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_IRQ_SET_ACTION_TYPE_MASK, VFIO_IRQ_SET_DATA_EVENTFD,
-    VFIO_IRQ_SET_DATA_NONE, VFIO_IRQ_SET_DATA_TYPE_MASK,
+    VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_IRQ_SET_ACTION_TYPE_MASK, VFIO_IRQ_SET_DATA_EVENTFD, VFIO_IRQ_SET_DATA_NONE,
+    VFIO_IRQ_SET_DATA_TYPE_MASK,
 };
 
 /// Bytes per MSI-X table entry (address low/high, data, vector control).
 const TABLE_ENTRY_SIZE: u64 = 16;
+/// Lost interrupts logged one by one before only every power of two is.
+const LOST_LOG_LIMIT: u64 = 16;
 
 /// Errors from a `SET_IRQS` request for the MSI-X index.
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -51,6 +60,15 @@ pub enum MsixError {
     /// An action/data combination MSI-X does not support (MASK/UNMASK, DATA_BOOL).
     #[error("unsupported SET_IRQS flags {0:#x} for MSI-X")]
     Unsupported(u32),
+    /// A vector's fd is not an eventfd (or cannot be made non-blocking), so
+    /// writing it could block the device.
+    #[error("SET_IRQS vector {vector}: the fd is not an eventfd ({what})")]
+    NotAnEventfd {
+        /// The vector.
+        vector: u32,
+        /// What it is instead, or what failed.
+        what: String,
+    },
 }
 
 /// Counters and state of the MSI-X vectors, for status reports.
@@ -68,6 +86,10 @@ pub struct MsixSnapshot {
     pub delivered: Vec<u64>,
     /// Interrupts raised while MSI-X was disabled or for a vector outside the table.
     pub dropped: u64,
+    /// Interrupts whose eventfd write failed (EAGAIN: the eventfd's counter
+    /// was full); never retried.
+    #[serde(default)]
+    pub lost: u64,
 }
 
 #[derive(Debug)]
@@ -77,6 +99,7 @@ struct State {
     pending: Vec<bool>,
     delivered: Vec<u64>,
     dropped: u64,
+    lost: u64,
     /// Guest-visible table entries as last written through the BAR (QEMU
     /// normally keeps its own copy and never forwards these accesses).
     table: Vec<[u32; 4]>,
@@ -91,6 +114,7 @@ impl State {
             pending: vec![false; n],
             delivered: vec![0; n],
             dropped: 0,
+            lost: 0,
             // Vector control bit 0 (masked) is set after reset (PCI 3.0 6.8.2.9).
             table: vec![[0, 0, 0, 1]; n],
         }
@@ -101,11 +125,15 @@ impl State {
             return;
         };
         let mut fd: &File = fd;
-        match fd.write_all(&1u64.to_ne_bytes()) {
-            Ok(()) => self.delivered[vector] += 1,
-            Err(err) => {
-                tracing::warn!(vector, %err, "MSI-X eventfd write failed; interrupt lost");
-                self.dropped += 1;
+        // One 8-byte write to an eventfd is all or nothing.
+        match fd.write(&1u64.to_ne_bytes()) {
+            Ok(8) => self.delivered[vector] += 1,
+            result => {
+                self.lost += 1;
+                if self.lost <= LOST_LOG_LIMIT || self.lost.is_power_of_two() {
+                    let err = result.map_or_else(|e| e.to_string(), |n| format!("wrote {n} bytes"));
+                    tracing::warn!(vector, lost = self.lost, %err, "MSI-X eventfd write failed; interrupt lost");
+                }
             }
         }
     }
@@ -130,10 +158,7 @@ impl MsixVectors {
     /// A table of `table_size` vectors (1..=2048, clamped), MSI-X disabled.
     pub fn new(table_size: u16) -> Self {
         let table_size = table_size.clamp(1, MSIX_MAX_VECTORS);
-        Self {
-            table_size,
-            state: Mutex::new(State::new(table_size)),
-        }
+        Self { table_size, state: Mutex::new(State::new(table_size)) }
     }
 
     /// Entries in the MSI-X table.
@@ -144,9 +169,7 @@ impl MsixVectors {
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock cannot leave the table inconsistent
         // (each update is a single assignment), so a poisoned lock is usable.
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Applies a `VFIO_USER_DEVICE_SET_IRQS` request for the MSI-X index
@@ -160,15 +183,11 @@ impl MsixVectors {
     ///   eventfds of those vectors.
     ///
     /// # Errors
-    /// [`MsixError`] for vectors outside the table, a wrong number of fds, or
-    /// MASK/UNMASK/DATA_BOOL, which VFIO does not support for MSI-X either.
-    pub fn set_irqs(
-        &self,
-        flags: u32,
-        start: u32,
-        count: u32,
-        fds: Vec<File>,
-    ) -> Result<(), MsixError> {
+    /// [`MsixError`] for vectors outside the table, a wrong number of fds, an
+    /// fd that is not an eventfd ([`MsixError::NotAnEventfd`]; nothing is
+    /// installed then), or MASK/UNMASK/DATA_BOOL, which VFIO does not support
+    /// for MSI-X either.
+    pub fn set_irqs(&self, flags: u32, start: u32, count: u32, fds: Vec<File>) -> Result<(), MsixError> {
         let action = flags & VFIO_IRQ_SET_ACTION_TYPE_MASK;
         let data = flags & VFIO_IRQ_SET_DATA_TYPE_MASK;
         if action != VFIO_IRQ_SET_ACTION_TRIGGER {
@@ -183,11 +202,7 @@ impl MsixVectors {
         let end = start
             .checked_add(count)
             .filter(|end| *end <= u32::from(self.table_size))
-            .ok_or(MsixError::OutOfRange {
-                start,
-                count,
-                table_size: self.table_size,
-            })?;
+            .ok_or(MsixError::OutOfRange { start, count, table_size: self.table_size })?;
         let vectors = start as usize..end as usize;
         match data {
             VFIO_IRQ_SET_DATA_NONE => {
@@ -197,12 +212,14 @@ impl MsixVectors {
             }
             VFIO_IRQ_SET_DATA_EVENTFD if fds.is_empty() => {
                 state.enabled = true;
-                state.eventfds[vectors.clone()]
-                    .iter_mut()
-                    .for_each(|fd| *fd = None);
+                state.eventfds[vectors.clone()].iter_mut().for_each(|fd| *fd = None);
                 tracing::debug!(?vectors, "MSI-X enabled; vectors without eventfd");
             }
             VFIO_IRQ_SET_DATA_EVENTFD if fds.len() == vectors.len() => {
+                for (vector, fd) in vectors.clone().zip(&fds) {
+                    make_nonblocking_eventfd(fd)
+                        .map_err(|what| MsixError::NotAnEventfd { vector: vector as u32, what })?;
+                }
                 state.enabled = true;
                 for (vector, fd) in vectors.clone().zip(fds) {
                     state.eventfds[vector] = Some(fd);
@@ -213,10 +230,7 @@ impl MsixVectors {
                 tracing::debug!(?vectors, "MSI-X eventfds installed");
             }
             VFIO_IRQ_SET_DATA_EVENTFD => {
-                return Err(MsixError::FdCountMismatch {
-                    count,
-                    fds: fds.len(),
-                });
+                return Err(MsixError::FdCountMismatch { count, fds: fds.len() });
             }
             _ => return Err(MsixError::Unsupported(flags)),
         }
@@ -236,9 +250,7 @@ impl MsixVectors {
     pub fn bar_read(&self, offset: u64, data: &mut [u8]) {
         let state = self.lock();
         for (i, byte) in data.iter_mut().enumerate() {
-            *byte = offset
-                .checked_add(i as u64)
-                .map_or(0, |at| self.bar_byte(&state, at));
+            *byte = offset.checked_add(i as u64).map_or(0, |at| self.bar_byte(&state, at));
         }
     }
 
@@ -265,10 +277,7 @@ impl MsixVectors {
         let mut state = self.lock();
         let table_len = u64::from(self.table_size) * TABLE_ENTRY_SIZE;
         for (i, byte) in data.iter().enumerate() {
-            let Some(rel) = offset
-                .checked_add(i as u64)
-                .and_then(|at| at.checked_sub(MSIX_TABLE_OFFSET))
-            else {
+            let Some(rel) = offset.checked_add(i as u64).and_then(|at| at.checked_sub(MSIX_TABLE_OFFSET)) else {
                 continue;
             };
             if rel >= table_len {
@@ -287,11 +296,8 @@ impl MsixVectors {
     /// Current state and counters.
     pub fn snapshot(&self) -> MsixSnapshot {
         let state = self.lock();
-        let which = |pred: &dyn Fn(usize) -> bool| {
-            (0..self.table_size)
-                .filter(|v| pred(usize::from(*v)))
-                .collect::<Vec<u16>>()
-        };
+        let which =
+            |pred: &dyn Fn(usize) -> bool| (0..self.table_size).filter(|v| pred(usize::from(*v))).collect::<Vec<u16>>();
         MsixSnapshot {
             table_size: self.table_size,
             enabled: state.enabled,
@@ -299,8 +305,39 @@ impl MsixVectors {
             pending: which(&|v| state.pending[v]),
             delivered: state.delivered.clone(),
             dropped: state.dropped,
+            lost: state.lost,
         }
     }
+}
+
+/// Checks that `fd` is an eventfd (its `/proc/self/fd` link reads
+/// `anon_inode:[eventfd]`) and sets `O_NONBLOCK` on it. QEMU's eventfds are
+/// non-blocking already (`event_notifier_init()`); the flag belongs to the
+/// open file, which QEMU shares, so nothing changes for QEMU.
+///
+/// # Errors
+/// What the fd is instead, or which call failed.
+fn make_nonblocking_eventfd(fd: &File) -> Result<(), String> {
+    use std::os::fd::AsRawFd;
+    let raw = fd.as_raw_fd();
+    let link = std::fs::read_link(format!("/proc/self/fd/{raw}"))
+        .map_err(|err| format!("cannot read /proc/self/fd/{raw}: {err}"))?;
+    if link.as_os_str() != "anon_inode:[eventfd]" {
+        return Err(link.display().to_string());
+    }
+    // SAFETY: fcntl(F_GETFL) on an fd this function borrows; no memory is passed.
+    let flags = unsafe { libc::fcntl(raw, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(format!("F_GETFL: {}", std::io::Error::last_os_error()));
+    }
+    if flags & libc::O_NONBLOCK == 0 {
+        // SAFETY: fcntl(F_SETFL) with an integer argument on a borrowed fd.
+        let set = unsafe { libc::fcntl(raw, libc::F_SETFL, flags | libc::O_NONBLOCK) };
+        if set < 0 {
+            return Err(format!("F_SETFL: {}", std::io::Error::last_os_error()));
+        }
+    }
+    Ok(())
 }
 
 impl InterruptSink for MsixVectors {
@@ -405,8 +442,7 @@ mod tests {
         let msix = MsixVectors::new(4);
         let (efd, f) = eventfd();
         msix.set_irqs(EVENTFD, 2, 1, vec![f]).expect("vector 2");
-        msix.set_irqs(EVENTFD, 2, 1, vec![])
-            .expect("release vector 2");
+        msix.set_irqs(EVENTFD, 2, 1, vec![]).expect("release vector 2");
         msix.raise(2);
         assert_eq!(fired(&efd), 0);
         assert_eq!(msix.snapshot().pending, vec![2]);
@@ -427,23 +463,46 @@ mod tests {
         let msix = MsixVectors::new(4);
         assert_eq!(
             msix.set_irqs(EVENTFD, 3, 2, vec![]),
-            Err(MsixError::OutOfRange {
-                start: 3,
-                count: 2,
-                table_size: 4
-            })
+            Err(MsixError::OutOfRange { start: 3, count: 2, table_size: 4 })
         );
         assert!(msix.set_irqs(EVENTFD, u32::MAX, 2, vec![]).is_err());
         let (_efd, f) = eventfd();
-        assert_eq!(
-            msix.set_irqs(EVENTFD, 0, 2, vec![f]),
-            Err(MsixError::FdCountMismatch { count: 2, fds: 1 })
-        );
+        assert_eq!(msix.set_irqs(EVENTFD, 0, 2, vec![f]), Err(MsixError::FdCountMismatch { count: 2, fds: 1 }));
         let mask = VFIO_IRQ_SET_DATA_NONE | vfio_bindings::bindings::vfio::VFIO_IRQ_SET_ACTION_MASK;
-        assert_eq!(
-            msix.set_irqs(mask, 0, 1, vec![]),
-            Err(MsixError::Unsupported(mask))
-        );
+        assert_eq!(msix.set_irqs(mask, 0, 1, vec![]), Err(MsixError::Unsupported(mask)));
+    }
+
+    #[test]
+    fn a_vector_fd_that_is_not_an_eventfd_is_refused_and_nothing_is_installed() {
+        let msix = MsixVectors::new(4);
+        let (_efd, good) = eventfd();
+        let file = memfd::MemfdOptions::default().create("not-an-eventfd").expect("memfd").into_file();
+        let err = msix.set_irqs(EVENTFD, 0, 2, vec![good, file]);
+        assert!(matches!(&err, Err(MsixError::NotAnEventfd { vector: 1, what }) if what.contains("memfd")), "{err:?}");
+        let snap = msix.snapshot();
+        assert!(!snap.enabled && snap.vectors_with_eventfd.is_empty(), "{snap:?}");
+    }
+
+    #[test]
+    fn a_full_eventfd_loses_the_interrupt_instead_of_blocking_the_device() {
+        use std::os::fd::{AsRawFd, BorrowedFd};
+        // A blocking eventfd whose counter the other end filled to its
+        // maximum (0xffff_ffff_ffff_fffe): a blocking write of 1 would wait
+        // for a reader for ever.
+        let efd = EventFd::new(0).expect("blocking eventfd");
+        efd.write(u64::MAX - 1).expect("fill the counter");
+        // SAFETY: the fd is open and owned by `efd`, which outlives this borrow.
+        let borrowed = unsafe { BorrowedFd::borrow_raw(efd.as_raw_fd()) };
+        let file = File::from(borrowed.try_clone_to_owned().expect("dup"));
+        let msix = MsixVectors::new(2);
+        msix.set_irqs(EVENTFD, 1, 1, vec![file]).expect("an eventfd");
+        msix.raise(1);
+        msix.raise(1);
+        let snap = msix.snapshot();
+        assert_eq!((snap.lost, snap.delivered[1]), (2, 0));
+        assert_eq!(efd.read().expect("counter"), u64::MAX - 1);
+        msix.raise(1);
+        assert_eq!(msix.snapshot().delivered[1], 1, "delivered again once read");
     }
 
     #[test]
@@ -452,17 +511,9 @@ mod tests {
         let mut entry = [0u8; 16];
         msix.bar_read(16, &mut entry);
         assert_eq!(entry, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0]);
-        msix.bar_write(
-            16,
-            &[
-                0xee, 0xff, 0xe0, 0xfe, 0, 0, 0, 0, 0x41, 0, 0, 0, 0xfe, 0xff, 0, 0,
-            ],
-        );
+        msix.bar_write(16, &[0xee, 0xff, 0xe0, 0xfe, 0, 0, 0, 0, 0x41, 0, 0, 0, 0xfe, 0xff, 0, 0]);
         msix.bar_read(16, &mut entry);
-        assert_eq!(
-            entry,
-            [0xee, 0xff, 0xe0, 0xfe, 0, 0, 0, 0, 0x41, 0, 0, 0, 0, 0, 0, 0]
-        );
+        assert_eq!(entry, [0xee, 0xff, 0xe0, 0xfe, 0, 0, 0, 0, 0x41, 0, 0, 0, 0, 0, 0, 0]);
         msix.reset();
         msix.bar_read(16, &mut entry);
         assert_eq!(entry[12], 1);

@@ -254,11 +254,8 @@ impl ConfigSpace {
         if msix_table_size == 0 || msix_table_size > MSIX_MAX_VECTORS {
             return Err(PciError::InvalidMsixTableSize(msix_table_size));
         }
-        let mut space = Self {
-            bytes: vec![0; CONFIG_SPACE_SIZE],
-            initial: Vec::new(),
-            write_mask: vec![0; CONFIG_SPACE_SIZE],
-        };
+        let mut space =
+            Self { bytes: vec![0; CONFIG_SPACE_SIZE], initial: Vec::new(), write_mask: vec![0; CONFIG_SPACE_SIZE] };
 
         let header = Type0Header {
             vendor_id: VENDOR_ID_MICROSOFT.into(),
@@ -279,10 +276,7 @@ impl ConfigSpace {
         for bar in bars {
             space.add_bar(bar, &mut used)?;
         }
-        if !bars
-            .iter()
-            .any(|b| b.index == MSIX_BAR_INDEX && b.size >= MSIX_BAR_SIZE)
-        {
+        if !bars.iter().any(|b| b.index == MSIX_BAR_INDEX && b.size >= MSIX_BAR_SIZE) {
             return Err(PciError::InvalidBar {
                 index: MSIX_BAR_INDEX,
                 reason: "the MSI-X table BAR is missing or smaller than 64 KiB",
@@ -293,31 +287,19 @@ impl ConfigSpace {
             cap_id: CAP_ID_MSIX,
             next: PCIE_CAP_OFFSET as u8,
             control: MsixControl::new().with_table_size_minus_one(msix_table_size - 1),
-            table: MsixLocation::new()
-                .with_bir(MSIX_BAR_INDEX)
-                .with_offset_div8((MSIX_TABLE_OFFSET / 8) as u32),
-            pba: MsixLocation::new()
-                .with_bir(MSIX_BAR_INDEX)
-                .with_offset_div8((MSIX_PBA_OFFSET / 8) as u32),
+            table: MsixLocation::new().with_bir(MSIX_BAR_INDEX).with_offset_div8((MSIX_TABLE_OFFSET / 8) as u32),
+            pba: MsixLocation::new().with_bir(MSIX_BAR_INDEX).with_offset_div8((MSIX_PBA_OFFSET / 8) as u32),
         };
         space.put(MSIX_CAP_OFFSET, msix.as_bytes());
-        let control_mask = MsixControl::new()
-            .with_function_mask(true)
-            .with_enable(true);
+        let control_mask = MsixControl::new().with_function_mask(true).with_enable(true);
         space.set_mask(MSIX_CAP_OFFSET + 2, control_mask.as_bytes());
 
         let pcie = PcieCap {
             cap_id: CAP_ID_PCIE,
             next: 0,
-            capabilities: PcieCapabilities::new()
-                .with_version(2)
-                .with_device_port_type(0),
-            link_capabilities: LinkCapabilities::new()
-                .with_max_link_speed(1)
-                .with_max_link_width(1),
-            link_status: LinkStatus::new()
-                .with_current_link_speed(1)
-                .with_negotiated_link_width(1),
+            capabilities: PcieCapabilities::new().with_version(2).with_device_port_type(0),
+            link_capabilities: LinkCapabilities::new().with_max_link_speed(1).with_max_link_width(1),
+            link_status: LinkStatus::new().with_current_link_speed(1).with_negotiated_link_width(1),
             ..PcieCap::new_zeroed()
         };
         space.put(PCIE_CAP_OFFSET, pcie.as_bytes());
@@ -340,10 +322,7 @@ impl ConfigSpace {
     }
 
     fn add_bar(&mut self, bar: &BarSpec, used: &mut [bool; 6]) -> Result<(), PciError> {
-        let invalid = |reason| PciError::InvalidBar {
-            index: bar.index,
-            reason,
-        };
+        let invalid = |reason| PciError::InvalidBar { index: bar.index, reason };
         let slots = match bar.kind {
             BarKind::Memory32 => 1,
             BarKind::Memory64 => 2,
@@ -404,11 +383,7 @@ impl ConfigSpace {
     /// [`PciError::OutOfRange`] if the access leaves configuration space.
     pub fn write(&mut self, offset: u64, data: &[u8]) -> Result<(), PciError> {
         let range = Self::range(offset, data.len())?;
-        for ((byte, mask), new) in self.bytes[range.clone()]
-            .iter_mut()
-            .zip(&self.write_mask[range])
-            .zip(data)
-        {
+        for ((byte, mask), new) in self.bytes[range.clone()].iter_mut().zip(&self.write_mask[range]).zip(data) {
             *byte = (*byte & !mask) | (new & mask);
         }
         Ok(())
@@ -422,10 +397,7 @@ impl ConfigSpace {
     /// Current MSI-X Message Control register.
     pub fn msix_control(&self) -> MsixControl {
         let at = MSIX_CAP_OFFSET + 2;
-        MsixControl::from_bits(U16::new(u16::from_le_bytes([
-            self.bytes[at],
-            self.bytes[at + 1],
-        ])))
+        MsixControl::from_bits(U16::new(u16::from_le_bytes([self.bytes[at], self.bytes[at + 1]])))
     }
 
     /// Returns every register to its power-on value (device reset).
@@ -440,16 +412,8 @@ mod tests {
 
     fn mana_bars() -> Vec<BarSpec> {
         vec![
-            BarSpec {
-                index: 0,
-                size: 0x10_0000,
-                kind: BarKind::Memory64,
-            },
-            BarSpec {
-                index: MSIX_BAR_INDEX,
-                size: MSIX_BAR_SIZE,
-                kind: BarKind::Memory32,
-            },
+            BarSpec { index: 0, size: 0x10_0000, kind: BarKind::Memory64 },
+            BarSpec { index: MSIX_BAR_INDEX, size: MSIX_BAR_SIZE, kind: BarKind::Memory32 },
         ]
     }
 
@@ -481,9 +445,7 @@ mod tests {
         space.write(4, &[0x07]).expect("in range");
         assert_eq!(space.command(), 0x0007);
         // Read-only bits (e.g. special cycles, bit 3) stay clear; status is untouched.
-        space
-            .write(4, &0xffff_ffff_u32.to_le_bytes())
-            .expect("in range");
+        space.write(4, &0xffff_ffff_u32.to_le_bytes()).expect("in range");
         assert_eq!(space.command(), COMMAND_WRITABLE);
         assert_eq!(read_u32(&space, 4) >> 16, u32::from(STATUS_CAP_LIST));
     }
@@ -491,15 +453,9 @@ mod tests {
     #[test]
     fn bar_sizing_reports_size_and_type() {
         let mut space = ConfigSpace::new_mana_vf(&mana_bars(), 65).expect("valid");
-        assert_eq!(
-            read_u32(&space, 0x10),
-            0b100,
-            "BAR0: 64-bit, non-prefetchable memory"
-        );
+        assert_eq!(read_u32(&space, 0x10), 0b100, "BAR0: 64-bit, non-prefetchable memory");
         for offset in [0x10, 0x14, 0x18] {
-            space
-                .write(offset, &u32::MAX.to_le_bytes())
-                .expect("in range");
+            space.write(offset, &u32::MAX.to_le_bytes()).expect("in range");
         }
         // 1 MiB 64-bit BAR: low dword ~(1 MiB - 1) with type bits, high dword all ones.
         assert_eq!(read_u32(&space, 0x10), 0xfff0_0004);
@@ -508,15 +464,11 @@ mod tests {
         assert_eq!(read_u32(&space, 0x18), 0xffff_0000);
         // Unimplemented BARs and the expansion ROM read 0 after sizing.
         for offset in [0x1c, 0x20, 0x24, 0x30] {
-            space
-                .write(offset, &u32::MAX.to_le_bytes())
-                .expect("in range");
+            space.write(offset, &u32::MAX.to_le_bytes()).expect("in range");
             assert_eq!(read_u32(&space, offset), 0, "offset {offset:#x}");
         }
         // An address assignment reads back.
-        space
-            .write(0x10, &0xfe00_0000_u32.to_le_bytes())
-            .expect("in range");
+        space.write(0x10, &0xfe00_0000_u32.to_le_bytes()).expect("in range");
         assert_eq!(read_u32(&space, 0x10), 0xfe00_0004);
     }
 
@@ -524,15 +476,10 @@ mod tests {
     fn msix_capability_bytes_describe_table_and_pba_in_bar2() {
         let space = ConfigSpace::new_mana_vf(&mana_bars(), 65).expect("valid");
         let mut cap = [0u8; 12];
-        space
-            .read(MSIX_CAP_OFFSET as u64, &mut cap)
-            .expect("in range");
+        space.read(MSIX_CAP_OFFSET as u64, &mut cap).expect("in range");
         // id 0x11, next = PCIe cap at 0x50, Table Size field = 65 - 1 = 0x40,
         // table at BAR2 + 0 (BIR 2), PBA at BAR2 + 0x8000 (BIR 2).
-        assert_eq!(
-            cap,
-            [0x11, 0x50, 0x40, 0x00, 0x02, 0x00, 0x00, 0x00, 0x02, 0x80, 0x00, 0x00]
-        );
+        assert_eq!(cap, [0x11, 0x50, 0x40, 0x00, 0x02, 0x00, 0x00, 0x00, 0x02, 0x80, 0x00, 0x00]);
         let max = ConfigSpace::new_mana_vf(&mana_bars(), 2048).expect("valid");
         assert_eq!(max.msix_control().table_size_minus_one(), 2047);
     }
@@ -540,9 +487,7 @@ mod tests {
     #[test]
     fn msix_enable_and_mask_bits_are_writable_table_size_is_not() {
         let mut space = ConfigSpace::new_mana_vf(&mana_bars(), 9).expect("valid");
-        space
-            .write(MSIX_CAP_OFFSET as u64 + 2, &0xffff_u16.to_le_bytes())
-            .expect("in range");
+        space.write(MSIX_CAP_OFFSET as u64 + 2, &0xffff_u16.to_le_bytes()).expect("in range");
         let control = space.msix_control();
         assert!(control.enable() && control.function_mask());
         assert_eq!(control.table_size_minus_one(), 8);
@@ -564,9 +509,7 @@ mod tests {
     fn reset_restores_power_on_values() {
         let mut space = ConfigSpace::new_mana_vf(&mana_bars(), 65).expect("valid");
         space.write(4, &[0x06]).expect("in range");
-        space
-            .write(0x10, &0xfe00_0000_u32.to_le_bytes())
-            .expect("in range");
+        space.write(0x10, &0xfe00_0000_u32.to_le_bytes()).expect("in range");
         space.reset();
         assert_eq!(space.command(), 0);
         assert_eq!(read_u32(&space, 0x10), 0b100);
@@ -576,13 +519,7 @@ mod tests {
     fn accesses_outside_config_space_are_errors() {
         let mut space = ConfigSpace::new_mana_vf(&mana_bars(), 65).expect("valid");
         let mut data = [0u8; 4];
-        assert_eq!(
-            space.read(0xffe, &mut data),
-            Err(PciError::OutOfRange {
-                offset: 0xffe,
-                len: 4
-            })
-        );
+        assert_eq!(space.read(0xffe, &mut data), Err(PciError::OutOfRange { offset: 0xffe, len: 4 }));
         assert!(space.write(u64::MAX, &[0]).is_err());
         let mut whole = vec![0u8; CONFIG_SPACE_SIZE];
         assert!(space.read(0, &mut whole).is_ok());
@@ -590,38 +527,16 @@ mod tests {
 
     #[test]
     fn invalid_layouts_are_rejected() {
-        assert_eq!(
-            ConfigSpace::new_mana_vf(&mana_bars(), 0).err(),
-            Some(PciError::InvalidMsixTableSize(0))
-        );
+        assert_eq!(ConfigSpace::new_mana_vf(&mana_bars(), 0).err(), Some(PciError::InvalidMsixTableSize(0)));
         assert!(ConfigSpace::new_mana_vf(&mana_bars(), 2049).is_err());
-        let odd = [BarSpec {
-            index: 0,
-            size: 3000,
-            kind: BarKind::Memory64,
-        }];
-        assert!(matches!(
-            ConfigSpace::new_mana_vf(&odd, 65),
-            Err(PciError::InvalidBar { index: 0, .. })
-        ));
+        let odd = [BarSpec { index: 0, size: 3000, kind: BarKind::Memory64 }];
+        assert!(matches!(ConfigSpace::new_mana_vf(&odd, 65), Err(PciError::InvalidBar { index: 0, .. })));
         let overlap = [
-            BarSpec {
-                index: 1,
-                size: 0x1000,
-                kind: BarKind::Memory64,
-            },
-            BarSpec {
-                index: 2,
-                size: MSIX_BAR_SIZE,
-                kind: BarKind::Memory32,
-            },
+            BarSpec { index: 1, size: 0x1000, kind: BarKind::Memory64 },
+            BarSpec { index: 2, size: MSIX_BAR_SIZE, kind: BarKind::Memory32 },
         ];
         assert!(ConfigSpace::new_mana_vf(&overlap, 65).is_err());
-        let no_msix_bar = [BarSpec {
-            index: 0,
-            size: 0x1000,
-            kind: BarKind::Memory64,
-        }];
+        let no_msix_bar = [BarSpec { index: 0, size: 0x1000, kind: BarKind::Memory64 }];
         assert!(ConfigSpace::new_mana_vf(&no_msix_bar, 65).is_err());
     }
 }

@@ -113,9 +113,7 @@ impl Ring {
         if size == 0 || size % PAGE_SIZE != 0 {
             return Err(QueueError::BadRing { size, pages: 0 });
         }
-        let pages = (0..size / PAGE_SIZE)
-            .map(|i| GuestAddress(base.0.wrapping_add(i * PAGE_SIZE)))
-            .collect();
+        let pages = (0..size / PAGE_SIZE).map(|i| GuestAddress(base.0.wrapping_add(i * PAGE_SIZE))).collect();
         Ok(Self { pages, size })
     }
 
@@ -127,16 +125,9 @@ impl Ring {
     pub fn from_pages(pages: &[u64], size: u64) -> Result<Self, QueueError> {
         let needed = size / PAGE_SIZE;
         if size == 0 || size % PAGE_SIZE != 0 || needed > pages.len() as u64 {
-            return Err(QueueError::BadRing {
-                size,
-                pages: pages.len(),
-            });
+            return Err(QueueError::BadRing { size, pages: pages.len() });
         }
-        let pages = pages
-            .iter()
-            .take(needed as usize)
-            .map(|&p| GuestAddress(p))
-            .collect();
+        let pages = pages.iter().take(needed as usize).map(|&p| GuestAddress(p)).collect();
         Ok(Self { pages, size })
     }
 
@@ -151,10 +142,7 @@ impl Ring {
         let offset = offset % self.size;
         let page = self.pages[(offset / PAGE_SIZE) as usize];
         let in_page = offset % PAGE_SIZE;
-        (
-            GuestAddress(page.0.wrapping_add(in_page)),
-            PAGE_SIZE - in_page,
-        )
+        (GuestAddress(page.0.wrapping_add(in_page)), PAGE_SIZE - in_page)
     }
 
     /// Reads `buf.len()` bytes starting at ring byte `offset`, wrapping at the
@@ -167,12 +155,11 @@ impl Ring {
         while done < buf.len() {
             let (addr, room) = self.locate(offset + done as u64);
             let take = (buf.len() - done).min(room as usize);
-            mem.read_slice(&mut buf[done..done + take], addr)
-                .map_err(|source| QueueError::Guest {
-                    addr: addr.0,
-                    len: take,
-                    source,
-                })?;
+            mem.read_slice(&mut buf[done..done + take], addr).map_err(|source| QueueError::Guest {
+                addr: addr.0,
+                len: take,
+                source,
+            })?;
             done += take;
         }
         Ok(())
@@ -187,21 +174,13 @@ impl Ring {
     fn write_entry(&self, mem: &Mem, offset: u64, entry: &[u8]) -> Result<(), QueueError> {
         let (addr, _) = self.locate(offset);
         let split = entry.len() - 4;
-        let guest = |source| QueueError::Guest {
-            addr: addr.0,
-            len: entry.len(),
-            source,
-        };
+        let guest = |source| QueueError::Guest { addr: addr.0, len: entry.len(), source };
         mem.write_slice(&entry[..split], addr).map_err(guest)?;
         let last = Le32::read_from_bytes(&entry[split..])
             .map(Le32::get)
-            .map_err(|_| QueueError::BadRing {
-                size: entry.len() as u64,
-                pages: 0,
-            })?;
+            .map_err(|_| QueueError::BadRing { size: entry.len() as u64, pages: 0 })?;
         let owner_addr = GuestAddress(addr.0.wrapping_add(split as u64));
-        mem.store(last, owner_addr, Ordering::Release)
-            .map_err(guest)
+        mem.store(last, owner_addr, Ordering::Release).map_err(guest)
     }
 }
 
@@ -260,10 +239,7 @@ impl<E: Entry> Producer<E> {
     pub fn new(id: u32, ring: Ring) -> Result<Self, QueueError> {
         let entries = ring.size() / u64::from(E::SIZE);
         if !(2..=1 << 27).contains(&entries) || !entries.is_power_of_two() {
-            return Err(QueueError::BadRing {
-                size: ring.size(),
-                pages: ring.pages.len(),
-            });
+            return Err(QueueError::BadRing { size: ring.size(), pages: ring.pages.len() });
         }
         let entries = entries as u32;
         Ok(Self {
@@ -311,8 +287,7 @@ impl<E: Entry> Producer<E> {
         let slot = self.producer % self.entries;
         let owner = ((self.producer / self.entries) % OWNER_LAPS) as u8;
         entry.set_owner(owner);
-        self.ring
-            .write_entry(mem, u64::from(slot) * u64::from(E::SIZE), entry.as_bytes())?;
+        self.ring.write_entry(mem, u64::from(slot) * u64::from(E::SIZE), entry.as_bytes())?;
         self.producer = (self.producer + 1) % self.modulus();
         self.posted += 1;
         Ok(())
@@ -361,11 +336,7 @@ impl<E: Entry> Producer<E> {
         let pending = self.pending();
         let advance = (tail % self.modulus() + self.modulus() - self.consumer) % self.modulus();
         if tail >= self.modulus() || advance > pending {
-            return Err(QueueError::BadDoorbell {
-                id: self.id,
-                tail,
-                pending,
-            });
+            return Err(QueueError::BadDoorbell { id: self.id, tail, pending });
         }
         self.consumer = tail;
         self.flush_backlog(mem)?;
@@ -453,19 +424,9 @@ impl WorkQueue {
     /// [`QueueError::BadRing`] unless the ring size is a power of two ≥ 4 KiB.
     pub fn new(id: u32, kind: WqKind, ring: Ring, cq_id: u32) -> Result<Self, QueueError> {
         if !ring.size().is_power_of_two() || ring.size() > u64::from(u32::MAX / 2) {
-            return Err(QueueError::BadRing {
-                size: ring.size(),
-                pages: ring.pages.len(),
-            });
+            return Err(QueueError::BadRing { size: ring.size(), pages: ring.pages.len() });
         }
-        Ok(Self {
-            id,
-            kind,
-            ring,
-            consumer: 0,
-            producer: 0,
-            cq_id,
-        })
+        Ok(Self { id, kind, ring, consumer: 0, producer: 0, cq_id })
     }
 
     /// Queue id.
@@ -476,6 +437,11 @@ impl WorkQueue {
     /// Queue kind.
     pub fn kind(&self) -> WqKind {
         self.kind
+    }
+
+    /// Ring size in bytes (for the device's page budget, [`crate::budget`]).
+    pub fn ring_bytes(&self) -> u64 {
+        self.ring.size()
     }
 
     fn ring_size(&self) -> u32 {
@@ -495,11 +461,7 @@ impl WorkQueue {
     pub fn doorbell(&mut self, tail: u32) -> Result<(), QueueError> {
         let ahead = tail.wrapping_sub(self.consumer);
         if ahead > self.ring_size() || ahead % WQE_BU_SIZE != 0 {
-            return Err(QueueError::BadDoorbell {
-                id: self.id,
-                tail,
-                pending: self.available(),
-            });
+            return Err(QueueError::BadDoorbell { id: self.id, tail, pending: self.available() });
         }
         self.producer = tail;
         Ok(())
@@ -523,23 +485,12 @@ impl WorkQueue {
         };
         if wqe.header.num_sge() == 0 {
             self.skip_to_producer();
-            return Err(QueueError::BadWqe {
-                id: self.id,
-                offset: wqe.offset,
-                reason: "no SGE",
-            });
+            return Err(QueueError::BadWqe { id: self.id, offset: wqe.offset, reason: "no SGE" });
         }
         self.consume(wqe.size);
-        let sges = wqe
-            .sgl(&buf)
-            .chunks_exact(size_of::<Sge>())
-            .filter_map(|chunk| Sge::read_from_bytes(chunk).ok())
-            .collect();
-        Ok(Some(Wqe {
-            offset: wqe.offset,
-            header: wqe.header,
-            sges,
-        }))
+        let sges =
+            wqe.sgl(&buf).chunks_exact(size_of::<Sge>()).filter_map(|chunk| Sge::read_from_bytes(chunk).ok()).collect();
+        Ok(Some(Wqe { offset: wqe.offset, header: wqe.header, sges }))
     }
 
     /// Reads the entry at the consumer into `buf` (at least [`MAX_SQE_SIZE`]
@@ -560,18 +511,12 @@ impl WorkQueue {
             return Ok(None);
         }
         let offset = self.consumer % self.ring_size();
-        let bad = |reason| QueueError::BadWqe {
-            id: self.id,
-            offset,
-            reason,
-        };
+        let bad = |reason| QueueError::BadWqe { id: self.id, offset, reason };
         let max = match self.kind {
             WqKind::Sq => MAX_SQE_SIZE,
             WqKind::Rq => MAX_RQE_SIZE,
         };
-        let first = buf
-            .get_mut(..WQE_BU_SIZE as usize)
-            .ok_or(bad("buffer smaller than a basic unit"))?;
+        let first = buf.get_mut(..WQE_BU_SIZE as usize).ok_or(bad("buffer smaller than a basic unit"))?;
         // One basic unit is always posted when anything is (the producer moves in BUs).
         self.ring.read(mem, u64::from(offset), first)?;
         let (header, _) = WqeHeader::read_from_prefix(first).map_err(|_| bad("short header"))?;
@@ -588,11 +533,7 @@ impl WorkQueue {
             let rest = &mut buf[WQE_BU_SIZE as usize..size as usize];
             self.ring.read(mem, u64::from(offset + WQE_BU_SIZE), rest)?;
         }
-        Ok(Some(WqeSlot {
-            offset,
-            size,
-            header,
-        }))
+        Ok(Some(WqeSlot { offset, size, header }))
     }
 
     /// Consumes `size` bytes (one entry [`WorkQueue::peek`] returned).
@@ -673,13 +614,7 @@ impl Queues {
     ///
     /// # Errors
     /// As [`Producer::post`].
-    pub fn post_eqe(
-        &mut self,
-        mem: &Mem,
-        irq: &dyn InterruptSink,
-        eq_id: u32,
-        eqe: Eqe,
-    ) -> Result<(), QueueError> {
+    pub fn post_eqe(&mut self, mem: &Mem, irq: &dyn InterruptSink, eq_id: u32, eqe: Eqe) -> Result<(), QueueError> {
         let Some(eq) = self.eqs.get_mut(&eq_id) else {
             return Ok(());
         };
@@ -694,13 +629,7 @@ impl Queues {
     ///
     /// # Errors
     /// As [`Producer::post`]; an unknown CQ drops the completion.
-    pub fn post_cqe(
-        &mut self,
-        mem: &Mem,
-        irq: &dyn InterruptSink,
-        cq_id: u32,
-        cqe: Cqe,
-    ) -> Result<(), QueueError> {
+    pub fn post_cqe(&mut self, mem: &Mem, irq: &dyn InterruptSink, cq_id: u32, cqe: Cqe) -> Result<(), QueueError> {
         let Some(cq) = self.cqs.get_mut(&cq_id) else {
             return Ok(());
         };
@@ -787,10 +716,7 @@ mod tests {
 
     fn owner_at(mem: &Mem, slot: u64) -> u8 {
         let mut eqe = Eqe::default();
-        Ring::contiguous(GuestAddress(0), 4096)
-            .expect("ring")
-            .read(mem, slot * 16, eqe.as_mut_bytes())
-            .expect("read");
+        Ring::contiguous(GuestAddress(0), 4096).expect("ring").read(mem, slot * 16, eqe.as_mut_bytes()).expect("read");
         eqe.info.owner_bits()
     }
 
@@ -799,9 +725,7 @@ mod tests {
         // mana_gd_process_eq_events(): with head starting at N, lap k's entries
         // carry owner (k + 1) & 7, so the 8th lap writes 0 and the 9th 1 again.
         let mem = mem();
-        let mut eq =
-            Producer::<Eqe>::new(1, Ring::contiguous(GuestAddress(0), 4096).expect("ring"))
-                .expect("eq");
+        let mut eq = Producer::<Eqe>::new(1, Ring::contiguous(GuestAddress(0), 4096).expect("ring")).expect("eq");
         let n = eq.entries();
         assert_eq!(n, 256);
         for lap in 0..9u32 {
@@ -818,24 +742,15 @@ mod tests {
     #[test]
     fn a_full_ring_queues_entries_and_writes_them_when_the_consumer_moves() {
         let mem = mem();
-        let mut eq =
-            Producer::<Eqe>::new(1, Ring::contiguous(GuestAddress(0), 4096).expect("ring"))
-                .expect("eq");
-        assert_eq!(
-            eq.post(&mem, Eqe::default()).expect("post"),
-            Notify::Fire,
-            "starts armed"
-        );
+        let mut eq = Producer::<Eqe>::new(1, Ring::contiguous(GuestAddress(0), 4096).expect("ring")).expect("eq");
+        assert_eq!(eq.post(&mem, Eqe::default()).expect("post"), Notify::Fire, "starts armed");
         for _ in 1..300 {
             assert_eq!(eq.post(&mem, Eqe::default()).expect("post"), Notify::None);
         }
         assert_eq!(eq.pending(), 256);
         assert_eq!(eq.backlog(), 44);
         // The driver consumed 100 and re-arms: 44 more written, 200 pending → fire.
-        assert_eq!(
-            eq.doorbell(&mem, 256 + 100, true).expect("doorbell"),
-            Notify::Fire
-        );
+        assert_eq!(eq.doorbell(&mem, 256 + 100, true).expect("doorbell"), Notify::Fire);
         assert_eq!(eq.backlog(), 0);
         assert_eq!(eq.pending(), 200);
         assert_eq!(eq.posted(), 300);
@@ -844,11 +759,8 @@ mod tests {
     #[test]
     fn doorbells_outside_the_pending_window_are_refused() {
         let mem = mem();
-        let mut cq =
-            Producer::<Cqe>::new(7, Ring::contiguous(GuestAddress(0), 4096).expect("ring"))
-                .expect("cq");
-        cq.post(&mem, <Cqe as zerocopy::FromZeros>::new_zeroed())
-            .expect("post");
+        let mut cq = Producer::<Cqe>::new(7, Ring::contiguous(GuestAddress(0), 4096).expect("ring")).expect("cq");
+        cq.post(&mem, <Cqe as zerocopy::FromZeros>::new_zeroed()).expect("post");
         // 64 entries: valid positions are 64 (none consumed) and 65.
         assert!(cq.doorbell(&mem, 66, true).is_err());
         assert!(cq.doorbell(&mem, 63, true).is_err());
@@ -866,10 +778,7 @@ mod tests {
         assert!(Producer::<Eqe>::new(1, ring).is_err(), "768 entries");
         let far = Ring::contiguous(GuestAddress(0x100_0000), 4096).expect("ring");
         let mut eq = Producer::<Eqe>::new(1, far).expect("eq");
-        assert!(matches!(
-            eq.post(&mem, Eqe::default()),
-            Err(QueueError::Guest { .. })
-        ));
+        assert!(matches!(eq.post(&mem, Eqe::default()), Err(QueueError::Guest { .. })));
     }
 
     #[test]

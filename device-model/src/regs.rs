@@ -140,34 +140,10 @@ mod tests {
     #[test]
     fn doorbell_offsets_decode_per_queue_kind() {
         // DOORBELL_OFFSET_{SQ,RQ,CQ,EQ} in gdma_main.c.
-        assert_eq!(
-            classify(0x1000, 8),
-            Bar0Target::Doorbell {
-                page: 0,
-                kind: DoorbellKind::Sq
-            }
-        );
-        assert_eq!(
-            classify(0x2400, 8),
-            Bar0Target::Doorbell {
-                page: 1,
-                kind: DoorbellKind::Rq
-            }
-        );
-        assert_eq!(
-            classify(0x1800, 8),
-            Bar0Target::Doorbell {
-                page: 0,
-                kind: DoorbellKind::Cq
-            }
-        );
-        assert_eq!(
-            classify(0x1FF8, 8),
-            Bar0Target::Doorbell {
-                page: 0,
-                kind: DoorbellKind::Eq
-            }
-        );
+        assert_eq!(classify(0x1000, 8), Bar0Target::Doorbell { page: 0, kind: DoorbellKind::Sq });
+        assert_eq!(classify(0x2400, 8), Bar0Target::Doorbell { page: 1, kind: DoorbellKind::Rq });
+        assert_eq!(classify(0x1800, 8), Bar0Target::Doorbell { page: 0, kind: DoorbellKind::Cq });
+        assert_eq!(classify(0x1FF8, 8), Bar0Target::Doorbell { page: 0, kind: DoorbellKind::Eq });
         assert_eq!(classify(0x1004, 4), Bar0Target::Unmapped);
         assert_eq!(classify(0xFFFC, 8), Bar0Target::Unmapped);
         assert_eq!(classify(u64::MAX, 8), Bar0Target::Unmapped);

@@ -30,14 +30,8 @@ pub const DOORBELL_PAGE: u32 = 0;
 /// 0x3xxxx commands all fail, which makes mana_ib unwind cleanly in 6.12 and
 /// 7.3 and is ignored by 6.1 (no mana_ib there). See docs/mana-protocol.md §7.
 pub const LISTED_DEVICES: [DevId; 2] = [
-    DevId {
-        dev_type: crate::defs::Le16::new(DeviceType::MANA.0),
-        instance: crate::defs::Le16::new(0),
-    },
-    DevId {
-        dev_type: crate::defs::Le16::new(DeviceType::MANA_IB.0),
-        instance: crate::defs::Le16::new(0),
-    },
+    DevId { dev_type: crate::defs::Le16::new(DeviceType::MANA.0), instance: crate::defs::Le16::new(0) },
+    DevId { dev_type: crate::defs::Le16::new(DeviceType::MANA_IB.0), instance: crate::defs::Le16::new(0) },
 ];
 
 /// The answer to GDMA_REGISTER_DEVICE for one device.

@@ -14,29 +14,33 @@
 //!
 //! Readiness: the socket file exists and accepts connections as soon as
 //! [`DeviceServer::bind`] returns.
+//!
+//! Each connection is served by the `vfio_user` crate's [`Server`] behind
+//! the device's front ([`crate::front`]): the client talks to the front,
+//! which checks each message and passes it on over a private socket, and
+//! puts the errno of a refusal into the reply (the crate would send 0).
 
 use crate::bar::{Bar0Factory, Bar0Handler, DmaMemory};
 use crate::config::DeviceConfig;
 use crate::dma::{DmaAccess, DmaError, DmaMappings};
+use crate::front::Refusals;
 use crate::interrupt::InterruptSink;
 use crate::msix::{MsixError, MsixSnapshot, MsixVectors};
-use crate::pci::{
-    BarKind, BarSpec, ConfigSpace, PciError, CONFIG_SPACE_SIZE, MSIX_BAR_INDEX, MSIX_BAR_SIZE,
-};
+use crate::pci::{BarKind, BarSpec, ConfigSpace, PciError, CONFIG_SPACE_SIZE, MSIX_BAR_INDEX, MSIX_BAR_SIZE};
 use crate::snapshot::Snapshot;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io;
+use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use thiserror::Error;
 use vfio_bindings::bindings::vfio::{
-    vfio_region_info, VFIO_IRQ_INFO_EVENTFD, VFIO_IRQ_SET_ACTION_TRIGGER,
-    VFIO_IRQ_SET_DATA_EVENTFD, VFIO_IRQ_SET_DATA_NONE, VFIO_PCI_BAR0_REGION_INDEX,
-    VFIO_PCI_BAR2_REGION_INDEX, VFIO_PCI_CONFIG_REGION_INDEX, VFIO_PCI_ERR_IRQ_INDEX,
-    VFIO_PCI_MSIX_IRQ_INDEX, VFIO_PCI_NUM_IRQS, VFIO_PCI_NUM_REGIONS, VFIO_REGION_INFO_FLAG_READ,
-    VFIO_REGION_INFO_FLAG_WRITE,
+    vfio_region_info, VFIO_IRQ_INFO_EVENTFD, VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_IRQ_SET_DATA_EVENTFD,
+    VFIO_IRQ_SET_DATA_NONE, VFIO_PCI_BAR0_REGION_INDEX, VFIO_PCI_BAR2_REGION_INDEX, VFIO_PCI_CONFIG_REGION_INDEX,
+    VFIO_PCI_ERR_IRQ_INDEX, VFIO_PCI_MSIX_IRQ_INDEX, VFIO_PCI_NUM_IRQS, VFIO_PCI_NUM_REGIONS,
+    VFIO_REGION_INFO_FLAG_READ, VFIO_REGION_INFO_FLAG_WRITE,
 };
 use vfio_user::{DmaMapFlags, DmaUnmapFlags, IrqInfo, Server, ServerBackend, ServerRegion};
 use vm_memory::{GuestMemoryAtomic, GuestMemoryMmap};
@@ -63,9 +67,22 @@ pub enum ServerError {
         path: PathBuf,
         /// What went wrong.
         #[source]
-        source: vfio_user::Error,
+        source: io::Error,
     },
-    /// The connection failed (accept, read or write on the socket).
+    /// accept() failed, or the private socket to the `vfio_user` server
+    /// could not be set up.
+    #[error("vfio-user connection: {what}")]
+    Accept {
+        /// Which step.
+        what: &'static str,
+        /// What went wrong.
+        #[source]
+        source: io::Error,
+    },
+    /// The front stopped serving (client socket, framing).
+    #[error("vfio-user connection failed")]
+    Front(#[source] crate::front::FrontError),
+    /// The `vfio_user` server behind the front failed.
     #[error("vfio-user connection failed")]
     Connection(#[source] vfio_user::Error),
     /// The status file could not be written.
@@ -116,6 +133,14 @@ pub struct ShellStatus {
     pub dma_ranges: Vec<(u64, u64)>,
     /// Malformed requests from the client (bad region, length or offset).
     pub bad_requests: u64,
+    /// Client messages refused before they reached the device (framing,
+    /// unknown commands; see [`crate::wire`]).
+    #[serde(default)]
+    pub refused_messages: u64,
+    /// DMA_MAP, DMA_UNMAP and SET_IRQS requests the device refused (each
+    /// answered with its errno).
+    #[serde(default)]
+    pub refused_requests: u64,
 }
 
 /// The device's status: what the status file and the control channel's
@@ -170,16 +195,15 @@ impl ManaFunction {
         let memory: DmaMemory = GuestMemoryAtomic::new(GuestMemoryMmap::new());
         let msix = Arc::new(MsixVectors::new(config.msix_table_size));
         // Validate the table size before the core is built (MsixVectors clamps).
-        ConfigSpace::new_mana_vf(&Self::bars(0x1000), config.msix_table_size)
-            .map_err(ServerError::Config)?;
+        ConfigSpace::new_mana_vf(&Self::bars(0x1000), config.msix_table_size).map_err(ServerError::Config)?;
         let sink: Arc<dyn InterruptSink> = msix.clone();
         let bar0 = factory(memory.clone(), sink);
         let bar0_size = bar0.size();
         if !bar0_size.is_power_of_two() || bar0_size < 0x1000 {
             return Err(ServerError::Bar0Size(bar0_size));
         }
-        let pci = ConfigSpace::new_mana_vf(&Self::bars(bar0_size), config.msix_table_size)
-            .map_err(ServerError::Config)?;
+        let pci =
+            ConfigSpace::new_mana_vf(&Self::bars(bar0_size), config.msix_table_size).map_err(ServerError::Config)?;
         Ok(Self {
             config,
             pci,
@@ -196,16 +220,8 @@ impl ManaFunction {
 
     fn bars(bar0_size: u64) -> [BarSpec; 2] {
         [
-            BarSpec {
-                index: 0,
-                size: bar0_size,
-                kind: BarKind::Memory64,
-            },
-            BarSpec {
-                index: MSIX_BAR_INDEX,
-                size: MSIX_BAR_SIZE,
-                kind: BarKind::Memory32,
-            },
+            BarSpec { index: 0, size: bar0_size, kind: BarKind::Memory64 },
+            BarSpec { index: MSIX_BAR_INDEX, size: MSIX_BAR_SIZE, kind: BarKind::Memory32 },
         ]
     }
 
@@ -219,11 +235,7 @@ impl ManaFunction {
                     VFIO_PCI_CONFIG_REGION_INDEX => CONFIG_SPACE_SIZE as u64,
                     _ => 0,
                 };
-                let flags = if size > 0 {
-                    VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE
-                } else {
-                    0
-                };
+                let flags = if size > 0 { VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE } else { 0 };
                 ServerRegion {
                     region_info: vfio_region_info {
                         argsz: std::mem::size_of::<vfio_region_info>() as u32,
@@ -246,24 +258,14 @@ impl ManaFunction {
             .map(|index| match index {
                 // No NORESIZE flag: QEMU then adds vectors one by one as the
                 // guest unmasks them instead of re-enabling the whole table.
-                VFIO_PCI_MSIX_IRQ_INDEX => IrqInfo {
-                    index,
-                    flags: VFIO_IRQ_INFO_EVENTFD,
-                    count: u32::from(self.msix.table_size()),
-                },
+                VFIO_PCI_MSIX_IRQ_INDEX => {
+                    IrqInfo { index, flags: VFIO_IRQ_INFO_EVENTFD, count: u32::from(self.msix.table_size()) }
+                }
                 // One error-notification eventfd: the emulated device never
                 // reports PCIe errors, but QEMU warns "Could not enable error
                 // recovery for the device" when the index is empty.
-                VFIO_PCI_ERR_IRQ_INDEX => IrqInfo {
-                    index,
-                    flags: VFIO_IRQ_INFO_EVENTFD,
-                    count: 1,
-                },
-                _ => IrqInfo {
-                    index,
-                    flags: 0,
-                    count: 0,
-                },
+                VFIO_PCI_ERR_IRQ_INDEX => IrqInfo { index, flags: VFIO_IRQ_INFO_EVENTFD, count: 1 },
+                _ => IrqInfo { index, flags: 0, count: 0 },
             })
             .collect()
     }
@@ -288,6 +290,8 @@ impl ManaFunction {
             msix: self.msix.snapshot(),
             dma_ranges: self.dma.ranges(),
             bad_requests: self.bad_requests,
+            refused_messages: 0,
+            refused_requests: 0,
         }
     }
 
@@ -303,9 +307,7 @@ impl ManaFunction {
     fn bar0_access_ok(&self, offset: u64, len: usize) -> bool {
         matches!(len, 1 | 2 | 4 | 8)
             && offset % len as u64 == 0
-            && offset
-                .checked_add(len as u64)
-                .is_some_and(|end| end <= self.bar0_size)
+            && offset.checked_add(len as u64).is_some_and(|end| end <= self.bar0_size)
     }
 
     /// Which part of the device a region access of `len` bytes at `offset` reaches.
@@ -313,11 +315,7 @@ impl ManaFunction {
         match region {
             VFIO_PCI_CONFIG_REGION_INDEX => Some(Target::Config),
             VFIO_PCI_BAR0_REGION_INDEX if self.bar0_access_ok(offset, len) => Some(Target::Bar0),
-            VFIO_PCI_BAR2_REGION_INDEX
-                if offset
-                    .checked_add(len as u64)
-                    .is_some_and(|end| end <= MSIX_BAR_SIZE) =>
-            {
+            VFIO_PCI_BAR2_REGION_INDEX if offset.checked_add(len as u64).is_some_and(|end| end <= MSIX_BAR_SIZE) => {
                 Some(Target::MsixBar)
             }
             _ => None,
@@ -392,11 +390,7 @@ impl ManaFunction {
         size: u64,
         fd: Option<File>,
     ) -> Result<(), DmaError> {
-        let access = if flags.contains(DmaMapFlags::WRITE) {
-            DmaAccess::ReadWrite
-        } else {
-            DmaAccess::ReadOnly
-        };
+        let access = if flags.contains(DmaMapFlags::WRITE) { DmaAccess::ReadWrite } else { DmaAccess::ReadOnly };
         self.dma.map(iova, size, offset, access, fd).map(|_| ())
     }
 
@@ -404,12 +398,7 @@ impl ManaFunction {
     ///
     /// # Errors
     /// [`DmaError`] for a bad range or one that would split a mapping.
-    pub fn dma_unmap(
-        &mut self,
-        flags: DmaUnmapFlags,
-        iova: u64,
-        size: u64,
-    ) -> Result<(), DmaError> {
+    pub fn dma_unmap(&mut self, flags: DmaUnmapFlags, iova: u64, size: u64) -> Result<(), DmaError> {
         if flags.contains(DmaUnmapFlags::UNMAP_ALL) {
             self.dma.unmap_all();
             return Ok(());
@@ -424,14 +413,7 @@ impl ManaFunction {
     /// # Errors
     /// [`IrqError::Msix`] for a request the MSI-X table cannot take,
     /// [`IrqError::Unsupported`] for anything else on another index.
-    pub fn set_irqs(
-        &mut self,
-        index: u32,
-        flags: u32,
-        start: u32,
-        count: u32,
-        fds: Vec<File>,
-    ) -> Result<(), IrqError> {
+    pub fn set_irqs(&mut self, index: u32, flags: u32, start: u32, count: u32, fds: Vec<File>) -> Result<(), IrqError> {
         if index == VFIO_PCI_MSIX_IRQ_INDEX {
             return Ok(self.msix.set_irqs(flags, start, count, fds)?);
         }
@@ -448,12 +430,7 @@ impl ManaFunction {
                 self.err_eventfd = fds.into_iter().next();
                 Ok(())
             }
-            _ => Err(IrqError::Unsupported {
-                index,
-                flags,
-                start,
-                count,
-            }),
+            _ => Err(IrqError::Unsupported { index, flags, start, count }),
         }
     }
 }
@@ -495,6 +472,7 @@ enum Target {
 struct Backend {
     function: Arc<Mutex<ManaFunction>>,
     connected: Arc<AtomicBool>,
+    refusals: Arc<Refusals>,
 }
 
 impl Backend {
@@ -507,14 +485,20 @@ impl Backend {
 fn lock(function: &Mutex<ManaFunction>) -> MutexGuard<'_, ManaFunction> {
     // A panic in the core while handling a message is a bug; keep serving
     // the state as it is rather than wedge the status reporter.
-    function
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+    function.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-fn io_error(err: impl std::error::Error + Send + Sync + 'static) -> io::Error {
-    tracing::warn!(%err, "request refused");
-    io::Error::new(io::ErrorKind::InvalidInput, err)
+impl Backend {
+    /// Records the refusal's errno for the front ([`crate::front`]) and
+    /// turns it into the `io::Error` the `vfio_user` crate takes.
+    fn refuse(&self, err: impl std::error::Error + Send + Sync + 'static, errno: i32) -> io::Error {
+        let count = self.refusals.refused_by_device() + 1;
+        if count <= WARN_LIMIT || count.is_power_of_two() {
+            tracing::warn!(%err, errno, count, "request refused");
+        }
+        self.refusals.record(errno);
+        io::Error::new(io::ErrorKind::InvalidInput, err)
+    }
 }
 
 impl ServerBackend for Backend {
@@ -536,15 +520,19 @@ impl ServerBackend for Backend {
         size: u64,
         fd: Option<File>,
     ) -> io::Result<()> {
-        self.lock()
-            .dma_map(flags, offset, address, size, fd)
-            .map_err(io_error)
+        let result = self.lock().dma_map(flags, offset, address, size, fd);
+        result.map_err(|err| {
+            let errno = err.errno();
+            self.refuse(err, errno)
+        })
     }
 
     fn dma_unmap(&mut self, flags: DmaUnmapFlags, address: u64, size: u64) -> io::Result<()> {
-        self.lock()
-            .dma_unmap(flags, address, size)
-            .map_err(io_error)
+        let result = self.lock().dma_unmap(flags, address, size);
+        result.map_err(|err| {
+            let errno = err.errno();
+            self.refuse(err, errno)
+        })
     }
 
     fn reset(&mut self) -> io::Result<()> {
@@ -552,35 +540,37 @@ impl ServerBackend for Backend {
         Ok(())
     }
 
-    fn set_irqs(
-        &mut self,
-        index: u32,
-        flags: u32,
-        start: u32,
-        count: u32,
-        fds: Vec<File>,
-    ) -> io::Result<()> {
+    fn set_irqs(&mut self, index: u32, flags: u32, start: u32, count: u32, fds: Vec<File>) -> io::Result<()> {
         tracing::debug!(index, flags, start, count, fds = fds.len(), "SET_IRQS");
-        self.lock()
-            .set_irqs(index, flags, start, count, fds)
-            .map_err(io_error)
+        let result = self.lock().set_irqs(index, flags, start, count, fds);
+        result.map_err(|err| self.refuse(err, libc::EINVAL))
     }
 }
 
 /// A bound vfio-user socket with the device behind it.
 pub struct DeviceServer {
-    server: Server,
+    listener: UnixListener,
     path: PathBuf,
+    irqs: Vec<IrqInfo>,
+    regions: Vec<ServerRegion>,
     function: Arc<Mutex<ManaFunction>>,
     connected: Arc<AtomicBool>,
     core_status: Arc<OnceLock<CoreStatus>>,
+    refusals: Arc<Refusals>,
+}
+
+impl Drop for DeviceServer {
+    /// Removes the socket file.
+    fn drop(&mut self) {
+        if self.path.exists() {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 impl std::fmt::Debug for DeviceServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DeviceServer")
-            .field("path", &self.path)
-            .finish_non_exhaustive()
+        f.debug_struct("DeviceServer").field("path", &self.path).finish_non_exhaustive()
     }
 }
 
@@ -590,12 +580,16 @@ pub struct StatusHandle {
     function: Arc<Mutex<ManaFunction>>,
     connected: Arc<AtomicBool>,
     core_status: Arc<OnceLock<CoreStatus>>,
+    refusals: Arc<Refusals>,
 }
 
 impl StatusHandle {
     /// Current state of the shell (PCI function, MSI-X, DMA).
     pub fn status(&self) -> ShellStatus {
-        lock(&self.function).status(self.connected.load(Ordering::Relaxed))
+        let mut status = lock(&self.function).status(self.connected.load(Ordering::Relaxed));
+        status.refused_messages = self.refusals.refused_by_front();
+        status.refused_requests = self.refusals.refused_by_device();
+        status
     }
 
     /// The shell's state and, if registered, the core's snapshot. The two
@@ -628,10 +622,7 @@ impl StatusHandle {
     /// [`ServerError::Status`] if the file cannot be written.
     pub fn write_status(&self, path: &Path) -> Result<(), ServerError> {
         let status = self.device_status();
-        let err = |source| ServerError::Status {
-            path: path.to_path_buf(),
-            source,
-        };
+        let err = |source| ServerError::Status { path: path.to_path_buf(), source };
         let json = serde_json::to_vec_pretty(&status).map_err(|e| err(e.into()))?;
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(".tmp");
@@ -648,34 +639,25 @@ impl DeviceServer {
     /// # Errors
     /// [`ServerError::SocketExists`] if `path` exists, [`ServerError::Bind`] if
     /// bind() fails, and the errors of [`ManaFunction::new`].
-    pub fn bind(
-        path: &Path,
-        config: DeviceConfig,
-        factory: Bar0Factory,
-    ) -> Result<Self, ServerError> {
+    pub fn bind(path: &Path, config: DeviceConfig, factory: Bar0Factory) -> Result<Self, ServerError> {
         if path.exists() {
             return Err(ServerError::SocketExists(path.to_path_buf()));
         }
         let function = ManaFunction::new(config, factory)?;
-        let server =
-            Server::new(path, true, function.irqs(), function.regions()).map_err(|source| {
-                match source {
-                    vfio_user::Error::SocketPathExists => {
-                        ServerError::SocketExists(path.to_path_buf())
-                    }
-                    source => ServerError::Bind {
-                        path: path.to_path_buf(),
-                        source,
-                    },
-                }
-            })?;
+        let listener = UnixListener::bind(path).map_err(|source| match source.kind() {
+            io::ErrorKind::AddrInUse => ServerError::SocketExists(path.to_path_buf()),
+            _ => ServerError::Bind { path: path.to_path_buf(), source },
+        })?;
         tracing::info!(socket = %path.display(), "vfio-user socket ready");
         Ok(Self {
-            server,
+            listener,
             path: path.to_path_buf(),
+            irqs: function.irqs(),
+            regions: function.regions(),
             function: Arc::new(Mutex::new(function)),
             connected: Arc::new(AtomicBool::new(false)),
             core_status: Arc::new(OnceLock::new()),
+            refusals: Arc::new(Refusals::default()),
         })
     }
 
@@ -698,6 +680,7 @@ impl DeviceServer {
             function: Arc::clone(&self.function),
             connected: Arc::clone(&self.connected),
             core_status: Arc::clone(&self.core_status),
+            refusals: Arc::clone(&self.refusals),
         }
     }
 
@@ -705,17 +688,56 @@ impl DeviceServer {
     /// Dropping the server removes the socket file.
     ///
     /// # Errors
-    /// [`ServerError::Connection`] if accept() or the socket I/O fails.
+    /// [`ServerError::Accept`] if accept() fails, and those of [`Self::serve`].
     pub fn run(&self) -> Result<(), ServerError> {
+        let (client, _) = self.listener.accept().map_err(|source| ServerError::Accept { what: "accept", source })?;
+        self.serve(client)?;
+        tracing::info!("vfio-user client disconnected");
+        Ok(())
+    }
+
+    /// Serves one connected client (what [`Self::run`] accepted; a
+    /// socketpair's end in tests and fuzzing) until it disconnects: the
+    /// front ([`crate::front::relay`]) in this thread, the `vfio_user`
+    /// crate's server on a private socket in another.
+    ///
+    /// # Errors
+    /// [`ServerError::Accept`] if the private socket cannot be set up,
+    /// [`ServerError::Front`] if the client's socket or framing fails,
+    /// [`ServerError::Connection`] if the `vfio_user` server fails.
+    pub fn serve(&self, client: UnixStream) -> Result<(), ServerError> {
+        let (server, inner) = self.start_inner()?;
         let mut backend = Backend {
             function: Arc::clone(&self.function),
             connected: Arc::clone(&self.connected),
+            refusals: Arc::clone(&self.refusals),
         };
-        self.server
-            .run(&mut backend)
-            .map_err(ServerError::Connection)?;
-        tracing::info!("vfio-user client disconnected");
-        Ok(())
+        let serving = std::thread::Builder::new()
+            .name("vfio-user-device".into())
+            .spawn(move || server.run(&mut backend))
+            .map_err(|source| ServerError::Accept { what: "spawn the vfio-user server thread", source })?;
+        let relayed = crate::front::relay(&client, &inner, &self.refusals);
+        // End of the front: the server sees end of file and returns.
+        let _ = inner.shutdown(std::net::Shutdown::Both);
+        let served = serving.join().unwrap_or(Err(vfio_user::Error::InvalidInput));
+        relayed.map_err(ServerError::Front)?;
+        served.map_err(ServerError::Connection)
+    }
+
+    /// The `vfio_user` server for one connection, listening on a socket in
+    /// a fresh private (0700) folder that is removed again as soon as the
+    /// front has connected, so that nobody else can: returns it and the
+    /// front's end.
+    fn start_inner(&self) -> Result<(Server, UnixStream), ServerError> {
+        let step = |what| move |source| ServerError::Accept { what, source };
+        let dir = tempfile::Builder::new().prefix("mana-device-").tempdir().map_err(step("create a private folder"))?;
+        let path = dir.path().join("inner.sock");
+        let listener = UnixListener::bind(&path).map_err(step("bind the private socket"))?;
+        let front = UnixStream::connect(&path).map_err(step("connect the private socket"))?;
+        drop(dir);
+        let server =
+            Server::from_owned_fd(std::os::fd::OwnedFd::from(listener), true, self.irqs.clone(), self.regions.clone());
+        Ok((server, front))
     }
 }
 
@@ -732,10 +754,7 @@ mod tests {
     }
 
     fn function(table_size: u16) -> ManaFunction {
-        let config = DeviceConfig {
-            msix_table_size: table_size,
-            ..DeviceConfig::default()
-        };
+        let config = DeviceConfig { msix_table_size: table_size, ..DeviceConfig::default() };
         ManaFunction::new(config, mana_core()).expect("valid")
     }
 
@@ -787,17 +806,12 @@ mod tests {
     fn reset_restores_config_and_disables_msix() {
         let mut f = function(9);
         f.write(VFIO_PCI_CONFIG_REGION_INDEX, 4, &[0x06]);
-        let flags =
-            vfio_bindings::bindings::vfio::VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER;
-        f.set_irqs(VFIO_PCI_MSIX_IRQ_INDEX, flags, 0, 1, vec![])
-            .expect("enable");
+        let flags = vfio_bindings::bindings::vfio::VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER;
+        f.set_irqs(VFIO_PCI_MSIX_IRQ_INDEX, flags, 0, 1, vec![]).expect("enable");
         assert!(f.status(true).msix.enabled);
         f.reset();
         let status = f.status(true);
-        assert_eq!(
-            (status.pci_command, status.msix.enabled, status.resets),
-            (0, false, 1)
-        );
+        assert_eq!((status.pci_command, status.msix.enabled, status.resets), (0, false, 1));
     }
 
     #[test]
@@ -807,46 +821,31 @@ mod tests {
         let eventfd = VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER;
         assert!(f.set_irqs(0, none, 0, 0, vec![]).is_ok());
         assert!(f.set_irqs(0, none, 0, 1, vec![]).is_err());
-        let err_fd = memfd::MemfdOptions::default()
-            .create("err")
-            .expect("fd")
-            .into_file();
+        let err_fd = memfd::MemfdOptions::default().create("err").expect("fd").into_file();
         let err = VFIO_PCI_ERR_IRQ_INDEX;
         assert!(f.set_irqs(err, eventfd, 0, 1, vec![err_fd]).is_ok());
         assert!(f.err_eventfd.is_some());
         assert!(f.set_irqs(err, none, 0, 0, vec![]).is_ok());
         assert!(f.err_eventfd.is_none());
         assert!(f.set_irqs(err, eventfd, 0, 2, vec![]).is_err());
-        assert!(f
-            .set_irqs(VFIO_PCI_REQ_IRQ_INDEX, eventfd, 0, 1, vec![])
-            .is_err());
+        assert!(f.set_irqs(VFIO_PCI_REQ_IRQ_INDEX, eventfd, 0, 1, vec![]).is_err());
     }
 
     #[test]
     fn dma_map_publishes_guest_memory_to_the_core() {
         let mut f = function(9);
-        let ram = memfd::MemfdOptions::default()
-            .create("ram")
-            .expect("memfd")
-            .into_file();
+        let ram = memfd::MemfdOptions::default().create("ram").expect("memfd").into_file();
         ram.set_len(0x20_0000).expect("size");
         let fd = ram.try_clone().expect("dup");
-        f.dma_map(DmaMapFlags::READ_WRITE, 0, 0x10_0000, 0x20_0000, Some(fd))
-            .expect("map");
-        f.dma_memory()
-            .memory()
-            .write_obj(0x1234_u16, GuestAddress(0x10_0002))
-            .expect("write");
+        f.dma_map(DmaMapFlags::READ_WRITE, 0, 0x10_0000, 0x20_0000, Some(fd)).expect("map");
+        f.dma_memory().memory().write_obj(0x1234_u16, GuestAddress(0x10_0002)).expect("write");
         let mut seen = [0u8; 2];
         ram.read_exact_at(&mut seen, 2).expect("read");
         assert_eq!(u16::from_le_bytes(seen), 0x1234);
-        f.dma_unmap(DmaUnmapFlags::empty(), 0x10_0000, 0x20_0000)
-            .expect("unmap");
+        f.dma_unmap(DmaUnmapFlags::empty(), 0x10_0000, 0x20_0000).expect("unmap");
         assert_eq!(f.dma_memory().memory().num_regions(), 0);
-        f.dma_map(DmaMapFlags::READ_WRITE, 0, 0, 0x1000, Some(ram))
-            .expect("map");
-        f.dma_unmap(DmaUnmapFlags::UNMAP_ALL, 0, 0)
-            .expect("unmap all");
+        f.dma_map(DmaMapFlags::READ_WRITE, 0, 0, 0x1000, Some(ram)).expect("map");
+        f.dma_unmap(DmaUnmapFlags::UNMAP_ALL, 0, 0).expect("unmap all");
         assert!(f.status(true).dma_ranges.is_empty());
     }
 
@@ -886,14 +885,8 @@ mod tests {
 
     #[test]
     fn bad_configuration_is_an_error() {
-        let config = DeviceConfig {
-            msix_table_size: 0,
-            ..DeviceConfig::default()
-        };
-        assert!(matches!(
-            ManaFunction::new(config, mana_core()),
-            Err(ServerError::Config(_))
-        ));
+        let config = DeviceConfig { msix_table_size: 0, ..DeviceConfig::default() };
+        assert!(matches!(ManaFunction::new(config, mana_core()), Err(ServerError::Config(_))));
         struct Odd;
         impl Bar0Handler for Odd {
             fn size(&self) -> u64 {
@@ -904,9 +897,6 @@ mod tests {
             fn reset(&mut self) {}
         }
         let odd: Bar0Factory = Box::new(|_, _| Box::new(Odd));
-        assert!(matches!(
-            ManaFunction::new(DeviceConfig::default(), odd),
-            Err(ServerError::Bar0Size(3000))
-        ));
+        assert!(matches!(ManaFunction::new(DeviceConfig::default(), odd), Err(ServerError::Bar0Size(3000))));
     }
 }

@@ -41,9 +41,7 @@ pub struct CoreObserver<C> {
 
 impl<C> Clone for CoreObserver<C> {
     fn clone(&self) -> Self {
-        Self {
-            slot: Arc::clone(&self.slot),
-        }
+        Self { slot: Arc::clone(&self.slot) }
     }
 }
 
@@ -69,9 +67,7 @@ where
     C: Bar0Handler + 'static,
     F: FnOnce(DmaMemory, Arc<dyn InterruptSink>) -> C + Send + 'static,
 {
-    let observer = CoreObserver {
-        slot: Arc::new(OnceLock::new()),
-    };
+    let observer = CoreObserver { slot: Arc::new(OnceLock::new()) };
     let slot = Arc::clone(&observer.slot);
     let factory: Bar0Factory = Box::new(move |memory, sink| {
         let core = Arc::new(Mutex::new(build(memory, sink)));
@@ -98,11 +94,7 @@ pub fn mana_core_with(
     config: &crate::config::DeviceConfig,
     backend: Box<dyn PacketBackend>,
     record_flows: usize,
-) -> (
-    Bar0Factory,
-    crate::server::CoreStatus,
-    CoreObserver<crate::ManaDevice>,
-) {
+) -> (Bar0Factory, crate::server::CoreStatus, CoreObserver<crate::ManaDevice>) {
     let config = config.clone();
     let (factory, observer) = observed_factory(move |memory, sink| {
         let mut device = crate::ManaDevice::with_backend(config, memory, sink, backend);
@@ -110,8 +102,7 @@ pub fn mana_core_with(
         device
     });
     let status_observer = observer.clone();
-    let status: crate::server::CoreStatus =
-        Box::new(move || status_observer.with(crate::ManaDevice::snapshot));
+    let status: crate::server::CoreStatus = Box::new(move || status_observer.with(crate::ManaDevice::snapshot));
     (factory, status, observer)
 }
 
@@ -133,10 +124,7 @@ mod tests {
         let (factory, observer) =
             observed_factory(|memory, sink| ManaDevice::new(DeviceConfig::default(), memory, sink));
         assert!(observer.with(|_| ()).is_none(), "nothing built yet");
-        let mut core = factory(
-            GuestMemoryAtomic::new(GuestMemoryMmap::new()),
-            Arc::new(Sink),
-        );
+        let mut core = factory(GuestMemoryAtomic::new(GuestMemoryMmap::new()), Arc::new(Sink));
         let mut data = [0u8; 8];
         core.read(REG_DB_PAGE_OFFSET, &mut data);
         assert_eq!(u64::from_le_bytes(data), DB_PAGE_OFFSET);

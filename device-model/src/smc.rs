@@ -60,10 +60,7 @@ impl Smc {
     pub fn read(&self, offset: u64, data: &mut [u8]) {
         for (i, byte) in data.iter_mut().enumerate() {
             let at = usize::try_from(offset).ok().and_then(|o| o.checked_add(i));
-            *byte = at
-                .and_then(|at| self.bytes.get(at))
-                .copied()
-                .unwrap_or(0xFF);
+            *byte = at.and_then(|at| self.bytes.get(at)).copied().unwrap_or(0xFF);
         }
     }
 
@@ -113,10 +110,7 @@ impl Smc {
     /// Writes the response header into dword 7: same type, version 0,
     /// direction = response, `status`, owner bit clear (0x81 / 0x82 on success).
     pub fn respond(&mut self, msg_type: u8, status: u8) {
-        let hdr = SmcProtoHdr::new()
-            .with_msg_type(msg_type)
-            .with_is_response(true)
-            .with_status(status);
+        let hdr = SmcProtoHdr::new().with_msg_type(msg_type).with_is_response(true).with_status(status);
         self.bytes[HDR_OFFSET..].copy_from_slice(hdr.as_bytes());
     }
 
@@ -175,10 +169,7 @@ mod tests {
     #[test]
     fn destroy_answers_0x82() {
         let mut smc = Smc::default();
-        assert_eq!(
-            smc.write(28, &2u32.to_le_bytes()),
-            Some(SmcRequest::Destroy)
-        );
+        assert_eq!(smc.write(28, &2u32.to_le_bytes()), Some(SmcRequest::Destroy));
         smc.respond(2, 0);
         assert_eq!(smc.header(), 0x82);
     }
@@ -186,10 +177,7 @@ mod tests {
     #[test]
     fn unknown_type_and_out_of_range_writes_are_not_requests() {
         let mut smc = Smc::default();
-        assert_eq!(
-            smc.write(28, &5u32.to_le_bytes()),
-            Some(SmcRequest::Invalid { msg_type: 5 })
-        );
+        assert_eq!(smc.write(28, &5u32.to_le_bytes()), Some(SmcRequest::Invalid { msg_type: 5 }));
         assert_eq!(smc.write(30, &[0; 4]), None);
         assert_eq!(smc.write(u64::MAX, &[0; 4]), None);
     }

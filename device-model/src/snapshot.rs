@@ -17,7 +17,8 @@ use std::collections::BTreeMap;
 /// Counters kept for the harness.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counters {
-    /// Requests handled, by command name (or hex code when unknown).
+    /// Requests handled, by command name; every code the device does not
+    /// know counts under [`crate::device::UNKNOWN_COMMAND`].
     pub commands: BTreeMap<String, u64>,
     /// Requests answered with a non-zero status, by command name.
     pub command_errors: BTreeMap<String, u64>,
@@ -58,7 +59,7 @@ pub struct EqSnapshot {
 pub struct CqSnapshot {
     /// CQ id.
     pub id: u32,
-    /// Parent EQ id.
+    /// Parent EQ id ([`crate::gdma::DETACHED_EQ`] once that EQ was disabled).
     pub parent_eq: u32,
     /// Ring entries.
     pub entries: u32,

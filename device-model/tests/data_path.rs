@@ -50,27 +50,9 @@ const SUITE_V4: [(&str, u16, &str, u16, u32); 5] = [
 ];
 /// The three IPv6 rows of the suite, hash with TCP.
 const SUITE_V6: [(&str, u16, &str, u16, u32); 3] = [
-    (
-        "3ffe:2501:200:1fff::7",
-        2794,
-        "3ffe:2501:200:3::1",
-        1766,
-        0x4020_7d3d,
-    ),
-    (
-        "3ffe:501:8::260:97ff:fe40:efab",
-        14230,
-        "ff02::1",
-        4739,
-        0xdde5_1bbf,
-    ),
-    (
-        "3ffe:1900:4545:3:200:f8ff:fe21:67cf",
-        44251,
-        "fe80::200:f8ff:fe21:67cf",
-        38024,
-        0x02d1_feef,
-    ),
+    ("3ffe:2501:200:1fff::7", 2794, "3ffe:2501:200:3::1", 1766, 0x4020_7d3d),
+    ("3ffe:501:8::260:97ff:fe40:efab", 14230, "ff02::1", 4739, 0xdde5_1bbf),
+    ("3ffe:1900:4545:3:200:f8ff:fe21:67cf", 44251, "fe80::200:f8ff:fe21:67cf", 38024, 0x02d1_feef),
 ];
 
 fn mac() -> [u8; 6] {
@@ -96,11 +78,7 @@ fn default_queue(hash: u32) -> usize {
 
 fn traffic(drv: &Driver, kind: WqKind, id: u32) -> device_model::datapath::stats::Traffic {
     let snap = drv.dev.snapshot();
-    let wq = snap
-        .wqs
-        .iter()
-        .find(|w| w.kind == kind && w.id == id)
-        .unwrap();
+    let wq = snap.wqs.iter().find(|w| w.kind == kind && w.id == id).unwrap();
     wq.traffic.unwrap()
 }
 
@@ -122,15 +100,7 @@ fn sent(drv: &Driver) -> Vec<Vec<u8>> {
 fn expect_rss(drv: &mut Driver, pairs: &[DrvQueuePair], frame: &[u8], hash: u32, hash_type: u16) {
     let rq = pairs[default_queue(hash)].rq.id;
     let verdict = drv.dev.receive(0, frame);
-    assert_eq!(
-        verdict,
-        RxVerdict::Delivered {
-            rq,
-            hash,
-            hash_type
-        },
-        "{frame:02x?}"
-    );
+    assert_eq!(verdict, RxVerdict::Delivered { rq, hash, hash_type }, "{frame:02x?}");
 }
 
 /// `mana_start_xmit()` without offloads, one SGE.
@@ -146,11 +116,7 @@ fn last_rx(drv: &Driver) -> RxFrame {
 fn a_transmitted_frame_reaches_the_backend_byte_for_byte_with_a_tx_cqe_an_eqe_and_its_vector() {
     let (mut drv, pairs) = opened();
     let pair = &pairs[1];
-    let frame = frames::frame(
-        [0x02, 0, 0, 0, 0, 9],
-        &Flow::tcp("10.0.0.1", 40000, "10.0.0.2", 5201),
-        &[0xAB; 100],
-    );
+    let frame = frames::frame([0x02, 0, 0, 0, 0, 9], &Flow::tcp("10.0.0.1", 40000, "10.0.0.2", 5201), &[0xAB; 100]);
     let before = drv.irqs.all().len();
     drv.xmit(pair, &frame, &TxOpts::default()).unwrap();
     // The doorbell did the work: frame out, CQE on the SQ's CQ, COMPLETION
@@ -160,20 +126,12 @@ fn a_transmitted_frame_reaches_the_backend_byte_for_byte_with_a_tx_cqe_an_eqe_an
     let eqes_before = drv.seen.eqe_types[&pair.eq].len();
     drv.pump().unwrap();
     assert_eq!(drv.data.tx_cqe_types[&pair.sq.id], vec![TX_OKAY]);
-    assert_eq!(
-        drv.seen.eqe_types[&pair.eq][eqes_before..],
-        [3],
-        "one GDMA_EQE_COMPLETION"
-    );
+    assert_eq!(drv.seen.eqe_types[&pair.eq][eqes_before..], [3], "one GDMA_EQE_COMPLETION");
     let t = traffic(&drv, WqKind::Sq, pair.sq.id);
     assert_eq!((t.packets, t.bytes, t.drops), (1, frame.len() as u64, 0));
     let snap = drv.dev.snapshot();
     assert_eq!(snap.counters.traffic.tx.packets, 1);
-    assert!(
-        snap.counters.guest_errors.is_empty(),
-        "{:?}",
-        snap.counters.guest_errors
-    );
+    assert!(snap.counters.guest_errors.is_empty(), "{:?}", snap.counters.guest_errors);
 }
 
 #[test]
@@ -189,17 +147,12 @@ fn a_frame_split_over_sges_that_wrap_the_ring_end_arrives_whole() {
         drv.pump().unwrap();
     }
     let frame = frames::frame(mac(), &flow, &(0..=255u8).collect::<Vec<u8>>());
-    let opts = TxOpts {
-        sges: vec![14, 20, 100],
-        ..TxOpts::default()
-    };
+    let opts = TxOpts { sges: vec![14, 20, 100], ..TxOpts::default() };
     drv.xmit(pair, &frame, &opts).unwrap();
     drv.pump().unwrap();
     assert_eq!(sent(&drv).last(), Some(&frame));
     assert_eq!(drv.data.tx_cqe_types[&pair.sq.id].len(), 256);
-    assert!(drv.data.tx_cqe_types[&pair.sq.id]
-        .iter()
-        .all(|&t| t == TX_OKAY));
+    assert!(drv.data.tx_cqe_types[&pair.sq.id].iter().all(|&t| t == TX_OKAY));
 }
 
 #[test]
@@ -212,11 +165,8 @@ fn checksum_offload_fills_in_tcp_and_udp_checksums_over_ipv4_and_ipv6() {
         let mut partial = good.clone();
         frames::spoil_l4_checksum(&mut partial, flow.proto);
         assert!(!checksums_ok(&partial));
-        let opts = TxOpts {
-            tcp_csum: flow.proto == Proto::Tcp,
-            udp_csum: flow.proto == Proto::Udp,
-            ..TxOpts::default()
-        };
+        let opts =
+            TxOpts { tcp_csum: flow.proto == Proto::Tcp, udp_csum: flow.proto == Proto::Udp, ..TxOpts::default() };
         drv.xmit(&pairs[2], &partial, &opts).unwrap();
         drv.pump().unwrap();
         assert_eq!(sent(&drv).last(), Some(&good), "{flow:?}");
@@ -227,21 +177,11 @@ fn checksum_offload_fills_in_tcp_and_udp_checksums_over_ipv4_and_ipv6() {
 fn tso_cuts_a_large_tcp_send_into_mss_sized_segments_with_their_own_headers() {
     let (mut drv, pairs) = opened();
     let payload: Vec<u8> = (0..10_000u32).map(|i| i as u8).collect();
-    let mut frame = frames::frame(
-        mac(),
-        &Flow::tcp("10.1.0.1", 45000, "10.1.0.2", 5201),
-        &payload,
-    );
+    let mut frame = frames::frame(mac(), &Flow::tcp("10.1.0.1", 45000, "10.1.0.2", 5201), &payload);
     // mana_start_xmit() for GSO: IPv4 tot_len and check zeroed, SGE 0 = headers.
     frame[16..18].fill(0);
     frame[24..26].fill(0);
-    let opts = TxOpts {
-        sges: vec![54, 4000],
-        tcp_csum: true,
-        ip_csum: true,
-        mss: 1448,
-        ..TxOpts::default()
-    };
+    let opts = TxOpts { sges: vec![54, 4000], tcp_csum: true, ip_csum: true, mss: 1448, ..TxOpts::default() };
     drv.xmit(&pairs[0], &frame, &opts).unwrap();
     drv.pump().unwrap();
     let segs = sent(&drv);
@@ -251,27 +191,13 @@ fn tso_cuts_a_large_tcp_send_into_mss_sized_segments_with_their_own_headers() {
         assert!(checksums_ok(seg), "segment {i}");
         assert!(seg.len() <= 1514);
         assert_eq!(&seg[..16], &frame[..16], "MACs and IP version/tos");
-        assert_eq!(
-            u16::from_be_bytes([seg[18], seg[19]]),
-            7 + i as u16,
-            "IP id counts up"
-        );
-        assert_eq!(
-            u32::from_be_bytes([seg[38], seg[39], seg[40], seg[41]]),
-            1000 + (i * 1448) as u32
-        );
+        assert_eq!(u16::from_be_bytes([seg[18], seg[19]]), 7 + i as u16, "IP id counts up");
+        assert_eq!(u32::from_be_bytes([seg[38], seg[39], seg[40], seg[41]]), 1000 + (i * 1448) as u32);
         joined.extend_from_slice(&seg[54..]);
     }
     assert_eq!(joined, payload);
-    assert_eq!(
-        drv.data.tx_cqe_types[&pairs[0].sq.id],
-        vec![TX_OKAY],
-        "one CQE per WQE"
-    );
-    assert_eq!(
-        traffic(&drv, WqKind::Sq, pairs[0].sq.id).packets,
-        segs.len() as u64
-    );
+    assert_eq!(drv.data.tx_cqe_types[&pairs[0].sq.id], vec![TX_OKAY], "one CQE per WQE");
+    assert_eq!(traffic(&drv, WqKind::Sq, pairs[0].sq.id).packets, segs.len() as u64);
 }
 
 #[test]
@@ -279,15 +205,7 @@ fn a_long_oob_inserts_the_802_1q_tag_the_driver_asked_for() {
     let (mut drv, pairs) = opened();
     let frame = frames::frame(mac(), &Flow::tcp("10.0.0.1", 1, "10.0.0.2", 2), &[1; 30]);
     let tci = (5 << 13) | 0x123;
-    drv.xmit(
-        &pairs[3],
-        &frame,
-        &TxOpts {
-            vlan: Some(tci),
-            ..TxOpts::default()
-        },
-    )
-    .unwrap();
+    drv.xmit(&pairs[3], &frame, &TxOpts { vlan: Some(tci), ..TxOpts::default() }).unwrap();
     drv.pump().unwrap();
     let mut tagged = frame[..12].to_vec();
     tagged.extend_from_slice(&[0x81, 0x00]);
@@ -301,73 +219,29 @@ fn tx_wqes_the_driver_got_wrong_complete_with_the_error_the_driver_counts() {
     let (mut drv, pairs) = opened();
     let pair = pairs[0].clone();
     let frame = frames::frame(mac(), &Flow::tcp("10.0.0.1", 1, "10.0.0.2", 2), &[0; 40]);
-    let udp = frames::frame(
-        mac(),
-        &Flow::tcp("10.0.0.1", 1, "10.0.0.2", 2).udp(),
-        &[0; 40],
-    );
+    let udp = frames::frame(mac(), &Flow::tcp("10.0.0.1", 1, "10.0.0.2", 2).udp(), &[0; 40]);
     let jumbo = frames::frame(mac(), &Flow::tcp("10.0.0.1", 1, "10.0.0.2", 2), &[0; 2000]);
     let cases: Vec<(&str, &[u8], TxOpts, u8)> = vec![
-        (
-            "foreign memory key",
-            &frame,
-            TxOpts {
-                mem_key: Some(0xBAD),
-                ..TxOpts::default()
-            },
-            TX_HDR_PROCESSING_ERROR,
-        ),
+        ("foreign memory key", &frame, TxOpts { mem_key: Some(0xBAD), ..TxOpts::default() }, TX_HDR_PROCESSING_ERROR),
         (
             "address past guest RAM",
             &frame,
-            TxOpts {
-                addresses: Some(vec![RAM_SIZE as u64 - 16]),
-                ..TxOpts::default()
-            },
+            TxOpts { addresses: Some(vec![RAM_SIZE as u64 - 16]), ..TxOpts::default() },
             TX_HDR_PROCESSING_ERROR,
         ),
         (
             "address far outside",
             &frame,
-            TxOpts {
-                addresses: Some(vec![u64::MAX - 8]),
-                ..TxOpts::default()
-            },
+            TxOpts { addresses: Some(vec![u64::MAX - 8]), ..TxOpts::default() },
             TX_HDR_PROCESSING_ERROR,
         ),
-        (
-            "zero-length SGE",
-            &frame,
-            TxOpts {
-                sges: vec![0],
-                ..TxOpts::default()
-            },
-            TX_HDR_PROCESSING_ERROR,
-        ),
-        (
-            "runt",
-            &frame[..10],
-            TxOpts::default(),
-            TX_HDR_PROCESSING_ERROR,
-        ),
-        (
-            "TCP checksum on UDP",
-            &udp,
-            TxOpts {
-                tcp_csum: true,
-                ..TxOpts::default()
-            },
-            TX_HDR_PROCESSING_ERROR,
-        ),
+        ("zero-length SGE", &frame, TxOpts { sges: vec![0], ..TxOpts::default() }, TX_HDR_PROCESSING_ERROR),
+        ("runt", &frame[..10], TxOpts::default(), TX_HDR_PROCESSING_ERROR),
+        ("TCP checksum on UDP", &udp, TxOpts { tcp_csum: true, ..TxOpts::default() }, TX_HDR_PROCESSING_ERROR),
         (
             "TSO on UDP",
             &udp,
-            TxOpts {
-                tcp_csum: true,
-                mss: 100,
-                sges: vec![42],
-                ..TxOpts::default()
-            },
+            TxOpts { tcp_csum: true, mss: 100, sges: vec![42], ..TxOpts::default() },
             TX_HDR_PROCESSING_ERROR,
         ),
         ("above the MTU", &jumbo, TxOpts::default(), TX_MTU_DROP),
@@ -375,65 +249,27 @@ fn tx_wqes_the_driver_got_wrong_complete_with_the_error_the_driver_counts() {
     for (what, f, opts, want) in &cases {
         drv.xmit(&pair, f, opts).unwrap();
         drv.pump().unwrap();
-        assert_eq!(
-            drv.data.tx_cqe_types[&pair.sq.id].last(),
-            Some(want),
-            "{what}"
-        );
+        assert_eq!(drv.data.tx_cqe_types[&pair.sq.id].last(), Some(want), "{what}");
     }
     // OOBs the device did not hand out (raw WQEs, one SGE each).
-    let sge = Sge {
-        address: Le64::new(0x10_0000),
-        mem_key: Le32::new(drv.gpa_mkey),
-        size: Le32::new(60),
-    };
-    let good = TxShortOob::new()
-        .with_vcq_num(pair.sq_cq.id)
-        .with_vsq_frame(((pair.sq.id >> 10) & 0x3FFF) as u16);
+    let sge = Sge { address: Le64::new(0x10_0000), mem_key: Le32::new(drv.gpa_mkey), size: Le32::new(60) };
+    let good = TxShortOob::new().with_vcq_num(pair.sq_cq.id).with_vsq_frame(((pair.sq.id >> 10) & 0x3FFF) as u16);
     let oob_cases: Vec<(&str, Vec<u8>, u8)> = vec![
-        (
-            "vcq_num of another CQ",
-            good.with_vcq_num(pairs[1].sq_cq.id).as_bytes().to_vec(),
-            TX_INVALID_OOB,
-        ),
-        (
-            "pkt_fmt 2",
-            good.with_pkt_fmt(2).as_bytes().to_vec(),
-            TX_INVALID_OOB,
-        ),
-        (
-            "long format, short OOB",
-            good.with_pkt_fmt(MANA_LONG_PKT_FMT).as_bytes().to_vec(),
-            TX_INVALID_OOB,
-        ),
-        (
-            "16-byte OOB",
-            [good.as_bytes(), &[0u8; 8][..]].concat(),
-            TX_INVALID_OOB,
-        ),
-        (
-            "vPort offset 5",
-            good.with_short_vp_offset(5).as_bytes().to_vec(),
-            TX_VPORT_IDX_OUT_OF_RANGE,
-        ),
+        ("vcq_num of another CQ", good.with_vcq_num(pairs[1].sq_cq.id).as_bytes().to_vec(), TX_INVALID_OOB),
+        ("pkt_fmt 2", good.with_pkt_fmt(2).as_bytes().to_vec(), TX_INVALID_OOB),
+        ("long format, short OOB", good.with_pkt_fmt(MANA_LONG_PKT_FMT).as_bytes().to_vec(), TX_INVALID_OOB),
+        ("16-byte OOB", [good.as_bytes(), &[0u8; 8][..]].concat(), TX_INVALID_OOB),
+        ("vPort offset 5", good.with_short_vp_offset(5).as_bytes().to_vec(), TX_VPORT_IDX_OUT_OF_RANGE),
     ];
     for (what, oob, want) in &oob_cases {
         drv.post_sq_wqe(&pair, oob, &[sge], 0, 60).unwrap();
         drv.pump().unwrap();
-        assert_eq!(
-            drv.data.tx_cqe_types[&pair.sq.id].last(),
-            Some(want),
-            "{what}"
-        );
+        assert_eq!(drv.data.tx_cqe_types[&pair.sq.id].last(), Some(want), "{what}");
     }
     // No SGE at all: the WQE is a header and OOB; it completes too.
     drv.post_sq_wqe(&pair, good.as_bytes(), &[], 0, 0).unwrap();
     drv.pump().unwrap();
-    assert_eq!(
-        drv.data.tx_cqe_types[&pair.sq.id].last(),
-        Some(&TX_INVALID_OOB),
-        "no SGE"
-    );
+    assert_eq!(drv.data.tx_cqe_types[&pair.sq.id].last(), Some(&TX_INVALID_OOB), "no SGE");
     let n = (cases.len() + oob_cases.len() + 1) as u64;
     assert!(sent(&drv).is_empty(), "nothing reached the wire");
     let t = traffic(&drv, WqKind::Sq, pair.sq.id);
@@ -478,34 +314,17 @@ fn received_frames_land_in_the_rq_the_indirection_table_picks_with_the_published
         let q = default_queue(row.4);
         let before = drv.irqs.all().len();
         let verdict = drv.dev.receive(0, &frame);
-        assert_eq!(
-            verdict,
-            RxVerdict::Delivered {
-                rq: pairs[q].rq.id,
-                hash: row.4,
-                hash_type: HASH_TCP_IPV4
-            }
-        );
-        assert_eq!(
-            drv.irqs.all()[before..],
-            [drv.vector_of(&pairs[q])],
-            "the RQ's EQ vector"
-        );
+        assert_eq!(verdict, RxVerdict::Delivered { rq: pairs[q].rq.id, hash: row.4, hash_type: HASH_TCP_IPV4 });
+        assert_eq!(drv.irqs.all()[before..], [drv.vector_of(&pairs[q])], "the RQ's EQ vector");
         drv.pump().unwrap();
         let got = last_rx(&drv);
-        assert_eq!(
-            (got.rq, got.cqe_type, got.hash, got.hash_type),
-            (pairs[q].rq.id, RX_OKAY, row.4, HASH_TCP_IPV4)
-        );
+        assert_eq!((got.rq, got.cqe_type, got.hash, got.hash_type), (pairs[q].rq.id, RX_OKAY, row.4, HASH_TCP_IPV4));
         assert_eq!(got.bytes, frame, "pkt_len and bytes");
         // The device verified the checksums (mana_rx_skb(): CHECKSUM_UNNECESSARY).
         assert!(got.flags.rx_iphdr_csum_succeed() && got.flags.rx_tcp_csum_succeed());
         assert!(!got.flags.rx_vlantag_present());
     }
-    let total: u64 = pairs
-        .iter()
-        .map(|p| traffic(&drv, WqKind::Rq, p.rq.id).packets)
-        .sum();
+    let total: u64 = pairs.iter().map(|p| traffic(&drv, WqKind::Rq, p.rq.id).packets).sum();
     assert_eq!(total, SUITE_V4.len() as u64);
     assert!(drv.dev.snapshot().counters.guest_errors.is_empty());
 }
@@ -526,21 +345,11 @@ fn ipv6_and_udp_flows_hash_their_4_tuple_and_non_ip_frames_go_to_the_default_rq(
     assert!(last_rx(&drv).flags.rx_udp_csum_succeed());
     // ARP: no hash, the default RX object (RQ 0 at open).
     let verdict = drv.dev.receive(0, &frames::arp(mac()));
-    assert_eq!(
-        verdict,
-        RxVerdict::Delivered {
-            rq: pairs[0].rq.id,
-            hash: 0,
-            hash_type: 0
-        }
-    );
+    assert_eq!(verdict, RxVerdict::Delivered { rq: pairs[0].rq.id, hash: 0, hash_type: 0 });
     drv.pump().unwrap();
     let got = last_rx(&drv);
     assert_eq!(got.bytes, frames::arp(mac()));
-    assert!(
-        !got.flags.rx_iphdr_csum_succeed(),
-        "nothing verified on non-IP"
-    );
+    assert!(!got.flags.rx_iphdr_csum_succeed(), "nothing verified on non-IP");
 }
 
 #[test]
@@ -563,31 +372,16 @@ fn reprogramming_rss_moves_a_flow_to_another_queue_at_once() {
     // A 4-entry table: hash % 4.
     steer.table = Some(vec![objs[1], objs[2], objs[3], objs[0]]);
     drv.steer(&steer).unwrap();
-    assert_eq!(
-        rq_of(&mut drv),
-        pairs[[1, 2, 3, 0][(row.4 % 4) as usize]].rq.id
-    );
+    assert_eq!(rq_of(&mut drv), pairs[[1, 2, 3, 0][(row.4 % 4) as usize]].rq.id);
     // A new key changes the hash; RSS off sends everything to the default RQ.
     let mut key = MS_RSS_KEY;
     key.reverse();
-    drv.steer(&Steer {
-        key: Some(key),
-        table: None,
-        ..steer.clone()
-    })
-    .unwrap();
+    drv.steer(&Steer { key: Some(key), table: None, ..steer.clone() }).unwrap();
     match drv.dev.receive(0, &frame) {
         RxVerdict::Delivered { hash, .. } => assert_ne!(hash, row.4),
         other => panic!("{other:?}"),
     }
-    drv.steer(&Steer {
-        rss: TriState::FALSE,
-        default_rxobj: Some(objs[2]),
-        key: None,
-        table: None,
-        ..steer
-    })
-    .unwrap();
+    drv.steer(&Steer { rss: TriState::FALSE, default_rxobj: Some(objs[2]), key: None, table: None, ..steer }).unwrap();
     assert_eq!(rq_of(&mut drv), pairs[2].rq.id);
     drv.pump().unwrap();
     let snap = drv.dev.snapshot();
@@ -602,41 +396,11 @@ fn steering_requests_naming_unknown_objects_are_refused_and_change_nothing() {
     let objs: Vec<u64> = pairs.iter().map(|p| p.rq_obj).collect();
     let before = drv.dev.snapshot().steering;
     let cases = [
-        (
-            "an SQ in the table",
-            Steer {
-                table: Some(vec![pairs[0].sq_obj; 64]),
-                ..Steer::open(&objs)
-            },
-        ),
-        (
-            "an unknown handle",
-            Steer {
-                table: Some(vec![0xDEAD; 64]),
-                ..Steer::open(&objs)
-            },
-        ),
-        (
-            "an unknown default",
-            Steer {
-                default_rxobj: Some(0xDEAD),
-                ..Steer::open(&objs)
-            },
-        ),
-        (
-            "an empty table",
-            Steer {
-                table: Some(Vec::new()),
-                ..Steer::open(&objs)
-            },
-        ),
-        (
-            "rx_enable 7",
-            Steer {
-                rx: TriState(7),
-                ..Steer::open(&objs)
-            },
-        ),
+        ("an SQ in the table", Steer { table: Some(vec![pairs[0].sq_obj; 64]), ..Steer::open(&objs) }),
+        ("an unknown handle", Steer { table: Some(vec![0xDEAD; 64]), ..Steer::open(&objs) }),
+        ("an unknown default", Steer { default_rxobj: Some(0xDEAD), ..Steer::open(&objs) }),
+        ("an empty table", Steer { table: Some(Vec::new()), ..Steer::open(&objs) }),
+        ("rx_enable 7", Steer { rx: TriState(7), ..Steer::open(&objs) }),
     ];
     for (what, steer) in cases {
         let err = drv.steer(&steer).unwrap_err();
@@ -654,26 +418,15 @@ fn frames_without_a_posted_buffer_are_dropped_and_counted() {
     // The driver's NAPI does not run (vector masked): no buffer is reposted.
     drv.masked.insert(drv.vector_of(pair));
     let verdicts: Vec<RxVerdict> = (0..520).map(|_| drv.dev.receive(0, &frame)).collect();
-    let delivered = verdicts
-        .iter()
-        .filter(|v| matches!(v, RxVerdict::Delivered { .. }))
-        .count();
-    assert_eq!(
-        delivered, 512,
-        "the 512 buffers mana_alloc_rx_wqe() posted at open"
-    );
-    assert!(verdicts[512..]
-        .iter()
-        .all(|v| *v == RxVerdict::NoBuffer { rq: pair.rq.id }));
+    let delivered = verdicts.iter().filter(|v| matches!(v, RxVerdict::Delivered { .. })).count();
+    assert_eq!(delivered, 512, "the 512 buffers mana_alloc_rx_wqe() posted at open");
+    assert!(verdicts[512..].iter().all(|v| *v == RxVerdict::NoBuffer { rq: pair.rq.id }));
     let t = traffic(&drv, WqKind::Rq, pair.rq.id);
     assert_eq!((t.packets, t.drops, t.errors), (512, 8, 0));
     // Once the driver runs, it takes all 512 in order and reposts them.
     drv.unmask(drv.vector_of(pair)).unwrap();
     assert_eq!(drv.received_on(pair.rq.id).len(), 512);
-    assert!(matches!(
-        drv.dev.receive(0, &frame),
-        RxVerdict::Delivered { .. }
-    ));
+    assert!(matches!(drv.dev.receive(0, &frame), RxVerdict::Delivered { .. }));
 }
 
 #[test]
@@ -682,17 +435,11 @@ fn frames_longer_than_the_buffer_complete_as_truncated_and_the_buffer_is_reposte
     let row = SUITE_V4[3];
     let pair = &pairs[default_queue(row.4)];
     let big = frames::frame(mac(), &suite_flow(row), &[0; 1600]);
-    assert_eq!(
-        drv.dev.receive(0, &big),
-        RxVerdict::Truncated { rq: pair.rq.id }
-    );
+    assert_eq!(drv.dev.receive(0, &big), RxVerdict::Truncated { rq: pair.rq.id });
     drv.pump().unwrap();
     assert_eq!(last_rx(&drv).cqe_type, RX_TRUNCATED);
     let small = frames::frame(mac(), &suite_flow(row), &[0; 100]);
-    assert!(matches!(
-        drv.dev.receive(0, &small),
-        RxVerdict::Delivered { .. }
-    ));
+    assert!(matches!(drv.dev.receive(0, &small), RxVerdict::Delivered { .. }));
     drv.pump().unwrap();
     assert_eq!(last_rx(&drv).bytes, small);
     let t = traffic(&drv, WqKind::Rq, pair.rq.id);
@@ -704,22 +451,10 @@ fn rx_is_dropped_before_the_vport_is_configured_and_after_close() {
     let mut drv = Driver::new(Kernel::V6_12, DeviceConfig::default());
     let eqs = drv.probe().unwrap();
     let frame = frames::frame(mac(), &suite_flow(SUITE_V4[0]), &[0; 10]);
-    assert_eq!(
-        drv.dev.receive(0, &frame),
-        RxVerdict::Unsteered,
-        "never configured"
-    );
+    assert_eq!(drv.dev.receive(0, &frame), RxVerdict::Unsteered, "never configured");
     let pairs = drv.open(&eqs, 4).unwrap();
-    assert_eq!(
-        drv.dev.receive(1, &frame),
-        RxVerdict::Unsteered,
-        "no vPort 1"
-    );
-    assert_eq!(
-        drv.dev.receive(0, &frame[..10]),
-        RxVerdict::Unsteered,
-        "runt"
-    );
+    assert_eq!(drv.dev.receive(1, &frame), RxVerdict::Unsteered, "no vPort 1");
+    assert_eq!(drv.dev.receive(0, &frame[..10]), RxVerdict::Unsteered, "runt");
     drv.close(&pairs).unwrap();
     assert_eq!(drv.dev.receive(0, &frame), RxVerdict::Unsteered, "closed");
     assert_eq!(drv.dev.snapshot().counters.traffic.rx_unsteered, 4);
@@ -738,10 +473,7 @@ fn completions_for_queues_whose_eq_is_gone_raise_no_vector() {
     // frame sent on the pair's SQ still leaves; the EQ they report to is
     // gone, so no EQE is written and its vector is never raised.
     let frame = frames::frame(mac(), &suite_flow(row), &[0; 20]);
-    assert!(matches!(
-        drv.dev.receive(0, &frame),
-        RxVerdict::Delivered { .. }
-    ));
+    assert!(matches!(drv.dev.receive(0, &frame), RxVerdict::Delivered { .. }));
     drv.data.inflight.clear();
     drv.xmit(pair, &frame, &TxOpts::default()).unwrap();
     assert_eq!(sent(&drv), vec![frame]);
@@ -752,11 +484,7 @@ fn completions_for_queues_whose_eq_is_gone_raise_no_vector() {
 
 #[test]
 fn a_loopback_backend_brings_transmitted_frames_back_through_rss() {
-    let mut drv = Driver::with_backend(
-        Kernel::V7_3,
-        DeviceConfig::default(),
-        Box::new(Loopback::new(64)),
-    );
+    let mut drv = Driver::with_backend(Kernel::V7_3, DeviceConfig::default(), Box::new(Loopback::new(64)));
     let eqs = drv.probe().unwrap();
     let pairs = drv.open(&eqs, 4).unwrap();
     for row in SUITE_V4 {
@@ -765,10 +493,7 @@ fn a_loopback_backend_brings_transmitted_frames_back_through_rss() {
         drv.pump().unwrap();
         let got = last_rx(&drv);
         assert_eq!(got.bytes, frame);
-        assert_eq!(
-            (got.rq, got.hash),
-            (pairs[default_queue(row.4)].rq.id, row.4)
-        );
+        assert_eq!((got.rq, got.hash), (pairs[default_queue(row.4)].rq.id, row.4));
     }
     let snap = drv.dev.snapshot();
     assert_eq!(snap.counters.traffic.tx.packets, 5);
@@ -781,14 +506,8 @@ fn raw_rq(drv: &mut Driver, pairs: &[DrvQueuePair], cq_size: u64) -> (DrvWorkQue
     let eq = pairs[0].eq;
     let (rq, cq, obj) = drv.create_wq_obj(false, 16384, cq_size, eq).unwrap();
     let objs: Vec<u64> = pairs.iter().map(|p| p.rq_obj).collect();
-    drv.steer(&Steer {
-        rss: TriState::FALSE,
-        default_rxobj: Some(obj),
-        key: None,
-        table: None,
-        ..Steer::open(&objs)
-    })
-    .unwrap();
+    drv.steer(&Steer { rss: TriState::FALSE, default_rxobj: Some(obj), key: None, table: None, ..Steer::open(&objs) })
+        .unwrap();
     (rq, cq.id, drv.vector_of(&pairs[0]))
 }
 
@@ -805,36 +524,18 @@ fn rx_wqes_with_unusable_buffers_complete_as_truncated() {
     };
     let cases: Vec<(&str, u8, Vec<Sge>)> = vec![
         ("foreign memory key", 2, vec![sge(buf, 2048, 0xBAD)]),
-        (
-            "outside guest RAM",
-            2,
-            vec![sge(RAM_SIZE as u64 - 100, 2048, key)],
-        ),
-        (
-            "wrapping the address space",
-            2,
-            vec![sge(u64::MAX - 10, 2048, key)],
-        ),
+        ("outside guest RAM", 2, vec![sge(RAM_SIZE as u64 - 100, 2048, key)]),
+        ("wrapping the address space", 2, vec![sge(u64::MAX - 10, 2048, key)]),
         ("zero length", 2, vec![sge(buf, 0, key)]),
-        (
-            "overlapping SGEs",
-            2,
-            vec![sge(buf, 1000, key), sge(buf + 500, 1000, key)],
-        ),
+        ("overlapping SGEs", 2, vec![sge(buf, 1000, key), sge(buf + 500, 1000, key)]),
         ("no inline OOB", 0, vec![sge(buf, 2048, key)]),
         ("no SGE", 2, vec![]),
-        (
-            "good, two SGEs",
-            2,
-            vec![sge(buf, 60, key), sge(buf + 4096, 2000, key)],
-        ),
+        ("good, two SGEs", 2, vec![sge(buf, 60, key), sge(buf + 4096, 2000, key)]),
     ];
     let mut bufs = Vec::new();
     for (_, oob_div4, sges) in &cases {
         let offset = u64::from(rq.head) * 32;
-        let header = WqeHeader::new()
-            .with_num_sge(sges.len() as u8)
-            .with_inline_oob_size_div4(*oob_div4);
+        let header = WqeHeader::new().with_num_sge(sges.len() as u8).with_inline_oob_size_div4(*oob_div4);
         drv.write(rq.ring.addr(offset), header.as_bytes());
         let at = offset + 8 + u64::from(*oob_div4) * 4;
         for (i, s) in sges.iter().enumerate() {
@@ -845,21 +546,12 @@ fn rx_wqes_with_unusable_buffers_complete_as_truncated() {
     }
     drv.ring_wq(&rq, false);
     drv.rqs.insert(rq.id, rq.clone());
-    drv.data
-        .rx
-        .insert(rq.id, support::net::RxBufs { bufs, tail: 0 });
+    drv.data.rx.insert(rq.id, support::net::RxBufs { bufs, tail: 0 });
     let frame = frames::frame(mac(), &suite_flow(SUITE_V4[0]), &[4; 100]);
     for (what, _, _) in &cases[..cases.len() - 1] {
-        assert_eq!(
-            drv.dev.receive(0, &frame),
-            RxVerdict::Truncated { rq: rq.id },
-            "{what}"
-        );
+        assert_eq!(drv.dev.receive(0, &frame), RxVerdict::Truncated { rq: rq.id }, "{what}");
     }
-    assert!(matches!(
-        drv.dev.receive(0, &frame),
-        RxVerdict::Delivered { .. }
-    ));
+    assert!(matches!(drv.dev.receive(0, &frame), RxVerdict::Delivered { .. }));
     // The good WQE scattered the frame over its two SGEs.
     assert_eq!(drv.read(buf, 60), frame[..60]);
     assert_eq!(drv.read(buf + 4096, frame.len() - 60), frame[60..]);
@@ -877,22 +569,12 @@ fn a_cq_the_driver_does_not_drain_holds_completions_back_and_never_overruns_it()
     drv.masked.insert(vector);
     let frame = frames::frame(mac(), &suite_flow(SUITE_V4[0]), &[6; 30]);
     for _ in 0..200 {
-        assert!(matches!(
-            drv.dev.receive(0, &frame),
-            RxVerdict::Delivered { .. }
-        ));
+        assert!(matches!(drv.dev.receive(0, &frame), RxVerdict::Delivered { .. }));
     }
     // 64 written, 136 waiting for room: the owner-bit check of
     // mana_gd_read_cqe() in the model would fail on an overrun.
     let snap = drv.dev.snapshot();
-    assert_eq!(
-        snap.cqs
-            .iter()
-            .find(|c| c.id == cq)
-            .unwrap()
-            .completions_posted,
-        64
-    );
+    assert_eq!(snap.cqs.iter().find(|c| c.id == cq).unwrap().completions_posted, 64);
     drv.unmask(vector).unwrap();
     assert_eq!(drv.received_on(rq.id).len(), 200);
     assert!(drv.received_on(rq.id).iter().all(|f| f.bytes == frame));
@@ -947,34 +629,21 @@ fn random_wqes_never_panic_or_write_guest_memory_outside_their_buffers_and_rings
     let (mut sq, sq_cq, _) = drv.create_wq_obj(true, 8192, 16384, eq).unwrap();
     let zone_base = drv.alloc(64);
     let zone = (zone_base, zone_base + 64 * 4096);
-    let writable: Vec<(u64, u64)> = [
-        &drv.cqs[&sq_cq.id].ring,
-        &drv.cqs[&rq_cq].ring,
-        &drv.eqs[&eq].1.ring,
-    ]
-    .iter()
-    .flat_map(|r| r.pages.iter().map(|&p| (p, p + 4096)))
-    .chain([zone])
-    .collect();
+    let writable: Vec<(u64, u64)> = [&drv.cqs[&sq_cq.id].ring, &drv.cqs[&rq_cq].ring, &drv.eqs[&eq].1.ring]
+        .iter()
+        .flat_map(|r| r.pages.iter().map(|&p| (p, p + 4096)))
+        .chain([zone])
+        .collect();
     let before = drv.read(0, RAM_SIZE);
     let frame = frames::frame(mac(), &suite_flow(SUITE_V4[0]), &[0x77; 200]);
     for round in 0..3000 {
-        let (wq, is_sq) = if rng.below(2) == 0 {
-            (&mut sq, true)
-        } else {
-            (&mut rq, false)
-        };
+        let (wq, is_sq) = if rng.below(2) == 0 { (&mut sq, true) } else { (&mut rq, false) };
         let offset = u64::from(wq.head) * 32;
         // Half the time a plausible shape, to get past the header to the SGEs.
-        let num_sge = if rng.below(2) == 0 {
-            1 + rng.below(3)
-        } else {
-            rng.below(40)
-        } as u8;
+        let num_sge = if rng.below(2) == 0 { 1 + rng.below(3) } else { rng.below(40) } as u8;
         let oob_div4 = if rng.below(2) == 0 { 2 } else { rng.below(8) } as u8;
-        let header = WqeHeader::from_bits(Le64::new(rng.next()))
-            .with_num_sge(num_sge)
-            .with_inline_oob_size_div4(oob_div4);
+        let header =
+            WqeHeader::from_bits(Le64::new(rng.next())).with_num_sge(num_sge).with_inline_oob_size_div4(oob_div4);
         let mut bytes = header.as_bytes().to_vec();
         if rng.below(3) > 0 {
             // Often an OOB that passes validation, to reach the SGEs.
@@ -987,11 +656,7 @@ fn random_wqes_never_panic_or_write_guest_memory_outside_their_buffers_and_rings
         }
         bytes.resize(8 + usize::from(oob_div4) * 4, 0);
         for _ in 0..num_sge {
-            let key = if rng.below(4) > 0 {
-                drv.gpa_mkey
-            } else {
-                rng.next() as u32
-            };
+            let key = if rng.below(4) > 0 { drv.gpa_mkey } else { rng.next() as u32 };
             let sge = Sge {
                 address: Le64::new(random_address(&mut rng, zone)),
                 mem_key: Le32::new(key),
@@ -1006,10 +671,7 @@ fn random_wqes_never_panic_or_write_guest_memory_outside_their_buffers_and_rings
         // the ring, or not a whole basic unit), which leaves it in step.
         wq.head = wq.head.wrapping_add((bytes.len() as u32).div_ceil(32));
         let tail = match rng.below(16) {
-            0 => wq
-                .head
-                .wrapping_mul(32)
-                .wrapping_add(wq.ring.size as u32 + 32),
+            0 => wq.head.wrapping_mul(32).wrapping_add(wq.ring.size as u32 + 32),
             1 => wq.head.wrapping_mul(32).wrapping_add(4),
             _ => wq.head.wrapping_mul(32),
         };
@@ -1030,19 +692,9 @@ fn random_wqes_never_panic_or_write_guest_memory_outside_their_buffers_and_rings
             // The driver's CQ doorbells, so completions keep flowing.
             for cq in [sq_cq.id, rq_cq] {
                 let c = drv.cqs[&cq].clone();
-                let posted = drv
-                    .dev
-                    .snapshot()
-                    .cqs
-                    .iter()
-                    .find(|s| s.id == cq)
-                    .unwrap()
-                    .completions_posted;
+                let posted = drv.dev.snapshot().cqs.iter().find(|s| s.id == cq).unwrap().completions_posted;
                 let head = (c.entries + posted as u32) % (c.entries * 8);
-                let db = CqDoorbell::new()
-                    .with_id(cq)
-                    .with_tail_ptr(head)
-                    .with_arm(true);
+                let db = CqDoorbell::new().with_id(cq).with_tail_ptr(head).with_arm(true);
                 drv.writeq(0x1800, db.into_bits());
             }
         }
@@ -1060,14 +712,8 @@ fn random_wqes_never_panic_or_write_guest_memory_outside_their_buffers_and_rings
     for (page, (a, b)) in before.chunks(4096).zip(after.chunks(4096)).enumerate() {
         let addr = page as u64 * 4096;
         if a != b {
-            let allowed = writable
-                .iter()
-                .chain(&own)
-                .any(|&(s, e)| (s..e).contains(&addr));
-            assert!(
-                allowed,
-                "guest page {addr:#x} changed outside rings and buffers"
-            );
+            let allowed = writable.iter().chain(&own).any(|&(s, e)| (s..e).contains(&addr));
+            assert!(allowed, "guest page {addr:#x} changed outside rings and buffers");
         }
     }
     let snap = drv.dev.snapshot();
@@ -1077,10 +723,7 @@ fn random_wqes_never_panic_or_write_guest_memory_outside_their_buffers_and_rings
     assert!(t.tx.errors > 100 && t.rx.errors > 100, "{t:?}");
     assert!(t.tx.packets > 0 && t.rx.packets > 0, "{t:?}");
     assert!(snap.counters.guest_errors["doorbell"] > 100);
-    assert!(snap
-        .vectors_raised
-        .keys()
-        .all(|&v| snap.eqs.iter().any(|e| e.msix_index == v)));
+    assert!(snap.vectors_raised.keys().all(|&v| snap.eqs.iter().any(|e| e.msix_index == v)));
     // The other queues still work.
     drv.masked.clear();
     drv.drop_interrupts();

@@ -53,25 +53,11 @@ fn smc_establish_answers_0x81_and_posts_init_eqes_eq_id_db_first() {
     let types: Vec<u8> = drv.seen.init_data.iter().map(|&(t, _)| t).collect();
     // HWC_INIT_DATA_CQID..GPA_MKEY = 1..9 (hw_channel.h).
     assert_eq!(types, (1..=9).collect::<Vec<u8>>());
-    let value = |t: u8| {
-        drv.seen
-            .init_data
-            .iter()
-            .find(|&&(ty, _)| ty == t)
-            .unwrap()
-            .1
-    };
-    assert_eq!(
-        value(4),
-        1,
-        "queue depth: HW_CHANNEL_VF_BOOTSTRAP_QUEUE_DEPTH"
-    );
+    let value = |t: u8| drv.seen.init_data.iter().find(|&&(ty, _)| ty == t).unwrap().1;
+    assert_eq!(value(4), 1, "queue depth: HW_CHANNEL_VF_BOOTSTRAP_QUEUE_DEPTH");
     assert_eq!(value(5), 4096, "HW_CHANNEL_MAX_REQUEST_SIZE");
     assert_eq!(value(6), 4096, "HW_CHANNEL_MAX_RESPONSE_SIZE");
-    assert!(
-        value(7) > value(1),
-        "MAX_NUM_CQS above the HWC CQ id (mana_hwc_establish_channel)"
-    );
+    assert!(value(7) > value(1), "MAX_NUM_CQS above the HWC CQ id (mana_hwc_establish_channel)");
     assert_eq!(drv.seen.eq_id_db, Some((eq as u16, 0)));
     // 11 EQEs, 5 per interrupt (mana_gd_process_eq_events): the device must
     // re-raise on the arm doorbell twice; every raise is on the HWC vector 0.
@@ -84,36 +70,22 @@ fn arm_doorbell_with_pending_events_raises_the_vector_again() {
     // would ring, without running its handler.
     let mut drv = Driver::new(Kernel::V6_12, config());
     let rings = drv.alloc(4);
-    assert_eq!(
-        drv.smc_establish(rings, rings + 4096, rings + 8192, rings + 12288, 0),
-        0x81
-    );
+    assert_eq!(drv.smc_establish(rings, rings + 4096, rings + 8192, rings + 12288, 0), 0x81);
     // 11 init EQEs, one interrupt: the EQ started armed and disarmed itself.
     assert_eq!(drv.unserviced(), vec![0]);
     let first: Eqe = drv.read_obj(rings);
     let eq_id = HwcInitEqIdDb::from_bits(first.details[0].get()).eq_id();
     let ring = |drv: &mut Driver, consumed: u32, arm: bool| {
         // head starts at N = 256; tail_ptr = head % (N << 3).
-        let db = EqDoorbell::new()
-            .with_id(eq_id)
-            .with_tail_ptr(256 + consumed)
-            .with_arm(arm);
+        let db = EqDoorbell::new().with_id(eq_id).with_tail_ptr(256 + consumed).with_arm(arm);
         drv.writeq(0x1000 + 0xFF8, db.into_bits());
     };
     ring(&mut drv, 5, true);
     assert_eq!(drv.unserviced(), vec![0, 0], "6 pending at arm: fire again");
     ring(&mut drv, 10, true);
-    assert_eq!(
-        drv.unserviced(),
-        vec![0, 0, 0],
-        "1 pending at arm: fire again"
-    );
+    assert_eq!(drv.unserviced(), vec![0, 0, 0], "1 pending at arm: fire again");
     ring(&mut drv, 11, true);
-    assert_eq!(
-        drv.unserviced().len(),
-        3,
-        "none pending: re-armed, no interrupt"
-    );
+    assert_eq!(drv.unserviced().len(), 3, "none pending: re-armed, no interrupt");
     // Armed now: the next event (a test EQE through the HWC) interrupts once.
     let eq = drv.dev.snapshot().eqs[0].clone();
     assert!(eq.armed);
@@ -132,19 +104,12 @@ fn probe_6_12_order_succeeds_and_snapshot_shows_eqs_on_their_vectors() {
     assert_eq!(eqs.len(), 4);
     let snap = drv.dev.snapshot();
     // HWC EQ on vector 0, BNIC EQ i on vector i+1 (docs/mana-protocol.md §5.2).
-    let mut vectors: Vec<(u32, u16, u16)> = snap
-        .eqs
-        .iter()
-        .map(|e| (e.id, e.msix_index, e.owner.dev_type))
-        .collect();
+    let mut vectors: Vec<(u32, u16, u16)> = snap.eqs.iter().map(|e| (e.id, e.msix_index, e.owner.dev_type)).collect();
     vectors.sort_by_key(|&(_, v, _)| v);
     let msix: Vec<u16> = vectors.iter().map(|&(_, v, _)| v).collect();
     assert_eq!(msix, vec![0, 1, 2, 3, 4]);
     assert_eq!(vectors[0].2, 1, "HWC EQ owned by the HWC device");
-    assert!(
-        vectors[1..].iter().all(|&(_, _, owner)| owner == 2),
-        "BNIC EQs owned by MANA"
-    );
+    assert!(vectors[1..].iter().all(|&(_, _, owner)| owner == 2), "BNIC EQs owned by MANA");
     // MANA registered; MANA_IB registered then deregistered by mana_ib's unwind.
     assert_eq!(snap.devices.len(), 1);
     assert_eq!(snap.devices[0].dev_type, 2);
@@ -155,20 +120,9 @@ fn probe_6_12_order_succeeds_and_snapshot_shows_eqs_on_their_vectors() {
     assert_eq!(c["REGISTER_DEVICE"], 2);
     assert_eq!(c["DEREGISTER_DEVICE"], 1);
     assert_eq!(c["MANA_IB_GET_ADAPTER_CAP"], 1);
-    assert_eq!(
-        snap.counters.command_errors.get("MANA_IB_GET_ADAPTER_CAP"),
-        Some(&1)
-    );
-    assert_eq!(
-        snap.counters.command_errors.len(),
-        1,
-        "only the IB capability query fails"
-    );
-    assert!(
-        snap.counters.guest_errors.is_empty(),
-        "{:?}",
-        snap.counters.guest_errors
-    );
+    assert_eq!(snap.counters.command_errors.get("MANA_IB_GET_ADAPTER_CAP"), Some(&1));
+    assert_eq!(snap.counters.command_errors.len(), 1, "only the IB capability query fails");
+    assert!(snap.counters.guest_errors.is_empty(), "{:?}", snap.counters.guest_errors);
     // Each probe EQ's test EQE raised its own vector.
     for v in 1..=4u16 {
         assert!(snap.vectors_raised[&v] >= 1, "vector {v} never raised");
@@ -243,17 +197,9 @@ fn open_creates_wq_objects_and_fence_posts_an_rx_object_fence_cqe() {
         assert_eq!(cq.parent_eq, pair.eq);
         let cq = snap.cqs.iter().find(|c| c.id == pair.sq_cq.id).unwrap();
         assert_eq!(cq.parent_eq, pair.eq);
-        assert_eq!(
-            drv.seen.rx_cqe_types[&pair.rq.id],
-            vec![3],
-            "CQE_RX_OBJECT_FENCE"
-        );
+        assert_eq!(drv.seen.rx_cqe_types[&pair.rq.id], vec![3], "CQE_RX_OBJECT_FENCE");
     }
-    assert!(
-        snap.counters.guest_errors.is_empty(),
-        "{:?}",
-        snap.counters.guest_errors
-    );
+    assert!(snap.counters.guest_errors.is_empty(), "{:?}", snap.counters.guest_errors);
     // mana_close(): steering off, fences, DESTROY_WQ_OBJ ×2n; then remove's EQ flush + disable.
     drv.close(&pairs).unwrap();
     for &eq in &eqs {
@@ -278,26 +224,14 @@ fn open_and_close_in_the_7_3_order_creates_and_disables_eqs_at_open() {
     vectors.sort_unstable();
     assert_eq!(vectors, vec![0, 1, 2, 3, 4]);
     for pair in &pairs {
-        assert_eq!(
-            drv.seen.rx_cqe_types[&pair.rq.id],
-            vec![3],
-            "CQE_RX_OBJECT_FENCE"
-        );
+        assert_eq!(drv.seen.rx_cqe_types[&pair.rq.id], vec![3], "CQE_RX_OBJECT_FENCE");
     }
     drv.close(&pairs).unwrap();
     let snap = drv.dev.snapshot();
     assert_eq!(snap.eqs.len(), 1, "only the HWC EQ is left");
     assert!(snap.wq_objs.is_empty() && snap.dma_regions == 0);
-    assert!(snap
-        .counters
-        .command_errors
-        .keys()
-        .all(|k| k == "MANA_IB_GET_ADAPTER_CAP"));
-    assert!(
-        snap.counters.guest_errors.is_empty(),
-        "{:?}",
-        snap.counters.guest_errors
-    );
+    assert!(snap.counters.command_errors.keys().all(|k| k == "MANA_IB_GET_ADAPTER_CAP"));
+    assert!(snap.counters.guest_errors.is_empty(), "{:?}", snap.counters.guest_errors);
     // Open again on fresh EQs, as `ip link set up` after `down` does.
     drv.open(&probe_eqs, 4).unwrap();
 }
@@ -319,17 +253,9 @@ fn owner_bits_stay_correct_over_several_laps_of_every_hwc_ring() {
     }
     let snap = drv.dev.snapshot();
     let hwc_eq = snap.eqs.iter().find(|e| e.id == eq).unwrap();
-    assert!(
-        hwc_eq.events_posted > 2 * 256,
-        "{} events",
-        hwc_eq.events_posted
-    );
+    assert!(hwc_eq.events_posted > 2 * 256, "{} events", hwc_eq.events_posted);
     assert!(snap.cqs[0].completions_posted > 8 * 64);
-    assert!(
-        snap.counters.guest_errors.is_empty(),
-        "{:?}",
-        snap.counters.guest_errors
-    );
+    assert!(snap.counters.guest_errors.is_empty(), "{:?}", snap.counters.guest_errors);
 }
 
 #[test]
@@ -350,10 +276,7 @@ fn events_beyond_a_full_eq_wait_instead_of_overrunning_the_consumer() {
     // Delivering the interrupt now must show exactly 300 events, in order, with
     // no "EQ overflow detected": 256 in the ring, 44 written as room frees.
     drv.unmask(5).unwrap();
-    let got = drv.seen.test_events[before..]
-        .iter()
-        .filter(|&&id| id == eq)
-        .count();
+    let got = drv.seen.test_events[before..].iter().filter(|&&id| id == eq).count();
     assert_eq!(got, 300);
 }
 
@@ -364,9 +287,7 @@ fn mana_ib_is_listed_and_its_commands_fail_cleanly() {
     let mut drv = Driver::new(Kernel::V6_12, config());
     drv.establish_hwc().unwrap();
     drv.test_channel().unwrap();
-    let list: ListDevicesResp = drv
-        .general(Command::LIST_DEVICES, DevId::default())
-        .unwrap();
+    let list: ListDevicesResp = drv.general(Command::LIST_DEVICES, DevId::default()).unwrap();
     assert_eq!(list.num_of_devs.get(), 2);
     assert_eq!(&list.devs[..2], &[mana_dev(), ib_dev()]);
     drv.mana_ib_probe().unwrap();
@@ -381,12 +302,7 @@ fn mana_ib_is_listed_and_its_commands_fail_cleanly() {
 fn unknown_commands_fail_with_cmd_unsupported_and_a_header_only_response() {
     let (mut drv, _) = probed(Kernel::V6_12);
     // GDMA_STATUS_CMD_UNSUPPORTED (7.3 gdma.h) → -EOPNOTSUPP in 7.3, -EPROTO in 6.x.
-    for (code, dev) in [
-        (0x9999u32, DevId::default()),
-        (0x2000C, mana_dev()),
-        (0x2000A, mana_dev()),
-        (22, mana_dev()),
-    ] {
+    for (code, dev) in [(0x9999u32, DevId::default()), (0x2000C, mana_dev()), (0x2000A, mana_dev()), (22, mana_dev())] {
         let mut hdr = req_hdr(Command(code), 40, 440, dev);
         hdr.activity_id = Le32::new(77);
         let resp = drv.send_raw(hdr.as_bytes(), 440).unwrap();
@@ -398,7 +314,7 @@ fn unknown_commands_fail_with_cmd_unsupported_and_a_header_only_response() {
         assert_eq!(rh.dev_id, dev);
     }
     let snap = drv.dev.snapshot();
-    assert_eq!(snap.counters.commands["0x9999"], 1);
+    assert_eq!(snap.counters.commands[device_model::device::UNKNOWN_COMMAND], 1);
     assert_eq!(snap.counters.commands["MANA_QUERY_PHY_STAT"], 1);
 }
 
@@ -419,9 +335,7 @@ fn malformed_requests_get_an_error_status_not_a_hang() {
     let resp = drv.send_raw(&req, 40).unwrap();
     assert_ne!(status(&resp), 0);
     // The channel still works.
-    let _: QueryMaxResourcesResp = drv
-        .general(Command::QUERY_MAX_RESOURCES, DevId::default())
-        .unwrap();
+    let _: QueryMaxResourcesResp = drv.general(Command::QUERY_MAX_RESOURCES, DevId::default()).unwrap();
 }
 
 #[test]
@@ -430,17 +344,11 @@ fn oversized_request_sge_is_refused_and_the_channel_survives() {
     // An SQ WQE whose SGE claims 8 KiB (HW_CHANNEL_MAX_REQUEST_SIZE is 4 KiB).
     let mut sq = drv.hwc_sq.clone().unwrap();
     let offset = u64::from(sq.head) * 32;
-    let header = WqeHeader::new()
-        .with_num_sge(1)
-        .with_inline_oob_size_div4(6);
+    let header = WqeHeader::new().with_num_sge(1).with_inline_oob_size_div4(6);
     let buf = drv.alloc(2);
     let hdr = req_hdr(Command::QUERY_MAX_RESOURCES, 40, 72, DevId::default());
     drv.write(buf, hdr.as_bytes());
-    let sge = Sge {
-        address: Le64::new(buf),
-        mem_key: Le32::new(0),
-        size: Le32::new(8192),
-    };
+    let sge = Sge { address: Le64::new(buf), mem_key: Le32::new(0), size: Le32::new(8192) };
     drv.write(sq.ring.addr(offset), header.as_bytes());
     drv.write(sq.ring.addr(offset + 32), sge.as_bytes());
     sq.head += 2;
@@ -449,9 +357,7 @@ fn oversized_request_sge_is_refused_and_the_channel_survives() {
     drv.pump().unwrap();
     let resp = drv.seen.responses.last().unwrap().clone();
     assert_ne!(status(&resp), 0);
-    let _: QueryMaxResourcesResp = drv
-        .general(Command::QUERY_MAX_RESOURCES, DevId::default())
-        .unwrap();
+    let _: QueryMaxResourcesResp = drv.general(Command::QUERY_MAX_RESOURCES, DevId::default()).unwrap();
     assert_eq!(drv.dev.snapshot().counters.guest_errors["hwc request"], 1);
 }
 
@@ -495,9 +401,7 @@ fn dma_region_add_pages_completes_a_region_for_a_queue() {
     req[40..48].copy_from_slice(&(8u64 * 4096).to_le_bytes());
     let resp = drv.send_raw(&req, 40).unwrap();
     assert_eq!(status(&resp), 0);
-    let handle = resp_as::<CreateDmaRegionResp>(&resp)
-        .dma_region_handle
-        .get();
+    let handle = resp_as::<CreateDmaRegionResp>(&resp).dma_region_handle.get();
     let queue = |drv: &mut Driver| {
         let mut cq = CreateQueueReq::new_zeroed();
         cq.hdr = req_hdr(Command::CREATE_QUEUE, 96, 36, mana_dev());
@@ -534,15 +438,9 @@ fn msix_indices_outside_the_table_are_refused() {
     req.gdma_region = Le64::new(handle);
     req.queue_size = Le32::new(32768);
     req.eq_pci_msix_index = Le32::new(u32::from(table));
-    assert_eq!(
-        status(&drv.send_raw(req.as_bytes(), 36).unwrap()),
-        0xC000_000D
-    );
+    assert_eq!(status(&drv.send_raw(req.as_bytes(), 36).unwrap()), 0xC000_000D);
     req.eq_pci_msix_index = Le32::new(u32::MAX);
-    assert_eq!(
-        status(&drv.send_raw(req.as_bytes(), 36).unwrap()),
-        0xC000_000D
-    );
+    assert_eq!(status(&drv.send_raw(req.as_bytes(), 36).unwrap()), 0xC000_000D);
     // The region was not consumed by the failed attempts.
     req.eq_pci_msix_index = Le32::new(u32::from(table) - 1);
     assert_eq!(status(&drv.send_raw(req.as_bytes(), 36).unwrap()), 0);
@@ -553,22 +451,13 @@ fn smc_establish_with_a_bad_vector_or_unmapped_ring_fails_the_handshake() {
     let mut drv = Driver::new(Kernel::V6_12, config());
     let page = drv.alloc(4);
     // Vector >= MSI-X table size: status non-zero, owner bit clear (mana_smc_read_response → -EPROTO).
-    let hdr = drv.smc_establish(
-        page,
-        page + 4096,
-        page + 8192,
-        page + 12288,
-        config().msix_table_size,
-    );
+    let hdr = drv.smc_establish(page, page + 4096, page + 8192, page + 12288, config().msix_table_size);
     assert_eq!(hdr >> 31, 0);
     assert_ne!((hdr >> 8) & 0xFF, 0);
     // A ring outside guest RAM.
     let hdr = drv.smc_establish(RAM_SIZE as u64, page + 4096, page + 8192, page + 12288, 0);
     assert_ne!((hdr >> 8) & 0xFF, 0);
-    assert!(
-        drv.irqs.all().is_empty(),
-        "no vector raised for an EQ that does not exist"
-    );
+    assert!(drv.irqs.all().is_empty(), "no vector raised for an EQ that does not exist");
     assert!(drv.dev.snapshot().eqs.is_empty());
 }
 
@@ -579,9 +468,7 @@ fn destroy_hwc_then_reestablish_starts_from_scratch() {
     // mana_smc_teardown_hwc(): 0x82 and everything forgotten.
     assert_eq!(drv.smc_destroy(), 0x82);
     let snap = drv.dev.snapshot();
-    assert!(
-        snap.hwc.is_none() && snap.eqs.is_empty() && snap.cqs.is_empty() && snap.wqs.is_empty()
-    );
+    assert!(snap.hwc.is_none() && snap.eqs.is_empty() && snap.cqs.is_empty() && snap.wqs.is_empty());
     assert!(snap.devices.is_empty() && snap.wq_objs.is_empty() && snap.dma_regions == 0);
     assert_eq!(snap.counters.hwc_destroyed, 1);
     drv.forget_all();
@@ -618,16 +505,10 @@ fn doorbells_for_unknown_queues_or_bogus_positions_raise_nothing() {
     let raised = drv.irqs.all().len();
     let eq = drv.hwc_eq_id.unwrap();
     // EQ consumer beyond the producer, CQ consumer beyond, SQ producer a lap ahead.
-    let bogus_eq = EqDoorbell::new()
-        .with_id(eq as u16)
-        .with_tail_ptr(256 + 100)
-        .with_arm(true);
+    let bogus_eq = EqDoorbell::new().with_id(eq as u16).with_tail_ptr(256 + 100).with_arm(true);
     drv.writeq(0x1FF8, bogus_eq.into_bits());
     let cq = drv.hwc_cq_id.unwrap();
-    let bogus_cq = CqDoorbell::new()
-        .with_id(cq)
-        .with_tail_ptr(64 + 30)
-        .with_arm(true);
+    let bogus_cq = CqDoorbell::new().with_id(cq).with_tail_ptr(64 + 30).with_arm(true);
     drv.writeq(0x1800, bogus_cq.into_bits());
     let sq = drv.hwc_sq.clone().unwrap();
     let bogus_sq = WqDoorbell::new().with_id(sq.id).with_tail_ptr(8192);
@@ -648,28 +529,14 @@ fn no_vector_for_a_cq_whose_eq_was_disabled() {
     let pair = &pairs[0];
     drv.destroy_eq(pair.eq).unwrap();
     let vector = 1u16;
-    let before = drv
-        .dev
-        .snapshot()
-        .vectors_raised
-        .get(&vector)
-        .copied()
-        .unwrap_or(0);
+    let before = drv.dev.snapshot().vectors_raised.get(&vector).copied().unwrap_or(0);
     // FENCE on the RQ whose CQ's parent EQ is gone: the CQE is written, no
     // event, no interrupt (the device never raises for a missing EQ).
     let mut req = FenceRqReq::new_zeroed();
     req.hdr = req_hdr(Command::MANA_FENCE_RQ, 48, 32, mana_dev());
     req.wq_obj_handle = Le64::new(pair.rq_obj);
     let _: GdmaRespHdr = drv.bnic(req.as_bytes().to_vec()).unwrap();
-    assert_eq!(
-        drv.dev
-            .snapshot()
-            .vectors_raised
-            .get(&vector)
-            .copied()
-            .unwrap_or(0),
-        before
-    );
+    assert_eq!(drv.dev.snapshot().vectors_raised.get(&vector).copied().unwrap_or(0), before);
     // Test EQE on the disabled EQ is refused.
     expect_err(drv.test_eq(pair.eq, mana_dev()), "status").unwrap();
 }
@@ -693,29 +560,13 @@ fn wq_objects_need_a_known_vport_eq_and_regions() {
         req.cq_parent_qid = Le32::new(eq);
         req.as_bytes().to_vec()
     };
-    expect_err(
-        drv.bnic::<CreateWqObjResp>(base(999, vport, 4096)),
-        "status",
-    )
-    .unwrap();
-    expect_err(
-        drv.bnic::<CreateWqObjResp>(base(eqs[0], vport + 7, 4096)),
-        "status",
-    )
-    .unwrap();
-    expect_err(
-        drv.bnic::<CreateWqObjResp>(base(eqs[0], vport, 8192)),
-        "status",
-    )
-    .unwrap();
+    expect_err(drv.bnic::<CreateWqObjResp>(base(999, vport, 4096)), "status").unwrap();
+    expect_err(drv.bnic::<CreateWqObjResp>(base(eqs[0], vport + 7, 4096)), "status").unwrap();
+    expect_err(drv.bnic::<CreateWqObjResp>(base(eqs[0], vport, 8192)), "status").unwrap();
     let ok: CreateWqObjResp = drv.bnic(base(eqs[0], vport, 4096)).unwrap();
     assert_ne!(ok.wq_obj.get(), u64::MAX);
     // The regions now belong to the queue.
-    expect_err(
-        drv.bnic::<CreateWqObjResp>(base(eqs[0], vport, 4096)),
-        "status",
-    )
-    .unwrap();
+    expect_err(drv.bnic::<CreateWqObjResp>(base(eqs[0], vport, 4096)), "status").unwrap();
 }
 
 #[test]
@@ -745,19 +596,9 @@ fn random_bar0_traffic_never_panics_or_hangs() {
     // driver created (HWC on 0, probe EQs on 1..=4): a random doorbell can
     // re-fire an existing EQ but never invent one.
     let snap = drv.dev.snapshot();
-    assert!(snap
-        .eqs
-        .iter()
-        .all(|e| e.msix_index < config().msix_table_size));
-    assert!(
-        snap.vectors_raised.keys().all(|&v| v <= 4),
-        "{:?}",
-        snap.vectors_raised
-    );
-    assert!(
-        snap.counters.guest_errors.values().sum::<u64>() > 0,
-        "bad writes were counted"
-    );
+    assert!(snap.eqs.iter().all(|e| e.msix_index < config().msix_table_size));
+    assert!(snap.vectors_raised.keys().all(|&v| v <= 4), "{:?}", snap.vectors_raised);
+    assert!(snap.counters.guest_errors.values().sum::<u64>() > 0, "bad writes were counted");
 }
 
 #[test]
@@ -766,14 +607,8 @@ fn random_hwc_requests_always_get_an_answer_and_the_channel_survives() {
     // Only the HWC vector is serviced; whatever random requests do to other
     // EQs stays in the device (their interrupts are held back).
     drv.masked.extend(1..config().msix_table_size);
-    let codes = [
-        1u32, 2, 3, 4, 5, 10, 12, 13, 25, 26, 27, 0x54, 0x20001, 0x20002, 0x20003, 0x20004, 0x20005,
-    ];
-    let codes = [
-        &codes[..],
-        &[0x20006, 0x20007, 0x20008, 0x30001, 0xdead_beef],
-    ]
-    .concat();
+    let codes = [1u32, 2, 3, 4, 5, 10, 12, 13, 25, 26, 27, 0x54, 0x20001, 0x20002, 0x20003, 0x20004, 0x20005];
+    let codes = [&codes[..], &[0x20006, 0x20007, 0x20008, 0x30001, 0xdead_beef]].concat();
     let mut x = 0x2545_F491_4F6C_DD1Du64;
     let mut next = move || {
         x ^= x << 13;
@@ -791,21 +626,11 @@ fn random_hwc_requests_always_get_an_answer_and_the_channel_survives() {
             let hdr = req_hdr(code, len, (next() % 5000) as usize, dev);
             req[..40].copy_from_slice(hdr.as_bytes());
         }
-        let resp = drv
-            .send_raw(&req, 4096)
-            .unwrap_or_else(|e| panic!("request {i}: {e:#}"));
+        let resp = drv.send_raw(&req, 4096).unwrap_or_else(|e| panic!("request {i}: {e:#}"));
         assert!(resp.len() >= 32);
     }
-    let _: QueryMaxResourcesResp = drv
-        .general(Command::QUERY_MAX_RESOURCES, DevId::default())
-        .unwrap();
+    let _: QueryMaxResourcesResp = drv.general(Command::QUERY_MAX_RESOURCES, DevId::default()).unwrap();
     let snap = drv.dev.snapshot();
-    assert!(
-        snap.eqs.iter().any(|e| e.owner.dev_type == 1),
-        "the HWC EQ survived"
-    );
-    assert!(snap
-        .eqs
-        .iter()
-        .all(|e| e.msix_index < config().msix_table_size));
+    assert!(snap.eqs.iter().any(|e| e.owner.dev_type == 1), "the HWC EQ survived");
+    assert!(snap.eqs.iter().all(|e| e.msix_index < config().msix_table_size));
 }

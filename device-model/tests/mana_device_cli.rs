@@ -2,6 +2,8 @@
 //! clean SIGTERM, clear errors on bad arguments, the control channel on
 //! stdin/stdout, and a panicking or hanging device (`--inject-fault`).
 
+mod wire_client;
+
 use device_model::control::{Op, Reply, Request, Response};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -14,11 +16,7 @@ const DEADLINE: Duration = Duration::from_secs(60);
 
 fn mana_device(args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_mana-device"));
-    command
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    command.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     command
 }
 
@@ -62,11 +60,7 @@ fn wait(mut child: Child) -> std::process::Output {
     if let Some(mut stderr) = stderr {
         let _ = std::io::Read::read_to_end(&mut stderr, &mut err);
     }
-    std::process::Output {
-        status,
-        stdout: Vec::new(),
-        stderr: err,
-    }
+    std::process::Output { status, stdout: Vec::new(), stderr: err }
 }
 
 #[test]
@@ -90,14 +84,9 @@ fn prints_ready_then_exits_cleanly_on_sigterm_and_removes_the_socket() {
     // SAFETY: plain kill(2) of our own child's pid.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let output = wait(child);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert!(!socket.exists(), "socket removed on SIGTERM");
-    let json: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&status).expect("status file")).expect("json");
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&status).expect("status file")).expect("json");
     assert_eq!(json["shell"]["config"]["msix_table_size"], 17);
     assert_eq!(json["shell"]["connected"], false);
 }
@@ -108,15 +97,9 @@ fn bad_arguments_fail_with_a_message() {
     let socket = dir.path().join("dev.sock");
     let socket = socket.to_str().expect("utf-8");
     for (args, needle) in [
-        (
-            vec!["--socket", socket, "--msix-table-size", "0"],
-            "outside 1..=2048",
-        ),
+        (vec!["--socket", socket, "--msix-table-size", "0"], "outside 1..=2048"),
         (vec!["--socket", socket, "--mac", "00:11"], "six hex bytes"),
-        (
-            vec!["--socket", socket, "--config", "/nonexistent.json"],
-            "cannot read device config",
-        ),
+        (vec!["--socket", socket, "--config", "/nonexistent.json"], "cannot read device config"),
         (vec!["--msix-table-size", "9"], "--socket"),
     ] {
         let output = wait(mana_device(&args).spawn().expect("spawn"));
@@ -132,11 +115,7 @@ fn an_existing_socket_path_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
     let socket = dir.path().join("dev.sock");
     std::fs::write(&socket, b"").expect("file");
-    let output = wait(
-        mana_device(&["--socket", socket.to_str().expect("utf-8")])
-            .spawn()
-            .expect("spawn"),
-    );
+    let output = wait(mana_device(&["--socket", socket.to_str().expect("utf-8")]).spawn().expect("spawn"));
     assert_eq!(output.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&output.stderr).contains("already exists"));
     assert!(socket.exists(), "someone else's file is left alone");
@@ -153,10 +132,7 @@ struct Controlled {
 fn controlled(socket: &std::path::Path, extra: &[&str]) -> Controlled {
     let mut args = vec!["--socket", socket.to_str().expect("utf-8"), "--control", "stdio"];
     args.extend_from_slice(extra);
-    let mut child = mana_device(&args)
-        .stdin(Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let mut child = mana_device(&args).stdin(Stdio::piped()).spawn().expect("spawn");
     let stdin = child.stdin.take().expect("piped stdin");
     let stdout = child.stdout.take().expect("piped stdout");
     let (tx, lines) = mpsc::channel();
@@ -186,8 +162,7 @@ impl Controlled {
     }
 
     fn answer(&mut self, within: Duration) -> Option<Response> {
-        self.next_line(within)
-            .map(|l| serde_json::from_str(&l).unwrap_or_else(|e| panic!("{l:?}: {e}")))
+        self.next_line(within).map(|l| serde_json::from_str(&l).unwrap_or_else(|e| panic!("{l:?}: {e}")))
     }
 }
 
@@ -234,7 +209,7 @@ fn a_panic_in_the_serving_thread_ends_the_process_with_101_and_the_message() {
     // The last line says it all (a backtrace before it may be long).
     let last = stderr.lines().last().unwrap_or_default();
     assert!(
-        last.starts_with("mana-device: error: thread 'vfio-user' panicked at ")
+        last.starts_with("mana-device: error: thread 'vfio-user-device' panicked at ")
             && last.ends_with(": injected fault: panic:1; exiting"),
         "{stderr}"
     );
@@ -272,4 +247,30 @@ fn a_device_hung_inside_a_message_answers_no_ping() {
     child.wait().expect("reap");
     drop(stdin);
     writer.join().expect("the client thread ends with the device");
+}
+
+#[test]
+fn a_version_message_without_payload_is_refused_and_the_process_keeps_serving() {
+    // Sent straight to the vfio_user crate, this message panics it
+    // (CString::from_vec_with_nul(..).unwrap()); the device's front refuses
+    // it with EINVAL first, and the session goes on.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let socket = dir.path().join("dev.sock");
+    let mut device = controlled(&socket, &[]);
+    let stream = std::os::unix::net::UnixStream::connect(&socket).expect("connect");
+    let mut client = wire_client::RawClient::new(stream);
+    let reply = client.call(device_model::wire::VERSION, &[0, 0, 0, 0], &[]);
+    assert_eq!(reply.errno(), Some(libc::EINVAL), "{reply:?}");
+    let json = wire_client::version_fields("{\"capabilities\":{}}");
+    let reply = client.call(device_model::wire::VERSION, &json, &[]);
+    assert_eq!(reply.errno(), None, "{reply:?}");
+    device.ask(1, Op::Ping);
+    assert_eq!(device.answer(DEADLINE), Some(Response { id: 1, reply: Reply::Pong }));
+    // The client leaves: the device ends cleanly.
+    drop(client);
+    let Controlled { child, stdin, .. } = device;
+    let output = wait(child);
+    drop(stdin);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(!socket.exists(), "socket removed");
 }

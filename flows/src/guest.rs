@@ -33,7 +33,8 @@ pub fn run_guest(cfg: &GuestConfig) -> Result<GuestResults, String> {
     let control = connect(cfg)?;
     let mut reader = BufReader::new(control.try_clone().map_err(|e| format!("control connection: {e}"))?);
     let mut writer = control;
-    let send = |w: &mut TcpStream, line: String| w.write_all(line.as_bytes()).map_err(|e| format!("control connection: {e}"));
+    let send =
+        |w: &mut TcpStream, line: String| w.write_all(line.as_bytes()).map_err(|e| format!("control connection: {e}"));
     send(&mut writer, encode(&GuestHello { version: PROTOCOL_VERSION, guest: cfg.guest }))?;
     let plan: Plan = decode(&read_line(&mut reader, cfg.deadline, "the plan")?, "the plan")?;
     if plan.version != PROTOCOL_VERSION {
@@ -61,7 +62,12 @@ fn connect(cfg: &GuestConfig) -> Result<TcpStream, String> {
         match TcpStream::connect_timeout(&addr, left) {
             Ok(s) => return Ok(s),
             // Not reachable yet (no route or neighbour yet, nothing listening): try again.
-            Err(e) if matches!(e.kind(), ErrorKind::ConnectionRefused | ErrorKind::HostUnreachable | ErrorKind::NetworkUnreachable) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::ConnectionRefused | ErrorKind::HostUnreachable | ErrorKind::NetworkUnreachable
+                ) =>
+            {
                 std::thread::sleep(RETRY.min(left));
             }
             Err(e) => return Err(format!("connect to {addr}: {e}")),
@@ -80,7 +86,9 @@ pub fn read_line(reader: &mut BufReader<TcpStream>, deadline: Instant, what: &st
     match reader.read_line(&mut line) {
         Ok(0) => Err(format!("the connection closed while waiting for {what}")),
         Ok(_) => Ok(line),
-        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => Err(format!("no {what} before the deadline")),
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+            Err(format!("no {what} before the deadline"))
+        }
         Err(e) => Err(format!("waiting for {what}: {e}")),
     }
 }

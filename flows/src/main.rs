@@ -126,7 +126,8 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            let cfg = PeerConfig { tap, host, port, fd_socket, deadline: Instant::now() + Duration::from_secs(deadline) };
+            let cfg =
+                PeerConfig { tap, host, port, fd_socket, deadline: Instant::now() + Duration::from_secs(deadline) };
             let stdin = std::io::BufReader::new(std::io::stdin());
             match run_peer(cfg, stdin, std::io::stdout()) {
                 Ok(()) => ExitCode::SUCCESS,

@@ -48,7 +48,11 @@ pub struct PeerConfig {
 /// # Errors
 /// A line naming the step that failed; it was also sent as
 /// [`PeerEvent::Failed`].
-pub fn run_peer(cfg: PeerConfig, commands: impl BufRead + Send + 'static, mut events: impl Write) -> Result<(), String> {
+pub fn run_peer(
+    cfg: PeerConfig,
+    commands: impl BufRead + Send + 'static,
+    mut events: impl Write,
+) -> Result<(), String> {
     let result = serve(cfg, commands, &mut events);
     if let Err(e) = &result {
         let _ = emit(&mut events, &PeerEvent::Failed(e.clone()));
@@ -57,12 +61,16 @@ pub fn run_peer(cfg: PeerConfig, commands: impl BufRead + Send + 'static, mut ev
 }
 
 fn emit(events: &mut impl Write, event: &PeerEvent) -> Result<(), String> {
-    events.write_all(encode(event).as_bytes()).and_then(|()| events.flush()).map_err(|e| format!("writing to the rig: {e}"))
+    events
+        .write_all(encode(event).as_bytes())
+        .and_then(|()| events.flush())
+        .map_err(|e| format!("writing to the rig: {e}"))
 }
 
 fn serve(cfg: PeerConfig, commands: impl BufRead + Send + 'static, events: &mut impl Write) -> Result<(), String> {
     let (host, prefix) = cfg.host;
-    netns::enter_new_namespace().map_err(|e| format!("a new network namespace (unshare CLONE_NEWNET; needs root): {e}"))?;
+    netns::enter_new_namespace()
+        .map_err(|e| format!("a new network namespace (unshare CLONE_NEWNET; needs root): {e}"))?;
     let tap = netns::create_tap(&cfg.tap).map_err(|e| format!("TAP {}: {e}", cfg.tap))?;
     netns::disable_ipv6(&cfg.tap).map_err(|e| format!("TAP {}: {e}", cfg.tap))?;
     netns::configure("lo", None).map_err(|e| format!("lo: {e}"))?;
@@ -98,7 +106,8 @@ fn serve(cfg: PeerConfig, commands: impl BufRead + Send + 'static, events: &mut 
     // Listeners before the guest hears the plan: its connections find them open.
     let (listeners, host_failed) = run::listen(&plan, Side::Host);
     writer.write_all(encode(&plan).as_bytes()).map_err(|e| format!("sending the plan: {e}"))?;
-    let listening: GuestListening = decode(&read_line(&mut reader, cfg.deadline, "the guest's listeners")?, "the guest's listeners")?;
+    let listening: GuestListening =
+        decode(&read_line(&mut reader, cfg.deadline, "the guest's listeners")?, "the guest's listeners")?;
     let started = Instant::now();
     let limit = (started + Duration::from_millis(plan.limit_ms)).min(cfg.deadline);
     let mut failed: BTreeMap<u32, String> = host_failed.into_iter().collect();

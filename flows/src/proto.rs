@@ -189,7 +189,8 @@ mod tests {
 
     #[test]
     fn messages_cross_as_one_line_each_and_a_wrong_one_is_named() {
-        let flow = FlowSpec { id: 0, opener: Side::Host, guest_port: 20000, host_port: 30000, to_guest: 10, to_host: 20 };
+        let flow =
+            FlowSpec { id: 0, opener: Side::Host, guest_port: 20000, host_port: 30000, to_guest: 10, to_host: 20 };
         let plan = Plan::one([192, 0, 2, 1].into(), [192, 0, 2, 2].into(), flow, 1000);
         let line = encode(&RigCommand::Plan(plan.clone()));
         assert_eq!(line.matches('\n').count(), 1);

@@ -104,7 +104,8 @@ pub fn run(
             .into_iter()
             .zip(&plan.flows)
             .map(|(h, flow)| {
-                h.join().unwrap_or_else(|_| End::new(flow, me).result(Some("flow thread panicked".into()), Duration::ZERO))
+                h.join()
+                    .unwrap_or_else(|_| End::new(flow, me).result(Some("flow thread panicked".into()), Duration::ZERO))
             })
             .collect()
     })

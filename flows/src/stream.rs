@@ -56,7 +56,13 @@ pub struct Verifier {
 impl Verifier {
     /// A verifier for flow `id`'s stream in one direction.
     pub fn new(id: u32, to_guest: bool) -> Self {
-        Self { expected: Stream::new(id, to_guest), scratch: Vec::new(), hash: Sha256::new(), seen: 0, first_mismatch: None }
+        Self {
+            expected: Stream::new(id, to_guest),
+            scratch: Vec::new(),
+            hash: Sha256::new(),
+            seen: 0,
+            first_mismatch: None,
+        }
     }
 
     /// Takes the next received bytes.

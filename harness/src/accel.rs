@@ -150,8 +150,7 @@ pub fn probe_kvm() -> Result<(), String> {
     std::thread::spawn(move || {
         let _ = tx.send(run_probe());
     });
-    rx.recv_timeout(Duration::from_secs(5))
-        .unwrap_or_else(|_| Err("the probe vCPU did not exit within 5 s".into()))
+    rx.recv_timeout(Duration::from_secs(5)).unwrap_or_else(|_| Err("the probe vCPU did not exit within 5 s".into()))
 }
 
 /// One page of anonymous memory, unmapped on drop.

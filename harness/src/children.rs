@@ -3,16 +3,20 @@
 //! tracked child (a QEMU by pid, a `make` by process group), and marks the
 //! process interrupted so that loops over several boots or builds stop; their
 //! owners reap the children and return an error. With no child running, the
-//! signal ends the process with 128 + signal, like the default action.
+//! signal ends the process with 128 + signal, like the default action, unless
+//! an [`ExitDeferral`] lives (a matrix writing its partial results): then only
+//! a second signal does.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, Once};
 
 /// Tracked children: a pid (> 0) or a process group (< 0, as kill(2) takes it).
 static ACTIVE: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 static SIGNALS: Once = Once::new();
+/// Live [`ExitDeferral`]s.
+static DEFERRALS: AtomicUsize = AtomicUsize::new(0);
 
 /// Install the signal thread (once per process).
 pub fn install_signal_thread() {
@@ -24,9 +28,10 @@ pub fn install_signal_thread() {
         };
         std::thread::spawn(move || {
             for sig in signals.forever() {
-                INTERRUPTED.store(true, Ordering::SeqCst);
+                let first = !INTERRUPTED.swap(true, Ordering::SeqCst);
                 let active = lock();
-                if active.is_empty() {
+                let deferred = first && DEFERRALS.load(Ordering::SeqCst) > 0;
+                if active.is_empty() && !deferred {
                     std::process::exit(128 + sig);
                 }
                 for &target in active.iter() {
@@ -42,6 +47,26 @@ pub fn install_signal_thread() {
 
 fn lock() -> std::sync::MutexGuard<'static, BTreeSet<i32>> {
     ACTIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// While it lives, the first signal does not end a process that has no child
+/// running: it only marks it interrupted (and kills the children it has), so
+/// that a loop over many runs can stop and write what it has (a matrix's
+/// partial summary). A second signal ends the process as usual.
+#[derive(Debug)]
+pub struct ExitDeferral(());
+
+/// Defer the exit on the first signal (see [`ExitDeferral`]); installs the signal thread.
+pub fn defer_exit() -> ExitDeferral {
+    install_signal_thread();
+    DEFERRALS.fetch_add(1, Ordering::SeqCst);
+    ExitDeferral(())
+}
+
+impl Drop for ExitDeferral {
+    fn drop(&mut self) {
+        DEFERRALS.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// Track a child: `target` is its pid, or minus its process group id.

@@ -64,13 +64,10 @@ pub fn compare(spec: &MachineSpec, r: &GuestReport) -> Vec<Difference> {
         if spec.dies > 1 {
             // Compare die groups, not ids: kernels number die_id per package or
             // system-wide depending on version.
-            let declared: Vec<u32> = (0..n).filter(|&o| position(spec, o).0 == socket && position(spec, o).1 == die).collect();
-            let observed: Vec<u32> = r
-                .cpus
-                .iter()
-                .filter(|(_, o)| o.package == g.package && o.die == g.die)
-                .map(|(&o, _)| o)
-                .collect();
+            let declared: Vec<u32> =
+                (0..n).filter(|&o| position(spec, o).0 == socket && position(spec, o).1 == die).collect();
+            let observed: Vec<u32> =
+                r.cpus.iter().filter(|(_, o)| o.package == g.package && o.die == g.die).map(|(&o, _)| o).collect();
             diff(format!("cpu {c} die group"), format_cpulist(&declared), format_cpulist(&observed));
         }
         let first = c - c % spec.threads;
@@ -102,7 +99,9 @@ pub fn compare(spec: &MachineSpec, r: &GuestReport) -> Vec<Difference> {
             .map(|(b, p)| (b.clone(), p)),
     };
     match root_port {
-        Some((bdf, p)) => diff(format!("NIC root port {bdf} numa_node"), want_node.to_string(), p.numa_node.to_string()),
+        Some((bdf, p)) => {
+            diff(format!("NIC root port {bdf} numa_node"), want_node.to_string(), p.numa_node.to_string())
+        }
         None => diff("NIC root port".into(), "present".into(), "missing".into()),
     }
     if let Some(nic) = &r.nic {
@@ -125,7 +124,13 @@ mod tests {
             let first = c - c % 2;
             r.cpus.insert(
                 c,
-                GuestCpu { package: i64::from(c / 4), die: Some(0), core: i64::from(c / 2 % 2), siblings: vec![first, first + 1], node: i64::from(c / 4) },
+                GuestCpu {
+                    package: i64::from(c / 4),
+                    die: Some(0),
+                    core: i64::from(c / 2 % 2),
+                    siblings: vec![first, first + 1],
+                    node: i64::from(c / 4),
+                },
             );
         }
         r.nodes.insert(0, GuestNode { cpus: vec![0, 1, 2, 3], mem_kib: 200_000, distance: vec![10, 20] });

@@ -76,10 +76,7 @@ enum Body {
 /// [`InitramfsError::Applets`] if busybox cannot run or lists nothing.
 pub fn applets(busybox: &Path) -> Result<Vec<String>, InitramfsError> {
     let err = |why: String| InitramfsError::Applets { busybox: busybox.to_path_buf(), why };
-    let out = std::process::Command::new(busybox)
-        .arg("--list")
-        .output()
-        .map_err(|e| err(e.to_string()))?;
+    let out = std::process::Command::new(busybox).arg("--list").output().map_err(|e| err(e.to_string()))?;
     if !out.status.success() {
         return Err(err(format!("exit status {}", out.status)));
     }
@@ -124,8 +121,8 @@ pub fn applets_cached(busybox: &Path) -> Result<Vec<String>, InitramfsError> {
     }
     let list = applets(busybox)?;
     let tmp = sidecar.with_extension(format!("applets.{}", std::process::id()));
-    let saved = std::fs::write(&tmp, format!("{stamp}\n{}\n", list.join("\n")))
-        .and_then(|()| std::fs::rename(&tmp, &sidecar));
+    let saved =
+        std::fs::write(&tmp, format!("{stamp}\n{}\n", list.join("\n"))).and_then(|()| std::fs::rename(&tmp, &sidecar));
     if saved.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
@@ -151,10 +148,7 @@ pub fn build(spec: &InitramfsSpec<'_>) -> Result<Vec<u8>, InitramfsError> {
     entries.push(("sbin/init".into(), Body::Symlink("../init".into())));
     let mut order = String::new();
     for m in spec.modules {
-        let name = m
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "module.ko".into());
+        let name = m.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "module.ko".into());
         order.push_str(&name);
         order.push('\n');
         entries.push((format!("{MODULE_DIR}/{name}"), Body::File(read(m)?, 0o644)));
@@ -183,10 +177,9 @@ pub fn build(spec: &InitramfsSpec<'_>) -> Result<Vec<u8>, InitramfsError> {
         };
         let size = u32::try_from(data.len()).map_err(|_| InitramfsError::TooLarge(name.clone()))?;
         let mut w = b.write(&mut out, size);
-        w.write_all(&data).and_then(|_| w.finish().map(|_| ())).map_err(|source| InitramfsError::Io {
-            path: PathBuf::from(name),
-            source,
-        })?;
+        w.write_all(&data)
+            .and_then(|_| w.finish().map(|_| ()))
+            .map_err(|source| InitramfsError::Io { path: PathBuf::from(name), source })?;
     }
     cpio::newc::trailer(&mut out).map_err(|source| InitramfsError::Io { path: "TRAILER!!!".into(), source })?;
     match spec.compression {
@@ -250,7 +243,15 @@ mod tests {
         assert_eq!(a, b);
         let n = names(&a);
         let has = |name: &str| n.iter().any(|(x, _, _)| x == name);
-        for want in ["init", "bin/busybox", "bin/sh", "bin/insmod", "dev/console", "lib/modules/manarig/mana.ko", "lib/modules/manarig/order"] {
+        for want in [
+            "init",
+            "bin/busybox",
+            "bin/sh",
+            "bin/insmod",
+            "dev/console",
+            "lib/modules/manarig/mana.ko",
+            "lib/modules/manarig/order",
+        ] {
             assert!(has(want), "{want} in {n:?}");
         }
         assert!(n.iter().all(|(_, _, mtime)| *mtime == 0));
@@ -276,7 +277,11 @@ mod tests {
         std::fs::remove_file(&sidecar).expect("rm");
         std::fs::create_dir(&sidecar).expect("a folder where the file would go");
         assert_eq!(applets_cached(&bb).expect("list"), ["ip", "sh"]);
-        assert!(std::fs::read_dir(dir.path()).expect("ls").all(|e| !e.expect("entry").file_name().to_string_lossy().contains(".applets.")));
+        assert!(std::fs::read_dir(dir.path()).expect("ls").all(|e| !e
+            .expect("entry")
+            .file_name()
+            .to_string_lossy()
+            .contains(".applets.")));
     }
 
     #[test]

@@ -14,7 +14,10 @@
 //! - [`rig`]: one run, end to end; [`traffic`]: packets through the emulated NIC
 //!   in a run (the peer in a private network namespace, the flow plan);
 //!   [`verdict`]: the judgement and its formats; [`workspace_bin`]: finding the
-//!   workspace's helper binaries;
+//!   workspace's helper binaries; [`matrix`]: many runs (topologies × kernels),
+//!   sharded, merged, reported;
+//! - [`import`]: a real machine's lscpu/numactl paste, sysfs snapshot or hwloc XML → a
+//!   topology file; [`picture`]: the machine with its IRQs as SVG and an HTML report;
 //! - [`cli`]: the command line, the only layer that knows exit codes.
 
 pub mod accel;
@@ -22,8 +25,11 @@ pub mod children;
 pub mod cli;
 pub mod guest_protocol;
 pub mod guest_topology;
+pub mod import;
 pub mod initramfs;
 pub mod kbuild;
+pub mod matrix;
+pub mod picture;
 pub mod provision;
 pub mod qemu;
 pub mod rig;

@@ -183,7 +183,9 @@ fn only_the_command_line_imports_cli() {
     let graph = imports(&root().join("harness/src"));
     let offenders: Vec<String> = graph
         .iter()
-        .filter(|(m, targets)| m.first().is_none_or(|f| f != "cli") && targets.iter().any(|t| t.first().is_some_and(|f| f == "cli")))
+        .filter(|(m, targets)| {
+            m.first().is_none_or(|f| f != "cli") && targets.iter().any(|t| t.first().is_some_and(|f| f == "cli"))
+        })
         .map(|(m, _)| m.join("::"))
         .collect();
     assert!(offenders.is_empty(), "domain modules import the CLI: {offenders:?}");

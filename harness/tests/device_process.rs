@@ -35,7 +35,11 @@ fn run_with_fault(fault: &str, tmp: &Path) -> Ended {
         .env("TMPDIR", tmp)
         .output()
         .expect("manarig runs");
-    Ended { code: out.status.code(), stderr: String::from_utf8_lossy(&out.stderr).into_owned(), at: utc_seconds_of_day_now() }
+    Ended {
+        code: out.status.code(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        at: utc_seconds_of_day_now(),
+    }
 }
 
 fn utc_seconds_of_day_now() -> f64 {
@@ -47,7 +51,8 @@ fn logged_at(line: &str) -> Option<f64> {
     let stamp = line.split_whitespace().next()?;
     let time = stamp.split_once('T')?.1.trim_end_matches('Z');
     let mut parts = time.split(':');
-    let (h, m, s) = (parts.next()?.parse::<f64>().ok()?, parts.next()?.parse::<f64>().ok()?, parts.next()?.parse::<f64>().ok()?);
+    let (h, m, s) =
+        (parts.next()?.parse::<f64>().ok()?, parts.next()?.parse::<f64>().ok()?, parts.next()?.parse::<f64>().ok()?);
     Some(h * 3600.0 + m * 60.0 + s)
 }
 
@@ -102,5 +107,9 @@ fn on_seed_002_a_device_killed_mid_probe_ends_the_run_with_exit_2_and_no_qemu_le
 /// ping goes unanswered for 5 s, the device is killed and the run ends.
 #[test]
 fn on_seed_002_a_device_hung_mid_probe_ends_the_run_with_exit_2_and_no_qemu_left() {
-    ends_the_run_cleanly("hang:30", "stopped answering (no answer to a ping within 5s; killed)", Duration::from_secs(20));
+    ends_the_run_cleanly(
+        "hang:30",
+        "stopped answering (no answer to a ping within 5s; killed)",
+        Duration::from_secs(20),
+    );
 }

@@ -1,19 +1,8 @@
 //! `manarig expect` (= `cargo xtask expect`) end to end: output and exit codes.
 
-use std::process::Command;
+mod support;
 
-fn manarig(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_manarig"))
-        .args(args)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .output()
-        .expect("run manarig");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use support::manarig;
 
 #[test]
 fn expect_prints_seed_002_table() {

@@ -23,7 +23,10 @@ fn run(file: &str, kernel: &str, reprobe: bool) -> RunOutcome {
     match run_one(&req) {
         Ok(outcome) => {
             // The human report: IRQ table, then each stage's link and queue table.
-            eprintln!("{}", harness::verdict::render(&outcome.verdict, harness::verdict::Format::Human).unwrap_or_default());
+            eprintln!(
+                "{}",
+                harness::verdict::render(&outcome.verdict, harness::verdict::Format::Human).unwrap_or_default()
+            );
             outcome
         }
         Err(e) => panic!("{file} on {kernel}: rig error: {e:#}"),
@@ -109,7 +112,10 @@ fn reprobe_is_clean(kernel: &str) {
     assert_link_and_channels(&o, "re-probe");
     assert_eq!(first.report.carrier, Some(true), "first probe: carrier");
     let cpus = |v: &harness::verdict::Verdict| {
-        v.vectors.iter().map(|r| (r.name.clone(), r.observed.as_ref().map(|o| o.smp_affinity_list.to_string()))).collect::<Vec<_>>()
+        v.vectors
+            .iter()
+            .map(|r| (r.name.clone(), r.observed.as_ref().map(|o| o.smp_affinity_list.to_string())))
+            .collect::<Vec<_>>()
     };
     assert_eq!(cpus(&first.verdict), cpus(&o.verdict), "IRQ tables of the two probes");
     let (a, b) = (first.queues.as_ref().expect("first queue table"), o.queues.as_ref().expect("queue table"));

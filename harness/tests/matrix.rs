@@ -41,7 +41,8 @@ fn check(file: &str, kernel: &str) {
     // build's detected generation on that build instead of the pinned kernel.
     if let Ok(key) = std::env::var(MATRIX_BUILD_ENV) {
         let cache = harness::provision::cache_dir(None).expect("cache dir");
-        let built = harness::kbuild::load_build(&key, &cache).unwrap_or_else(|e| panic!("{MATRIX_BUILD_ENV}={key}: {e}"));
+        let built =
+            harness::kbuild::load_build(&key, &cache).unwrap_or_else(|e| panic!("{MATRIX_BUILD_ENV}={key}: {e}"));
         if built.model().expect("model") == gen {
             eprintln!("{file}: on kernel build {key} ({}, {})", built.stamp.release, built.stamp.detected.evidence);
             req.custom_kernel = Some(built.install());
@@ -63,7 +64,9 @@ fn check(file: &str, kernel: &str) {
     let want = match topo.expect().verdict {
         ExpectedVerdict::Pass => Status::Pass,
         ExpectedVerdict::Mismatch => Status::Fail,
-        ExpectedVerdict::RigError => panic!("{file} on {kernel}: the file expects a rig error, the run worked:\n{report}"),
+        ExpectedVerdict::RigError => {
+            panic!("{file} on {kernel}: the file expects a rig error, the run worked:\n{report}")
+        }
     };
     assert_eq!(got, want, "{file} on {kernel} ({}): verdict differs from the file's expectation", topo.expect().source);
     // Whatever the table, the driver must not upset the kernel, and a netdev

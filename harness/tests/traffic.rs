@@ -28,7 +28,10 @@ fn run(file: &str, kernel: &str, traffic: TrafficOptions) -> RunOutcome {
     req.traffic = Some(traffic);
     match run_one(&req) {
         Ok(outcome) => {
-            eprintln!("{}", harness::verdict::render(&outcome.verdict, harness::verdict::Format::Human).unwrap_or_default());
+            eprintln!(
+                "{}",
+                harness::verdict::render(&outcome.verdict, harness::verdict::Format::Human).unwrap_or_default()
+            );
             outcome
         }
         Err(e) => panic!("{file} on {kernel}: rig error: {e:#}"),
@@ -83,7 +86,8 @@ fn a_tcp_transfer_arrives_intact_in_both_directions_on_linux_6_12_min() {
         assert_eq!(h.sent_sha256, g.received_sha256, "peer -> guest");
         assert_eq!(g.sent_sha256, h.received_sha256, "guest -> peer");
     }
-    let openers: Vec<&str> = o.verdict.traffic.as_ref().expect("traffic").flows.iter().map(|f| f.opener.as_str()).collect();
+    let openers: Vec<&str> =
+        o.verdict.traffic.as_ref().expect("traffic").flows.iter().map(|f| f.opener.as_str()).collect();
     assert_eq!(openers, ["host", "guest"]);
 }
 

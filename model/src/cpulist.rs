@@ -116,9 +116,7 @@ impl CpuMask {
 
     /// Whether `cpu` is in the set.
     pub fn contains(&self, cpu: u32) -> bool {
-        self.words
-            .get((cpu / 64) as usize)
-            .is_some_and(|w| w & (1u64 << (cpu % 64)) != 0)
+        self.words.get((cpu / 64) as usize).is_some_and(|w| w & (1u64 << (cpu % 64)) != 0)
     }
 
     /// Number of CPUs in the set (`cpumask_weight`).
@@ -188,9 +186,7 @@ impl CpuMask {
 
     fn zip_with(&self, other: &Self, len: usize, f: impl Fn(u64, u64) -> u64) -> Self {
         let get = |v: &Vec<u64>, i: usize| v.get(i).copied().unwrap_or(0);
-        let mut m = Self {
-            words: (0..len).map(|i| f(get(&self.words, i), get(&other.words, i))).collect(),
-        };
+        let mut m = Self { words: (0..len).map(|i| f(get(&self.words, i), get(&other.words, i))).collect() };
         m.normalise();
         m
     }

@@ -9,8 +9,8 @@
 
 use anyhow::{Context, Result};
 use harness::qemu::{self, BootRequest, Speedups};
-use harness::rig::kernel_choice::{self, KernelChoice};
 use harness::rig;
+use harness::rig::kernel_choice::{self, KernelChoice};
 use harness::topology::Topology;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -192,7 +192,12 @@ pub fn run(opts: &Options) -> Result<bool> {
                     cpu.push(m.qemu_cpu);
                     match bare_boot(&path, FAST_KERNEL, Speedups::ALL) {
                         Ok(b) => {
-                            println!("  {name} run {}: whole {:.2} s, bare boot {b:.2} s, {:.2}×", fast.len(), m.whole, m.whole / b);
+                            println!(
+                                "  {name} run {}: whole {:.2} s, bare boot {b:.2} s, {:.2}×",
+                                fast.len(),
+                                m.whole,
+                                m.whole / b
+                            );
                             pairs.push((m.whole, b));
                         }
                         Err(e) => bare_error = Some(e),
@@ -214,9 +219,7 @@ pub fn run(opts: &Options) -> Result<bool> {
         let cpu_med = median(cpu);
         println!(
             "{name}: {} ({}), whole run median {med:.1} s of {} runs, QEMU CPU {cpu_med:.1} s",
-            m.accel,
-            m.verdict,
-            runs
+            m.accel, m.verdict, runs
         );
         println!("  {}", breakdown(&m));
         let plain = run_once(&path, FAST_KERNEL, Speedups::NONE, comparison_deadline(row));
@@ -228,9 +231,10 @@ pub fn run(opts: &Options) -> Result<bool> {
         if let Ok(d) = &distro {
             println!("{}@{DISTRO_KERNEL}: {}\n  {}", row.file, d.accel, breakdown(d));
         }
-        let plain_s = plain
-            .as_ref()
-            .map_or_else(|e| format!("failed: {}", short(e)), |p| format!("{:.1} s, QEMU CPU {:.1} s", p.whole, p.qemu_cpu));
+        let plain_s = plain.as_ref().map_or_else(
+            |e| format!("failed: {}", short(e)),
+            |p| format!("{:.1} s, QEMU CPU {:.1} s", p.whole, p.qemu_cpu),
+        );
         let overhead = match (&bare_error, pairs.is_empty()) {
             (Some(e), _) => format!("bare boot failed: {}", short(e)),
             (None, true) => "no bare boot".to_string(),
@@ -248,7 +252,8 @@ pub fn run(opts: &Options) -> Result<bool> {
                 )
             }
         };
-        let base = baseline.get(&name).map_or("-".to_string(), |b| format!("{b:.1} s ({:+.0} %)", (med / b - 1.0) * 100.0));
+        let base =
+            baseline.get(&name).map_or("-".to_string(), |b| format!("{b:.1} s ({:+.0} %)", (med / b - 1.0) * 100.0));
         table.push(format!(
             "| {name} | ≤ {:.0} s | {med:.1} s {} (QEMU CPU {cpu_med:.1} s) | without speed-ups {plain_s} | Debian {DISTRO_KERNEL} kernel {distro_s} | rig/bare {overhead} | baseline {base} |",
             row.target_s,
@@ -290,7 +295,7 @@ fn children_cpu_s() -> f64 {
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
-fn load_average() -> String {
+pub(crate) fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_else(|_| "?".into())

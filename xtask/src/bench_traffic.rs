@@ -7,8 +7,8 @@
 //! test.
 
 use anyhow::Result;
-use harness::rig::kernel_choice::{self, KernelChoice};
 use harness::rig;
+use harness::rig::kernel_choice::{self, KernelChoice};
 use harness::traffic::TrafficOptions;
 use std::path::PathBuf;
 

@@ -12,8 +12,10 @@
 //! (real runs, see [`bench_boot`]); both when no section is named.
 //! `cargo xtask bench kernel [--skip-cold]` times guest-kernel builds (cold and
 //! incremental) and boot-to-report, minimal vs Debian kernel.
+//! `cargo xtask bench matrix [--kernel K[,K2…]] [--out DIR]` runs the fast
+//! matrix ([`bench_matrix`]: every topology under 96 vCPUs × the minimal kernels).
 //!
-//! The commands that boot a guest (`run`, `compare`, `boot`, `bench`, `test`)
+//! The commands that boot a guest (`run`, `compare`, `boot`, `matrix`, `bench`, `test`)
 //! first build the emulated NIC's binary, `mana-device`, in this program's
 //! profile ([`build_device`]): the rig runs it from beside this executable
 //! (harness/src/rig/device.rs), and `cargo run -p xtask` builds only xtask.
@@ -21,12 +23,13 @@
 use std::process::{Command, ExitCode};
 
 mod bench_boot;
-mod bench_traffic;
 mod bench_kernel;
+mod bench_matrix;
+mod bench_traffic;
 mod lint;
 
 /// The subcommands that boot a guest with the emulated NIC (or may: `bench`, `test`).
-const BOOTING: [&str; 5] = ["run", "compare", "boot", "bench", "test"];
+const BOOTING: [&str; 6] = ["run", "compare", "boot", "bench", "test", "matrix"];
 
 fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
@@ -75,7 +78,18 @@ fn build_device() -> Result<(), String> {
         .ok()
         .and_then(|exe| exe.parent().and_then(|d| d.file_name()).map(|n| n.to_string_lossy().into_owned()));
     let mut cmd = Command::new(cargo);
-    cmd.args(["build", "--quiet", "-p", "device-model", "--bin", "mana-device", "-p", "manarig-flows", "--bin", "manarig-flows"]);
+    cmd.args([
+        "build",
+        "--quiet",
+        "-p",
+        "device-model",
+        "--bin",
+        "mana-device",
+        "-p",
+        "manarig-flows",
+        "--bin",
+        "manarig-flows",
+    ]);
     match profile.as_deref() {
         Some("release") => {
             cmd.arg("--release");
@@ -87,7 +101,9 @@ fn build_device() -> Result<(), String> {
     }
     match cmd.status() {
         Ok(s) if s.success() => Ok(()),
-        Ok(s) => Err(format!("building the emulated NIC (`cargo build -p device-model --bin mana-device`) failed ({s})")),
+        Ok(s) => {
+            Err(format!("building the emulated NIC (`cargo build -p device-model --bin mana-device`) failed ({s})"))
+        }
         Err(e) => Err(format!("cannot run cargo to build the emulated NIC: {e}")),
     }
 }
@@ -142,17 +158,17 @@ fn build_test_kernels() -> anyhow::Result<()> {
     let mut req = minimal::request(harness::model::KernelGen::V6_12, &cache)?;
     req.patches = Some(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/patches/revert-irq-setup"));
     let patched = build(&req, &mut progress)?;
-    eprintln!("kernel: test kernels ready: {} (6.12-min), {} (revert-irq-setup)", stock.stamp.release, patched.stamp.release);
+    eprintln!(
+        "kernel: test kernels ready: {} (6.12-min), {} (revert-irq-setup)",
+        stock.stamp.release, patched.stamp.release
+    );
     Ok(())
 }
 
 /// `cargo nextest run --workspace --no-fail-fast EXTRA`.
 fn nextest(extra: &[std::ffi::OsString]) -> ExitCode {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo)
-        .args(["nextest", "run", "--workspace", "--no-fail-fast"])
-        .args(extra)
-        .status();
+    let status = Command::new(cargo).args(["nextest", "run", "--workspace", "--no-fail-fast"]).args(extra).status();
     match status {
         Ok(s) if s.success() => ExitCode::SUCCESS,
         Ok(_) => ExitCode::from(1),
@@ -167,7 +183,11 @@ fn nextest(extra: &[std::ffi::OsString]) -> ExitCode {
 /// Add a row for each new measurement (e.g. guest boot timings).
 const BENCHES: &[(&str, &str, &str)] = &[
     ("manarig-model", "model", "expected IRQ table for the 256-CPU 16-node machine (budget 10 ms)"),
-    ("device-model", "datapath", "device data path: 64-byte frames TX and RX through CQ/EQ/MSI-X, one core (target 1 M frames/s each)"),
+    (
+        "device-model",
+        "datapath",
+        "device data path: 64-byte frames TX and RX through CQ/EQ/MSI-X, one core (target 1 M frames/s each)",
+    ),
 ];
 
 /// `cargo xtask bench [sections] [options]`: the `model` section runs every
@@ -180,6 +200,9 @@ const BENCHES: &[(&str, &str, &str)] = &[
 fn run_benches(args: &[std::ffi::OsString]) -> ExitCode {
     if args.first().is_some_and(|a| a == "kernel") {
         return run_kernel_bench(&args[1..]);
+    }
+    if args.first().is_some_and(|a| a == "matrix") {
+        return run_matrix_bench(&args[1..]);
     }
     let mut sections = Vec::new();
     let mut opts = bench_boot::Options { slow: false, runs: 3, update_baseline: false };
@@ -244,10 +267,8 @@ fn run_model_benches(extra: &[String]) -> Option<bool> {
     let mut ok = true;
     for (package, bench, what) in BENCHES {
         println!("== {package}/{bench}: {what}");
-        let status = Command::new(&cargo)
-            .args(["bench", "--quiet", "-p", package, "--bench", bench, "--"])
-            .args(extra)
-            .status();
+        let status =
+            Command::new(&cargo).args(["bench", "--quiet", "-p", package, "--bench", bench, "--"]).args(extra).status();
         match status {
             Ok(s) if s.success() => {}
             Ok(_) => ok = false,
@@ -258,6 +279,33 @@ fn run_model_benches(extra: &[String]) -> Option<bool> {
         }
     }
     Some(ok)
+}
+
+/// `cargo xtask bench matrix [--kernel K[,K2…]] [--out DIR]`: the fast matrix
+/// ([`bench_matrix`]); exit 0 when every pair passed within the target, 1 when
+/// not, 2 when it could not run.
+fn run_matrix_bench(args: &[std::ffi::OsString]) -> ExitCode {
+    let mut opts = bench_matrix::Options { kernels: bench_matrix::FAST_KERNELS.map(String::from).to_vec(), out: None };
+    let mut it = args.iter().map(|a| a.to_string_lossy().into_owned());
+    while let Some(a) = it.next() {
+        match (a.as_str(), it.next()) {
+            ("--kernel", Some(k)) => opts.kernels = k.split(',').map(str::to_owned).collect(),
+            ("--out", Some(d)) => opts.out = Some(d.into()),
+            _ => {
+                eprintln!("cargo xtask bench matrix [--kernel K[,K2...]] [--out DIR]: unexpected {a:?}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    println!("== matrix: every topology under 96 vCPUs × {}, target ≤ 10 minutes", opts.kernels.join(", "));
+    match bench_matrix::run(&opts) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("cargo xtask bench matrix: {e:#}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 /// `cargo xtask bench kernel [--skip-cold]`: cold and incremental guest-kernel

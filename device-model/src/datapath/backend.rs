@@ -97,11 +97,7 @@ struct Inbox {
 
 impl Inbox {
     fn new(capacity: usize) -> Self {
-        Self {
-            frames: VecDeque::new(),
-            capacity,
-            overflowed: 0,
-        }
+        Self { frames: VecDeque::new(), capacity, overflowed: 0 }
     }
 
     fn push(&mut self, vport: u16, frame: &[u8]) -> Result<(), BackendError> {
@@ -117,10 +113,7 @@ impl Inbox {
         while let Some((vport, frame)) = self.frames.pop_front() {
             if let Some(dst) = buf.get_mut(..frame.len()) {
                 dst.copy_from_slice(&frame);
-                return Some(Received {
-                    vport,
-                    len: frame.len(),
-                });
+                return Some(Received { vport, len: frame.len() });
             }
             self.overflowed += 1;
         }
@@ -136,9 +129,7 @@ struct RecorderState {
 }
 
 fn lock(state: &Mutex<RecorderState>) -> MutexGuard<'_, RecorderState> {
-    state
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+    state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Records every transmitted frame and receives the frames a test injects.
@@ -157,17 +148,9 @@ pub struct RecorderHandle {
 impl Recorder {
     /// A recorder whose inbox holds up to `capacity` frames, and its handle.
     pub fn new(capacity: usize) -> (Self, RecorderHandle) {
-        let state = Arc::new(Mutex::new(RecorderState {
-            sent: Vec::new(),
-            inbox: Inbox::new(capacity),
-            refuse: false,
-        }));
-        (
-            Self {
-                state: Arc::clone(&state),
-            },
-            RecorderHandle { state },
-        )
+        let state =
+            Arc::new(Mutex::new(RecorderState { sent: Vec::new(), inbox: Inbox::new(capacity), refuse: false }));
+        (Self { state: Arc::clone(&state) }, RecorderHandle { state })
     }
 }
 
@@ -231,10 +214,7 @@ pub struct Loopback {
 impl Loopback {
     /// A loopback holding up to `capacity` frames in flight.
     pub fn new(capacity: usize) -> Self {
-        Self {
-            inbox: Inbox::new(capacity),
-            looped: 0,
-        }
+        Self { inbox: Inbox::new(capacity), looped: 0 }
     }
 
     /// Frames looped back so far.

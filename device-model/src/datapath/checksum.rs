@@ -13,8 +13,7 @@
 #![forbid(unsafe_code)]
 
 use super::frame::{
-    Be16, Ipv4Hdr, Ipv6Hdr, IPPROTO_TCP, IPPROTO_UDP, IPV4_CHECK_OFFSET, TCP_CHECK_OFFSET,
-    UDP_CHECK_OFFSET,
+    Be16, Ipv4Hdr, Ipv6Hdr, IPPROTO_TCP, IPPROTO_UDP, IPV4_CHECK_OFFSET, TCP_CHECK_OFFSET, UDP_CHECK_OFFSET,
 };
 use super::headers::{Headers, Network, Transport};
 use zerocopy::FromBytes;
@@ -39,9 +38,8 @@ pub enum ChecksumError {
 /// padded with zero, RFC 1071 §4.1).
 pub fn add(acc: u64, bytes: &[u8]) -> u64 {
     let even = bytes.len() & !1;
-    let words = <[Be16]>::ref_from_bytes(&bytes[..even]).map_or(0, |words| {
-        words.iter().map(|w| u64::from(w.get())).sum::<u64>()
-    });
+    let words = <[Be16]>::ref_from_bytes(&bytes[..even])
+        .map_or(0, |words| words.iter().map(|w| u64::from(w.get())).sum::<u64>());
     let tail = bytes.get(even).map_or(0, |&b| u64::from(b) << 8);
     acc + words + tail
 }
@@ -58,19 +56,12 @@ pub fn fold(mut acc: u64) -> u16 {
 fn ip_extent(frame: &[u8], network: Network) -> Result<(usize, usize), ChecksumError> {
     let (start, claimed) = match network {
         Network::Ipv4 { offset, .. } => {
-            let ip = Ipv4Hdr::ref_from_prefix(&frame[offset..])
-                .map_err(|_| ChecksumError::NoHeader("IP"))?
-                .0;
+            let ip = Ipv4Hdr::ref_from_prefix(&frame[offset..]).map_err(|_| ChecksumError::NoHeader("IP"))?.0;
             (offset, usize::from(ip.tot_len.get()))
         }
         Network::Ipv6 { offset } => {
-            let ip = Ipv6Hdr::ref_from_prefix(&frame[offset..])
-                .map_err(|_| ChecksumError::NoHeader("IP"))?
-                .0;
-            (
-                offset,
-                size_of::<Ipv6Hdr>() + usize::from(ip.payload_len.get()),
-            )
+            let ip = Ipv6Hdr::ref_from_prefix(&frame[offset..]).map_err(|_| ChecksumError::NoHeader("IP"))?.0;
+            (offset, size_of::<Ipv6Hdr>() + usize::from(ip.payload_len.get()))
         }
         Network::Other => return Err(ChecksumError::NoHeader("IP")),
     };
@@ -120,28 +111,17 @@ pub fn insert_ipv4(frame: &mut [u8], headers: &Headers) -> Result<(), ChecksumEr
 /// # Errors
 /// [`ChecksumError::NoHeader`] if the frame has no `want` header (or is a
 /// fragment), [`ChecksumError::BadLength`] if the IP length does not fit.
-pub fn insert_transport(
-    frame: &mut [u8],
-    headers: &Headers,
-    want: u8,
-) -> Result<(), ChecksumError> {
+pub fn insert_transport(frame: &mut [u8], headers: &Headers, want: u8) -> Result<(), ChecksumError> {
     let name = if want == IPPROTO_TCP { "TCP" } else { "UDP" };
-    let (start, field, protocol) = transport_field(headers)
-        .filter(|&(_, _, p)| p == want)
-        .ok_or(ChecksumError::NoHeader(name))?;
+    let (start, field, protocol) =
+        transport_field(headers).filter(|&(_, _, p)| p == want).ok_or(ChecksumError::NoHeader(name))?;
     let (_, end) = ip_extent(frame, headers.network)?;
     if end < start + field + 2 {
-        return Err(ChecksumError::BadLength {
-            claimed: end,
-            available: start + field + 2,
-        });
+        return Err(ChecksumError::BadLength { claimed: end, available: start + field + 2 });
     }
     frame[start + field..start + field + 2].fill(0);
     let len = end - start;
-    let sum = add(
-        pseudo_header(frame, headers, protocol, len),
-        &frame[start..end],
-    );
+    let sum = add(pseudo_header(frame, headers, protocol, len), &frame[start..end]);
     let mut check = !fold(sum);
     if protocol == IPPROTO_UDP && check == 0 {
         // RFC 768: a computed 0 is sent as all ones (0 means "no checksum").
@@ -197,10 +177,7 @@ pub fn verify(frame: &[u8], headers: &Headers) -> Verified {
     if udp_without_checksum {
         return v;
     }
-    let sum = add(
-        pseudo_header(frame, headers, protocol, end - start),
-        &frame[start..end],
-    );
+    let sum = add(pseudo_header(frame, headers, protocol, end - start), &frame[start..end]);
     let good = fold(sum) == 0xFFFF;
     if protocol == IPPROTO_TCP {
         (v.tcp_ok, v.tcp_bad) = (good, !good);
@@ -218,20 +195,12 @@ mod tests {
     #[test]
     fn the_rfc_1071_example_sums_to_its_published_value() {
         // RFC 1071 §3: the words 0001 f203 f4f5 f6f7 sum to ddf2 (folded).
-        assert_eq!(
-            fold(add(0, &[0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7])),
-            0xddf2
-        );
+        assert_eq!(fold(add(0, &[0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7])), 0xddf2);
     }
 
     #[test]
     fn inserted_checksums_verify_and_a_flipped_bit_fails() {
-        for (v6, protocol) in [
-            (false, IPPROTO_TCP),
-            (false, IPPROTO_UDP),
-            (true, IPPROTO_TCP),
-            (true, IPPROTO_UDP),
-        ] {
+        for (v6, protocol) in [(false, IPPROTO_TCP), (false, IPPROTO_UDP), (true, IPPROTO_TCP), (true, IPPROTO_UDP)] {
             let mut b = Build::tcp4([192, 168, 0, 1], [192, 168, 0, 2], 4000, 5201);
             b.v6 = v6;
             b.protocol = protocol;
@@ -248,17 +217,11 @@ mod tests {
             insert_transport(&mut f, &h, protocol).expect("transport");
             let v = verify(&f, &h);
             assert!(v.ip_ok && !v.ip_bad, "{v6} {protocol}");
-            assert_eq!(
-                (v.tcp_ok, v.udp_ok),
-                (protocol == IPPROTO_TCP, protocol == IPPROTO_UDP)
-            );
+            assert_eq!((v.tcp_ok, v.udp_ok), (protocol == IPPROTO_TCP, protocol == IPPROTO_UDP));
             let last = f.len() - 1;
             f[last] ^= 1;
             let v = verify(&f, &h);
-            assert_eq!(
-                (v.tcp_bad, v.udp_bad),
-                (protocol == IPPROTO_TCP, protocol == IPPROTO_UDP)
-            );
+            assert_eq!((v.tcp_bad, v.udp_bad), (protocol == IPPROTO_TCP, protocol == IPPROTO_UDP));
         }
     }
 
@@ -276,9 +239,6 @@ mod tests {
             insert_transport(&mut short.to_vec(), &parse(short), IPPROTO_TCP),
             Err(ChecksumError::BadLength { .. })
         ));
-        assert_eq!(
-            insert_transport(&mut f.clone(), &h, IPPROTO_UDP),
-            Err(ChecksumError::NoHeader("UDP"))
-        );
+        assert_eq!(insert_transport(&mut f.clone(), &h, IPPROTO_UDP), Err(ChecksumError::NoHeader("UDP")));
     }
 }

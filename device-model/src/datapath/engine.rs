@@ -112,14 +112,7 @@ impl Engine {
                 continue;
             }
             let mut faults = Vec::new();
-            let run = tx::service(
-                env,
-                self.backend.as_mut(),
-                &mut self.tx,
-                sq_id,
-                budget - done,
-                &mut faults,
-            );
+            let run = tx::service(env, self.backend.as_mut(), &mut self.tx, sq_id, budget - done, &mut faults);
             self.keep(faults);
             done += run.completed;
             if run.more {
@@ -140,13 +133,7 @@ impl Engine {
             pulled += 1;
             let len = received.len.min(self.rx_frame.len());
             let mut faults = Vec::new();
-            rx::receive(
-                env,
-                &mut self.rx,
-                received.vport,
-                &self.rx_frame[..len],
-                &mut faults,
-            );
+            rx::receive(env, &mut self.rx, received.vport, &self.rx_frame[..len], &mut faults);
             self.keep(faults);
         }
         pulled
@@ -173,9 +160,6 @@ impl Engine {
     /// The guest faults met since the last call, and how many more were
     /// met than could be kept.
     pub fn take_faults(&mut self) -> (Vec<Fault>, u64) {
-        (
-            std::mem::take(&mut self.faults),
-            std::mem::take(&mut self.faults_dropped),
-        )
+        (std::mem::take(&mut self.faults), std::mem::take(&mut self.faults_dropped))
     }
 }

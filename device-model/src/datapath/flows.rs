@@ -9,9 +9,9 @@
 //! protocol and 4-tuple as the frame carries it (RX: the peer is the source).
 #![forbid(unsafe_code)]
 
+use super::frame::{IPPROTO_TCP, IPPROTO_UDP};
 use super::headers::{Headers, Network, Transport};
 use super::rx::RxVerdict;
-use super::frame::{IPPROTO_TCP, IPPROTO_UDP};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};

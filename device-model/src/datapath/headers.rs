@@ -7,9 +7,8 @@
 #![forbid(unsafe_code)]
 
 use super::frame::{
-    Be16, EthHdr, Ipv4Hdr, Ipv6ExtHdr, Ipv6Hdr, TcpHdr, UdpHdr, VlanTag, ETH_P_8021AD, ETH_P_8021Q,
-    ETH_P_IP, ETH_P_IPV6, IPPROTO_TCP, IPPROTO_UDP, IPV6_DEST_OPTS, IPV6_FRAGMENT, IPV6_HOP_BY_HOP,
-    IPV6_ROUTING,
+    Be16, EthHdr, Ipv4Hdr, Ipv6ExtHdr, Ipv6Hdr, TcpHdr, UdpHdr, VlanTag, ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP,
+    ETH_P_IPV6, IPPROTO_TCP, IPPROTO_UDP, IPV6_DEST_OPTS, IPV6_FRAGMENT, IPV6_HOP_BY_HOP, IPV6_ROUTING,
 };
 use zerocopy::FromBytes;
 
@@ -99,9 +98,7 @@ impl Headers {
     /// The source and destination ports (network byte order), if TCP or UDP.
     pub fn ports<'a>(&self, frame: &'a [u8]) -> Option<&'a [u8]> {
         match self.transport {
-            Transport::Tcp { offset, .. } | Transport::Udp { offset } => {
-                frame.get(offset..offset + 4)
-            }
+            Transport::Tcp { offset, .. } | Transport::Udp { offset } => frame.get(offset..offset + 4),
             Transport::None => None,
         }
     }
@@ -109,12 +106,8 @@ impl Headers {
 
 /// Finds the headers of `frame` (an Ethernet frame without FCS).
 pub fn parse(frame: &[u8]) -> Headers {
-    let mut headers = Headers {
-        l3_offset: ETH_HLEN,
-        network: Network::Other,
-        fragment: false,
-        transport: Transport::None,
-    };
+    let mut headers =
+        Headers { l3_offset: ETH_HLEN, network: Network::Other, fragment: false, transport: Transport::None };
     let Ok((eth, _)) = EthHdr::ref_from_prefix(frame) else {
         return headers;
     };
@@ -140,10 +133,7 @@ pub fn parse(frame: &[u8]) -> Headers {
     let (protocol, l4) = match ethertype {
         ETH_P_IP => match ipv4(frame, l3) {
             Some((header_len, protocol, fragment)) => {
-                headers.network = Network::Ipv4 {
-                    offset: l3,
-                    header_len,
-                };
+                headers.network = Network::Ipv4 { offset: l3, header_len };
                 headers.fragment = fragment;
                 (protocol, l3 + header_len)
             }
@@ -210,10 +200,7 @@ fn transport(frame: &[u8], protocol: u8, at: usize) -> Transport {
             Ok((tcp, _)) => {
                 let header_len = usize::from(tcp.flags.data_offset()) * 4;
                 if header_len >= size_of::<TcpHdr>() && rest.len() >= header_len {
-                    Transport::Tcp {
-                        offset: at,
-                        header_len,
-                    }
+                    Transport::Tcp { offset: at, header_len }
                 } else {
                     Transport::None
                 }
@@ -296,24 +283,9 @@ pub(crate) mod tests {
         let f = b.frame();
         let h = parse(&f);
         assert_eq!(h.l3_offset, 18);
-        assert_eq!(
-            h.network,
-            Network::Ipv4 {
-                offset: 18,
-                header_len: 20
-            }
-        );
-        assert_eq!(
-            h.transport,
-            Transport::Tcp {
-                offset: 38,
-                header_len: 20
-            }
-        );
-        assert_eq!(
-            h.addresses(&f),
-            Some((&[10, 0, 0, 1][..], &[10, 0, 0, 2][..]))
-        );
+        assert_eq!(h.network, Network::Ipv4 { offset: 18, header_len: 20 });
+        assert_eq!(h.transport, Transport::Tcp { offset: 38, header_len: 20 });
+        assert_eq!(h.addresses(&f), Some((&[10, 0, 0, 1][..], &[10, 0, 0, 2][..])));
         assert_eq!(h.ports(&f), Some(&[0x03, 0xe8, 0, 80][..]));
         assert_eq!(h.payload_offset(), Some(58));
     }

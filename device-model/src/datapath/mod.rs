@@ -119,13 +119,7 @@ impl DataPath {
 
     /// Registers an Ethernet SQ or RQ of vPort `vport` (MANA_CREATE_WQ_OBJ).
     pub fn add_queue(&mut self, kind: WqKind, id: u32, vport: u16) {
-        self.map(kind).insert(
-            id,
-            QueueInfo {
-                vport,
-                traffic: Traffic::default(),
-            },
-        );
+        self.map(kind).insert(id, QueueInfo { vport, traffic: Traffic::default() });
     }
 
     /// Forgets a queue (MANA_DESTROY_WQ_OBJ); an RQ is also dropped from
@@ -168,10 +162,7 @@ impl DataPath {
     }
 
     fn queue_mut(&mut self, kind: WqKind, id: u32) -> &mut QueueInfo {
-        self.map(kind).entry(id).or_insert(QueueInfo {
-            vport: 0,
-            traffic: Traffic::default(),
-        })
+        self.map(kind).entry(id).or_insert(QueueInfo { vport: 0, traffic: Traffic::default() })
     }
 }
 

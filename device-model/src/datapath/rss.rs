@@ -127,11 +127,8 @@ impl Steering {
         if let Some(table) = update.table {
             self.table = table.into_iter().map(Some).collect();
         }
-        self.hash_types = if update.hash_types.into_bits().get() == 0 {
-            default_hash_types()
-        } else {
-            update.hash_types
-        };
+        self.hash_types =
+            if update.hash_types.into_bits().get() == 0 { default_hash_types() } else { update.hash_types };
     }
 
     /// Forgets RQ `rq` (MANA_DESTROY_WQ_OBJ): frames that would go there are dropped.
@@ -156,11 +153,7 @@ impl Steering {
         } else {
             self.default_rq
         };
-        Selection {
-            rq,
-            hash,
-            hash_type,
-        }
+        Selection { rq, hash, hash_type }
     }
 
     /// The hash and its NDIS type bit (0, 0 when no enabled type applies).
@@ -177,31 +170,20 @@ impl Steering {
             (false, Transport::Udp { .. }) => none.with_udp_ipv6(true),
             (_, Transport::None) => none,
         };
-        let ip_type = if v4 {
-            none.with_ipv4(true)
-        } else {
-            none.with_ipv6(true)
-        };
-        let enabled =
-            |t: NdisHashTypes| t.into_bits().get() & self.hash_types.into_bits().get() != 0;
+        let ip_type = if v4 { none.with_ipv4(true) } else { none.with_ipv6(true) };
+        let enabled = |t: NdisHashTypes| t.into_bits().get() & self.hash_types.into_bits().get() != 0;
         let mut input = [0u8; 36];
         input[..src.len()].copy_from_slice(src);
         input[src.len()..src.len() + dst.len()].copy_from_slice(dst);
         let ip_len = src.len() + dst.len();
         if let (true, Some(ports)) = (enabled(l4_type), headers.ports(frame)) {
             input[ip_len..ip_len + 4].copy_from_slice(ports);
-            return (
-                self.toeplitz.hash(&input[..ip_len + 4]),
-                l4_type.into_bits().get(),
-            );
+            return (self.toeplitz.hash(&input[..ip_len + 4]), l4_type.into_bits().get());
         }
         if !enabled(ip_type) {
             return (0, 0);
         }
-        (
-            self.toeplitz.hash(&input[..ip_len]),
-            ip_type.into_bits().get(),
-        )
+        (self.toeplitz.hash(&input[..ip_len]), ip_type.into_bits().get())
     }
 
     /// The serializable view for vPort `vport`.
@@ -247,10 +229,7 @@ mod tests {
         let table: Vec<u32> = (0..64).collect();
         let sel = steering(table).select(&f, &parse(&f));
         assert_eq!(sel.hash, 0x51cc_c178);
-        assert_eq!(
-            sel.hash_type,
-            NdisHashTypes::new().with_tcp_ipv4(true).into_bits().get()
-        );
+        assert_eq!(sel.hash_type, NdisHashTypes::new().with_tcp_ipv4(true).into_bits().get());
         assert_eq!(sel.rq, Some(0x51cc_c178 % 64));
     }
 
@@ -275,24 +254,11 @@ mod tests {
         let mut arp = Build::tcp4([1, 1, 1, 1], [2, 2, 2, 2], 1, 2).frame();
         arp[12..14].copy_from_slice(&0x0806u16.to_be_bytes());
         let mut s = steering(vec![1, 2, 3, 4]);
-        assert_eq!(
-            s.select(&arp, &parse(&arp)),
-            Selection {
-                rq: Some(100),
-                hash: 0,
-                hash_type: 0
-            }
-        );
+        assert_eq!(s.select(&arp, &parse(&arp)), Selection { rq: Some(100), hash: 0, hash_type: 0 });
         let f = Build::tcp4([1, 1, 1, 1], [2, 2, 2, 2], 1, 2).frame();
-        s.apply(SteeringUpdate {
-            rss_enabled: Some(false),
-            ..SteeringUpdate::default()
-        });
+        s.apply(SteeringUpdate { rss_enabled: Some(false), ..SteeringUpdate::default() });
         assert_eq!(s.select(&f, &parse(&f)).rq, Some(100));
-        s.apply(SteeringUpdate {
-            rx_enabled: Some(false),
-            ..SteeringUpdate::default()
-        });
+        s.apply(SteeringUpdate { rx_enabled: Some(false), ..SteeringUpdate::default() });
         assert_eq!(s.select(&f, &parse(&f)).rq, None);
     }
 

@@ -98,10 +98,7 @@ pub struct RxScratch {
 
 impl Default for RxScratch {
     fn default() -> Self {
-        Self {
-            wqe: [0; MAX_RQE_SIZE as usize],
-            sges: Vec::with_capacity(MAX_RX_WQE_SGL_ENTRIES as usize),
-        }
+        Self { wqe: [0; MAX_RQE_SIZE as usize], sges: Vec::with_capacity(MAX_RX_WQE_SGL_ENTRIES as usize) }
     }
 }
 
@@ -193,11 +190,7 @@ fn deliver(
             oob.ppi[0].pkt_len = Le16::new(frame.len() as u16);
             oob.ppi[0].pkt_hash = Le32::new(selection.hash);
             env.moved(WqKind::Rq, rq_id, frame.len());
-            RxVerdict::Delivered {
-                rq: rq_id,
-                hash: selection.hash,
-                hash_type: selection.hash_type,
-            }
+            RxVerdict::Delivered { rq: rq_id, hash: selection.hash, hash_type: selection.hash_type }
         }
         placed => {
             if let Err(err) = placed {
@@ -220,17 +213,8 @@ fn deliver(
 /// Checks the WQE in `scratch.wqe` and fills `scratch.sges`; returns the
 /// total buffer size in bytes. Whether the buffers are guest memory is
 /// checked by [`scatter`], for the bytes the frame needs.
-fn buffers(
-    env: &Env<'_>,
-    scratch: &mut RxScratch,
-    rq_id: u32,
-    slot: &WqeSlot,
-) -> Result<usize, RxError> {
-    let bad = |reason| RxError::BadWqe {
-        rq: rq_id,
-        offset: slot.offset,
-        reason,
-    };
+fn buffers(env: &Env<'_>, scratch: &mut RxScratch, rq_id: u32, slot: &WqeSlot) -> Result<usize, RxError> {
+    let bad = |reason| RxError::BadWqe { rq: rq_id, offset: slot.offset, reason };
     if slot.oob(&scratch.wqe).len() != INLINE_OOB_SMALL_SIZE as usize {
         return Err(bad("inline OOB is not 8 bytes"));
     }
@@ -249,9 +233,7 @@ fn buffers(
         if len == 0 {
             return Err(bad("zero-length SGE"));
         }
-        let end = addr
-            .checked_add(len as u64)
-            .ok_or(bad("SGE wraps the address space"))?;
+        let end = addr.checked_add(len as u64).ok_or(bad("SGE wraps the address space"))?;
         let overlaps = scratch.sges.iter().any(|other| {
             let start = other.address.get();
             addr < start + u64::from(other.size.get()) && start < end
@@ -278,17 +260,12 @@ fn scatter(env: &Env<'_>, sges: &[Sge], frame: &[u8]) -> Result<(), &'static str
         })
     };
     let outside = "SGE outside guest memory";
-    if sges.len() > 1
-        && !chunks()
-            .all(|(addr, len)| GuestMemory::check_range(env.mem, addr, len, Permissions::Write))
-    {
+    if sges.len() > 1 && !chunks().all(|(addr, len)| GuestMemory::check_range(env.mem, addr, len, Permissions::Write)) {
         return Err(outside);
     }
     let mut rest = frame;
     for (addr, take) in chunks() {
-        env.mem
-            .write_slice(&rest[..take], addr)
-            .map_err(|_| outside)?;
+        env.mem.write_slice(&rest[..take], addr).map_err(|_| outside)?;
         rest = &rest[take..];
     }
     Ok(())

@@ -51,11 +51,7 @@ impl Tap {
     /// mode (`O_NONBLOCK`; the caller checks it: a blocking TAP would stall the
     /// guest's doorbell writes when its queue fills).
     pub fn new(fd: OwnedFd) -> Self {
-        Self {
-            file: File::from(fd),
-            may_have_more: false,
-            stats: Arc::default(),
-        }
+        Self { file: File::from(fd), may_have_more: false, stats: Arc::default() }
     }
 
     /// The counters, readable while the device owns the backend.
@@ -74,10 +70,7 @@ impl PacketBackend for Tap {
                 }
                 Ok(n) => {
                     self.stats.tx_errors.fetch_add(1, Ordering::Relaxed);
-                    Err(BackendError::Failed(format!(
-                        "TAP took {n} of {} bytes",
-                        frame.len()
-                    )))
+                    Err(BackendError::Failed(format!("TAP took {n} of {} bytes", frame.len())))
                 }
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {

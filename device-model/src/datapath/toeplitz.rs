@@ -64,9 +64,7 @@ impl ToeplitzTable {
         for (position, row) in lookup.iter_mut().enumerate() {
             let bits: [u32; 8] = std::array::from_fn(|b| window(key, position * 8 + b));
             for (value, slot) in row.iter_mut().enumerate() {
-                *slot = (0..8)
-                    .filter(|b| value & (0x80 >> b) != 0)
-                    .fold(0, |acc, b| acc ^ bits[b]);
+                *slot = (0..8).filter(|b| value & (0x80 >> b) != 0).fold(0, |acc, b| acc ^ bits[b]);
             }
         }
         Self { lookup }
@@ -74,10 +72,7 @@ impl ToeplitzTable {
 
     /// The hash of `input` (see [`hash`]).
     pub fn hash(&self, input: &[u8]) -> u32 {
-        input
-            .iter()
-            .zip(self.lookup.iter())
-            .fold(0, |acc, (&byte, row)| acc ^ row[usize::from(byte)])
+        input.iter().zip(self.lookup.iter()).fold(0, |acc, (&byte, row)| acc ^ row[usize::from(byte)])
     }
 }
 
@@ -91,9 +86,9 @@ pub(crate) mod tests {
     /// (the same key and table appear in Intel's 82599 datasheet §7.1.2.8.3
     /// "RSS Verification Suite").
     pub(crate) const KEY: [u8; KEY_SIZE] = [
-        0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3, 0x8f,
-        0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3, 0x80, 0x30,
-        0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa,
+        0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0, 0xd0, 0xca,
+        0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3, 0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b,
+        0xbe, 0xac, 0x01, 0xfa,
     ];
 
     /// One row of the suite: destination, source, and the expected hashes
@@ -198,20 +193,8 @@ pub(crate) mod tests {
     fn the_bitwise_hash_matches_microsofts_verification_suite() {
         for row in IPV4.iter().chain(&IPV6) {
             let (ip, tcp) = inputs(row);
-            assert_eq!(
-                hash(&KEY, &ip),
-                row.ip_only,
-                "{} -> {} (IP only)",
-                row.src,
-                row.dst
-            );
-            assert_eq!(
-                hash(&KEY, &tcp),
-                row.with_tcp,
-                "{} -> {} (with TCP)",
-                row.src,
-                row.dst
-            );
+            assert_eq!(hash(&KEY, &ip), row.ip_only, "{} -> {} (IP only)", row.src, row.dst);
+            assert_eq!(hash(&KEY, &tcp), row.with_tcp, "{} -> {} (with TCP)", row.src, row.dst);
         }
     }
 
@@ -220,20 +203,8 @@ pub(crate) mod tests {
         let table = ToeplitzTable::new(&KEY);
         for row in IPV4.iter().chain(&IPV6) {
             let (ip, tcp) = inputs(row);
-            assert_eq!(
-                table.hash(&ip),
-                row.ip_only,
-                "{} -> {} (IP only)",
-                row.src,
-                row.dst
-            );
-            assert_eq!(
-                table.hash(&tcp),
-                row.with_tcp,
-                "{} -> {} (with TCP)",
-                row.src,
-                row.dst
-            );
+            assert_eq!(table.hash(&ip), row.ip_only, "{} -> {} (IP only)", row.src, row.dst);
+            assert_eq!(table.hash(&tcp), row.with_tcp, "{} -> {} (with TCP)", row.src, row.dst);
         }
     }
 

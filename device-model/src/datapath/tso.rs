@@ -70,35 +70,22 @@ pub fn segment<E>(
     }
     let count = payload.len().div_ceil(mss).max(1);
     if count > MAX_SEGMENTS {
-        return Err(TsoError::TooManySegments {
-            payload: payload.len(),
-            mss,
-        });
+        return Err(TsoError::TooManySegments { payload: payload.len(), mss });
     }
-    let first = TcpHdr::read_from_prefix(&frame[tcp_at..])
-        .map_err(|_| TsoError::NotTcp)?
-        .0;
+    let first = TcpHdr::read_from_prefix(&frame[tcp_at..]).map_err(|_| TsoError::NotTcp)?.0;
     let ip_id = match headers.network {
-        Network::Ipv4 { offset, .. } => Ipv4Hdr::read_from_prefix(&frame[offset..])
-            .map_err(|_| TsoError::NotTcp)?
-            .0
-            .id
-            .get(),
+        Network::Ipv4 { offset, .. } => {
+            Ipv4Hdr::read_from_prefix(&frame[offset..]).map_err(|_| TsoError::NotTcp)?.0.id.get()
+        }
         _ => 0,
     };
-    for (i, chunk) in payload
-        .chunks(mss)
-        .chain(payload.is_empty().then_some(&[][..]))
-        .enumerate()
-    {
+    for (i, chunk) in payload.chunks(mss).chain(payload.is_empty().then_some(&[][..])).enumerate() {
         out.clear();
         out.extend_from_slice(&frame[..header_len]);
         out.extend_from_slice(chunk);
         let last = i + 1 == count;
         fix_ip(out, headers, ip_id.wrapping_add(i as u16))?;
-        let tcp = TcpHdr::mut_from_prefix(&mut out[tcp_at..])
-            .map_err(|_| TsoError::NotTcp)?
-            .0;
+        let tcp = TcpHdr::mut_from_prefix(&mut out[tcp_at..]).map_err(|_| TsoError::NotTcp)?.0;
         tcp.seq.set(first.seq.get().wrapping_add((i * mss) as u32));
         let mut flags = first.flags;
         if !last {
@@ -122,19 +109,14 @@ fn fix_ip(out: &mut [u8], headers: &Headers, id: u16) -> Result<(), TsoError> {
     let total = out.len();
     match headers.network {
         Network::Ipv4 { offset, .. } => {
-            let ip = Ipv4Hdr::mut_from_prefix(&mut out[offset..])
-                .map_err(|_| TsoError::NotTcp)?
-                .0;
+            let ip = Ipv4Hdr::mut_from_prefix(&mut out[offset..]).map_err(|_| TsoError::NotTcp)?.0;
             ip.tot_len.set((total - offset) as u16);
             ip.id.set(id);
             insert_ipv4(out, headers)?;
         }
         Network::Ipv6 { offset } => {
-            let ip = Ipv6Hdr::mut_from_prefix(&mut out[offset..])
-                .map_err(|_| TsoError::NotTcp)?
-                .0;
-            ip.payload_len
-                .set((total - offset - size_of::<Ipv6Hdr>()) as u16);
+            let ip = Ipv6Hdr::mut_from_prefix(&mut out[offset..]).map_err(|_| TsoError::NotTcp)?.0;
+            ip.payload_len.set((total - offset - size_of::<Ipv6Hdr>()) as u16);
         }
         Network::Other => return Err(TsoError::NotTcp),
     }
@@ -176,16 +158,9 @@ mod tests {
             assert_eq!(ip.id.get(), 1 + i as u16, "ids count up from the original");
             let tcp = TcpHdr::read_from_prefix(&s[34..]).expect("tcp").0;
             assert_eq!(tcp.seq.get(), 1 + (i * 1448) as u32);
-            assert_eq!(
-                tcp.flags.fin() || tcp.flags.psh(),
-                i == 2,
-                "FIN/PSH only on the last"
-            );
+            assert_eq!(tcp.flags.fin() || tcp.flags.psh(), i == 2, "FIN/PSH only on the last");
             assert_eq!(tcp.flags.cwr(), i == 0, "CWR only on the first");
-            assert_eq!(
-                &s[54..],
-                &f[54 + i * 1448..(54 + (i + 1) * 1448).min(f.len())]
-            );
+            assert_eq!(&s[54..], &f[54 + i * 1448..(54 + (i + 1) * 1448).min(f.len())]);
         }
     }
 
@@ -209,20 +184,11 @@ mod tests {
         .expect("emit");
         assert_eq!(lens, vec![1020, 1020]);
         let emit = |_: &mut Vec<u8>| Ok::<_, Infallible>(());
-        assert_eq!(
-            segment(&f, &h, 1500, 1514, &mut Vec::new(), emit),
-            Err(TsoError::TooLong(74 + 1500))
-        );
-        assert!(matches!(
-            segment(&f, &h, 1, 1514, &mut Vec::new(), emit),
-            Err(TsoError::TooManySegments { .. })
-        ));
+        assert_eq!(segment(&f, &h, 1500, 1514, &mut Vec::new(), emit), Err(TsoError::TooLong(74 + 1500)));
+        assert!(matches!(segment(&f, &h, 1, 1514, &mut Vec::new(), emit), Err(TsoError::TooManySegments { .. })));
         let mut udp = b;
         udp.protocol = crate::datapath::frame::IPPROTO_UDP;
         let u = udp.frame();
-        assert_eq!(
-            segment(&u, &parse(&u), 100, 1514, &mut Vec::new(), emit),
-            Err(TsoError::NotTcp)
-        );
+        assert_eq!(segment(&u, &parse(&u), 100, 1514, &mut Vec::new(), emit), Err(TsoError::NotTcp));
     }
 }

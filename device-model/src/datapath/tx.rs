@@ -41,8 +41,7 @@ use super::tso::{segment, TsoError};
 use super::{Env, Fault, MAX_FRAME, TX_VPORT_OFFSET};
 use crate::defs::{
     ManaCqeHeader, ManaCqeType, ManaTxCompOob, Sge, TxLongOob, TxShortOob, INLINE_OOB_LARGE_SIZE,
-    INLINE_OOB_SMALL_SIZE, MANA_CQE_COMPLETION, MANA_LONG_PKT_FMT, MANA_SHORT_PKT_FMT,
-    MAX_TX_WQE_SGL_ENTRIES,
+    INLINE_OOB_SMALL_SIZE, MANA_CQE_COMPLETION, MANA_LONG_PKT_FMT, MANA_SHORT_PKT_FMT, MAX_TX_WQE_SGL_ENTRIES,
 };
 use crate::queues::{completion, Mem, QueueError, WqKind, WqeSlot, MAX_SQE_SIZE};
 use vm_memory::{Bytes, GuestAddress};
@@ -199,9 +198,7 @@ pub fn service(
             continue;
         }
         let comp = ManaTxCompOob {
-            cqe_hdr: ManaCqeHeader::new()
-                .with_cqe_type(cqe_type.0)
-                .with_client_type(MANA_CQE_COMPLETION),
+            cqe_hdr: ManaCqeHeader::new().with_cqe_type(cqe_type.0).with_client_type(MANA_CQE_COMPLETION),
             ..ManaTxCompOob::new_zeroed()
         };
         let cqe = completion(comp.as_bytes(), sq_id, true);
@@ -210,18 +207,12 @@ pub fn service(
             break;
         }
     }
-    run.more = env
-        .queues
-        .sqs
-        .get(&sq_id)
-        .is_some_and(|sq| sq.available() > 0);
+    run.more = env.queues.sqs.get(&sq_id).is_some_and(|sq| sq.available() > 0);
     run
 }
 
 fn short_oob(wqe: &[u8], slot: &WqeSlot) -> Option<TxShortOob> {
-    TxShortOob::read_from_prefix(slot.oob(wqe))
-        .ok()
-        .map(|(oob, _)| oob)
+    TxShortOob::read_from_prefix(slot.oob(wqe)).ok().map(|(oob, _)| oob)
 }
 
 /// What the OOB asks for, validated.
@@ -232,11 +223,7 @@ struct Request {
 }
 
 fn validate(wqe: &[u8], slot: &WqeSlot, sq_id: u32, cq_id: u32) -> Result<Request, TxError> {
-    let bad = |reason| TxError::BadOob {
-        sq: sq_id,
-        offset: slot.offset,
-        reason,
-    };
+    let bad = |reason| TxError::BadOob { sq: sq_id, offset: slot.offset, reason };
     let oob_bytes = slot.oob(wqe);
     let oob_len = oob_bytes.len() as u32;
     if oob_len != INLINE_OOB_SMALL_SIZE && oob_len != INLINE_OOB_LARGE_SIZE {
@@ -260,26 +247,16 @@ fn validate(wqe: &[u8], slot: &WqeSlot, sq_id: u32, cq_id: u32) -> Result<Reques
         None => u16::from(oob.short_vp_offset()),
     };
     if vp_offset != TX_VPORT_OFFSET {
-        return Err(TxError::WrongVport {
-            sq: sq_id,
-            vp_offset,
-        });
+        return Err(TxError::WrongVport { sq: sq_id, vp_offset });
     }
     let num_sge = u32::from(slot.header.num_sge());
     if num_sge == 0 || num_sge > MAX_TX_WQE_SGL_ENTRIES {
         return Err(bad("SGE count outside 1..=30"));
     }
-    let vlan = long.filter(|l| l.vlan.inject_vlan_pri_tag()).map(|l| {
-        VlanTci::new()
-            .with_vid(l.vlan.vlan_id())
-            .with_dei(l.vlan.dei())
-            .with_pcp(l.vlan.pcp())
-    });
-    Ok(Request {
-        oob,
-        vlan,
-        mss: usize::from(slot.header.client_data_unit()),
-    })
+    let vlan = long
+        .filter(|l| l.vlan.inject_vlan_pri_tag())
+        .map(|l| VlanTci::new().with_vid(l.vlan.vlan_id()).with_dei(l.vlan.dei()).with_pcp(l.vlan.pcp()));
+    Ok(Request { oob, vlan, mss: usize::from(slot.header.client_data_unit()) })
 }
 
 /// Gathers the SGEs of the WQE in `wqe` into `frame`.
@@ -297,14 +274,7 @@ fn gather(
             continue;
         };
         let (addr, len, key) = (sge.address.get(), sge.size.get(), sge.mem_key.get());
-        let bad = |reason| TxError::BadSge {
-            sq: sq_id,
-            index,
-            addr,
-            len,
-            mem_key: key,
-            reason,
-        };
+        let bad = |reason| TxError::BadSge { sq: sq_id, index, addr, len, mem_key: key, reason };
         if Some(key) != mem_key {
             return Err(bad("memory key is not the device's gpa_mkey"));
         }
@@ -317,8 +287,7 @@ fn gather(
             .filter(|&end| end <= MAX_GATHER)
             .ok_or(bad("the WQE gathers more than 65 KiB"))?;
         frame.resize(end, 0);
-        mem.read_slice(&mut frame[start..end], GuestAddress(addr))
-            .map_err(|_| bad("outside guest memory"))?;
+        mem.read_slice(&mut frame[start..end], GuestAddress(addr)).map_err(|_| bad("outside guest memory"))?;
     }
     Ok(())
 }
@@ -333,25 +302,11 @@ fn transmit(
     slot: &WqeSlot,
 ) -> Result<(), TxError> {
     let request = validate(&scratch.wqe, slot, sq_id, cq_id)?;
-    gather(
-        env.mem,
-        &scratch.wqe,
-        slot,
-        sq_id,
-        env.mem_key,
-        &mut scratch.frame,
-    )?;
+    gather(env.mem, &scratch.wqe, slot, sq_id, env.mem_key, &mut scratch.frame)?;
     let frame = &mut scratch.frame;
-    let bad_frame = |len: usize, reason: String| TxError::BadFrame {
-        sq: sq_id,
-        len,
-        reason,
-    };
+    let bad_frame = |len: usize, reason: String| TxError::BadFrame { sq: sq_id, len, reason };
     if frame.len() < ETH_HLEN {
-        return Err(bad_frame(
-            frame.len(),
-            "shorter than an Ethernet header".into(),
-        ));
+        return Err(bad_frame(frame.len(), "shorter than an Ethernet header".into()));
     }
     let headers = parse(frame);
     let max_frame = headers.l3_offset + MAX_FRAME - ETH_HLEN;
@@ -373,27 +328,16 @@ fn transmit(
     };
     if request.mss > 0 && request.oob.comp_tcp_csum() {
         let len = frame.len();
-        return match segment(
-            frame,
-            &headers,
-            request.mss,
-            max_frame,
-            &mut scratch.segment,
-            send,
-        ) {
+        return match segment(frame, &headers, request.mss, max_frame, &mut scratch.segment, send) {
             Ok(_) => Ok(()),
             Err(TsoError::TooLong(len)) => Err(TxError::TooLong { sq: sq_id, len }),
             Err(err) => Err(bad_frame(len, err.to_string())),
         };
     }
     if frame.len() > max_frame {
-        return Err(TxError::TooLong {
-            sq: sq_id,
-            len: frame.len(),
-        });
+        return Err(TxError::TooLong { sq: sq_id, len: frame.len() });
     }
-    checksums(frame, &headers, &request.oob)
-        .map_err(|err| bad_frame(frame.len(), err.to_string()))?;
+    checksums(frame, &headers, &request.oob).map_err(|err| bad_frame(frame.len(), err.to_string()))?;
     let _ = send(frame);
     Ok(())
 }
@@ -414,10 +358,7 @@ fn checksums(frame: &mut [u8], headers: &Headers, oob: &TxShortOob) -> Result<()
 
 /// Inserts an 802.1Q tag after the MAC addresses.
 fn insert_vlan(frame: &mut Vec<u8>, tci: VlanTci) {
-    let tag = VlanTag {
-        tpid: Be16::new(ETH_P_8021Q),
-        tci,
-    };
+    let tag = VlanTag { tpid: Be16::new(ETH_P_8021Q), tci };
     let at = 2 * 6;
     frame.splice(at..at, tag.as_bytes().iter().copied());
 }
@@ -439,10 +380,7 @@ mod tests {
     fn every_error_maps_to_a_cqe_type_the_driver_knows() {
         let err = TxError::TooLong { sq: 1, len: 9000 };
         assert_eq!(err.cqe_type(), ManaCqeType::TX_MTU_DROP);
-        let err = TxError::WrongVport {
-            sq: 1,
-            vp_offset: 3,
-        };
+        let err = TxError::WrongVport { sq: 1, vp_offset: 3 };
         assert_eq!(err.cqe_type(), ManaCqeType::TX_VPORT_IDX_OUT_OF_RANGE);
     }
 }

@@ -42,10 +42,7 @@ impl Flow {
 
     /// The same flow over UDP.
     pub fn udp(self) -> Self {
-        Self {
-            proto: Proto::Udp,
-            ..self
-        }
+        Self { proto: Proto::Udp, ..self }
     }
 }
 
@@ -85,10 +82,7 @@ pub fn frame(dst_mac: [u8; 6], flow: &Flow, payload: &[u8]) -> Vec<u8> {
             tcp.sport.set(flow.sport);
             tcp.dport.set(flow.dport);
             tcp.seq.set(1000);
-            tcp.flags = TcpFlags::new()
-                .with_data_offset(5)
-                .with_ack(true)
-                .with_psh(true);
+            tcp.flags = TcpFlags::new().with_data_offset(5).with_ack(true).with_psh(true);
             tcp.window.set(0xFFFF);
             tcp.as_bytes().to_vec()
         }
@@ -109,13 +103,9 @@ pub fn frame(dst_mac: [u8; 6], flow: &Flow, payload: &[u8]) -> Vec<u8> {
     let pseudo = ones_sum(&src) + ones_sum(&dst) + u32::from(protocol) + l4.len() as u32;
     let check = finish(pseudo + ones_sum(&l4));
     l4[check_at..check_at + 2].copy_from_slice(&check.to_be_bytes());
-    let mut out = EthHdr {
-        dst: dst_mac,
-        src: PEER_MAC,
-        ethertype: Be16::new(if v6 { ETH_P_IPV6 } else { ETH_P_IP }),
-    }
-    .as_bytes()
-    .to_vec();
+    let mut out = EthHdr { dst: dst_mac, src: PEER_MAC, ethertype: Be16::new(if v6 { ETH_P_IPV6 } else { ETH_P_IP }) }
+        .as_bytes()
+        .to_vec();
     if v6 {
         let mut ip = Ipv6Hdr::new_zeroed();
         ip.version_class_flow.set(6 << 28);
@@ -144,13 +134,7 @@ pub fn frame(dst_mac: [u8; 6], flow: &Flow, payload: &[u8]) -> Vec<u8> {
 
 /// An ARP request (a frame RSS cannot hash).
 pub fn arp(dst_mac: [u8; 6]) -> Vec<u8> {
-    let mut out = EthHdr {
-        dst: dst_mac,
-        src: PEER_MAC,
-        ethertype: Be16::new(0x0806),
-    }
-    .as_bytes()
-    .to_vec();
+    let mut out = EthHdr { dst: dst_mac, src: PEER_MAC, ethertype: Be16::new(0x0806) }.as_bytes().to_vec();
     out.extend_from_slice(&[0, 1, 8, 0, 6, 4, 0, 1]);
     out.extend_from_slice(&[0u8; 20]);
     out
@@ -171,24 +155,14 @@ pub fn checksums_ok(frame: &[u8]) -> bool {
                 return false;
             }
             let end = usize::from(ip.tot_len.get());
-            (
-                ip.saddr.to_vec(),
-                ip.daddr.to_vec(),
-                ip.protocol,
-                &rest[20..end],
-            )
+            (ip.saddr.to_vec(), ip.daddr.to_vec(), ip.protocol, &rest[20..end])
         }
         ETH_P_IPV6 => {
             let Ok((ip, after)) = Ipv6Hdr::ref_from_prefix(rest) else {
                 return false;
             };
             let end = usize::from(ip.payload_len.get());
-            (
-                ip.saddr.to_vec(),
-                ip.daddr.to_vec(),
-                ip.next_header,
-                &after[..end],
-            )
+            (ip.saddr.to_vec(), ip.daddr.to_vec(), ip.next_header, &after[..end])
         }
         _ => return false,
     };
@@ -199,12 +173,7 @@ pub fn checksums_ok(frame: &[u8]) -> bool {
 /// Breaks the TCP/UDP checksum of `frame` (as a driver asking for checksum
 /// offload leaves it: not final).
 pub fn spoil_l4_checksum(frame: &mut [u8], proto: Proto) {
-    let at = l4_offset(frame)
-        + if proto == Proto::Tcp {
-            TCP_CHECK_OFFSET
-        } else {
-            UDP_CHECK_OFFSET
-        };
+    let at = l4_offset(frame) + if proto == Proto::Tcp { TCP_CHECK_OFFSET } else { UDP_CHECK_OFFSET };
     frame[at] ^= 0x5A;
 }
 

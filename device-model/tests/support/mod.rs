@@ -97,26 +97,14 @@ impl DrvCompQueue {
     /// An empty queue: consumer head at N (INITIALIZED_OWNER_BIT).
     pub fn new(id: u32, pages: Vec<u64>, size: u64, entry_size: u64, doorbell: u32) -> Self {
         let entries = (size / entry_size) as u32;
-        Self {
-            id,
-            ring: DrvRing { pages, size },
-            entry_size,
-            entries,
-            head: entries,
-            doorbell,
-        }
+        Self { id, ring: DrvRing { pages, size }, entry_size, entries, head: entries, doorbell }
     }
 }
 
 impl DrvWorkQueue {
     /// An empty queue.
     pub fn new(id: u32, pages: Vec<u64>, size: u64, doorbell: u32) -> Self {
-        Self {
-            id,
-            ring: DrvRing { pages, size },
-            head: 0,
-            doorbell,
-        }
+        Self { id, ring: DrvRing { pages, size }, head: 0, doorbell }
     }
 }
 
@@ -208,24 +196,15 @@ pub struct Driver {
 }
 
 pub fn mana_dev() -> DevId {
-    DevId {
-        dev_type: Le16::new(2),
-        instance: Le16::new(0),
-    }
+    DevId { dev_type: Le16::new(2), instance: Le16::new(0) }
 }
 
 pub fn ib_dev() -> DevId {
-    DevId {
-        dev_type: Le16::new(3),
-        instance: Le16::new(0),
-    }
+    DevId { dev_type: Le16::new(3), instance: Le16::new(0) }
 }
 
 pub fn hwc_dev() -> DevId {
-    DevId {
-        dev_type: Le16::new(1),
-        instance: Le16::new(0),
-    }
+    DevId { dev_type: Le16::new(1), instance: Le16::new(0) }
 }
 
 /// `mana_gd_init_req_hdr()`: request and expected response headers, V1.
@@ -265,8 +244,7 @@ impl Driver {
 
     /// [`Driver::new`] with the device's vPorts on `backend`.
     pub fn with_backend(kernel: Kernel, config: DeviceConfig, backend: Box<dyn PacketBackend>) -> Self {
-        let ram =
-            GuestMemoryMmap::<()>::from_ranges(&[(GuestAddress(0), RAM_SIZE)]).expect("guest RAM");
+        let ram = GuestMemoryMmap::<()>::from_ranges(&[(GuestAddress(0), RAM_SIZE)]).expect("guest RAM");
         let mem = GuestMemoryAtomic::new(ram);
         let irqs = Arc::new(Recorder::default());
         let sink: Arc<dyn InterruptSink> = irqs.clone();
@@ -322,18 +300,12 @@ impl Driver {
     }
 
     pub fn write(&self, addr: u64, bytes: &[u8]) {
-        self.mem
-            .memory()
-            .write_slice(bytes, GuestAddress(addr))
-            .expect("guest write");
+        self.mem.memory().write_slice(bytes, GuestAddress(addr)).expect("guest write");
     }
 
     pub fn read(&self, addr: u64, len: usize) -> Vec<u8> {
         let mut buf = vec![0u8; len];
-        self.mem
-            .memory()
-            .read_slice(&mut buf, GuestAddress(addr))
-            .expect("guest read");
+        self.mem.memory().read_slice(&mut buf, GuestAddress(addr)).expect("guest read");
         buf
     }
 
@@ -371,20 +343,14 @@ impl Driver {
 
     pub fn ring_eq(&mut self, eq: &DrvCompQueue, arm: bool) {
         let tail = eq.head % (eq.entries << 3);
-        let db = EqDoorbell::new()
-            .with_id(eq.id as u16)
-            .with_tail_ptr(tail)
-            .with_arm(arm);
+        let db = EqDoorbell::new().with_id(eq.id as u16).with_tail_ptr(tail).with_arm(arm);
         let at = self.db_base(eq.doorbell) + 0xFF8;
         self.writeq(at, db.into_bits());
     }
 
     pub fn ring_cq(&mut self, cq: &DrvCompQueue, arm: bool) {
         let tail = cq.head % (cq.entries << 3);
-        let db = CqDoorbell::new()
-            .with_id(cq.id)
-            .with_tail_ptr(tail)
-            .with_arm(arm);
+        let db = CqDoorbell::new().with_id(cq.id).with_tail_ptr(tail).with_arm(arm);
         let at = self.db_base(cq.doorbell) + 0x800;
         self.writeq(at, db.into_bits());
     }
@@ -454,10 +420,7 @@ impl Driver {
         self.eqs.insert(u32::MAX, (0, pending));
         self.pump()?;
         ensure!(self.seen.init_done, "no INIT_DONE");
-        ensure!(
-            self.hwc_cq_id.is_some_and(|id| id < self.max_num_cqs),
-            "HWC CQ id not below MAX_NUM_CQS"
-        );
+        ensure!(self.hwc_cq_id.is_some_and(|id| id < self.max_num_cqs), "HWC CQ id not below MAX_NUM_CQS");
         Ok(())
     }
 
@@ -471,14 +434,8 @@ impl Driver {
     fn post_hwc_rx_wqe(&mut self) {
         let mut rq = self.hwc_rq.clone().expect("HWC RQ");
         let offset = u64::from(rq.head) * 32;
-        let header = WqeHeader::new()
-            .with_num_sge(1)
-            .with_inline_oob_size_div4(2);
-        let sge = Sge {
-            address: Le64::new(self.resp_buf),
-            mem_key: Le32::new(0),
-            size: Le32::new(4096),
-        };
+        let header = WqeHeader::new().with_num_sge(1).with_inline_oob_size_div4(2);
+        let sge = Sge { address: Le64::new(self.resp_buf), mem_key: Le32::new(0), size: Le32::new(4096) };
         self.write(rq.ring.addr(offset), header.as_bytes());
         self.write(rq.ring.addr(offset + 16), sge.as_bytes());
         rq.head += 1;
@@ -519,16 +476,8 @@ impl Driver {
 
     fn service(&mut self, vector: u16) -> Result<()> {
         {
-            let eq_ids: Vec<u32> = self
-                .eqs
-                .iter()
-                .filter(|(_, (v, _))| *v == vector)
-                .map(|(&id, _)| id)
-                .collect();
-            ensure!(
-                !eq_ids.is_empty(),
-                "vector {vector} raised with no EQ on it"
-            );
+            let eq_ids: Vec<u32> = self.eqs.iter().filter(|(_, (v, _))| *v == vector).map(|(&id, _)| id).collect();
+            ensure!(!eq_ids.is_empty(), "vector {vector} raised with no EQ on it");
             for id in eq_ids {
                 self.process_eq_events(id)?;
             }
@@ -549,11 +498,7 @@ impl Driver {
             if owner == old {
                 break;
             }
-            ensure!(
-                owner == new,
-                "EQ {}: overflow detected (owner {owner}, expected {new})",
-                eq.id
-            );
+            ensure!(owner == new, "EQ {}: overflow detected (owner {owner}, expected {new})", eq.id);
             self.eqs.get_mut(&key).context("EQ vanished")?.1.head += 1;
             self.process_eqe(key, eqe)?;
             // EQ_ID_DB gives the HWC EQ its id.
@@ -582,11 +527,8 @@ impl Driver {
         let detail = eqe.details[0].get();
         let eq_id = self.eqs.get(&key).map(|(_, q)| q.id).unwrap_or(u32::MAX);
         // Recorded under the EQ's id, which EQ_ID_DB itself gives the HWC EQ.
-        let record_id = if ty == EqeType::HWC_INIT_EQ_ID_DB {
-            u32::from(HwcInitEqIdDb::from_bits(detail).eq_id())
-        } else {
-            eq_id
-        };
+        let record_id =
+            if ty == EqeType::HWC_INIT_EQ_ID_DB { u32::from(HwcInitEqIdDb::from_bits(detail).eq_id()) } else { eq_id };
         self.seen.eqe_types.entry(record_id).or_default().push(ty.0);
         match ty {
             EqeType::HWC_INIT_EQ_ID_DB => {
@@ -597,10 +539,7 @@ impl Driver {
                 eq.doorbell = u32::from(v.doorbell());
                 self.hwc_eq_id = Some(eq.id);
                 self.eqs.insert(eq.id, (vector, eq));
-                for wq in [self.hwc_sq.as_mut(), self.hwc_rq.as_mut()]
-                    .into_iter()
-                    .flatten()
-                {
+                for wq in [self.hwc_sq.as_mut(), self.hwc_rq.as_mut()].into_iter().flatten() {
                     wq.doorbell = u32::from(v.doorbell());
                 }
                 if let Some(cq) = self.hwc_cq_pending.as_mut() {
@@ -627,14 +566,8 @@ impl Driver {
             EqeType::TEST_EVENT => self.seen.test_events.push(eq_id),
             EqeType::COMPLETION => {
                 let cq_id = detail & 0xFF_FFFF;
-                ensure!(
-                    cq_id < self.max_num_cqs,
-                    "COMPLETION for CQ {cq_id} >= MAX_NUM_CQS"
-                );
-                ensure!(
-                    self.cqs.contains_key(&cq_id),
-                    "COMPLETION for unknown CQ {cq_id}"
-                );
+                ensure!(cq_id < self.max_num_cqs, "COMPLETION for CQ {cq_id} >= MAX_NUM_CQS");
+                ensure!(self.cqs.contains_key(&cq_id), "COMPLETION for unknown CQ {cq_id}");
                 if Some(cq_id) == self.hwc_cq_id {
                     self.hwc_comp_event(cq_id)?;
                 } else {
@@ -657,10 +590,7 @@ impl Driver {
         if owner == old {
             return Ok(None);
         }
-        ensure!(
-            owner == new,
-            "CQ {cq_id}: overflow (owner {owner}, expected {new})"
-        );
+        ensure!(owner == new, "CQ {cq_id}: overflow (owner {owner}, expected {new})");
         self.cqs.get_mut(&cq_id).context("CQ")?.head += 1;
         Ok(Some(cqe))
     }
@@ -673,11 +603,7 @@ impl Driver {
             };
             if cqe.info.is_sq() {
                 let sq = self.hwc_sq.as_ref().context("SQ")?;
-                ensure!(
-                    cqe.info.wq_num() == sq.id,
-                    "SQ CQE for wq {}",
-                    cqe.info.wq_num()
-                );
+                ensure!(cqe.info.wq_num() == sq.id, "SQ CQE for wq {}", cqe.info.wq_num());
                 self.seen.hwc_sq_completions += 1;
             } else {
                 self.hwc_rx_event(&cqe)?;
@@ -691,32 +617,16 @@ impl Driver {
     /// `mana_hwc_rx_event_handler()` + `mana_hwc_handle_resp()`.
     fn hwc_rx_event(&mut self, cqe: &Cqe) -> Result<()> {
         let rq = self.hwc_rq.clone().context("RQ")?;
-        ensure!(
-            cqe.info.wq_num() == rq.id,
-            "RX CQE for wq {} (HWC RQ {})",
-            cqe.info.wq_num(),
-            rq.id
-        );
+        ensure!(cqe.info.wq_num() == rq.id, "RX CQE for wq {} (HWC RQ {})", cqe.info.wq_num(), rq.id);
         let oob: HwcRxOob = resp_as(cqe.as_bytes());
         let wqe_off = u64::from((oob.wqe_offset.get() / 32 * 32) & 4095);
         let header: WqeHeader = self.read_obj(rq.ring.addr(wqe_off));
-        let sge: Sge = self.read_obj(
-            rq.ring
-                .addr(wqe_off + 8 + u64::from(header.inline_oob_size_div4()) * 4),
-        );
-        ensure!(
-            sge.address.get() == self.resp_buf,
-            "RX WQE points at {:#x}",
-            sge.address.get()
-        );
+        let sge: Sge = self.read_obj(rq.ring.addr(wqe_off + 8 + u64::from(header.inline_oob_size_div4()) * 4));
+        ensure!(sge.address.get() == self.resp_buf, "RX WQE points at {:#x}", sge.address.get());
         let len = oob.tx_oob_data_size.get() as usize;
         let resp = self.read(self.resp_buf, len.min(4096));
         let hdr: GdmaRespHdr = resp_as(&resp);
-        ensure!(
-            hdr.response.hwc_msg_id.get() == 0,
-            "msg id {}",
-            hdr.response.hwc_msg_id.get()
-        );
+        ensure!(hdr.response.hwc_msg_id.get() == 0, "msg id {}", hdr.response.hwc_msg_id.get());
         self.seen.responses.push(resp);
         self.post_hwc_rx_wqe();
         Ok(())
@@ -736,11 +646,7 @@ impl Driver {
             } else {
                 ensure!(self.rqs.contains_key(&wq), "RX CQE for unknown RQ {wq}");
                 let hdr = ManaCqeHeader::from_bits(cqe.data[0]);
-                self.seen
-                    .rx_cqe_types
-                    .entry(wq)
-                    .or_default()
-                    .push(hdr.cqe_type());
+                self.seen.rx_cqe_types.entry(wq).or_default().push(hdr.cqe_type());
                 if self.rx_completed(wq, &cqe)? {
                     polled_rq = Some(wq);
                 }
@@ -759,11 +665,7 @@ impl Driver {
     /// `mana_hwc_send_request()`: returns the raw response; fails if none
     /// arrives or its length is outside 32..=`resp_len`.
     pub fn send_raw(&mut self, request: &[u8], resp_len: usize) -> Result<Vec<u8>> {
-        ensure!(
-            !request.is_empty() && request.len() <= 4096,
-            "request size {}",
-            request.len()
-        );
+        ensure!(!request.is_empty() && request.len() <= 4096, "request size {}", request.len());
         let mut req = request.to_vec();
         if req.len() >= 12 {
             req[10..12].copy_from_slice(&0u16.to_le_bytes()); // hwc_msg_id = 0
@@ -771,16 +673,10 @@ impl Driver {
         self.write(self.req_buf, &req);
         let mut sq = self.hwc_sq.clone().context("no HWC SQ")?;
         let offset = u64::from(sq.head) * 32;
-        let header = WqeHeader::new()
-            .with_num_sge(1)
-            .with_inline_oob_size_div4(6);
+        let header = WqeHeader::new().with_num_sge(1).with_inline_oob_size_div4(6);
         let mut oob = [0u8; 24];
         oob[20..24].copy_from_slice(&sq.id.to_le_bytes()); // vsq_id
-        let sge = Sge {
-            address: Le64::new(self.req_buf),
-            mem_key: Le32::new(0),
-            size: Le32::new(req.len() as u32),
-        };
+        let sge = Sge { address: Le64::new(self.req_buf), mem_key: Le32::new(0), size: Le32::new(req.len() as u32) };
         self.write(sq.ring.addr(offset), header.as_bytes());
         self.write(sq.ring.addr(offset + 8), &oob);
         self.write(sq.ring.addr(offset + 32), sge.as_bytes());
@@ -789,17 +685,9 @@ impl Driver {
         self.hwc_sq = Some(sq);
         let before = self.seen.responses.len();
         self.pump()?;
-        ensure!(
-            self.seen.responses.len() == before + 1,
-            "no response (got {})",
-            self.seen.responses.len() - before
-        );
+        ensure!(self.seen.responses.len() == before + 1, "no response (got {})", self.seen.responses.len() - before);
         let resp = self.seen.responses.last().cloned().expect("checked");
-        ensure!(
-            resp.len() >= 32 && resp.len() <= resp_len,
-            "response length {} outside 32..={resp_len}",
-            resp.len()
-        );
+        ensure!(resp.len() >= 32 && resp.len() <= resp_len, "response length {} outside 32..={resp_len}", resp.len());
         Ok(resp)
     }
 
@@ -816,11 +704,7 @@ impl Driver {
     }
 
     /// A header-only request of `code` to `dev`, expecting `Resp`.
-    pub fn general<Resp: FromBytes + KnownLayout + Immutable>(
-        &mut self,
-        code: Command,
-        dev: DevId,
-    ) -> Result<Resp> {
+    pub fn general<Resp: FromBytes + KnownLayout + Immutable>(&mut self, code: Command, dev: DevId) -> Result<Resp> {
         let hdr = req_hdr(code, 40, size_of::<Resp>(), dev);
         self.send(&hdr)
     }
@@ -829,12 +713,7 @@ impl Driver {
     pub fn test_eq(&mut self, eq_id: u32, dev: DevId) -> Result<()> {
         let before = self.seen.test_events.len();
         let mut req = GenerateTestEqeReq::new_zeroed();
-        req.hdr = req_hdr(
-            Command::GENERATE_TEST_EQE,
-            size_of::<GenerateTestEqeReq>(),
-            32,
-            dev,
-        );
+        req.hdr = req_hdr(Command::GENERATE_TEST_EQE, size_of::<GenerateTestEqeReq>(), 32, dev);
         req.queue_index = Le32::new(eq_id);
         let _: GdmaRespHdr = self.send(&req)?;
         self.pump()?;
@@ -859,12 +738,7 @@ impl Driver {
         let pages = self.alloc_scattered(size / 4096);
         let handle = self.create_dma_region(&pages, dev)?;
         let mut req = CreateQueueReq::new_zeroed();
-        req.hdr = req_hdr(
-            Command::CREATE_QUEUE,
-            size_of::<CreateQueueReq>(),
-            size_of::<CreateQueueResp>(),
-            dev,
-        );
+        req.hdr = req_hdr(Command::CREATE_QUEUE, size_of::<CreateQueueReq>(), size_of::<CreateQueueResp>(), dev);
         req.queue_type = Le32::new(4);
         req.doorbell_id = Le32::new(self.mana_db);
         req.gdma_region = Le64::new(handle);
@@ -886,10 +760,7 @@ impl Driver {
     }
 
     /// `mana_send_request()`: dev_id = MANA, fresh activity id; checks the echo.
-    pub fn bnic<Resp: FromBytes + KnownLayout + Immutable>(
-        &mut self,
-        req_bytes: Vec<u8>,
-    ) -> Result<Resp> {
+    pub fn bnic<Resp: FromBytes + KnownLayout + Immutable>(&mut self, req_bytes: Vec<u8>) -> Result<Resp> {
         let resp = self.bnic_raw(req_bytes, size_of::<Resp>())?;
         Ok(resp_as(&resp))
     }
@@ -905,20 +776,11 @@ impl Driver {
         let resp = self.send_raw(&req_bytes, resp_size)?;
         let rh: GdmaRespHdr = resp_as(&resp);
         ensure!(rh.status.get() == 0, "status {:#x}", rh.status.get());
-        ensure!(
-            rh.dev_id == hdr.dev_id && rh.activity_id.get() == activity,
-            "dev_id/activity_id not echoed"
-        );
+        ensure!(rh.dev_id == hdr.dev_id && rh.activity_id.get() == activity, "dev_id/activity_id not echoed");
         // mana_verify_resp_hdr()
-        ensure!(
-            rh.response.msg_type.get() == hdr.req.msg_type.get(),
-            "response msg_type"
-        );
+        ensure!(rh.response.msg_type.get() == hdr.req.msg_type.get(), "response msg_type");
         ensure!(rh.response.msg_version.get() >= 1, "response version");
-        ensure!(
-            rh.response.msg_size.get() as usize >= resp_size,
-            "response msg_size"
-        );
+        ensure!(rh.response.msg_size.get() as usize >= resp_size, "response msg_size");
         Ok(resp)
     }
 
@@ -929,41 +791,24 @@ impl Driver {
     pub fn probe(&mut self) -> Result<Vec<u32>> {
         // mana_gd_init_vf_regs()
         ensure!(self.readq(REG_DB_PAGE_OFFSET) == 0x1000, "db page offset");
-        ensure!(
-            self.readl(REG_DB_PAGE_SIZE) & 0xFFFF == 0x1000,
-            "db page size"
-        );
+        ensure!(self.readl(REG_DB_PAGE_SIZE) & 0xFFFF == 0x1000, "db page size");
         ensure!(self.readq(REG_SHM_OFFSET) == 0x100, "shm offset");
         self.establish_hwc()?;
         self.test_channel()?;
-        let ver: VerifyVerResp =
-            self.general(Command::VERIFY_VF_DRIVER_VERSION, DevId::default())?;
-        ensure!(
-            ver.pf_cap_flags1.get() & (1 << 3) == 0,
-            "HWC timeout reconfig advertised"
-        );
+        let ver: VerifyVerResp = self.general(Command::VERIFY_VF_DRIVER_VERSION, DevId::default())?;
+        ensure!(ver.pf_cap_flags1.get() & (1 << 3) == 0, "HWC timeout reconfig advertised");
         let (max, devs) = if self.kernel == Kernel::V7_3 {
             let devs: ListDevicesResp = self.general(Command::LIST_DEVICES, DevId::default())?;
-            let max: QueryMaxResourcesResp =
-                self.general(Command::QUERY_MAX_RESOURCES, DevId::default())?;
+            let max: QueryMaxResourcesResp = self.general(Command::QUERY_MAX_RESOURCES, DevId::default())?;
             self.query_dev_config(3)?;
             (max, devs)
         } else {
-            let max: QueryMaxResourcesResp =
-                self.general(Command::QUERY_MAX_RESOURCES, DevId::default())?;
+            let max: QueryMaxResourcesResp = self.general(Command::QUERY_MAX_RESOURCES, DevId::default())?;
             let devs: ListDevicesResp = self.general(Command::LIST_DEVICES, DevId::default())?;
             (max, devs)
         };
-        let listed: Vec<DevId> = devs
-            .devs
-            .iter()
-            .copied()
-            .filter(|d| *d != DevId::default())
-            .collect();
-        ensure!(
-            listed.len() == devs.num_of_devs.get() as usize,
-            "num_of_devs"
-        );
+        let listed: Vec<DevId> = devs.devs.iter().copied().filter(|d| *d != DevId::default()).collect();
+        ensure!(listed.len() == devs.num_of_devs.get() as usize, "num_of_devs");
         ensure!(listed.contains(&mana_dev()), "no MANA device listed");
         let reg: RegisterDeviceResp = self.general(Command::REGISTER_DEVICE, mana_dev())?;
         self.mana_db = reg.db_id.get();
@@ -980,14 +825,8 @@ impl Driver {
         }
         self.query_vport(0)?;
         if self.kernel == Kernel::V7_3 {
-            let mut req = req_hdr(
-                Command::MANA_QUERY_GF_STAT,
-                48,
-                size_of::<QueryGfStatResp>(),
-                mana_dev(),
-            )
-            .as_bytes()
-            .to_vec();
+            let mut req =
+                req_hdr(Command::MANA_QUERY_GF_STAT, 48, size_of::<QueryGfStatResp>(), mana_dev()).as_bytes().to_vec();
             req.resize(48, 0);
             let _: QueryGfStatResp = self.bnic::<QueryGfStatResp>(req)?;
         }
@@ -999,12 +838,7 @@ impl Driver {
 
     /// `mana_query_device_cfg()` with response version `version`.
     pub fn query_dev_config(&mut self, version: u16) -> Result<QueryDevCfgResp> {
-        let mut hdr = req_hdr(
-            Command::MANA_QUERY_DEV_CONFIG,
-            88,
-            size_of::<QueryDevCfgResp>(),
-            mana_dev(),
-        );
+        let mut hdr = req_hdr(Command::MANA_QUERY_DEV_CONFIG, 88, size_of::<QueryDevCfgResp>(), mana_dev());
         hdr.resp.msg_version = Le16::new(version);
         let mut req = hdr.as_bytes().to_vec();
         req.resize(88, 0);
@@ -1018,18 +852,10 @@ impl Driver {
     /// `mana_query_vport_cfg()`.
     pub fn query_vport(&mut self, index: u32) -> Result<QueryVportCfgResp> {
         let mut req = QueryVportCfgReq::new_zeroed();
-        req.hdr = req_hdr(
-            Command::MANA_QUERY_VPORT_CONFIG,
-            44,
-            size_of::<QueryVportCfgResp>(),
-            mana_dev(),
-        );
+        req.hdr = req_hdr(Command::MANA_QUERY_VPORT_CONFIG, 44, size_of::<QueryVportCfgResp>(), mana_dev());
         req.vport_index = Le32::new(index);
         let resp: QueryVportCfgResp = self.bnic::<QueryVportCfgResp>(req.as_bytes().to_vec())?;
-        ensure!(
-            resp.max_num_sq.get() >= 1 && resp.max_num_rq.get() >= 1,
-            "zero queues"
-        );
+        ensure!(resp.max_num_sq.get() >= 1 && resp.max_num_rq.get() >= 1, "zero queues");
         Ok(resp)
     }
 
@@ -1063,11 +889,7 @@ impl Driver {
         // 6.x: 88-byte request, 48-byte response; 7.3: request V3 (96 bytes,
         // moderation fields appended) and response V2 (56 bytes).
         let v7 = self.kernel == Kernel::V7_3;
-        let (req_len, resp_len) = if v7 {
-            (96, 56)
-        } else {
-            (88, size_of::<CreateWqObjResp>())
-        };
+        let (req_len, resp_len) = if v7 { (96, 56) } else { (88, size_of::<CreateWqObjResp>()) };
         req.hdr = req_hdr(Command::MANA_CREATE_WQ_OBJ, req_len, resp_len, mana_dev());
         if v7 {
             req.hdr.req.msg_version = Le16::new(3);
@@ -1088,11 +910,7 @@ impl Driver {
         let resp = self.bnic_raw(bytes, resp_len)?;
         let resp: CreateWqObjResp = resp_as(&resp);
         ensure!(resp.wq_obj.get() != u64::MAX, "INVALID_MANA_HANDLE");
-        ensure!(
-            resp.cq_id.get() < self.max_num_cqs,
-            "CQ id {} >= MAX_NUM_CQS",
-            resp.cq_id.get()
-        );
+        ensure!(resp.cq_id.get() < self.max_num_cqs, "CQ id {} >= MAX_NUM_CQS", resp.cq_id.get());
         let wq = DrvWorkQueue::new(resp.wq_id.get(), wq_pages, wq_size, self.mana_db);
         let cq = DrvCompQueue::new(resp.cq_id.get(), cq_pages, cq_size, 64, self.mana_db);
         self.cqs.insert(cq.id, cq.clone());
@@ -1119,12 +937,7 @@ impl Driver {
     pub fn open(&mut self, probe_eqs: &[u32], queues: usize) -> Result<Vec<DrvQueuePair>> {
         let vport = self.vport_handle()?;
         let mut cfg = ConfigVportReq::new_zeroed();
-        cfg.hdr = req_hdr(
-            Command::MANA_CONFIG_VPORT_TX,
-            56,
-            size_of::<ConfigVportResp>(),
-            mana_dev(),
-        );
+        cfg.hdr = req_hdr(Command::MANA_CONFIG_VPORT_TX, 56, size_of::<ConfigVportResp>(), mana_dev());
         cfg.vport = Le64::new(vport);
         let _: ConfigVportResp = self.bnic::<ConfigVportResp>(cfg.as_bytes().to_vec())?;
         let v7 = self.kernel == Kernel::V7_3;
@@ -1135,11 +948,7 @@ impl Driver {
             }
             eqs
         } else {
-            ensure!(
-                probe_eqs.len() >= queues,
-                "{} probe EQs for {queues} queues",
-                probe_eqs.len()
-            );
+            ensure!(probe_eqs.len() >= queues, "{} probe EQs for {queues} queues", probe_eqs.len());
             probe_eqs[..queues].to_vec()
         };
         let (rq_size, rx_cq_size) = if v7 { (32768, 131072) } else { (16384, 65536) };
@@ -1148,15 +957,7 @@ impl Driver {
             let (sq, sq_cq, sq_obj) = self.create_wq_obj(true, 8192, 16384, eq)?;
             let (mut rq, rq_cq, rq_obj) = self.create_wq_obj(false, rq_size, rx_cq_size, eq)?;
             self.post_rx_buffers(&mut rq, (rq_size / 32) as u32);
-            pairs.push(DrvQueuePair {
-                eq,
-                sq,
-                sq_cq,
-                sq_obj,
-                rq,
-                rq_cq,
-                rq_obj,
-            });
+            pairs.push(DrvQueuePair { eq, sq, sq_cq, sq_obj, rq, rq_cq, rq_obj });
         }
         let objs: Vec<u64> = pairs.iter().map(|p| p.rq_obj).collect();
         self.steer(&net::Steer::open(&objs))?;
@@ -1207,17 +1008,8 @@ impl Driver {
         req.wq_obj_handle = Le64::new(pair.rq_obj);
         let _: GdmaRespHdr = self.bnic::<GdmaRespHdr>(req.as_bytes().to_vec())?;
         self.pump()?;
-        let types = self
-            .seen
-            .rx_cqe_types
-            .get(&pair.rq.id)
-            .cloned()
-            .unwrap_or_default();
-        ensure!(
-            types.last() == Some(&3),
-            "no fence CQE on RQ {} (saw {types:?})",
-            pair.rq.id
-        );
+        let types = self.seen.rx_cqe_types.get(&pair.rq.id).cloned().unwrap_or_default();
+        ensure!(types.last() == Some(&3), "no fence CQE on RQ {} (saw {types:?})", pair.rq.id);
         Ok(())
     }
 
@@ -1273,12 +1065,7 @@ impl Driver {
 pub fn dma_region_request(pages: &[u64], dev: DevId) -> Vec<u8> {
     let mut req = CreateDmaRegionReq::new_zeroed();
     let size = size_of::<CreateDmaRegionReq>() + 8 * pages.len();
-    req.hdr = req_hdr(
-        Command::CREATE_DMA_REGION,
-        size,
-        size_of::<CreateDmaRegionResp>(),
-        dev,
-    );
+    req.hdr = req_hdr(Command::CREATE_DMA_REGION, size, size_of::<CreateDmaRegionResp>(), dev);
     req.length = Le64::new(pages.len() as u64 * 4096);
     req.page_count = Le32::new(pages.len() as u32);
     req.page_addr_list_len = Le32::new(pages.len() as u32);
@@ -1292,12 +1079,8 @@ pub fn dma_region_request(pages: &[u64], dev: DevId) -> Vec<u8> {
 /// Fails with the given message unless the closure's error contains `needle`.
 pub fn expect_err<T: std::fmt::Debug>(result: Result<T>, needle: &str) -> Result<()> {
     match result {
-        Ok(value) => Err(anyhow!(
-            "expected an error containing {needle:?}, got {value:?}"
-        )),
+        Ok(value) => Err(anyhow!("expected an error containing {needle:?}, got {value:?}")),
         Err(err) if format!("{err:#}").contains(needle) => Ok(()),
-        Err(err) => Err(anyhow!(
-            "expected an error containing {needle:?}, got {err:#}"
-        )),
+        Err(err) => Err(anyhow!("expected an error containing {needle:?}, got {err:#}")),
     }
 }

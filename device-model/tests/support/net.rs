@@ -21,9 +21,9 @@ use zerocopy::{FromZeros, IntoBytes};
 /// the RSS Hash Calculation",
 /// learn.microsoft.com/windows-hardware/drivers/network/verifying-the-rss-hash-calculation.
 pub const MS_RSS_KEY: [u8; 40] = [
-    0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0,
-    0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3, 0x80, 0x30, 0xf2, 0x0c,
-    0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa,
+    0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0, 0xd0, 0xca, 0x2b,
+    0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3, 0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac,
+    0x01, 0xfa,
 ];
 /// RX buffer size (`rxq->datasize` = mtu + ETH_HLEN for MTU 1500).
 pub const RX_DATASIZE: u32 = 1514;
@@ -103,9 +103,7 @@ impl Driver {
     pub fn post_rx_buffers(&mut self, rq: &mut DrvWorkQueue, count: u32) {
         let pages = (u64::from(count) * RX_BUF_STRIDE).div_ceil(4096);
         let base = self.alloc(pages);
-        let bufs: Vec<u64> = (0..u64::from(count))
-            .map(|i| base + i * RX_BUF_STRIDE)
-            .collect();
+        let bufs: Vec<u64> = (0..u64::from(count)).map(|i| base + i * RX_BUF_STRIDE).collect();
         for &buf in &bufs {
             self.write_rx_wqe(rq, buf);
             rq.head += 1;
@@ -117,14 +115,8 @@ impl Driver {
 
     fn write_rx_wqe(&self, rq: &DrvWorkQueue, buf: u64) {
         let offset = u64::from(rq.head) * 32;
-        let header = WqeHeader::new()
-            .with_num_sge(1)
-            .with_inline_oob_size_div4(2);
-        let sge = Sge {
-            address: Le64::new(buf),
-            mem_key: Le32::new(self.gpa_mkey),
-            size: Le32::new(RX_DATASIZE),
-        };
+        let header = WqeHeader::new().with_num_sge(1).with_inline_oob_size_div4(2);
+        let sge = Sge { address: Le64::new(buf), mem_key: Le32::new(self.gpa_mkey), size: Le32::new(RX_DATASIZE) };
         self.write(rq.ring.addr(offset), header.as_bytes());
         self.write(rq.ring.addr(offset + 8), &[0u8; 8]);
         self.write(rq.ring.addr(offset + 16), sge.as_bytes());
@@ -178,21 +170,10 @@ impl Driver {
     /// `mana_poll_tx_cq()` for one TX CQE of SQ `sq_id`.
     pub(super) fn tx_completed(&mut self, sq_id: u32, cqe: &Cqe) -> Result<()> {
         let oob: ManaTxCompOob = super::resp_as(cqe.as_bytes());
-        ensure!(
-            oob.cqe_hdr.client_type() == MANA_CQE_COMPLETION,
-            "TX CQE client_type {}",
-            oob.cqe_hdr.client_type()
-        );
+        ensure!(oob.cqe_hdr.client_type() == MANA_CQE_COMPLETION, "TX CQE client_type {}", oob.cqe_hdr.client_type());
         let inflight = self.data.inflight.entry(sq_id).or_default();
-        ensure!(
-            inflight.pop_front().is_some(),
-            "TX CQE for SQ {sq_id} with nothing in flight"
-        );
-        self.data
-            .tx_cqe_types
-            .entry(sq_id)
-            .or_default()
-            .push(oob.cqe_hdr.cqe_type());
+        ensure!(inflight.pop_front().is_some(), "TX CQE for SQ {sq_id} with nothing in flight");
+        self.data.tx_cqe_types.entry(sq_id).or_default().push(oob.cqe_hdr.cqe_type());
         Ok(())
     }
 
@@ -221,11 +202,7 @@ impl Driver {
         let mut sges = Vec::new();
         let mut at = addr;
         for (i, &size) in sizes.iter().enumerate() {
-            let address = opts
-                .addresses
-                .as_ref()
-                .and_then(|a| a.get(i).copied())
-                .unwrap_or(at);
+            let address = opts.addresses.as_ref().and_then(|a| a.get(i).copied()).unwrap_or(at);
             sges.push(Sge {
                 address: Le64::new(address),
                 mem_key: Le32::new(opts.mem_key.unwrap_or(self.gpa_mkey)),
@@ -237,22 +214,14 @@ impl Driver {
         let offload = opts.tcp_csum || opts.udp_csum || opts.mss > 0;
         let mut oob = TxOob::new_zeroed();
         oob.s_oob = TxShortOob::new()
-            .with_pkt_fmt(if opts.vlan.is_some() {
-                MANA_LONG_PKT_FMT
-            } else {
-                MANA_SHORT_PKT_FMT
-            })
+            .with_pkt_fmt(if opts.vlan.is_some() { MANA_LONG_PKT_FMT } else { MANA_SHORT_PKT_FMT })
             .with_is_outer_ipv4(offload && !ipv6)
             .with_is_outer_ipv6(offload && ipv6)
             .with_comp_iphdr_csum(opts.ip_csum)
             .with_comp_tcp_csum(opts.tcp_csum)
             .with_comp_udp_csum(opts.udp_csum)
             .with_vcq_num(pair.sq_cq.id)
-            .with_trans_off(if opts.tcp_csum {
-                super::frames::l4_offset(frame) as u16
-            } else {
-                0
-            })
+            .with_trans_off(if opts.tcp_csum { super::frames::l4_offset(frame) as u16 } else { 0 })
             .with_vsq_frame(((sq_id >> 10) & 0x3FFF) as u16);
         if let Some(tci) = opts.vlan {
             oob.l_oob.vlan = TxLongOobVlan::new()
@@ -261,25 +230,14 @@ impl Driver {
                 .with_dei(tci & 0x1000 != 0)
                 .with_vlan_id(tci & 0xFFF);
         }
-        let oob_bytes = if opts.vlan.is_some() {
-            oob.as_bytes()
-        } else {
-            oob.s_oob.as_bytes()
-        };
+        let oob_bytes = if opts.vlan.is_some() { oob.as_bytes() } else { oob.s_oob.as_bytes() };
         self.post_sq_wqe(pair, oob_bytes, &sges, opts.mss, sizes[0])
     }
 
     /// Writes one SQ WQE (header, `oob`, `sges`) at the producer and rings
     /// the doorbell, as `mana_gd_post_work_request()` +
     /// `mana_gd_wq_ring_doorbell()` do.
-    pub fn post_sq_wqe(
-        &mut self,
-        pair: &DrvQueuePair,
-        oob: &[u8],
-        sges: &[Sge],
-        mss: u16,
-        sge0: usize,
-    ) -> Result<()> {
+    pub fn post_sq_wqe(&mut self, pair: &DrvQueuePair, oob: &[u8], sges: &[Sge], mss: u16, sge0: usize) -> Result<()> {
         let sq_id = pair.sq.id;
         let mut sq = self.sqs.get(&sq_id).cloned().context("SQ")?;
         let header = WqeHeader::new()
@@ -318,18 +276,12 @@ impl Driver {
 
     /// The MSI-X vector of the EQ `pair`'s queues report to.
     pub fn vector_of(&self, pair: &DrvQueuePair) -> u16 {
-        self.eqs
-            .get(&pair.eq)
-            .map_or(u16::MAX, |(vector, _)| *vector)
+        self.eqs.get(&pair.eq).map_or(u16::MAX, |(vector, _)| *vector)
     }
 
     /// Frames received on RQ `rq_id` so far.
     pub fn received_on(&self, rq_id: u32) -> Vec<&RxFrame> {
-        self.data
-            .rx_frames
-            .iter()
-            .filter(|f| f.rq == rq_id)
-            .collect()
+        self.data.rx_frames.iter().filter(|f| f.rq == rq_id).collect()
     }
 
     /// `mana_cfg_vport_steering()` with everything spelled out: `table`
@@ -341,18 +293,11 @@ impl Driver {
         let resp_size = if v7 { 40 } else { 32 };
         let mut req = vec![0u8; 120 + 8 * n];
         let mut s: CfgRxSteerReq = super::resp_as(&req);
-        s.hdr = super::req_hdr(
-            Command::MANA_CONFIG_VPORT_RX,
-            req.len(),
-            resp_size,
-            super::mana_dev(),
-        );
+        s.hdr = super::req_hdr(Command::MANA_CONFIG_VPORT_RX, req.len(), resp_size, super::mana_dev());
         s.hdr.req.msg_version = Le16::new(if v7 { 5 } else { 2 });
         if v7 {
             s.hdr.resp.msg_version = Le16::new(2);
-            s.rss_hash_types = steer
-                .hash_types
-                .unwrap_or(NdisHashTypes::from_bits(Le16::new(0x3F)));
+            s.rss_hash_types = steer.hash_types.unwrap_or(NdisHashTypes::from_bits(Le16::new(0x3F)));
         } else if let Some(types) = steer.hash_types {
             s.rss_hash_types = types;
         }

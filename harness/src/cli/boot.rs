@@ -3,9 +3,9 @@
 //! (Topology files come through the `run` command; this one is for checking the rig.)
 
 use super::Exit;
-use crate::qemu::{boot, machines, BootRequest, MachineSpec, NicPlacement, NodeSpec, Speedups};
 use crate::accel::AccelChoice;
 use crate::initramfs::Compression;
+use crate::qemu::{boot, machines, BootRequest, MachineSpec, NicPlacement, NodeSpec, Speedups};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -105,7 +105,9 @@ pub fn boot_cmdline_item(s: &str) -> Result<String, String> {
     let item = cmdline_item(s)?;
     // The guest agent splits /proc/cmdline at spaces, quotes or not.
     if item.split(' ').any(crate::guest_protocol::options::is_agent_item) {
-        return Err(format!("{item:?}: the guest agent's items are set by the rig itself; use --load-mana or --nic-id"));
+        return Err(format!(
+            "{item:?}: the guest agent's items are set by the rig itself; use --load-mana or --nic-id"
+        ));
     }
     Ok(item)
 }

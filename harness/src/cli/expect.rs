@@ -1,4 +1,5 @@
-//! `expect <topology file> --kernel <6.1|6.3|6.12|7.x> [--json]`: print the expected table.
+//! `expect <topology file> --kernel <6.1|6.3|6.12|7.x> [--json]`: print the expected table
+//! (or `expect --from-lscpu FILE … --kernel K`: of a real machine, see [`super::import`]).
 
 use super::Exit;
 use crate::model::{expected_table, KernelGen, UnknownKernel};
@@ -10,8 +11,12 @@ use std::process::ExitCode;
 /// Arguments of `expect`.
 #[derive(Debug, clap::Args)]
 pub struct ExpectArgs {
-    /// Topology file (TOML), e.g. topologies/seed-002.toml.
-    pub topology: PathBuf,
+    /// Topology file (TOML), e.g. topologies/seed-002.toml (or a machine given with --from-*).
+    #[arg(required_unless_present = "from_inputs", conflicts_with = "from_inputs")]
+    pub topology: Option<PathBuf>,
+    /// A real machine instead of a topology file.
+    #[command(flatten)]
+    pub from: super::import::FromArgs,
     /// Kernel generation: 6.1, 6.3 (6.3-6.8: one CPU per vector from the
     /// NUMA-hop-aware cpumask_local_spread), 6.12 (6.9-6.16) or 7.x (also 7.3, 6.17+); `run`'s
     /// minimal kernels 6.1-min, 6.12-min and 7.x-min are those generations.
@@ -54,7 +59,11 @@ impl std::str::FromStr for KernelGenArg {
 
 /// `expect`: exit 0 with the table on stdout, or 2 with one error line on stderr.
 pub fn run(args: &ExpectArgs) -> ExitCode {
-    let topo = match Topology::load(&args.topology) {
+    let loaded = match &args.topology {
+        Some(path) if !args.from.given() => Topology::load(path).map_err(|e| e.to_string()),
+        _ => args.from.import().map(|i| i.topology).map_err(|e| e.to_string()),
+    };
+    let topo = match loaded {
         Ok(t) => t,
         Err(e) => {
             eprintln!("error: {e}");

@@ -1,7 +1,7 @@
 //! The `kernel` subcommand: `kernel build` and `kernel list`.
 
-use crate::kbuild::{build, builds_dir, commits, key, list_builds, source::SourceSpec, BuildRequest};
 use super::Exit;
+use crate::kbuild::{build, builds_dir, commits, key, list_builds, source::SourceSpec, BuildRequest};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -93,7 +93,9 @@ fn run_build(b: &BuildArgs) -> anyhow::Result<()> {
         Some(range) if b.source.starts_with("debian:") => {
             anyhow::bail!("--commits {range} needs --source to be a git tree, not {}", b.source)
         }
-        Some(base) if !base.contains("..") => (commits::prepare_base(Path::new(&b.source), base, &cache, &mut progress)?, None),
+        Some(base) if !base.contains("..") => {
+            (commits::prepare_base(Path::new(&b.source), base, &cache, &mut progress)?, None)
+        }
         Some(range) => {
             let prepared = commits::prepare(Path::new(&b.source), range, &cache, &mut progress)?;
             (prepared.source, Some(prepared.mbox))
@@ -128,7 +130,10 @@ fn run_build(b: &BuildArgs) -> anyhow::Result<()> {
     println!("release: {}", s.release);
     println!("model: {} ({})", s.detected.model, s.detected.evidence);
     println!("image: {}", built.dir.join("bzImage").display());
-    println!("modules: {}", s.modules.iter().map(|m| built.dir.join(m).display().to_string()).collect::<Vec<_>>().join(" "));
+    println!(
+        "modules: {}",
+        s.modules.iter().map(|m| built.dir.join(m).display().to_string()).collect::<Vec<_>>().join(" ")
+    );
     println!("run: cargo xtask run topologies/seed-002.toml --kernel-build {}", key::short(&s.key));
     Ok(())
 }

@@ -6,7 +6,12 @@
 pub mod boot;
 pub mod exit;
 pub mod expect;
+pub mod import;
 pub mod kernel;
+pub mod matrix;
+pub mod matrix_output;
+pub mod matrix_progress;
+pub mod pictures;
 pub mod run;
 pub mod setup;
 
@@ -28,6 +33,9 @@ pub struct Cli {
 enum Command {
     /// Print the IRQ table the kernel's algorithms predict for a topology file.
     Expect(expect::ExpectArgs),
+    /// Write a topology file for a real machine from lscpu/numactl output, a sysfs
+    /// snapshot or hwloc XML.
+    Import(import::ImportArgs),
     /// Provision QEMU, the pinned guest kernels and busybox into the cache (idempotent).
     Setup(setup::SetupArgs),
     /// Boot a built-in machine (seed-002, r17) and check the guest's topology.
@@ -39,6 +47,12 @@ enum Command {
     Compare(run::CompareArgs),
     /// Build a guest kernel from a source tree + patches (`kernel build`), list builds.
     Kernel(kernel::KernelArgs),
+    /// Run every topology × kernel pair (up to --jobs guests at once, or one
+    /// --shard K/N of them) and write the summary, JUnit, KTAP, JSON and KCIDB
+    /// (exit 0 all pass, 1 a mismatch, 2 a rig error or an interrupted run).
+    Matrix(Box<matrix::MatrixArgs>),
+    /// Merge the JSON documents of a matrix's shards into one and write every format.
+    MatrixMerge(matrix::MergeArgs),
 }
 
 /// Warnings (the emulated device's "bad guest input", a PVH fallback, …) go to
@@ -77,10 +91,13 @@ where
     };
     match cli.command {
         Command::Expect(args) => expect::run(&args),
+        Command::Import(args) => import::run(&args),
         Command::Setup(args) => setup::run(&args),
         Command::Boot(args) => boot::run(&args),
         Command::Run(args) => run::run(&args),
         Command::Compare(args) => run::compare(&args),
         Command::Kernel(args) => kernel::run(&args),
+        Command::Matrix(args) => matrix::run(&args),
+        Command::MatrixMerge(args) => matrix::merge_cmd(&args),
     }
 }

@@ -1,10 +1,13 @@
 //! The `run` and `compare` subcommands.
 
+use super::expect::KernelGenArg;
+use super::import::{import_to_file, FromArgs, ImportedFile};
+use super::pictures::PictureArgs;
 use super::Exit;
+use crate::accel::AccelChoice;
+use crate::picture::{Panel, Picture};
 use crate::rig::kernel_choice::{self, KernelChoice, ResolvedKernel};
 use crate::rig::{run_one, RunOutcome, RunRequest};
-use crate::accel::AccelChoice;
-use super::expect::KernelGenArg;
 use crate::verdict::format::error_text;
 use crate::verdict::{render, render_before_after, render_rig_error, Format};
 use std::io::Write;
@@ -68,7 +71,12 @@ pub fn rig_cmdline_item(s: &str) -> Result<String, String> {
 impl RigOptions {
     /// The request for a resolved kernel choice: a custom kernel is judged by
     /// its resolved generation; a pinned one by `model` if given.
-    fn request_for(&self, topology: &std::path::Path, k: &ResolvedKernel, model: Option<crate::model::KernelGen>) -> RunRequest {
+    fn request_for(
+        &self,
+        topology: &std::path::Path,
+        k: &ResolvedKernel,
+        model: Option<crate::model::KernelGen>,
+    ) -> RunRequest {
         let mut r = self.request_with_model(topology, k.gen, if k.custom.is_some() { None } else { model });
         r.custom_kernel.clone_from(&k.custom);
         r.model_basis = k.basis.clone();
@@ -107,9 +115,15 @@ impl RigOptions {
 /// Arguments of `run`.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
-    /// Topology file (TOML), e.g. topologies/seed-002.toml.
-    #[arg(default_value = "topologies/seed-002.toml")]
+    /// Topology file (TOML), e.g. topologies/seed-002.toml (or a machine given with --from-*).
+    #[arg(default_value = "topologies/seed-002.toml", conflicts_with = "from_inputs")]
     pub topology: PathBuf,
+    /// A real machine instead of a topology file (see `import`).
+    #[command(flatten)]
+    pub from: FromArgs,
+    /// Pictures of the run.
+    #[command(flatten)]
+    pub pictures: PictureArgs,
     /// Kernel: 6.1, 6.12 or 7.x (the pinned Debian kernels), 6.1-min, 6.12-min
     /// or 7.x-min (the same source with manarig's minimal config: the fast path;
     /// built on first use, about 8 minutes), build:KEY (a `kernel build`) or
@@ -174,8 +188,15 @@ impl RunArgs {
 /// Arguments of `compare`.
 #[derive(Debug, clap::Args)]
 pub struct CompareArgs {
-    /// Topology file (TOML).
-    pub topology: PathBuf,
+    /// Topology file (TOML) (or a machine given with --from-*).
+    #[arg(required_unless_present = "from_inputs", conflicts_with = "from_inputs")]
+    pub topology: Option<PathBuf>,
+    /// A real machine instead of a topology file (see `import`).
+    #[command(flatten)]
+    pub from: FromArgs,
+    /// Pictures of both runs, side by side.
+    #[command(flatten)]
+    pub pictures: PictureArgs,
     /// The "before" kernel: 6.1|6.12|7.x, 6.1-min|6.12-min|7.x-min, build:KEY or image:BZIMAGE:MODULES_DIR.
     #[arg(long, default_value = "6.1")]
     pub before: KernelChoice,
@@ -205,19 +226,20 @@ pub struct CompareArgs {
 }
 
 fn run_name(topology: &std::path::Path, kernel_label: &str) -> String {
-    let stem = topology.file_stem().map_or_else(|| topology.display().to_string(), |s| s.to_string_lossy().into_owned());
+    let stem =
+        topology.file_stem().map_or_else(|| topology.display().to_string(), |s| s.to_string_lossy().into_owned());
     format!("{stem}@{kernel_label}")
 }
 
 /// Resolve a kernel choice, printing which model judges it; on failure a rig
-/// error in `format` (named `<topology>@<kernel>`), exit code 2.
+/// error in `format` (named `<topology>@<kernel>`), and the error's text (for a picture).
 fn resolve_or_report(
     choice: &KernelChoice,
     model: Option<crate::model::KernelGen>,
     rig: &RigOptions,
     topology: &std::path::Path,
     format: Format,
-) -> Result<ResolvedKernel, ExitCode> {
+) -> Result<ResolvedKernel, String> {
     match kernel_choice::resolve(choice, model, rig.cache_dir.as_deref()) {
         Ok(k) => {
             if k.custom.is_some() || model.is_some() {
@@ -228,7 +250,7 @@ fn resolve_or_report(
         Err(e) => {
             let err = anyhow::Error::new(e).context(format!("kernel {choice}"));
             report_rig_error(&err, &run_name(topology, &choice.to_string()), format);
-            Err(Exit::RigError.into())
+            Err(error_text(&err))
         }
     }
 }
@@ -301,36 +323,72 @@ fn device_fault_from_env() -> anyhow::Result<Option<device_model::fault::DeviceF
     }
 }
 
+/// The topology a `--from-*` machine was imported into (a temporary file), if any.
+///
+/// # Errors
+/// The import's one-line error.
+fn imported_topology(from: &FromArgs) -> anyhow::Result<Option<ImportedFile>> {
+    if from.given() {
+        import_to_file(from).map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
+/// Write the requested pictures; a failure is one line on stderr and `false`.
+fn write_pictures(pictures: &PictureArgs, topology: &std::path::Path, picture: &Picture<'_>) -> bool {
+    match pictures.write(topology, picture) {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("manarig: {e}");
+            false
+        }
+    }
+}
+
 /// `run`: one topology on one kernel; prints the verdict in the chosen format.
-/// Exit 0 pass, 1 mismatch, 2 rig error.
+/// Exit 0 pass, 1 mismatch, 2 rig error. With `--svg`/`--html`, the run's picture too; a
+/// run that fails before the guest's report is drawn without guest data (still exit 2).
 pub fn run(args: &RunArgs) -> ExitCode {
     let model = args.model.as_ref().map(|m| m.0);
+    let imported = match imported_topology(&args.from) {
+        Ok(i) => i,
+        Err(err) => {
+            report_rig_error(&err, "import", args.format);
+            return Exit::RigError.into();
+        }
+    };
+    let topology = imported.as_ref().map_or(args.topology.as_path(), ImportedFile::path);
+    let rig_error = |name: &str, reason: &str| -> ExitCode {
+        write_pictures(&args.pictures, topology, &Picture::One(Panel::NoGuestData { run: name, reason }));
+        Exit::RigError.into()
+    };
     // The topology first: a bad file must not wait for a kernel build.
-    let checked = crate::topology::Topology::load(&args.topology).map_err(anyhow::Error::new).and_then(|topo| {
-        match args.channels {
+    let checked =
+        crate::topology::Topology::load(topology).map_err(anyhow::Error::new).and_then(|topo| match args.channels {
             Some(c) if c == 0 || c > topo.max_channels() => anyhow::bail!(
                 "--channels {c}: `ethtool -L` accepts 1 to {} combined channels on {} (the driver's max_num_queues: \
                  CPUs, max_queues, MSI-X vectors - 1)",
                 topo.max_channels(),
-                args.topology.display()
+                topology.display()
             ),
             _ => Ok(()),
-        }
-    });
+        });
     let device_fault = checked.and_then(|()| device_fault_from_env());
     let device_fault = match device_fault {
         Ok(fault) => fault,
         Err(err) => {
-            report_rig_error(&err, &run_name(&args.topology, &args.kernel_choice().to_string()), args.format);
-            return Exit::RigError.into();
+            let name = run_name(topology, &args.kernel_choice().to_string());
+            report_rig_error(&err, &name, args.format);
+            return rig_error(&name, &error_text(&err));
         }
     };
-    let kernel = match resolve_or_report(&args.kernel_choice(), model, &args.rig, &args.topology, args.format) {
+    let kernel = match resolve_or_report(&args.kernel_choice(), model, &args.rig, topology, args.format) {
         Ok(k) => k,
-        Err(code) => return code,
+        Err(reason) => return rig_error(&run_name(topology, &args.kernel_choice().to_string()), &reason),
     };
-    let name = run_name(&args.topology, &kernel.label);
-    let mut request = args.rig.request_for(&args.topology, &kernel, model);
+    let name = run_name(topology, &kernel.label);
+    let mut request = args.rig.request_for(topology, &kernel, model);
     request.channels = args.channels;
     request.reprobe = args.reprobe;
     request.device_fault = device_fault;
@@ -346,10 +404,13 @@ pub fn run(args: &RunArgs) -> ExitCode {
                 if !outcome.verdict.as_topology_expects() {
                     eprintln!(
                         "manarig: note: {} expects {:?} ([expect] in the file); this run's verdict is {:?}",
-                        args.topology.display(),
+                        topology.display(),
                         outcome.verdict.run.topology_expects,
                         outcome.verdict.status
                     );
+                }
+                if !write_pictures(&args.pictures, topology, &Picture::One(Panel::Run(&outcome.verdict))) {
+                    return Exit::RigError.into();
                 }
                 Exit::of(outcome.verdict.status).into()
             }
@@ -360,34 +421,74 @@ pub fn run(args: &RunArgs) -> ExitCode {
         },
         Err(err) => {
             report_rig_error(&err, &name, args.format);
-            Exit::RigError.into()
+            rig_error(&name, &error_text(&err))
+        }
+    }
+}
+
+/// One side of `compare`: its verdict, or why it has none (rig error, or not run).
+enum Side {
+    Judged(Box<crate::verdict::Verdict>),
+    NoData { name: String, reason: String },
+}
+
+impl Side {
+    fn panel(&self) -> Panel<'_> {
+        match self {
+            Side::Judged(v) => Panel::Run(v),
+            Side::NoData { name, reason } => Panel::NoGuestData { run: name, reason },
         }
     }
 }
 
 /// `compare`: the same topology on two kernels, side by side (seed 001's
 /// before/after table, then seed 003's affinity-hint masks). Exit 2 if either
-/// run hit a rig error, else 1 if either verdict failed, else 0.
+/// run hit a rig error, else 1 if either verdict failed, else 0. With `--svg`/`--html`,
+/// both machines side by side (a side without a report drawn without guest data).
 pub fn compare(args: &CompareArgs) -> ExitCode {
-    let mut verdicts = Vec::new();
     let before = args.before_build.clone().map_or_else(|| args.before.clone(), KernelChoice::Build);
     let after = args.after_build.clone().map_or_else(|| args.after.clone(), KernelChoice::Build);
-    if let Err(e) = crate::topology::Topology::load(&args.topology) {
+    let imported = match imported_topology(&args.from) {
+        Ok(i) => i,
+        Err(err) => {
+            eprintln!("manarig: {}", error_text(&err));
+            return Exit::RigError.into();
+        }
+    };
+    let Some(topology) = imported.as_ref().map(ImportedFile::path).or(args.topology.as_deref()) else {
+        eprintln!("manarig: compare needs a topology file or a --from-* machine");
+        return Exit::RigError.into();
+    };
+    if let Err(e) = crate::topology::Topology::load(topology) {
         eprintln!("manarig: {e}");
         return Exit::RigError.into();
     }
+    let pictures =
+        |b: &Side, a: &Side| write_pictures(&args.pictures, topology, &Picture::BeforeAfter(b.panel(), a.panel()));
+    let not_run = |choice: &KernelChoice, why: &str| Side::NoData {
+        name: run_name(topology, &choice.to_string()),
+        reason: why.to_owned(),
+    };
     // Both kernels before either boots: a bad --after must not cost a boot.
     let mut kernels = Vec::new();
-    for choice in [before, after] {
-        match resolve_or_report(&choice, None, &args.rig, &args.topology, Format::Human) {
+    for choice in [&before, &after] {
+        match resolve_or_report(choice, None, &args.rig, topology, Format::Human) {
             Ok(k) => kernels.push(k),
-            Err(code) => return code,
+            Err(reason) => {
+                let (b, a) = match kernels.len() {
+                    0 => (not_run(&before, &reason), not_run(&after, "not run: the before kernel failed")),
+                    _ => (not_run(&before, "not run: the after kernel failed"), not_run(&after, &reason)),
+                };
+                pictures(&b, &a);
+                return Exit::RigError.into();
+            }
         }
     }
+    let mut sides = Vec::new();
     for (kernel, side) in kernels.into_iter().zip(["before", "after"]) {
-        let name = run_name(&args.topology, &kernel.label);
+        let name = run_name(topology, &kernel.label);
         eprintln!("manarig: running {name}");
-        let mut request = args.rig.request_for(&args.topology, &kernel, None);
+        let mut request = args.rig.request_for(topology, &kernel, None);
         request.traffic = traffic_options(args.traffic, args.traffic_bytes, args.traffic_seconds);
         // One console file per boot: FILE.before and FILE.after.
         request.console_log = args.rig.console.as_ref().map(|p| {
@@ -401,21 +502,37 @@ pub fn compare(args: &CompareArgs) -> ExitCode {
                     eprintln!("{}", traffic_line(t));
                 }
                 eprintln!("{}", timings_line(&outcome));
-                verdicts.push(outcome.verdict);
+                sides.push(Side::Judged(Box::new(outcome.verdict)));
             }
             Err(err) => {
                 eprintln!("manarig: {name}: rig error: {}", error_text(&err));
+                sides.push(Side::NoData { name, reason: error_text(&err) });
+                if sides.len() == 1 {
+                    sides.push(not_run(&after, "not run: the before run failed"));
+                }
+                pictures(&sides[0], &sides[1]);
                 return Exit::RigError.into();
             }
         }
     }
-    print(&render_before_after(&verdicts[0], &verdicts[1]));
-    for v in &verdicts {
+    let verdicts: Vec<&crate::verdict::Verdict> = sides
+        .iter()
+        .filter_map(|s| match s {
+            Side::Judged(v) => Some(v.as_ref()),
+            Side::NoData { .. } => None,
+        })
+        .collect();
+    let [b, a] = verdicts[..] else { return Exit::RigError.into() };
+    print(&render_before_after(b, a));
+    for v in [b, a] {
         if let Some(line) = render(v, Format::Human).ok().and_then(|t| t.lines().last().map(str::to_owned)) {
             print(&format!("{} {line}\n", v.run.name));
         }
     }
-    verdicts.iter().map(|v| Exit::of(v.status)).max().unwrap_or(Exit::Pass).into()
+    if !pictures(&sides[0], &sides[1]) {
+        return Exit::RigError.into();
+    }
+    [b, a].iter().map(|v| Exit::of(v.status)).max().unwrap_or(Exit::Pass).into()
 }
 
 #[cfg(test)]

@@ -102,11 +102,10 @@ fn node_file(r: &mut GuestReport, path: &str, rest: &str, v: &Value) -> Result<(
         "cpulist" => node.cpus = list(path, v)?,
         "meminfo" => node.mem_kib = num(path, v)? as u64,
         "distance" => {
-            node.distance = v
-                .1
-                .split_whitespace()
-                .map(|d| d.parse::<u32>().map_err(|_| bad(v.0, format!("{path}: bad distance"), &v.1)))
-                .collect::<Result<_, _>>()?;
+            node.distance =
+                v.1.split_whitespace()
+                    .map(|d| d.parse::<u32>().map_err(|_| bad(v.0, format!("{path}: bad distance"), &v.1)))
+                    .collect::<Result<_, _>>()?;
         }
         _ => {}
     }

@@ -85,8 +85,9 @@ mod tests {
 
     #[test]
     fn compact_irq_lines_parse_sparse_counts_and_reject_garbage() {
-        let (irq, counts, name) = parse_irq_counts("61 3=1,255=7 | IR-PCI-MSIX-0000:41:00.0 5-edge mana_q4@pci:0000:41:00.0", 256)
-            .expect("line");
+        let (irq, counts, name) =
+            parse_irq_counts("61 3=1,255=7 | IR-PCI-MSIX-0000:41:00.0 5-edge mana_q4@pci:0000:41:00.0", 256)
+                .expect("line");
         assert_eq!((irq, counts.len(), counts[3], counts[255], counts.iter().sum::<u64>()), (61, 256, 1, 7, 8));
         assert_eq!(name, "mana_q4@pci:0000:41:00.0");
         let (_, counts, _) = parse_irq_counts("30 - | PCI-MSIX-0000:41:00.0 1-edge mana_q0", 8).expect("never fired");
@@ -109,7 +110,8 @@ mod tests {
     fn raw_version_1_lines_parse_by_the_header_columns() {
         let columns = header_columns("CPU0 CPU1 CPU3");
         assert_eq!(columns, [0, 1, 3]);
-        let (irq, counts, name) = parse_raw_interrupts("24: 3 0 5 PCI-MSIX-0000:41:00.0 0-edge mana_hwc", &columns).expect("line");
+        let (irq, counts, name) =
+            parse_raw_interrupts("24: 3 0 5 PCI-MSIX-0000:41:00.0 0-edge mana_hwc", &columns).expect("line");
         assert_eq!((irq, counts, name.as_str()), (24, vec![3, 0, 0, 5], "mana_hwc"));
         assert!(parse_raw_interrupts("24: 3", &columns).is_err());
         assert!(parse_raw_interrupts("x: 1 2 3", &columns).is_err());

@@ -122,7 +122,9 @@ mod tests {
         assert_eq!(Marker::parse("MANARIG-REPORT-END\r\n"), Some(Marker::ReportEnd));
         assert_eq!(Marker::parse("MANARIG-STAGE-BEGIN first-probe"), Some(Marker::StageBegin("first-probe".into())));
         assert_eq!(Marker::parse("MANARIG-STAGE-END"), Some(Marker::StageEnd));
-        for other in ["MANARIG-REPORT-BEGIN", "MANARIG-REPORT-BEGIN2", "MANARIG-REPORT-END x", "x MANARIG-REPORT-END", ""] {
+        for other in
+            ["MANARIG-REPORT-BEGIN", "MANARIG-REPORT-BEGIN2", "MANARIG-REPORT-END x", "x MANARIG-REPORT-END", ""]
+        {
             assert_eq!(Marker::parse(other), None, "{other:?}");
         }
         assert!(Marker::parse("MANARIG-STAGE-BEGIN a").is_some_and(|m| m.is_begin()));

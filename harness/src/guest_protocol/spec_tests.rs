@@ -50,7 +50,11 @@ fn every_report_key_is_documented_and_every_current_one_is_printed_by_init_sh() 
         assert!(documented, "report key {name:?} is not in guest-images/README.md's report lines");
         if key.in_version(Version::CURRENT) {
             let printed = INIT.contains(&format!("\"{name}:")) || INIT.contains(&format!("\"{name} "));
-            assert!(printed, "report key {name:?} of version {} is not printed by guest-images/init.sh", Version::CURRENT);
+            assert!(
+                printed,
+                "report key {name:?} of version {} is not printed by guest-images/init.sh",
+                Version::CURRENT
+            );
         }
     }
 }
@@ -62,10 +66,19 @@ fn markers_and_the_version_agree() {
         assert!(INIT.contains(marker), "{marker} is not in guest-images/init.sh");
     }
     let current = Version::CURRENT.number();
-    assert!(INIT.contains(&format!("\nPROTOCOL_VERSION={current}\n")), "init.sh does not set PROTOCOL_VERSION={current}");
-    assert!(INIT.contains(&format!("\"{REPORT_BEGIN} $PROTOCOL_VERSION\"")), "init.sh's begin line does not carry the version");
+    assert!(
+        INIT.contains(&format!("\nPROTOCOL_VERSION={current}\n")),
+        "init.sh does not set PROTOCOL_VERSION={current}"
+    );
+    assert!(
+        INIT.contains(&format!("\"{REPORT_BEGIN} $PROTOCOL_VERSION\"")),
+        "init.sh's begin line does not carry the version"
+    );
     let versions = section("Versions");
     for v in Version::KNOWN {
-        assert!(versions.iter().any(|l| l.starts_with(&format!("| {} |", v.number()))), "version {v} is not in README's table");
+        assert!(
+            versions.iter().any(|l| l.starts_with(&format!("| {} |", v.number()))),
+            "version {v} is not in README's table"
+        );
     }
 }

@@ -28,7 +28,10 @@ fn an_unknown_version_is_refused_naming_both_versions() {
     let e = parse("MANARIG-REPORT-BEGIN 9\nkernel: 6.1\nMANARIG-REPORT-END").expect_err("version 9");
     assert_eq!(e, ReportError::Version { got: "9".into() });
     let text = e.to_string();
-    assert!(text.contains("version \"9\"") && text.contains("reads versions 1, 2, 3") && text.contains("prints 3"), "{text}");
+    assert!(
+        text.contains("version \"9\"") && text.contains("reads versions 1, 2, 3") && text.contains("prints 3"),
+        "{text}"
+    );
 }
 
 /// A version 2 report, as guest-images/init.sh prints it (CR LF from the serial port).
@@ -124,7 +127,10 @@ fn compact_irq_lines_give_the_same_vector_as_version_1_raw_lines() {
 
 #[test]
 fn malformed_value_names_its_console_line() {
-    let text = SAMPLE.replace("thread_siblings_list: 0-1\r\nf /sys/devices/system/cpu/cpu1", "thread_siblings_list: 1-0\r\nf /sys/devices/system/cpu/cpu1");
+    let text = SAMPLE.replace(
+        "thread_siblings_list: 0-1\r\nf /sys/devices/system/cpu/cpu1",
+        "thread_siblings_list: 1-0\r\nf /sys/devices/system/cpu/cpu1",
+    );
     match parse_report(&text) {
         Err(ReportError::Line { line, .. }) => assert_eq!(line, 10),
         other => panic!("expected a line error, got {other:?}"),
@@ -225,7 +231,10 @@ fn captured_reprobe_run_has_a_first_probe_stage_and_the_lifecycle_items() {
     assert_eq!(t.stages.len(), 1);
     let Stage { name, report: first } = &t.stages[0];
     assert_eq!(name, "first-probe");
-    assert_eq!((first.carrier, first.ethtool_status, first.channels, first.rmmod_status), (Some(true), Some(0), Some(4), None));
+    assert_eq!(
+        (first.carrier, first.ethtool_status, first.channels, first.rmmod_status),
+        (Some(true), Some(0), Some(4), None)
+    );
     let r = &t.report;
     assert_eq!((r.carrier, r.ethtool_status, r.channels, r.rmmod_status), (Some(true), Some(0), Some(4), Some(0)));
     assert!(r.warnings.is_empty(), "{:?}", r.warnings);
@@ -299,7 +308,9 @@ traffic-softirq after NET_RX: 1=7\r
 traffic-softirq after NET_TX: 0=3\r
 traffic-stats after: rx_0_packets=12 rx_0_bytes=3400\r
 ";
-    let v3 = SAMPLE.replace("MANARIG-REPORT-BEGIN 2", "MANARIG-REPORT-BEGIN 3").replace("time init: 5.81\r\n", &format!("time init: 5.81\r\n{traffic}"));
+    let v3 = SAMPLE
+        .replace("MANARIG-REPORT-BEGIN 2", "MANARIG-REPORT-BEGIN 3")
+        .replace("time init: 5.81\r\n", &format!("time init: 5.81\r\n{traffic}"));
     let t = parse(&v3).expect("v3 parses");
     let tr = &t.report.traffic;
     assert_eq!((tr.addr_status, tr.ping_status, tr.tool_status), (Some(0), Some(0), Some(1)));

@@ -68,7 +68,8 @@ pub fn parse_fragment(text: &str, file: &str) -> Result<Vec<Setting>, FragmentEr
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
         let t = raw.trim();
-        let err = |why: &str| FragmentError { file: file.to_string(), line, text: raw.to_string(), why: why.to_string() };
+        let err =
+            |why: &str| FragmentError { file: file.to_string(), line, text: raw.to_string(), why: why.to_string() };
         let (symbol, value) = if t.is_empty() {
             continue;
         } else if let Some(rest) = t.strip_prefix('#') {
@@ -86,7 +87,9 @@ pub fn parse_fragment(text: &str, file: &str) -> Result<Vec<Setting>, FragmentEr
                 "m" => ConfigValue::Module,
                 "n" => ConfigValue::No,
                 "" => return Err(err("empty value")),
-                v if v.starts_with('"') && (v.len() < 2 || !v.ends_with('"')) => return Err(err("unterminated string")),
+                v if v.starts_with('"') && (v.len() < 2 || !v.ends_with('"')) => {
+                    return Err(err("unterminated string"))
+                }
                 v => ConfigValue::Other(v.to_string()),
             };
             (sym.trim().to_string(), value)
@@ -107,11 +110,7 @@ pub fn parse_fragment(text: &str, file: &str) -> Result<Vec<Setting>, FragmentEr
 pub fn parse_dot_config(text: &str) -> BTreeMap<String, ConfigValue> {
     // A .config is a fragment without duplicates; unparsable lines (none in a
     // kconfig-written file) are skipped rather than failing the build.
-    text.lines()
-        .filter_map(|l| parse_fragment(l, ".config").ok())
-        .flatten()
-        .map(|s| (s.symbol, s.value))
-        .collect()
+    text.lines().filter_map(|l| parse_fragment(l, ".config").ok()).flatten().map(|s| (s.symbol, s.value)).collect()
 }
 
 /// One fragment setting the generated `.config` did not keep.
@@ -201,7 +200,8 @@ mod tests {
     fn symbols_are_found_in_kconfig_files_only() {
         let d = tempfile::tempdir().expect("tmp");
         std::fs::create_dir_all(d.path().join("drivers/hv")).expect("mkdir");
-        std::fs::write(d.path().join("drivers/hv/Kconfig"), "config HYPERV\n\tbool\n\nmenuconfig HYPERV_VMBUS\n").expect("w");
+        std::fs::write(d.path().join("drivers/hv/Kconfig"), "config HYPERV\n\tbool\n\nmenuconfig HYPERV_VMBUS\n")
+            .expect("w");
         std::fs::write(d.path().join("drivers/hv/notes.txt"), "config OTHER\n").expect("w");
         assert!(symbol_defined(d.path(), "HYPERV_VMBUS"));
         assert!(symbol_defined(d.path(), "HYPERV"));
@@ -231,7 +231,8 @@ mod tests {
 
     #[test]
     fn dropped_settings_say_what_config_has() {
-        let frag = parse_fragment("CONFIG_A=y\nCONFIG_B=m\nCONFIG_C=n\nCONFIG_D=y\nCONFIG_E=\"s\"\n", "frag").expect("ok");
+        let frag =
+            parse_fragment("CONFIG_A=y\nCONFIG_B=m\nCONFIG_C=n\nCONFIG_D=y\nCONFIG_E=\"s\"\n", "frag").expect("ok");
         let dot = parse_dot_config("CONFIG_A=y\nCONFIG_B=y\n# CONFIG_D is not set\nCONFIG_E=\"s\"\n");
         let d = dropped("frag", &frag, &dot);
         let syms: Vec<_> = d.iter().map(|x| x.wanted.symbol.as_str()).collect();

@@ -165,9 +165,15 @@ fn makefile_version(text: &str) -> Option<(u32, u32)> {
 fn local_spread_flavour(sources: &Sources<'_>) -> Result<(KernelGen, String), DetectError> {
     if let Some(body) = sources.cpumask_c.and_then(|t| body_of(t, "cpumask_local_spread")) {
         return Ok(if body.contains("sched_numa_find_nth_cpu(") {
-            (KernelGen::V6_3, format!("{CPUMASK_C} cpumask_local_spread() calls sched_numa_find_nth_cpu(): NUMA-hop-aware"))
+            (
+                KernelGen::V6_3,
+                format!("{CPUMASK_C} cpumask_local_spread() calls sched_numa_find_nth_cpu(): NUMA-hop-aware"),
+            )
         } else {
-            (KernelGen::V6_1, format!("{CPUMASK_C} cpumask_local_spread() walks the node's CPUs, then all others by id: flat"))
+            (
+                KernelGen::V6_1,
+                format!("{CPUMASK_C} cpumask_local_spread() walks the node's CPUs, then all others by id: flat"),
+            )
         });
     }
     match sources.makefile.and_then(makefile_version) {
@@ -175,7 +181,10 @@ fn local_spread_flavour(sources: &Sources<'_>) -> Result<(KernelGen, String), De
             let hops = (major, minor) >= (6, 3);
             let gen = if hops { KernelGen::V6_3 } else { KernelGen::V6_1 };
             let how = if hops { "NUMA-hop-aware from 6.3 on" } else { "flat before 6.3" };
-            Ok((gen, format!("no cpumask_local_spread() in {CPUMASK_C}; the Makefile says Linux {major}.{minor}: {how}")))
+            Ok((
+                gen,
+                format!("no cpumask_local_spread() in {CPUMASK_C}; the Makefile says Linux {major}.{minor}: {how}"),
+            ))
         }
         None => Err(DetectError::NoSpread { path: sources.path.to_string() }),
     }
@@ -212,7 +221,11 @@ pub struct Sources<'a> {
 /// which `cpumask_local_spread()` the tree has.
 pub fn detect_sources(sources: &Sources<'_>) -> Result<Detected, DetectError> {
     let text = sources.gdma_main;
-    let found = |model: KernelGen, evidence: String| Detected { model: model.as_str().to_string(), evidence, detector: DETECTOR };
+    let found = |model: KernelGen, evidence: String| Detected {
+        model: model.as_str().to_string(),
+        evidence,
+        detector: DETECTOR,
+    };
     for f in ["mana_irq_setup_numa_aware", "mana_irq_setup_linear"] {
         if defines(text, f) {
             return Ok(found(KernelGen::V7, format!("{GDMA_MAIN} defines {f}()")));
@@ -292,7 +305,11 @@ mod tests {
     fn a_per_vector_driver_follows_the_trees_own_cpumask_local_spread() {
         let d = detect(PER_VECTOR, Some(CPUMASK_HOPS), Some("VERSION = 6\nPATCHLEVEL = 1\n")).expect("6.3");
         assert_eq!(d.model, "6.3");
-        assert!(d.evidence.contains("lib/cpumask.c cpumask_local_spread() calls sched_numa_find_nth_cpu()"), "{}", d.evidence);
+        assert!(
+            d.evidence.contains("lib/cpumask.c cpumask_local_spread() calls sched_numa_find_nth_cpu()"),
+            "{}",
+            d.evidence
+        );
         // A call elsewhere in the file (or in a comment before it) does not count.
         assert_eq!(detect(PER_VECTOR, Some(CPUMASK_FLAT), None).expect("6.1").model, "6.1");
     }
@@ -315,7 +332,10 @@ mod tests {
                  int f(void)\n{\n\terr = irq_setup(irqs, n, node);\n\treturn cpumask_local_spread(0, 0);\n}\n";
         assert_eq!(detect(t, Some(CPUMASK_FLAT), None).expect("6.1").model, "6.1");
         assert!(!defines("\tx = mana_irq_setup_linear(a);\n", "mana_irq_setup_linear"));
-        assert_eq!(body_of("int f(void)\n{\n\tif (x) {\n\t\ty();\n\t}\n}\nint g;\n", "f"), Some("{\n\tif (x) {\n\t\ty();\n\t}\n}"));
+        assert_eq!(
+            body_of("int f(void)\n{\n\tif (x) {\n\t\ty();\n\t}\n}\nint g;\n", "f"),
+            Some("{\n\tif (x) {\n\t\ty();\n\t}\n}")
+        );
     }
 
     #[test]

@@ -33,10 +33,7 @@ pub fn bzimage_release(path: &Path) -> Result<String, KbuildError> {
     let tail = bytes.get(start..).ok_or_else(|| bad("kernel_version points past the end of the file"))?;
     let end = tail.iter().take(256).position(|b| *b == 0).ok_or_else(|| bad("kernel_version is not terminated"))?;
     let text = String::from_utf8_lossy(&tail[..end]);
-    text.split_whitespace()
-        .next()
-        .map(str::to_string)
-        .ok_or_else(|| bad("empty kernel_version string"))
+    text.split_whitespace().next().map(str::to_string).ok_or_else(|| bad("empty kernel_version string"))
 }
 
 /// The release a module was built for (first word of its `vermagic`).
@@ -59,7 +56,12 @@ pub fn module_release(path: &Path) -> Result<String, KbuildError> {
 ///
 /// # Errors
 /// [`KbuildError::Image`] naming the module and both releases.
-pub fn check_vermagic(modules: &[PathBuf], release: &str, image: &Path, shown: &dyn Fn(&Path) -> String) -> Result<(), KbuildError> {
+pub fn check_vermagic(
+    modules: &[PathBuf],
+    release: &str,
+    image: &Path,
+    shown: &dyn Fn(&Path) -> String,
+) -> Result<(), KbuildError> {
     for m in modules {
         let r = module_release(m)?;
         if r != release {
@@ -99,7 +101,9 @@ pub fn user_kernel(image: &Path, modules: &Path, cache: &Path) -> Result<KernelI
     let collected = pkernel::collect_modules(&root, &release, &out).map_err(KbuildError::from).and_then(|found| {
         let modules: Vec<PathBuf> = found.modules.iter().map(|m| out.join(m)).collect();
         // The copies are removed below on failure: name the user's files.
-        let shown = |p: &Path| p.strip_prefix(&out).map_or_else(|_| p.display().to_string(), |rel| root.join(rel).display().to_string());
+        let shown = |p: &Path| {
+            p.strip_prefix(&out).map_or_else(|_| p.display().to_string(), |rel| root.join(rel).display().to_string())
+        };
         check_vermagic(&modules, &release, image, &shown)?;
         Ok((modules, found.compression))
     });
@@ -177,7 +181,8 @@ mod tests {
         let cache = d.path().join("cache");
         assert!(user_kernel(&img, &mods, &cache).is_err());
         let user = cache.join("kbuild/user");
-        let left: Vec<_> = std::fs::read_dir(&user).map(|r| r.flatten().map(|e| e.path()).collect()).unwrap_or_default();
+        let left: Vec<_> =
+            std::fs::read_dir(&user).map(|r| r.flatten().map(|e| e.path()).collect()).unwrap_or_default();
         assert!(left.is_empty(), "{left:?}");
     }
 

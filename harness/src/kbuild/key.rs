@@ -12,7 +12,8 @@
 use sha2::{Digest, Sha256};
 
 /// Bumped when the build recipe changes (targets, base config, outputs).
-const RECIPE: &str = "manarig-kbuild recipe 1: allnoconfig + KCONFIG_ALLCONFIG fragments, olddefconfig, bzImage modules";
+const RECIPE: &str =
+    "manarig-kbuild recipe 1: allnoconfig + KCONFIG_ALLCONFIG fragments, olddefconfig, bzImage modules";
 
 /// What the key covers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -99,10 +99,18 @@ impl Make {
         }
         let status = waiter
             .join()
-            .map_err(|_| KbuildError::Make { what: what.clone(), log: self.log.clone(), tail: "waiter thread panicked".into() })?
+            .map_err(|_| KbuildError::Make {
+                what: what.clone(),
+                log: self.log.clone(),
+                tail: "waiter thread panicked".into(),
+            })?
             .map_err(|e| KbuildError::io(&self.log, e))?;
         if crate::children::interrupted() {
-            return Err(KbuildError::Make { what, log: self.log.clone(), tail: "interrupted by a signal; make was stopped".into() });
+            return Err(KbuildError::Make {
+                what,
+                log: self.log.clone(),
+                tail: "interrupted by a signal; make was stopped".into(),
+            });
         }
         if timed_out {
             return Err(KbuildError::Deadline { what, after: self.deadline, log: self.log.clone() });
@@ -119,7 +127,8 @@ impl Make {
 pub fn log_tail(path: &Path, n: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
-    let errors: Vec<&str> = lines.iter().copied().filter(|l| l.contains("error:") || l.contains("Error ")).take(10).collect();
+    let errors: Vec<&str> =
+        lines.iter().copied().filter(|l| l.contains("error:") || l.contains("Error ")).take(10).collect();
     let tail = &lines[lines.len().saturating_sub(n)..];
     let mut out: Vec<&str> = errors.iter().copied().filter(|e| !tail.contains(e)).collect();
     out.extend_from_slice(tail);

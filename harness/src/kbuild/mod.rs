@@ -566,7 +566,11 @@ pub fn copy_tree(src: &Path, dst: &Path) -> Result<(), KbuildError> {
 pub fn load_build(what: &str, cache: &Path) -> Result<Built, KbuildError> {
     let p = Path::new(what);
     let dir = if p.is_dir() || p.is_file() {
-        if p.is_file() { p.parent().unwrap_or(p).to_path_buf() } else { p.to_path_buf() }
+        if p.is_file() {
+            p.parent().unwrap_or(p).to_path_buf()
+        } else {
+            p.to_path_buf()
+        }
     } else {
         if what.len() < 4 || !what.chars().all(|c| c.is_ascii_hexdigit()) {
             return Err(KbuildError::NoBuild(format!(
@@ -575,7 +579,12 @@ pub fn load_build(what: &str, cache: &Path) -> Result<Built, KbuildError> {
         }
         let builds = builds_dir(cache);
         let matches: Vec<PathBuf> = std::fs::read_dir(&builds)
-            .map(|rd| rd.flatten().map(|e| e.path()).filter(|d| d.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&what.to_lowercase()))).collect())
+            .map(|rd| {
+                rd.flatten()
+                    .map(|e| e.path())
+                    .filter(|d| d.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&what.to_lowercase())))
+                    .collect()
+            })
             .unwrap_or_default();
         match matches.as_slice() {
             [one] => one.clone(),
@@ -585,11 +594,14 @@ pub fn load_build(what: &str, cache: &Path) -> Result<Built, KbuildError> {
                     builds.display()
                 )))
             }
-            _ => return Err(KbuildError::NoBuild(format!("{what} matches {} builds; give more digits", matches.len()))),
+            _ => {
+                return Err(KbuildError::NoBuild(format!("{what} matches {} builds; give more digits", matches.len())))
+            }
         }
     };
-    let stamp = read_stamp(&dir)
-        .ok_or_else(|| KbuildError::NoBuild(format!("{}: no finished build (build.json missing or unreadable)", dir.display())))?;
+    let stamp = read_stamp(&dir).ok_or_else(|| {
+        KbuildError::NoBuild(format!("{}: no finished build (build.json missing or unreadable)", dir.display()))
+    })?;
     if !dir.join("bzImage").is_file() {
         return Err(KbuildError::NoBuild(format!("{}: bzImage missing; rebuild it", dir.display())));
     }

@@ -67,7 +67,8 @@ pub fn read_series(path: &Path) -> Result<Vec<Patch>, PatchError> {
     if path.is_dir() {
         let series = path.join("series");
         let names: Vec<String> = if series.is_file() {
-            let text = std::fs::read_to_string(&series).map_err(|source| PatchError::Io { path: series.clone(), source })?;
+            let text =
+                std::fs::read_to_string(&series).map_err(|source| PatchError::Io { path: series.clone(), source })?;
             let names: Vec<String> = text
                 .lines()
                 .map(|l| l.split('#').next().unwrap_or("").trim())
@@ -306,7 +307,8 @@ fn unshare(path: &Path) -> Result<(), PatchError> {
 mod tests {
     use super::*;
 
-    const PATCH: &str = "Subject: [PATCH] change b\n---\n--- a/dir/f.c\n+++ b/dir/f.c\n@@ -1,3 +1,3 @@ int f(void)\n a\n-b\n+B\n c\n";
+    const PATCH: &str =
+        "Subject: [PATCH] change b\n---\n--- a/dir/f.c\n+++ b/dir/f.c\n@@ -1,3 +1,3 @@ int f(void)\n a\n-b\n+B\n c\n";
 
     fn tree() -> tempfile::TempDir {
         let d = tempfile::tempdir().expect("tmp");
@@ -346,7 +348,11 @@ mod tests {
         let PatchError::DoesNotApply { patch, problems, .. } = &e else { panic!("{e}") };
         assert_eq!(patch, "0002-change-b.patch");
         assert_eq!(problems.len(), 1, "{problems:?}");
-        assert!(problems[0].starts_with("dir/f.c: hunk #1 (@@ -1,3 +1,3 @@ int f(void)) FAILED at 1"), "{}", problems[0]);
+        assert!(
+            problems[0].starts_with("dir/f.c: hunk #1 (@@ -1,3 +1,3 @@ int f(void)) FAILED at 1"),
+            "{}",
+            problems[0]
+        );
         // The tree is untouched (dry run first).
         assert_eq!(std::fs::read_to_string(t.path().join("dir/f.c")).expect("read"), "x\ny\nz\n");
     }

@@ -59,7 +59,8 @@ impl SourceSpec {
     pub fn parse(s: &str) -> Result<Self, KbuildError> {
         if let Some(name) = s.strip_prefix("debian:") {
             let pins = pins()?;
-            let want = if name.starts_with("linux-source-") { name.to_string() } else { format!("linux-source-{name}") };
+            let want =
+                if name.starts_with("linux-source-") { name.to_string() } else { format!("linux-source-{name}") };
             return pins.iter().find(|p| p.package == want).cloned().map(SourceSpec::Debian).ok_or_else(|| {
                 KbuildError::Source(format!(
                     "{s}: not pinned in guest-images/kernel-sources.lock (pinned: {})",

@@ -83,9 +83,7 @@ impl AptRoot {
     /// An `apt-get`/`apt-cache` command using this root's configuration.
     fn tool(&self, tool: &str) -> Command {
         let mut c = Command::new(tool);
-        c.env("APT_CONFIG", self.dir.join("apt.conf"))
-            .env("LC_ALL", "C")
-            .env("DEBIAN_FRONTEND", "noninteractive");
+        c.env("APT_CONFIG", self.dir.join("apt.conf")).env("LC_ALL", "C").env("DEBIAN_FRONTEND", "noninteractive");
         c
     }
 
@@ -122,15 +120,9 @@ impl AptRoot {
         if !out.status.success() {
             let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
             if stderr.contains("was not found") || stderr.contains("Unable to locate package") {
-                return Err(ProvisionError::VersionGone {
-                    package: name.to_string(),
-                    version: version.to_string(),
-                });
+                return Err(ProvisionError::VersionGone { package: name.to_string(), version: version.to_string() });
             }
-            return Err(ProvisionError::Command {
-                what: format!("apt-get download {spec}"),
-                output: stderr,
-            });
+            return Err(ProvisionError::Command { what: format!("apt-get download {spec}"), output: stderr });
         }
         find_deb(dest, name, version)
     }
@@ -157,10 +149,7 @@ impl AptRoot {
         if !out.status.success() {
             let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
             if stderr.contains("was not found") {
-                return Err(ProvisionError::VersionGone {
-                    package: name.to_string(),
-                    version: version.to_string(),
-                });
+                return Err(ProvisionError::VersionGone { package: name.to_string(), version: version.to_string() });
             }
             return Err(ProvisionError::Command {
                 what: format!("apt-get install --download-only {spec}"),
@@ -207,10 +196,7 @@ impl AptRoot {
 /// [`ProvisionError::Command`] if dpkg-deb fails.
 pub fn extract_deb(deb: &Path, dest: &Path) -> Result<(), ProvisionError> {
     std::fs::create_dir_all(dest).map_err(|e| ProvisionError::io(dest, e))?;
-    run(
-        Command::new("dpkg-deb").arg("-x").arg(deb).arg(dest),
-        &format!("dpkg-deb -x {}", deb.display()),
-    )?;
+    run(Command::new("dpkg-deb").arg("-x").arg(deb).arg(dest), &format!("dpkg-deb -x {}", deb.display()))?;
     Ok(())
 }
 
@@ -280,11 +266,7 @@ fn run(cmd: &mut Command, what: &str) -> Result<String, ProvisionError> {
     if !out.status.success() {
         return Err(ProvisionError::Command {
             what: what.to_string(),
-            output: format!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ),
+            output: format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
         });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())

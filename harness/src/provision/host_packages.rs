@@ -62,7 +62,8 @@ pub fn apt_install(
             .output()
             .map_err(HostPackageError::Spawn)
     };
-    let install: Vec<&str> = ["install", "-y", "-q", "--no-install-recommends"].into_iter().chain(packages.iter().copied()).collect();
+    let install: Vec<&str> =
+        ["install", "-y", "-q", "--no-install-recommends"].into_iter().chain(packages.iter().copied()).collect();
     let mut out = apt(&install)?;
     if !out.status.success() {
         // A machine image's package lists may be older than the archive

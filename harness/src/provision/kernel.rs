@@ -74,9 +74,8 @@ pub fn collect_modules(dir: &Path, release: &str, out: &Path) -> Result<Extracte
         if order.iter().any(|(n, _): &(String, Vec<u8>)| n == &name) {
             continue;
         }
-        let path = index
-            .get(&name)
-            .ok_or_else(|| pkg_err(format!("module {name} not found under {}", moddir.display())))?;
+        let path =
+            index.get(&name).ok_or_else(|| pkg_err(format!("module {name} not found under {}", moddir.display())))?;
         let (elf, comp) = read_module(path)?;
         if comp != KoCompression::None {
             compression = comp;
@@ -141,9 +140,7 @@ fn read_module(path: &Path) -> Result<(Vec<u8>, KoCompression), ProvisionError> 
             .map_err(|e| ProvisionError::Package(format!("{name}: xz: {e}")))?;
         Ok((elf, KoCompression::Xz))
     } else {
-        Err(ProvisionError::Package(format!(
-            "{name}: this module compression is not supported yet (xz and none are)"
-        )))
+        Err(ProvisionError::Package(format!("{name}: this module compression is not supported yet (xz and none are)")))
     }
 }
 
@@ -172,9 +169,7 @@ pub fn modinfo(path: &Path, key: &str) -> Result<Vec<String>, ProvisionError> {
 fn modinfo_depends(elf: &[u8]) -> Result<Vec<String>, String> {
     use object::{Object, ObjectSection};
     let file = object::File::parse(elf).map_err(|e| format!("not an ELF module: {e}"))?;
-    let section = file
-        .section_by_name(".modinfo")
-        .ok_or_else(|| "no .modinfo section".to_string())?;
+    let section = file.section_by_name(".modinfo").ok_or_else(|| "no .modinfo section".to_string())?;
     let data = section.data().map_err(|e| format!(".modinfo: {e}"))?;
     Ok(data
         .split(|b| *b == 0)

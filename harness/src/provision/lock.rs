@@ -118,14 +118,9 @@ impl Lock {
     /// [`LockError`] on bad TOML, a SHA-256 that is not 64 hex digits, a duplicate
     /// or empty kernel id, or a kernel without packages.
     pub fn parse(text: &str, origin: &str) -> Result<Lock, LockError> {
-        let lock: Lock = toml::from_str(text).map_err(|source| LockError::Parse {
-            origin: origin.to_string(),
-            source,
-        })?;
-        let invalid = |what: String| LockError::Invalid {
-            origin: origin.to_string(),
-            what,
-        };
+        let lock: Lock =
+            toml::from_str(text).map_err(|source| LockError::Parse { origin: origin.to_string(), source })?;
+        let invalid = |what: String| LockError::Invalid { origin: origin.to_string(), what };
         let mut ids = std::collections::BTreeSet::new();
         for k in &lock.kernels {
             if k.id.is_empty() || !ids.insert(k.id.as_str()) {
@@ -176,8 +171,7 @@ pub fn glob_match(pattern: &str, name: &str) -> bool {
         return pattern == name;
     }
     let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !name.starts_with(first) || name.len() < first.len() + last.len() || !name.ends_with(last)
-    {
+    if !name.starts_with(first) || name.len() < first.len() + last.len() || !name.ends_with(last) {
         return false;
     }
     let mut rest = &name[first.len()..name.len() - last.len()];
@@ -206,24 +200,15 @@ mod tests {
 
     #[test]
     fn bad_sha256_is_rejected_with_the_package_name() {
-        let text = EMBEDDED_LOCK.replace(
-            "598a3fd92bdafc34cd81196b2952ad36e910e47a4ecf162f8ce5e8e262598e53",
-            "xyz",
-        );
+        let text = EMBEDDED_LOCK.replace("598a3fd92bdafc34cd81196b2952ad36e910e47a4ecf162f8ce5e8e262598e53", "xyz");
         let err = Lock::parse(&text, "t.lock").expect_err("must fail").to_string();
         assert!(err.contains("busybox-static") && err.contains("t.lock"), "{err}");
     }
 
     #[test]
     fn glob_matches_debian_kernel_names() {
-        assert!(glob_match(
-            "linux-image-6.1.0-*-cloud-amd64",
-            "linux-image-6.1.0-57-cloud-amd64"
-        ));
-        assert!(!glob_match(
-            "linux-image-6.1.0-*-cloud-amd64",
-            "linux-image-6.1.0-57-cloud-amd64-unsigned"
-        ));
+        assert!(glob_match("linux-image-6.1.0-*-cloud-amd64", "linux-image-6.1.0-57-cloud-amd64"));
+        assert!(!glob_match("linux-image-6.1.0-*-cloud-amd64", "linux-image-6.1.0-57-cloud-amd64-unsigned"));
         assert!(glob_match("busybox-static", "busybox-static"));
         assert!(!glob_match("a*b*c", "ac"));
     }

@@ -80,7 +80,9 @@ pub enum ProvisionError {
         version: String,
     },
     /// A downloaded `.deb` does not have the pinned SHA-256.
-    #[error("{package} {version}: SHA-256 {actual} differs from the pinned {expected} ({path}); the download was deleted")]
+    #[error(
+        "{package} {version}: SHA-256 {actual} differs from the pinned {expected} ({path}); the download was deleted"
+    )]
     Checksum {
         /// Package name.
         package: String,
@@ -271,7 +273,9 @@ pub fn setup(cache: &Path, opts: &SetupOptions, progress: &mut dyn FnMut(&str)) 
     // busybox.
     let bb_dir = cache.join("busybox");
     let bb_stamp = bb_dir.join("stamp.json");
-    if read_stamp::<BusyboxStamp>(&bb_stamp).is_some_and(|s| s.pin == lock.busybox.package) && bb_dir.join("busybox").is_file() {
+    if read_stamp::<BusyboxStamp>(&bb_stamp).is_some_and(|s| s.pin == lock.busybox.package)
+        && bb_dir.join("busybox").is_file()
+    {
         progress(&format!("busybox: {} {} (cached)", lock.busybox.package.name, lock.busybox.package.version));
     } else {
         let a = apt.get(progress)?;
@@ -421,7 +425,12 @@ fn with_fresh_indexes<T>(
 
 /// Download one pinned `.deb` into `<cache>/debs` (reusing a file with the
 /// right hash) and verify its SHA-256.
-pub(crate) fn fetch_pinned(a: &AptRoot, cache: &Path, p: &PackagePin, progress: &mut dyn FnMut(&str)) -> Result<PathBuf, ProvisionError> {
+pub(crate) fn fetch_pinned(
+    a: &AptRoot,
+    cache: &Path,
+    p: &PackagePin,
+    progress: &mut dyn FnMut(&str),
+) -> Result<PathBuf, ProvisionError> {
     let debs = cache.join("debs");
     let file = debs.join(format!("{}_{}_amd64.deb", p.name, p.version.replace(':', "%3a")));
     if !(file.is_file() && apt::sha256_file(&file)? == p.sha256) {

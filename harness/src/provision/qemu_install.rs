@@ -106,9 +106,7 @@ impl QemuInstall {
 /// `qemu-system-x86_64` on `PATH`, if any.
 pub fn system_qemu() -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join("qemu-system-x86_64"))
-        .find(|p| is_executable(p))
+    std::env::split_paths(&path).map(|d| d.join("qemu-system-x86_64")).find(|p| is_executable(p))
 }
 
 fn is_executable(p: &Path) -> bool {
@@ -129,10 +127,7 @@ mod tests {
 
     #[test]
     fn versions_parse_from_qemu_banners() {
-        assert_eq!(
-            parse_version("QEMU emulator version 11.1.3 (Debian 1:11.1.3+ds-1~bpo13+1)"),
-            Some((11, 1, 3))
-        );
+        assert_eq!(parse_version("QEMU emulator version 11.1.3 (Debian 1:11.1.3+ds-1~bpo13+1)"), Some((11, 1, 3)));
         // Debian 12's QEMU, too old for vfio-user-pci.
         assert_eq!(parse_version("QEMU emulator version 7.2.15 (Debian 1:7.2+dfsg-7+deb12u7)"), Some((7, 2, 15)));
         assert_eq!(parse_version("qemu 9"), None);

@@ -20,10 +20,7 @@ fn render_packages(pkgs: &[PackagePin]) -> String {
 }
 
 fn render_busybox(p: &PackagePin) -> String {
-    format!(
-        "package = {{ name = \"{}\", version = \"{}\", sha256 = \"{}\" }}",
-        p.name, p.version, p.sha256
-    )
+    format!("package = {{ name = \"{}\", version = \"{}\", sha256 = \"{}\" }}", p.name, p.version, p.sha256)
 }
 
 /// The newest index entry among all packages whose name matches `track`.

@@ -7,8 +7,8 @@
 
 use super::abort::BootAbort;
 use super::report_port::ReportPort;
-use super::speed::{self, Speedups, SPEED_CMDLINE};
 use super::spec::{MachineSpec, SpecError};
+use super::speed::{self, Speedups, SPEED_CMDLINE};
 use super::watch::{self, MarkerHook, Msg, Source, Step, Watch};
 use crate::accel::{self, Accel, AccelError};
 use crate::guest_protocol::{self, options, AgentOptions, GuestReport, ReportChannel, ReportError, Stage};
@@ -160,13 +160,17 @@ pub enum LaunchError {
     /// Under KVM the guest printed nothing at all in time: on hosts where
     /// /dev/kvm opens and runs a test vCPU but real guests hang (the build
     /// machines), this fails fast instead of waiting for the whole deadline.
-    #[error("the KVM guest printed nothing in {secs} s (QEMU killed): KVM is not usable for guests here; use --accel tcg")]
+    #[error(
+        "the KVM guest printed nothing in {secs} s (QEMU killed): KVM is not usable for guests here; use --accel tcg"
+    )]
     KvmSilent {
         /// The limit.
         secs: u64,
     },
     /// QEMU exited before the report ended.
-    #[error("QEMU exited ({status}) before the guest report ended\nQEMU stderr:\n{stderr}\nlast console lines:\n{tail}")]
+    #[error(
+        "QEMU exited ({status}) before the guest report ended\nQEMU stderr:\n{stderr}\nlast console lines:\n{tail}"
+    )]
     Exited {
         /// Exit status.
         status: String,
@@ -249,7 +253,6 @@ impl Reaper {
         status
     }
 }
-
 
 impl Drop for Reaper {
     fn drop(&mut self) {
@@ -384,9 +387,12 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
     }
     let (source, text) = watch.agent_output();
     if req.agent.report == ReportChannel::Ttys1 && source == Source::Console {
-        tracing::warn!("the guest agent reported on the console, not on ttyS1 (its `manarig:` line on the console says why)");
+        tracing::warn!(
+            "the guest agent reported on the console, not on ttyS1 (its `manarig:` line on the console says why)"
+        );
     }
-    let transcript = guest_protocol::parse(text).map_err(|source| LaunchError::Report { source, tail: watch.tail() })?;
+    let transcript =
+        guest_protocol::parse(text).map_err(|source| LaunchError::Report { source, tail: watch.tail() })?;
     Ok(BootOutcome {
         report: transcript.report,
         stages: transcript.stages,
@@ -549,7 +555,11 @@ mod tests {
         run_fake_with(body, deadline, None)
     }
 
-    fn run_fake_with(body: &str, deadline: Duration, on_marker: Option<MarkerHook>) -> Result<BootOutcome, LaunchError> {
+    fn run_fake_with(
+        body: &str,
+        deadline: Duration,
+        on_marker: Option<MarkerHook>,
+    ) -> Result<BootOutcome, LaunchError> {
         run_fake_full(body, deadline, on_marker, None)
     }
 
@@ -570,7 +580,11 @@ mod tests {
             compression: KoCompression::None,
             packages: vec![],
         };
-        let qemu = QemuInstall { source: QemuSource::System { binary: qemu_bin }, version_line: String::new(), version: (11, 1, 0) };
+        let qemu = QemuInstall {
+            source: QemuSource::System { binary: qemu_bin },
+            version_line: String::new(),
+            version: (11, 1, 0),
+        };
         let spec = super::super::machines::seed_002(256);
         let mut req = BootRequest::new(&spec, &kernel, &busybox);
         req.deadline = deadline;

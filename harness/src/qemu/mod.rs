@@ -3,12 +3,12 @@
 pub mod abort;
 pub mod launch;
 pub mod report_port;
-pub mod speed;
 pub mod spec;
+pub mod speed;
 pub mod watch;
 
 pub use abort::BootAbort;
-pub use watch::MarkerHook;
 pub use launch::{boot, BootOutcome, BootRequest, LaunchError};
-pub use speed::{Speedups, SPEED_CMDLINE};
 pub use spec::{machines, vfio_user_nic, MachineSpec, NicPlacement, NodeSpec, SpecError};
+pub use speed::{Speedups, SPEED_CMDLINE};
+pub use watch::MarkerHook;

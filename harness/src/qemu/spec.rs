@@ -203,10 +203,7 @@ impl MachineSpec {
         push("-m", format!("{}M", self.mem_mib()));
         for (id, node) in self.nodes.iter().enumerate() {
             if node.mem_mib > 0 {
-                push(
-                    "-object",
-                    format!("memory-backend-memfd,id=mem{id},size={}M,share=on", node.mem_mib),
-                );
+                push("-object", format!("memory-backend-memfd,id=mem{id},size={}M,share=on", node.mem_mib));
             }
         }
         for (id, node) in self.nodes.iter().enumerate() {
@@ -319,9 +316,7 @@ pub mod machines {
             nodes: (0..sockets)
                 .map(|s| NodeSpec { cpus: (s * per..(s + 1) * per).collect(), mem_mib: mem_per_node_mib })
                 .collect(),
-            distances: (0..sockets)
-                .map(|i| (0..sockets).map(|j| if i == j { 10 } else { 20 }).collect())
-                .collect(),
+            distances: (0..sockets).map(|i| (0..sockets).map(|j| if i == j { 10 } else { 20 }).collect()).collect(),
             nic: NicPlacement::Node(0),
             accel: AccelChoice::Tcg,
         }
@@ -338,15 +333,8 @@ pub mod machines {
             dies: 1,
             cores: 1,
             threads: 1,
-            nodes: (0..4)
-                .map(|i| NodeSpec { cpus: vec![2 * i, 2 * i + 1], mem_mib: mem_per_node_mib })
-                .collect(),
-            distances: vec![
-                vec![10, 12, 20, 22],
-                vec![12, 10, 22, 24],
-                vec![20, 22, 10, 12],
-                vec![22, 24, 12, 10],
-            ],
+            nodes: (0..4).map(|i| NodeSpec { cpus: vec![2 * i, 2 * i + 1], mem_mib: mem_per_node_mib }).collect(),
+            distances: vec![vec![10, 12, 20, 22], vec![12, 10, 22, 24], vec![20, 22, 10, 12], vec![22, 24, 12, 10]],
             nic: NicPlacement::Node(0),
             accel: AccelChoice::Tcg,
         }

@@ -187,7 +187,9 @@ fn payload(image: &[u8]) -> Result<&[u8], String> {
     let off = u32_at(0x248).ok_or("truncated header")? as usize;
     let len = u32_at(0x24c).ok_or("truncated header")? as usize;
     let start = (setup_sects + 1) * 512 + off;
-    image.get(start..start + len).ok_or_else(|| format!("payload {start}+{len} lies outside the {} byte file", image.len()))
+    image
+        .get(start..start + len)
+        .ok_or_else(|| format!("payload {start}+{len} lies outside the {} byte file", image.len()))
 }
 
 /// LZ4 "legacy" frames (what the kernel's `lz4 -l` build step writes): the
@@ -219,9 +221,7 @@ fn lz4_legacy(p: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
 fn decompress(p: &[u8]) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
     let r = if p.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
-        ruzstd::decoding::StreamingDecoder::new(p)
-            .map_err(|e| format!("zstd: {e}"))?
-            .read_to_end(&mut out)
+        ruzstd::decoding::StreamingDecoder::new(p).map_err(|e| format!("zstd: {e}"))?.read_to_end(&mut out)
     } else if p.starts_with(&[0x1f, 0x8b]) {
         flate2::read::GzDecoder::new(p).read_to_end(&mut out)
     } else if p.starts_with(&[0x02, 0x21, 0x4c, 0x18]) {
@@ -245,7 +245,8 @@ fn has_pvh_note(elf: &[u8]) -> bool {
     let Ok(phdrs) = file.elf_header().program_headers(endian, elf) else { return false };
     phdrs.iter().any(|ph| {
         let Ok(Some(mut notes)) = ph.notes(endian, elf) else { return false };
-        std::iter::from_fn(|| notes.next().ok().flatten()).any(|n| n.name() == b"Xen" && n.n_type(endian) == object::elf::NoteType(18))
+        std::iter::from_fn(|| notes.next().ok().flatten())
+            .any(|n| n.name() == b"Xen" && n.n_type(endian) == object::elf::NoteType(18))
     })
 }
 

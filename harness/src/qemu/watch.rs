@@ -249,7 +249,8 @@ mod tests {
     fn a_stop_line_ends_the_stream_keeping_what_came_before_it_on_its_line() {
         let (tx, rx) = std::sync::mpsc::channel();
         forward_lines(Source::Report, std::io::Cursor::new("a\r\nb<stop>\nignored\n"), &tx, None, Some("<stop>"));
-        let lines: Vec<String> = rx.try_iter().filter_map(|m| if let Msg::Line(_, l) = m { Some(l) } else { None }).collect();
+        let lines: Vec<String> =
+            rx.try_iter().filter_map(|m| if let Msg::Line(_, l) = m { Some(l) } else { None }).collect();
         assert_eq!(lines, ["a", "b"]);
         forward_lines(Source::Report, std::io::Cursor::new("a\n<stop>\nignored\n"), &tx, None, Some("<stop>"));
         let msgs: Vec<Msg> = rx.try_iter().collect();

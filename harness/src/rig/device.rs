@@ -151,7 +151,8 @@ pub fn device_binary() -> Result<PathBuf, DeviceError> {
         let path = PathBuf::from(path);
         return if path.is_file() { Ok(path) } else { Err(DeviceError::BadOverride { path }) };
     }
-    let exe = std::env::current_exe().map_err(|source| DeviceError::Io { what: "the running executable's path".into(), source })?;
+    let exe = std::env::current_exe()
+        .map_err(|source| DeviceError::Io { what: "the running executable's path".into(), source })?;
     find_beside(&exe)
 }
 
@@ -263,7 +264,9 @@ impl DeviceStatusHandle {
     pub fn snapshot(&self) -> Result<DeviceStatus, DeviceError> {
         match self.0.request(Op::Status, ANSWER_DEADLINE) {
             Ok(Reply::Status(status)) => Ok(*status),
-            Ok(other) => Err(DeviceError::Control { pid: self.0.pid, op: Op::Status, problem: format!("answered {other:?}") }),
+            Ok(other) => {
+                Err(DeviceError::Control { pid: self.0.pid, op: Op::Status, problem: format!("answered {other:?}") })
+            }
             Err(e) => Err(self.0.control_error(Op::Status, e)),
         }
     }
@@ -303,13 +306,23 @@ impl DeviceProcess {
     /// [`DeviceError::Io`] (config file, spawn), [`DeviceError::NotReady`]
     /// (it exited, or printed no readiness line within [`READY_DEADLINE`];
     /// it is reaped either way).
-    pub fn start(bin: &Path, socket: &Path, config: &DeviceConfig, options: DeviceOptions) -> Result<Self, DeviceError> {
+    pub fn start(
+        bin: &Path,
+        socket: &Path,
+        config: &DeviceConfig,
+        options: DeviceOptions,
+    ) -> Result<Self, DeviceError> {
         let config_file = socket.with_extension("json");
-        let json = serde_json::to_vec(config).map_err(|e| DeviceError::Io { what: "device configuration".into(), source: e.into() })?;
+        let json = serde_json::to_vec(config)
+            .map_err(|e| DeviceError::Io { what: "device configuration".into(), source: e.into() })?;
         std::fs::write(&config_file, json)
             .map_err(|source| DeviceError::Io { what: format!("writing {}", config_file.display()), source })?;
         let mut cmd = Command::new(bin);
-        cmd.arg("--socket").arg(socket).arg("--config").arg(&config_file).args(["--control", device_model::control::STDIO]);
+        cmd.arg("--socket")
+            .arg(socket)
+            .arg("--config")
+            .arg(&config_file)
+            .args(["--control", device_model::control::STDIO]);
         if let Some(fault) = options.fault {
             cmd.arg("--inject-fault").arg(fault.to_string());
         }
@@ -596,7 +609,10 @@ mod tests {
         let e = find_beside(&deps.join("lifecycle-0123")).expect_err("nothing built");
         let text = e.to_string();
         assert!(text.contains(BUILD_HINT) && text.contains(DEVICE_BIN_ENV) && !text.contains('\n'), "{text}");
-        assert!(text.contains(&deps.display().to_string()) && text.contains(&dir.path().display().to_string()), "{text}");
+        assert!(
+            text.contains(&deps.display().to_string()) && text.contains(&dir.path().display().to_string()),
+            "{text}"
+        );
         std::fs::write(dir.path().join(DEVICE_BIN), "").expect("bin");
         assert_eq!(find_beside(&deps.join("lifecycle-0123")).expect("one up"), dir.path().join(DEVICE_BIN));
         std::fs::write(deps.join(DEVICE_BIN), "").expect("bin");
@@ -607,8 +623,12 @@ mod tests {
     fn a_device_that_exits_before_it_is_ready_is_an_error_with_its_stderr() {
         let dir = tempfile::tempdir().expect("tempdir");
         let bin = fake(dir.path(), "echo 'mana-device: error: something is wrong' >&2; exit 1");
-        let Err(e) = DeviceProcess::start(&bin, &dir.path().join("nic.sock"), &DeviceConfig::default(), DeviceOptions::default())
-        else {
+        let Err(e) = DeviceProcess::start(
+            &bin,
+            &dir.path().join("nic.sock"),
+            &DeviceConfig::default(),
+            DeviceOptions::default(),
+        ) else {
             panic!("started");
         };
         let text = e.to_string();

@@ -124,7 +124,11 @@ impl ResolvedKernel {
 /// # Errors
 /// [`KbuildError`] for an unknown build, an unusable image, or a user image
 /// whose generation cannot be told from its release without `--model`.
-pub fn resolve(choice: &KernelChoice, model: Option<KernelGen>, cache_dir: Option<&Path>) -> Result<ResolvedKernel, KbuildError> {
+pub fn resolve(
+    choice: &KernelChoice,
+    model: Option<KernelGen>,
+    cache_dir: Option<&Path>,
+) -> Result<ResolvedKernel, KbuildError> {
     let cache = || crate::provision::cache_dir(cache_dir).map_err(KbuildError::from);
     match choice {
         KernelChoice::Pinned(g) => Ok(ResolvedKernel {
@@ -173,7 +177,10 @@ pub fn resolve(choice: &KernelChoice, model: Option<KernelGen>, cache_dir: Optio
             let gen = model.unwrap_or(detected);
             let model_note = match model {
                 Some(m) if m != detected => {
-                    format!("model {m} (--model; the build's source looks like {detected}: {})", built.stamp.detected.evidence)
+                    format!(
+                        "model {m} (--model; the build's source looks like {detected}: {})",
+                        built.stamp.detected.evidence
+                    )
                 }
                 _ => format!("model {detected}, detected from the source: {}", built.stamp.detected.evidence),
             };
@@ -197,7 +204,13 @@ pub fn resolve(choice: &KernelChoice, model: Option<KernelGen>, cache_dir: Optio
                             install.release
                         ))
                     })?;
-                    (g, format!("from the release string {}; pass --model if its MANA IRQ code differs", install.release))
+                    (
+                        g,
+                        format!(
+                            "from the release string {}; pass --model if its MANA IRQ code differs",
+                            install.release
+                        ),
+                    )
                 }
             };
             Ok(ResolvedKernel {

@@ -76,10 +76,10 @@ pub fn machine_spec(topo: &Topology, accel: AccelChoice, mem_per_node_mib: u32) 
 pub fn device_config(topo: &Topology) -> Result<DeviceConfig, MachineError> {
     let nic = topo.nic();
     let err = |field, problem: String| MachineError::Nic { topology: topo.name().to_owned(), field, problem };
-    let msix_table_size = u16::try_from(nic.msix_table_size)
-        .ok()
-        .filter(|n| (1..=2048).contains(n))
-        .ok_or_else(|| err("msix_table_size", format!("{} is outside 1..=2048 (PCI MSI-X limit)", nic.msix_table_size)))?;
+    let msix_table_size =
+        u16::try_from(nic.msix_table_size).ok().filter(|n| (1..=2048).contains(n)).ok_or_else(|| {
+            err("msix_table_size", format!("{} is outside 1..=2048 (PCI MSI-X limit)", nic.msix_table_size))
+        })?;
     let defaults = DeviceConfig::default();
     Ok(DeviceConfig {
         msix_table_size,

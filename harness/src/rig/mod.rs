@@ -4,28 +4,28 @@
 //! starts the emulated NIC as a `mana-device` child process on a vfio-user
 //! socket ([`device`]: a device that fails ends the run with a rig error),
 //! boots the pinned kernel with the `/init` agent, turns the guest's console
-//! report into [`Observed`] ([`observe`]), checks the observed topology
+//! report into [`Observed`] ([`report_to_verdict`]), checks the observed topology
 //! against the file, and judges the MSI-X table against the reference model.
 
 pub mod device;
 pub mod kernel_choice;
 pub mod machine;
-pub mod observe;
 pub mod queues;
+pub mod report_to_verdict;
 
 use crate::accel::AccelChoice;
 use crate::guest_protocol::{AgentOptions, Marker};
 use crate::model::{expected_table, KernelGen, ModelBasis};
+use crate::provision::tools::GuestFile;
 use crate::provision::{self, Provisioned};
 use crate::qemu::{self, BootRequest};
 use crate::topology::Topology;
+use crate::traffic::peer::{PeerOptions, PeerProcess, PeerReport, Planner};
+use crate::traffic::plan::{self, PlanRequest, PlannedFlow};
+use crate::traffic::{self, TrafficOptions};
 use crate::verdict::{judge, judge_traffic, Observed, TrafficInput, Verdict};
 use anyhow::{bail, Context, Result};
 use device_model::server::DeviceStatus;
-use crate::provision::tools::GuestFile;
-use crate::traffic::peer::{PeerProcess, PeerOptions, PeerReport, Planner};
-use crate::traffic::plan::{self, PlanRequest, PlannedFlow};
-use crate::traffic::{self, TrafficOptions};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -150,7 +150,11 @@ pub struct RunOutcome {
 ///
 /// # Errors
 /// Which step failed, with its exit status and the driver's last messages.
-fn lifecycle_steps_ran(report: &crate::guest_protocol::GuestReport, channels: Option<u32>, reprobe: bool) -> Result<()> {
+fn lifecycle_steps_ran(
+    report: &crate::guest_protocol::GuestReport,
+    channels: Option<u32>,
+    reprobe: bool,
+) -> Result<()> {
     let tail = || report.dmesg.iter().rev().take(5).rev().cloned().collect::<Vec<_>>().join("\n  ");
     // The tool's own words, when it wrote any: `: <stderr lines>`.
     let said = |tool: &str| report.stderr.get(tool).map_or(String::new(), |l| format!(": {}", l.join(" / ")));
@@ -350,7 +354,8 @@ impl NicBoot<'_> {
             record_flows: if tap.is_some() { traffic::RECORD_FLOWS } else { 0 },
             tap,
         };
-        let nic = device::DeviceProcess::start(&device::device_binary()?, &socket, &machine::device_config(topo)?, options)?;
+        let nic =
+            device::DeviceProcess::start(&device::device_binary()?, &socket, &machine::device_config(topo)?, options)?;
         let plan_slot = PlanSlot::default();
         if let (Some(peer), Some(options)) = (&peer, &req.traffic) {
             peer.set_planner(planner(nic.status_handle(), options.clone(), Arc::clone(&plan_slot)));
@@ -365,7 +370,11 @@ impl NicBoot<'_> {
         }
         if let Some(bin) = &flows_bin {
             // Needs only libc and the loader, which ethtool brings.
-            boot.extra_files.push(GuestFile { guest_path: format!("sbin/{}", manarig_flows::BIN), host: bin.clone(), mode: 0o755 });
+            boot.extra_files.push(GuestFile {
+                guest_path: format!("sbin/{}", manarig_flows::BIN),
+                host: bin.clone(),
+                mode: 0o755,
+            });
             boot.agent.addr = Some((traffic::GUEST, traffic::PREFIX));
             boot.agent.traffic = Some(traffic::control_address());
             // The guest tool gives up at the agent's deadline: past the flows' limit.
@@ -467,22 +476,25 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     for crate::guest_protocol::Stage { name, report } in booted.stages {
         // rmmod runs after the first stage.
         lifecycle_steps_ran(&report, channels, false).with_context(|| format!("stage {name}"))?;
-        let observed = observe::observed(&report, model, &req.model_basis, &accel)?;
+        let observed = report_to_verdict::observed(&report, model, &req.model_basis, &accel)?;
         let queues = table(status_at(&|m| *m == Marker::StageBegin(name.clone())), &observed);
         let verdict = judge(&topo, &observed, &expected);
         stages.push(StageOutcome { name, verdict, queues, report });
     }
-    let observed = observe::observed(&booted.report, model, &req.model_basis, &accel)?;
+    let observed = report_to_verdict::observed(&booted.report, model, &req.model_basis, &accel)?;
     let report_status = status_at(&|m| matches!(m, Marker::ReportBegin(_)));
-    let device_flows = report_status.as_ref().and_then(|s| s.core.as_ref()).map(|c| c.flows.flows.clone()).unwrap_or_default();
+    let device_flows =
+        report_status.as_ref().and_then(|s| s.core.as_ref()).map(|c| c.flows.flows.clone()).unwrap_or_default();
     let queues = table(report_status, &observed);
     let mut verdict = judge(&topo, &observed, &expected);
     if let Some(label) = &req.label {
         verdict.run.name = format!("{}@{label}", topo.name());
     }
-    let earlier =
-        stages.iter().map(|s| (s.name.as_str(), &s.verdict, observe::stage_facts(&s.report, s.queues.clone()))).collect();
-    verdict.add_stages(earlier, observe::stage_facts(&booted.report, queues.clone()));
+    let earlier = stages
+        .iter()
+        .map(|s| (s.name.as_str(), &s.verdict, report_to_verdict::stage_facts(&s.report, s.queues.clone())))
+        .collect();
+    verdict.add_stages(earlier, report_to_verdict::stage_facts(&booted.report, queues.clone()));
     if let Some(t) = &traffic {
         let input = TrafficInput {
             planned: t.planned.as_deref().unwrap_or_default(),
@@ -522,7 +534,10 @@ mod tests {
         r.dmesg.push("mana 0000:41:00.0 eth0: mana_attach failed: -22".into());
         r.stderr.insert("ethtool".into(), vec!["netlink error: Invalid argument".into()]);
         let e = lifecycle_steps_ran(&r, Some(4), false).expect_err("ethtool failed");
-        assert!(e.to_string().contains("ethtool -L eth0 combined 4") && e.to_string().contains("mana_attach failed"), "{e}");
+        assert!(
+            e.to_string().contains("ethtool -L eth0 combined 4") && e.to_string().contains("mana_attach failed"),
+            "{e}"
+        );
         assert!(e.to_string().contains("(exit 1): netlink error: Invalid argument"), "{e}");
         r.ethtool_status = Some(0);
         let e = lifecycle_steps_ran(&r, Some(4), false).expect_err("no channel count");
@@ -535,7 +550,8 @@ mod tests {
         let e = lifecycle_steps_ran(&r, Some(4), true).expect_err("rmmod did not run");
         assert!(e.to_string().contains("rmmod mana"), "{e}");
         r.rmmod_status = Some(1);
-        r.stderr.insert("rmmod".into(), vec!["rmmod: can't unload module 'mana': Resource temporarily unavailable".into()]);
+        r.stderr
+            .insert("rmmod".into(), vec!["rmmod: can't unload module 'mana': Resource temporarily unavailable".into()]);
         let e = lifecycle_steps_ran(&r, Some(4), true).expect_err("rmmod failed");
         assert!(e.to_string().contains("(exit 1): rmmod: can't unload module 'mana'"), "{e}");
         // Without a netdev the probe failed: the verdict says so, not these steps.

@@ -33,9 +33,14 @@ pub enum QueueTableError {
 ///
 /// # Errors
 /// [`QueueTableError::NoCore`] when the status has no core snapshot.
-pub fn queue_table(status: &DeviceStatus, vectors: &[ObservedVector], gen: KernelGen) -> Result<QueueTable, QueueTableError> {
+pub fn queue_table(
+    status: &DeviceStatus,
+    vectors: &[ObservedVector],
+    gen: KernelGen,
+) -> Result<QueueTable, QueueTableError> {
     let core = status.core.as_ref().ok_or(QueueTableError::NoCore)?;
-    let mut eqs: Vec<&EqSnapshot> = core.eqs.iter().filter(|e| DeviceType(e.owner.dev_type) == DeviceType::MANA).collect();
+    let mut eqs: Vec<&EqSnapshot> =
+        core.eqs.iter().filter(|e| DeviceType(e.owner.dev_type) == DeviceType::MANA).collect();
     eqs.sort_by_key(|e| e.id);
     let mut table = QueueTable::default();
     for eq in eqs {
@@ -50,9 +55,8 @@ pub fn queue_table(status: &DeviceStatus, vectors: &[ObservedVector], gen: Kerne
             table.idle_eqs.push(eq.id);
             continue;
         }
-        let vector = vectors
-            .iter()
-            .find(|v| VectorName::parse(&v.name, gen).msix_index == Some(u32::from(eq.msix_index)));
+        let vector =
+            vectors.iter().find(|v| VectorName::parse(&v.name, gen).msix_index == Some(u32::from(eq.msix_index)));
         table.rows.push(QueueRow {
             channel: table.rows.len(),
             sqs,
@@ -106,8 +110,22 @@ mod tests {
             core.eqs.push(eq(i, (i % 9) as u16, DeviceType::MANA));
         }
         for ch in 0..4u32 {
-            core.wqs.push(WqSnapshot { id: 10 + ch, kind: WqKind::Sq, cq_id: 20 + ch, parent_eq: Some(ch + 1), vport: Some(0), traffic: None });
-            core.wqs.push(WqSnapshot { id: 30 + ch, kind: WqKind::Rq, cq_id: 40 + ch, parent_eq: Some(ch + 1), vport: Some(0), traffic: None });
+            core.wqs.push(WqSnapshot {
+                id: 10 + ch,
+                kind: WqKind::Sq,
+                cq_id: 20 + ch,
+                parent_eq: Some(ch + 1),
+                vport: Some(0),
+                traffic: None,
+            });
+            core.wqs.push(WqSnapshot {
+                id: 30 + ch,
+                kind: WqKind::Rq,
+                cq_id: 40 + ch,
+                parent_eq: Some(ch + 1),
+                vport: Some(0),
+                traffic: None,
+            });
         }
         let status = DeviceStatus { core: Some(core), ..DeviceStatus::default() };
         let vectors = [
@@ -120,11 +138,19 @@ mod tests {
         let t = queue_table(&status, &vectors, KernelGen::V6_12).expect("table");
         assert_eq!(t.rows.len(), 4);
         assert_eq!(t.idle_eqs, vec![5, 6, 7, 8]);
-        let got: Vec<(u16, Option<u32>, String)> =
-            t.rows.iter().map(|r| (r.msix_index, r.irq, r.cpus.as_ref().map(ToString::to_string).unwrap_or_default())).collect();
+        let got: Vec<(u16, Option<u32>, String)> = t
+            .rows
+            .iter()
+            .map(|r| (r.msix_index, r.irq, r.cpus.as_ref().map(ToString::to_string).unwrap_or_default()))
+            .collect();
         assert_eq!(
             got,
-            vec![(1, Some(26), "0-1".into()), (2, Some(27), "2-3".into()), (3, Some(28), "0-1".into()), (4, Some(29), "2-3".into())]
+            vec![
+                (1, Some(26), "0-1".into()),
+                (2, Some(27), "2-3".into()),
+                (3, Some(28), "0-1".into()),
+                (4, Some(29), "2-3".into())
+            ]
         );
         assert_eq!((t.rows[0].sqs.clone(), t.rows[0].rqs.clone()), (vec![10], vec![30]));
         assert_eq!(t.rows[3].name.as_deref(), Some("mana_q3"));

@@ -107,6 +107,7 @@ pub fn flows_binary() -> Result<PathBuf, BinaryError> {
         let path = PathBuf::from(path);
         return if path.is_file() { Ok(path) } else { Err(BinaryError::BadOverride(path)) };
     }
-    let exe = std::env::current_exe().map_err(|e| BinaryError::NotFound { looked: format!("(no executable path: {e})") })?;
+    let exe =
+        std::env::current_exe().map_err(|e| BinaryError::NotFound { looked: format!("(no executable path: {e})") })?;
     crate::workspace_bin::find_beside(&exe, manarig_flows::BIN).map_err(|looked| BinaryError::NotFound { looked })
 }

@@ -341,13 +341,21 @@ mod tests {
     }
 
     fn options() -> PeerOptions {
-        PeerOptions { tap: "tap0".into(), host: (Ipv4Addr::new(192, 0, 2, 1), 24), port: 7000, deadline: Duration::from_secs(30) }
+        PeerOptions {
+            tap: "tap0".into(),
+            host: (Ipv4Addr::new(192, 0, 2, 1), 24),
+            port: 7000,
+            deadline: Duration::from_secs(30),
+        }
     }
 
     #[test]
     fn a_peer_that_fails_before_sending_the_tap_is_an_error_with_its_reason_and_is_reaped() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let bin = fake(dir.path(), r#"echo '{"Failed":"a new network namespace: Operation not permitted"}'; echo 'detail on stderr' >&2; exit 2"#);
+        let bin = fake(
+            dir.path(),
+            r#"echo '{"Failed":"a new network namespace: Operation not permitted"}'; echo 'detail on stderr' >&2; exit 2"#,
+        );
         let Err(e) = PeerProcess::start(&bin, &options()) else { panic!("started") };
         let text = e.to_string();
         assert!(text.contains("failed: a new network namespace: Operation not permitted"), "{text}");

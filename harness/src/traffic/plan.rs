@@ -168,8 +168,11 @@ impl SteeringModel {
     /// (the default RQ when RSS is off).
     pub fn active_rqs(&self) -> Vec<u32> {
         let mut rqs = Vec::new();
-        let candidates: Vec<u32> =
-            if self.rss_enabled { self.table.iter().flatten().copied().collect() } else { self.default_rq.into_iter().collect() };
+        let candidates: Vec<u32> = if self.rss_enabled {
+            self.table.iter().flatten().copied().collect()
+        } else {
+            self.default_rq.into_iter().collect()
+        };
         for rq in candidates {
             if !rqs.contains(&rq) {
                 rqs.push(rq);
@@ -304,7 +307,8 @@ mod tests {
         let m = SteeringModel::new(&snapshot(vec![Some(1)])).expect("model");
         let (hash, ty) = m.hash(Ipv4Addr::new(66, 9, 149, 187), 2794, Ipv4Addr::new(161, 142, 100, 80), 1766);
         assert_eq!((hash, ty), (0x51cc_c178, 2));
-        let two_tuple = SteeringModel::new(&SteeringSnapshot { hash_types: 0x1, ..snapshot(vec![Some(1)]) }).expect("model");
+        let two_tuple =
+            SteeringModel::new(&SteeringSnapshot { hash_types: 0x1, ..snapshot(vec![Some(1)]) }).expect("model");
         // The same row, IPv4 only: 0x323e8fc2.
         let (hash, ty) = two_tuple.hash(Ipv4Addr::new(66, 9, 149, 187), 2794, Ipv4Addr::new(161, 142, 100, 80), 1766);
         assert_eq!((hash, ty), (0x323e_8fc2, 1));
@@ -329,8 +333,13 @@ mod tests {
         tuples.sort_unstable();
         tuples.dedup();
         assert_eq!(tuples.len(), 16, "distinct 4-tuples");
-        assert!(plan.flows.iter().any(|f| f.opener == Side::Guest) && plan.flows.iter().any(|f| f.opener == Side::Host));
-        assert_eq!(super::plan(Some(&snapshot((0..64).map(|i| Some(10 + i % 8)).collect())), &request(None)).expect("again").0, plan);
+        assert!(
+            plan.flows.iter().any(|f| f.opener == Side::Guest) && plan.flows.iter().any(|f| f.opener == Side::Host)
+        );
+        assert_eq!(
+            super::plan(Some(&snapshot((0..64).map(|i| Some(10 + i % 8)).collect())), &request(None)).expect("again").0,
+            plan
+        );
     }
 
     #[test]

@@ -99,8 +99,7 @@ pub(super) fn json_keys(v: &serde_json::Value, out: &mut std::collections::BTree
 }
 
 pub(super) fn rig_error() -> anyhow::Error {
-    anyhow::anyhow!("QEMU exited with status 1 before the guest report")
-        .context("guest boot of seed-002 (#1) failed")
+    anyhow::anyhow!("QEMU exited with status 1 before the guest report").context("guest boot of seed-002 (#1) failed")
 }
 
 /// Validate KTAP version 1 (Documentation/dev-tools/ktap.rst): a version line, a plan

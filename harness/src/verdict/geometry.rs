@@ -72,4 +72,3 @@ impl<'a> Geometry<'a> {
 pub(super) fn ids(v: &[u32]) -> String {
     v.iter().copied().collect::<CpuMask>().to_cpulist()
 }
-

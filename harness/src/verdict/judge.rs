@@ -1,17 +1,15 @@
 //! Judging a run: the guest's `/proc/irq` table against the model's, as a list of checks.
 
+use super::check::{Check, CheckStatus, Status};
 use super::geometry::Geometry;
 use super::guest_irqs::{Observed, ObservedVector, VectorName};
-use super::summary::Summary;
-use super::check::{Check, CheckStatus, Status};
 use super::outcome::{RunInfo, Verdict, SCHEMA_VERSION};
 use super::row::{ExpectedSide, ObservedSide, RowOutcome, VectorRow};
+use super::summary::Summary;
 use crate::cpulist::CpuMask;
 use crate::model::{ExpectedTable, ExpectedVector, KernelGen, ModelBasis};
 use crate::topology::{SourceKind, Topology};
 use std::collections::HashMap;
-
-
 
 fn hint_text(h: &Option<CpuMask>) -> String {
     match h {
@@ -35,11 +33,8 @@ fn hint_text(h: &Option<CpuMask>) -> String {
 /// inside `smp_affinity_list`; skipped when none fired). Never panics on odd guest data.
 pub fn judge(topo: &Topology, observed: &Observed, expected: &ExpectedTable) -> Verdict {
     let geo = Geometry::new(topo, &expected.hops);
-    let mut checks = vec![
-        check_kernel(observed, expected),
-        check_nic_node(topo, observed),
-        check_probe(observed, expected),
-    ];
+    let mut checks =
+        vec![check_kernel(observed, expected), check_nic_node(topo, observed), check_probe(observed, expected)];
 
     // Observed MANA IRQs by short name; later duplicates are unexpected.
     let mut by_name: HashMap<&str, &ObservedVector> = HashMap::new();
@@ -205,7 +200,11 @@ fn check_nic_node(topo: &Topology, observed: &Observed) -> Check {
     let show = |n: Option<u32>| n.map_or("-1 (NUMA_NO_NODE)".to_owned(), |n| n.to_string());
     let bdf = observed.nic_bdf.as_deref().unwrap_or("(PCI address not reported)");
     if want == got {
-        Check::new("nic_numa_node", CheckStatus::Pass, format!("NIC {bdf} has numa_node {} as the topology places it", show(got)))
+        Check::new(
+            "nic_numa_node",
+            CheckStatus::Pass,
+            format!("NIC {bdf} has numa_node {} as the topology places it", show(got)),
+        )
     } else {
         Check::new(
             "nic_numa_node",
@@ -222,11 +221,17 @@ fn check_nic_node(topo: &Topology, observed: &Observed) -> Check {
 fn check_probe(observed: &Observed, expected: &ExpectedTable) -> Check {
     match (&expected.probe_error, observed.probe_ok) {
         (None, true) => Check::new("probe", CheckStatus::Pass, "mana bound to the device"),
-        (None, false) => Check::new("probe", CheckStatus::Fail, "mana failed to probe the device; the model expects it to bind"),
-        (Some(e), false) => Check::new("probe", CheckStatus::Pass, format!("mana failed to probe, as the model predicts: {e}")),
-        (Some(e), true) => {
-            Check::new("probe", CheckStatus::Fail, format!("mana bound to the device, but the model predicts a probe failure: {e}"))
+        (None, false) => {
+            Check::new("probe", CheckStatus::Fail, "mana failed to probe the device; the model expects it to bind")
         }
+        (Some(e), false) => {
+            Check::new("probe", CheckStatus::Pass, format!("mana failed to probe, as the model predicts: {e}"))
+        }
+        (Some(e), true) => Check::new(
+            "probe",
+            CheckStatus::Fail,
+            format!("mana bound to the device, but the model predicts a probe failure: {e}"),
+        ),
     }
 }
 

@@ -29,11 +29,11 @@
 //! topologies that number CPUs differently.
 
 pub mod baseline;
-pub mod format;
 mod check;
+pub mod format;
 mod geometry;
-mod judge;
 mod guest_irqs;
+mod judge;
 mod outcome;
 pub mod properties;
 mod row;
@@ -42,14 +42,15 @@ mod stages;
 mod summary;
 pub mod traffic;
 
-pub use format::{
-    render, render_before_after, render_many, render_rig_error, Format, RenderError, RigErrorReport, UnknownFormat,
-};
-pub use judge::judge;
 pub use check::{Check, CheckStatus, Status};
+pub use format::{
+    render, render_before_after, render_ktap_test, render_many, render_rig_error, Format, RenderError, RigErrorReport,
+    UnknownFormat,
+};
+pub use guest_irqs::{Observed, ObservedVector, VectorName};
+pub use judge::judge;
 pub use outcome::{RunInfo, Verdict, SCHEMA_VERSION};
 pub use row::{ExpectedSide, ObservedSide, RowOutcome, VectorRow};
-pub use guest_irqs::{Observed, ObservedVector, VectorName};
 pub use stage_checks::{same_irq_table_check, same_queue_table_check};
 pub use stages::{QueueRow, QueueStage, QueueTable, StageFacts, StageLink, QUEUE_IRQS_CHECK, REPORT_STAGE};
 pub use summary::{CoreCount, NodeCount, RemoteIrq, SiblingShare, Summary};

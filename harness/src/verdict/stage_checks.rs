@@ -10,7 +10,9 @@ use super::stages::{QueueStage, QueueTable, StageFacts, QUEUE_IRQS_CHECK, REPORT
 fn irq_cpus(v: &Verdict) -> Vec<(String, String)> {
     v.vectors
         .iter()
-        .map(|r| (r.name.clone(), r.observed.as_ref().map_or("missing".to_owned(), |o| o.smp_affinity_list.to_cpulist())))
+        .map(|r| {
+            (r.name.clone(), r.observed.as_ref().map_or("missing".to_owned(), |o| o.smp_affinity_list.to_cpulist()))
+        })
         .collect()
 }
 
@@ -63,13 +65,23 @@ fn same_irq_table(name: &str, earlier: &Verdict, report: &Verdict) -> Check {
     let (a, b) = (irq_cpus(earlier), irq_cpus(report));
     let mut detail = list_differences(&a, &b, name);
     if earlier.status != report.status {
-        detail.insert(0, format!("verdict {} at {name}, {} at the {REPORT_STAGE}", status_word(earlier.status), status_word(report.status)));
+        detail.insert(
+            0,
+            format!(
+                "verdict {} at {name}, {} at the {REPORT_STAGE}",
+                status_word(earlier.status),
+                status_word(report.status)
+            ),
+        );
     }
     let mut c = if detail.is_empty() {
         Check::new(
             same_irq_table_check(name),
             CheckStatus::Pass,
-            format!("the IRQ table at the {REPORT_STAGE} is the one at {name} ({} IRQs, same smp_affinity_list)", b.len()),
+            format!(
+                "the IRQ table at the {REPORT_STAGE} is the one at {name} ({} IRQs, same smp_affinity_list)",
+                b.len()
+            ),
         )
     } else {
         Check::new(
@@ -87,7 +99,11 @@ fn same_queue_table(name: &str, earlier: Option<&QueueTable>, report: Option<&Qu
     let check = same_queue_table_check(name);
     let (Some(a), Some(b)) = (earlier, report) else {
         let missing = if earlier.is_none() { name } else { REPORT_STAGE };
-        return Check::new(check, CheckStatus::Skip, format!("no queue table at {missing}: the device status was not taken"));
+        return Check::new(
+            check,
+            CheckStatus::Skip,
+            format!("no queue table at {missing}: the device status was not taken"),
+        );
     };
     let keyed = |t: &QueueTable| -> Vec<(usize, String)> {
         t.channel_cpus()
@@ -101,10 +117,17 @@ fn same_queue_table(name: &str, earlier: Option<&QueueTable>, report: Option<&Qu
         Check::new(
             check,
             CheckStatus::Pass,
-            format!("the queue table at the {REPORT_STAGE} is the one at {name} ({} channels, same MSI-X vectors and CPUs)", b.rows.len()),
+            format!(
+                "the queue table at the {REPORT_STAGE} is the one at {name} ({} channels, same MSI-X vectors and CPUs)",
+                b.rows.len()
+            ),
         )
     } else {
-        Check::new(check, CheckStatus::Fail, format!("the queue table at the {REPORT_STAGE} differs from {name}: {}", detail[0]))
+        Check::new(
+            check,
+            CheckStatus::Fail,
+            format!("the queue table at the {REPORT_STAGE} differs from {name}: {}", detail[0]),
+        )
     };
     c.detail = detail.into_iter().skip(1).collect();
     c
@@ -124,7 +147,10 @@ fn queue_irqs(stages: &[QueueStage]) -> Check {
         .iter()
         .flat_map(|(stage, t)| {
             t.rows.iter().filter(|r| r.irq.is_none()).map(move |r| {
-                format!("{stage}: channel {} (EQ {}, MSI-X {}) has no guest IRQ for its vector", r.channel, r.eq, r.msix_index)
+                format!(
+                    "{stage}: channel {} (EQ {}, MSI-X {}) has no guest IRQ for its vector",
+                    r.channel, r.eq, r.msix_index
+                )
             })
         })
         .collect();

@@ -82,7 +82,10 @@ fn reprobe_with_the_same_tables_passes_the_three_queue_checks() {
     let names: Vec<&str> = v.checks[15..].iter().map(|c| c.name.as_str()).collect();
     assert_eq!(names, ["queue_irqs", "same_irq_table_as_first_probe", "same_queue_table_as_first_probe"]);
     assert!(v.checks[15..].iter().all(|c| c.status == CheckStatus::Pass));
-    assert_eq!(check(&v, "queue_irqs").message, "every active channel's EQ vector has a guest IRQ (channels first-probe: 4, report: 4)");
+    assert_eq!(
+        check(&v, "queue_irqs").message,
+        "every active channel's EQ vector has a guest IRQ (channels first-probe: 4, report: 4)"
+    );
 }
 
 #[test]
@@ -126,7 +129,10 @@ fn a_first_probe_that_failed_makes_the_irq_tables_differ() {
     v.add_stages(vec![("first-probe", &first, facts(Some(t.clone()), None))], facts(Some(t), Some(0)));
     let c = check(&v, "same_irq_table_as_first_probe");
     assert_eq!(c.status, CheckStatus::Fail);
-    assert_eq!(c.message, "the IRQ table at the report differs from first-probe: verdict FAIL at first-probe, PASS at the report");
+    assert_eq!(
+        c.message,
+        "the IRQ table at the report differs from first-probe: verdict FAIL at first-probe, PASS at the report"
+    );
     assert_eq!(c.detail, ["mana_q3: 4-5 at first-probe, 2-3 at the report"]);
     let stages = v.queues.as_ref().expect("stages");
     assert_eq!((stages[0].status, stages[1].status), (Status::Fail, Status::Pass));
@@ -181,14 +187,20 @@ fn ktap_shows_the_queue_tables_as_diagnostics_and_the_queue_checks_as_subtests()
     assert!(text.contains(
         "\n  # link: eth0 up at 3.10 s, carrier 1 at 3.50 s (0.60 s from the start of ip link set up, guest clock); ethtool -L exit 0 at 4.00 s, now 4 combined channels\n"
     ), "{text}");
-    assert!(text.contains("\n  # Queues at the report (device view: SQ/RQ -> CQ -> EQ -> eq_pci_msix_index; guest IRQ):\n"), "{text}");
+    assert!(
+        text.contains("\n  # Queues at the report (device view: SQ/RQ -> CQ -> EQ -> eq_pci_msix_index; guest IRQ):\n"),
+        "{text}"
+    );
     assert_eq!(row_cells(&text, "  # Channel "), ["SQ", "RQ", "EQ", "MSI-X", "IRQ", "Name", "CPUs", "Effective"]);
     assert_eq!(row_cells(&text, "  # 3 "), ["13", "33", "4", "4", "28", "mana_q3", "2-3", "2"]);
     assert!(text.contains("\n  # Ethernet EQs without queues: 5,6,7,8\n"), "{text}");
     assert!(text.contains("\n  # first-probe vs report: IRQ table same, queue table same\n"), "{text}");
-    assert!(text.contains(
-        "\n  ok 16 queue_irqs\n  ok 17 same_irq_table_as_first_probe\n  ok 18 same_queue_table_as_first_probe\n"
-    ), "{text}");
+    assert!(
+        text.contains(
+            "\n  ok 16 queue_irqs\n  ok 17 same_irq_table_as_first_probe\n  ok 18 same_queue_table_as_first_probe\n"
+        ),
+        "{text}"
+    );
 
     let v = reprobe_run(|t| t.rows[1].cpus = Some(mask("4-5")));
     let text = render(&v, Format::Ktap).expect("ktap");
@@ -220,7 +232,10 @@ fn human_shows_the_stages_before_the_verdict_line() {
     let lines: Vec<&str> = text.lines().collect();
     assert!(lines.last().is_some_and(|l| l.starts_with("verdict: PASS (18 of 18 checks passed")), "{text}");
     let tail = &lines[lines.len() - 4..lines.len() - 1];
-    assert_eq!(tail, ["rmmod mana: exit 0", "first-probe vs report: IRQ table same, queue table same", "kernel warnings: none"]);
+    assert_eq!(
+        tail,
+        ["rmmod mana: exit 0", "first-probe vs report: IRQ table same, queue table same", "kernel warnings: none"]
+    );
 }
 
 #[test]

@@ -18,10 +18,8 @@ fn seed_002_on_6_12_as_the_model_predicts_passes() {
     assert!(v.checks.iter().all(|c| c.status == CheckStatus::Pass));
     assert!(v.as_topology_expects(), "seed-002.toml expects pass");
     // Seed 002's table, MSI-X 1..8 (commit message of 91bfe210e196).
-    let cpus: Vec<String> = v.vectors[1..]
-        .iter()
-        .map(|r| r.observed.as_ref().expect("present").smp_affinity_list.to_cpulist())
-        .collect();
+    let cpus: Vec<String> =
+        v.vectors[1..].iter().map(|r| r.observed.as_ref().expect("present").smp_affinity_list.to_cpulist()).collect();
     assert_eq!(cpus, ["0-1", "2-3", "0-1", "2-3", "4-5", "6-7", "4-5", "6-7"]);
     assert!(v.vectors.iter().all(|r| r.outcome == RowOutcome::Match));
 }
@@ -70,7 +68,11 @@ fn seed_000_case_2_on_a_6_12_kernel_fails_on_every_vector() {
     let failed: Vec<&str> = v.failures().map(|c| c.name.as_str()).collect();
     assert_eq!(failed, ["mana_hwc", "mana_q0", "mana_q1", "mana_q2", "mana_q3"]);
     let q0 = check(&v, "mana_q0");
-    assert!(q0.message.contains("smp_affinity_list expected 2-3 (node 0, hop 0), got 1 (node 0, hop 0)"), "{}", q0.message);
+    assert!(
+        q0.message.contains("smp_affinity_list expected 2-3 (node 0, hop 0), got 1 (node 0, hop 0)"),
+        "{}",
+        q0.message
+    );
 }
 
 #[test]
@@ -144,7 +146,11 @@ fn extra_and_duplicate_vectors_fail() {
     let failed: Vec<&str> = v.failures().map(|c| c.name.as_str()).collect();
     assert_eq!(failed, ["vector_count", "no_unexpected_vectors"]);
     let c = check(&v, "no_unexpected_vectors");
-    assert!(c.message.starts_with("2 MANA IRQs the model does not expect: mana_q8@pci:0000:41:00.0 (IRQ 40"), "{}", c.message);
+    assert!(
+        c.message.starts_with("2 MANA IRQs the model does not expect: mana_q8@pci:0000:41:00.0 (IRQ 40"),
+        "{}",
+        c.message
+    );
     assert!(c.detail[0].contains("a second IRQ named mana_q0 (the first is IRQ 25)"), "{:?}", c.detail);
     let unexpected: Vec<_> = v.vectors.iter().filter(|r| r.outcome == RowOutcome::Unexpected).collect();
     assert_eq!(unexpected.len(), 2);
@@ -161,9 +167,13 @@ fn wrong_pci_address_missing_hint_wrong_node_and_failed_probe_each_fail() {
     let v = run.judge();
     let failed: Vec<&str> = v.failures().map(|c| c.name.as_str()).collect();
     assert_eq!(failed, ["nic_numa_node", "probe", "mana_q1", "mana_q2"]);
-    assert!(check(&v, "mana_q1").message.ends_with("IRQ name mana_q1@pci:0000:42:00.0 does not carry the NIC's PCI address 0000:41:00.0"));
+    assert!(check(&v, "mana_q1")
+        .message
+        .ends_with("IRQ name mana_q1@pci:0000:42:00.0 does not carry the NIC's PCI address 0000:41:00.0"));
     assert!(check(&v, "mana_q2").message.ends_with("affinity_hint expected 0-1, got none"));
-    assert!(check(&v, "nic_numa_node").message.contains("the guest reads numa_node 1, the topology puts the NIC on node 0"));
+    assert!(check(&v, "nic_numa_node")
+        .message
+        .contains("the guest reads numa_node 1, the topology puts the NIC on node 0"));
 }
 
 #[test]
@@ -290,7 +300,12 @@ fn seed_002_summary_counts_from_effective_cpus() {
     let text = render(&v, Format::Human).expect("render");
     assert!(text.contains("  per node: node 0: 5, node 1: 4 (NIC on node 0)\n"), "{text}");
     assert!(text.contains("  per core: 3 on core 0; 2 on cores 1-3\n"), "{text}");
-    assert!(text.contains("IRQs on two or more SMT siblings of one core: 4 of 4 cores: core 0 (CPUs 0-1: mana_hwc, mana_q0, mana_q2)"), "{text}");
+    assert!(
+        text.contains(
+            "IRQs on two or more SMT siblings of one core: 4 of 4 cores: core 0 (CPUs 0-1: mana_hwc, mana_q0, mana_q2)"
+        ),
+        "{text}"
+    );
     assert!(
         text.contains("IRQs outside the NIC's node: 4: node 1 (hop 1, distance 20): mana_q4 on CPU 4, mana_q5 on CPU 6, mana_q6 on CPU 5, mana_q7 on CPU 7"),
         "{text}"
@@ -460,11 +475,17 @@ fn before_after_puts_6_1_and_6_12_side_by_side_with_hex_hints() {
     let after = Run::new("seed-002", "6.12").judge();
     let text = render_before_after(&before, &after);
     let q0 = text.lines().find(|l| l.starts_with("0 ")).expect("queue 0 row");
-    assert_eq!(q0.split_whitespace().collect::<Vec<_>>(), ["0", "1", "mana_q0", "0", "|", "0", "0", "|", "0", "1", "|", "0-1", "1", "|", "0"]);
+    assert_eq!(
+        q0.split_whitespace().collect::<Vec<_>>(),
+        ["0", "1", "mana_q0", "0", "|", "0", "0", "|", "0", "1", "|", "0-1", "1", "|", "0"]
+    );
     // Hex masks as /proc/irq/N/affinity_hint prints them for nr_cpu_ids = 8 (seed 003's
     // form, 2 hex digits): IRQ 25 (mana_q0) = CPU 1 → 02 before, CPUs 0-1 → 03 after.
     let (b, a) = text.split_once("After (").expect("after block");
-    assert!(b.contains("Before (6.1.192-3 (model)): affinity hints (9 IRQs, nr_cpu_ids = 8):\n24: 01\n25: 02\n"), "{text}");
+    assert!(
+        b.contains("Before (6.1.192-3 (model)): affinity hints (9 IRQs, nr_cpu_ids = 8):\n24: 01\n25: 02\n"),
+        "{text}"
+    );
     assert!(a.contains("\n24: 01\n25: 03\n26: 0c\n"), "{text}");
     // 6.12 vs 7.x: names differ, rows are matched by MSI-X index.
     let after7 = Run::new("seed-002", "7.x").judge();

@@ -253,7 +253,12 @@ fn stat(g: &GuestTraffic, name: &str) -> Option<u64> {
 }
 
 fn counts(per_cpu: &[u64]) -> Vec<CpuCount> {
-    per_cpu.iter().enumerate().filter(|(_, &c)| c > 0).map(|(cpu, &count)| CpuCount { cpu: cpu as u32, count }).collect()
+    per_cpu
+        .iter()
+        .enumerate()
+        .filter(|(_, &c)| c > 0)
+        .map(|(cpu, &count)| CpuCount { cpu: cpu as u32, count })
+        .collect()
 }
 
 /// Builds the `traffic` object and its three checks (see the module docs);
@@ -379,7 +384,9 @@ fn failure_reason(input: &TrafficInput<'_>) -> Option<String> {
     Some(match (g.addr_status, g.ping_status, g.tool_status) {
         (None, _, _) => "the guest agent ran no traffic (no netdev?)".to_string(),
         (Some(rc), _, _) if rc != 0 => format!("`ip addr add` failed in the guest (exit {rc})"),
-        (_, _, Some(rc)) => format!("the guest tool never reached the peer (exit {rc}; ping: exit {:?})", g.ping_status),
+        (_, _, Some(rc)) => {
+            format!("the guest tool never reached the peer (exit {rc}; ping: exit {:?})", g.ping_status)
+        }
         _ => "the guest tool did not run".to_string(),
     })
 }
@@ -496,7 +503,8 @@ fn rss_check(input: &TrafficInput<'_>, report: &TrafficReport) -> Check {
     }
     let mut detail = Vec::new();
     for f in &report.flows {
-        let name = format!("flow {} ({}:{} -> {}:{})", f.id, f.tuple.src, f.tuple.src_port, f.tuple.dst, f.tuple.dst_port);
+        let name =
+            format!("flow {} ({}:{} -> {}:{})", f.id, f.tuple.src, f.tuple.src_port, f.tuple.dst, f.tuple.dst_port);
         match (f.device_rq, f.device_hash) {
             (None, _) | (_, None) => detail.push(format!("{name}: the device recorded no frame of it")),
             (Some(rq), Some(hash)) => {
@@ -509,7 +517,10 @@ fn rss_check(input: &TrafficInput<'_>, report: &TrafficReport) -> Check {
                     ));
                 }
                 if hash != f.hash {
-                    detail.push(format!("{name}: the device's hash {hash:#010x} differs from the model's {:#010x}", f.hash));
+                    detail.push(format!(
+                        "{name}: the device's hash {hash:#010x} differs from the model's {:#010x}",
+                        f.hash
+                    ));
                 }
             }
         }
@@ -580,7 +591,11 @@ fn interrupts_check(report: &TrafficReport) -> Check {
         }
     }
     if !counted && detail.iter().all(|d| d.contains("no interrupt")) {
-        return Check::new(INTERRUPTS_CHECK, CheckStatus::Skip, "the guest reported no interrupt counts around the traffic".to_string());
+        return Check::new(
+            INTERRUPTS_CHECK,
+            CheckStatus::Skip,
+            "the guest reported no interrupt counts around the traffic".to_string(),
+        );
     }
     let mut c = Check::pass_if(
         INTERRUPTS_CHECK,

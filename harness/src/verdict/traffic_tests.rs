@@ -162,7 +162,10 @@ fn a_clean_traffic_run_passes_the_three_traffic_checks() {
     let tr = v.traffic.as_ref().expect("traffic");
     assert_eq!((tr.flows.len(), tr.queues.len(), tr.cpus.len()), (16, 8, 8));
     let f0 = &tr.flows[0];
-    assert_eq!((f0.device_rq, f0.rq, f0.channel, f0.irq_name.as_deref(), f0.cpu), (Some(30), Some(30), Some(0), Some("mana_q0"), Some(0)));
+    assert_eq!(
+        (f0.device_rq, f0.rq, f0.channel, f0.irq_name.as_deref(), f0.cpu),
+        (Some(30), Some(30), Some(0), Some("mana_q0"), Some(0))
+    );
     assert_eq!((f0.to_guest, f0.to_host, f0.verified), (4096, 2048, true));
     assert_eq!(tr.queues[3].rx_packets, Some(12));
     assert_eq!(tr.queues[3].interrupts, vec![traffic::CpuCount { cpu: 3, count: 13 }]);
@@ -195,8 +198,14 @@ fn a_flow_on_another_rq_or_with_another_hash_fails_rss_steering_naming_it() {
     assert_eq!(c.status, CheckStatus::Fail);
     assert_eq!(v.status, Status::Fail);
     let p2 = &t.planned[2].spec;
-    assert!(c.detail.iter().any(|d| d.starts_with(&format!("flow 2 (192.0.2.1:{} -> 192.0.2.2:{})", p2.host_port, p2.guest_port))
-        && d.contains("on RQ 37, the model predicts RQ 32")), "{:?}", c.detail);
+    assert!(
+        c.detail
+            .iter()
+            .any(|d| d.starts_with(&format!("flow 2 (192.0.2.1:{} -> 192.0.2.2:{})", p2.host_port, p2.guest_port))
+                && d.contains("on RQ 37, the model predicts RQ 32")),
+        "{:?}",
+        c.detail
+    );
     assert!(c.detail.iter().any(|d| d.starts_with("flow 5") && d.contains("device's hash")), "{:?}", c.detail);
     assert_eq!(c.detail.len(), 2, "RQ 32 still has other flows: {:?}", c.detail);
     // The flow's IRQ follows where the device put it (channel 7).
@@ -227,8 +236,16 @@ fn interrupts_off_the_effective_cpu_or_none_at_all_fail_traffic_interrupts() {
     t.guest.after.irqs.insert(q5, before);
     let c = check(&t.verdict(), INTERRUPTS_CHECK).clone();
     assert_eq!(c.status, CheckStatus::Fail);
-    assert!(c.detail.iter().any(|d| d.starts_with("mana_q2") && d.contains("effective CPUs 1, but interrupts 4 on CPU 6")), "{:?}", c.detail);
-    assert!(c.detail.iter().any(|d| d.starts_with("mana_q5") && d.contains("no interrupt during the traffic")), "{:?}", c.detail);
+    assert!(
+        c.detail.iter().any(|d| d.starts_with("mana_q2") && d.contains("effective CPUs 1, but interrupts 4 on CPU 6")),
+        "{:?}",
+        c.detail
+    );
+    assert!(
+        c.detail.iter().any(|d| d.starts_with("mana_q5") && d.contains("no interrupt during the traffic")),
+        "{:?}",
+        c.detail
+    );
 }
 
 #[test]
@@ -260,7 +277,12 @@ fn a_flow_not_verified_or_no_results_at_all_fails_traffic_flows_with_the_reason(
         peer_error: None,
         device_flows: &[],
         queues: Some(&t.table),
-        guest: &GuestTraffic { addr_status: Some(0), ping_status: Some(1), tool_status: Some(2), ..GuestTraffic::default() },
+        guest: &GuestTraffic {
+            addr_status: Some(0),
+            ping_status: Some(1),
+            tool_status: Some(2),
+            ..GuestTraffic::default()
+        },
         host: HOST,
         guest_ip: GUEST,
     };
@@ -276,9 +298,15 @@ fn a_flow_not_verified_or_no_results_at_all_fails_traffic_flows_with_the_reason(
 fn every_format_carries_the_traffic() {
     let v = Traffic::new().verdict();
     let human = render(&v, Format::Human).expect("human");
-    assert!(human.contains("traffic: 16 TCP flows, 16 verified both ways in 1.25 s; ping: 3 packets transmitted"), "{human}");
+    assert!(
+        human.contains("traffic: 16 TCP flows, 16 verified both ways in 1.25 s; ping: 3 packets transmitted"),
+        "{human}"
+    );
     assert!(human.contains("Per CPU during the traffic"), "{human}");
-    assert!(human.contains("busy cores whose SMT siblings were both busy: 3 of 4 busy cores: core 0 (CPUs 0-1)"), "{human}");
+    assert!(
+        human.contains("busy cores whose SMT siblings were both busy: 3 of 4 busy cores: core 0 (CPUs 0-1)"),
+        "{human}"
+    );
     assert!(human.contains("load outside the NIC's node (node 0): CPUs 4-7: 62 (57%) of 108 interrupts"), "{human}");
     let cpu3 = human.lines().find(|l| l.starts_with("3    1")).expect("CPU 3's row");
     assert_eq!(cpu3.split_whitespace().collect::<Vec<_>>(), ["3", "1", "0", "24", "35", "0"]);

@@ -112,7 +112,8 @@ fn yury_norov_walk_through_one_irq_at_a_time() {
     // n ≤ 8 vectors the HWC joins the spread (nvec ≤ ncpu), so the n vectors are the
     // first n rows of the seed 002 table.
     for n in 2..=8 {
-        let t = table(&topo_with("seed-002", "numa_node = 0", &format!("numa_node = 0\nmsix_table_size = {n}")), "6.12");
+        let t =
+            table(&topo_with("seed-002", "numa_node = 0", &format!("numa_node = 0\nmsix_table_size = {n}")), "6.12");
         assert_eq!(cpus(&t), strs(&SEED_002[..n]), "{n} vectors");
         assert_eq!(t.vectors[0].algorithm, Algorithm::IrqSetup, "HWC joins the spread (R02)");
     }
@@ -219,11 +220,8 @@ fn seed_003_node_visiting_order_from_node_14() {
     let t = topo("seed-003-epyc-7763");
     let tab = table(&t, "6.12");
     assert_eq!(tab.numa_levels, [10, 11, 12, 32]);
-    let node_sets: Vec<Vec<u32>> = tab
-        .hops
-        .iter()
-        .map(|h| t.nodes().iter().filter(|n| n.cpus.intersects(h)).map(|n| n.id).collect())
-        .collect();
+    let node_sets: Vec<Vec<u32>> =
+        tab.hops.iter().map(|h| t.nodes().iter().filter(|n| n.cpus.intersects(h)).map(|n| n.id).collect()).collect();
     assert_eq!(node_sets, [vec![14], vec![12, 13, 15], vec![8, 9, 10, 11], (0..8).collect()]);
     // irq_setup on 6.12: 65 vectors (nvec 65 ≤ 256, HWC joins). Node 14's 8 cores twice
     // (16 vectors), then the 24 cores of nodes 12, 13, 15 twice (48), then node 8's core 64.
@@ -323,7 +321,10 @@ fn nic_on_a_memory_only_node() {
     let tab = table(&t, "6.12");
     assert_eq!(tab.numa_levels, [10, 21], "R15: 2 levels, max 21");
     assert!(tab.hops.is_empty());
-    assert!(tab.vectors.iter().all(|v| v.algorithm == Algorithm::Default && v.smp_affinity_list.to_cpulist() == "0-95"));
+    assert!(tab
+        .vectors
+        .iter()
+        .all(|v| v.algorithm == Algorithm::Default && v.smp_affinity_list.to_cpulist() == "0-95"));
     // 7.x: the HWC's numa_aware call also has zero passes; queue vectors too.
     assert!(table(&t, "7.x").vectors.iter().all(|v| v.algorithm == Algorithm::Default));
     // 6.1: flat local_spread with an empty local node = i-th online CPU.

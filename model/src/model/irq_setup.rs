@@ -18,7 +18,13 @@ pub type Siblings<'a> = &'a dyn Fn(u32) -> CpuMask;
 /// group, removing the group and decrementing `weight` once per group. `weight` is only
 /// tested between passes, so uneven SMT (cores of 2+2+1 threads, weight 5) gets 3 + 3 = 6
 /// IRQs. `skip_first` consumes the first group visited without giving it an IRQ (7.x).
-fn walk(numa: &NumaLevels, siblings: Siblings<'_>, len: usize, node: Option<u32>, mut skip_first: bool) -> Vec<CpuMask> {
+fn walk(
+    numa: &NumaLevels,
+    siblings: Siblings<'_>,
+    len: usize,
+    node: Option<u32>,
+    mut skip_first: bool,
+) -> Vec<CpuMask> {
     let mut out = Vec::with_capacity(len);
     let mut prev = CpuMask::new();
     for next in numa.hop_masks(node) {
@@ -106,10 +112,7 @@ mod tests {
     fn seed_002_table() {
         // Seed 002 (commit message of 91bfe210e196): IRQ 0..7 → 0-1 2-3 0-1 2-3 4-5 6-7 4-5 6-7.
         let n = two_nodes_of_two_cores();
-        assert_eq!(
-            lists(&irq_setup(&n, &pairs, 8, Some(0))),
-            ["0-1", "2-3", "0-1", "2-3", "4-5", "6-7", "4-5", "6-7"]
-        );
+        assert_eq!(lists(&irq_setup(&n, &pairs, 8, Some(0))), ["0-1", "2-3", "0-1", "2-3", "4-5", "6-7", "4-5", "6-7"]);
     }
 
     #[test]

@@ -72,7 +72,10 @@ fn static_plan(topo: &Topology, numa: &NumaLevels, gen: KernelGen) -> Plan {
     let nvec = table.min(want);
     let usable = nvec.min(topo.nic().max_msix);
     if usable <= 1 {
-        return Plan::failed(nvec, format!("num_msix_usable = min(nvec {nvec}, max_msix {}) <= 1: -ENOSPC", topo.nic().max_msix));
+        return Plan::failed(
+            nvec,
+            format!("num_msix_usable = min(nvec {nvec}, max_msix {}) <= 1: -ENOSPC", topo.nic().max_msix),
+        );
     }
     let siblings = |cpu: u32| topo.siblings(cpu).and(numa.online());
     let default = default_affinity(numa, node);

@@ -32,17 +32,12 @@ pub fn effective_slit(slit: &[Vec<u32>]) -> Vec<Vec<u32>> {
     let n = slit.len();
     let valid = slit.iter().enumerate().all(|(i, row)| {
         row.len() == n
-            && row
-                .iter()
-                .enumerate()
-                .all(|(j, &d)| if i == j { d == LOCAL_DISTANCE } else { d > LOCAL_DISTANCE })
+            && row.iter().enumerate().all(|(j, &d)| if i == j { d == LOCAL_DISTANCE } else { d > LOCAL_DISTANCE })
     });
     if valid {
         return slit.to_vec();
     }
-    (0..n)
-        .map(|i| (0..n).map(|j| if i == j { LOCAL_DISTANCE } else { REMOTE_DISTANCE }).collect())
-        .collect()
+    (0..n).map(|i| (0..n).map(|j| if i == j { LOCAL_DISTANCE } else { REMOTE_DISTANCE }).collect()).collect()
 }
 
 /// The scheduler's NUMA levels and per-level node masks.
@@ -148,11 +143,11 @@ impl NumaLevels {
 
     /// `node_distance(a, b)`.
     pub fn distance(&self, a: u32, b: u32) -> u32 {
-        self.distances
-            .get(a as usize)
-            .and_then(|r| r.get(b as usize))
-            .copied()
-            .unwrap_or(if a == b { LOCAL_DISTANCE } else { REMOTE_DISTANCE })
+        self.distances.get(a as usize).and_then(|r| r.get(b as usize)).copied().unwrap_or(if a == b {
+            LOCAL_DISTANCE
+        } else {
+            REMOTE_DISTANCE
+        })
     }
 
     /// `sched_numa_hop_mask(node, hop)`: `None` stands for every value the loop stops on
@@ -274,7 +269,11 @@ mod tests {
     fn hop_0_includes_nodes_at_the_smallest_distance() {
         // kernel/sched/topology.c: masks[0][j] holds every node k with d(j,k) <= levels[0] = 10.
         // (Impossible with a valid SLIT, but the rule is the kernel's.)
-        let l = NumaLevels::build(&masks(&["0", "1", "2"]), &[vec![10, 10, 30], vec![10, 10, 30], vec![30, 30, 10]], &CpuMask::first_n(3));
+        let l = NumaLevels::build(
+            &masks(&["0", "1", "2"]),
+            &[vec![10, 10, 30], vec![10, 10, 30], vec![30, 30, 10]],
+            &CpuMask::first_n(3),
+        );
         assert_eq!(hops(&l, Some(0)), ["0-1", "2"]);
     }
 }

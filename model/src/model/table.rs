@@ -159,11 +159,8 @@ impl ExpectedTable {
             self.vectors_allocated,
             self.max_num_queues
         );
-        let hops: Vec<String> = self
-            .hops
-            .iter()
-            .map(|h| if h.is_empty() { "(nothing new)".to_owned() } else { h.to_cpulist() })
-            .collect();
+        let hops: Vec<String> =
+            self.hops.iter().map(|h| if h.is_empty() { "(nothing new)".to_owned() } else { h.to_cpulist() }).collect();
         let hops = if hops.is_empty() { "none (the NIC's node has no CPUs)".to_owned() } else { hops.join(" | ") };
         let levels: Vec<String> = self.numa_levels.iter().map(u32::to_string).collect();
         let _ = writeln!(out, "# model: {}", self.model);

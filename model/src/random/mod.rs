@@ -24,7 +24,7 @@ use crate::topology::{Topology, TopologyError};
 /// `n` random valid topologies for `seed`, each with at most `max_cpus` CPUs (clamped
 /// to 1..=8192).
 ///
-/// What varies: SMT on or off (1 or 2 threads), 1-4 sockets, now and then 2 dies, the
+/// What varies: SMT on or off (1 or 2 threads), 1-4 sockets (one die each: the rig boots no more), the
 /// cores; 1-8 NUMA nodes made of runs of consecutive cores (so SMT sibling groups never
 /// straddle nodes), sometimes in shuffled node order, sometimes with 1-2 memory-only
 /// nodes and CPU-only nodes; a symmetric SLIT from a few values (ties are common) or

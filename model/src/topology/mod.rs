@@ -133,7 +133,8 @@ impl Topology {
     pub fn load(path: impl AsRef<Path>) -> Result<Self, TopologyError> {
         let path = path.as_ref();
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| TopologyError::Read { path: shown.clone(), source })?;
+        let text =
+            std::fs::read_to_string(path).map_err(|source| TopologyError::Read { path: shown.clone(), source })?;
         Self::from_toml_str(&shown, &text)
     }
 
@@ -223,11 +224,11 @@ impl Topology {
     /// `node_distance(a, b)` as the kernel sees it (SLIT, or 10/20 without one).
     /// Unknown node ids give 20 (REMOTE_DISTANCE) like x86's `__node_distance()`.
     pub fn distance(&self, a: u32, b: u32) -> u32 {
-        self.spec.distances
-            .get(a as usize)
-            .and_then(|row| row.get(b as usize))
-            .copied()
-            .unwrap_or(if a == b { 10 } else { 20 })
+        self.spec.distances.get(a as usize).and_then(|row| row.get(b as usize)).copied().unwrap_or(if a == b {
+            10
+        } else {
+            20
+        })
     }
     /// The full distance matrix (n×n).
     pub fn distances(&self) -> &[Vec<u32>] {

@@ -175,8 +175,11 @@ fn bad_cpulist_syntax() {
 
 #[test]
 fn empty_node_and_no_memory() {
-    let text = with("[numa]", "[[numa.nodes]]\ncpus = \"\"\nmemory_mib = 0\n[numa]")
-        .replacen("[[10, 20], [20, 10]]", "[[10, 20, 20], [20, 10, 20], [20, 20, 10]]", 1);
+    let text = with("[numa]", "[[numa.nodes]]\ncpus = \"\"\nmemory_mib = 0\n[numa]").replacen(
+        "[[10, 20], [20, 10]]",
+        "[[10, 20, 20], [20, 10, 20], [20, 20, 10]]",
+        1,
+    );
     let (p, _) = invalid(&text, "numa.nodes[2]");
     assert_eq!(p, Problem::EmptyNode);
     let text = BASE.replace("memory_mib = 512", "memory_mib = 0");
@@ -186,7 +189,8 @@ fn empty_node_and_no_memory() {
 
 #[test]
 fn no_nodes() {
-    let text = "name = \"t\"\n[source]\nkind = \"synthetic\"\nwording = \"w\"\n[cpus]\nsockets = 1\ncores = 1\nthreads = 1\n\
+    let text =
+        "name = \"t\"\n[source]\nkind = \"synthetic\"\nwording = \"w\"\n[cpus]\nsockets = 1\ncores = 1\nthreads = 1\n\
                 [numa]\nnodes = []\n[nic]\nnuma_node = \"none\"\n[expect]\nverdict = \"pass\"\nsource = \"s\"\n";
     let (p, _) = invalid(text, "numa.nodes");
     assert_eq!(p, Problem::NoNodes);
@@ -196,7 +200,8 @@ fn no_nodes() {
 fn bad_mac_and_empty_name() {
     let (p, _) = invalid(&with("numa_node = 0", "numa_node = 0\nmac = \"00:15:5d:01:02\""), "nic.mac");
     assert!(matches!(p, Problem::Mac { .. }));
-    let t = Topology::from_toml_str("x", &with("numa_node = 0", "numa_node = 0\nmac = \"00:15:5D:01:02:0a\"")).expect("valid");
+    let t = Topology::from_toml_str("x", &with("numa_node = 0", "numa_node = 0\nmac = \"00:15:5D:01:02:0a\""))
+        .expect("valid");
     assert_eq!(t.nic().mac, Some([0x00, 0x15, 0x5d, 0x01, 0x02, 0x0a]));
     let (p, _) = invalid(&with("name = \"t\"", "name = \" \""), "name");
     assert_eq!(p, Problem::Empty);
@@ -261,7 +266,8 @@ fn linux_smt_outer_numbering_and_qemu_mapping() {
 /// vector is the HWC's: mana_gd_query_max_resources()).
 #[test]
 fn channels_must_fit_the_driver_maximum() {
-    let t = Topology::from_toml_str("x", &with("numa_node = 0", "numa_node = 0\nchannels = 4")).expect("4 channels fit");
+    let t =
+        Topology::from_toml_str("x", &with("numa_node = 0", "numa_node = 0\nchannels = 4")).expect("4 channels fit");
     assert_eq!(t.nic().channels, Some(4));
     let (p, _) = invalid(&with("numa_node = 0", "numa_node = 0\nchannels = 9"), "nic.channels");
     assert_eq!(p, Problem::Range { value: 9, min: 1, max: 8 });

@@ -2,8 +2,8 @@
 //! `before | after` cells), then each run's `affinity_hint` masks the way
 //! `/proc/irq/N/affinity_hint` prints them (seed 003's `IRQ: mask` lists).
 
-use super::super::geometry::ids;
 use super::super::check::Status;
+use super::super::geometry::ids;
 use super::super::outcome::Verdict;
 use super::super::row::{RowOutcome, VectorRow};
 use super::text::align;
@@ -54,7 +54,10 @@ fn run_line(label: &str, v: &Verdict) -> String {
         Status::Fail => "FAIL",
     };
     let model = if v.run.model.is_empty() { String::new() } else { format!(": {}", v.run.model) };
-    format!("{label}: {} on Linux {} (model {}{model}), verdict {status}", v.run.name, v.run.kernel_release, v.run.kernel)
+    format!(
+        "{label}: {} on Linux {} (model {}{model}), verdict {status}",
+        v.run.name, v.run.kernel_release, v.run.kernel
+    )
 }
 
 /// `affinity_hint` of every IRQ the guest shows, as `irq: mask` lines (all zeros when the
@@ -78,7 +81,8 @@ fn hint_lines(v: &Verdict) -> Vec<String> {
 /// Then the `affinity_hint` masks of each run in `/proc` hex form (nr_cpu_ids bits).
 pub fn render_before_after(before: &Verdict, after: &Verdict) -> String {
     let mut lines = vec![run_line("before", before), run_line("after ", after), String::new()];
-    let mut rows = vec![["IRQ", "MSI-X", "Name", "node-num", "core-num", "CPU", "Effective"].map(str::to_owned).to_vec()];
+    let mut rows =
+        vec![["IRQ", "MSI-X", "Name", "node-num", "core-num", "CPU", "Effective"].map(str::to_owned).to_vec()];
     for (b, a) in rows_by_index(before, after) {
         let any = b.or(a).map(|r| (r.msix_index, r.queue));
         let (index, queue) = any.unwrap_or((None, None));

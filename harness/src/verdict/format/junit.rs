@@ -25,20 +25,22 @@ fn suite(v: &Verdict) -> TestSuite {
     let r = &v.run;
     let mut suite = TestSuite::new(r.name.as_str());
     let opt = |o: Option<String>| o.unwrap_or_else(|| "none".to_owned());
-    suite.add_properties([
-        ("topology", r.topology.clone()),
-        ("source", r.source.clone()),
-        ("kernel", r.kernel.to_string()),
-        ("kernel_release", r.kernel_release.clone()),
-        ("model_version", r.model_version.clone()),
-        ("model", r.model.clone()),
-        ("model_basis", r.model_basis.clone()),
-        ("accel", r.accel.clone()),
-        ("nic_bdf", opt(r.nic_bdf.clone())),
-        ("nic_node", opt(r.nic_node.map(|n| n.to_string()))),
-        ("schema_version", v.schema_version.to_string()),
-    ]
-    .map(|(k, v)| Property::new(k, v)));
+    suite.add_properties(
+        [
+            ("topology", r.topology.clone()),
+            ("source", r.source.clone()),
+            ("kernel", r.kernel.to_string()),
+            ("kernel_release", r.kernel_release.clone()),
+            ("model_version", r.model_version.clone()),
+            ("model", r.model.clone()),
+            ("model_basis", r.model_basis.clone()),
+            ("accel", r.accel.clone()),
+            ("nic_bdf", opt(r.nic_bdf.clone())),
+            ("nic_node", opt(r.nic_node.map(|n| n.to_string()))),
+            ("schema_version", v.schema_version.to_string()),
+        ]
+        .map(|(k, v)| Property::new(k, v)),
+    );
     for c in &v.checks {
         let status = match c.status {
             CheckStatus::Pass => TestCaseStatus::success(),

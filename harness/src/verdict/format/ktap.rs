@@ -34,7 +34,8 @@ fn diagnostics(out: &mut Vec<String>, indent: &str, text: &str) {
 fn run(out: &mut Vec<String>, number: usize, v: &Verdict) {
     out.push(format!("{INDENT}KTAP version 1"));
     let traffic = traffic_text::traffic(v);
-    for line in text::header(v).iter().chain(text::table(v).iter()).chain(text::stages(v).iter()).chain(traffic.iter()) {
+    for line in text::header(v).iter().chain(text::table(v).iter()).chain(text::stages(v).iter()).chain(traffic.iter())
+    {
         diagnostics(out, INDENT, line);
     }
     out.push(format!("{INDENT}1..{}", v.checks.len()));
@@ -74,6 +75,14 @@ pub(super) fn render(verdicts: &[Verdict]) -> String {
     for (i, v) in verdicts.iter().enumerate() {
         run(&mut out, i + 1, v);
     }
+    out.join("\n") + "\n"
+}
+
+/// One run as test `number` of a larger KTAP document: its subtests and its
+/// result line, without the document's version line and plan.
+pub(super) fn render_test(number: usize, v: &Verdict) -> String {
+    let mut out = Vec::new();
+    run(&mut out, number, v);
     out.join("\n") + "\n"
 }
 

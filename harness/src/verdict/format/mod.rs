@@ -110,6 +110,13 @@ pub fn render_many(verdicts: &[Verdict], format: Format) -> Result<String, Rende
     })
 }
 
+/// One run as test `number` of a KTAP document someone else writes the
+/// version line and plan of (a matrix: one test per pair, its checks as
+/// subtests): the lines [`render_many`] gives that run, numbered `number`.
+pub fn render_ktap_test(number: usize, verdict: &Verdict) -> String {
+    ktap::render_test(number, verdict)
+}
+
 /// Report a rig failure (setup, QEMU, device, guest panic, bad input) in `format`, so a
 /// CI parser sees a result either way: human `verdict: RIG ERROR (…)`, KTAP `not ok 1
 /// <run> # ERROR …`, a JUnit `<error>` test case, JSON `{"status": "rig-error", …}`.

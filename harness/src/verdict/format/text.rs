@@ -2,8 +2,8 @@
 //! a rig run's stages (link and queue table), verdict line. Each returns lines without
 //! newlines.
 
-use super::super::geometry::ids;
 use super::super::check::{CheckStatus, Status};
+use super::super::geometry::ids;
 use super::super::outcome::Verdict;
 use super::super::row::{RowOutcome, VectorRow};
 use super::super::stage_checks::{same_irq_table_check, same_queue_table_check};
@@ -186,10 +186,8 @@ fn cores_text(cores: &[u32]) -> String {
 /// The compact answer block: IRQs per node and core, SMT siblings both busy, IRQs outside
 /// the NIC's node (from `effective_affinity_list`).
 pub(super) fn summary(s: &Summary) -> Vec<String> {
-    let mut out = vec![format!(
-        "Where the IRQs landed (effective_affinity_list; {} of {} MANA IRQs fired):",
-        s.fired, s.vectors
-    )];
+    let mut out =
+        vec![format!("Where the IRQs landed (effective_affinity_list; {} of {} MANA IRQs fired):", s.fired, s.vectors)];
     let mut nodes: Vec<String> =
         s.per_node.iter().filter(|n| n.irqs > 0).map(|n| format!("node {}: {}", n.node, n.irqs)).collect();
     let idle: Vec<u32> = s.per_node.iter().filter(|n| n.irqs == 0).map(|n| n.node).collect();
@@ -249,10 +247,7 @@ pub(super) fn summary(s: &Summary) -> Vec<String> {
     };
     out.push(format!("  IRQs outside the NIC's node: {remote}"));
     if !s.not_fired.is_empty() {
-        out.push(format!(
-            "  never fired, effective CPU not yet meaningful (not counted): {}",
-            s.not_fired.join(", ")
-        ));
+        out.push(format!("  never fired, effective CPU not yet meaningful (not counted): {}", s.not_fired.join(", ")));
     }
     out
 }
@@ -266,9 +261,16 @@ pub(super) fn queue_table(t: Option<&QueueTable>, title: &str) -> Vec<String> {
     let Some(t) = t else {
         return vec![format!("{title}: not known (the device status was not taken)")];
     };
-    let list = |v: &[u32]| if v.is_empty() { "-".to_owned() } else { v.iter().map(u32::to_string).collect::<Vec<_>>().join(",") };
+    let list = |v: &[u32]| {
+        if v.is_empty() {
+            "-".to_owned()
+        } else {
+            v.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+        }
+    };
     let opt = |v: Option<String>| v.unwrap_or_else(|| "-".to_owned());
-    let mut rows = vec![["Channel", "SQ", "RQ", "EQ", "MSI-X", "IRQ", "Name", "CPUs", "Effective"].map(str::to_owned).to_vec()];
+    let mut rows =
+        vec![["Channel", "SQ", "RQ", "EQ", "MSI-X", "IRQ", "Name", "CPUs", "Effective"].map(str::to_owned).to_vec()];
     for r in &t.rows {
         rows.push(vec![
             r.channel.to_string(),

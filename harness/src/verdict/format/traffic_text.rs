@@ -59,7 +59,8 @@ pub(super) fn summary_lines(s: &TrafficSummary) -> Vec<String> {
     let both = if s.both_siblings_busy.is_empty() {
         "none".to_owned()
     } else {
-        let list: Vec<String> = s.both_siblings_busy.iter().map(|b| format!("core {} (CPUs {})", b.core, b.cpus)).collect();
+        let list: Vec<String> =
+            s.both_siblings_busy.iter().map(|b| format!("core {} (CPUs {})", b.core, b.cpus)).collect();
         list.join("; ")
     };
     let remote = match s.nic_node {
@@ -93,16 +94,21 @@ pub(super) fn traffic(v: &Verdict) -> Vec<String> {
     let mut out = vec![headline(t)];
     if !t.flows.is_empty() {
         out.push("Flows (peer -> guest 4-tuple; hash, slot and RQ of the rig's Toeplitz model; Device = what the device did, `=` same):".to_owned());
-        let mut rows = vec![["Flow", "Opener", "Tuple", "Hash", "Device", "Slot", "RQ", "Device", "Ch", "MSI-X", "IRQ", "Name", "CPU", "Packets", "Verified"]
-            .map(str::to_owned)
-            .to_vec()];
+        let mut rows = vec![[
+            "Flow", "Opener", "Tuple", "Hash", "Device", "Slot", "RQ", "Device", "Ch", "MSI-X", "IRQ", "Name", "CPU",
+            "Packets", "Verified",
+        ]
+        .map(str::to_owned)
+        .to_vec()];
         rows.extend(t.flows.iter().take(FLOWS_MAX).map(flow_row));
         out.extend(align(&rows));
         if t.flows.len() > FLOWS_MAX {
             out.push(format!("… and {} more flows (all of them: --format json)", t.flows.len() - FLOWS_MAX));
         }
     }
-    out.push("Per CPU during the traffic (the queues' interrupts; NET_RX and NET_TX softirqs, /proc/softirqs):".to_owned());
+    out.push(
+        "Per CPU during the traffic (the queues' interrupts; NET_RX and NET_TX softirqs, /proc/softirqs):".to_owned(),
+    );
     let mut rows = vec![["CPU", "Core", "Node", "Interrupts", "NET_RX", "NET_TX"].map(str::to_owned).to_vec()];
     rows.extend(t.cpus.iter().map(|c| {
         vec![
@@ -132,7 +138,8 @@ pub(super) fn headline(t: &TrafficReport) -> String {
 /// traffic; else nothing).
 pub(super) fn before_after(before: &Verdict, after: &Verdict) -> Vec<String> {
     let (Some(b), Some(a)) = (&before.traffic, &after.traffic) else { return Vec::new() };
-    let verified = |t: &TrafficReport| format!("{} of {}", t.flows.iter().filter(|f| f.verified).count(), t.flows.len());
+    let verified =
+        |t: &TrafficReport| format!("{} of {}", t.flows.iter().filter(|f| f.verified).count(), t.flows.len());
     let cpus = |m: &crate::cpulist::CpuMask| if m.is_empty() { "none".to_owned() } else { m.to_cpulist() };
     let both = |s: &TrafficSummary| {
         let cores: Vec<u32> = s.both_siblings_busy.iter().map(|c| c.core).collect();
@@ -141,7 +148,11 @@ pub(super) fn before_after(before: &Verdict, after: &Verdict) -> Vec<String> {
     };
     let remote = |s: &TrafficSummary| match s.nic_node {
         None => "n/a".to_owned(),
-        Some(_) => format!("{} interrupts, {} NET_RX", share(s.remote_interrupts, s.interrupts), share(s.remote_net_rx, s.net_rx)),
+        Some(_) => format!(
+            "{} interrupts, {} NET_RX",
+            share(s.remote_interrupts, s.interrupts),
+            share(s.remote_net_rx, s.net_rx)
+        ),
     };
     let rows: Vec<(&str, String, String)> = vec![
         ("flows verified both ways", verified(b), verified(a)),
@@ -150,7 +161,11 @@ pub(super) fn before_after(before: &Verdict, after: &Verdict) -> Vec<String> {
         ("busy cores with both SMT siblings busy", both(&b.summary), both(&a.summary)),
         ("load outside the NIC's node", remote(&b.summary), remote(&a.summary)),
     ];
-    let mut table = vec![vec![String::new(), format!("before ({})", before.run.kernel_release), format!("after ({})", after.run.kernel_release)]];
+    let mut table = vec![vec![
+        String::new(),
+        format!("before ({})", before.run.kernel_release),
+        format!("after ({})", after.run.kernel_release),
+    ]];
     table.extend(rows.into_iter().map(|(k, x, y)| vec![k.to_owned(), x, y]));
     let mut out = vec!["Under traffic (run --traffic: the same flow count on both sides):".to_owned()];
     out.extend(align(&table));

@@ -1,4 +1,5 @@
-//! The guest's console report as the verdict reads it.
+//! The guest's report turned into the verdict's inputs: its MANA IRQs as
+//! [`Observed`] and each stage's facts.
 
 use crate::cpulist::CpuMask;
 use crate::guest_protocol::{GuestIrq, GuestReport};

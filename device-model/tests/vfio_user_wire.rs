@@ -1,0 +1,153 @@
+//! The device's vfio-user socket as a hostile or buggy client sees it: every
+//! refusal arrives as an error reply carrying a real errno (the `vfio_user`
+//! crate alone sends 0, which QEMU takes for success), and messages the
+//! crate cannot take (a VERSION without payload, a 4 GiB REGION_READ, a
+//! size past the limit) are refused before they reach it. Raw bytes over a
+//! socketpair, the real device core behind.
+
+mod wire_client;
+
+use device_model::config::DeviceConfig;
+use device_model::server::{DeviceServer, StatusHandle};
+use device_model::wire::{self, FLAG_NO_REPLY, HEADER_SIZE};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use vfio_bindings::bindings::vfio::{
+    VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_IRQ_SET_DATA_EVENTFD, VFIO_PCI_BAR0_REGION_INDEX, VFIO_PCI_MSIX_IRQ_INDEX,
+};
+use wire_client::*;
+
+const MIB: u64 = 1 << 20;
+
+struct Session {
+    client: RawClient,
+    status: StatusHandle,
+    serving: JoinHandle<Result<(), device_model::server::ServerError>>,
+    _dir: tempfile::TempDir,
+}
+
+/// A device with the MANA core, serving one end of a socketpair.
+fn session() -> Session {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = DeviceConfig { msix_table_size: 9, ..DeviceConfig::default() };
+    let factory = device_model::factory(config.clone());
+    let server = Arc::new(DeviceServer::bind(&dir.path().join("dev.sock"), config, factory).expect("bind"));
+    let status = server.status_handle();
+    let (ours, theirs) = UnixStream::pair().expect("socketpair");
+    let serving = std::thread::spawn(move || server.serve(theirs));
+    Session { client: RawClient::new(ours), status, serving, _dir: dir }
+}
+
+impl Session {
+    /// Disconnects and returns how serving ended.
+    fn end(self) -> Result<(), device_model::server::ServerError> {
+        drop(self.client);
+        self.serving.join().expect("serving thread")
+    }
+}
+
+fn guest_ram(size: u64) -> std::fs::File {
+    let ram = memfd::MemfdOptions::default().create("ram").expect("memfd").into_file();
+    ram.set_len(size).expect("size");
+    ram
+}
+
+#[test]
+fn refused_dma_maps_unmaps_and_set_irqs_reach_the_client_with_their_errno() {
+    let mut s = session();
+    let ram = guest_ram(MIB);
+    let fd = [ram.as_raw_fd()];
+    let c = &mut s.client;
+    // Past the end of the file (would be SIGBUS on first touch).
+    let reply = c.call(wire::DMA_MAP, &dma_map_fields(0, 2 * MIB, 0), &fd);
+    assert_eq!(reply.errno(), Some(libc::EINVAL), "{reply:?}");
+    let reply = c.call(wire::DMA_MAP, &dma_map_fields(0, MIB, 0), &fd);
+    assert_eq!(reply.errno(), None, "{reply:?}");
+    let reply = c.call(wire::DMA_MAP, &dma_map_fields(MIB / 2, MIB / 2, 0), &fd);
+    assert_eq!(reply.errno(), Some(libc::EEXIST), "overlap");
+    let reply = c.call(wire::DMA_UNMAP, &dma_unmap_fields(0, MIB / 2), &[]);
+    assert_eq!(reply.errno(), Some(libc::EINVAL), "partial unmap");
+    let eventfd = VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER;
+    let msix = VFIO_PCI_MSIX_IRQ_INDEX;
+    let reply = c.call(wire::DEVICE_SET_IRQS, &set_irqs_fields(msix, eventfd, 8, 2), &[]);
+    assert_eq!(reply.errno(), Some(libc::EINVAL), "vectors outside the table");
+    let reply = c.call(wire::DEVICE_SET_IRQS, &set_irqs_fields(msix, eventfd, 0, 1), &fd);
+    assert_eq!(reply.errno(), Some(libc::EINVAL), "a memfd is not an eventfd");
+    let reply = c.call(wire::DMA_UNMAP, &dma_unmap_fields(0, MIB), &[]);
+    assert_eq!(reply.errno(), None, "{reply:?}");
+    let shell = s.status.status();
+    assert_eq!(shell.refused_requests, 5);
+    assert!(shell.dma_ranges.is_empty());
+    s.end().expect("clean end");
+}
+
+#[test]
+fn a_version_without_payload_is_refused_and_the_connection_goes_on() {
+    let mut s = session();
+    let c = &mut s.client;
+    // The crate unwraps CString::from_vec_with_nul() of the payload: panic.
+    let reply = c.call(wire::VERSION, &[0, 0, 0, 0], &[]);
+    assert_eq!(reply.errno(), Some(libc::EINVAL));
+    let reply = c.call(wire::VERSION, b"\0\0\0\0{\"capabilities\"", &[]);
+    assert_eq!(reply.errno(), Some(libc::EINVAL), "no NUL");
+    // Shorter than its fixed part: the crate's size arithmetic underflows.
+    let reply = c.call(wire::VERSION, &[0, 0], &[]);
+    assert_eq!(reply.errno(), Some(libc::EINVAL));
+    let reply = c.call(wire::VERSION, &version_fields("{\"capabilities\":{}}"), &[]);
+    assert_eq!(reply.errno(), None, "{reply:?}");
+    assert!(reply.body.len() > 4, "the server's capabilities");
+    let reply = c.call(wire::DEVICE_GET_INFO, &[0; 16], &[]);
+    assert_eq!(reply.errno(), None);
+    assert_eq!(s.status.status().refused_messages, 3);
+    s.end().expect("clean end");
+}
+
+#[test]
+fn a_four_gigabyte_region_read_is_refused_without_allocating_it() {
+    let mut s = session();
+    let c = &mut s.client;
+    let bar0 = VFIO_PCI_BAR0_REGION_INDEX;
+    let reply = c.call(wire::REGION_READ, &region_fields(bar0, 0, u32::MAX), &[]);
+    assert_eq!(reply.errno(), Some(libc::E2BIG));
+    let reply = c.call(wire::REGION_READ, &region_fields(bar0, 0x18, 8), &[]);
+    assert_eq!(reply.errno(), None);
+    let data = &reply.body[size_of::<wire::RegionAccess>() - HEADER_SIZE..];
+    assert_eq!(data, &0x100u64.to_le_bytes(), "GDMA_REG_SHM_OFFSET");
+    s.end().expect("clean end");
+}
+
+#[test]
+fn no_reply_messages_get_no_reply_even_when_refused() {
+    let mut s = session();
+    let c = &mut s.client;
+    let bar0 = VFIO_PCI_BAR0_REGION_INDEX;
+    // A posted write (QEMU's BAR writes), an unknown command and a short
+    // DMA_UNMAP, all NO_REPLY: nothing comes back for any of them.
+    let mut write = region_fields(bar0, 0x1000, 8);
+    write.extend_from_slice(&[0; 8]);
+    let message = c.message(wire::REGION_WRITE, &write, FLAG_NO_REPLY);
+    c.send(&message, &[]);
+    let message = c.message(99, &[1, 2, 3], FLAG_NO_REPLY);
+    c.send(&message, &[]);
+    let message = c.message(wire::DMA_UNMAP, &[0; 4], FLAG_NO_REPLY);
+    c.send(&message, &[]);
+    // The next reply is the read's.
+    let reply = c.call(wire::REGION_READ, &region_fields(bar0, 0x08, 8), &[]);
+    assert_eq!(reply.errno(), None);
+    assert_eq!(s.status.status().refused_messages, 2);
+    s.end().expect("clean end");
+}
+
+#[test]
+fn a_message_size_past_the_limit_is_answered_with_e2big_and_ends_the_connection() {
+    let mut s = session();
+    let c = &mut s.client;
+    let mut message = c.message(wire::REGION_WRITE, &region_fields(0, 0, 8), 0);
+    message[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
+    c.send(&message, &[]);
+    assert_eq!(c.reply().errno(), Some(libc::E2BIG));
+    let err = s.end().expect_err("framing lost");
+    assert!(format!("{:?}", err).contains("Framing"), "{err:?}");
+}

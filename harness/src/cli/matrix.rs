@@ -1,0 +1,394 @@
+//! The `matrix` and `matrix-merge` subcommands.
+
+use super::matrix_output::{emit, OutputArgs};
+use super::matrix_progress::Display;
+use super::run::RigOptions;
+use super::Exit;
+use crate::matrix::kernels::{KernelRequest, Readiness};
+use crate::matrix::merge::merge;
+use crate::matrix::oracle::Oracle;
+use crate::matrix::oracles::BaselineOracle;
+use crate::matrix::progress::short_duration;
+use crate::matrix::report::{MatrixReport, Overall};
+use crate::matrix::runner::{BootRunner, ModelRunner, PairRunner, RigSettings};
+use crate::matrix::search::write_random;
+use crate::matrix::session::{default_run_id, run_shard, shard_jobs, Hooks, ShardRequest};
+use crate::matrix::shard::Shard;
+use crate::matrix::spec::{expand, read_inputs, MatrixSpec, RandomSpec};
+use crate::rig::kernel_choice::KernelChoice;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Arguments of `matrix`.
+#[derive(Debug, clap::Args)]
+pub struct MatrixArgs {
+    /// Topology files, or folders whose *.toml files are taken (by name).
+    /// (default: topologies, unless --random is given)
+    #[arg(value_name = "TOPOLOGY|DIR")]
+    pub inputs: Vec<PathBuf>,
+    /// Kernels, comma-separated or repeated, as `run` names them: 6.1, 6.12, 7.x
+    /// (Debian's), 6.1-min, 6.12-min, 7.x-min (minimal builds), build:KEY,
+    /// image:BZIMAGE:MODULES_DIR (default 6.12-min unless --source is given).
+    #[arg(long, value_delimiter = ',', value_name = "K[,K2...]")]
+    pub kernel: Vec<KernelChoice>,
+    /// Build this source once with `kernel build`'s recipe (a tree, or
+    /// debian:linux-source-6.1|6.12|7.3) and run the matrix on it too.
+    #[arg(long, value_name = "SRC")]
+    pub source: Option<String>,
+    /// The patch series for --source (a folder of *.patch or an mbox).
+    #[arg(long, value_name = "DIR|MBOX", requires = "source")]
+    pub patches: Option<PathBuf>,
+    /// The --source kernel's name in pair names (default: patched, or source without --patches).
+    #[arg(long, value_name = "NAME", requires = "source")]
+    pub label: Option<String>,
+    /// Guests at once (default: the host's cores; lowered, with a note, beyond
+    /// 128 vCPUs per host core in all).
+    #[arg(long, value_name = "J")]
+    pub jobs: Option<u32>,
+    /// Run only shard K of N (cost-balanced, the same split on every machine).
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<Shard>,
+    /// Who judges each pair: model (the kernel reference model), properties
+    /// (rules any sane spreading keeps, no model), baseline (each pair also runs
+    /// on --baseline K0: not worse than K0). Default: the model where the
+    /// kernel's driver source is recognised, properties otherwise (auto).
+    #[arg(long, value_name = "model|properties|baseline")]
+    pub oracle: Option<String>,
+    /// The baseline kernel K0 of --oracle baseline (named as --kernel names them).
+    #[arg(long, value_name = "K0")]
+    pub baseline: Option<KernelChoice>,
+    /// Also run N random topologies (written to OUT/random/; those the guest
+    /// disagrees with the oracle on are shrunk into OUT/found/). Needs --out.
+    #[arg(long, value_name = "N")]
+    pub random: Option<u32>,
+    /// The seed of --random (same seed, same topologies).
+    #[arg(long, value_name = "S", default_value_t = 0, requires = "random")]
+    pub seed: u64,
+    /// The most CPUs of a random topology.
+    #[arg(long, value_name = "C", default_value_t = crate::matrix::search::DEFAULT_MAX_CPUS, requires = "random")]
+    pub max_cpus: u32,
+    /// Only make the kernels bootable (provision, build --source and the -min
+    /// kernels when missing) and exit: a CI job that fills the cache for the shards.
+    #[arg(long, conflicts_with_all = ["shard", "dry_run"])]
+    pub prepare_only: bool,
+    /// Answer every pair with the model instead of booting it (plans, shards and
+    /// report formats without QEMU; the verdicts mean nothing).
+    #[arg(long, hide = true)]
+    pub dry_run: bool,
+    /// Outputs.
+    #[command(flatten)]
+    pub output: OutputArgs,
+    /// Rig options (--console is per pair: OUT/console/).
+    #[command(flatten)]
+    pub rig: RigOptions,
+}
+
+/// Arguments of `matrix-merge`.
+#[derive(Debug, clap::Args)]
+pub struct MergeArgs {
+    /// Shard documents (`matrix --out DIR`'s matrix.json), or folders holding them.
+    #[arg(value_name = "RESULTS", required = true)]
+    pub results: Vec<PathBuf>,
+    /// Outputs.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+fn kernel_requests(args: &MatrixArgs) -> Result<Vec<KernelRequest>, String> {
+    let mut reqs: Vec<KernelRequest> = args.kernel.iter().cloned().map(KernelRequest::Choice).collect();
+    if let Some(source) = &args.source {
+        let label =
+            args.label.clone().unwrap_or_else(|| if args.patches.is_some() { "patched" } else { "source" }.to_owned());
+        reqs.push(KernelRequest::Source { source: source.clone(), patches: args.patches.clone(), label });
+    }
+    if reqs.is_empty() {
+        reqs.push(KernelRequest::Choice(KernelChoice::Minimal(crate::model::KernelGen::V6_12)));
+    }
+    let mut seen = std::collections::HashSet::new();
+    if let Some(dup) = reqs.iter().map(KernelRequest::label).find(|l| !seen.insert(l.clone())) {
+        return Err(format!("kernel {dup} is named twice (give --label another name for --source)"));
+    }
+    Ok(reqs)
+}
+
+/// `matrix`: run every (topology, kernel) pair of the shard; exit 0 all pass,
+/// 1 a mismatch, 2 a rig error or an interrupted run.
+pub fn run(args: &MatrixArgs) -> ExitCode {
+    match run_inner(args) {
+        Ok(exit) => exit.into(),
+        Err(e) => {
+            eprintln!("manarig matrix: {e:#}");
+            Exit::RigError.into()
+        }
+    }
+}
+
+fn run_inner(args: &MatrixArgs) -> anyhow::Result<Exit> {
+    if args.rig.console.is_some() {
+        anyhow::bail!("--console: a matrix keeps every pair's console in <--out>/console/ instead");
+    }
+    // Refuse a bad origin before any guest boots.
+    crate::matrix::kcidb::render_kcidb(&empty_report(), &args.output.kcidb())?;
+    let kernels = kernel_requests(args).map_err(anyhow::Error::msg)?;
+    let baseline = args.baseline.clone().map(KernelRequest::Choice);
+    if args.prepare_only {
+        let all: Vec<KernelRequest> = kernels.iter().cloned().chain(baseline).collect();
+        return Ok(prepare_only(&all, args.rig.cache_dir.as_deref()));
+    }
+    let readiness = if args.dry_run { Readiness::ModelOnly } else { Readiness::Boot };
+    let settings = if args.dry_run { None } else { Some(rig_settings(&args.rig, args.output.out.as_deref())?) };
+    let make_runner = || -> Box<dyn PairRunner> {
+        match &settings {
+            Some(s) => Box::new(BootRunner { settings: s.clone() }),
+            None => Box::new(ModelRunner),
+        }
+    };
+    let oracle = make_oracle(args, baseline.as_ref(), readiness, &make_runner)?;
+    let shard = args.shard.unwrap_or(Shard::WHOLE);
+    let random = args.random.map(|count| RandomSpec { seed: args.seed, count, max_cpus: args.max_cpus });
+    let mut inputs = Vec::new();
+    if !args.inputs.is_empty() || random.is_none() {
+        let given = if args.inputs.is_empty() { vec![PathBuf::from("topologies")] } else { args.inputs.clone() };
+        inputs = read_inputs(&expand(&given)?);
+    }
+    let search_root = match (&random, &args.output.out) {
+        (Some(r), Some(out)) => {
+            inputs.extend(write_random(r, out)?);
+            Some(out.clone())
+        }
+        (Some(_), None) => anyhow::bail!("--random writes its topologies to OUT/random/: give --out OUT"),
+        _ => None,
+    };
+    let spec = MatrixSpec {
+        inputs,
+        kernels: kernels.iter().map(KernelRequest::spec).collect::<Result<_, _>>()?,
+        oracle: oracle.identity(),
+        shards: shard.count,
+        random,
+    };
+    let jobs = shard_jobs(&spec, shard, args.jobs, crate::accel::host_cores());
+    let pairs = spec.shard_plan(shard);
+    let mut display = Display::new(&pairs, jobs.limits.jobs);
+    if let Some(n) = &jobs.note {
+        display.note(n);
+    }
+    let planned: f64 = pairs.iter().map(|p| p.cost_s).sum();
+    display.note(&format!(
+        "shard {shard}: {} pairs of {}, planned {}, jobs {} (spec {})",
+        pairs.len(),
+        spec.plan().len(),
+        short_duration(Duration::from_secs_f64(planned)),
+        jobs.limits.jobs,
+        spec.digest()
+    ));
+    let runner = make_runner();
+    // Ctrl-C: stop starting pairs, let the running guests be killed, write what we have.
+    let _deferral = crate::children::defer_exit();
+    let stop = crate::children::interrupted;
+    let req = ShardRequest {
+        spec: &spec,
+        kernels: &kernels,
+        shard,
+        jobs,
+        run_id: args.output.run_id.clone().unwrap_or_else(default_run_id),
+        readiness,
+        cache_dir: args.rig.cache_dir.clone(),
+        search_root,
+    };
+    let display_cell = std::cell::RefCell::new(&mut display);
+    let report = run_shard(
+        &req,
+        runner.as_ref(),
+        oracle.as_ref(),
+        Hooks {
+            on_event: &mut |e| display_cell.borrow_mut().event(e),
+            on_note: &mut |l| display_cell.borrow().note(l),
+            stop: &stop,
+        },
+    );
+    display.finish();
+    finish(&report, &args.output)
+}
+
+/// The oracle `--oracle` and `--baseline` name; for `baseline`, K0 made ready
+/// (`readiness`) and run by `make_runner`'s runner.
+fn make_oracle(
+    args: &MatrixArgs,
+    baseline: Option<&KernelRequest>,
+    readiness: Readiness,
+    make_runner: &dyn Fn() -> Box<dyn PairRunner>,
+) -> anyhow::Result<Box<dyn Oracle>> {
+    let name = args.oracle.as_deref().unwrap_or(if baseline.is_some() { "baseline" } else { "auto" });
+    match (name, baseline) {
+        ("baseline", None) => anyhow::bail!("--oracle baseline needs --baseline K0 (the kernel to compare with)"),
+        ("baseline", Some(k0)) => {
+            let label = k0.label();
+            let spec = k0.spec()?;
+            let (_, resolved) =
+                crate::matrix::kernels::prepare(k0, readiness, args.rig.cache_dir.as_deref(), &mut |l| {
+                    eprintln!("matrix: baseline kernel {label}: {l}")
+                });
+            let kernel = resolved
+                .map_err(|e| anyhow::anyhow!("baseline kernel {label}: {}", crate::verdict::format::error_text(&e)))?;
+            Ok(Box::new(BaselineOracle::new(kernel, spec, make_runner())))
+        }
+        (other, Some(_)) => anyhow::bail!("--baseline is for --oracle baseline, not --oracle {other}"),
+        (other, None) => Ok(crate::matrix::oracles::by_name(other)?),
+    }
+}
+
+/// `--prepare-only`: every kernel made bootable, one line each; exit 2 if one cannot be.
+fn prepare_only(kernels: &[KernelRequest], cache_dir: Option<&Path>) -> Exit {
+    let _deferral = crate::children::defer_exit();
+    let mut exit = Exit::Pass;
+    for k in kernels {
+        let label = k.label();
+        let (facts, result) = crate::matrix::kernels::prepare(k, Readiness::Boot, cache_dir, &mut |l| {
+            eprintln!("matrix: kernel {label}: {l}")
+        });
+        match result {
+            Ok(r) => eprintln!(
+                "matrix: kernel {label}: ready ({}; {:.0} s)",
+                facts.release.as_deref().unwrap_or(&r.model_note),
+                facts.prepare_s.unwrap_or_default()
+            ),
+            Err(e) => {
+                eprintln!("matrix: {}", crate::verdict::format::error_text(&e));
+                exit = Exit::RigError;
+            }
+        }
+        if crate::children::interrupted() {
+            return Exit::RigError;
+        }
+    }
+    exit
+}
+
+/// Emit the report and say how it ended.
+fn finish(report: &MatrixReport, output: &OutputArgs) -> anyhow::Result<Exit> {
+    let written = emit(report, output, &mut |l| eprintln!("matrix: {l}"))?;
+    let (pass, fail, err, not_run) = report.counts();
+    let wall: f64 = report.header.shards.iter().map(|s| s.wall_s).sum();
+    let planned: f64 = report.header.shards.iter().map(|s| s.planned_cost_s).sum();
+    eprintln!(
+        "matrix: {} pairs, {pass} passed, {fail} failed, {err} rig errors, {not_run} not run; {} (planned {}){}{}",
+        report.pairs.len(),
+        short_duration(Duration::from_secs_f64(wall)),
+        short_duration(Duration::from_secs_f64(planned)),
+        if report.header.complete { "" } else { "; INCOMPLETE" },
+        if written.is_empty() {
+            String::new()
+        } else {
+            format!("; wrote {}", written.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))
+        }
+    );
+    Ok(match report.overall() {
+        Overall::Pass => Exit::Pass,
+        Overall::Mismatch => Exit::Mismatch,
+        Overall::RigError => Exit::RigError,
+    })
+}
+
+fn rig_settings(rig: &RigOptions, out: Option<&Path>) -> anyhow::Result<RigSettings> {
+    let console_dir = match out {
+        Some(dir) => {
+            let d = dir.join("console");
+            std::fs::create_dir_all(&d).map_err(|e| anyhow::anyhow!("{}: {e}", d.display()))?;
+            Some(d)
+        }
+        None => None,
+    };
+    Ok(RigSettings {
+        accel: rig.accel,
+        cache_dir: rig.cache_dir.clone(),
+        mem_per_node_mib: rig.mem_per_node,
+        deadline: Duration::from_secs(rig.deadline),
+        // The slow machines' own limit (harness/tests/matrix.rs gives them an hour).
+        slow_deadline: Duration::from_secs(3600),
+        speedups: if rig.no_speedups { crate::qemu::Speedups::NONE } else { crate::qemu::Speedups::ALL },
+        extra_cmdline: rig.cmdline.clone(),
+        console_dir,
+    })
+}
+
+/// A matrix of nothing (to check the output options before running).
+fn empty_report() -> MatrixReport {
+    let spec = MatrixSpec { inputs: Vec::new(), kernels: Vec::new(), oracle: "model".into(), shards: 1, random: None };
+    MatrixReport {
+        schema_version: crate::matrix::report::MATRIX_SCHEMA_VERSION,
+        kind: crate::matrix::report::KIND.into(),
+        header: crate::matrix::report::Header {
+            spec_digest: spec.digest(),
+            spec,
+            plan: Vec::new(),
+            shards: Vec::new(),
+            kernels: Vec::new(),
+            mode: String::new(),
+            run_id: "0".into(),
+            complete: true,
+            verdict_schema_version: crate::verdict::SCHEMA_VERSION,
+        },
+        pairs: Vec::new(),
+    }
+}
+
+/// The matrix documents `results` name: files, or every `matrix.json` in a
+/// folder (three levels deep: CI artifact folders).
+fn documents(results: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    fn walk(dir: &Path, depth: u32, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?.flatten().map(|e| e.path()).collect();
+        entries.sort();
+        for p in entries {
+            if p.is_dir() && depth > 0 {
+                walk(&p, depth - 1, out)?;
+            } else if p.file_name().is_some_and(|n| n == "matrix.json") {
+                out.push(p);
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    for r in results {
+        if r.is_dir() {
+            let before = out.len();
+            walk(r, 3, &mut out).map_err(|e| anyhow::anyhow!("{}: {e}", r.display()))?;
+            if out.len() == before {
+                anyhow::bail!("{}: no matrix.json in the folder", r.display());
+            }
+        } else {
+            out.push(r.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// `matrix-merge`: shard documents → one matrix document and every format;
+/// the exit code as `matrix` would give for the whole matrix (2 when a shard
+/// is missing or was interrupted).
+pub fn merge_cmd(args: &MergeArgs) -> ExitCode {
+    let result = (|| -> anyhow::Result<Exit> {
+        crate::matrix::kcidb::render_kcidb(&empty_report(), &args.output.kcidb())?;
+        let mut docs = Vec::new();
+        for path in documents(&args.results)? {
+            let text = std::fs::read_to_string(&path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            let doc = MatrixReport::from_json(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            docs.push((path.display().to_string(), doc));
+        }
+        let merged = merge(&docs, args.output.run_id.as_deref())?;
+        eprintln!(
+            "matrix-merge: {} documents, shards {} of {}",
+            docs.len(),
+            merged.header.shards.iter().map(|s| s.shard.index.to_string()).collect::<Vec<_>>().join(","),
+            merged.header.spec.shards
+        );
+        finish(&merged, &args.output)
+    })();
+    match result {
+        Ok(exit) => exit.into(),
+        Err(e) => {
+            eprintln!("manarig matrix-merge: {e:#}");
+            Exit::RigError.into()
+        }
+    }
+}

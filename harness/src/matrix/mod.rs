@@ -1,0 +1,36 @@
+//! A matrix of runs: every (topology file, kernel) pair, run up to `--jobs`
+//! guests at once, judged by an oracle, reported as one document; split into
+//! cost-balanced shards for a CI engine's job matrix and merged back.
+//!
+//! - [`spec`]: the topology files (folders expanded), kernels and oracle, and
+//!   the plan of pairs with their [`cost`] and [`shard`];
+//!   [`kernels`]: kernels as asked for, their identity, made bootable;
+//! - [`limits`]: jobs and the TCG vCPU limits; [`run`]: the scheduler;
+//!   [`runner`]: boot (or model) one pair; [`oracle`]: who judges it
+//!   ([`oracles`]: properties, baseline, auto); [`search`]: random
+//!   topologies and shrinking the ones the oracle fails;
+//!   [`session`]: one shard end to end; [`progress`]: events and the ETA;
+//! - [`report`]: the matrix document (JSON, `matrix-schema.md`); [`merge`]:
+//!   shards back into one; [`summary`] (Markdown), [`junit`], [`ktap`],
+//!   [`kcidb`] (KCIDB v5.3) render it; [`kcidb_check`] validates KCIDB
+//!   output with kcidb-io.
+
+pub mod cost;
+pub mod junit;
+pub mod kcidb;
+pub mod kcidb_check;
+pub mod kernels;
+pub mod ktap;
+pub mod limits;
+pub mod merge;
+pub mod oracle;
+pub mod oracles;
+pub mod progress;
+pub mod report;
+pub mod run;
+pub mod runner;
+pub mod search;
+pub mod session;
+pub mod shard;
+pub mod spec;
+pub mod summary;

@@ -1,0 +1,503 @@
+//! The boxes of [`super::layout`] → SVG elements (`svg` crate): a heading, one panel per
+//! run (its title lines, then the machine), and the legend.
+
+use super::layout::{self, Block, Kind, Metrics, Rect};
+use super::{cpu_counts, CpuCounts, Panel, Picture};
+use crate::topology::{CpuNumbering, Topology};
+use crate::verdict::Status;
+use std::collections::BTreeMap;
+use svg::node::element::{Circle, Element, Group, Rectangle, Text, Title};
+use svg::Document;
+use svg::Node as _;
+
+/// Fill of a CPU by how many MANA IRQs are delivered to it: 0, 1, 2, 3, 4 or more.
+const EFFECTIVE: [&str; 5] = ["#ffffff", "#ffd8a8", "#ffa94d", "#f76707", "#c92a2a"];
+/// A CPU's fill when the run has no guest data.
+const NO_DATA: &str = "#f1f3f5";
+/// Band and outline of a node by its hop from the NIC's node: 0, 1, 2, 3, 4, 5 or more.
+const HOPS: [&str; 6] = ["#0b7285", "#1098ad", "#3bc9db", "#99e9f2", "#c5f6fa", "#e3fafc"];
+/// A node's band when the NIC is on no node (no hops).
+const NO_HOP: &str = "#adb5bd";
+/// The affinity dots.
+const AFFINITY: &str = "#1c3d8f";
+/// The NIC.
+const NIC: &str = "#5f3dc4";
+const INK: &str = "#212529";
+const MUTED: &str = "#495057";
+const FONT: &str = "DejaVu Sans, Verdana, Arial, sans-serif";
+/// Affinity dots drawn before a plus.
+const MAX_DOTS: u32 = 5;
+
+/// A coordinate rounded to 0.1 px (short, stable text).
+fn px(v: f64) -> f64 {
+    (v * 10.0).round() / 10.0
+}
+
+fn rect(r: &Rect, fill: &str, stroke: &str, width: f64) -> Rectangle {
+    Rectangle::new()
+        .set("x", px(r.x))
+        .set("y", px(r.y))
+        .set("width", px(r.w))
+        .set("height", px(r.h))
+        .set("fill", fill)
+        .set("stroke", stroke)
+        .set("stroke-width", px(width))
+}
+
+/// Chained attributes on a plain [`Element`] (the `svg` crate's typed elements have `set`).
+trait Set {
+    fn set(self, name: &str, value: impl Into<svg::node::Value>) -> Self;
+}
+
+impl Set for Element {
+    fn set(mut self, name: &str, value: impl Into<svg::node::Value>) -> Self {
+        self.assign(name, value);
+        self
+    }
+}
+
+/// A text element. Returned as a plain [`Element`]: the crate prints a typed `Text` with
+/// line breaks around its content, which would reach tooltips and copied text.
+fn text(x: f64, y: f64, size: f64, fill: &str, content: &str) -> Element {
+    Text::new(content).set("x", px(x)).set("y", px(y)).set("font-size", px(size)).set("fill", fill).into()
+}
+
+/// Rough width of `s` at `size` px in the sans-serif the pictures name.
+fn text_w(s: &str, size: f64) -> f64 {
+    s.chars().count() as f64 * 0.6 * size
+}
+
+fn effective_fill(n: u32) -> &'static str {
+    EFFECTIVE[(n as usize).min(EFFECTIVE.len() - 1)]
+}
+
+fn hop_fill(hop: Option<u32>) -> &'static str {
+    hop.map_or(NO_HOP, |h| HOPS[(h as usize).min(HOPS.len() - 1)])
+}
+
+/// Dark fills take white text.
+fn ink_on(fill: &str) -> &'static str {
+    if [EFFECTIVE[3], EFFECTIVE[4], HOPS[0], HOPS[1], NIC].contains(&fill) {
+        "#ffffff"
+    } else {
+        INK
+    }
+}
+
+/// Wrap `s` into lines of at most `width` px at `size` px.
+fn wrap(s: &str, width: f64, size: f64) -> Vec<String> {
+    let per_line = ((width / (0.6 * size)) as usize).max(20);
+    let mut lines = vec![String::new()];
+    for word in s.split_whitespace() {
+        let cur = lines.last_mut().map_or(0, |l| l.chars().count());
+        if cur > 0 && cur + 1 + word.chars().count() > per_line {
+            lines.push(String::new());
+        }
+        if let Some(l) = lines.last_mut() {
+            if !l.is_empty() {
+                l.push(' ');
+            }
+            l.push_str(word);
+        }
+    }
+    lines
+}
+
+/// What one panel shows: its key (`before`/`after`), the counts, its title lines.
+struct PanelView {
+    key: Option<&'static str>,
+    counts: Option<BTreeMap<u32, CpuCounts>>,
+    lines: Vec<(String, bool)>,
+}
+
+fn panel_view(key: Option<&'static str>, panel: &Panel<'_>, width: f64) -> PanelView {
+    let label = key.map_or(String::new(), |k| format!("{k}: "));
+    match panel {
+        Panel::Run(v) => {
+            let status = match v.status {
+                Status::Pass => "PASS",
+                Status::Fail => "FAIL",
+            };
+            let fired = v.summary.fired;
+            let nic = v.run.nic_node.map_or("no node".to_owned(), |n| format!("node {n}"));
+            let first = format!("{label}{} · verdict {status}", v.run.name);
+            let second = format!(
+                "Linux {} · model {} · {fired} of {} MANA IRQs fired · NIC on {nic}",
+                v.run.kernel_release, v.run.kernel, v.summary.vectors
+            );
+            let mut lines = vec![(first, true)];
+            lines.extend(wrap(&second, width, 12.0).into_iter().map(|l| (l, false)));
+            PanelView { key, counts: Some(cpu_counts(v)), lines }
+        }
+        Panel::NoGuestData { run, reason } => {
+            let mut lines = vec![(format!("{label}{run} · no guest data"), true)];
+            lines.extend(wrap(&format!("rig error: {reason}"), width, 12.0).into_iter().take(4).map(|l| (l, false)));
+            PanelView { key, counts: None, lines }
+        }
+    }
+}
+
+/// The title (tooltip) of a CPU: ids, node, core, and its counts with the IRQ names.
+fn cpu_title(topo_file: &Topology, guest: &Topology, cpu: u32, counts: Option<&CpuCounts>, has_data: bool) -> String {
+    let file_id = topo_file.cpu_of_qemu_index(cpu);
+    let ids = if topo_file.numbering() == CpuNumbering::Qemu {
+        format!("CPU {cpu}")
+    } else {
+        format!("CPU {cpu} (file CPU {file_id})")
+    };
+    let node = guest.node_of(cpu).map_or("-".to_owned(), |n| n.to_string());
+    let mut t = format!("{ids} · node {node} · core {}", guest.core_of(cpu));
+    if !has_data {
+        t.push_str("\nno guest data");
+        return t;
+    }
+    let c = counts.cloned().unwrap_or_default();
+    let names = |v: &[String]| if v.is_empty() { String::new() } else { format!(" ({})", v.join(", ")) };
+    t.push_str(&format!("\neffective IRQs: {}{}", c.effective, names(&c.effective_irqs)));
+    t.push_str(&format!("\nin smp_affinity_list of: {} IRQs{}", c.affinity, names(&c.affinity_irqs)));
+    t
+}
+
+struct Ctx<'a> {
+    m: Metrics,
+    file: &'a Topology,
+    guest: &'a Topology,
+    view: &'a PanelView,
+}
+
+fn pu(ctx: &Ctx<'_>, r: &Rect, cpu: u32) -> Group {
+    let m = &ctx.m;
+    let has_data = ctx.view.counts.is_some();
+    let counts = ctx.view.counts.as_ref().and_then(|c| c.get(&cpu));
+    let (eff, aff) = counts.map_or((0, 0), |c| (c.effective, c.affinity));
+    let fill = if has_data { effective_fill(eff) } else { NO_DATA };
+    let id = match ctx.view.key {
+        Some(k) => format!("{k}-cpu-{cpu}"),
+        None => format!("cpu-{cpu}"),
+    };
+    let mut g = Group::new()
+        .set("class", "cpu")
+        .set("id", id)
+        .set("data-cpu", cpu)
+        .set("data-node", ctx.guest.node_of(cpu).map_or(-1, i64::from))
+        .set("data-core", ctx.guest.core_of(cpu));
+    if ctx.file.numbering() != CpuNumbering::Qemu {
+        g = g.set("data-file-cpu", ctx.file.cpu_of_qemu_index(cpu));
+    }
+    if let Some(k) = ctx.view.key {
+        g = g.set("data-panel", k);
+    }
+    if has_data {
+        g = g.set("data-effective-irqs", eff).set("data-affinity-irqs", aff);
+    }
+    g = g.add(Title::new(cpu_title(ctx.file, ctx.guest, cpu, counts, has_data)));
+    g = g.add(rect(r, fill, "#868e96", 0.8 * m.s).set("rx", px(2.0 * m.s)));
+    let ink = ink_on(fill);
+    g = g.add(text(r.x + 3.0 * m.s, r.y + 10.0 * m.s, 9.0 * m.s, if eff >= 3 { ink } else { MUTED }, &cpu.to_string()));
+    if eff > 0 {
+        let t = text(r.x + r.w / 2.0, r.y + 24.0 * m.s, 13.0 * m.s, ink, &eff.to_string())
+            .set("font-weight", "bold")
+            .set("text-anchor", "middle");
+        g = g.add(t);
+    }
+    // One dot per IRQ whose smp_affinity_list holds the CPU (up to 5, then a plus).
+    let step = 4.6 * m.s;
+    for i in 0..aff.min(MAX_DOTS) {
+        let c = Circle::new()
+            .set("cx", px(r.x + 4.5 * m.s + f64::from(i) * step))
+            .set("cy", px(r.y + r.h - 4.0 * m.s))
+            .set("r", px(1.8 * m.s))
+            .set("fill", if eff >= 3 { "#ffffff" } else { AFFINITY });
+        g = g.add(c);
+    }
+    if aff > MAX_DOTS {
+        let x = r.x + 4.5 * m.s + f64::from(MAX_DOTS) * step - 2.5 * m.s;
+        g = g.add(
+            text(x, r.y + r.h - 1.5 * m.s, 9.0 * m.s, if eff >= 3 { "#ffffff" } else { AFFINITY }, "+")
+                .set("font-weight", "bold"),
+        );
+    }
+    g
+}
+
+/// A label band across the top of `r`: a bold first line and an optional second one.
+fn band(r: &Rect, m: &Metrics, fill: &str, label: &str, second: Option<&str>) -> Group {
+    let h = if second.is_some() { m.band() * 1.75 } else { m.band() };
+    let b = Rect { h, ..*r };
+    let mut g = Group::new()
+        .add(rect(&b, fill, "none", 0.0))
+        .add(text(r.x + m.pad(), r.y + m.band() - 4.5 * m.s, m.font(), ink_on(fill), label).set("font-weight", "bold"));
+    if let Some(line) = second {
+        g = g.add(text(r.x + m.pad(), r.y + h - 4.0 * m.s, 0.82 * m.font(), ink_on(fill), line));
+    }
+    g
+}
+
+fn block(ctx: &Ctx<'_>, b: &Block) -> Group {
+    let m = &ctx.m;
+    let r = &b.rect;
+    let mut g = Group::new();
+    match &b.kind {
+        Kind::Machine => {
+            let nodes = ctx.guest.nodes().len();
+            let label = format!(
+                "Machine · {} CPUs · {} NUMA node{}",
+                ctx.guest.ncpu(),
+                nodes,
+                if nodes == 1 { "" } else { "s" }
+            );
+            g = g
+                .set("class", "machine")
+                .add(rect(r, "#ffffff", MUTED, 1.5 * m.s))
+                .add(band(r, m, "#dee2e6", &label, None));
+        }
+        Kind::Package(i) => {
+            g = g.set("class", "package").add(rect(r, "#f8f9fa", "#868e96", 1.0 * m.s)).add(band(
+                r,
+                m,
+                "#e9ecef",
+                &format!("Package {i}"),
+                None,
+            ));
+        }
+        Kind::Node { id, hop, cpus } => {
+            let fill = hop_fill(*hop);
+            let hop_text = hop.map_or("no hop".to_owned(), |h| format!("hop {h}"));
+            let mem = if *cpus == 0 { " · memory only" } else { "" };
+            let width = if *hop == Some(0) { 3.5 } else { 2.0 } * m.s;
+            // A file that numbers CPUs its own way: the node's CPUs as the file lists them.
+            let file_cpus = ctx.file.node_cpus(*id);
+            let second = (ctx.file.numbering() != CpuNumbering::Qemu && !file_cpus.is_empty())
+                .then(|| format!("file CPUs {}", file_cpus.to_cpulist()));
+            let title = format!(
+                "NUMA node {id}: {hop_text} from the NIC's node; CPUs {} (guest numbering){}",
+                ctx.guest.node_cpus(*id).to_cpulist(),
+                second.as_deref().map_or(String::new(), |s| format!(", {s}"))
+            );
+            g = g
+                .set("class", "node")
+                .set("data-node", *id)
+                .set("data-hop", hop.map_or(-1, i64::from))
+                .add(Title::new(title))
+                .add(rect(r, "#ffffff", fill, width))
+                .add(band(r, m, fill, &format!("Node {id} · {hop_text}{mem}"), second.as_deref()));
+        }
+        Kind::Core { core } => {
+            g = g
+                .set("class", "core")
+                .set("data-core", *core)
+                .add(rect(r, "#e9ecef", "#adb5bd", 0.8 * m.s).set("rx", px(2.5 * m.s)));
+        }
+        Kind::Pu(cpu) => return pu(ctx, r, *cpu),
+        Kind::Nic(node) => {
+            let where_ = node.map_or("numa_node -1 (no node)".to_owned(), |n| format!("numa_node {n}"));
+            let label =
+                if node.is_some() { "MANA NIC".to_owned() } else { "MANA NIC · on no node (numa_node -1)".to_owned() };
+            return Group::new()
+                .set("class", "nic")
+                .add(Title::new(format!("the emulated MANA NIC, PCI device on {where_}")))
+                .add(rect(r, NIC, "none", 0.0).set("rx", px(3.0 * m.s)))
+                .add(
+                    text(r.x + m.pad(), r.y + r.h - 6.0 * m.s, m.font(), "#ffffff", &label).set("font-weight", "bold"),
+                );
+        }
+    }
+    for c in &b.children {
+        g = g.add(block(ctx, c));
+    }
+    g
+}
+
+/// A legend item: a swatch (or dots) and its words; returns the width used.
+struct Legend {
+    items: Vec<Group>,
+    left: f64,
+    /// Rows wrap at `left + max_w`.
+    max_w: f64,
+    x: f64,
+    y: f64,
+    width: f64,
+    m: Metrics,
+}
+
+impl Legend {
+    /// Start a new row if an item `w` px wide does not fit on this one.
+    fn fit(&mut self, w: f64) {
+        if self.x > self.left && self.x + w > self.left + self.max_w {
+            self.next_row();
+        }
+    }
+
+    fn row_label(&mut self, label: &str) {
+        let size = self.m.font();
+        self.fit(text_w(label, size) * 1.1);
+        self.items.push(Group::new().add(text(self.x, self.y + size, size, INK, label).set("font-weight", "bold")));
+        self.x += text_w(label, size) + 8.0 * self.m.s;
+    }
+
+    fn swatch(&mut self, fill: &str, stroke: &str, inside: &str, words: &str) {
+        let (s, size) = (self.m.s, self.m.font());
+        self.fit(28.0 * s + text_w(words, size));
+        let r = Rect { x: self.x, y: self.y, w: 24.0 * s, h: 16.0 * s };
+        let mut g = Group::new().add(rect(&r, fill, stroke, 1.0 * s).set("rx", px(2.0 * s)));
+        if !inside.is_empty() {
+            g = g.add(
+                text(r.x + r.w / 2.0, r.y + 12.0 * s, 10.0 * s, ink_on(fill), inside).set("text-anchor", "middle"),
+            );
+        }
+        self.x += r.w + 4.0 * s;
+        if !words.is_empty() {
+            g = g.add(text(self.x, self.y + 12.0 * s, size, INK, words));
+            self.x += text_w(words, size) + 10.0 * s;
+        }
+        self.items.push(g);
+    }
+
+    fn dots(&mut self, n: u32, words: &str) {
+        let s = self.m.s;
+        self.fit(f64::from(n) * 4.6 * s + 8.0 * s + text_w(words, self.m.font()));
+        let mut g = Group::new();
+        for i in 0..n {
+            g = g.add(
+                Circle::new()
+                    .set("cx", px(self.x + 4.0 * s + f64::from(i) * 4.6 * s))
+                    .set("cy", px(self.y + 8.0 * s))
+                    .set("r", px(1.8 * s))
+                    .set("fill", AFFINITY),
+            );
+        }
+        self.x += 4.0 * s + f64::from(n) * 4.6 * s + 4.0 * s;
+        g = g.add(text(self.x, self.y + 12.0 * s, self.m.font(), INK, words));
+        self.x += text_w(words, self.m.font()) + 10.0 * s;
+        self.items.push(g);
+    }
+
+    fn next_row(&mut self) {
+        self.width = self.width.max(self.x - self.left);
+        self.x = self.left;
+        self.y += 22.0 * self.m.s;
+    }
+}
+
+/// The legend at (`left`, `top`); returns its group, width and height.
+fn legend(
+    left: f64,
+    top: f64,
+    max_w: f64,
+    m: Metrics,
+    max_hop: Option<u32>,
+    file: &Topology,
+    any_data: bool,
+) -> (Group, f64, f64) {
+    let mut l = Legend { items: Vec::new(), left, max_w, x: left, y: top, width: 0.0, m };
+    if any_data {
+        l.row_label("MANA IRQs delivered to the CPU (effective affinity):");
+        for (i, fill) in EFFECTIVE.iter().enumerate() {
+            let label = if i == EFFECTIVE.len() - 1 { format!("{i}+") } else { i.to_string() };
+            l.swatch(fill, "#868e96", &label, "");
+        }
+        l.next_row();
+        l.row_label("Dots:");
+        l.dots(2, "one per IRQ whose smp_affinity_list holds the CPU (here 2; up to 5, then +)");
+        l.next_row();
+    } else {
+        l.swatch(NO_DATA, "#868e96", "", "no guest data: the run stopped before the guest's report");
+        l.next_row();
+    }
+    l.row_label("Node band and outline: hop from the NIC's node");
+    match max_hop {
+        Some(max) => {
+            for h in 0..=max.min(HOPS.len() as u32 - 1) {
+                let words = if h == 0 { "hop 0 (the NIC's node)".to_owned() } else { format!("hop {h}") };
+                l.swatch(hop_fill(Some(h)), "none", "", &words);
+            }
+        }
+        None => l.swatch(NO_HOP, "none", "", "no hops: the NIC is on no node (one pass over all CPUs)"),
+    }
+    l.swatch(NIC, "none", "", "the MANA NIC, in its node");
+    l.next_row();
+    if file.numbering() != CpuNumbering::Qemu {
+        l.row_label("CPU numbers are the guest's (QEMU numbering), as in the report's tables; node bands list the file's CPU ids.");
+        l.next_row();
+    }
+    let mut g = Group::new().set("class", "legend");
+    for item in l.items {
+        g = g.add(item);
+    }
+    (g, l.width, l.y - top)
+}
+
+/// The whole picture.
+pub(crate) fn document(file: &Topology, picture: &Picture<'_>) -> Document {
+    let guest = file.to_qemu_numbering();
+    let m = Metrics::for_cpus(guest.ncpu());
+    let margin = 14.0;
+    let machine = layout::machine(&guest, &m, file.numbering() != CpuNumbering::Qemu);
+    let panels = picture.panels();
+    let gap = 28.0;
+    let panel_w = machine.rect.w;
+    let panels_w = panels.len() as f64 * panel_w + (panels.len() - 1) as f64 * gap;
+    // The legend and a single panel's title may use the whole width, at least 720 px.
+    let wide = panels_w.max(720.0);
+    let title_w = if panels.len() == 1 { wide } else { panel_w };
+    let views: Vec<PanelView> = panels.iter().map(|(k, p)| panel_view(*k, p, title_w)).collect();
+    let line_h = 18.0;
+    let head_lines = views.iter().map(|v| v.lines.len()).max().unwrap_or(1);
+    let heading_h = 44.0;
+    let panel_top = margin + heading_h;
+    let machine_top = panel_top + head_lines as f64 * line_h + 6.0;
+    let max_hop = layout::node_hops(&guest).into_iter().flatten().max();
+    let legend_top = machine_top + machine.rect.h + 18.0;
+    let any_data = views.iter().any(|v| v.counts.is_some());
+    let legend_m = Metrics { s: m.s.min(1.15) };
+    let (legend, legend_w, legend_h) = legend(margin, legend_top, wide, legend_m, max_hop, file, any_data);
+    let heading = format!("manarig · {}", file.name());
+    let sub = file.description().unwrap_or("").to_owned();
+    let width = (panels_w.max(legend_w).max(text_w(&heading, 17.0)).max(text_w(&sub, 12.0)) + 2.0 * margin).ceil();
+    let height = (legend_top + legend_h + margin).ceil();
+
+    let mut doc = Document::new()
+        .set("width", width)
+        .set("height", height)
+        .set("viewBox", (0, 0, width, height))
+        .set("font-family", FONT)
+        .add(Rectangle::new().set("width", width).set("height", height).set("fill", "#ffffff"))
+        .add(text(margin, margin + 16.0, 17.0, INK, &heading).set("font-weight", "bold"))
+        .add(text(margin, margin + 34.0, 12.0, MUTED, &sub));
+    for (i, view) in views.iter().enumerate() {
+        let left = margin + i as f64 * (panel_w + gap);
+        let mut g = Group::new().set("class", "panel");
+        if let Some(k) = view.key {
+            g = g.set("data-panel", k);
+        }
+        for (j, (line, bold)) in view.lines.iter().enumerate() {
+            let mut t =
+                text(left, panel_top + (j as f64 + 1.0) * line_h - 3.0, if *bold { 14.0 } else { 12.0 }, INK, line);
+            if *bold {
+                t = t.set("font-weight", "bold");
+            }
+            g = g.add(t);
+        }
+        let placed = layout::place(machine.clone(), left, machine_top);
+        let ctx = Ctx { m, file, guest: &guest, view };
+        g = g.add(block(&ctx, &placed));
+        if view.counts.is_none() {
+            // The mark sits in the machine's band, clear of the CPUs it would hide.
+            let r = placed.rect;
+            let size = 13.0 * m.s.min(1.2);
+            let w = text_w("NO GUEST DATA", size) * 1.15 + 14.0;
+            let pill = Rect { x: r.x + r.w - w - m.pad(), y: r.y + 2.0, w, h: m.band() - 4.0 };
+            let mark = Group::new()
+                .set("class", "no-guest-data")
+                .add(rect(&pill, "#c92a2a", "none", 0.0).set("rx", px(pill.h / 2.0)))
+                .add(
+                    text(pill.x + w / 2.0, pill.y + pill.h / 2.0 + size * 0.36, size, "#ffffff", "NO GUEST DATA")
+                        .set("text-anchor", "middle")
+                        .set("font-weight", "bold"),
+                );
+            g = g.add(mark);
+        }
+        doc = doc.add(g);
+    }
+    doc.add(legend)
+}

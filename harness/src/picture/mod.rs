@@ -1,0 +1,113 @@
+//! Pictures of a run: the machine drawn as nested boxes — package (socket), NUMA node,
+//! core, thread — as hwloc's `lstopo` draws them, with the NIC attached to its node, each
+//! CPU coloured by the number of MANA IRQs whose effective affinity is on it, a dot per
+//! IRQ whose `smp_affinity_list` holds it, each node's hop from the NIC's node as the
+//! colour of its band and outline, and a legend. `compare` draws before and after side
+//! by side. An HTML report holds the picture and the run's tables.
+//!
+//! Public API (for `run`, `compare` and the matrix runner):
+//! - [`svg()`]`(&Topology, &Picture) -> String` and [`html()`]`(&Topology, &Picture) -> String`,
+//!   where a [`Picture`] is one [`Panel`] or a before/after pair, and a panel is a run's
+//!   [`Verdict`] or [`Panel::NoGuestData`] (a rig error before the report: the topology
+//!   is still drawn, marked "no guest data");
+//! - [`cpu_counts`]`(&Verdict)`: per CPU, the counts the picture shows (the same numbers
+//!   every CPU's `<title>` and `data-effective-irqs` / `data-affinity-irqs` attributes carry).
+//!
+//! CPU ids are the guest's (QEMU numbering), as in the report's tables; for a
+//! `linux-smt-outer` file each CPU's title and `data-file-cpu` also give the file's id.
+//!
+//! Rendering uses the `svg` crate (bodoni/svg): a small, dependency-free composer of SVG
+//! elements that escapes text and attribute values itself, so names from topology files
+//! and error messages cannot break the document; the geometry (`layout`) is plain
+//! arithmetic and the drawing (`draw`) only turns boxes into elements. A plotting library
+//! (plotters) would bring a canvas model and fonts it does not need here; writing SVG text
+//! by hand would mean our own escaping.
+
+mod draw;
+mod html;
+mod layout;
+
+use crate::topology::Topology;
+use crate::verdict::Verdict;
+use std::collections::BTreeMap;
+
+/// One machine drawing: a run, or a run that produced no report.
+#[derive(Debug, Clone, Copy)]
+pub enum Panel<'a> {
+    /// A judged run: its rows give the per-CPU counts.
+    Run(&'a Verdict),
+    /// A run that failed before the guest's report (a rig error): the topology alone,
+    /// marked "no guest data".
+    NoGuestData {
+        /// What was being run (`seed-002@6.12`).
+        run: &'a str,
+        /// Why there is no data (the rig error, one line).
+        reason: &'a str,
+    },
+}
+
+/// What to draw: one run, or two side by side.
+#[derive(Debug, Clone, Copy)]
+pub enum Picture<'a> {
+    /// `run`: one machine.
+    One(Panel<'a>),
+    /// `compare`: before (left) and after (right).
+    BeforeAfter(Panel<'a>, Panel<'a>),
+}
+
+impl<'a> Picture<'a> {
+    fn panels(&self) -> Vec<(Option<&'static str>, Panel<'a>)> {
+        match *self {
+            Picture::One(p) => vec![(None, p)],
+            Picture::BeforeAfter(b, a) => vec![(Some("before"), b), (Some("after"), a)],
+        }
+    }
+}
+
+/// What one CPU received in a run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CpuCounts {
+    /// MANA IRQs whose effective CPU ([`crate::verdict::VectorRow::effective_cpu`]: fired,
+    /// first CPU of `effective_affinity_list`) is this CPU.
+    pub effective: u32,
+    /// MANA IRQs whose observed `smp_affinity_list` holds this CPU.
+    pub affinity: u32,
+    /// The short names of the first kind, by MSI-X index.
+    pub effective_irqs: Vec<String>,
+    /// The short names of the second kind, by MSI-X index.
+    pub affinity_irqs: Vec<String>,
+}
+
+/// Per guest CPU id, what a run's MANA IRQs did (CPUs without any are absent).
+pub fn cpu_counts(verdict: &Verdict) -> BTreeMap<u32, CpuCounts> {
+    let mut out: BTreeMap<u32, CpuCounts> = BTreeMap::new();
+    for row in &verdict.vectors {
+        if let Some(cpu) = row.effective_cpu() {
+            let c = out.entry(cpu).or_default();
+            c.effective += 1;
+            c.effective_irqs.push(row.name.clone());
+        }
+        if let Some(o) = &row.observed {
+            for cpu in o.smp_affinity_list.iter() {
+                let c = out.entry(cpu).or_default();
+                c.affinity += 1;
+                c.affinity_irqs.push(row.name.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The picture as an SVG document (UTF-8 text, no XML declaration; sizes in CSS pixels).
+pub fn svg(topology: &Topology, picture: &Picture<'_>) -> String {
+    draw::document(topology, picture).to_string() + "\n"
+}
+
+/// A self-contained HTML report: the picture inline, then each run's tables (the human
+/// report, and for a before/after pair the side-by-side table) or the rig error.
+pub fn html(topology: &Topology, picture: &Picture<'_>) -> String {
+    html::page(topology, picture, &svg(topology, picture))
+}
+
+#[cfg(test)]
+mod tests;
