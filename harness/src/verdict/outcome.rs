@@ -127,15 +127,3 @@ impl Verdict {
         )
     }
 }
-
-impl Verdict {
-    /// Attaches a traffic run's [`TrafficReport`] and its checks; the status
-    /// becomes Fail if one of them fails.
-    pub fn add_traffic(&mut self, report: TrafficReport, checks: Vec<Check>) {
-        if checks.iter().any(|c| c.status == CheckStatus::Fail) {
-            self.status = Status::Fail;
-        }
-        self.checks.extend(checks);
-        self.traffic = Some(report);
-    }
-}
