@@ -151,3 +151,29 @@ fn a_message_size_past_the_limit_is_answered_with_e2big_and_ends_the_connection(
     let err = s.end().expect_err("framing lost");
     assert!(format!("{:?}", err).contains("Framing"), "{err:?}");
 }
+
+#[test]
+fn the_version_messages_that_panic_the_bare_vfio_user_server_get_an_error_reply_here() {
+    // Found by fuzzing the vfio_user 0.1.7 server alone (docs/fuzzing.md):
+    // VERSION with message_size 0 makes its `message_size - 20` wrap and
+    // Vec allocation panic with "capacity overflow" (the second also
+    // carries garbage after the header). Here the size is refused first.
+    let reproducers: [&[u8]; 2] = [
+        &[
+            0x70, 0x70, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+            0x00, 0x00, 0x00, 0x0a, 0x03, 0x08, 0x70, 0x70,
+        ],
+        &[
+            0x70, 0x70, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x24, 0x24, 0x24, 0x24, 0x24, 0x03, 0x08, 0x70,
+            0xbc, 0xbc, 0xbc, 0x60,
+        ],
+    ];
+    for bytes in reproducers {
+        let mut s = session();
+        s.client.send(bytes, &[]);
+        let reply = s.client.reply();
+        assert_eq!(reply.errno(), Some(libc::EINVAL), "{reply:?}");
+        let err = s.end().expect_err("no framing after a size of 0");
+        assert!(format!("{err:?}").contains("Framing"), "{err:?}");
+    }
+}
