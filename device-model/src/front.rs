@@ -24,6 +24,13 @@
 //! The client's framing errors that leave no way to find the next message (a
 //! size below the header or above [`wire::MAX_MESSAGE`], a connection that
 //! ends inside a message) end the connection.
+//!
+//! Cost: one more socket hop per message (two thread wake-ups). Measured on
+//! the loaded 2-core build machine, a BAR0 REGION_READ round trip took
+//! 175 µs through the front with the MANA core against 63 µs for the crate
+//! alone with a no-op backend; a seed-002 boot under the same load still
+//! passed. A server loop of our own, or an errno-carrying error in the
+//! crate's backend trait, would remove the hop.
 
 use crate::defs::Le32;
 use crate::wire::{self, Header, Verdict, HEADER_SIZE};
