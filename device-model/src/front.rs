@@ -115,8 +115,9 @@ struct Message {
 }
 
 /// Serves `client` through the front until it disconnects (`Ok`), handing
-/// checked messages to the `vfio_user` server on `server` and its replies
-/// back, with the errnos the backend recorded in `refusals`.
+/// checked messages to the `vfio_user` server on `server` (which announces
+/// `regions` regions) and its replies back, with the errnos the backend
+/// recorded in `refusals`.
 ///
 /// # Errors
 /// [`FrontError`] when either socket fails or the client's framing is lost.
@@ -124,11 +125,12 @@ pub fn relay(
     client: &UnixStream,
     server: &UnixStream,
     refusals: &Refusals,
+    regions: u32,
 ) -> Result<(), FrontError> {
     while let Some(message) = read_message(client)? {
         let Message { header, body, fds } = message;
         let quiet = header.no_reply();
-        match wire::check(&header, &body) {
+        match wire::check(&header, &body, regions) {
             Verdict::Refuse { errno, reason } => {
                 let count = refusals.refused_here();
                 if count <= LOG_LIMIT || count.is_power_of_two() {

@@ -799,7 +799,8 @@ impl DeviceServer {
                 what: "spawn the vfio-user server thread",
                 source,
             })?;
-        let relayed = crate::front::relay(&client, &inner, &self.refusals);
+        let regions = self.regions.len() as u32;
+        let relayed = crate::front::relay(&client, &inner, &self.refusals, regions);
         // End of the front: the server sees end of file and returns.
         let _ = inner.shutdown(std::net::Shutdown::Both);
         let served = serving
