@@ -716,7 +716,8 @@ impl DeviceServer {
             .name("vfio-user-device".into())
             .spawn(move || server.run(&mut backend))
             .map_err(|source| ServerError::Accept { what: "spawn the vfio-user server thread", source })?;
-        let relayed = crate::front::relay(&client, &inner, &self.refusals);
+        let regions = self.regions.len() as u32;
+        let relayed = crate::front::relay(&client, &inner, &self.refusals, regions);
         // End of the front: the server sees end of file and returns.
         let _ = inner.shutdown(std::net::Shutdown::Both);
         let served = serving.join().unwrap_or(Err(vfio_user::Error::InvalidInput));

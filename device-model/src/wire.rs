@@ -9,9 +9,11 @@
 //! and REGION_WRITE) and trusts the rest of the header: a VERSION without a
 //! NUL-terminated payload panics it (`CString::from_vec_with_nul(..).unwrap()`),
 //! a VERSION shorter than its fixed part underflows, a REGION_READ count
-//! allocates up to 4 GiB, and a message longer than what it reads leaves the
-//! rest to be read as the next header. [`check`] turns each of these into a
-//! refusal with an errno before they reach it.
+//! allocates up to 4 GiB, a message longer than what it reads leaves the
+//! rest to be read as the next header, and so does a REGION_WRITE to a
+//! region that does not exist (it refuses it before reading the data). Each
+//! of these desynchronises or kills its server. [`check`] turns each into a
+//! refusal with an errno before it reaches it.
 #![forbid(unsafe_code)]
 
 use crate::defs::{Le16, Le32};
@@ -216,8 +218,8 @@ fn refuse(errno: i32, reason: impl Into<String>) -> Verdict {
 }
 
 /// Judges one whole client message: `header`, then `body` (the
-/// `message_size - 16` bytes after it).
-pub fn check(header: &Header, body: &[u8]) -> Verdict {
+/// `message_size - 16` bytes after it), for a server with `regions` regions.
+pub fn check(header: &Header, body: &[u8], regions: u32) -> Verdict {
     let command = header.command.get();
     let Some((fixed, needs_reply)) = fixed_size(command) else {
         return refuse(libc::ENOTSUP, format!("command {command} is not served"));
@@ -247,6 +249,13 @@ pub fn check(header: &Header, body: &[u8]) -> Verdict {
                 return refuse(libc::EINVAL, "unreadable region access");
             };
             let count = access.count.get();
+            if access.region.get() >= regions {
+                // The crate would refuse it without reading a REGION_WRITE's data.
+                return refuse(
+                    libc::EINVAL,
+                    format!("region {} does not exist", access.region.get()),
+                );
+            }
             if count > MAX_DATA {
                 return refuse(libc::E2BIG, format!("region access of {count} bytes"));
             }
@@ -289,13 +298,35 @@ mod tests {
     fn a_version_without_a_nul_terminated_payload_is_refused_before_the_crate_unwraps() {
         for body in [&[0u8, 0, 0, 0][..], &[0, 0, 0, 0, b'{'], &[0, 0, 0, 0, b'{', 0, b'}', 0]] {
             let (hdr, body) = message(VERSION, body, 0);
-            assert_eq!(errno(&check(&hdr, &body)), Some(libc::EINVAL), "{body:?}");
+            assert_eq!(
+                errno(&check(&hdr, &body, 9)),
+                Some(libc::EINVAL),
+                "{body:?}"
+            );
         }
         // Shorter than major + minor: the crate would underflow.
         let (hdr, body) = message(VERSION, &[0, 0], 0);
-        assert_eq!(errno(&check(&hdr, &body)), Some(libc::EINVAL));
+        assert_eq!(errno(&check(&hdr, &body, 9)), Some(libc::EINVAL));
         let (hdr, body) = message(VERSION, b"\0\0\0\0{}\0", 0);
-        assert!(matches!(check(&hdr, &body), Verdict::Forward(b) if b.len() == 23));
+        assert!(matches!(check(&hdr, &body, 9), Verdict::Forward(b) if b.len() == 23));
+    }
+
+    #[test]
+    fn a_region_write_to_a_region_that_does_not_exist_is_refused_before_its_data_desyncs_the_crate()
+    {
+        // Found by the vfio_wire fuzz target: the crate refuses it before
+        // reading its data, which it then reads as the next header.
+        let access = RegionAccess {
+            region: Le32::new(0x00ff_0007),
+            count: Le32::new(2),
+            ..RegionAccess::default()
+        };
+        let mut body = access.as_bytes()[HEADER_SIZE..].to_vec();
+        body.extend_from_slice(&[6, 0]);
+        let (hdr, body) = message(REGION_WRITE, &body, 0);
+        assert_eq!(errno(&check(&hdr, &body, 9)), Some(libc::EINVAL));
+        let (hdr, body) = message(REGION_READ, &access.as_bytes()[HEADER_SIZE..], 0);
+        assert_eq!(errno(&check(&hdr, &body, 9)), Some(libc::EINVAL));
     }
 
     #[test]
@@ -303,13 +334,13 @@ mod tests {
         let mut access = RegionAccess { count: Le32::new(u32::MAX), ..RegionAccess::default() };
         let body = &access.as_bytes()[HEADER_SIZE..];
         let (hdr, body) = message(REGION_READ, body, 0);
-        assert_eq!(errno(&check(&hdr, &body)), Some(libc::E2BIG));
+        assert_eq!(errno(&check(&hdr, &body, 9)), Some(libc::E2BIG));
         // A write whose data is shorter than its count.
         access.count = Le32::new(8);
         let mut short = access.as_bytes()[HEADER_SIZE..].to_vec();
         short.extend_from_slice(&[1, 2, 3, 4]);
         let (hdr, body) = message(REGION_WRITE, &short, FLAG_NO_REPLY);
-        assert_eq!(errno(&check(&hdr, &body)), Some(libc::EINVAL));
+        assert_eq!(errno(&check(&hdr, &body, 9)), Some(libc::EINVAL));
     }
 
     #[test]
@@ -317,7 +348,7 @@ mod tests {
         let mut body = vec![0u8; size_of::<SetIrqs>() - HEADER_SIZE + 12];
         body[0] = 20;
         let (hdr, body) = message(DEVICE_SET_IRQS, &body, FLAG_NO_REPLY);
-        let Verdict::Forward(bytes) = check(&hdr, &body) else { panic!("forwarded") };
+        let Verdict::Forward(bytes) = check(&hdr, &body, 9) else { panic!("forwarded") };
         assert_eq!(bytes.len(), size_of::<SetIrqs>());
         let (fwd, _) = Header::read_from_prefix(&bytes).expect("header");
         assert_eq!(fwd.message_size.get() as usize, size_of::<SetIrqs>());
@@ -327,12 +358,16 @@ mod tests {
     #[test]
     fn unknown_commands_short_messages_and_unanswerable_no_reply_requests_are_refused() {
         let (hdr, body) = message(11, &[0; 16], 0);
-        assert_eq!(errno(&check(&hdr, &body)), Some(libc::ENOTSUP), "DMA_READ");
+        assert_eq!(
+            errno(&check(&hdr, &body, 9)),
+            Some(libc::ENOTSUP),
+            "DMA_READ"
+        );
         let (hdr, body) = message(DMA_MAP, &[0; 8], 0);
-        assert_eq!(errno(&check(&hdr, &body)), Some(libc::EINVAL), "short DMA_MAP");
+        assert_eq!(errno(&check(&hdr, &body, 9)), Some(libc::EINVAL), "short DMA_MAP");
         let (hdr, body) = message(DEVICE_GET_INFO, &[0; 16], FLAG_NO_REPLY);
-        assert_eq!(errno(&check(&hdr, &body)), Some(libc::EINVAL));
+        assert_eq!(errno(&check(&hdr, &body, 9)), Some(libc::EINVAL));
         let (hdr, body) = message(DEVICE_RESET, &[], 0);
-        assert!(matches!(check(&hdr, &body), Verdict::Forward(b) if b.len() == HEADER_SIZE));
+        assert!(matches!(check(&hdr, &body, 9), Verdict::Forward(b) if b.len() == HEADER_SIZE));
     }
 }

@@ -14,6 +14,9 @@
 //! incremental) and boot-to-report, minimal vs Debian kernel.
 //! `cargo xtask bench matrix [--kernel K[,K2…]] [--out DIR]` runs the fast
 //! matrix ([`bench_matrix`]: every topology under 96 vCPUs × the minimal kernels).
+//! `cargo xtask fuzz --smoke | TARGET [--time S] | --list | --record` builds
+//! and runs the libFuzzer targets of fuzz/ on stable Rust ([`fuzz`]); `test`
+//! ends with the smoke run.
 //!
 //! The commands that boot a guest (`run`, `compare`, `boot`, `matrix`, `bench`, `test`)
 //! first build the emulated NIC's binary, `mana-device`, in this program's
@@ -26,6 +29,7 @@ mod bench_boot;
 mod bench_kernel;
 mod bench_matrix;
 mod bench_traffic;
+mod fuzz;
 mod lint;
 
 /// The subcommands that boot a guest with the emulated NIC (or may: `bench`, `test`).
@@ -43,6 +47,7 @@ fn main() -> ExitCode {
     match command {
         Some("test") => run_tests(&args[2..]),
         Some("lint") => run_lint(),
+        Some("fuzz") => fuzz::main(&args[2..]),
         Some("bench") => run_benches(&args[2..]),
         _ => harness::cli::main_with_args(
             std::iter::once(std::ffi::OsString::from("cargo xtask")).chain(args.into_iter().skip(1)),
@@ -137,6 +142,21 @@ fn run_tests(extra: &[std::ffi::OsString]) -> ExitCode {
         return ExitCode::from(2);
     }
     let tests = nextest(extra);
+    // Every fuzz target briefly (fuzz/, docs/fuzzing.md): a crash the seeds
+    // or a short run find fails the suite like a test would. Only for the
+    // whole suite (CI), not when nextest arguments pick some tests.
+    let fuzz_ok = !extra.is_empty()
+        || match fuzz::smoke(fuzz::SMOKE_SECONDS) {
+            Ok(ok) => ok,
+            Err(e) => {
+                eprintln!("cargo xtask test: fuzz smoke run: {e:#}");
+                false
+            }
+        };
+    if !fuzz_ok {
+        eprintln!("cargo xtask test: a fuzz target failed (see `fuzz:` above); `cargo xtask fuzz --smoke` runs them alone");
+        return ExitCode::from(1);
+    }
     if !lint_ok {
         eprintln!("cargo xtask test: the lint gates failed (see `lint:` above); `cargo xtask lint` runs them alone");
         return ExitCode::from(1);

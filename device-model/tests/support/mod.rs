@@ -300,6 +300,7 @@ impl Driver {
     }
 
     pub fn write(&self, addr: u64, bytes: &[u8]) {
+        trace(|| Traced::Mem { addr, bytes: bytes.to_vec() });
         self.mem.memory().write_slice(bytes, GuestAddress(addr)).expect("guest write");
     }
 
@@ -316,22 +317,32 @@ impl Driver {
     // -- BAR0 -------------------------------------------------------------
 
     pub fn readq(&mut self, offset: u64) -> u64 {
+        trace(|| Traced::Read { offset, len: 8 });
         let mut data = [0u8; 8];
         self.dev.read(offset, &mut data);
         u64::from_le_bytes(data)
     }
 
     pub fn readl(&mut self, offset: u64) -> u32 {
+        trace(|| Traced::Read { offset, len: 4 });
         let mut data = [0u8; 4];
         self.dev.read(offset, &mut data);
         u32::from_le_bytes(data)
     }
 
     pub fn writel(&mut self, offset: u64, value: u32) {
+        trace(|| Traced::Write {
+            offset,
+            bytes: value.to_le_bytes().to_vec(),
+        });
         self.dev.write(offset, &value.to_le_bytes());
     }
 
     pub fn writeq(&mut self, offset: u64, value: u64) {
+        trace(|| Traced::Write {
+            offset,
+            bytes: value.to_le_bytes().to_vec(),
+        });
         self.dev.write(offset, &value.to_le_bytes());
     }
 
@@ -665,6 +676,7 @@ impl Driver {
     /// `mana_hwc_send_request()`: returns the raw response; fails if none
     /// arrives or its length is outside 32..=`resp_len`.
     pub fn send_raw(&mut self, request: &[u8], resp_len: usize) -> Result<Vec<u8>> {
+        trace(|| Traced::Request(request.to_vec()));
         ensure!(!request.is_empty() && request.len() <= 4096, "request size {}", request.len());
         let mut req = request.to_vec();
         if req.len() >= 12 {
@@ -1083,4 +1095,41 @@ pub fn expect_err<T: std::fmt::Debug>(result: Result<T>, needle: &str) -> Result
         Err(err) if format!("{err:#}").contains(needle) => Ok(()),
         Err(err) => Err(anyhow!("expected an error containing {needle:?}, got {err:#}")),
     }
+}
+
+/// One thing the driver did to the device, recorded between [`start_trace`]
+/// and [`take_trace`] (fuzz/ turns these into seed inputs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Traced {
+    /// A write of guest memory.
+    Mem { addr: u64, bytes: Vec<u8> },
+    /// A BAR0 read of `len` bytes.
+    Read { offset: u64, len: usize },
+    /// A BAR0 write.
+    Write { offset: u64, bytes: Vec<u8> },
+    /// An HWC request handed to `send_raw` (its SQ WQE, doorbell and
+    /// buffer writes are recorded as well).
+    Request(Vec<u8>),
+}
+
+thread_local! {
+    static TRACE: std::cell::RefCell<Option<Vec<Traced>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Starts recording what every [`Driver`] on this thread does.
+pub fn start_trace() {
+    TRACE.with(|t| *t.borrow_mut() = Some(Vec::new()));
+}
+
+/// Stops recording and returns what was recorded.
+pub fn take_trace() -> Vec<Traced> {
+    TRACE.with(|t| t.borrow_mut().take().unwrap_or_default())
+}
+
+fn trace(event: impl FnOnce() -> Traced) {
+    TRACE.with(|t| {
+        if let Some(events) = t.borrow_mut().as_mut() {
+            events.push(event());
+        }
+    });
 }
