@@ -251,10 +251,7 @@ pub fn check(header: &Header, body: &[u8], regions: u32) -> Verdict {
             let count = access.count.get();
             if access.region.get() >= regions {
                 // The crate would refuse it without reading a REGION_WRITE's data.
-                return refuse(
-                    libc::EINVAL,
-                    format!("region {} does not exist", access.region.get()),
-                );
+                return refuse(libc::EINVAL, format!("region {} does not exist", access.region.get()));
             }
             if count > MAX_DATA {
                 return refuse(libc::E2BIG, format!("region access of {count} bytes"));
@@ -298,11 +295,7 @@ mod tests {
     fn a_version_without_a_nul_terminated_payload_is_refused_before_the_crate_unwraps() {
         for body in [&[0u8, 0, 0, 0][..], &[0, 0, 0, 0, b'{'], &[0, 0, 0, 0, b'{', 0, b'}', 0]] {
             let (hdr, body) = message(VERSION, body, 0);
-            assert_eq!(
-                errno(&check(&hdr, &body, 9)),
-                Some(libc::EINVAL),
-                "{body:?}"
-            );
+            assert_eq!(errno(&check(&hdr, &body, 9)), Some(libc::EINVAL), "{body:?}");
         }
         // Shorter than major + minor: the crate would underflow.
         let (hdr, body) = message(VERSION, &[0, 0], 0);
@@ -312,15 +305,10 @@ mod tests {
     }
 
     #[test]
-    fn a_region_write_to_a_region_that_does_not_exist_is_refused_before_its_data_desyncs_the_crate()
-    {
+    fn a_region_write_to_a_region_that_does_not_exist_is_refused_before_its_data_desyncs_the_crate() {
         // Found by the vfio_wire fuzz target: the crate refuses it before
         // reading its data, which it then reads as the next header.
-        let access = RegionAccess {
-            region: Le32::new(0x00ff_0007),
-            count: Le32::new(2),
-            ..RegionAccess::default()
-        };
+        let access = RegionAccess { region: Le32::new(0x00ff_0007), count: Le32::new(2), ..RegionAccess::default() };
         let mut body = access.as_bytes()[HEADER_SIZE..].to_vec();
         body.extend_from_slice(&[6, 0]);
         let (hdr, body) = message(REGION_WRITE, &body, 0);
@@ -358,11 +346,7 @@ mod tests {
     #[test]
     fn unknown_commands_short_messages_and_unanswerable_no_reply_requests_are_refused() {
         let (hdr, body) = message(11, &[0; 16], 0);
-        assert_eq!(
-            errno(&check(&hdr, &body, 9)),
-            Some(libc::ENOTSUP),
-            "DMA_READ"
-        );
+        assert_eq!(errno(&check(&hdr, &body, 9)), Some(libc::ENOTSUP), "DMA_READ");
         let (hdr, body) = message(DMA_MAP, &[0; 8], 0);
         assert_eq!(errno(&check(&hdr, &body, 9)), Some(libc::EINVAL), "short DMA_MAP");
         let (hdr, body) = message(DEVICE_GET_INFO, &[0; 16], FLAG_NO_REPLY);

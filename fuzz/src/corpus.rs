@@ -13,20 +13,15 @@ use crate::targets::config;
 use crate::wire_session::{self, Segment};
 use device_model::wire::{self, Header, HEADER_SIZE};
 use vfio_bindings::bindings::vfio::{
-    VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_IRQ_SET_DATA_EVENTFD, VFIO_IRQ_SET_DATA_NONE,
-    VFIO_PCI_BAR0_REGION_INDEX, VFIO_PCI_BAR2_REGION_INDEX, VFIO_PCI_CONFIG_REGION_INDEX,
-    VFIO_PCI_MSIX_IRQ_INDEX,
+    VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_IRQ_SET_DATA_EVENTFD, VFIO_IRQ_SET_DATA_NONE, VFIO_PCI_BAR0_REGION_INDEX,
+    VFIO_PCI_BAR2_REGION_INDEX, VFIO_PCI_CONFIG_REGION_INDEX, VFIO_PCI_MSIX_IRQ_INDEX,
 };
 use zerocopy::IntoBytes;
 
 /// One seed: its file name and bytes.
 pub type Seed = (String, Vec<u8>);
 
-const KERNELS: [(Kernel, &str); 3] = [
-    (Kernel::V6_1, "6.1"),
-    (Kernel::V6_12, "6.12"),
-    (Kernel::V7_3, "7.3"),
-];
+const KERNELS: [(Kernel, &str); 3] = [(Kernel::V6_1, "6.1"), (Kernel::V6_12, "6.12"), (Kernel::V7_3, "7.3")];
 
 /// A probe, an open of 2 queue pairs and a close, recorded.
 fn recorded(kernel: Kernel, open: bool) -> Vec<Traced> {
@@ -119,23 +114,12 @@ pub fn queues() -> Vec<Seed> {
         (
             "tx-csum-sges",
             frame(mac, &udp, &[1; 300]),
-            TxOpts {
-                sges: vec![14, 40],
-                udp_csum: true,
-                ..TxOpts::default()
-            },
+            TxOpts { sges: vec![14, 40], udp_csum: true, ..TxOpts::default() },
         ),
         (
             "tx-tso-vlan",
             big,
-            TxOpts {
-                sges: vec![54],
-                tcp_csum: true,
-                ip_csum: true,
-                mss: 1400,
-                vlan: Some(5),
-                ..TxOpts::default()
-            },
+            TxOpts { sges: vec![54], tcp_csum: true, ip_csum: true, mss: 1400, vlan: Some(5), ..TxOpts::default() },
         ),
     ];
     let mut seeds = Vec::new();
@@ -148,14 +132,8 @@ pub fn queues() -> Vec<Seed> {
         seeds.push((name.to_owned(), encode_all(&ops)));
     }
     let rx = vec![
-        Op::Receive {
-            vport: 0,
-            frame: plain,
-        },
-        Op::Receive {
-            vport: 0,
-            frame: frame(mac, &udp, &[9; 1000]),
-        },
+        Op::Receive { vport: 0, frame: plain },
+        Op::Receive { vport: 0, frame: frame(mac, &udp, &[9; 1000]) },
         Op::Pump,
     ];
     seeds.push(("rx".into(), encode_all(&rx)));
@@ -215,13 +193,7 @@ pub fn vfio_region() -> Vec<Seed> {
     for at in [0x08u16, 0x10, 0x18, 0x11c] {
         access(&mut out, false, VFIO_PCI_BAR0_REGION_INDEX, at, &[0; 8]);
     }
-    access(
-        &mut out,
-        true,
-        VFIO_PCI_BAR0_REGION_INDEX,
-        0x11c,
-        &2u32.to_le_bytes(),
-    );
+    access(&mut out, true, VFIO_PCI_BAR0_REGION_INDEX, 0x11c, &2u32.to_le_bytes());
     access(&mut out, false, VFIO_PCI_BAR2_REGION_INDEX, 0, &[0; 16]);
     access(&mut out, false, VFIO_PCI_BAR2_REGION_INDEX, 0x8000, &[0; 8]);
     // DMA_MAP of a 1 MiB memfd at 0, then its unmap.
@@ -248,9 +220,7 @@ pub fn vfio_region() -> Vec<Seed> {
 
 fn message(id: u16, command: u16, fields: &[u8], flags: u32) -> Vec<u8> {
     let size = (HEADER_SIZE + fields.len()) as u32;
-    let mut bytes = Header::request(id, command, size, flags)
-        .as_bytes()
-        .to_vec();
+    let mut bytes = Header::request(id, command, size, flags).as_bytes().to_vec();
     bytes.extend_from_slice(fields);
     bytes
 }
@@ -259,17 +229,12 @@ fn message(id: u16, command: u16, fields: &[u8], flags: u32) -> Vec<u8> {
 /// IRQ info, config space, DMA_MAP of guest RAM (a memfd), MSI-X enable
 /// with an eventfd, BAR0 reads and a posted write, DMA_UNMAP, reset.
 pub fn vfio_wire() -> Vec<Seed> {
-    use crate::wire_client::{
-        dma_map_fields, dma_unmap_fields, region_fields, set_irqs_fields, version_fields,
-    };
+    use crate::wire_client::{dma_map_fields, dma_unmap_fields, region_fields, set_irqs_fields, version_fields};
     let mut segments = Vec::new();
     let mut id = 0u16;
     let mut push = |command: u16, fields: &[u8], flags: u32, fds: u8| {
         id = id.wrapping_add(1);
-        segments.push(Segment {
-            fds,
-            bytes: message(id, command, fields, flags),
-        });
+        segments.push(Segment { fds, bytes: message(id, command, fields, flags) });
     };
     let json = "{\"capabilities\":{\"max_msg_fds\":8,\"max_data_xfer_size\":1048576}}";
     push(wire::VERSION, &version_fields(json), 0, 0);
@@ -298,18 +263,8 @@ pub fn vfio_wire() -> Vec<Seed> {
     push(wire::DMA_MAP, &dma_map_fields(0, 1 << 20, 0), 0, 1);
     let eventfd = VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER;
     let msix = VFIO_PCI_MSIX_IRQ_INDEX;
-    push(
-        wire::DEVICE_SET_IRQS,
-        &set_irqs_fields(msix, eventfd, 0, 1),
-        0,
-        0,
-    );
-    push(
-        wire::DEVICE_SET_IRQS,
-        &set_irqs_fields(msix, eventfd, 0, 1),
-        0,
-        2,
-    );
+    push(wire::DEVICE_SET_IRQS, &set_irqs_fields(msix, eventfd, 0, 1), 0, 0);
+    push(wire::DEVICE_SET_IRQS, &set_irqs_fields(msix, eventfd, 0, 1), 0, 2);
     let bar0 = VFIO_PCI_BAR0_REGION_INDEX;
     for at in [0x08u64, 0x10, 0x18, 0x11c] {
         push(wire::REGION_READ, &region_fields(bar0, at, 8), 0, 0);
@@ -359,34 +314,16 @@ mod tests {
     #[test]
     fn every_op_decodes_back_from_its_encoding() {
         let ops = vec![
-            Op::BarWrite {
-                offset: 0x11c,
-                data: vec![1, 0, 0, 0],
-            },
+            Op::BarWrite { offset: 0x11c, data: vec![1, 0, 0, 0] },
             Op::BarRead { offset: 8, len: 8 },
-            Op::Mem {
-                addr: 0x10_0000,
-                bytes: vec![1, 2, 3],
-            },
+            Op::Mem { addr: 0x10_0000, bytes: vec![1, 2, 3] },
             Op::Zero { addr: 0, len: 4096 },
-            Op::Doorbell {
-                kind: 3,
-                page: 0,
-                value: 7,
-            },
+            Op::Doorbell { kind: 3, page: 0, value: 7 },
             Op::Smc { dword: 7, value: 2 },
-            Op::Wqe {
-                sq: false,
-                queue: 1,
-                units: 2,
-                bytes: vec![9; 64],
-            },
+            Op::Wqe { sq: false, queue: 1, units: 2, bytes: vec![9; 64] },
             Op::Pump,
             Op::Request(vec![5; 40]),
-            Op::Receive {
-                vport: 0,
-                frame: vec![0xff; 60],
-            },
+            Op::Receive { vport: 0, frame: vec![0xff; 60] },
         ];
         assert_eq!(decode_all(&encode_all(&ops)), ops);
     }
@@ -394,10 +331,7 @@ mod tests {
     #[test]
     fn the_hwc_seeds_hold_the_requests_of_a_whole_probe() {
         for (name, seed) in hwc() {
-            let requests = decode_all(&seed)
-                .into_iter()
-                .filter(|op| matches!(op, Op::Request(_)))
-                .count();
+            let requests = decode_all(&seed).into_iter().filter(|op| matches!(op, Op::Request(_))).count();
             assert!(requests > 10, "{name}: {requests} requests");
         }
     }

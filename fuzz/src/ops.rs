@@ -123,47 +123,20 @@ impl Op {
             0 => {
                 let offset = input.u16()?;
                 let len = width(input.u8()?);
-                Op::BarWrite {
-                    offset,
-                    data: input.take(len)?.to_vec(),
-                }
+                Op::BarWrite { offset, data: input.take(len)?.to_vec() }
             }
-            1 => Op::BarRead {
-                offset: input.u16()?,
-                len: width(input.u8()?) as u8,
-            },
-            2 => Op::Mem {
-                addr: input.u32()?,
-                bytes: bytes(input)?,
-            },
-            3 => Op::Zero {
-                addr: input.u32()?,
-                len: input.u32()? % (MAX_ZERO + 1),
-            },
-            4 => Op::Doorbell {
-                kind: input.u8()?,
-                page: input.u8()?,
-                value: input.u64()?,
-            },
-            5 => Op::Smc {
-                dword: input.u8()?,
-                value: input.u32()?,
-            },
+            1 => Op::BarRead { offset: input.u16()?, len: width(input.u8()?) as u8 },
+            2 => Op::Mem { addr: input.u32()?, bytes: bytes(input)? },
+            3 => Op::Zero { addr: input.u32()?, len: input.u32()? % (MAX_ZERO + 1) },
+            4 => Op::Doorbell { kind: input.u8()?, page: input.u8()?, value: input.u64()? },
+            5 => Op::Smc { dword: input.u8()?, value: input.u32()? },
             6 => {
                 let flags = input.u8()?;
-                Op::Wqe {
-                    sq: flags & 1 == 0,
-                    queue: flags >> 1,
-                    units: input.u8()?,
-                    bytes: bytes(input)?,
-                }
+                Op::Wqe { sq: flags & 1 == 0, queue: flags >> 1, units: input.u8()?, bytes: bytes(input)? }
             }
             7 => Op::Pump,
             8 => Op::Request(bytes(input)?),
-            _ => Op::Receive {
-                vport: input.u8()?,
-                frame: bytes(input)?,
-            },
+            _ => Op::Receive { vport: input.u8()?, frame: bytes(input)? },
         };
         Some(op)
     }
@@ -202,12 +175,7 @@ impl Op {
                 out.extend_from_slice(&[5, *dword]);
                 out.extend_from_slice(&value.to_le_bytes());
             }
-            Op::Wqe {
-                sq,
-                queue,
-                units,
-                bytes,
-            } => {
+            Op::Wqe { sq, queue, units, bytes } => {
                 out.extend_from_slice(&[6, (queue << 1) | u8::from(!*sq), *units]);
                 put_bytes(out, bytes);
             }
@@ -231,25 +199,15 @@ impl Op {
             Traced::Mem { addr, bytes } => {
                 let addr = u32::try_from(*addr).ok()?;
                 Some(if bytes.iter().all(|&b| b == 0) {
-                    Op::Zero {
-                        addr,
-                        len: bytes.len() as u32,
-                    }
+                    Op::Zero { addr, len: bytes.len() as u32 }
                 } else {
-                    Op::Mem {
-                        addr,
-                        bytes: bytes.clone(),
-                    }
+                    Op::Mem { addr, bytes: bytes.clone() }
                 })
             }
-            Traced::Read { offset, len } => Some(Op::BarRead {
-                offset: u16::try_from(*offset).ok()?,
-                len: *len as u8,
-            }),
-            Traced::Write { offset, bytes } => Some(Op::BarWrite {
-                offset: u16::try_from(*offset).ok()?,
-                data: bytes.clone(),
-            }),
+            Traced::Read { offset, len } => Some(Op::BarRead { offset: u16::try_from(*offset).ok()?, len: *len as u8 }),
+            Traced::Write { offset, bytes } => {
+                Some(Op::BarWrite { offset: u16::try_from(*offset).ok()?, data: bytes.clone() })
+            }
             Traced::Request(_) => None,
         }
     }
@@ -275,12 +233,7 @@ impl Op {
                 let offset = SHM_OFFSET + u64::from(dword % 8) * 4;
                 drv.dev.write(offset, &value.to_le_bytes());
             }
-            Op::Wqe {
-                sq,
-                queue,
-                units,
-                bytes,
-            } => post_wqe(drv, *sq, *queue, *units, bytes),
+            Op::Wqe { sq, queue, units, bytes } => post_wqe(drv, *sq, *queue, *units, bytes),
             Op::Pump => {
                 let _ = drv.pump();
             }

@@ -15,12 +15,7 @@ use vmm_sys_util::eventfd::{EventFd, EFD_NONBLOCK};
 /// The configuration every target's device gets (a 9-entry MSI-X table
 /// keeps vector numbers within reach of the fuzzer).
 pub fn config() -> DeviceConfig {
-    DeviceConfig {
-        msix_table_size: 9,
-        max_msix: 9,
-        max_queues: 4,
-        ..DeviceConfig::default()
-    }
+    DeviceConfig { msix_table_size: 9, max_msix: 9, max_queues: 4, ..DeviceConfig::default() }
 }
 
 fn run_ops(drv: &mut Driver, data: &[u8]) {
@@ -56,23 +51,13 @@ pub fn decode_smc(data: &[u8]) -> Vec<Op> {
     let mut ops = Vec::new();
     while let Some(tag) = input.u8() {
         let op = match tag % 4 {
-            0 => input
-                .u8()
-                .zip(input.u32())
-                .map(|(dword, value)| Op::Smc { dword, value }),
+            0 => input.u8().zip(input.u32()).map(|(dword, value)| Op::Smc { dword, value }),
             1 => {
                 let addr = input.u32();
                 let len = input.u16().map_or(0, |l| usize::from(l) % 4097);
-                addr.map(|addr| Op::Mem {
-                    addr,
-                    bytes: input.take_up_to(len).to_vec(),
-                })
+                addr.map(|addr| Op::Mem { addr, bytes: input.take_up_to(len).to_vec() })
             }
-            2 => input.u64().map(|value| Op::Doorbell {
-                kind: 4,
-                page: 0,
-                value,
-            }),
+            2 => input.u64().map(|value| Op::Doorbell { kind: 4, page: 0, value }),
             _ => Some(Op::Pump),
         };
         match op {
@@ -88,11 +73,7 @@ pub fn decode_smc(data: &[u8]) -> Vec<Op> {
 /// the requests of recorded probes, opens and closes ([`Op::Request`]).
 pub fn hwc(data: &[u8]) {
     let mut drv = Driver::new(Kernel::V6_12, config());
-    if drv
-        .establish_hwc()
-        .and_then(|()| drv.test_channel())
-        .is_err()
-    {
+    if drv.establish_hwc().and_then(|()| drv.test_channel()).is_err() {
         return;
     }
     run_ops(&mut drv, data);
@@ -121,12 +102,7 @@ fn vector_fd(kind: u8) -> Option<File> {
             full.write(u64::MAX - 1).ok()?;
             full
         }
-        _ => {
-            return memfd::MemfdOptions::default()
-                .create("not-an-eventfd")
-                .ok()
-                .map(memfd::Memfd::into_file)
-        }
+        _ => return memfd::MemfdOptions::default().create("not-an-eventfd").ok().map(memfd::Memfd::into_file),
     };
     // SAFETY: dup(2) of an fd `efd` owns; the new fd is owned by the File.
     let dup = unsafe { libc::dup(efd.as_raw_fd()) };
@@ -136,9 +112,7 @@ fn vector_fd(kind: u8) -> Option<File> {
 
 fn vector_fds(input: &mut Input<'_>) -> Vec<File> {
     let count = input.u8().unwrap_or(0) % 5;
-    (0..count)
-        .filter_map(|_| vector_fd(input.u8().unwrap_or(0)))
-        .collect()
+    (0..count).filter_map(|_| vector_fd(input.u8().unwrap_or(0))).collect()
 }
 
 /// An offset near what matters (a small one) or any.
@@ -162,9 +136,7 @@ pub fn msix(data: &[u8]) {
     while let Some(tag) = input.u8() {
         match tag % 6 {
             0 => {
-                let (Some(flags), Some(start), Some(count)) =
-                    (input.u32(), input.u32(), input.u32())
-                else {
+                let (Some(flags), Some(start), Some(count)) = (input.u32(), input.u32(), input.u32()) else {
                     return;
                 };
                 let fds = vector_fds(&mut input);
@@ -198,10 +170,7 @@ pub fn msix(data: &[u8]) {
 
 /// A memfd of `len` bytes (guest RAM as QEMU shares it).
 fn guest_ram(len: u64) -> Option<File> {
-    let file = memfd::MemfdOptions::default()
-        .create("ram")
-        .ok()?
-        .into_file();
+    let file = memfd::MemfdOptions::default().create("ram").ok()?.into_file();
     file.set_len(len).ok()?;
     Some(file)
 }
@@ -222,8 +191,7 @@ pub fn vfio_region(data: &[u8]) {
             0 | 1 => region_access(&mut function, &mut input, tag % 6 == 1),
             2 => dma_map(&mut function, &mut input),
             3 => {
-                let (Some(flags), Some(iova), Some(size)) = (input.u32(), input.u64(), input.u64())
-                else {
+                let (Some(flags), Some(iova), Some(size)) = (input.u32(), input.u64(), input.u64()) else {
                     return;
                 };
                 let flags = vfio_user::DmaUnmapFlags::from_bits_retain(flags);
@@ -268,13 +236,9 @@ fn region_access(function: &mut ManaFunction, input: &mut Input<'_>, write: bool
 }
 
 fn dma_map(function: &mut ManaFunction, input: &mut Input<'_>) -> bool {
-    let (Some(flags), Some(offset), Some(iova), Some(size), Some(kind)) = (
-        input.u8(),
-        input.u64(),
-        input.u64(),
-        input.u64(),
-        input.u8(),
-    ) else {
+    let (Some(flags), Some(offset), Some(iova), Some(size), Some(kind)) =
+        (input.u8(), input.u64(), input.u64(), input.u64(), input.u8())
+    else {
         return false;
     };
     let fd = match kind % 4 {

@@ -30,10 +30,7 @@ pub fn decode(data: &[u8]) -> Vec<Segment> {
     let mut segments = Vec::new();
     while let (Some(fds), Some(len)) = (input.u8(), input.u16()) {
         let bytes = input.take_up_to(usize::from(len)).to_vec();
-        segments.push(Segment {
-            fds: fds % 4,
-            bytes,
-        });
+        segments.push(Segment { fds: fds % 4, bytes });
     }
     segments
 }
@@ -50,10 +47,7 @@ pub fn encode(segments: &[Segment]) -> Vec<u8> {
 }
 
 fn send(stream: &UnixStream, segment: &Segment) -> std::io::Result<()> {
-    let ram = memfd::MemfdOptions::default()
-        .create("ram")
-        .map_err(std::io::Error::other)?
-        .into_file();
+    let ram = memfd::MemfdOptions::default().create("ram").map_err(std::io::Error::other)?.into_file();
     ram.set_len(1 << 20)?;
     let efd = EventFd::new(EFD_NONBLOCK)?;
     let fds: Vec<i32> = match segment.fds {
@@ -64,9 +58,7 @@ fn send(stream: &UnixStream, segment: &Segment) -> std::io::Result<()> {
     };
     let mut rest = &segment.bytes[..];
     if !fds.is_empty() && !rest.is_empty() {
-        let sent = stream
-            .send_with_fds(&[rest], &fds)
-            .map_err(|e| std::io::Error::from_raw_os_error(e.errno()))?;
+        let sent = stream.send_with_fds(&[rest], &fds).map_err(|e| std::io::Error::from_raw_os_error(e.errno()))?;
         rest = &rest[sent..];
     }
     let mut stream = stream;
@@ -87,8 +79,7 @@ pub fn run(data: &[u8]) {
     let n = SESSION.fetch_add(1, Ordering::Relaxed);
     let path = std::env::temp_dir().join(format!("manarig-fuzz-{}-{n}.sock", std::process::id()));
     let config = config();
-    let Ok(server) = DeviceServer::bind(&path, config.clone(), device_model::factory(config))
-    else {
+    let Ok(server) = DeviceServer::bind(&path, config.clone(), device_model::factory(config)) else {
         return;
     };
     let Ok((ours, theirs)) = UnixStream::pair() else {

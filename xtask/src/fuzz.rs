@@ -84,18 +84,12 @@ pub struct Outcome {
 /// libFuzzer, which defines the coverage callbacks, is not linked into it).
 fn build() -> anyhow::Result<()> {
     eprintln!("fuzz: building the targets (release, {TRIPLE}, sanitizer coverage)");
-    let mut args: Vec<String> = ["build", "--quiet", "--release", "--target", TRIPLE]
-        .map(str::to_owned)
-        .to_vec();
+    let mut args: Vec<String> = ["build", "--quiet", "--release", "--target", TRIPLE].map(str::to_owned).to_vec();
     for target in targets()? {
         args.push("--bin".into());
         args.push(target);
     }
-    let status = Command::new(cargo())
-        .args(&args)
-        .env("RUSTFLAGS", RUSTFLAGS)
-        .current_dir(fuzz_dir())
-        .status()?;
+    let status = Command::new(cargo()).args(&args).env("RUSTFLAGS", RUSTFLAGS).current_dir(fuzz_dir()).status()?;
     anyhow::ensure!(status.success(), "building fuzz/ failed ({status})");
     Ok(())
 }
@@ -153,15 +147,8 @@ pub fn run_one(target: &str, seconds: u64) -> anyhow::Result<Outcome> {
 fn report(outcomes: &[Outcome], seconds: u64) -> bool {
     println!("target        seconds  executions      cov       ft  result");
     for o in outcomes {
-        let result = if o.ok {
-            "ok"
-        } else {
-            "FINDING (fuzz/artifacts/)"
-        };
-        println!(
-            "{:<12} {:>8} {:>11} {:>8} {:>8}  {result}",
-            o.target, seconds, o.execs, o.cov, o.ft
-        );
+        let result = if o.ok { "ok" } else { "FINDING (fuzz/artifacts/)" };
+        println!("{:<12} {:>8} {:>11} {:>8} {:>8}  {result}", o.target, seconds, o.execs, o.cov, o.ft);
     }
     let total: u64 = outcomes.iter().map(|o| o.execs).sum();
     println!("total executions: {total}");
@@ -185,10 +172,7 @@ pub fn smoke(seconds: u64) -> anyhow::Result<bool> {
 
 /// `cargo xtask fuzz [...]`.
 pub fn main(args: &[std::ffi::OsString]) -> ExitCode {
-    let args: Vec<String> = args
-        .iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
+    let args: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
     let mut seconds = None;
     let mut target = None;
     let mut mode = "one";
@@ -215,9 +199,7 @@ pub fn main(args: &[std::ffi::OsString]) -> ExitCode {
         ("smoke", _) => smoke(seconds.unwrap_or(SMOKE_SECONDS)),
         (_, Some(target)) => {
             let seconds = seconds.unwrap_or(DEFAULT_SECONDS);
-            build()
-                .and_then(|()| run_one(&target, seconds))
-                .map(|o| report(&[o], seconds))
+            build().and_then(|()| run_one(&target, seconds)).map(|o| report(&[o], seconds))
         }
         (_, None) => return usage("name a target (--list) or give --smoke"),
     };
@@ -232,10 +214,8 @@ pub fn main(args: &[std::ffi::OsString]) -> ExitCode {
 }
 
 fn record() -> anyhow::Result<bool> {
-    let status = Command::new(cargo())
-        .args(["run", "--quiet", "--bin", "record_corpus"])
-        .current_dir(fuzz_dir())
-        .status()?;
+    let status =
+        Command::new(cargo()).args(["run", "--quiet", "--bin", "record_corpus"]).current_dir(fuzz_dir()).status()?;
     Ok(status.success())
 }
 

@@ -154,7 +154,9 @@ fn run_tests(extra: &[std::ffi::OsString]) -> ExitCode {
             }
         };
     if !fuzz_ok {
-        eprintln!("cargo xtask test: a fuzz target failed (see `fuzz:` above); `cargo xtask fuzz --smoke` runs them alone");
+        eprintln!(
+            "cargo xtask test: a fuzz target failed (see `fuzz:` above); `cargo xtask fuzz --smoke` runs them alone"
+        );
         return ExitCode::from(1);
     }
     if !lint_ok {

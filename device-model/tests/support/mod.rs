@@ -331,18 +331,12 @@ impl Driver {
     }
 
     pub fn writel(&mut self, offset: u64, value: u32) {
-        trace(|| Traced::Write {
-            offset,
-            bytes: value.to_le_bytes().to_vec(),
-        });
+        trace(|| Traced::Write { offset, bytes: value.to_le_bytes().to_vec() });
         self.dev.write(offset, &value.to_le_bytes());
     }
 
     pub fn writeq(&mut self, offset: u64, value: u64) {
-        trace(|| Traced::Write {
-            offset,
-            bytes: value.to_le_bytes().to_vec(),
-        });
+        trace(|| Traced::Write { offset, bytes: value.to_le_bytes().to_vec() });
         self.dev.write(offset, &value.to_le_bytes());
     }
 
