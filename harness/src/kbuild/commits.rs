@@ -312,4 +312,4 @@ pub fn prepare(repo: &Path, spec: &str, cache: &Path, progress: &mut dyn FnMut(&
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

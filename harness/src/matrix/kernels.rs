@@ -433,19 +433,7 @@ mod tests {
     #[test]
     fn a_commit_range_is_planned_as_its_series_on_the_base_commit_with_the_bases_git_facts() {
         let d = tempfile::tempdir().expect("tmp");
-        let git = |args: &[&str]| {
-            let out = std::process::Command::new("git")
-                .arg("-C")
-                .arg(d.path())
-                .args(["-c", "user.name=T", "-c", "user.email=t@example.org", "-c", "init.defaultBranch=main"])
-                .args(args)
-                .env("GIT_CONFIG_GLOBAL", "/dev/null")
-                .env("GIT_CONFIG_NOSYSTEM", "1")
-                .output()
-                .expect("git runs");
-            assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-            String::from_utf8_lossy(&out.stdout).trim().to_owned()
-        };
+        let git = |args: &[&str]| crate::kbuild::commits::tests::git_in(d.path(), args);
         git(&["init", "-q"]);
         std::fs::write(d.path().join("gdma_main.c"), "a\n").expect("write");
         git(&["add", "-A"]);
