@@ -103,6 +103,10 @@ pub fn svg(topology: &Topology, picture: &Picture<'_>) -> String {
     draw::document(topology, picture).to_string() + "\n"
 }
 
+/// For pages that hold several pictures (the matrix report): the tables of `picture`'s
+/// runs as HTML sections, text escaped for HTML, and the reports' style sheet.
+pub(crate) use html::{escape as html_escape, tables as html_tables, STYLE as HTML_STYLE};
+
 /// A self-contained HTML report: the picture inline, then each run's tables (the human
 /// report, and for a before/after pair the side-by-side table) or the rig error.
 pub fn html(topology: &Topology, picture: &Picture<'_>) -> String {
