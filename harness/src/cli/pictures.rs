@@ -92,7 +92,7 @@ impl MatrixPictureArgs {
         }
         let topologies = Topologies::load(m);
         if let Some(dir) = &self.svg_dir {
-            let (drawn, skipped) = pair_svgs(m, &topologies);
+            let crate::matrix::pictures::PairSvgs { drawn, skipped } = pair_svgs(m, &topologies);
             let mut written = 0;
             for (name, text) in &drawn {
                 let path = dir.join(name);

@@ -94,17 +94,25 @@ pub fn svg_file_name(pair: &str) -> String {
     format!("{safe}.svg")
 }
 
-/// Every pair's picture as (file name, SVG document), in report order; pairs whose
-/// topology cannot be drawn are left out, with (pair name, why) in the second list.
-pub fn pair_svgs(m: &MatrixReport, topologies: &Topologies) -> (Vec<(String, String)>, Vec<(String, String)>) {
-    let (mut drawn, mut skipped) = (Vec::new(), Vec::new());
+/// The pictures of a matrix's pairs.
+#[derive(Debug, Default)]
+pub struct PairSvgs {
+    /// (file name, SVG document), in report order.
+    pub drawn: Vec<(String, String)>,
+    /// (pair name, why): pairs whose topology cannot be drawn.
+    pub skipped: Vec<(String, String)>,
+}
+
+/// Every pair's picture, in [`report_order`].
+pub fn pair_svgs(m: &MatrixReport, topologies: &Topologies) -> PairSvgs {
+    let mut out = PairSvgs::default();
     for r in report_order(m) {
         match topologies.of(r) {
-            Ok(t) => drawn.push((svg_file_name(&r.pair.name), svg(t, &Picture::One(panel(r))))),
-            Err(e) => skipped.push((r.pair.name.clone(), e)),
+            Ok(t) => out.drawn.push((svg_file_name(&r.pair.name), svg(t, &Picture::One(panel(r))))),
+            Err(e) => out.skipped.push((r.pair.name.clone(), e)),
         }
     }
-    (drawn, skipped)
+    out
 }
 
 /// The anchor of a pair's section.
@@ -280,7 +288,7 @@ mod tests {
     #[test]
     fn every_pair_gets_an_svg_with_every_cpu_and_a_changed_file_is_not_drawn() {
         let mut m = report();
-        let (drawn, skipped) = pair_svgs(&m, &Topologies::load(&m));
+        let PairSvgs { drawn, skipped } = pair_svgs(&m, &Topologies::load(&m));
         assert!(skipped.is_empty(), "{skipped:?}");
         let names: Vec<&str> = drawn.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(
@@ -289,7 +297,7 @@ mod tests {
         );
         assert!(drawn.iter().all(|(_, s)| cpus_in(s).len() == 8));
         m.header.spec.inputs[0].sha256 = "0".repeat(64);
-        let (drawn, skipped) = pair_svgs(&m, &Topologies::load(&m));
+        let PairSvgs { drawn, skipped } = pair_svgs(&m, &Topologies::load(&m));
         assert_eq!(drawn.len(), 2);
         assert!(skipped.iter().all(|(p, e)| p.starts_with("seed-002@") && e.contains("changed since the matrix ran")));
         assert_eq!(svg_file_name("seed-002@image:/a b/bzImage"), "seed-002@image__a_b_bzImage.svg");
