@@ -149,16 +149,23 @@ fn shards_of_different_matrices_or_the_same_shard_twice_refuse_to_merge() {
     assert!(summary.contains("| 2/2 |") && summary.contains("not in this document"), "{summary}");
 }
 
-#[test]
-fn a_broken_topology_file_is_a_rig_error_with_its_one_line_error_and_the_others_run() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let dir = tmp.path().join("topologies");
+/// A folder `DIR/topologies` with seed 002 and `r24-broken.toml` (r24-no-smt with
+/// `sockets = 0`, which does not load).
+fn seed_002_and_a_broken_file(tmp: &std::path::Path) -> std::path::PathBuf {
+    let dir = tmp.join("topologies");
     std::fs::create_dir(&dir).expect("mkdir");
     std::fs::copy(repo().join("topologies/seed-002.toml"), dir.join("seed-002.toml")).expect("copy");
     let broken = std::fs::read_to_string(repo().join("topologies/r24-no-smt.toml"))
         .expect("r24")
         .replace("sockets = 2", "sockets = 0");
     std::fs::write(dir.join("r24-broken.toml"), broken).expect("write");
+    dir
+}
+
+#[test]
+fn a_broken_topology_file_is_a_rig_error_with_its_one_line_error_and_the_others_run() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = seed_002_and_a_broken_file(tmp.path());
     let out = tmp.path().join("out");
     let o = manarig(&[
         "matrix",
@@ -362,13 +369,7 @@ fn random_pairs_the_oracle_fails_are_shrunk_into_small_topology_files() {
 #[test]
 fn matrix_and_merge_draw_every_pair_failures_first_without_changing_the_exit_code() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let dir = tmp.path().join("topologies");
-    std::fs::create_dir(&dir).expect("mkdir");
-    std::fs::copy(repo().join("topologies/seed-002.toml"), dir.join("seed-002.toml")).expect("copy");
-    let broken = std::fs::read_to_string(repo().join("topologies/r24-no-smt.toml"))
-        .expect("r24")
-        .replace("sockets = 2", "sockets = 0");
-    std::fs::write(dir.join("r24-broken.toml"), broken).expect("write");
+    let dir = seed_002_and_a_broken_file(tmp.path());
     let p = |n: &str| tmp.path().join(n).display().to_string();
     let dir = dir.display().to_string();
     // The properties oracle fails 6.1 on seed 002 (balance); the broken file is a rig error.

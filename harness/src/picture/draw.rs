@@ -141,17 +141,18 @@ fn panel_view(key: Option<&'static str>, panel: &Panel<'_>, width: f64) -> Panel
                 v.run.kernel_release, v.run.kernel, v.summary.vectors
             );
             let load = cpu_load(v);
-            let second = match (&load, &v.traffic) {
-                (Some(_), Some(t)) => format!(
-                    "{second} · under load: {} flows, {} queue interrupts, {} NET_RX softirqs",
+            let third = v.traffic.as_ref().map(|t| {
+                format!(
+                    "under load: {} flows, {} queue interrupts, {} NET_RX softirqs",
                     t.flows.len(),
                     t.cpus.iter().map(|c| c.interrupts).sum::<u64>(),
                     t.cpus.iter().map(|c| c.net_rx).sum::<u64>()
-                ),
-                _ => second,
-            };
+                )
+            });
             let mut lines = vec![(first, true)];
-            lines.extend(wrap(&second, width, 12.0).into_iter().map(|l| (l, false)));
+            for line in std::iter::once(second).chain(third) {
+                lines.extend(wrap(&line, width, 12.0).into_iter().map(|l| (l, false)));
+            }
             PanelView { key, counts: Some(cpu_counts(v)), load, lines }
         }
         Panel::NoGuestData { run, reason } => {
