@@ -153,6 +153,12 @@ fn panel_view(key: Option<&'static str>, panel: &Panel<'_>, width: f64) -> Panel
             for line in std::iter::once(second).chain(third) {
                 lines.extend(wrap(&line, width, 12.0).into_iter().map(|l| (l, false)));
             }
+            // A failed run says why (its first failed check), so that a picture on its
+            // own (matrix --svg) tells a reviewer where to look.
+            if let Some(c) = v.failures().next() {
+                let why = format!("first failed check: {}: {}", c.name, c.message);
+                lines.extend(wrap(&why, width, 12.0).into_iter().take(3).map(|l| (l, false)));
+            }
             PanelView { key, counts: Some(cpu_counts(v)), load, lines }
         }
         Panel::NoGuestData { run, reason } => {

@@ -273,3 +273,15 @@ fn under_traffic_every_cpu_carries_its_interrupts_and_softirqs_and_the_busiest_i
     let text = svg(&t, &Picture::One(Panel::Run(&quiet)));
     assert!(!text.contains("data-load-") && !text.contains("#a61e4d"));
 }
+
+#[test]
+fn a_failed_run_names_its_first_failed_check_above_the_machine() {
+    let t = topology("seed-002");
+    // The guest ran 6.12 (irq_setup); judged by the 6.1 model, every vector is off.
+    let q = t.to_qemu_numbering();
+    let observed = Observed::as_model_predicts(&expected_table(&q, KernelGen::V6_12), "0000:41:00.0", 24);
+    let v = judge(&t, &observed, &expected_table(&q, KernelGen::V6_1));
+    let first = v.failures().next().expect("a failed check");
+    let text = svg(&t, &Picture::One(Panel::Run(&v)));
+    assert!(text.contains("verdict FAIL") && text.contains(&format!("first failed check: {}", first.name)), "{text}");
+}
