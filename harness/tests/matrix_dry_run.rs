@@ -149,16 +149,23 @@ fn shards_of_different_matrices_or_the_same_shard_twice_refuse_to_merge() {
     assert!(summary.contains("| 2/2 |") && summary.contains("not in this document"), "{summary}");
 }
 
-#[test]
-fn a_broken_topology_file_is_a_rig_error_with_its_one_line_error_and_the_others_run() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let dir = tmp.path().join("topologies");
+/// A folder `DIR/topologies` with seed 002 and `r24-broken.toml` (r24-no-smt with
+/// `sockets = 0`, which does not load).
+fn seed_002_and_a_broken_file(tmp: &std::path::Path) -> std::path::PathBuf {
+    let dir = tmp.join("topologies");
     std::fs::create_dir(&dir).expect("mkdir");
     std::fs::copy(repo().join("topologies/seed-002.toml"), dir.join("seed-002.toml")).expect("copy");
     let broken = std::fs::read_to_string(repo().join("topologies/r24-no-smt.toml"))
         .expect("r24")
         .replace("sockets = 2", "sockets = 0");
     std::fs::write(dir.join("r24-broken.toml"), broken).expect("write");
+    dir
+}
+
+#[test]
+fn a_broken_topology_file_is_a_rig_error_with_its_one_line_error_and_the_others_run() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = seed_002_and_a_broken_file(tmp.path());
     let out = tmp.path().join("out");
     let o = manarig(&[
         "matrix",
@@ -357,4 +364,62 @@ fn random_pairs_the_oracle_fails_are_shrunk_into_small_topology_files() {
         assert_eq!(again.status.code(), Some(1), "{}", text(&again));
     }
     assert!(!out.join("found/.tries").exists());
+}
+
+#[test]
+fn matrix_and_merge_draw_every_pair_failures_first_without_changing_the_exit_code() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = seed_002_and_a_broken_file(tmp.path());
+    let p = |n: &str| tmp.path().join(n).display().to_string();
+    let dir = dir.display().to_string();
+    // The properties oracle fails 6.1 on seed 002 (balance); the broken file is a rig error.
+    let base = ["matrix", "--dry-run", "--oracle", "properties", "--kernel", "6.12-min,6.1", &dir];
+    let plain = manarig(&base);
+    let mut args = base.to_vec();
+    let (html, svgs) = (p("m.html"), p("svg"));
+    args.extend(["--html", &html, "--svg", &svgs]);
+    let drawn = manarig(&args);
+    assert_eq!(plain.status.code(), Some(2), "{}", text(&plain));
+    assert_eq!(drawn.status.code(), plain.status.code(), "pictures do not change the exit code: {}", text(&drawn));
+    let page = std::fs::read_to_string(&html).expect("the HTML report");
+    let at = |s: &str| page.find(s).unwrap_or_else(|| panic!("{s} in the report"));
+    assert!(
+        at("FAIL</span> seed-002@6.1<") < at("ERROR</span> r24-broken@6.12-min")
+            && at("ERROR</span> r24-broken@6.1<") < at("PASS</span> seed-002@6.12-min")
+    );
+    assert!(page.contains("first mismatch: property_balance: "), "the failure's reason");
+    assert_eq!(page.matches("<svg").count(), 2, "seed 002's two pairs; the broken file has no picture");
+    assert!(
+        page.contains("no picture: the topology file did not load when the matrix ran: ") && page.contains("sockets")
+    );
+    let mut files: Vec<String> = std::fs::read_dir(&svgs)
+        .expect("the SVG folder")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(files, ["seed-002@6.1.svg", "seed-002@6.12-min.svg"]);
+    let one = std::fs::read_to_string(tmp.path().join("svg/seed-002@6.1.svg")).expect("svg");
+    let doc = roxmltree::Document::parse(&one).expect("an SVG document");
+    assert_eq!(doc.descendants().filter(|n| n.attribute("class") == Some("cpu")).count(), 8);
+    assert!(text(&drawn).contains("no picture of r24-broken@6.1: "), "{}", text(&drawn));
+
+    // The shards' documents merge into the same report.
+    for k in 1..=2 {
+        let mut args = base.to_vec();
+        let (shard, out) = (format!("{k}/2"), p(&format!("shard-{k}")));
+        args.extend(["--shard", &shard, "--out", &out, "--run-id", "t"]);
+        let _ = manarig(&args);
+    }
+    let merged_html = p("merged.html");
+    let merged = manarig(&["matrix-merge", &p("shard-1"), &p("shard-2"), "--html", &merged_html]);
+    assert_eq!(merged.status.code(), Some(2), "{}", text(&merged));
+    let page = std::fs::read_to_string(&merged_html).expect("the merged report");
+    assert_eq!(page.matches("<svg").count(), 2);
+    assert!(page.find("FAIL</span> seed-002@6.1<") < page.find("PASS</span> seed-002@6.12-min"));
+
+    // A report that cannot be written is refused before anything runs.
+    let o = manarig(&["matrix", "--dry-run", &dir, "--html", &p("no/such/dir/m.html")]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("--html") && text(&o).contains("no folder"), "{}", text(&o));
 }

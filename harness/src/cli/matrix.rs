@@ -138,8 +138,9 @@ fn run_inner(args: &MatrixArgs) -> anyhow::Result<Exit> {
     if args.rig.console.is_some() {
         anyhow::bail!("--console: a matrix keeps every pair's console in <--out>/console/ instead");
     }
-    // Refuse a bad origin before any guest boots.
+    // Refuse a bad origin or picture path before any guest boots.
     crate::matrix::kcidb::render_kcidb(&empty_report(), &args.output.kcidb())?;
+    args.output.pictures.check().map_err(anyhow::Error::msg)?;
     let kernels = kernel_requests(args).map_err(anyhow::Error::msg)?;
     let baseline = args.baseline.clone().map(KernelRequest::Choice);
     if args.prepare_only {
@@ -275,9 +276,11 @@ fn prepare_only(kernels: &[KernelRequest], cache_dir: Option<&Path>) -> Exit {
     exit
 }
 
-/// Emit the report and say how it ended.
+/// Emit the report and its pictures, and say how it ended (the pictures never change
+/// the exit code).
 fn finish(report: &MatrixReport, output: &OutputArgs) -> anyhow::Result<Exit> {
     let written = emit(report, output, &mut |l| eprintln!("matrix: {l}"))?;
+    output.pictures.write(report, &mut |l| eprintln!("matrix: {l}"));
     let (pass, fail, err, not_run) = report.counts();
     let wall: f64 = report.header.shards.iter().map(|s| s.wall_s).sum();
     let planned: f64 = report.header.shards.iter().map(|s| s.planned_cost_s).sum();
@@ -379,6 +382,7 @@ fn documents(results: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
 pub fn merge_cmd(args: &MergeArgs) -> ExitCode {
     let result = (|| -> anyhow::Result<Exit> {
         crate::matrix::kcidb::render_kcidb(&empty_report(), &args.output.kcidb())?;
+        args.output.pictures.check().map_err(anyhow::Error::msg)?;
         let mut docs = Vec::new();
         for path in documents(&args.results)? {
             let text = std::fs::read_to_string(&path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;

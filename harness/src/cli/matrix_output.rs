@@ -2,6 +2,7 @@
 //! (`summary.md`, `junit.xml`, `results.ktap`, `matrix.json`, `kcidb.json`),
 //! the chosen `--format` on stdout, and the KCIDB check.
 
+use super::pictures::MatrixPictureArgs;
 use crate::matrix::kcidb::{render_kcidb, KcidbOptions};
 use crate::matrix::report::MatrixReport;
 use crate::matrix::{junit, kcidb_check, ktap, summary};
@@ -64,6 +65,9 @@ pub struct OutputArgs {
     /// Cache folder for the kcidb-io venv (default: $MANARIG_CACHE, else ~/.cache/manarig).
     #[arg(long = "kcidb-cache-dir", value_name = "DIR", hide = true)]
     pub kcidb_cache_dir: Option<PathBuf>,
+    /// Pictures of every pair.
+    #[command(flatten)]
+    pub pictures: MatrixPictureArgs,
 }
 
 impl OutputArgs {

@@ -1,7 +1,11 @@
 //! `--svg FILE` and `--html FILE` of `run` and `compare`: the picture of the run(s)
 //! ([`crate::picture`]) written next to the report. A run that ends in a rig error before
 //! the guest's report is still drawn (the topology, marked "no guest data").
+//! `matrix` and `matrix-merge` take `--svg DIR` (one SVG per pair) and `--html FILE`
+//! (the whole matrix on one page: [`crate::matrix::pictures`]).
 
+use crate::matrix::pictures::{html_report, pair_svgs, Topologies};
+use crate::matrix::report::MatrixReport;
 use crate::picture::{html, svg, Picture};
 use crate::topology::Topology;
 use std::path::{Path, PathBuf};
@@ -43,5 +47,70 @@ impl PictureArgs {
             eprintln!("manarig: wrote {} ({kind})", path.display());
         }
         Ok(())
+    }
+}
+
+/// The picture options of `matrix` and `matrix-merge`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct MatrixPictureArgs {
+    /// Also draw every pair's machine with its CPUs' MANA IRQs, one SVG per pair, into
+    /// this folder (`DIR/<topology>@<kernel>.svg`; created if missing).
+    #[arg(long = "svg", value_name = "DIR")]
+    pub svg_dir: Option<PathBuf>,
+    /// Also write one HTML report into FILE: the topology × kernel table, then every
+    /// pair's picture and tables, failures first.
+    #[arg(long = "html", value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
+
+impl MatrixPictureArgs {
+    /// Refuse a picture destination that cannot be written before any guest boots: the
+    /// `--svg` folder is created, `--html`'s folder must exist.
+    ///
+    /// # Errors
+    /// One line naming the option and the path.
+    pub fn check(&self) -> Result<(), String> {
+        if let Some(dir) = &self.svg_dir {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("--svg {}: cannot create the folder: {e}", dir.display()))?;
+        }
+        if let Some(file) = &self.html {
+            let parent = file.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            if !parent.is_dir() {
+                return Err(format!("--html {}: no folder {}", file.display(), parent.display()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Draw the matrix `m` into the requested files (every pair, failures first), saying
+    /// on stderr through `note` what was written and which pairs could not be drawn.
+    /// Never changes the matrix's outcome: a file that cannot be written is a note.
+    pub fn write(&self, m: &MatrixReport, note: &mut dyn FnMut(&str)) {
+        if self.svg_dir.is_none() && self.html.is_none() {
+            return;
+        }
+        let topologies = Topologies::load(m);
+        if let Some(dir) = &self.svg_dir {
+            let crate::matrix::pictures::PairSvgs { drawn, skipped } = pair_svgs(m, &topologies);
+            let mut written = 0;
+            for (name, text) in &drawn {
+                let path = dir.join(name);
+                match std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, text)) {
+                    Ok(()) => written += 1,
+                    Err(e) => note(&format!("{}: cannot write the SVG picture: {e}", path.display())),
+                }
+            }
+            for (pair, why) in &skipped {
+                note(&format!("no picture of {pair}: {why}"));
+            }
+            note(&format!("wrote {written} SVG pictures into {}", dir.display()));
+        }
+        if let Some(path) = &self.html {
+            match std::fs::write(path, html_report(m, &topologies)) {
+                Ok(()) => note(&format!("wrote {} (HTML)", path.display())),
+                Err(e) => note(&format!("{}: cannot write the HTML report: {e}", path.display())),
+            }
+        }
     }
 }

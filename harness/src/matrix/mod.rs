@@ -12,7 +12,8 @@
 //!   [`session`]: one shard end to end; [`progress`]: events and the ETA;
 //! - [`report`]: the matrix document (JSON, `matrix-schema.md`); [`merge`]:
 //!   shards back into one; [`summary`] (Markdown), [`junit`], [`ktap`],
-//!   [`kcidb`] (KCIDB v5.3) render it; [`kcidb_check`] validates KCIDB
+//!   [`kcidb`] (KCIDB v5.3) render it, [`pictures`] draws it (SVG, HTML);
+//!   [`kcidb_check`] validates KCIDB
 //!   output with kcidb-io.
 
 pub mod cost;
@@ -25,6 +26,7 @@ pub mod limits;
 pub mod merge;
 pub mod oracle;
 pub mod oracles;
+pub mod pictures;
 pub mod progress;
 pub mod report;
 pub mod run;

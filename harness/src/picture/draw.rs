@@ -2,7 +2,7 @@
 //! run (its title lines, then the machine), and the legend.
 
 use super::layout::{self, Block, Kind, Metrics, Rect};
-use super::{cpu_counts, CpuCounts, Panel, Picture};
+use super::{cpu_counts, cpu_load, CpuCounts, CpuLoad, Panel, Picture};
 use crate::topology::{CpuNumbering, Topology};
 use crate::verdict::Status;
 use std::collections::BTreeMap;
@@ -12,6 +12,9 @@ use svg::Node as _;
 
 /// Fill of a CPU by how many MANA IRQs are delivered to it: 0, 1, 2, 3, 4 or more.
 const EFFECTIVE: [&str; 5] = ["#ffffff", "#ffd8a8", "#ffa94d", "#f76707", "#c92a2a"];
+/// Fill of a CPU under load (`--traffic`) by its interrupts + softirqs as a share of the
+/// busiest CPU's: none, up to 25 %, 50 %, 75 %, 100 %.
+const LOAD: [&str; 5] = ["#ffffff", "#fcc2d7", "#f783ac", "#d6336c", "#a61e4d"];
 /// A CPU's fill when the run has no guest data.
 const NO_DATA: &str = "#f1f3f5";
 /// Band and outline of a node by its hop from the NIC's node: 0, 1, 2, 3, 4, 5 or more.
@@ -71,13 +74,23 @@ fn effective_fill(n: u32) -> &'static str {
     EFFECTIVE[(n as usize).min(EFFECTIVE.len() - 1)]
 }
 
+/// The load fill of `load` out of the busiest CPU's `max`.
+fn load_fill(load: u64, max: u64) -> &'static str {
+    if load == 0 || max == 0 {
+        return LOAD[0];
+    }
+    // Quarters, rounded up: 1 % → the first, 26 % → the second, 100 % → the fourth.
+    let quarter = (load * 4).div_ceil(max).clamp(1, 4);
+    LOAD[quarter as usize]
+}
+
 fn hop_fill(hop: Option<u32>) -> &'static str {
     hop.map_or(NO_HOP, |h| HOPS[(h as usize).min(HOPS.len() - 1)])
 }
 
 /// Dark fills take white text.
 fn ink_on(fill: &str) -> &'static str {
-    if [EFFECTIVE[3], EFFECTIVE[4], HOPS[0], HOPS[1], NIC].contains(&fill) {
+    if [EFFECTIVE[3], EFFECTIVE[4], LOAD[3], LOAD[4], HOPS[0], HOPS[1], NIC].contains(&fill) {
         "#ffffff"
     } else {
         INK
@@ -103,10 +116,12 @@ fn wrap(s: &str, width: f64, size: f64) -> Vec<String> {
     lines
 }
 
-/// What one panel shows: its key (`before`/`after`), the counts, its title lines.
+/// What one panel shows: its key (`before`/`after`), the counts, the load under
+/// traffic, its title lines.
 struct PanelView {
     key: Option<&'static str>,
     counts: Option<BTreeMap<u32, CpuCounts>>,
+    load: Option<BTreeMap<u32, CpuLoad>>,
     lines: Vec<(String, bool)>,
 }
 
@@ -125,20 +140,45 @@ fn panel_view(key: Option<&'static str>, panel: &Panel<'_>, width: f64) -> Panel
                 "Linux {} · model {} · {fired} of {} MANA IRQs fired · NIC on {nic}",
                 v.run.kernel_release, v.run.kernel, v.summary.vectors
             );
+            let load = cpu_load(v);
+            let third = v.traffic.as_ref().map(|t| {
+                format!(
+                    "under load: {} flows, {} queue interrupts, {} NET_RX softirqs",
+                    t.flows.len(),
+                    t.cpus.iter().map(|c| c.interrupts).sum::<u64>(),
+                    t.cpus.iter().map(|c| c.net_rx).sum::<u64>()
+                )
+            });
             let mut lines = vec![(first, true)];
-            lines.extend(wrap(&second, width, 12.0).into_iter().map(|l| (l, false)));
-            PanelView { key, counts: Some(cpu_counts(v)), lines }
+            for line in std::iter::once(second).chain(third) {
+                lines.extend(wrap(&line, width, 12.0).into_iter().map(|l| (l, false)));
+            }
+            // A failed run says why (its first failed check), so that a picture on its
+            // own (matrix --svg) tells a reviewer where to look.
+            if let Some(c) = v.failures().next() {
+                let why = format!("first failed check: {}: {}", c.name, c.message);
+                lines.extend(wrap(&why, width, 12.0).into_iter().take(3).map(|l| (l, false)));
+            }
+            PanelView { key, counts: Some(cpu_counts(v)), load, lines }
         }
         Panel::NoGuestData { run, reason } => {
             let mut lines = vec![(format!("{label}{run} · no guest data"), true)];
             lines.extend(wrap(&format!("rig error: {reason}"), width, 12.0).into_iter().take(4).map(|l| (l, false)));
-            PanelView { key, counts: None, lines }
+            PanelView { key, counts: None, load: None, lines }
         }
     }
 }
 
-/// The title (tooltip) of a CPU: ids, node, core, and its counts with the IRQ names.
-fn cpu_title(topo_file: &Topology, guest: &Topology, cpu: u32, counts: Option<&CpuCounts>, has_data: bool) -> String {
+/// The title (tooltip) of a CPU: ids, node, core, and its counts with the IRQ names (and
+/// under traffic its interrupts and softirqs).
+fn cpu_title(
+    topo_file: &Topology,
+    guest: &Topology,
+    cpu: u32,
+    counts: Option<&CpuCounts>,
+    load: Option<CpuLoad>,
+    has_data: bool,
+) -> String {
     let file_id = topo_file.cpu_of_qemu_index(cpu);
     let ids = if topo_file.numbering() == CpuNumbering::Qemu {
         format!("CPU {cpu}")
@@ -155,11 +195,19 @@ fn cpu_title(topo_file: &Topology, guest: &Topology, cpu: u32, counts: Option<&C
     let names = |v: &[String]| if v.is_empty() { String::new() } else { format!(" ({})", v.join(", ")) };
     t.push_str(&format!("\neffective IRQs: {}{}", c.effective, names(&c.effective_irqs)));
     t.push_str(&format!("\nin smp_affinity_list of: {} IRQs{}", c.affinity, names(&c.affinity_irqs)));
+    if let Some(l) = load {
+        t.push_str(&format!(
+            "\nunder load: {} queue interrupts, {} NET_RX and {} NET_TX softirqs",
+            l.interrupts, l.net_rx, l.net_tx
+        ));
+    }
     t
 }
 
 struct Ctx<'a> {
     m: Metrics,
+    /// The busiest CPU's load in the picture (all panels): the top of the load scale.
+    max_load: u64,
     file: &'a Topology,
     guest: &'a Topology,
     view: &'a PanelView,
@@ -170,7 +218,13 @@ fn pu(ctx: &Ctx<'_>, r: &Rect, cpu: u32) -> Group {
     let has_data = ctx.view.counts.is_some();
     let counts = ctx.view.counts.as_ref().and_then(|c| c.get(&cpu));
     let (eff, aff) = counts.map_or((0, 0), |c| (c.effective, c.affinity));
-    let fill = if has_data { effective_fill(eff) } else { NO_DATA };
+    let load = ctx.view.load.as_ref().map(|l| l.get(&cpu).copied().unwrap_or_default());
+    let fill = match (has_data, load) {
+        (false, _) => NO_DATA,
+        (true, Some(l)) => load_fill(l.total(), ctx.max_load),
+        (true, None) => effective_fill(eff),
+    };
+    let dark = ink_on(fill) == "#ffffff";
     let id = match ctx.view.key {
         Some(k) => format!("{k}-cpu-{cpu}"),
         None => format!("cpu-{cpu}"),
@@ -190,10 +244,16 @@ fn pu(ctx: &Ctx<'_>, r: &Rect, cpu: u32) -> Group {
     if has_data {
         g = g.set("data-effective-irqs", eff).set("data-affinity-irqs", aff);
     }
-    g = g.add(Title::new(cpu_title(ctx.file, ctx.guest, cpu, counts, has_data)));
+    if let Some(l) = load {
+        g = g
+            .set("data-load-interrupts", l.interrupts)
+            .set("data-load-net-rx", l.net_rx)
+            .set("data-load-net-tx", l.net_tx);
+    }
+    g = g.add(Title::new(cpu_title(ctx.file, ctx.guest, cpu, counts, load, has_data)));
     g = g.add(rect(r, fill, "#868e96", 0.8 * m.s).set("rx", px(2.0 * m.s)));
     let ink = ink_on(fill);
-    g = g.add(text(r.x + 3.0 * m.s, r.y + 10.0 * m.s, 9.0 * m.s, if eff >= 3 { ink } else { MUTED }, &cpu.to_string()));
+    g = g.add(text(r.x + 3.0 * m.s, r.y + 10.0 * m.s, 9.0 * m.s, if dark { ink } else { MUTED }, &cpu.to_string()));
     if eff > 0 {
         let t = text(r.x + r.w / 2.0, r.y + 24.0 * m.s, 13.0 * m.s, ink, &eff.to_string())
             .set("font-weight", "bold")
@@ -207,13 +267,13 @@ fn pu(ctx: &Ctx<'_>, r: &Rect, cpu: u32) -> Group {
             .set("cx", px(r.x + 4.5 * m.s + f64::from(i) * step))
             .set("cy", px(r.y + r.h - 4.0 * m.s))
             .set("r", px(1.8 * m.s))
-            .set("fill", if eff >= 3 { "#ffffff" } else { AFFINITY });
+            .set("fill", if dark { "#ffffff" } else { AFFINITY });
         g = g.add(c);
     }
     if aff > MAX_DOTS {
         let x = r.x + 4.5 * m.s + f64::from(MAX_DOTS) * step - 2.5 * m.s;
         g = g.add(
-            text(x, r.y + r.h - 1.5 * m.s, 9.0 * m.s, if eff >= 3 { "#ffffff" } else { AFFINITY }, "+")
+            text(x, r.y + r.h - 1.5 * m.s, 9.0 * m.s, if dark { "#ffffff" } else { AFFINITY }, "+")
                 .set("font-weight", "bold"),
         );
     }
@@ -337,8 +397,10 @@ impl Legend {
 
     fn swatch(&mut self, fill: &str, stroke: &str, inside: &str, words: &str) {
         let (s, size) = (self.m.s, self.m.font());
-        self.fit(28.0 * s + text_w(words, size));
-        let r = Rect { x: self.x, y: self.y, w: 24.0 * s, h: 16.0 * s };
+        // Wide enough for the label inside (`≤25%`).
+        let w = (24.0 * s).max(text_w(inside, 10.0 * s) + 8.0 * s);
+        self.fit(w + 4.0 * s + text_w(words, size));
+        let r = Rect { x: self.x, y: self.y, w, h: 16.0 * s };
         let mut g = Group::new().add(rect(&r, fill, stroke, 1.0 * s).set("rx", px(2.0 * s)));
         if !inside.is_empty() {
             g = g.add(
@@ -379,6 +441,15 @@ impl Legend {
     }
 }
 
+/// Which CPU fills a picture uses.
+#[derive(Debug, Clone, Copy)]
+struct Fills {
+    /// By MANA IRQ count (a run without traffic).
+    irqs: bool,
+    /// By load under traffic, with the busiest CPU's interrupts + softirqs.
+    load: Option<u64>,
+}
+
 /// The legend at (`left`, `top`); returns its group, width and height.
 fn legend(
     left: f64,
@@ -387,16 +458,30 @@ fn legend(
     m: Metrics,
     max_hop: Option<u32>,
     file: &Topology,
-    any_data: bool,
+    fills: Fills,
 ) -> (Group, f64, f64) {
     let mut l = Legend { items: Vec::new(), left, max_w, x: left, y: top, width: 0.0, m };
-    if any_data {
+    if let Some(max) = fills.load {
+        l.row_label(&format!(
+            "Under load: the queues' interrupts + NET_RX + NET_TX softirqs, share of the busiest CPU's {max}:"
+        ));
+        for (i, fill) in LOAD.iter().enumerate() {
+            let label = if i == 0 { "0".to_owned() } else { format!("≤ {}%", 25 * i) };
+            l.swatch(fill, "#868e96", &label, "");
+        }
+        l.next_row();
+        l.row_label("Number on a CPU: MANA IRQs delivered to it (effective affinity)");
+        l.next_row();
+    }
+    if fills.irqs {
         l.row_label("MANA IRQs delivered to the CPU (effective affinity):");
         for (i, fill) in EFFECTIVE.iter().enumerate() {
             let label = if i == EFFECTIVE.len() - 1 { format!("{i}+") } else { i.to_string() };
             l.swatch(fill, "#868e96", &label, "");
         }
         l.next_row();
+    }
+    if fills.irqs || fills.load.is_some() {
         l.row_label("Dots:");
         l.dots(2, "one per IRQ whose smp_affinity_list holds the CPU (here 2; up to 5, then +)");
         l.next_row();
@@ -448,9 +533,13 @@ pub(crate) fn document(file: &Topology, picture: &Picture<'_>) -> Document {
     let machine_top = panel_top + head_lines as f64 * line_h + 6.0;
     let max_hop = layout::node_hops(&guest).into_iter().flatten().max();
     let legend_top = machine_top + machine.rect.h + 18.0;
-    let any_data = views.iter().any(|v| v.counts.is_some());
+    let max_load = views.iter().flat_map(|v| v.load.iter().flat_map(|l| l.values())).map(CpuLoad::total).max();
+    let fills = Fills {
+        irqs: views.iter().any(|v| v.counts.is_some() && v.load.is_none()),
+        load: views.iter().any(|v| v.load.is_some()).then(|| max_load.unwrap_or(0)),
+    };
     let legend_m = Metrics { s: m.s.min(1.15) };
-    let (legend, legend_w, legend_h) = legend(margin, legend_top, wide, legend_m, max_hop, file, any_data);
+    let (legend, legend_w, legend_h) = legend(margin, legend_top, wide, legend_m, max_hop, file, fills);
     let heading = format!("manarig · {}", file.name());
     let sub = file.description().unwrap_or("").to_owned();
     let width = (panels_w.max(legend_w).max(text_w(&heading, 17.0)).max(text_w(&sub, 12.0)) + 2.0 * margin).ceil();
@@ -479,7 +568,7 @@ pub(crate) fn document(file: &Topology, picture: &Picture<'_>) -> Document {
             g = g.add(t);
         }
         let placed = layout::place(machine.clone(), left, machine_top);
-        let ctx = Ctx { m, file, guest: &guest, view };
+        let ctx = Ctx { m, max_load: max_load.unwrap_or(0), file, guest: &guest, view };
         g = g.add(block(&ctx, &placed));
         if view.counts.is_none() {
             // The mark sits in the machine's band, clear of the CPUs it would hide.

@@ -1,8 +1,9 @@
 //! Pictures of a run: the machine drawn as nested boxes — package (socket), NUMA node,
 //! core, thread — as hwloc's `lstopo` draws them, with the NIC attached to its node, each
-//! CPU coloured by the number of MANA IRQs whose effective affinity is on it, a dot per
-//! IRQ whose `smp_affinity_list` holds it, each node's hop from the NIC's node as the
-//! colour of its band and outline, and a legend. `compare` draws before and after side
+//! CPU coloured by the number of MANA IRQs whose effective affinity is on it (with
+//! `--traffic`, by the interrupts and softirqs it took under load), a dot per IRQ whose
+//! `smp_affinity_list` holds it, each node's hop from the NIC's node as the colour of
+//! its band and outline, and a legend. `compare` draws before and after side
 //! by side. An HTML report holds the picture and the run's tables.
 //!
 //! Public API (for `run`, `compare` and the matrix runner):
@@ -11,7 +12,13 @@
 //!   [`Verdict`] or [`Panel::NoGuestData`] (a rig error before the report: the topology
 //!   is still drawn, marked "no guest data");
 //! - [`cpu_counts`]`(&Verdict)`: per CPU, the counts the picture shows (the same numbers
-//!   every CPU's `<title>` and `data-effective-irqs` / `data-affinity-irqs` attributes carry).
+//!   every CPU's `<title>` and `data-effective-irqs` / `data-affinity-irqs` attributes carry);
+//! - [`cpu_load`]`(&Verdict)`: with `--traffic`, per CPU the queues' interrupts and the
+//!   NET_RX / NET_TX softirqs during the flows (the verdict's `traffic.cpus`). A run with
+//!   traffic fills each CPU by that load (interrupts + softirqs, as a share of the busiest
+//!   CPU of the picture) instead of by its IRQ count, which stays written on the CPU; its
+//!   `<title>` and `data-load-interrupts` / `data-load-net-rx` / `data-load-net-tx` carry
+//!   the counts.
 //!
 //! CPU ids are the guest's (QEMU numbering), as in the report's tables; for a
 //! `linux-smt-outer` file each CPU's title and `data-file-cpu` also give the file's id.
@@ -98,10 +105,44 @@ pub fn cpu_counts(verdict: &Verdict) -> BTreeMap<u32, CpuCounts> {
     out
 }
 
+/// What one CPU took under load (`run --traffic`): its row of the verdict's
+/// `traffic.cpus` (counts during the flows).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CpuLoad {
+    /// The queues' interrupts it took (the channels' IRQs, not the HWC's).
+    pub interrupts: u64,
+    /// NET_RX softirqs it ran.
+    pub net_rx: u64,
+    /// NET_TX softirqs it ran.
+    pub net_tx: u64,
+}
+
+impl CpuLoad {
+    /// Interrupts plus softirqs: what the picture's load colour measures.
+    pub fn total(&self) -> u64 {
+        self.interrupts + self.net_rx + self.net_tx
+    }
+}
+
+/// Per guest CPU id, what it took under load; `None` for a run without `--traffic`.
+pub fn cpu_load(verdict: &Verdict) -> Option<BTreeMap<u32, CpuLoad>> {
+    let t = verdict.traffic.as_ref()?;
+    Some(
+        t.cpus
+            .iter()
+            .map(|c| (c.cpu, CpuLoad { interrupts: c.interrupts, net_rx: c.net_rx, net_tx: c.net_tx }))
+            .collect(),
+    )
+}
+
 /// The picture as an SVG document (UTF-8 text, no XML declaration; sizes in CSS pixels).
 pub fn svg(topology: &Topology, picture: &Picture<'_>) -> String {
     draw::document(topology, picture).to_string() + "\n"
 }
+
+/// For pages that hold several pictures (the matrix report): the tables of `picture`'s
+/// runs as HTML sections, text escaped for HTML, and the reports' style sheet.
+pub(crate) use html::{escape as html_escape, tables as html_tables, STYLE as HTML_STYLE};
 
 /// A self-contained HTML report: the picture inline, then each run's tables (the human
 /// report, and for a before/after pair the side-by-side table) or the rig error.

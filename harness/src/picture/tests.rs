@@ -214,3 +214,74 @@ fn keep(name: &str, svg_text: &str) {
     rasterise(svg_text).save_png(dir.join(format!("{name}.png"))).expect("png");
     std::fs::write(dir.join(format!("{name}.svg")), svg_text).expect("svg");
 }
+
+/// A real `run --traffic` verdict: `cargo xtask run topologies/seed-002.toml --kernel
+/// 6.12-min --traffic --format json` (16 flows of 8 KiB each way; every CPU took some).
+fn traffic_verdict() -> Verdict {
+    let path = format!("{}/tests/fixtures/picture/seed-002-6.12-min-traffic.json", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// The fill of a CPU's box.
+fn cpu_fill<'a>(el: &roxmltree::Node<'a, '_>) -> &'a str {
+    el.children().find(|c| c.has_tag_name("rect")).and_then(|r| r.attribute("fill")).unwrap_or("")
+}
+
+#[test]
+fn under_traffic_every_cpu_carries_its_interrupts_and_softirqs_and_the_busiest_is_darkest() {
+    let t = topology("seed-002");
+    let v = traffic_verdict();
+    let traffic = v.traffic.as_ref().expect("the fixture ran with --traffic");
+    let text = svg(&t, &Picture::One(Panel::Run(&v)));
+    keep("seed-002-traffic", &text);
+    let doc = roxmltree::Document::parse(&text).expect("SVG");
+    let cpus = cpu_elements(&doc);
+    assert_eq!(cpus.len(), 8);
+    let total = |c: &crate::verdict::traffic::TrafficCpu| c.interrupts + c.net_rx + c.net_tx;
+    let busiest = traffic.cpus.iter().max_by_key(|c| total(c)).expect("CPUs").cpu;
+    let want = report_counts(&v);
+    for el in &cpus {
+        let cpu = attr_u32(el, "data-cpu");
+        let row = traffic.cpus.iter().find(|c| c.cpu == cpu).expect("a traffic row per CPU");
+        assert_eq!(u64::from(attr_u32(el, "data-load-interrupts")), row.interrupts, "CPU {cpu}");
+        assert_eq!(u64::from(attr_u32(el, "data-load-net-rx")), row.net_rx, "CPU {cpu}");
+        assert_eq!(u64::from(attr_u32(el, "data-load-net-tx")), row.net_tx, "CPU {cpu}");
+        let title = el.children().find(|c| c.has_tag_name("title")).and_then(|c| c.text()).unwrap_or_default();
+        let line = format!(
+            "under load: {} queue interrupts, {} NET_RX and {} NET_TX softirqs",
+            row.interrupts, row.net_rx, row.net_tx
+        );
+        assert!(title.contains(&line), "{title}");
+        // The IRQ counts stay, written on the CPU.
+        assert_eq!(attr_u32(el, "data-effective-irqs"), want.get(&cpu).map_or(0, |c| c.0), "CPU {cpu}");
+        // The darkest load colour is the busiest CPU's alone (seed 002's run: one CPU
+        // above 75 % of the busiest).
+        assert_eq!(
+            cpu_fill(el) == "#a61e4d",
+            cpu == busiest
+                || total(row) * 4 > total(traffic.cpus.iter().find(|c| c.cpu == busiest).expect("busiest")) * 3,
+            "CPU {cpu}: {}",
+            cpu_fill(el)
+        );
+    }
+    assert!(text.contains("Under load: the queues' interrupts + NET_RX + NET_TX softirqs"));
+    assert!(!blank(&rasterise(&text)));
+    // Without the traffic object the same run is coloured by its IRQ counts.
+    let mut quiet = v.clone();
+    quiet.traffic = None;
+    let text = svg(&t, &Picture::One(Panel::Run(&quiet)));
+    assert!(!text.contains("data-load-") && !text.contains("#a61e4d"));
+}
+
+#[test]
+fn a_failed_run_names_its_first_failed_check_above_the_machine() {
+    let t = topology("seed-002");
+    // The guest ran 6.12 (irq_setup); judged by the 6.1 model, every vector is off.
+    let q = t.to_qemu_numbering();
+    let observed = Observed::as_model_predicts(&expected_table(&q, KernelGen::V6_12), "0000:41:00.0", 24);
+    let v = judge(&t, &observed, &expected_table(&q, KernelGen::V6_1));
+    let first = v.failures().next().expect("a failed check");
+    let text = svg(&t, &Picture::One(Panel::Run(&v)));
+    assert!(text.contains("verdict FAIL") && text.contains(&format!("first failed check: {}", first.name)), "{text}");
+}
