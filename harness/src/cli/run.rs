@@ -81,6 +81,7 @@ impl RigOptions {
         r.custom_kernel.clone_from(&k.custom);
         r.model_basis = k.basis.clone();
         r.label = Some(k.label.clone());
+        r.debug = k.debug;
         r
     }
 
@@ -108,6 +109,7 @@ impl RigOptions {
             label: None,
             device_fault: None,
             traffic: None,
+            debug: false,
         }
     }
 }
