@@ -388,8 +388,9 @@ pub fn build(req: &BuildRequest, progress: &mut dyn FnMut(&str)) -> Result<Built
         let work = req.cache.join("kbuild/work").join(key::short(&work_key));
         std::fs::create_dir_all(&work).map_err(|e| KbuildError::io(&work, e))?;
         _lock = WorkLock::take(&work, req.deadline, progress)?;
-        // A build of the same key that held the lock may have just finished it.
-        if immutable {
+        // A build of the same key that held the lock may have just finished it
+        // (unless this one is to be cold: --fresh).
+        if immutable && !req.fresh {
             if let Some(stamp) = finished(&dir) {
                 progress(&format!("build {short}: finished by the build waited for ({})", dir.display()));
                 return Ok(Built { dir, stamp, cached: true });
