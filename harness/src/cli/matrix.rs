@@ -39,6 +39,11 @@ pub struct MatrixArgs {
     /// The patch series for --source (a folder of *.patch or an mbox).
     #[arg(long, value_name = "DIR|MBOX", requires = "source")]
     pub patches: Option<PathBuf>,
+    /// A commit range of the git tree --source: the series A..B applied to A's
+    /// tree (as `git format-patch A..B` writes it), or A's tree alone (`--commits A`:
+    /// a baseline K0 built the same way). KCIDB's checkout gets A's commit hash.
+    #[arg(long, value_name = "A..B|A", requires = "source", conflicts_with = "patches")]
+    pub commits: Option<String>,
     /// The --source kernel's name in pair names (default: patched, or source without --patches).
     #[arg(long, value_name = "NAME", requires = "source")]
     pub label: Option<String>,
@@ -98,9 +103,14 @@ pub struct MergeArgs {
 fn kernel_requests(args: &MatrixArgs) -> Result<Vec<KernelRequest>, String> {
     let mut reqs: Vec<KernelRequest> = args.kernel.iter().cloned().map(KernelRequest::Choice).collect();
     if let Some(source) = &args.source {
-        let label =
-            args.label.clone().unwrap_or_else(|| if args.patches.is_some() { "patched" } else { "source" }.to_owned());
-        reqs.push(KernelRequest::Source { source: source.clone(), patches: args.patches.clone(), label });
+        let patched = args.patches.is_some() || args.commits.as_deref().is_some_and(|c| c.contains(".."));
+        let label = args.label.clone().unwrap_or_else(|| if patched { "patched" } else { "source" }.to_owned());
+        reqs.push(KernelRequest::Source {
+            source: source.clone(),
+            patches: args.patches.clone(),
+            commits: args.commits.clone(),
+            label,
+        });
     }
     if reqs.is_empty() {
         reqs.push(KernelRequest::Choice(KernelChoice::Minimal(crate::model::KernelGen::V6_12)));

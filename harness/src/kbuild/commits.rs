@@ -90,6 +90,41 @@ fn commit_id(repo: &Path, spec: &str, rev: &str) -> Result<String, KbuildError> 
         .map_err(|_| bad(spec, format!("{rev:?} is not a commit of {}", repo.display())))
 }
 
+/// `rev`'s full commit id in the git tree `repo` (`--commits A`, a baseline's tree).
+///
+/// # Errors
+/// [`KbuildError::Source`] when `repo` is not a git tree or `rev` is not a commit of it.
+pub fn resolve_commit(repo: &Path, rev: &str) -> Result<String, KbuildError> {
+    git(repo, &["rev-parse", "--git-dir"]).map_err(|_| bad(rev, format!("{} is not a git tree", repo.display())))?;
+    commit_id(repo, rev, rev)
+}
+
+/// What KCIDB's checkout can say of a commit of a local tree: where the repository can
+/// be fetched (its `origin` remote, only when that is an `https://` or `git://` URL, the
+/// only forms the schema takes) and the commit's `git describe` name.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct GitFacts {
+    /// The base commit's full id (40 hex digits).
+    pub commit_hash: String,
+    /// `remote.origin.url`, when it is an `https://` or `git://` URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repository_url: Option<String>,
+    /// `git describe --always` of the base commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit_name: Option<String>,
+}
+
+/// [`GitFacts`] of `commit` in `repo`; the optional parts are left out when git
+/// cannot tell them.
+pub fn git_facts(repo: &Path, commit: &str) -> GitFacts {
+    let url = git(repo, &["config", "--get", "remote.origin.url"])
+        .ok()
+        .map(|u| u.trim().to_owned())
+        .filter(|u| u.starts_with("https://") || u.starts_with("git://"));
+    let name = git(repo, &["describe", "--always", commit]).ok().map(|n| n.trim().to_owned()).filter(|n| !n.is_empty());
+    GitFacts { commit_hash: commit.to_owned(), repository_url: url, commit_name: name }
+}
+
 /// Resolve `spec` (`A..B`) in the git tree `repo`.
 ///
 /// # Errors
@@ -277,4 +312,4 @@ pub fn prepare(repo: &Path, spec: &str, cache: &Path, progress: &mut dyn FnMut(&
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -4,8 +4,11 @@
 //! - a **checkout** per kernel source (pinned Debian kernel, Debian source,
 //!   or `--source` with its patch set: `patchset_files` in order of
 //!   application and `patchset_hash`, and `valid: false` when the patches did
-//!   not apply);
-//! - a **build** per kernel (`status` PASS when it booted, FAIL when `make`
+//!   not apply; with `--commits`, the base commit's `git_commit_hash` and
+//!   `git_commit_name`, and `git_repository_url` when the tree's `origin` is an
+//!   `https://` or `git://` URL);
+//! - a **build** per kernel (`duration`: how long a build from source took;
+//!   `status` PASS when it booted, FAIL when `make`
 //!   failed, MISS when its checkout was not valid, ERROR for other failures);
 //! - a **test** per pair at path `manarig.<topology>` (PASS / FAIL / ERROR,
 //!   MISS for a pair that did not run) and one per check of its verdict at
@@ -60,6 +63,12 @@ struct Checkout {
     #[serde(skip_serializing_if = "Option::is_none")]
     comment: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    git_repository_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    git_commit_hash: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    git_commit_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     patchset_files: Option<Vec<Resource>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     patchset_hash: Option<String>,
@@ -77,6 +86,8 @@ struct Build {
     comment: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     start_time: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    duration: Option<f64>,
     architecture: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     compiler: Option<String>,
@@ -235,6 +246,9 @@ pub fn render_kcidb(m: &MatrixReport, opts: &KcidbOptions) -> Result<String, Bad
                         origin: origin.clone(),
                         tree_name: is_debian(k).then(|| "debian".to_owned()),
                         comment: k.source.clone().or_else(|| Some(k.identity.clone())),
+                        git_repository_url: k.git.as_ref().and_then(|g| g.repository_url.clone()),
+                        git_commit_hash: k.git.as_ref().map(|g| g.commit_hash.clone()),
+                        git_commit_name: k.git.as_ref().and_then(|g| g.commit_name.clone()),
                         patchset_files: resources(k, opts),
                         patchset_hash,
                         start_time: start.clone(),
@@ -258,6 +272,7 @@ pub fn render_kcidb(m: &MatrixReport, opts: &KcidbOptions) -> Result<String, Bad
                 None => k.label.clone(),
             },
             start_time: start.clone(),
+            duration: facts.and_then(|f| f.build_s),
             architecture: "x86_64",
             compiler: facts.and_then(|f| f.compiler.clone()),
             config_name: Some(match k.kind {
@@ -425,5 +440,29 @@ mod render_tests {
         assert!(tests.iter().all(|t| t["id"].as_str().is_some_and(|i| i.starts_with("manarig:"))));
         let bad = KcidbOptions { origin: "Man Arig".into(), patch_url_base: None };
         assert!(render_kcidb(&m, &bad).is_err());
+    }
+
+    #[test]
+    fn a_commit_range_checkout_names_its_base_commit_and_a_build_its_duration_and_kcidb_io_takes_it() {
+        let mut m = dry_report(&["seed-002"], &["6.12-min"], Shard::WHOLE);
+        let base = "0123456789abcdef0123456789abcdef01234567";
+        m.header.spec.kernels[0].git = Some(crate::kbuild::commits::GitFacts {
+            commit_hash: base.into(),
+            repository_url: Some("https://git.kernel.org/pub/scm/linux/kernel/git/torvalds/linux.git".into()),
+            commit_name: Some("v6.12-3-g0123456789ab".into()),
+        });
+        m.header.kernels[0].build_s = Some(512.5);
+        let text = render_kcidb(&m, &opts()).expect("render");
+        let doc: Value = serde_json::from_str(&text).expect("JSON");
+        let checkout = &doc["checkouts"][0];
+        assert_eq!(checkout["git_commit_hash"], base);
+        assert_eq!(checkout["git_commit_name"], "v6.12-3-g0123456789ab");
+        assert!(checkout["git_repository_url"].as_str().is_some_and(|u| u.starts_with("https://")));
+        assert_eq!(doc["builds"][0]["duration"], json!(512.5));
+        let cache = crate::provision::cache_dir(None).expect("cache");
+        let validator = crate::matrix::kcidb_check::validator(&cache, &mut |l| eprintln!("{l}")).expect("kcidb-io");
+        let file = tempfile::NamedTempFile::new().expect("tmp");
+        std::fs::write(file.path(), &text).expect("write");
+        validator.check(file.path()).expect("kcidb-io takes the git fields and the build duration");
     }
 }

@@ -4,6 +4,7 @@
 //! to merge), and the same resolved to something bootable.
 
 use super::cost::KernelKind;
+use crate::kbuild::commits::GitFacts;
 use crate::kbuild::{self, patches, source::SourceSpec, BuildRequest, KbuildError};
 use crate::model::{KernelGen, ModelBasis};
 use crate::rig::kernel_choice::{self, KernelChoice, ResolvedKernel};
@@ -23,6 +24,9 @@ pub enum KernelRequest {
         source: String,
         /// A patch folder or mbox.
         patches: Option<PathBuf>,
+        /// `--commits A..B` (the series A..B on A's tree) or `--commits A` (A's
+        /// tree alone) of the git tree `source` ([`kbuild::commits`]).
+        commits: Option<String>,
         /// The name in pair names and tables (`patched`).
         label: String,
     },
@@ -56,16 +60,21 @@ impl Patchset {
     /// [`patches::PatchError`] when it cannot be read or holds no patch.
     pub fn read(path: &Path) -> Result<Self, patches::PatchError> {
         let series = patches::read_series(path)?;
+        Ok(Self::of(&series, |p| if path.is_dir() { path.join(&p.name) } else { path.to_path_buf() }))
+    }
+
+    /// The patch set of a series already read; `path_of` says where each patch is.
+    pub fn of(series: &[patches::Patch], path_of: impl Fn(&patches::Patch) -> PathBuf) -> Self {
         let files: Vec<PatchFile> = series
             .iter()
             .map(|p| PatchFile {
                 name: p.name.clone(),
-                path: if path.is_dir() { path.join(&p.name) } else { path.to_path_buf() }.display().to_string(),
+                path: path_of(p).display().to_string(),
                 sha256: hex(&Sha256::digest(p.text.as_bytes())),
             })
             .collect();
         let list: String = files.iter().map(|f| format!("{}\n", f.sha256)).collect();
-        Ok(Patchset { hash: hex(&Sha256::digest(list.as_bytes())), files })
+        Patchset { hash: hex(&Sha256::digest(list.as_bytes())), files }
     }
 }
 
@@ -88,8 +97,11 @@ pub struct KernelSpec {
     pub identity: String,
     /// The source it is built from, in words (`linux-source-6.12 6.12.117-1`), when known.
     pub source: Option<String>,
-    /// The patch set, for `--source` with `--patches`.
+    /// The patch set, for `--source` with `--patches` or `--commits A..B`.
     pub patchset: Option<Patchset>,
+    /// The base commit of `--source TREE --commits …` (KCIDB's `git_*` checkout fields).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<GitFacts>,
 }
 
 /// A kernel request that cannot be planned.
@@ -148,8 +160,9 @@ impl KernelRequest {
                         (KernelKind::Debian, format!("image:{}", image.display()), None)
                     }
                 };
-                KernelSpec { label, kind, identity, source, patchset: None }
+                KernelSpec { label, kind, identity, source, patchset: None, git: None }
             }
+            KernelRequest::Source { source, commits: Some(commits), .. } => commits_spec(label, source, commits)?,
             KernelRequest::Source { source, patches, .. } => {
                 let spec = SourceSpec::parse(source).map_err(PlanKernelError::Source)?;
                 let patchset = match patches {
@@ -163,10 +176,46 @@ impl KernelRequest {
                 if let Some(p) = &patchset {
                     identity.push_str(&format!("|patches:{}", p.hash));
                 }
-                KernelSpec { label, kind: KernelKind::Minimal, identity, source: Some(spec.label()), patchset }
+                KernelSpec {
+                    label,
+                    kind: KernelKind::Minimal,
+                    identity,
+                    source: Some(spec.label()),
+                    patchset,
+                    git: None,
+                }
             }
         })
     }
+}
+
+/// The spec of `--source TREE --commits A..B` (or `A`): identity `git:<A>` plus the
+/// series' hash, the series as its patch set (named as the build names them), and
+/// A's git facts.
+fn commits_spec(label: String, source: &str, commits: &str) -> Result<KernelSpec, PlanKernelError> {
+    if source.starts_with("debian:") {
+        return Err(PlanKernelError::Source(KbuildError::Source(format!(
+            "--commits {commits} needs --source to be a git tree, not {source}"
+        ))));
+    }
+    let repo = Path::new(source);
+    let (base, patchset, words) = if commits.contains("..") {
+        let range = kbuild::commits::resolve(repo, commits).map_err(PlanKernelError::Source)?;
+        let series = kbuild::commits::series(&range).map_err(PlanKernelError::Source)?;
+        let set = Patchset::of(&series, |_| repo.to_path_buf());
+        let words = format!("{} {} ({} patches on {})", repo.display(), range.spec, series.len(), range.base);
+        (range.base, Some(set), words)
+    } else {
+        let base = kbuild::commits::resolve_commit(repo, commits).map_err(PlanKernelError::Source)?;
+        let words = format!("{} at {commits} ({base})", repo.display());
+        (base, None, words)
+    };
+    let mut identity = format!("git:{base}");
+    if let Some(p) = &patchset {
+        identity.push_str(&format!("|patches:{}", p.hash));
+    }
+    let git = Some(kbuild::commits::git_facts(repo, &base));
+    Ok(KernelSpec { label, kind: KernelKind::Minimal, identity, source: Some(words), patchset, git })
 }
 
 /// What is known of a kernel once the matrix tried to make it bootable: the
@@ -190,6 +239,10 @@ pub struct KernelFacts {
     pub patches: Vec<String>,
     /// Seconds this matrix spent building or loading it.
     pub prepare_s: Option<f64>,
+    /// Seconds its build took (patches, config, `make`), when it was built from
+    /// source, by this matrix or earlier (KCIDB's build `duration`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build_s: Option<f64>,
     /// Why it could not be made bootable (one line); its pairs are rig errors.
     pub error: Option<String>,
     /// The patch set did not apply to the source (a KCIDB checkout that is not valid).
@@ -267,11 +320,19 @@ fn resolve(
         (KernelRequest::Source { .. }, Readiness::ModelOnly) => Err(anyhow::anyhow!(
             "kernel {label}: a --source kernel's model is known only once it is built; a dry run takes --kernel only"
         )),
-        (KernelRequest::Source { source, patches, .. }, Readiness::Boot) => {
+        (KernelRequest::Source { source, patches, commits, .. }, Readiness::Boot) => {
             let cache = crate::provision::cache_dir(cache_dir)?;
+            let (source_spec, patches) = match commits {
+                Some(range) if range.contains("..") => {
+                    let prepared = kbuild::commits::prepare(Path::new(source), range, &cache, progress)?;
+                    (prepared.source, Some(prepared.mbox))
+                }
+                Some(base) => (kbuild::commits::prepare_base(Path::new(source), base, &cache, progress)?, None),
+                None => (SourceSpec::parse(source)?, patches.clone()),
+            };
             let build_req = BuildRequest {
-                source: SourceSpec::parse(source)?,
-                patches: patches.clone(),
+                source: source_spec,
+                patches,
                 fragment: None,
                 debug: false,
                 cache,
@@ -285,10 +346,7 @@ fn resolve(
                 classify(&e, facts);
                 anyhow::Error::new(e).context(format!("kernel {label}: building {source}"))
             })?;
-            facts.build_key = Some(built.stamp.key.clone());
-            facts.compiler = Some(built.stamp.toolchain.clone());
-            facts.patches = built.stamp.patches.clone();
-            facts.release = Some(built.stamp.release.clone());
+            stamp_facts(&built.stamp, facts);
             let choice = KernelChoice::Build(kbuild::key::short(&built.stamp.key).to_owned());
             let mut k = kernel_choice::resolve(&choice, None, cache_dir)
                 .map_err(|e| anyhow::Error::new(e).context(format!("kernel {label}")))?;
@@ -315,11 +373,19 @@ fn build_facts(k: &ResolvedKernel, cache_dir: Option<&Path>, facts: &mut KernelF
         return;
     };
     if let Ok(b) = kbuild::load_build(key, &cache) {
-        facts.build_key = Some(b.stamp.key.clone());
-        facts.compiler = Some(b.stamp.toolchain.clone());
-        facts.patches = b.stamp.patches.clone();
-        facts.release = Some(b.stamp.release.clone());
+        stamp_facts(&b.stamp, facts);
     }
+}
+
+/// A build's facts from its stamp: key, compiler, patches, release and how long
+/// its build took (patches, config and `make`, whenever it ran).
+fn stamp_facts(stamp: &kbuild::BuildStamp, facts: &mut KernelFacts) {
+    facts.build_key = Some(stamp.key.clone());
+    facts.compiler = Some(stamp.toolchain.clone());
+    facts.patches = stamp.patches.clone();
+    facts.release = Some(stamp.release.clone());
+    let t = &stamp.timings;
+    facts.build_s = Some(t.patch_s + t.config_s + t.make_s);
 }
 
 /// A kernel for a dry run: judged by `gen`'s model, nothing to boot.
@@ -364,7 +430,53 @@ mod tests {
         let deb = spec("6.1");
         assert_eq!((deb.kind, deb.identity.as_str()), (KernelKind::Debian, "pinned:6.1"));
         assert_eq!(spec("build:79684e84").identity, "build:79684e84");
-        let bad = KernelRequest::Source { source: "debian:linux-source-9.9".into(), patches: None, label: "x".into() };
+        let bad = KernelRequest::Source {
+            source: "debian:linux-source-9.9".into(),
+            patches: None,
+            commits: None,
+            label: "x".into(),
+        };
         assert!(bad.spec().is_err());
+    }
+
+    #[test]
+    fn a_commit_range_is_planned_as_its_series_on_the_base_commit_with_the_bases_git_facts() {
+        let d = tempfile::tempdir().expect("tmp");
+        let git = |args: &[&str]| crate::kbuild::commits::tests::git_in(d.path(), args);
+        git(&["init", "-q"]);
+        std::fs::write(d.path().join("gdma_main.c"), "a\n").expect("write");
+        git(&["add", "-A"]);
+        git(&["commit", "-qm", "base"]);
+        git(&["tag", "base"]);
+        git(&["remote", "add", "origin", "https://git.example.org/linux.git"]);
+        for (i, line) in ["b", "c"].iter().enumerate() {
+            std::fs::write(d.path().join("gdma_main.c"), format!("a\n{line}\n")).expect("write");
+            git(&["commit", "-qam", &format!("net: mana: change {i}")]);
+        }
+        let base = git(&["rev-parse", "base"]);
+        let src = d.path().display().to_string();
+        let req = |commits: &str| KernelRequest::Source {
+            source: src.clone(),
+            patches: None,
+            commits: Some(commits.into()),
+            label: "patched".into(),
+        };
+        let spec = req("base..HEAD").spec().expect("a range plans");
+        assert_eq!(spec.patchset.as_ref().map(|p| p.files.len()), Some(2));
+        let hash = spec.patchset.as_ref().map(|p| p.hash.clone()).unwrap_or_default();
+        assert_eq!(spec.identity, format!("git:{base}|patches:{hash}"));
+        let facts = spec.git.expect("git facts");
+        assert_eq!(facts.commit_hash, base);
+        assert_eq!(facts.repository_url.as_deref(), Some("https://git.example.org/linux.git"));
+        let alone = req("base").spec().expect("a commit alone plans");
+        assert_eq!((alone.identity, alone.patchset), (format!("git:{base}"), None));
+        assert!(req("HEAD..base").spec().is_err(), "a range whose base is not an ancestor of its tip");
+        let debian = KernelRequest::Source {
+            source: "debian:linux-source-6.12".into(),
+            patches: None,
+            commits: Some("a..b".into()),
+            label: "x".into(),
+        };
+        assert!(debian.spec().is_err_and(|e| e.to_string().contains("needs --source to be a git tree")));
     }
 }

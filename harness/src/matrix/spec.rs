@@ -188,13 +188,28 @@ impl MatrixSpec {
         hex(&Sha256::digest(&json))[..16].to_owned()
     }
 
-    /// Every pair, topology-major in the order given, with its cost and shard.
+    /// The cost class of `--oracle baseline`'s K0, which boots once more per pair
+    /// (its identity is `baseline <label> = <kernel identity>`); `None` for other oracles.
+    fn baseline_kind(&self) -> Option<KernelKind> {
+        let identity = self.oracle.strip_prefix("baseline ")?.split_once(" = ")?.1;
+        Some(if identity.starts_with("pinned:") || identity.starts_with("image:") {
+            KernelKind::Debian
+        } else {
+            KernelKind::Minimal
+        })
+    }
+
+    /// Every pair, topology-major in the order given, with its cost (with
+    /// `--oracle baseline`, K0's run of the same topology included) and shard.
     pub fn plan(&self) -> Vec<PlannedPair> {
         let mut pairs = Vec::new();
+        let k0 = self.baseline_kind();
         for input in &self.inputs {
             for k in &self.kernels {
                 let cost_s = match input.vcpus {
-                    Some(v) if input.error.is_none() => cost::pair_cost_s(v, k.kind),
+                    Some(v) if input.error.is_none() => {
+                        cost::pair_cost_s(v, k.kind) + k0.map_or(0.0, |kind| cost::pair_cost_s(v, kind))
+                    }
                     _ => cost::BROKEN_INPUT_COST_S,
                 };
                 pairs.push(PlannedPair {
@@ -304,6 +319,18 @@ mod tests {
         let empty = tempfile::tempdir().expect("tempdir");
         assert!(matches!(expand(&[empty.path().to_path_buf()]), Err(InputError::EmptyFolder(_))));
         assert!(matches!(expand(&[]), Err(InputError::Nothing)));
+    }
+
+    #[test]
+    fn the_baseline_oracles_second_boot_counts_in_each_pairs_cost() {
+        let model = spec(1);
+        let mut baseline = spec(1);
+        baseline.oracle = "baseline 6.1 = pinned:6.1".into();
+        for (m, b) in model.plan().iter().zip(baseline.plan()) {
+            let Some(v) = m.vcpus.filter(|_| m.cost_s > 0.0) else { continue };
+            let k0 = cost::pair_cost_s(v, KernelKind::Debian);
+            assert!((b.cost_s - (m.cost_s + k0)).abs() < 1e-9, "{}: {} vs {} + {k0}", m.name, b.cost_s, m.cost_s);
+        }
     }
 
     #[test]

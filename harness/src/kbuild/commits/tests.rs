@@ -5,7 +5,7 @@ use crate::kbuild::patches::{apply_series, read_series, PatchError};
 use crate::kbuild::{copy_tree, KbuildError};
 
 /// Run git in `repo` with no user or system config (fixed identity and dates).
-fn git_in(repo: &Path, args: &[&str]) -> String {
+pub(crate) fn git_in(repo: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .arg("-C")
         .arg(repo)
