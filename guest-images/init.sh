@@ -31,6 +31,10 @@
 #    stage (MANARIG-STAGE-BEGIN first-probe ... MANARIG-STAGE-END), reads every
 #    /proc/irq/*/affinity_hint, runs `rmmod mana`, reads them again, loads mana
 #    again and repeats step 3 before the report;
+#    with `manarig.debug=1` (debug kernels: KASAN, kmemleak, lockdep) it mounts
+#    debugfs, has kmemleak scan between the loads (--reprobe) and before the
+#    report, and reports kmemleak's suspected leaks and the kernel log's KASAN,
+#    lockdep, WARN and BUG reports;
 # 6. powers off.
 #
 # The protocol (command-line items, markers, report lines, versions) is written
@@ -63,6 +67,7 @@ NIC_ID=0x1414
 IFUP=1
 CHANNELS=
 REPROBE=0
+DEBUG=0
 PIN=
 REPORT=
 ADDR=
@@ -77,6 +82,7 @@ for arg in $CMDLINE; do
 	manarig.ifup=*) IFUP=${arg#manarig.ifup=} ;;
 	manarig.channels=*) CHANNELS=${arg#manarig.channels=} ;;
 	manarig.reprobe=*) REPROBE=${arg#manarig.reprobe=} ;;
+	manarig.debug=*) DEBUG=${arg#manarig.debug=} ;;
 	manarig.pin=*) PIN=${arg#manarig.pin=} ;;
 	manarig.report=*) REPORT=${arg#manarig.report=} ;;
 	manarig.addr=*) ADDR=${arg#manarig.addr=} ;;
@@ -96,6 +102,13 @@ case "$PIN" in
 esac
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
+# Debug kernels: kmemleak's control file is in debugfs.
+KMEMLEAK=-
+if [ "$DEBUG" = 1 ]; then
+	mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+	KMEMLEAK=absent
+	[ -w /sys/kernel/debug/kmemleak ] && KMEMLEAK=0
+fi
 
 # The deadline counts from /init's start (big guests take minutes to get here).
 DEADLINE_AT=$((${T_INIT%.*} + DEADLINE))
@@ -286,6 +299,30 @@ block_close() { exec 5>&-; }
 # Read every IRQ's affinity_hint (the files a freed or stale hint would break).
 read_hints() { cat /proc/irq/*/affinity_hint > /dev/null 2>&1; }
 
+# Debug kernels: have kmemleak scan memory now (KMEMLEAK counts the scan points).
+# kmemleak reports an object only once it is 5 s old (MSECS_MIN_AGE in
+# mm/kmemleak.c), so the scan waits until the last probe settled 6 s ago; and
+# a first scan only records an object's checksum (a changed one is not
+# reported), so it scans twice.
+kmemleak_scan() {
+	case "$KMEMLEAK" in -|absent) return 0 ;; esac
+	case "$T_SETTLED" in
+	-) ;;
+	*) while up; [ "${UP%.*}" -lt $((${T_SETTLED%.*} + 6)) ]; do sleep 1; done ;;
+	esac
+	echo scan > /sys/kernel/debug/kmemleak
+	echo scan > /sys/kernel/debug/kmemleak
+	KMEMLEAK=$((KMEMLEAK + 1))
+}
+# awk program: the kernel log's reports (KASAN, lockdep, WARN, BUG, oops) as
+# `klog:` lines without their timestamps, each from its first line for at
+# most 150 lines (a KASAN report with its allocation and free stacks is about
+# 60); the host splits them into reports and finds the mana frames.
+# shellcheck disable=SC2016 # an awk program
+KLOG_AWK='{ sub(/^\[ *[0-9]+\.[0-9]+\] /, "") }
+	/^(BUG: |WARNING: |Oops|general protection fault|------------\[ cut here \])/ { left = 150 }
+	left > 0 && $0 != "" { print "klog: " $0; left-- }'
+
 # sysfs/procfs files are dumped raw, one `f <path>: <value>` line per line of
 # each file, by one awk per group (a fork per value costs ~10 ms under TCG; one
 # awk reads hundreds of files). The host parses the paths.
@@ -431,6 +468,14 @@ report_body() {
 	dmesg | awk 'tolower($0) ~ /mana/ && $0 !~ /manarig/ { print "dmesg: " $0 }
 		/WARNING:|BUG:|Oops|Call Trace|general protection|possible circular locking/ { w[++n] = $0 }
 		END { for (i = 1; i <= n; i++) print "warning: " w[i] }'
+	if [ "$DEBUG" = 1 ]; then
+		echo "debug: kmemleak=$KMEMLEAK"
+		case "$KMEMLEAK" in
+		-|absent) ;;
+		*) while read -r l; do echo "kmemleak: $l"; done < /sys/kernel/debug/kmemleak ;;
+		esac
+		dmesg | awk "$KLOG_AWK"
+	fi
 	up
 	echo "time report: $UP"
 }
@@ -449,11 +494,16 @@ if [ -n "$LOAD" ] && [ "$REPROBE" = 1 ]; then
 	up; T_RMMOD=$UP
 	while read -r l; do echo "manarig: rmmod: $l"; done < /tmp/rmmod.err
 	read_hints
+	kmemleak_scan
 	probe_and_settle
 	read_hints
 fi
 
 [ -n "$LOAD" ] && run_traffic
+# Debug kernels: every affinity_hint read once more (a hint mask freed while
+# its IRQ still points at it is a KASAN report), then kmemleak's last scan.
+[ "$DEBUG" = 1 ] && read_hints
+[ -n "$LOAD" ] && kmemleak_scan
 
 block_open
 {

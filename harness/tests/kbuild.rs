@@ -24,7 +24,7 @@ fn root() -> PathBuf {
 /// The stock (`None`) or patched build of Debian's 6.12 source.
 fn kernel(patches: Option<PathBuf>) -> Built {
     let cache = harness::provision::cache_dir(None).expect("cache dir");
-    let mut req = minimal::request(KernelGen::V6_12, &cache).expect("pinned source");
+    let mut req = minimal::request(KernelGen::V6_12, &cache, false).expect("pinned source");
     req.patches = patches;
     req.deadline = Duration::from_secs(3 * 3600);
     build(&req, &mut |l| eprintln!("kernel: {l}")).expect("kernel builds")

@@ -4,7 +4,10 @@
 //!    ccache, fresh object folder) — target under 10 minutes on 2 cores;
 //! 2. incremental rebuild after touching gdma_main.c — target under 1 minute;
 //! 3. boot to report on seed 002's machine: the minimal kernel vs Debian's
-//!    pinned 6.12 cloud kernel.
+//!    pinned 6.12 cloud kernel;
+//! 4. the debug kernel (`6.12-debug`: KASAN, kmemleak, lockdep): its build time
+//!    (as recorded in its build.json when it is cached) and its boot to report
+//!    on seed 002, with the `debug_reports` check's outcome.
 //!
 //! Numbers are printed, not asserted (the machine may be shared).
 
@@ -23,6 +26,7 @@ fn request(source: SourceSpec, cache: &Path, fresh: bool) -> BuildRequest {
         source,
         patches: None,
         fragment: None,
+        debug: false,
         cache: cache.to_path_buf(),
         jobs: std::thread::available_parallelism().map_or(2, |n| n.get()),
         // Cold means cold: no compiler cache either.
@@ -87,6 +91,36 @@ pub fn run(cache: &Path, skip_cold: bool) -> anyhow::Result<()> {
             out.verdict.status
         );
     }
+    debug_kernel(cache, &topo)
+}
+
+/// Step 4: the 6.12 debug kernel's build and boot times.
+fn debug_kernel(cache: &Path, topo: &Path) -> anyhow::Result<()> {
+    let log = |l: &str| eprintln!("bench kernel: {l}");
+    let built = harness::kbuild::minimal::ensure(KernelGen::V6_12, cache, true, &mut |l| log(l))?;
+    let t = built.stamp.timings;
+    println!(
+        "debug kernel build (6.12-debug, manarig + debug config, ccache, -j{}, nice){}: {:.0} s (config {:.0} s + make {:.0} s)",
+        std::thread::available_parallelism().map_or(2, |n| n.get()),
+        if built.cached { ", as recorded when it was built" } else { "" },
+        t.config_s + t.make_s,
+        t.config_s,
+        t.make_s
+    );
+    let choice = harness::rig::kernel_choice::KernelChoice::Debug(KernelGen::V6_12);
+    let k = harness::rig::kernel_choice::resolve(&choice, None, Some(cache))?;
+    let mut req = k.request(topo);
+    req.cache_dir = Some(cache.to_path_buf());
+    let out = run_one(&req)?;
+    let check = out.verdict.checks.iter().find(|c| c.name == harness::verdict::DEBUG_REPORTS_CHECK);
+    println!(
+        "boot to report, seed-002, debug kernel ({}): {:.1} s (whole run {:.1} s, verdict {:?}, debug_reports: {})",
+        out.observed.kernel_release,
+        out.timings.boot_to_report.as_secs_f64(),
+        out.timings.total.as_secs_f64(),
+        out.verdict.status,
+        check.map_or_else(|| "missing".to_string(), |c| format!("{:?}: {}", c.status, c.message))
+    );
     Ok(())
 }
 

@@ -176,8 +176,8 @@ fn build_test_kernels() -> anyhow::Result<()> {
     use harness::kbuild::{build, minimal};
     let cache = harness::provision::cache_dir(None)?;
     let mut progress = |line: &str| eprintln!("kernel: {line}");
-    let stock = minimal::ensure(harness::model::KernelGen::V6_12, &cache, &mut progress)?;
-    let mut req = minimal::request(harness::model::KernelGen::V6_12, &cache)?;
+    let stock = minimal::ensure(harness::model::KernelGen::V6_12, &cache, false, &mut progress)?;
+    let mut req = minimal::request(harness::model::KernelGen::V6_12, &cache, false)?;
     req.patches = Some(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/patches/revert-irq-setup"));
     let patched = build(&req, &mut progress)?;
     eprintln!(

@@ -43,6 +43,12 @@ pub struct BuildArgs {
     /// A config fragment applied after guest-images/kernel-config/manarig.config.
     #[arg(long, value_name = "FILE")]
     pub config_fragment: Option<PathBuf>,
+    /// A debug kernel: also apply guest-images/kernel-config/debug.config
+    /// (KASAN, kmemleak, lockdep, DEBUG_ATOMIC_SLEEP, SLUB debugging) after
+    /// manarig's fragment. Runs of the build get the debug command line, longer
+    /// deadlines and the `debug_reports` check.
+    #[arg(long)]
+    pub debug: bool,
     /// Cache folder (default: $MANARIG_CACHE, else ~/.cache/manarig).
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
@@ -106,6 +112,7 @@ fn run_build(b: &BuildArgs) -> anyhow::Result<()> {
         source,
         patches,
         fragment: b.config_fragment.clone(),
+        debug: b.debug,
         cache,
         jobs: b.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),
         ccache: !b.no_ccache,

@@ -81,6 +81,7 @@ impl RigOptions {
         r.custom_kernel.clone_from(&k.custom);
         r.model_basis = k.basis.clone();
         r.label = Some(k.label.clone());
+        r.debug = k.debug;
         r
     }
 
@@ -108,6 +109,7 @@ impl RigOptions {
             label: None,
             device_fault: None,
             traffic: None,
+            debug: false,
         }
     }
 }
@@ -126,8 +128,9 @@ pub struct RunArgs {
     pub pictures: PictureArgs,
     /// Kernel: 6.1, 6.12 or 7.x (the pinned Debian kernels), 6.1-min, 6.12-min
     /// or 7.x-min (the same source with manarig's minimal config: the fast path;
-    /// built on first use, about 8 minutes), build:KEY (a `kernel build`) or
-    /// image:BZIMAGE:MODULES_DIR.
+    /// built on first use, about 8 minutes), 6.1-debug, 6.12-debug or 7.x-debug
+    /// (the same plus KASAN, kmemleak and lockdep, and the `debug_reports`
+    /// check), build:KEY (a `kernel build`) or image:BZIMAGE:MODULES_DIR.
     #[arg(long, default_value = "6.12")]
     pub kernel: KernelChoice,
     /// A kernel build (key or folder; same as --kernel build:KEY).
@@ -197,7 +200,7 @@ pub struct CompareArgs {
     /// Pictures of both runs, side by side.
     #[command(flatten)]
     pub pictures: PictureArgs,
-    /// The "before" kernel: 6.1|6.12|7.x, 6.1-min|6.12-min|7.x-min, build:KEY or image:BZIMAGE:MODULES_DIR.
+    /// The "before" kernel: 6.1|6.12|7.x, 6.1-min|6.12-min|7.x-min, 6.1-debug|6.12-debug|7.x-debug, build:KEY or image:BZIMAGE:MODULES_DIR.
     #[arg(long, default_value = "6.1")]
     pub before: KernelChoice,
     /// The "after" kernel, as --before.

@@ -67,11 +67,17 @@ pub enum Key {
     TrafficSoftirq,
     /// From version 3: `traffic-stats <before|after>: NAME=VALUE …` (`ethtool -S`).
     TrafficStats,
+    /// With `manarig.debug=1`: `debug: kmemleak=<scan points|absent>`.
+    Debug,
+    /// With `manarig.debug=1`: `kmemleak: <line of /sys/kernel/debug/kmemleak>`.
+    Kmemleak,
+    /// With `manarig.debug=1`: `klog: <kernel log line of a KASAN, lockdep, WARN or BUG report>`.
+    Klog,
 }
 
 impl Key {
     /// Every key, in the order guest-images/README.md lists them.
-    pub const ALL: [Key; 27] = [
+    pub const ALL: [Key; 30] = [
         Key::Kernel,
         Key::Cmdline,
         Key::Time,
@@ -99,6 +105,9 @@ impl Key {
         Key::TrafficIrq,
         Key::TrafficSoftirq,
         Key::TrafficStats,
+        Key::Debug,
+        Key::Kmemleak,
+        Key::Klog,
     ];
 
     /// The key as the line spells it.
@@ -131,6 +140,9 @@ impl Key {
             Key::TrafficIrq => "traffic-irq",
             Key::TrafficSoftirq => "traffic-softirq",
             Key::TrafficStats => "traffic-stats",
+            Key::Debug => "debug",
+            Key::Kmemleak => "kmemleak",
+            Key::Klog => "klog",
         }
     }
 
@@ -258,6 +270,9 @@ fn parse_block(lines: &[&str], begin: usize, end: usize, version: Version) -> Re
             Key::Channels => r.channels = value.trim().parse().ok(),
             Key::Rmmod => r.rmmod_status = status(value),
             Key::Warning => r.warnings.push(value.to_string()),
+            Key::Debug => r.debug = Some(value.to_string()),
+            Key::Kmemleak => r.kmemleak.push(value.to_string()),
+            Key::Klog => r.klog.push(value.to_string()),
             Key::Stderr => r.stderr.entry(id.to_string()).or_default().push(value.to_string()),
             Key::Time => {
                 if let Ok(t) = value.parse::<f64>() {

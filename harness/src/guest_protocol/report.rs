@@ -111,6 +111,15 @@ pub struct GuestReport {
     /// Kernel log lines that are warnings of any origin (`WARNING:`, `BUG:`,
     /// `Oops`, `Call Trace`, lockdep): a clean run has none.
     pub warnings: Vec<String>,
+    /// With `manarig.debug=1`: the `debug:` line (`kmemleak=<scan points>` or
+    /// `kmemleak=absent`); None when the agent ran without it.
+    pub debug: Option<String>,
+    /// With `manarig.debug=1`: the lines of `/sys/kernel/debug/kmemleak`
+    /// (leading blanks stripped), in order.
+    pub kmemleak: Vec<String>,
+    /// With `manarig.debug=1`: the kernel log lines of its KASAN, lockdep,
+    /// WARN and BUG reports (without timestamps), in order.
+    pub klog: Vec<String>,
     /// CPUs by number.
     pub cpus: BTreeMap<u32, GuestCpu>,
     /// Nodes by id.

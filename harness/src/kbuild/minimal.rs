@@ -4,6 +4,10 @@
 //! as the pinned Debian kernel images of that generation but boot in a
 //! fraction of the time (docs/boot-speed.md): the rig's fast path
 //! (`--kernel 6.12-min`). Built on first use, then taken from the cache.
+//!
+//! The debug kernels (`--kernel 6.12-debug`) are the same build plus the debug
+//! fragment (guest-images/kernel-config/debug.config: KASAN, kmemleak,
+//! lockdep, DEBUG_ATOMIC_SLEEP, SLUB debugging), with their own cache key.
 
 use super::{build, source::SourceSpec, BuildRequest, Built, KbuildError};
 use crate::model::KernelGen;
@@ -12,6 +16,8 @@ use std::time::Duration;
 
 /// The `--kernel` suffix that names a minimal kernel (`6.12-min`).
 pub const SUFFIX: &str = "-min";
+/// The `--kernel` suffix that names a debug kernel (`6.12-debug`).
+pub const DEBUG_SUFFIX: &str = "-debug";
 
 /// The pinned Debian source package of `gen` (guest-images/kernel-sources.lock);
 /// `None` for the 6.3 model, which no pinned source runs.
@@ -24,14 +30,15 @@ pub fn source_package(gen: KernelGen) -> Option<&'static str> {
     }
 }
 
-/// The build request of `gen`'s minimal kernel in `cache`: no patches, no
-/// extra fragment, all host CPUs, ccache when installed, missing host build
-/// packages installed (as root), 120 minutes per make step.
+/// The build request of `gen`'s minimal kernel in `cache` (with `debug`, its
+/// debug kernel): no patches, no extra fragment, all host CPUs, ccache when
+/// installed, missing host build packages installed (as root), 120 minutes per
+/// make step.
 ///
 /// # Errors
 /// [`KbuildError::Source`] if the source is not pinned (the 6.3 model, or a lock
 /// file bug).
-pub fn request(gen: KernelGen, cache: &Path) -> Result<BuildRequest, KbuildError> {
+pub fn request(gen: KernelGen, cache: &Path, debug: bool) -> Result<BuildRequest, KbuildError> {
     let package = source_package(gen).ok_or_else(|| {
         KbuildError::Source(format!(
             "no minimal kernel for the {gen} model: no Debian source runs it (use 6.1-min, 6.12-min or 7.x-min, \
@@ -42,6 +49,7 @@ pub fn request(gen: KernelGen, cache: &Path) -> Result<BuildRequest, KbuildError
         source: SourceSpec::parse(&format!("debian:{package}"))?,
         patches: None,
         fragment: None,
+        debug,
         cache: cache.to_path_buf(),
         jobs: std::thread::available_parallelism().map_or(2, std::num::NonZero::get),
         ccache: true,
@@ -51,13 +59,14 @@ pub fn request(gen: KernelGen, cache: &Path) -> Result<BuildRequest, KbuildError
     })
 }
 
-/// `gen`'s minimal kernel: the cached build, or a new one (a cold build takes
-/// about 8 minutes on a 2-core machine; `progress` gets one line per step).
+/// `gen`'s minimal kernel (with `debug`, its debug kernel): the cached build,
+/// or a new one (a cold build takes about 8 minutes on a 2-core machine, a
+/// debug one about 25; `progress` gets one line per step).
 ///
 /// # Errors
 /// Any [`KbuildError`] of [`build`].
-pub fn ensure(gen: KernelGen, cache: &Path, progress: &mut dyn FnMut(&str)) -> Result<Built, KbuildError> {
-    build(&request(gen, cache)?, progress)
+pub fn ensure(gen: KernelGen, cache: &Path, debug: bool, progress: &mut dyn FnMut(&str)) -> Result<Built, KbuildError> {
+    build(&request(gen, cache, debug)?, progress)
 }
 
 #[cfg(test)]
@@ -67,13 +76,14 @@ mod tests {
     #[test]
     fn every_generation_has_a_pinned_source() {
         for gen in KernelGen::PINNED {
-            let req = request(gen, Path::new("/nonexistent")).expect("pinned");
+            let req = request(gen, Path::new("/nonexistent"), false).expect("pinned");
+            assert!(!req.debug && request(gen, Path::new("/nonexistent"), true).expect("pinned").debug);
             match req.source {
                 SourceSpec::Debian(pin) => assert_eq!(Some(pin.package.as_str()), source_package(gen)),
                 SourceSpec::Tree(t) => panic!("{gen}: a tree {}", t.display()),
             }
         }
-        let e = request(KernelGen::V6_3, Path::new("/nonexistent")).expect_err("6.3 has no source");
+        let e = request(KernelGen::V6_3, Path::new("/nonexistent"), false).expect_err("6.3 has no source");
         assert!(e.to_string().contains("6.12-min"), "{e}");
     }
 }

@@ -46,6 +46,13 @@ use std::time::{Duration, Instant};
 pub const BASE_FRAGMENT: &str = include_str!("../../../guest-images/kernel-config/manarig.config");
 /// The name the base fragment is reported under.
 pub const BASE_FRAGMENT_NAME: &str = "guest-images/kernel-config/manarig.config";
+/// The debug fragment (guest-images/kernel-config/debug.config): KASAN,
+/// kmemleak, lockdep, DEBUG_ATOMIC_SLEEP and SLUB debugging, applied after the
+/// base fragment by [`BuildRequest::debug`] builds (`--kernel 6.12-debug`,
+/// `kernel build --debug`).
+pub const DEBUG_FRAGMENT: &str = include_str!("../../../guest-images/kernel-config/debug.config");
+/// The name the debug fragment is reported (and keyed) under.
+pub const DEBUG_FRAGMENT_NAME: &str = "guest-images/kernel-config/debug.config";
 
 /// Errors of kernel builds and of loading built or user kernels.
 #[derive(Debug, thiserror::Error)]
@@ -147,6 +154,9 @@ pub struct BuildRequest {
     pub patches: Option<PathBuf>,
     /// An extra config fragment applied after manarig's (`--config-fragment`).
     pub fragment: Option<PathBuf>,
+    /// Add [`DEBUG_FRAGMENT`] after manarig's fragment (and before `fragment`):
+    /// a debug kernel, with its own cache key and work copy.
+    pub debug: bool,
     /// The cache folder.
     pub cache: PathBuf,
     /// `make -j`.
@@ -222,6 +232,11 @@ impl Built {
     /// [`KbuildError::Image`] for a stamp naming an unknown generation.
     pub fn model(&self) -> Result<crate::model::KernelGen, KbuildError> {
         self.stamp.detected.generation().map_err(|e| KbuildError::Image(format!("{}: {e}", self.dir.display())))
+    }
+
+    /// True when the build has the debug fragment ([`BuildRequest::debug`]).
+    pub fn is_debug(&self) -> bool {
+        self.stamp.fragments.iter().any(|f| f == DEBUG_FRAGMENT_NAME)
     }
 
     /// Why [`Built::model`] judges this kernel: its source, with the detection's evidence.
@@ -307,6 +322,9 @@ pub fn build(req: &BuildRequest, progress: &mut dyn FnMut(&str)) -> Result<Built
         None => Vec::new(),
     };
     let mut fragments = vec![(BASE_FRAGMENT_NAME.to_string(), BASE_FRAGMENT.to_string())];
+    if req.debug {
+        fragments.push((DEBUG_FRAGMENT_NAME.to_string(), DEBUG_FRAGMENT.to_string()));
+    }
     if let Some(f) = &req.fragment {
         let text = std::fs::read_to_string(f).map_err(|e| KbuildError::io(f, e))?;
         fragments.push((f.display().to_string(), text));
@@ -329,14 +347,20 @@ pub fn build(req: &BuildRequest, progress: &mut dyn FnMut(&str)) -> Result<Built
         progress(&format!("build {short}: --fresh: removing {}", dir.display()));
         std::fs::remove_dir_all(&dir).map_err(|e| KbuildError::io(&dir, e))?;
     }
+    // A stamp from older detection rules goes through the build again: `make`
+    // finds nothing to do, and the model is detected anew.
+    let finished = |dir: &Path| {
+        read_stamp(dir).filter(|s| {
+            s.key == full_key
+                && !s.detected.is_stale()
+                && dir.join("bzImage").is_file()
+                && s.modules.iter().all(|m| dir.join(m).is_file())
+        })
+    };
     if immutable {
-        // A stamp from older detection rules goes through the build again: `make`
-        // finds nothing to do, and the model is detected anew.
-        if let Some(stamp) = read_stamp(&dir).filter(|s| s.key == full_key && !s.detected.is_stale()) {
-            if dir.join("bzImage").is_file() && stamp.modules.iter().all(|m| dir.join(m).is_file()) {
-                progress(&format!("build {short}: cached ({}, {})", stamp.release, dir.display()));
-                return Ok(Built { dir, stamp, cached: true });
-            }
+        if let Some(stamp) = finished(&dir) {
+            progress(&format!("build {short}: cached ({}, {})", stamp.release, dir.display()));
+            return Ok(Built { dir, stamp, cached: true });
         }
     }
     ensure_build_deps(req.install_deps, progress)?;
@@ -363,7 +387,15 @@ pub fn build(req: &BuildRequest, progress: &mut dyn FnMut(&str)) -> Result<Built
         });
         let work = req.cache.join("kbuild/work").join(key::short(&work_key));
         std::fs::create_dir_all(&work).map_err(|e| KbuildError::io(&work, e))?;
-        _lock = WorkLock::take(&work)?;
+        _lock = WorkLock::take(&work, req.deadline, progress)?;
+        // A build of the same key that held the lock may have just finished it
+        // (unless this one is to be cold: --fresh).
+        if immutable && !req.fresh {
+            if let Some(stamp) = finished(&dir) {
+                progress(&format!("build {short}: finished by the build waited for ({})", dir.display()));
+                return Ok(Built { dir, stamp, cached: true });
+            }
+        }
         if req.fresh {
             for stale in [work.join("obj"), work.join("fragments.config")] {
                 if stale.is_dir() {
@@ -515,10 +547,17 @@ struct WorkLock {
     _file: std::fs::File,
 }
 
+/// How often a build waiting for a work folder's lock tries it again.
+const LOCK_POLL: Duration = Duration::from_secs(2);
+
 impl WorkLock {
-    /// Take the lock without waiting: a second build of the same source and
-    /// config at the same time is an error, not a queue.
-    fn take(work: &Path) -> Result<WorkLock, KbuildError> {
+    /// Take the lock; while another build of the same source and config holds
+    /// it, wait (saying so once through `progress`) up to `deadline`.
+    ///
+    /// # Errors
+    /// [`KbuildError::Io`] when the lock file cannot be opened or locked;
+    /// [`KbuildError::Source`] when the other build still holds it at the deadline.
+    fn take(work: &Path, deadline: Duration, progress: &mut dyn FnMut(&str)) -> Result<WorkLock, KbuildError> {
         let path = work.join("lock");
         let f = std::fs::OpenOptions::new()
             .create(true)
@@ -526,11 +565,26 @@ impl WorkLock {
             .write(true)
             .open(&path)
             .map_err(|e| KbuildError::io(&path, e))?;
-        if !crate::scratch::try_lock(&f).map_err(|e| KbuildError::io(&path, e))? {
-            return Err(KbuildError::Source(format!(
-                "{}: another kernel build of this source and config is running; wait for it to finish",
-                work.display()
-            )));
+        let start = Instant::now();
+        let mut said = false;
+        while !crate::scratch::try_lock(&f).map_err(|e| KbuildError::io(&path, e))? {
+            if start.elapsed() >= deadline {
+                return Err(KbuildError::Source(format!(
+                    "{}: another kernel build of this source and config held the work folder for {:?}; gave up \
+                     (raise --deadline, or wait for it to finish)",
+                    work.display(),
+                    deadline
+                )));
+            }
+            if !said {
+                progress(&format!(
+                    "work: another kernel build of this source and config is using {}; waiting for it (up to {} min)",
+                    work.display(),
+                    deadline.as_secs() / 60
+                ));
+                said = true;
+            }
+            std::thread::sleep(LOCK_POLL.min(deadline.saturating_sub(start.elapsed())).max(Duration::from_millis(10)));
         }
         Ok(WorkLock { _file: f })
     }
@@ -624,6 +678,27 @@ pub fn list_builds(cache: &Path) -> Vec<Built> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_second_build_of_a_work_folder_waits_for_the_first_and_gives_up_at_its_deadline() {
+        let d = tempfile::tempdir().expect("tmp");
+        let first = WorkLock::take(d.path(), Duration::ZERO, &mut |_| {}).expect("free");
+        let mut said = Vec::new();
+        let e = WorkLock::take(d.path(), Duration::ZERO, &mut |l| said.push(l.to_string()))
+            .err()
+            .expect("held, no time to wait");
+        assert!(e.to_string().contains("another kernel build of this source and config held"), "{e}");
+        // The holder finishes while the second waits (when it says so): the
+        // second gets the lock.
+        let mut holder = Some(first);
+        let second = WorkLock::take(d.path(), Duration::from_secs(600), &mut |l| {
+            said.push(l.to_string());
+            holder.take();
+        });
+        assert!(second.is_ok(), "the lock was released");
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(said[0].contains("is using") && said[0].contains("waiting for it (up to 10 min)"), "{said:?}");
+    }
 
     #[test]
     fn an_unknown_build_says_how_to_make_one() {

@@ -149,6 +149,12 @@ impl KernelRequest {
                         format!("minimal:{g}"),
                         kbuild::minimal::source_package(*g).map(|p| format!("Debian {p} {}", g.model_version())),
                     ),
+                    // Debug kernels boot several times slower: the Debian cost class.
+                    KernelChoice::Debug(g) => (
+                        KernelKind::Debian,
+                        format!("debug:{g}"),
+                        kbuild::minimal::source_package(*g).map(|p| format!("Debian {p} {}", g.model_version())),
+                    ),
                     KernelChoice::Build(key) => (KernelKind::Minimal, format!("build:{key}"), None),
                     KernelChoice::Image { image, .. } => {
                         (KernelKind::Debian, format!("image:{}", image.display()), None)
@@ -293,9 +299,10 @@ fn resolve(
 ) -> Result<ResolvedKernel, anyhow::Error> {
     let label = req.label();
     match (req, readiness) {
-        (KernelRequest::Choice(KernelChoice::Pinned(g) | KernelChoice::Minimal(g)), Readiness::ModelOnly) => {
-            Ok(model_only(*g, &label))
-        }
+        (
+            KernelRequest::Choice(KernelChoice::Pinned(g) | KernelChoice::Minimal(g) | KernelChoice::Debug(g)),
+            Readiness::ModelOnly,
+        ) => Ok(model_only(*g, &label)),
         (KernelRequest::Choice(c), _) => {
             let mut k = kernel_choice::resolve(c, None, cache_dir).map_err(|e| {
                 classify(&e, facts);
@@ -327,6 +334,7 @@ fn resolve(
                 source: source_spec,
                 patches,
                 fragment: None,
+                debug: false,
                 cache,
                 jobs: std::thread::available_parallelism().map_or(2, std::num::NonZero::get),
                 ccache: true,
@@ -385,6 +393,7 @@ fn model_only(gen: KernelGen, label: &str) -> ResolvedKernel {
     ResolvedKernel {
         gen,
         custom: None,
+        debug: false,
         label: label.to_owned(),
         model_note: format!("model {gen} (dry run: no kernel boots)"),
         basis: ModelBasis::Release,

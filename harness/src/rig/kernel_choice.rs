@@ -1,6 +1,6 @@
 //! Which kernel a run boots: a pinned Debian kernel (`6.1`, `6.12`, `7.x`),
-//! manarig's minimal build of the same source (`6.12-min`: the fast path), a
-//! kernel build (`build:KEY`, from `cargo xtask kernel build`) or a user's
+//! manarig's minimal build of the same source (`6.12-min`: the fast path), its
+//! debug build (`6.12-debug`: KASAN, kmemleak, lockdep), a kernel build (`build:KEY`, from `cargo xtask kernel build`) or a user's
 //! own image (`image:BZIMAGE:MODULES`), and which reference model judges it.
 
 use crate::kbuild::{self, KbuildError};
@@ -18,6 +18,9 @@ pub enum KernelChoice {
     /// The minimal kernel of this generation: its pinned Debian source built
     /// with manarig's config fragment (built on first use; [`kbuild::minimal`]).
     Minimal(KernelGen),
+    /// The debug kernel of this generation: the minimal kernel plus the debug
+    /// fragment (guest-images/kernel-config/debug.config), built on first use.
+    Debug(KernelGen),
     /// A kernel build: key prefix or build folder.
     Build(String),
     /// A user's bzImage and the folder holding its mana.ko.
@@ -31,14 +34,14 @@ pub enum KernelChoice {
 
 /// A kernel choice that does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("kernel {0:?}: use 6.1, 6.12 or 7.x (pinned Debian kernels), 6.1-min, 6.12-min or 7.x-min (their source built with manarig's minimal config), build:KEY (cargo xtask kernel build) or image:BZIMAGE:MODULES_DIR")]
+#[error("kernel {0:?}: use 6.1, 6.12 or 7.x (pinned Debian kernels), 6.1-min, 6.12-min or 7.x-min (their source built with manarig's minimal config), 6.1-debug, 6.12-debug or 7.x-debug (the same with KASAN, kmemleak and lockdep), build:KEY (cargo xtask kernel build) or image:BZIMAGE:MODULES_DIR")]
 pub struct BadKernelChoice(pub String);
 
 impl FromStr for KernelChoice {
     type Err = BadKernelChoice;
 
     /// `6.1` / `6.12` / `7.x` (also `7.3`, the pinned 7.x kernel); the same
-    /// with `-min`; `build:KEY-or-folder`; `image:BZIMAGE:MODULES_DIR`.
+    /// with `-min` or `-debug`; `build:KEY-or-folder`; `image:BZIMAGE:MODULES_DIR`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let bad = || BadKernelChoice(s.to_string());
         if let Some(b) = s.strip_prefix("build:") {
@@ -61,6 +64,9 @@ impl FromStr for KernelChoice {
         if let Some(gen) = s.strip_suffix(kbuild::minimal::SUFFIX) {
             return pinned(gen).map(KernelChoice::Minimal).ok_or_else(bad);
         }
+        if let Some(gen) = s.strip_suffix(kbuild::minimal::DEBUG_SUFFIX) {
+            return pinned(gen).map(KernelChoice::Debug).ok_or_else(bad);
+        }
         pinned(s).map(KernelChoice::Pinned).ok_or_else(bad)
     }
 }
@@ -70,6 +76,7 @@ impl fmt::Display for KernelChoice {
         match self {
             KernelChoice::Pinned(g) => f.write_str(g.as_str()),
             KernelChoice::Minimal(g) => write!(f, "{}{}", g.as_str(), kbuild::minimal::SUFFIX),
+            KernelChoice::Debug(g) => write!(f, "{}{}", g.as_str(), kbuild::minimal::DEBUG_SUFFIX),
             KernelChoice::Build(b) => write!(f, "build:{b}"),
             KernelChoice::Image { image, .. } => write!(f, "image:{}", image.display()),
         }
@@ -89,6 +96,9 @@ pub struct ResolvedKernel {
     pub model_note: String,
     /// Why the model judges the run, for the verdict's `kernel_generation` check.
     pub basis: ModelBasis,
+    /// A debug kernel (built with guest-images/kernel-config/debug.config): its
+    /// runs get [`crate::rig::RunRequest::debug`].
+    pub debug: bool,
 }
 
 impl ResolvedKernel {
@@ -100,6 +110,7 @@ impl ResolvedKernel {
         req.custom_kernel.clone_from(&self.custom);
         req.model_basis = self.basis.clone();
         req.label = Some(self.label.clone());
+        req.debug = self.debug;
         req
     }
 
@@ -134,6 +145,7 @@ pub fn resolve(
         KernelChoice::Pinned(g) => Ok(ResolvedKernel {
             gen: *g,
             custom: None,
+            debug: false,
             label: g.as_str().to_string(),
             basis: if model.is_some_and(|m| m != *g) { ModelBasis::Given } else { ModelBasis::Release },
             model_note: match model {
@@ -141,8 +153,10 @@ pub fn resolve(
                 _ => format!("model {g} (Debian {})", g.model_version()),
             },
         }),
-        KernelChoice::Minimal(g) => {
-            let built = kbuild::minimal::ensure(*g, &cache()?, &mut |line| eprintln!("kernel {choice}: {line}"))?;
+        KernelChoice::Minimal(g) | KernelChoice::Debug(g) => {
+            let debug = matches!(choice, KernelChoice::Debug(_));
+            let built =
+                kbuild::minimal::ensure(*g, &cache()?, debug, &mut |line| eprintln!("kernel {choice}: {line}"))?;
             let detected = built.model()?;
             let short = kbuild::key::short(&built.stamp.key).to_string();
             let gen = model.unwrap_or(detected);
@@ -156,9 +170,13 @@ pub fn resolve(
                 label: choice.to_string(),
                 basis: source_basis(model, detected, &built),
                 model_note: format!(
-                    "minimal kernel {} (Debian {} built with manarig's config, build {short}): {model_note}",
-                    built.stamp.release, built.stamp.source
+                    "{} kernel {} (Debian {} built with manarig's {}config, build {short}): {model_note}",
+                    if debug { "debug" } else { "minimal" },
+                    built.stamp.release,
+                    built.stamp.source,
+                    if debug { "debug " } else { "" }
                 ),
+                debug,
             })
         }
         KernelChoice::Build(what) => {
@@ -187,6 +205,7 @@ pub fn resolve(
             Ok(ResolvedKernel {
                 gen,
                 custom: Some(built.install()),
+                debug: built.is_debug(),
                 label: format!("build-{}", &short[..8.min(short.len())]),
                 basis: source_basis(model, detected, &built),
                 model_note: format!("kernel build {short} ({}): {model_note}", built.stamp.release),
@@ -216,6 +235,7 @@ pub fn resolve(
             Ok(ResolvedKernel {
                 gen,
                 label: format!("image-{}", install.release),
+                debug: false,
                 basis: if model.is_some() { ModelBasis::Given } else { ModelBasis::Release },
                 model_note: format!("user kernel {} ({}): model {gen} ({why})", image.display(), install.release),
                 custom: Some(install),
@@ -249,8 +269,23 @@ mod tests {
         assert_eq!("7.x-min".parse(), Ok(KernelChoice::Minimal(KernelGen::V7)));
         assert_eq!("7.3".parse(), Ok(KernelChoice::Pinned(KernelGen::V7)));
         assert_eq!(KernelChoice::Minimal(KernelGen::V6_1).to_string(), "6.1-min");
+        assert_eq!("6.12-debug".parse(), Ok(KernelChoice::Debug(KernelGen::V6_12)));
+        assert_eq!("7.x-debug".parse(), Ok(KernelChoice::Debug(KernelGen::V7)));
+        assert_eq!(KernelChoice::Debug(KernelGen::V6_1).to_string(), "6.1-debug");
         // Not pinned: refused rather than rounded to a pinned kernel.
-        for bad in ["5.10", "7.9", "6.8", "6.12.1", "6.12-max", "-min", "build:", "image:/k/bzImage", "image::x"] {
+        for bad in [
+            "5.10",
+            "7.9",
+            "6.8",
+            "6.12.1",
+            "6.12-max",
+            "-min",
+            "-debug",
+            "6.3-debug",
+            "build:",
+            "image:/k/bzImage",
+            "image::x",
+        ] {
             let e = bad.parse::<KernelChoice>().expect_err(bad);
             assert!(e.to_string().contains("build:KEY"), "{e}");
         }
@@ -260,7 +295,7 @@ mod tests {
     fn a_pinned_choice_needs_no_cache() {
         let r = resolve(&KernelChoice::Pinned(KernelGen::V6_1), None, Some(Path::new("/nonexistent"))).expect("pinned");
         assert_eq!((r.gen, r.label.as_str()), (KernelGen::V6_1, "6.1"));
-        assert!(r.custom.is_none());
+        assert!(r.custom.is_none() && !r.debug);
         let r = resolve(&KernelChoice::Pinned(KernelGen::V6_1), Some(KernelGen::V6_12), None).expect("pinned");
         assert!(r.model_note.contains("--model"), "{}", r.model_note);
     }

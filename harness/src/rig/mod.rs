@@ -7,6 +7,7 @@
 //! report into [`Observed`] ([`report_to_verdict`]), checks the observed topology
 //! against the file, and judges the MSI-X table against the reference model.
 
+pub mod debug_kernel;
 pub mod device;
 pub mod kernel_choice;
 pub mod machine;
@@ -23,7 +24,7 @@ use crate::topology::Topology;
 use crate::traffic::peer::{PeerOptions, PeerProcess, PeerReport, Planner};
 use crate::traffic::plan::{self, PlanRequest, PlannedFlow};
 use crate::traffic::{self, TrafficOptions};
-use crate::verdict::{judge, judge_traffic, Observed, TrafficInput, Verdict};
+use crate::verdict::{judge, judge_traffic, DebugLog, Observed, TrafficInput, Verdict};
 use anyhow::{bail, Context, Result};
 use device_model::server::DeviceStatus;
 use std::path::{Path, PathBuf};
@@ -79,6 +80,11 @@ pub struct RunRequest {
     /// peer in a private network namespace, flows planned from the driver's
     /// RSS state, the guest's counters before and after.
     pub traffic: Option<TrafficOptions>,
+    /// The kernel is a debug kernel ([`kernel_choice::ResolvedKernel::debug`]):
+    /// boot it with [`debug_kernel::CMDLINE`] and the agent's debug mode,
+    /// deadlines times [`debug_kernel::SLOWDOWN`], and add the verdict's
+    /// `debug_reports` check.
+    pub debug: bool,
 }
 
 impl RunRequest {
@@ -102,6 +108,7 @@ impl RunRequest {
             label: None,
             device_fault: None,
             traffic: None,
+            debug: false,
         }
     }
 }
@@ -383,6 +390,11 @@ impl NicBoot<'_> {
                 boot.agent.deadline_s = boot.agent.deadline_s.max(needed);
             }
         }
+        if req.debug {
+            boot.agent.debug = true;
+            boot.agent.deadline_s = debug_kernel::agent_deadline_s(boot.agent.deadline_s);
+            boot.extra_cmdline.extend(debug_kernel::CMDLINE.iter().map(|s| (*s).to_owned()));
+        }
         boot.extra_cmdline.extend(req.extra_cmdline.iter().cloned());
         // The device's state as each stage and the report begin (the guest changes
         // nothing until the end marker; after the report it shuts the driver down).
@@ -397,7 +409,7 @@ impl NicBoot<'_> {
                 marks.lock().unwrap_or_else(|e| e.into_inner()).push((line.to_owned(), snapshot));
             })));
         }
-        boot.deadline = req.deadline;
+        boot.deadline = if req.debug { debug_kernel::host_deadline(req.deadline) } else { req.deadline };
         boot.console_log.clone_from(&req.console_log);
         boot.speedups = req.speedups;
         boot.abort = Some(abort);
@@ -495,6 +507,10 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         .map(|s| (s.name.as_str(), &s.verdict, report_to_verdict::stage_facts(&s.report, s.queues.clone())))
         .collect();
     verdict.add_stages(earlier, report_to_verdict::stage_facts(&booted.report, queues.clone()));
+    if req.debug {
+        let r = &booted.report;
+        verdict.add_debug_reports(&DebugLog { state: r.debug.as_deref(), kmemleak: &r.kmemleak, klog: &r.klog });
+    }
     if let Some(t) = &traffic {
         let input = TrafficInput {
             planned: t.planned.as_deref().unwrap_or_default(),

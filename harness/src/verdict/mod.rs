@@ -10,6 +10,8 @@
 //!   ([`Summary`]) and every [`Check`]; its [`Status`] is pass or fail;
 //! - [`Verdict::add_stages`]: a rig run's stages (link and queue table at the first probe
 //!   and at the report, [`QueueStage`]) with the checks on them;
+//! - [`Verdict::add_debug_reports`]: a debug kernel's run, the `debug_reports` check on
+//!   the kernel's KASAN, kmemleak, lockdep, WARN and BUG reports ([`debug_reports`]);
 //! - [`judge_traffic`] and [`Verdict::add_traffic`]: a traffic run's flows, queues and
 //!   CPUs under load ([`TrafficReport`]) with the `traffic_flows`, `rss_steering` and
 //!   `traffic_interrupts` checks;
@@ -30,6 +32,7 @@
 
 pub mod baseline;
 mod check;
+pub mod debug_reports;
 pub mod format;
 mod geometry;
 mod guest_irqs;
@@ -43,6 +46,7 @@ mod summary;
 pub mod traffic;
 
 pub use check::{Check, CheckStatus, Status};
+pub use debug_reports::{DebugLog, DEBUG_REPORTS_CHECK};
 pub use format::{
     render, render_before_after, render_ktap_test, render_many, render_rig_error, Format, RenderError, RigErrorReport,
     UnknownFormat,

@@ -1,0 +1,368 @@
+//! The `debug_reports` check of runs on debug kernels: the kernel's own bug
+//! reports (KASAN, kmemleak, lockdep, WARN, BUG) split out of what the guest
+//! agent sent (`kmemleak:` and `klog:` lines, guest-images/README.md), and a
+//! failure for each one that touches the mana driver.
+//!
+//! A report touches the driver when one of its lines has a mana frame: a
+//! `function+0xOFF/0xLEN` whose module tag is `[mana]` (or `[mana_ib]`), or
+//! whose function is `mana_*` (a built-in driver), or a source path under
+//! `drivers/net/ethernet/microsoft/mana/` (a WARN's location). For KASAN that
+//! covers the access's call trace and the object's allocation and free stacks;
+//! for kmemleak the object's allocation backtrace. Reports without a mana
+//! frame (early boot, other subsystems) are notes of a passing check.
+
+use super::check::{Check, CheckStatus, Status};
+use super::outcome::Verdict;
+use std::fmt;
+
+/// The check's name.
+pub const DEBUG_REPORTS_CHECK: &str = "debug_reports";
+
+/// How many of a report's first lines a check quotes.
+const QUOTED_LINES: usize = 3;
+
+/// Which checker wrote a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportKind {
+    /// `BUG: KASAN: …` (mm/kasan/report.c).
+    Kasan,
+    /// An `unreferenced object …` of `/sys/kernel/debug/kmemleak` (mm/kmemleak.c).
+    Kmemleak,
+    /// A lockdep `WARNING: possible circular locking dependency detected` and
+    /// the like (kernel/locking/lockdep.c): a `WARNING:` without `CPU:`.
+    Lockdep,
+    /// A `WARN()`: `------------[ cut here ]------------` and `WARNING: CPU: …`.
+    Warn,
+    /// Any other `BUG:` (e.g. DEBUG_ATOMIC_SLEEP's `BUG: sleeping function
+    /// called from invalid context`), an `Oops` or a general protection fault.
+    Bug,
+}
+
+impl fmt::Display for ReportKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ReportKind::Kasan => "KASAN",
+            ReportKind::Kmemleak => "kmemleak",
+            ReportKind::Lockdep => "lockdep",
+            ReportKind::Warn => "WARN",
+            ReportKind::Bug => "BUG",
+        })
+    }
+}
+
+/// One report of a checker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DebugReport {
+    /// The checker.
+    pub kind: ReportKind,
+    /// Its lines, from its title (`BUG: KASAN: …`, `unreferenced object …`).
+    pub lines: Vec<String>,
+    /// Its mana frames, in order, each once (`mana_gd_setup_irqs+0x1b/0x60 [mana]`).
+    pub mana_frames: Vec<String>,
+}
+
+impl DebugReport {
+    fn new(kind: ReportKind, lines: Vec<String>) -> Self {
+        let mut mana_frames: Vec<String> = Vec::new();
+        for f in lines.iter().flat_map(|l| mana_frames_of(l)) {
+            if !mana_frames.contains(&f) {
+                mana_frames.push(f);
+            }
+        }
+        DebugReport { kind, lines, mana_frames }
+    }
+
+    /// True when a mana frame is in the report.
+    pub fn touches_mana(&self) -> bool {
+        !self.mana_frames.is_empty()
+    }
+
+    /// `KIND: first line / second line / third line`.
+    pub fn headline(&self) -> String {
+        let first: Vec<&str> = self.lines.iter().take(QUOTED_LINES).map(|l| l.trim()).collect();
+        format!("{}: {}", self.kind, first.join(" / "))
+    }
+}
+
+/// The mana frames of one line (see the module doc).
+pub fn mana_frames_of(line: &str) -> Vec<String> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let mut out = Vec::new();
+    for (i, w) in words.iter().enumerate() {
+        if w.contains("/microsoft/mana/") {
+            out.push(w.trim_end_matches(',').to_string());
+            continue;
+        }
+        // `[<ffffffffc0123456>] f+0x1/0x2`, `RIP: 0010:f+0x1/0x2`, `in f+0x1/0x2`.
+        let frame = w.rsplit(':').next().unwrap_or(w);
+        let Some((func, off)) = frame.split_once("+0x") else { continue };
+        if func.is_empty() || !off.contains("/0x") {
+            continue;
+        }
+        let module = words.get(i + 1).filter(|m| m.starts_with('[') && m.ends_with(']'));
+        let in_mana = matches!(module.copied(), Some("[mana]" | "[mana_ib]"));
+        if in_mana || func.starts_with("mana_") {
+            out.push(match module {
+                Some(m) => format!("{frame} {m}"),
+                None => frame.to_string(),
+            });
+        }
+    }
+    out
+}
+
+/// The kind of a `klog:` line that begins a report, if it begins one.
+fn klog_start(line: &str) -> Option<ReportKind> {
+    if line.starts_with("BUG: KASAN:") {
+        Some(ReportKind::Kasan)
+    } else if line.starts_with("------------[ cut here ]") || line.starts_with("WARNING: CPU:") {
+        Some(ReportKind::Warn)
+    } else if line.starts_with("WARNING: ") {
+        Some(ReportKind::Lockdep)
+    } else if line.starts_with("BUG: ") || line.starts_with("Oops") || line.starts_with("general protection fault") {
+        Some(ReportKind::Bug)
+    } else {
+        None
+    }
+}
+
+/// True for a line that ends a report: KASAN's closing `=====…` rule, a
+/// WARN's or oops' `---[ end trace … ]---`.
+fn klog_end(line: &str) -> bool {
+    (line.len() >= 20 && line.chars().all(|c| c == '=')) || line.starts_with("---[ end trace")
+}
+
+/// Split the agent's `klog:` lines into reports. A `WARNING: CPU:` right after
+/// a `cut here` line stays in its report; lines after a report's end (and
+/// before the next report's first line) belong to none.
+pub fn split_klog(lines: &[String]) -> Vec<DebugReport> {
+    let mut out: Vec<(ReportKind, Vec<String>)> = Vec::new();
+    let mut open = false;
+    for line in lines.iter().map(|l| l.trim_end()) {
+        if let Some(kind) = klog_start(line) {
+            let after_cut = open
+                && out.last().is_some_and(|(k, l)| {
+                    *k == ReportKind::Warn && l.len() == 1 && l[0].starts_with("------------[ cut here ]")
+                });
+            if !after_cut {
+                out.push((kind, Vec::new()));
+            }
+            open = true;
+        }
+        if !open {
+            continue;
+        }
+        if let Some((_, l)) = out.last_mut() {
+            l.push(line.to_string());
+        }
+        if klog_end(line) {
+            open = false;
+        }
+    }
+    out.into_iter().map(|(k, l)| DebugReport::new(k, l)).collect()
+}
+
+/// Split the agent's `kmemleak:` lines (the file
+/// `/sys/kernel/debug/kmemleak`) into one report per `unreferenced object`.
+pub fn split_kmemleak(lines: &[String]) -> Vec<DebugReport> {
+    let mut out: Vec<Vec<String>> = Vec::new();
+    for line in lines.iter().map(|l| l.trim()) {
+        if line.starts_with("unreferenced object") {
+            out.push(Vec::new());
+        }
+        if let Some(l) = out.last_mut() {
+            l.push(line.to_string());
+        }
+    }
+    out.into_iter().map(|l| DebugReport::new(ReportKind::Kmemleak, l)).collect()
+}
+
+/// What the guest agent sent in debug mode.
+#[derive(Debug, Clone, Copy)]
+pub struct DebugLog<'a> {
+    /// The `debug:` line (`kmemleak=<scan points|absent>`); None: the agent did not run in debug mode.
+    pub state: Option<&'a str>,
+    /// The `kmemleak:` lines.
+    pub kmemleak: &'a [String],
+    /// The `klog:` lines.
+    pub klog: &'a [String],
+}
+
+/// The `debug_reports` check: Fail when a report touches mana (naming the
+/// report's kind, its first lines and its mana frames), else Pass with every
+/// other report as a `note:` line; Skip when the agent did not run in debug mode.
+pub fn debug_reports(log: &DebugLog<'_>) -> Check {
+    let Some(state) = log.state else {
+        return Check::new(
+            DEBUG_REPORTS_CHECK,
+            CheckStatus::Skip,
+            "the guest agent sent no debug state (manarig.debug=1 not seen): no report to judge",
+        );
+    };
+    let kmemleak = match state.strip_prefix("kmemleak=") {
+        Some("absent") => "kmemleak is not in this kernel".to_string(),
+        Some(n) => format!("kmemleak scanned at {n} point(s)"),
+        None => format!("debug state {state:?}"),
+    };
+    let mut reports = split_klog(log.klog);
+    reports.extend(split_kmemleak(log.kmemleak));
+    let (mana, other): (Vec<&DebugReport>, Vec<&DebugReport>) = reports.iter().partition(|r| r.touches_mana());
+    let notes = other.iter().map(|r| format!("note (no mana frame): {}", r.headline()));
+    let Some(first) = mana.first() else {
+        let mut c = Check::new(
+            DEBUG_REPORTS_CHECK,
+            CheckStatus::Pass,
+            format!(
+                "no KASAN, kmemleak, lockdep, WARN or BUG report touches mana ({kmemleak}; {} report(s) elsewhere)",
+                other.len()
+            ),
+        );
+        c.detail = notes.collect();
+        return c;
+    };
+    let mut c = Check::new(
+        DEBUG_REPORTS_CHECK,
+        CheckStatus::Fail,
+        format!(
+            "{} report(s) touch mana; first: {} (mana frames: {})",
+            mana.len(),
+            first.headline(),
+            first.mana_frames.join(", ")
+        ),
+    );
+    for r in &mana {
+        c.detail.push(r.headline());
+        c.detail.push(format!("  mana frames: {}", r.mana_frames.join(", ")));
+    }
+    c.detail.push(kmemleak);
+    c.detail.extend(notes);
+    c
+}
+
+impl Verdict {
+    /// Append the [`DEBUG_REPORTS_CHECK`] of a debug kernel's run; the status
+    /// becomes Fail when it fails.
+    pub fn add_debug_reports(&mut self, log: &DebugLog<'_>) {
+        let c = debug_reports(log);
+        if c.status == CheckStatus::Fail {
+            self.status = Status::Fail;
+        }
+        self.checks.push(c);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(text: &str) -> Vec<String> {
+        text.lines().map(str::to_string).collect()
+    }
+
+    // The shapes of mm/kasan/report.c's report (print_report(): the title, the
+    // access, the call trace, the allocation and free stacks, the closing rule)
+    // and of mm/kmemleak.c's print_unreferenced(), with made-up addresses.
+    const KASAN_UAF: &str = "BUG: KASAN: slab-use-after-free in bitmap_string+0x2f1/0x3a0
+Read of size 8 at addr ffff888004a1c5a0 by task cat/97
+CPU: 0 UID: 0 PID: 97 Comm: cat Not tainted 6.12.117-manarig #1
+Call Trace:
+ <TASK>
+ dump_stack_lvl+0x51/0x70
+ irq_affinity_hint_proc_show+0xa1/0x140
+ seq_read_iter+0x1f2/0x6b0
+ </TASK>
+Allocated by task 81:
+ __kmalloc_noprof+0x1a3/0x3c0
+ irq_setup+0x3d/0x3a0 [mana]
+ mana_gd_setup_irqs+0x2c1/0x5b0 [mana]
+Freed by task 81:
+ kfree+0xe1/0x2f0
+ irq_setup+0x1b5/0x3a0 [mana]
+The buggy address belongs to the object at ffff888004a1c5a0
+==================================================================
+mana 0000:41:00.0: Microsoft Azure Network Adapter protocol version: 0.1.1";
+
+    const KMEMLEAK: &str = "unreferenced object 0xffff888003f6e000 (size 64):
+comm \"insmod\", pid 80, jiffies 4294893406
+hex dump (first 32 bytes):
+00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00  ................
+backtrace (crc 0):
+kmemleak_alloc+0x4a/0x80
+__kmalloc_noprof+0x2a5/0x3c0
+mana_gd_setup_irqs+0x61/0x5b0 [mana]
+mana_gd_probe+0x1e4/0x3f0 [mana]
+unreferenced object 0xffff888003f6f000 (size 32):
+comm \"swapper/0\", pid 1, jiffies 4294892000
+backtrace (crc 5a1):
+acpi_os_allocate_zeroed+0x1c/0x30";
+
+    #[test]
+    fn a_kasan_report_with_mana_allocation_and_free_stacks_fails_naming_them() {
+        let r = split_klog(&lines(KASAN_UAF));
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert_eq!(r[0].kind, ReportKind::Kasan);
+        assert_eq!(
+            r[0].mana_frames,
+            ["irq_setup+0x3d/0x3a0 [mana]", "mana_gd_setup_irqs+0x2c1/0x5b0 [mana]", "irq_setup+0x1b5/0x3a0 [mana]"]
+        );
+        // The driver's message after the closing rule is not part of the report.
+        assert!(r[0].lines.last().is_some_and(|l| l.starts_with("=====")), "{:?}", r[0].lines);
+        let c = debug_reports(&DebugLog { state: Some("kmemleak=1"), kmemleak: &[], klog: &lines(KASAN_UAF) });
+        assert_eq!(c.status, CheckStatus::Fail);
+        assert!(c.message.contains("KASAN: BUG: KASAN: slab-use-after-free in bitmap_string"), "{}", c.message);
+        assert!(c.message.contains("mana frames: irq_setup+0x3d/0x3a0 [mana]"), "{}", c.message);
+    }
+
+    #[test]
+    fn a_kmemleak_object_allocated_by_mana_fails_and_others_are_notes() {
+        let r = split_kmemleak(&lines(KMEMLEAK));
+        assert_eq!(r.len(), 2);
+        assert!(r[0].touches_mana() && !r[1].touches_mana());
+        let c = debug_reports(&DebugLog { state: Some("kmemleak=1"), kmemleak: &lines(KMEMLEAK), klog: &[] });
+        assert_eq!(c.status, CheckStatus::Fail);
+        assert!(c.message.starts_with("1 report(s) touch mana; first: kmemleak: unreferenced object"), "{}", c.message);
+        assert!(c.message.contains("mana_gd_setup_irqs+0x61/0x5b0 [mana]"), "{}", c.message);
+        assert!(c
+            .detail
+            .iter()
+            .any(|d| d.starts_with("note (no mana frame): kmemleak: unreferenced object 0xffff888003f6f000")));
+    }
+
+    #[test]
+    fn reports_elsewhere_are_notes_of_a_pass_and_no_debug_state_is_a_skip() {
+        let klog = lines(
+            "------------[ cut here ]------------
+WARNING: CPU: 0 PID: 1 at kernel/irq/manage.c:2042 free_irq+0x2a/0x40
+Call Trace:
+ free_irq+0x2a/0x40
+---[ end trace 0000000000000000 ]---
+WARNING: possible circular locking dependency detected
+ 6.12.117-manarig #1 Not tainted
+BUG: sleeping function called from invalid context at mm/slab.c:1
+in_atomic(): 1, irqs_disabled(): 0",
+        );
+        let r = split_klog(&klog);
+        let kinds: Vec<ReportKind> = r.iter().map(|x| x.kind).collect();
+        assert_eq!(kinds, [ReportKind::Warn, ReportKind::Lockdep, ReportKind::Bug]);
+        assert_eq!(r[0].lines.len(), 5, "the cut-here line and the WARNING line are one report");
+        let c = debug_reports(&DebugLog { state: Some("kmemleak=2"), kmemleak: &[], klog: &klog });
+        assert_eq!(c.status, CheckStatus::Pass, "{c:?}");
+        assert!(c.message.contains("kmemleak scanned at 2 point(s); 3 report(s) elsewhere"), "{}", c.message);
+        assert_eq!(c.detail.len(), 3);
+        let c = debug_reports(&DebugLog { state: None, kmemleak: &[], klog: &[] });
+        assert_eq!(c.status, CheckStatus::Skip);
+    }
+
+    #[test]
+    fn mana_frames_are_told_by_module_tag_name_or_source_path() {
+        assert_eq!(mana_frames_of(" ? mana_hwc_rx_event_handler+0x1/0x2"), ["mana_hwc_rx_event_handler+0x1/0x2"]);
+        assert_eq!(mana_frames_of("RIP: 0010:irq_setup+0x5/0x9 [mana]"), ["irq_setup+0x5/0x9 [mana]"]);
+        assert_eq!(
+            mana_frames_of("WARNING: CPU: 1 PID: 80 at drivers/net/ethernet/microsoft/mana/gdma_main.c:99 f+0x1/0x2"),
+            ["drivers/net/ethernet/microsoft/mana/gdma_main.c:99"]
+        );
+        assert!(mana_frames_of("mana 0000:41:00.0: probe done").is_empty());
+        assert!(mana_frames_of("irq_setup+0x5/0x9 [virtio_net]").is_empty());
+        assert!(mana_frames_of("manage_workers+0x5/0x9").is_empty());
+    }
+}
