@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 /// Seconds each target runs in a smoke run (7 targets: about 2.5 minutes).
-pub const SMOKE_SECONDS: u64 = 20;
+pub const SMOKE_SECONDS: u64 = 10;
 /// Seconds a single-target run lasts unless `--time` says otherwise.
 const DEFAULT_SECONDS: u64 = 600;
 /// The target triple the instrumented build is made for.
