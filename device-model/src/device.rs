@@ -366,7 +366,7 @@ impl ManaDevice {
             doorbell: DOORBELL_PAGE as u16,
         };
         let hwc = Hwc::establish(&mut self.res.queues, &mem, self.irq.as_ref(), rings, ids, params)?;
-        if self.injector.delays_responses() {
+        if self.injector.shortens_hwc_timeout() {
             // HWC_DATA_CFG_HWC_TIMEOUT (hw_channel.h): the driver takes it at any
             // time after INIT_DONE (mana_hwc_init_event_handler()).
             let detail = crate::defs::HwcInitTypeData::new()

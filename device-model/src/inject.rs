@@ -11,11 +11,16 @@
 //! | SPEC | what the device does |
 //! | --- | --- |
 //! | `status:CMD=CODE[@N]` | answers GDMA/BNIC command CMD with status CODE (hex `0x…` or decimal, non-zero) instead of running it; only its N-th time with `@N` (1 = the first), else every time |
-//! | `hwc-delay:CMD=MS[@N]` | holds the HWC response to CMD for MS milliseconds (its N-th time with `@N`, else every time); the device also sets the driver's HWC timeout to [`INJECT_HWC_TIMEOUT_MS`] (a SOC_RECONFIG_DATA EQE after INIT_DONE), so a delay above that is past the driver's timeout |
+//! | `hwc-delay:CMD=MS[@N]` | holds the HWC response to CMD for MS milliseconds (its N-th time with `@N`, else every time) |
 //! | `spurious-irq:eq=ID` / `spurious-irq:vector=V` | after every HWC response, raises the vector of EQ ID (or vector V, when an EQ uses it) without posting an EQE; never a vector without an EQ |
 //! | `owner-bits:eqe[@N]` / `owner-bits:cqe[@N]` | writes the N-th EQE (CQE) the device posts (default 1) with owner bits that are neither the old nor the new lap's |
 //! | `silent-vector:V` | never raises MSI-X vector V (the events are still posted) |
 //! | `rx-cqe-corrupt[@N]` | the N-th RX completion (default 1) carries an unknown CQE type (data path) |
+//!
+//! With `hwc-delay`, `owner-bits` or `silent-vector` the device also sets the
+//! driver's HWC timeout to [`INJECT_HWC_TIMEOUT_MS`] (a SOC_RECONFIG_DATA EQE
+//! after INIT_DONE, as hardware may): a delay above that is past the driver's
+//! timeout, and a request whose completion is lost fails in 2 s, not 30.
 //!
 //! CMD names a command the way the driver's enums do, lower case without the
 //! `GDMA_`/`MANA_` prefix: `create_queue`, `create_dma_region`, `config_vport`
@@ -296,10 +301,13 @@ impl Injector {
         }
     }
 
-    /// Whether some `hwc-delay` injection is on (the device then shortens the
-    /// driver's HWC timeout to [`INJECT_HWC_TIMEOUT_MS`]).
-    pub fn delays_responses(&self) -> bool {
-        self.specs.iter().any(|s| matches!(s, InjectSpec::HwcDelay { .. }))
+    /// Whether an injection is on that can leave the driver waiting for an
+    /// HWC response (`hwc-delay`, `owner-bits`, `silent-vector`): the device
+    /// then shortens the driver's HWC timeout to [`INJECT_HWC_TIMEOUT_MS`].
+    pub fn shortens_hwc_timeout(&self) -> bool {
+        self.specs.iter().any(|s| {
+            matches!(s, InjectSpec::HwcDelay { .. } | InjectSpec::OwnerBits { .. } | InjectSpec::SilentVector(_))
+        })
     }
 
     /// The spurious-interrupt targets.

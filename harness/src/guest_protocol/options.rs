@@ -12,8 +12,8 @@ pub const PREFIX: &str = "manarig.";
 
 /// The name of every item [`AgentOptions`] renders (after [`PREFIX`]), in the
 /// order it renders them.
-pub const NAMES: [&str; 11] =
-    ["load", "deadline", "poll", "nic", "ifup", "channels", "pin", "reprobe", "report", "addr", "traffic"];
+pub const NAMES: [&str; 12] =
+    ["load", "deadline", "poll", "nic", "ifup", "channels", "pin", "reprobe", "report", "addr", "traffic", "unload"];
 
 /// The value of `manarig.load`: what `/init` loads (`/lib/modules/manarig/order`,
 /// the last module in the background).
@@ -127,6 +127,10 @@ pub struct AgentOptions {
     /// guest` against its control port, recording the NIC's interrupts,
     /// NET_RX/NET_TX softirqs and per-queue counters before and after.
     pub traffic: Option<SocketAddrV4>,
+    /// `manarig.unload=1`: at the end, just before the report, `rmmod mana`
+    /// (waited for until the deadline; `unload: hung` if it has not returned):
+    /// runs with fault injection check that the driver still unloads.
+    pub unload: bool,
 }
 
 impl Default for AgentOptions {
@@ -143,6 +147,7 @@ impl Default for AgentOptions {
             report: ReportChannel::Console,
             addr: None,
             traffic: None,
+            unload: false,
         }
     }
 }
@@ -151,7 +156,7 @@ impl AgentOptions {
     /// The `manarig.*` items, in the order of [`NAMES`]: `manarig.deadline` always,
     /// the others only when they differ from the agent's defaults.
     pub fn cmdline_items(&self) -> Vec<String> {
-        let values: [(&str, Option<String>); 11] = [
+        let values: [(&str, Option<String>); 12] = [
             ("load", self.load_mana.then(|| LOAD_MANA.to_string())),
             ("deadline", Some(self.deadline_s.to_string())),
             ("poll", self.poll.map(|d| format!("{:.3}", d.as_secs_f64()))),
@@ -163,6 +168,7 @@ impl AgentOptions {
             ("report", (self.report == ReportChannel::Ttys1).then(|| "ttyS1".to_string())),
             ("addr", self.addr.map(|(ip, prefix)| format!("{ip}/{prefix}"))),
             ("traffic", self.traffic.map(|peer| peer.to_string())),
+            ("unload", self.unload.then(|| "1".to_string())),
         ];
         debug_assert!(values.iter().map(|(n, _)| *n).eq(NAMES));
         values.into_iter().filter_map(|(name, v)| Some(format!("{PREFIX}{name}={}", v?))).collect()
@@ -197,12 +203,13 @@ mod tests {
             report: ReportChannel::Ttys1,
             addr: Some((Ipv4Addr::new(192, 0, 2, 2), 24)),
             traffic: Some(SocketAddrV4::new(Ipv4Addr::new(192, 0, 2, 1), 7000)),
+            unload: true,
         };
         assert_eq!(
             all.cmdline(),
             "manarig.load=mana manarig.deadline=90 manarig.poll=0.050 manarig.nic=0x1b36:0x0010 manarig.ifup=0 \
              manarig.channels=4 manarig.pin=0-1,4 manarig.reprobe=1 manarig.report=ttyS1 manarig.addr=192.0.2.2/24 \
-             manarig.traffic=192.0.2.1:7000"
+             manarig.traffic=192.0.2.1:7000 manarig.unload=1"
         );
         let names: Vec<String> = all
             .cmdline_items()

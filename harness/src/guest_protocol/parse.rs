@@ -5,7 +5,7 @@
 use super::assemble::{assemble, bad, Raw};
 use super::interrupts::{parse_cpu_counts, parse_irq_counts};
 use super::markers::{Marker, Version, REPORT_END, STAGE_END};
-use super::report::{GuestReport, Stage, Transcript};
+use super::report::{GuestReport, Stage, Transcript, Unload};
 use super::ReportError;
 
 /// The key of a report line: the word before `: ` (`kernel: …`), before the
@@ -67,11 +67,13 @@ pub enum Key {
     TrafficSoftirq,
     /// From version 3: `traffic-stats <before|after>: NAME=VALUE …` (`ethtool -S`).
     TrafficStats,
+    /// From version 3: `unload: <exit status of the final rmmod | hung | ->`.
+    Unload,
 }
 
 impl Key {
     /// Every key, in the order guest-images/README.md lists them.
-    pub const ALL: [Key; 27] = [
+    pub const ALL: [Key; 28] = [
         Key::Kernel,
         Key::Cmdline,
         Key::Time,
@@ -99,6 +101,7 @@ impl Key {
         Key::TrafficIrq,
         Key::TrafficSoftirq,
         Key::TrafficStats,
+        Key::Unload,
     ];
 
     /// The key as the line spells it.
@@ -131,6 +134,7 @@ impl Key {
             Key::TrafficIrq => "traffic-irq",
             Key::TrafficSoftirq => "traffic-softirq",
             Key::TrafficStats => "traffic-stats",
+            Key::Unload => "unload",
         }
     }
 
@@ -138,9 +142,13 @@ impl Key {
     pub fn in_version(self, version: Version) -> bool {
         match self {
             Key::InterruptsHeader | Key::Interrupts => version == Version::V1,
-            Key::Addr | Key::Ping | Key::Traffic | Key::TrafficIrq | Key::TrafficSoftirq | Key::TrafficStats => {
-                version >= Version::V3
-            }
+            Key::Addr
+            | Key::Ping
+            | Key::Traffic
+            | Key::TrafficIrq
+            | Key::TrafficSoftirq
+            | Key::TrafficStats
+            | Key::Unload => version >= Version::V3,
             _ => true,
         }
     }
@@ -257,6 +265,7 @@ fn parse_block(lines: &[&str], begin: usize, end: usize, version: Version) -> Re
             Key::Ethtool => r.ethtool_status = status(value),
             Key::Channels => r.channels = value.trim().parse().ok(),
             Key::Rmmod => r.rmmod_status = status(value),
+            Key::Unload => r.unload = Unload::parse(value),
             Key::Warning => r.warnings.push(value.to_string()),
             Key::Stderr => r.stderr.entry(id.to_string()).or_default().push(value.to_string()),
             Key::Time => {
