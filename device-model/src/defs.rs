@@ -145,9 +145,6 @@ open_enum! {
         HWC_INIT_DATA = 130,
         /// GDMA_EQE_HWC_INIT_DONE.
         HWC_INIT_DONE = 131,
-        /// GDMA_EQE_HWC_SOC_RECONFIG_DATA: `details[0]` = [`HwcInitTypeData`]
-        /// with type `HWC_DATA_CFG_HWC_TIMEOUT` (1) = the HWC timeout in ms.
-        HWC_SOC_RECONFIG_DATA = 133,
     }
 }
 

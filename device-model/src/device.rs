@@ -45,9 +45,6 @@ const SMC_STATUS_FAILED: u8 = 1;
 const HWC_PDID: u32 = 0x100 + 1;
 /// HWC memory key announced in the init EQEs.
 const HWC_GPA_MKEY: u32 = 0x1000 + 1;
-/// `HWC_DATA_CFG_HWC_TIMEOUT` (include/net/mana/hw_channel.h): the type of a
-/// SOC_RECONFIG_DATA EQE that sets the driver's HWC timeout (ms).
-const HWC_DATA_CFG_HWC_TIMEOUT: u8 = 1;
 /// Guest errors of one kind logged in full before logging only every power of two.
 const LOG_BURST: u64 = 16;
 /// The counter key of every command code the device does not know: one key,
@@ -366,15 +363,6 @@ impl ManaDevice {
             doorbell: DOORBELL_PAGE as u16,
         };
         let hwc = Hwc::establish(&mut self.res.queues, &mem, self.irq.as_ref(), rings, ids, params)?;
-        if self.injector.shortens_hwc_timeout() {
-            // HWC_DATA_CFG_HWC_TIMEOUT (hw_channel.h): the driver takes it at any
-            // time after INIT_DONE (mana_hwc_init_event_handler()).
-            let detail = crate::defs::HwcInitTypeData::new()
-                .with_value(crate::inject::INJECT_HWC_TIMEOUT_MS)
-                .with_data_type(HWC_DATA_CFG_HWC_TIMEOUT);
-            let eqe = crate::queues::event(crate::defs::EqeType::HWC_SOC_RECONFIG_DATA, detail.into_bits());
-            self.res.queues.post_eqe(&mem, self.irq.as_ref(), ids.eq, eqe)?;
-        }
         self.res.hwc_eq = Some(ids.eq);
         self.hwc = Some(hwc);
         self.counters.hwc_established += 1;
@@ -485,7 +473,7 @@ impl ManaDevice {
             }
             let fate = framing::parse::<GdmaReqHdr>(&request.bytes)
                 .map_or(CommandFate::Run, |hdr| self.injector.before_command(Command(hdr.req.msg_type.get())));
-            let outcome = match fate {
+            let mut outcome = match fate {
                 CommandFate::Fail(code) => commands::refuse(&request.bytes, code),
                 CommandFate::Run | CommandFate::Delay(_) => {
                     let mut ctx = Ctx { res: &mut self.res, mem, irq, config: &self.config };
@@ -503,6 +491,7 @@ impl ManaDevice {
                     tracing::debug!(command = %name, "mana device: unsupported command");
                 }
             }
+            self.injector.adjust_response(outcome.command, &mut outcome.response);
             if let CommandFate::Delay(delay) = fate {
                 self.injector.hold(Instant::now() + delay, outcome.response);
             } else {

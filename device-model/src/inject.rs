@@ -18,9 +18,13 @@
 //! | `rx-cqe-corrupt[@N]` | the N-th RX completion (default 1) carries an unknown CQE type (data path) |
 //!
 //! With `hwc-delay`, `owner-bits` or `silent-vector` the device also sets the
-//! driver's HWC timeout to [`INJECT_HWC_TIMEOUT_MS`] (a SOC_RECONFIG_DATA EQE
-//! after INIT_DONE, as hardware may): a delay above that is past the driver's
-//! timeout, and a request whose completion is lost fails in 2 s, not 30.
+//! driver's HWC timeout to [`INJECT_HWC_TIMEOUT_MS`], as hardware may: it
+//! offers `GDMA_DRV_CAP_FLAG_1_HWC_TIMEOUT_RECONFIG` in its
+//! VERIFY_VF_DRIVER_VERSION answer and answers GDMA_QUERY_HWC_TIMEOUT with
+//! that value (`mana_gd_verify_vf_version()`, gdma_main.c, Linux 6.1.192 and
+//! 6.12.117; a SOC_RECONFIG_DATA EQE would not do: 6.12's
+//! `mana_gd_process_eqe()` drops it). A delay above that is past the
+//! driver's timeout, and a request whose completion is lost fails in 2 s, not 30.
 //!
 //! CMD names a command the way the driver's enums do, lower case without the
 //! `GDMA_`/`MANA_` prefix: `create_queue`, `create_dma_region`, `config_vport`
@@ -45,6 +49,10 @@ pub const INJECT_HWC_TIMEOUT_MS: u32 = 2000;
 /// The `cqe_type` of a corrupted RX completion: no `enum mana_cqe_type`
 /// value (mana.h), so `mana_process_rx_cqe()` logs "Unknown RX CQE type".
 pub const CORRUPT_RX_CQE_TYPE: u8 = 0x3F;
+
+/// `GDMA_DRV_CAP_FLAG_1_HWC_TIMEOUT_RECONFIG` (include/net/mana/gdma.h): the
+/// device answers GDMA_QUERY_HWC_TIMEOUT.
+const HWC_TIMEOUT_RECONFIG: u64 = 1 << 3;
 
 /// The fault kinds, as the first word of a SPEC.
 pub const KINDS: [&str; 6] = ["status", "hwc-delay", "spurious-irq", "owner-bits", "silent-vector", "rx-cqe-corrupt"];
@@ -316,6 +324,35 @@ impl Injector {
             InjectSpec::SpuriousIrq(t) => Some(*t),
             _ => None,
         })
+    }
+
+    /// Rewrites a successful `response` to `command` where the device sets
+    /// the driver's HWC timeout ([`Injector::shortens_hwc_timeout`]): the
+    /// HWC_TIMEOUT_RECONFIG capability (bit 3 of `pf_cap_flags1`) in
+    /// VERIFY_VF_DRIVER_VERSION, [`INJECT_HWC_TIMEOUT_MS`] in QUERY_HWC_TIMEOUT.
+    pub fn adjust_response(&self, command: Command, response: &mut [u8]) {
+        use crate::defs::{Le32, Le64, QueryHwcTimeoutResp, VerifyVerResp};
+        use zerocopy::FromBytes;
+        if !self.shortens_hwc_timeout() {
+            return;
+        }
+        match command {
+            Command::VERIFY_VF_DRIVER_VERSION => {
+                if let Ok((resp, _)) = VerifyVerResp::mut_from_prefix(response) {
+                    if resp.hdr.status.get() == 0 {
+                        resp.pf_cap_flags1 = Le64::new(resp.pf_cap_flags1.get() | HWC_TIMEOUT_RECONFIG);
+                    }
+                }
+            }
+            Command::QUERY_HWC_TIMEOUT => {
+                if let Ok((resp, _)) = QueryHwcTimeoutResp::mut_from_prefix(response) {
+                    if resp.hdr.status.get() == 0 {
+                        resp.timeout_ms = Le32::new(INJECT_HWC_TIMEOUT_MS);
+                    }
+                }
+            }
+            _ => {}
+        }
     }
 
     /// Holds `response` until `due`.

@@ -7,6 +7,9 @@
 mod support;
 
 use device_model::config::DeviceConfig;
+use device_model::defs::{
+    Command, Le32, QueryHwcTimeoutReq, QueryHwcTimeoutResp, QueryMaxResourcesResp, VerifyVerResp,
+};
 use device_model::inject::InjectSpec;
 use std::time::{Duration, Instant};
 use support::*;
@@ -42,18 +45,19 @@ fn a_status_for_the_second_occurrence_lets_the_first_through() {
 fn a_delayed_response_arrives_only_when_its_time_has_come() {
     let mut drv = driver_with(&["hwc-delay:query_max_resources=60000"]);
     drv.establish_hwc().unwrap();
-    assert_eq!(
-        drv.seen.hwc_timeouts,
-        [device_model::inject::INJECT_HWC_TIMEOUT_MS],
-        "the device shortened the timeout"
-    );
     drv.test_channel().unwrap();
-    let err = drv
-        .general::<device_model::defs::QueryMaxResourcesResp>(
-            device_model::defs::Command::QUERY_MAX_RESOURCES,
-            hwc_dev(),
-        )
-        .expect_err("no response yet");
+    // mana_gd_verify_vf_version(): the capability, then the query, which
+    // the device answers with its short timeout.
+    let ver: VerifyVerResp = drv.general(Command::VERIFY_VF_DRIVER_VERSION, hwc_dev()).unwrap();
+    assert_eq!(ver.pf_cap_flags1.get() & (1 << 3), 1 << 3, "HWC_TIMEOUT_RECONFIG offered");
+    let mut req = QueryHwcTimeoutReq::default();
+    let (req_size, resp_size) = (size_of::<QueryHwcTimeoutReq>(), size_of::<QueryHwcTimeoutResp>());
+    req.hdr = req_hdr(Command::QUERY_HWC_TIMEOUT, req_size, resp_size, hwc_dev());
+    req.timeout_ms = Le32::new(30_000);
+    let resp: QueryHwcTimeoutResp = drv.send(&req).unwrap();
+    assert_eq!(resp.timeout_ms.get(), device_model::inject::INJECT_HWC_TIMEOUT_MS);
+    let err =
+        drv.general::<QueryMaxResourcesResp>(Command::QUERY_MAX_RESOURCES, hwc_dev()).expect_err("no response yet");
     assert!(format!("{err:#}").contains("no response"), "{err:#}");
     assert_eq!(drv.dev.tick(Instant::now()), 1, "still held");
     let responses = drv.seen.responses.len();

@@ -141,8 +141,6 @@ pub struct Seen {
     pub spurious: u32,
     /// SQ completions seen on the HWC CQ.
     pub hwc_sq_completions: u32,
-    /// HWC timeouts the device set (SOC_RECONFIG_DATA, HWC_DATA_CFG_HWC_TIMEOUT), ms.
-    pub hwc_timeouts: Vec<u32>,
 }
 
 /// An Ethernet queue pair created at open.
@@ -570,12 +568,6 @@ impl Driver {
                 }
             }
             EqeType::HWC_INIT_DONE => self.seen.init_done = true,
-            // mana_hwc_init_event_handler(): type 1 = HWC_DATA_CFG_HWC_TIMEOUT.
-            EqeType::HWC_SOC_RECONFIG_DATA => {
-                let v = HwcInitTypeData::from_bits(detail);
-                ensure!(v.data_type() == 1, "unknown reconfig type {}", v.data_type());
-                self.seen.hwc_timeouts.push(v.value());
-            }
             EqeType::TEST_EVENT => self.seen.test_events.push(eq_id),
             EqeType::COMPLETION => {
                 let cq_id = detail & 0xFF_FFFF;
