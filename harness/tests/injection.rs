@@ -85,11 +85,11 @@ fn spurious_interrupts_on_the_hwc_eq_are_ignored_and_the_probe_and_link_come_up(
     assert_eq!(o.report.carrier, Some(true));
 }
 
-/// Bad owner bits on an HWC CQE: mana_gd_read_cqe() WARNs ("overflow"), the
-/// request times out, the probe fails. What 6.12 then does is the test's
-/// subject: it must end (no hang) and unload.
+/// Bad owner bits on an HWC CQE: mana_gd_read_cqe() WARNs (WARN_ON_ONCE, a
+/// "WARNING:" with a call trace, quoted as evidence), the request times out,
+/// the probe fails, the module unloads.
 #[test]
-fn slow_a_cqe_with_bad_owner_bits_is_warned_about_and_the_driver_must_still_unload() {
+fn a_cqe_with_bad_owner_bits_is_warned_about_the_probe_fails_and_the_module_unloads() {
     let o = run_injected(&["owner-bits:cqe@20"]);
     let check = o.verdict.checks.iter().find(|c| c.name == DRIVER_SURVIVED).expect("driver_survived");
     assert!(
@@ -147,14 +147,27 @@ fn a_bad_inject_entry_in_the_topology_file_names_the_file_and_the_entry() {
 /// mana_gd_process_eq_events() logs "EQ 0: overflow detected" and re-arms the
 /// EQ without consuming the entry, so the device (an armed EQ with an entry
 /// pending notifies again: device-model/src/queues.rs) raises the vector
-/// again at once: an interrupt storm, and the probe never returns. The rig
-/// must call that a FAIL (exit 1) with the console evidence, not a rig error.
+/// again: an interrupt storm until the pending request times out (the 2 s the
+/// device set), the probe fails and the HWC is destroyed. The driver survives.
 #[test]
-fn slow_an_eqe_with_bad_owner_bits_storms_6_12_and_the_rig_fails_the_run_with_the_evidence() {
+fn an_eqe_with_bad_owner_bits_storms_the_hwc_eq_until_the_request_times_out_and_the_probe_fails_cleanly() {
     let o = run_injected(&["owner-bits:eqe@20"]);
-    let check = o.verdict.checks.iter().find(|c| c.name == DRIVER_SURVIVED).expect("driver_survived");
-    assert_eq!(o.verdict.status, Status::Fail);
-    assert_eq!(check.status, CheckStatus::Fail);
-    assert!(check.message.contains("had not returned"), "{}", check.message);
-    assert!(check.detail.iter().any(|d| d.contains("EQ 0: overflow detected")), "{check:#?}");
+    assert_survived(&o);
+    assert!(logged(&o, "EQ 0: overflow detected"), "{:#?}", o.report.dmesg);
+    assert!(logged(&o, "HWC: Request timed out!"), "{:#?}", o.report.dmesg);
+}
+
+/// The 3rd RX completion carries an unknown CQE type during traffic:
+/// mana_process_rx_cqe() logs "Unknown RX CQE type = 63" and drops that
+/// frame; TCP retransmits it, every flow still verifies, the module unloads.
+/// Needs root (the traffic peer's network namespace).
+#[test]
+fn a_corrupt_rx_cqe_mid_traffic_is_logged_and_dropped_and_the_flows_still_complete() {
+    let mut req = request("seed-000-4ch", "6.12-min");
+    req.inject = vec!["rx-cqe-corrupt@3".parse().expect("a spec")];
+    req.traffic = Some(harness::traffic::TrafficOptions::default());
+    let o = run_printed(&req, "rx-cqe-corrupt@3 with traffic");
+    assert_survived(&o);
+    assert!(logged(&o, "Unknown RX CQE type = 63"), "{:#?}", o.report.dmesg);
+    assert_eq!(o.report.traffic.tool_status, Some(0), "every flow verified");
 }
