@@ -16,6 +16,10 @@
 //! (`device_model::backend_loop`); `--record-flows N` keeps per-flow queue,
 //! RSS hash and frame counts in the status.
 //!
+//! Fault injection: `--inject SPEC` (repeatable) makes the device misbehave
+//! towards the guest driver on purpose (`device_model::inject`); with
+//! `hwc-delay` a thread delivers the held responses when they are due.
+//!
 //! Exit 2 for arguments clap rejects, 1 for every other error (bad config
 //! values, socket in the way, connection failure, no client within
 //! `--connect-timeout`), with the reason on stderr; 101 when any thread
