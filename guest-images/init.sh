@@ -35,6 +35,10 @@
 #    debugfs, has kmemleak scan between the loads (--reprobe) and before the
 #    report, and reports kmemleak's suspected leaks and the kernel log's KASAN,
 #    lockdep, WARN and BUG reports;
+#    with `manarig.unload=1` (runs with fault injection) it then runs
+#    `rmmod mana` in the background and waits for it until the deadline
+#    (`unload: hung` if it has not returned), so that the report says whether
+#    the driver still unloads and its messages include the unload's;
 # 6. powers off.
 #
 # The protocol (command-line items, markers, report lines, versions) is written
@@ -72,6 +76,9 @@ PIN=
 REPORT=
 ADDR=
 TRAFFIC=
+UNLOAD=0
+# Guest seconds the final rmmod (manarig.unload=1) may take, at the least.
+UNLOAD_WAIT=30
 read -r CMDLINE < /proc/cmdline
 for arg in $CMDLINE; do
 	case "$arg" in
@@ -87,6 +94,7 @@ for arg in $CMDLINE; do
 	manarig.report=*) REPORT=${arg#manarig.report=} ;;
 	manarig.addr=*) ADDR=${arg#manarig.addr=} ;;
 	manarig.traffic=*) TRAFFIC=${arg#manarig.traffic=} ;;
+	manarig.unload=*) UNLOAD=${arg#manarig.unload=} ;;
 	esac
 done
 
@@ -195,7 +203,7 @@ all_fired() {
 SETTLE=none
 INSMOD_RC=-
 T_MODS=- T_PROBE=- T_IFUP=- T_CARRIER=- T_ETHTOOL=- T_SETTLED=-
-CARRIER=- ETHTOOL_RC=- CHANNELS_NOW=- RMMOD_RC=- T_RMMOD=-
+CARRIER=- ETHTOOL_RC=- CHANNELS_NOW=- RMMOD_RC=- T_RMMOD=- UNLOAD_RC=- T_UNLOAD=-
 NETDEV=
 MODS=
 LAST_MOD=
@@ -229,10 +237,12 @@ probe_and_settle() {
 	up; T_PROBE=$UP
 	for n in /sys/class/net/eth*; do [ -e "$n" ] && NETDEV=${n##*/} && break; done
 	if [ -n "$NETDEV" ] && [ "$IFUP" != 0 ]; then
-		ip link set "$NETDEV" up || echo "manarig: ip link set $NETDEV up failed"
+		IFUP_OK=1
+		ip link set "$NETDEV" up || { IFUP_OK=0; echo "manarig: ip link set $NETDEV up failed"; }
 		up; T_IFUP=$UP
-		# Carrier: netif_carrier_on() in mana_open() (via mana_attach()).
-		while ! past_deadline; do
+		# Carrier: netif_carrier_on() in mana_open() (via mana_attach()); a
+		# failed open never sets it: no wait then.
+		while [ "$IFUP_OK" = 1 ] && ! past_deadline; do
 			read -r CARRIER < "/sys/class/net/$NETDEV/carrier" 2>/dev/null
 			[ "$CARRIER" = 1 ] && break
 			nap
@@ -426,6 +436,8 @@ report_body() {
 	echo "channels: ${CHANNELS_NOW:--}"
 	echo "time rmmod: $T_RMMOD"
 	echo "rmmod: $RMMOD_RC"
+	echo "time unload: $T_UNLOAD"
+	echo "unload: $UNLOAD_RC"
 	echo "time traffic: $T_TRAFFIC"
 	echo "time traffic-end: $T_TRAFFIC_END"
 	echo "addr: $ADDR_RC"
@@ -434,7 +446,7 @@ report_body() {
 	for t in before after; do
 		[ -s "/tmp/traffic.$t" ] && while read -r l; do echo "$l"; done < "/tmp/traffic.$t"
 	done
-	for t in ethtool rmmod addr traffic; do
+	for t in ethtool rmmod addr traffic unload; do
 		[ -s "/tmp/$t.err" ] && while read -r l; do echo "stderr $t: $l"; done < "/tmp/$t.err"
 	done
 	echo "netdev: ${NETDEV:--}"
@@ -466,7 +478,7 @@ report_body() {
 	# mana's messages (not the manarig.* command-line items), and kernel
 	# warnings of any origin (WARN, BUG, oops, lockdep): a clean run has none.
 	dmesg | awk 'tolower($0) ~ /mana/ && $0 !~ /manarig/ { print "dmesg: " $0 }
-		/WARNING:|BUG:|Oops|Call Trace|general protection|possible circular locking/ { w[++n] = $0 }
+		/WARNING:|BUG:|Oops|Call Trace|general protection|possible circular locking|unable to handle|blocked for more than/ { w[++n] = $0 }
 		END { for (i = 1; i <= n; i++) print "warning: " w[i] }'
 	if [ "$DEBUG" = 1 ]; then
 		echo "debug: kmemleak=$KMEMLEAK"
@@ -504,6 +516,24 @@ fi
 # its IRQ still points at it is a KASAN report), then kmemleak's last scan.
 [ "$DEBUG" = 1 ] && read_hints
 [ -n "$LOAD" ] && kmemleak_scan
+
+# manarig.unload=1: the driver must still unload after what the device did to
+# it. rmmod runs in the background (a driver that hangs in its remove path
+# must not hang the agent) and wakes the wait through fd 3 when it returns.
+if [ -n "$LOAD" ] && [ "$UNLOAD" = 1 ]; then
+	rm -f /tmp/unload.rc
+	( rmmod "${LAST_MOD%.ko}" 2>/tmp/unload.err; echo $? > /tmp/unload.rc; echo 2>/dev/null >&3 ) &
+	UNLOAD_RC=hung
+	# Its own UNLOAD_WAIT seconds even when the probe's wait used up the
+	# deadline: a driver that gave up late must still get to unload.
+	up; [ $((${UP%.*} + UNLOAD_WAIT)) -gt "$DEADLINE_AT" ] && DEADLINE_AT=$((${UP%.*} + UNLOAD_WAIT))
+	while ! past_deadline; do
+		[ -s /tmp/unload.rc ] && break
+		nap
+	done
+	[ -s /tmp/unload.rc ] && read -r UNLOAD_RC < /tmp/unload.rc
+	up; T_UNLOAD=$UP
+fi
 
 block_open
 {

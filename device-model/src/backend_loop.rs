@@ -211,7 +211,7 @@ mod tests {
         let ready = fd.try_clone().expect("dup");
         let tap = Tap::new(fd);
         let stats = tap.stats();
-        let (factory, status, core) = mana_core_with(&DeviceConfig::default(), Box::new(tap), 4);
+        let (factory, status, core) = mana_core_with(&DeviceConfig::default(), Box::new(tap), 4, Vec::new());
         let memory = GuestMemoryAtomic::new(GuestMemoryMmap::new());
         let _bar0 = factory(memory, Arc::new(NoInterrupts));
         let lp = BackendLoop::start(core, ready).expect("loop");

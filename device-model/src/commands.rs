@@ -20,6 +20,14 @@ pub struct Outcome {
     pub error: Option<CommandError>,
 }
 
+/// The framed response refusing `request` with `status`, without running it
+/// (an injected error status, [`crate::inject`]).
+pub fn refuse(request: &[u8], status: u32) -> Outcome {
+    let hdr = parse::<GdmaReqHdr>(request).unwrap_or_default();
+    let command = Command(hdr.req.msg_type.get());
+    Outcome { command, response: frame(&hdr, status, Vec::new()), error: Some(CommandError::Injected(status)) }
+}
+
 /// Handles one HWC request and returns the framed response.
 pub fn dispatch(ctx: &mut Ctx<'_>, request: &[u8]) -> Outcome {
     let hdr = match parse::<GdmaReqHdr>(request) {

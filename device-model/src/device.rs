@@ -24,8 +24,9 @@ use crate::datapath::engine::{Engine, RX_BATCH, TX_BATCH};
 use crate::datapath::flows::FlowTable;
 use crate::datapath::rx::RxVerdict;
 use crate::datapath::Env;
-use crate::defs::{CqDoorbell, DeviceType, EqDoorbell, SmcMsgType, WqDoorbell};
+use crate::defs::{Command, CqDoorbell, DeviceType, EqDoorbell, GdmaReqHdr, SmcMsgType, WqDoorbell};
 use crate::hwc::{Hwc, HwcIds, InitParams};
+use crate::inject::{CommandFate, InjectSpec, Injector, QueueFaults, SpuriousTarget};
 use crate::interrupt::InterruptSink;
 use crate::queues::Mem;
 use crate::regs::{self, Bar0Target, DoorbellKind};
@@ -35,6 +36,7 @@ use crate::snapshot::{Counters, CqSnapshot, DeviceSnapshot, EqSnapshot, HwcSnaps
 use crate::{commands, framing};
 use std::fmt::Display;
 use std::sync::Arc;
+use std::time::Instant;
 use vm_memory::GuestAddressSpace;
 
 /// SMC response status for a refused ESTABLISH (any non-zero fails the driver with -EPROTO).
@@ -72,6 +74,7 @@ pub struct ManaDevice {
     counters: Counters,
     engine: Engine,
     flows: FlowTable,
+    injector: Injector,
 }
 
 /// A [`Bar0Factory`] that builds a [`ManaDevice`] with `config`.
@@ -103,7 +106,35 @@ impl ManaDevice {
             counters: Counters::default(),
             engine: Engine::new(backend),
             flows: FlowTable::default(),
+            injector: Injector::default(),
         }
+    }
+
+    /// Misbehaves from now on as `specs` say ([`crate::inject`]): failed or
+    /// late command responses, spurious or silent vectors, bad owner bits,
+    /// corrupt RX completions.
+    pub fn inject(&mut self, specs: &[InjectSpec]) {
+        self.injector = Injector::new(specs);
+        self.res.queues.faults = QueueFaults::new(specs);
+    }
+
+    /// Delivers the held HWC responses (`hwc-delay`) that are due at `now`;
+    /// returns how many are still held. Whoever runs the device calls it
+    /// periodically while responses are held (`mana-device` every 50 ms).
+    pub fn tick(&mut self, now: Instant) -> usize {
+        let due = self.injector.due(now);
+        if !due.is_empty() {
+            let mem = self.mem.memory();
+            let irq = Arc::clone(&self.irq);
+            for response in due {
+                tracing::info!("mana device: injected fault: delivering a held HWC response");
+                let Some(hwc) = self.hwc.as_mut() else { break };
+                if let Err(err) = hwc.respond(&mut self.res.queues, &mem, irq.as_ref(), response) {
+                    self.guest_error("hwc response", &err);
+                }
+            }
+        }
+        self.injector.held()
     }
 
     /// Delivers `frame` (an Ethernet frame without FCS) from the network to
@@ -257,8 +288,20 @@ impl ManaDevice {
             vectors_raised: queues.raised.clone(),
             steering: self.res.datapath.steering(),
             flows: self.flows.snapshot(),
-            counters: self.counters.clone(),
+            counters: self.counters_with_injections(),
         }
+    }
+
+    fn counters_with_injections(&self) -> Counters {
+        let mut counters = self.counters.clone();
+        counters.injected = self.injector.struck.clone();
+        let faults = &self.res.queues.faults;
+        for (key, value) in [("silenced vectors", faults.silenced), ("spoiled entries", faults.spoiled)] {
+            if value > 0 {
+                counters.injected.insert(key.to_owned(), value);
+            }
+        }
+        counters
     }
 
     fn guest_error(&mut self, kind: &str, err: &dyn Display) {
@@ -336,9 +379,12 @@ impl ManaDevice {
     fn teardown(&mut self) {
         self.hwc = None;
         self.engine.reset();
+        self.injector.forget_held();
         let raised = std::mem::take(&mut self.res.queues.raised);
+        let faults = std::mem::take(&mut self.res.queues.faults);
         self.res = Resources::default();
         self.res.queues.raised = raised;
+        self.res.queues.faults = faults;
     }
 
     fn doorbell(&mut self, kind: DoorbellKind, data: &[u8]) {
@@ -425,22 +471,52 @@ impl ManaDevice {
             if let Some(err) = &request.error {
                 self.guest_error("hwc request", err);
             }
-            let mut ctx = Ctx { res: &mut self.res, mem, irq, config: &self.config };
-            let outcome = commands::dispatch(&mut ctx, &request.bytes);
+            let fate = framing::parse::<GdmaReqHdr>(&request.bytes)
+                .map_or(CommandFate::Run, |hdr| self.injector.before_command(Command(hdr.req.msg_type.get())));
+            let mut outcome = match fate {
+                CommandFate::Fail(code) => commands::refuse(&request.bytes, code),
+                CommandFate::Run | CommandFate::Delay(_) => {
+                    let mut ctx = Ctx { res: &mut self.res, mem, irq, config: &self.config };
+                    commands::dispatch(&mut ctx, &request.bytes)
+                }
+            };
             let name = outcome.command.name().unwrap_or(UNKNOWN_COMMAND);
             tracing::debug!(command = %name, code = outcome.command.0, "mana device: HWC command");
             *self.counters.commands.entry(name.to_owned()).or_default() += 1;
             if let Some(err) = &outcome.error {
                 *self.counters.command_errors.entry(name.to_owned()).or_default() += 1;
-                if !matches!(err, framing::CommandError::Unsupported(_)) {
+                if !matches!(err, framing::CommandError::Unsupported(_) | framing::CommandError::Injected(_)) {
                     self.guest_error("command", &format_args!("{name}: {err}"));
                 } else {
                     tracing::debug!(command = %name, "mana device: unsupported command");
                 }
             }
-            let Some(hwc) = self.hwc.as_mut() else { return };
-            if let Err(err) = hwc.respond(&mut self.res.queues, mem, irq, outcome.response) {
-                self.guest_error("hwc response", &err);
+            self.injector.adjust_response(outcome.command, &mut outcome.response);
+            if let CommandFate::Delay(delay) = fate {
+                self.injector.hold(Instant::now() + delay, outcome.response);
+            } else {
+                let Some(hwc) = self.hwc.as_mut() else { return };
+                if let Err(err) = hwc.respond(&mut self.res.queues, mem, irq, outcome.response) {
+                    self.guest_error("hwc response", &err);
+                }
+            }
+            self.raise_spurious(irq);
+        }
+    }
+
+    /// The `spurious-irq` injections: each target EQ's vector, without an
+    /// event, when that EQ exists.
+    fn raise_spurious(&mut self, irq: &dyn InterruptSink) {
+        let targets: Vec<SpuriousTarget> = self.injector.spurious().collect();
+        for target in targets {
+            let eq = match target {
+                SpuriousTarget::Eq(id) => Some(id),
+                SpuriousTarget::Vector(v) => {
+                    self.res.queues.eqs.iter().find(|(_, eq)| eq.msix_index == v).map(|(&id, _)| id)
+                }
+            };
+            if let Some(eq) = eq.filter(|id| self.res.queues.eqs.contains_key(id)) {
+                self.res.queues.raise_spurious(irq, eq);
             }
         }
     }

@@ -58,6 +58,9 @@ pub enum CommandError {
         /// The limit.
         limit: u64,
     },
+    /// The device was told to fail this command ([`crate::inject`]).
+    #[error("injected error status {0:#x}")]
+    Injected(u32),
 }
 
 impl CommandError {
@@ -65,6 +68,7 @@ impl CommandError {
     pub fn status(&self) -> u32 {
         match self {
             Self::Unsupported(_) => STATUS_CMD_UNSUPPORTED,
+            Self::Injected(status) => *status,
             Self::Exhausted { .. } | Self::Region(RegionError::Exhausted(_)) => STATUS_INSUFFICIENT_RESOURCES,
             _ => STATUS_INVALID_PARAMETER,
         }

@@ -21,7 +21,10 @@
 //!   from a backend with a readiness fd, a TAP, into the core).
 //! - the process around it (`mana-device`, src/main.rs): [`control`] (status
 //!   and liveness requests from whoever started it, over stdin/stdout) and
-//!   [`fault`] (test-only fault injection).
+//!   [`fault`] (test-only faults of the device process itself);
+//! - [`inject`]: faults the device shows the guest driver on purpose
+//!   (`--inject SPEC`: error statuses, late responses, spurious or silent
+//!   vectors, bad owner bits, corrupt RX completions).
 
 pub mod backend_loop;
 pub mod bar;
@@ -30,6 +33,7 @@ pub mod control;
 pub mod dma;
 pub mod fault;
 pub mod front;
+pub mod inject;
 pub mod interrupt;
 pub mod msix;
 pub mod pci;

@@ -16,6 +16,10 @@
 //! (`device_model::backend_loop`); `--record-flows N` keeps per-flow queue,
 //! RSS hash and frame counts in the status.
 //!
+//! Fault injection: `--inject SPEC` (repeatable) makes the device misbehave
+//! towards the guest driver on purpose (`device_model::inject`); with
+//! `hwc-delay` a thread delivers the held responses when they are due.
+//!
 //! Exit 2 for arguments clap rejects, 1 for every other error (bad config
 //! values, socket in the way, connection failure, no client within
 //! `--connect-timeout`), with the reason on stderr; 101 when any thread
@@ -29,6 +33,7 @@ use device_model::config::DeviceConfig;
 use device_model::datapath::backend::{Discard, PacketBackend};
 use device_model::datapath::tap::Tap;
 use device_model::fault::DeviceFault;
+use device_model::inject::InjectSpec;
 use device_model::server::{DeviceServer, StatusHandle};
 use device_model::shared::mana_core_with;
 use signal_hook::consts::{SIGINT, SIGTERM, SIGUSR1};
@@ -84,6 +89,12 @@ struct Args {
     /// status (`flows`); 0 = off.
     #[arg(long, value_name = "N", default_value_t = 0)]
     record_flows: usize,
+    /// Misbehave on purpose towards the guest driver (repeatable): SPEC is
+    /// `status:CMD=CODE[@N]`, `hwc-delay:CMD=MS[@N]`,
+    /// `spurious-irq:eq=ID|vector=V`, `owner-bits:eqe|cqe[@N]`,
+    /// `silent-vector:V` or `rx-cqe-corrupt[@N]` (see device_model::inject).
+    #[arg(long = "inject", value_name = "SPEC")]
+    inject: Vec<InjectSpec>,
     /// Test only: fail at the N-th guest write to BAR0 (KIND:N, KIND = panic,
     /// exit, kill or hang; see device_model::fault).
     #[arg(long, value_name = "KIND:N", hide = true)]
@@ -192,7 +203,11 @@ fn run(args: Args) -> Result<()> {
         }
         None => (Box::new(Discard), None),
     };
-    let (factory, core_status, core) = mana_core_with(&config, backend, args.record_flows);
+    let delays = args.inject.iter().any(|s| matches!(s, InjectSpec::HwcDelay { .. }));
+    let (factory, core_status, core) = mana_core_with(&config, backend, args.record_flows, args.inject.clone());
+    if delays {
+        start_ticker(core.clone())?;
+    }
     let factory = match args.inject_fault {
         Some(fault) => device_model::fault::inject(factory, fault),
         None => factory,
@@ -287,6 +302,20 @@ fn run(args: Args) -> Result<()> {
         }
         Event::ConnectTimeout => bail!("no vfio-user client connected within {} s", args.connect_timeout),
     }
+}
+
+/// Delivers held HWC responses (`--inject hwc-delay:…`) when they are due:
+/// every 50 ms, the core's [`device_model::ManaDevice::tick`], for the
+/// process's life.
+fn start_ticker(core: device_model::shared::CoreObserver<device_model::ManaDevice>) -> Result<()> {
+    std::thread::Builder::new()
+        .name("inject-ticker".into())
+        .spawn(move || loop {
+            std::thread::sleep(Duration::from_millis(50));
+            core.with_mut(|device| device.tick(std::time::Instant::now()));
+        })
+        .context("cannot start the injection ticker")?;
+    Ok(())
 }
 
 /// A panic in any thread (the vfio-user serving thread, the control thread)

@@ -217,7 +217,9 @@ pub struct Producer<E: Entry> {
     /// Consumer position the driver last reported, modulo `entries * 8`.
     consumer: u32,
     armed: bool,
-    backlog: VecDeque<E>,
+    /// Entries waiting for room, each with whether its owner bits are spoiled
+    /// on purpose ([`crate::inject`]).
+    backlog: VecDeque<(E, bool)>,
     posted: u64,
 }
 
@@ -283,10 +285,10 @@ impl<E: Entry> Producer<E> {
         self.backlog.len()
     }
 
-    fn write_next(&mut self, mem: &Mem, mut entry: E) -> Result<(), QueueError> {
+    fn write_next(&mut self, mem: &Mem, mut entry: E, spoil: bool) -> Result<(), QueueError> {
         let slot = self.producer % self.entries;
         let owner = ((self.producer / self.entries) % OWNER_LAPS) as u8;
-        entry.set_owner(owner);
+        entry.set_owner(if spoil { crate::inject::spoiled_owner(owner) } else { owner });
         self.ring.write_entry(mem, u64::from(slot) * u64::from(E::SIZE), entry.as_bytes())?;
         self.producer = (self.producer + 1) % self.modulus();
         self.posted += 1;
@@ -295,10 +297,10 @@ impl<E: Entry> Producer<E> {
 
     fn flush_backlog(&mut self, mem: &Mem) -> Result<(), QueueError> {
         while self.pending() < self.entries {
-            let Some(entry) = self.backlog.pop_front() else {
+            let Some((entry, spoil)) = self.backlog.pop_front() else {
                 break;
             };
-            self.write_next(mem, entry)?;
+            self.write_next(mem, entry, spoil)?;
         }
         Ok(())
     }
@@ -310,14 +312,23 @@ impl<E: Entry> Producer<E> {
     /// [`QueueError::Guest`] if the ring page is not mapped;
     /// [`QueueError::Overrun`] if the backlog is full (the entry is dropped).
     pub fn post(&mut self, mem: &Mem, entry: E) -> Result<Notify, QueueError> {
+        self.post_spoiled(mem, entry, false)
+    }
+
+    /// [`Producer::post`], with owner bits that are wrong on purpose when
+    /// `spoil` ([`crate::inject::spoiled_owner`]).
+    ///
+    /// # Errors
+    /// As [`Producer::post`].
+    pub fn post_spoiled(&mut self, mem: &Mem, entry: E, spoil: bool) -> Result<Notify, QueueError> {
         if !self.backlog.is_empty() || self.pending() >= self.entries {
             if self.backlog.len() >= MAX_BACKLOG {
                 return Err(QueueError::Overrun { id: self.id });
             }
-            self.backlog.push_back(entry);
+            self.backlog.push_back((entry, spoil));
             return Ok(Notify::None);
         }
-        self.write_next(mem, entry)?;
+        self.write_next(mem, entry, spoil)?;
         if self.armed {
             self.armed = false;
             return Ok(Notify::Fire);
@@ -586,6 +597,9 @@ pub struct Queues {
     pub rqs: BTreeMap<u32, WorkQueue>,
     /// MSI-X vectors raised, by index.
     pub raised: BTreeMap<u16, u64>,
+    /// Injected queue faults ([`crate::inject`]): kept, like `raised`, when
+    /// the HWC is torn down.
+    pub faults: crate::inject::QueueFaults,
 }
 
 /// Lowest id not in `map` that is below `limit`.
@@ -604,9 +618,19 @@ impl Queues {
     fn raise(&mut self, irq: &dyn InterruptSink, eq_id: u32) {
         if let Some(eq) = self.eqs.get(&eq_id) {
             let vector = eq.msix_index;
+            if self.faults.silences(vector) {
+                return;
+            }
             *self.raised.entry(vector).or_default() += 1;
             irq.raise(vector);
         }
+    }
+
+    /// Raises the vector of EQ `eq_id` without posting anything (an injected
+    /// spurious interrupt, [`crate::inject`]); nothing when the EQ does not
+    /// exist: a vector is never raised for an EQ that is not there.
+    pub fn raise_spurious(&mut self, irq: &dyn InterruptSink, eq_id: u32) {
+        self.raise(irq, eq_id);
     }
 
     /// Posts `eqe` on EQ `eq_id` and raises its vector if the EQ was armed.
@@ -618,7 +642,8 @@ impl Queues {
         let Some(eq) = self.eqs.get_mut(&eq_id) else {
             return Ok(());
         };
-        if eq.ring.post(mem, eqe)? == Notify::Fire {
+        let spoil = self.faults.next_entry_spoiled(crate::inject::EntryKind::Eqe);
+        if eq.ring.post_spoiled(mem, eqe, spoil)? == Notify::Fire {
             self.raise(irq, eq_id);
         }
         Ok(())
@@ -633,7 +658,8 @@ impl Queues {
         let Some(cq) = self.cqs.get_mut(&cq_id) else {
             return Ok(());
         };
-        if cq.ring.post(mem, cqe)? == Notify::Fire {
+        let spoil = self.faults.next_entry_spoiled(crate::inject::EntryKind::Cqe);
+        if cq.ring.post_spoiled(mem, cqe, spoil)? == Notify::Fire {
             let parent = cq.parent_eq;
             self.post_eqe(mem, irq, parent, completion_eqe(cq_id))?;
         }

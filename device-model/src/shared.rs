@@ -82,23 +82,26 @@ where
 /// [`crate::server::CoreStatus`] that snapshots it for status files and the
 /// control channel. This is what `mana-device` serves.
 pub fn mana_core(config: &crate::config::DeviceConfig) -> (Bar0Factory, crate::server::CoreStatus) {
-    let (factory, status, _) = mana_core_with(config, Box::new(Discard), 0);
+    let (factory, status, _) = mana_core_with(config, Box::new(Discard), 0, Vec::new());
     (factory, status)
 }
 
-/// [`mana_core`] with the vPorts connected to `backend` and up to
-/// `record_flows` flows recorded ([`crate::ManaDevice::record_flows`]); also
+/// [`mana_core`] with the vPorts connected to `backend`, up to
+/// `record_flows` flows recorded ([`crate::ManaDevice::record_flows`]) and
+/// the faults of `inject` ([`crate::ManaDevice::inject`]); also
 /// the typed handle an event loop uses to feed the core
 /// ([`crate::backend_loop`]).
 pub fn mana_core_with(
     config: &crate::config::DeviceConfig,
     backend: Box<dyn PacketBackend>,
     record_flows: usize,
+    inject: Vec<crate::inject::InjectSpec>,
 ) -> (Bar0Factory, crate::server::CoreStatus, CoreObserver<crate::ManaDevice>) {
     let config = config.clone();
     let (factory, observer) = observed_factory(move |memory, sink| {
         let mut device = crate::ManaDevice::with_backend(config, memory, sink, backend);
         device.record_flows(record_flows);
+        device.inject(&inject);
         device
     });
     let status_observer = observer.clone();

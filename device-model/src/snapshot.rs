@@ -35,6 +35,10 @@ pub struct Counters {
     pub tx_wqes_completed: u64,
     /// Data-path traffic of every queue since power-on.
     pub traffic: Totals,
+    /// Injected faults that struck ([`crate::inject`]), by SPEC (and
+    /// `silenced vectors`, `spoiled entries`); empty without `--inject`.
+    #[serde(default)]
+    pub injected: BTreeMap<String, u64>,
 }
 
 /// An EQ in the snapshot.

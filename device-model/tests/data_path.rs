@@ -731,3 +731,24 @@ fn random_wqes_never_panic_or_write_guest_memory_outside_their_buffers_and_rings
     drv.xmit(&pairs[1], &ok, &TxOpts::default()).unwrap();
     assert_eq!(sent(&drv).last(), Some(&ok));
 }
+
+/// `--inject rx-cqe-corrupt@2` (device_model::inject): the 2nd RX completion
+/// carries a CQE type no `enum mana_cqe_type` value has (mana.h), the first
+/// stays CQE_RX_OKAY.
+#[test]
+fn an_injected_corrupt_rx_cqe_carries_an_unknown_type_and_the_one_before_is_normal() {
+    let (mut drv, _pairs) = opened();
+    drv.dev.inject(&["rx-cqe-corrupt@2".parse().unwrap()]);
+    let frame = frames::frame(mac(), &Flow::tcp("10.0.0.1", 40000, "10.0.0.2", 5201), &[1; 64]);
+    for _ in 0..3 {
+        drv.dev.receive(0, &frame);
+    }
+    // The test driver stops at the type it does not know (so does
+    // mana_process_rx_cqe(), which logs it and drops the frame).
+    let _ = drv.pump();
+    let types: Vec<u8> =
+        drv.seen.rx_cqe_types.values().flatten().copied().filter(|&t| t != ManaCqeType::RX_OBJECT_FENCE.0).collect();
+    let corrupt = device_model::inject::CORRUPT_RX_CQE_TYPE;
+    assert_eq!(types[..2], [ManaCqeType::RX_OKAY.0, corrupt]);
+    assert_eq!(drv.dev.snapshot().counters.injected.get("spoiled entries"), Some(&1));
+}

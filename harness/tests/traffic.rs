@@ -10,32 +10,19 @@
 //! `cargo xtask setup` fills; the binaries `mana-device` and `manarig-flows`
 //! are the workspace's (`cargo nextest run --workspace` builds them).
 
-use harness::rig::kernel_choice::{self, KernelChoice};
-use harness::rig::{run_one, RunOutcome};
+mod rig_support;
+
+use harness::rig::RunOutcome;
 use harness::traffic::TrafficOptions;
 use harness::verdict::{CheckStatus, Status};
+use rig_support::{request, run_printed, topology_path};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-fn topology_path(file: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../topologies").join(format!("{file}.toml"))
-}
-
 fn run(file: &str, kernel: &str, traffic: TrafficOptions) -> RunOutcome {
-    let choice: KernelChoice = kernel.parse().expect("a kernel choice");
-    let k = kernel_choice::resolve(&choice, None, None).unwrap_or_else(|e| panic!("kernel {kernel}: {e}"));
-    let mut req = k.request(topology_path(file));
+    let mut req = request(file, kernel);
     req.traffic = Some(traffic);
-    match run_one(&req) {
-        Ok(outcome) => {
-            eprintln!(
-                "{}",
-                harness::verdict::render(&outcome.verdict, harness::verdict::Format::Human).unwrap_or_default()
-            );
-            outcome
-        }
-        Err(e) => panic!("{file} on {kernel}: rig error: {e:#}"),
-    }
+    run_printed(&req, &format!("{file} on {kernel}"))
 }
 
 fn check_status(o: &RunOutcome, name: &str) -> CheckStatus {

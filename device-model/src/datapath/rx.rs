@@ -203,6 +203,10 @@ fn deliver(
             RxVerdict::Truncated { rq: rq_id }
         }
     };
+    if env.queues.faults.next_rx_cqe_corrupt() {
+        // An injected fault (crate::inject): a CQE type the driver does not know.
+        oob.cqe_hdr.set_cqe_type(crate::inject::CORRUPT_RX_CQE_TYPE);
+    }
     let cqe = completion(oob.as_bytes(), rq_id, false);
     if let Err(err) = env.queues.post_cqe(env.mem, env.irq, cq_id, cqe) {
         faults.push(err.into());

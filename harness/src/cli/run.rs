@@ -110,6 +110,7 @@ impl RigOptions {
             device_fault: None,
             traffic: None,
             debug: false,
+            inject: Vec::new(),
         }
     }
 }
@@ -170,6 +171,17 @@ pub struct RunArgs {
     /// Seconds the flows may take (they stop there, failed, if not done).
     #[arg(long, value_name = "S", default_value_t = crate::traffic::DEFAULT_SECONDS, requires = "traffic")]
     pub traffic_seconds: u64,
+    /// Make the emulated NIC misbehave (repeatable; also `[nic] inject = [..]`
+    /// in the topology file): `status:CMD=CODE[@N]` (an error status for a
+    /// GDMA/BNIC command, e.g. create_queue, create_dma_region, config_vport;
+    /// only its N-th time with @N), `hwc-delay:CMD=MS[@N]` (its response MS
+    /// ms late; the device sets the driver's HWC timeout to 2000 ms),
+    /// `spurious-irq:eq=ID|vector=V`, `owner-bits:eqe|cqe[@N]`,
+    /// `silent-vector:V`, `rx-cqe-corrupt[@N]` (with --traffic). The run is
+    /// then judged by `driver_survived` alone (no oops, no hang, `rmmod
+    /// mana` succeeds at the end): exit 1 when the driver did not survive.
+    #[arg(long = "inject", value_name = "SPEC")]
+    pub inject: Vec<device_model::inject::InjectSpec>,
     /// Rig options.
     #[command(flatten)]
     pub rig: RigOptions,
@@ -375,7 +387,8 @@ pub fn run(args: &RunArgs) -> ExitCode {
                 topo.max_channels(),
                 topology.display()
             ),
-            _ => Ok(()),
+            // The file's `[nic] inject` specs parse, or nothing starts.
+            _ => crate::rig::injections(topology, &topo, &[]).map(drop),
         });
     let device_fault = checked.and_then(|()| device_fault_from_env());
     let device_fault = match device_fault {
@@ -396,6 +409,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
     request.reprobe = args.reprobe;
     request.device_fault = device_fault;
     request.traffic = traffic_options(args.traffic, args.traffic_bytes, args.traffic_seconds);
+    request.inject.clone_from(&args.inject);
     match run_one(&request) {
         Ok(outcome) => match render(&outcome.verdict, args.format) {
             Ok(text) => {

@@ -28,7 +28,7 @@ pub use options::{AgentOptions, PciId, ReportChannel};
 pub use parse::{parse, Key};
 pub use report::{
     format_cpulist, GuestCpu, GuestIrq, GuestNode, GuestPci, GuestReport, GuestTraffic, Stage, TrafficCounts,
-    Transcript,
+    Transcript, Unload,
 };
 
 /// Errors reading the agent's output. Line numbers are 1-based, in the text

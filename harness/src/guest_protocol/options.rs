@@ -12,8 +12,10 @@ pub const PREFIX: &str = "manarig.";
 
 /// The name of every item [`AgentOptions`] renders (after [`PREFIX`]), in the
 /// order it renders them.
-pub const NAMES: [&str; 12] =
-    ["load", "deadline", "poll", "nic", "ifup", "channels", "pin", "reprobe", "report", "addr", "traffic", "debug"];
+pub const NAMES: [&str; 13] = [
+    "load", "deadline", "poll", "nic", "ifup", "channels", "pin", "reprobe", "report", "addr", "traffic", "debug",
+    "unload",
+];
 
 /// The value of `manarig.load`: what `/init` loads (`/lib/modules/manarig/order`,
 /// the last module in the background).
@@ -132,6 +134,10 @@ pub struct AgentOptions {
     /// suspected leaks (`kmemleak:`) and the kernel log's KASAN, lockdep, WARN
     /// and BUG reports (`klog:`).
     pub debug: bool,
+    /// `manarig.unload=1`: at the end, just before the report, `rmmod mana`
+    /// (waited for until the deadline; `unload: hung` if it has not returned):
+    /// runs with fault injection check that the driver still unloads.
+    pub unload: bool,
 }
 
 impl Default for AgentOptions {
@@ -149,6 +155,7 @@ impl Default for AgentOptions {
             addr: None,
             traffic: None,
             debug: false,
+            unload: false,
         }
     }
 }
@@ -157,7 +164,7 @@ impl AgentOptions {
     /// The `manarig.*` items, in the order of [`NAMES`]: `manarig.deadline` always,
     /// the others only when they differ from the agent's defaults.
     pub fn cmdline_items(&self) -> Vec<String> {
-        let values: [(&str, Option<String>); 12] = [
+        let values: [(&str, Option<String>); 13] = [
             ("load", self.load_mana.then(|| LOAD_MANA.to_string())),
             ("deadline", Some(self.deadline_s.to_string())),
             ("poll", self.poll.map(|d| format!("{:.3}", d.as_secs_f64()))),
@@ -170,6 +177,7 @@ impl AgentOptions {
             ("addr", self.addr.map(|(ip, prefix)| format!("{ip}/{prefix}"))),
             ("traffic", self.traffic.map(|peer| peer.to_string())),
             ("debug", self.debug.then(|| "1".to_string())),
+            ("unload", self.unload.then(|| "1".to_string())),
         ];
         debug_assert!(values.iter().map(|(n, _)| *n).eq(NAMES));
         values.into_iter().filter_map(|(name, v)| Some(format!("{PREFIX}{name}={}", v?))).collect()
@@ -205,12 +213,13 @@ mod tests {
             addr: Some((Ipv4Addr::new(192, 0, 2, 2), 24)),
             traffic: Some(SocketAddrV4::new(Ipv4Addr::new(192, 0, 2, 1), 7000)),
             debug: true,
+            unload: true,
         };
         assert_eq!(
             all.cmdline(),
             "manarig.load=mana manarig.deadline=90 manarig.poll=0.050 manarig.nic=0x1b36:0x0010 manarig.ifup=0 \
              manarig.channels=4 manarig.pin=0-1,4 manarig.reprobe=1 manarig.report=ttyS1 manarig.addr=192.0.2.2/24 \
-             manarig.traffic=192.0.2.1:7000 manarig.debug=1"
+             manarig.traffic=192.0.2.1:7000 manarig.debug=1 manarig.unload=1"
         );
         let names: Vec<String> = all
             .cmdline_items()

@@ -5,7 +5,7 @@
 use super::assemble::{assemble, bad, Raw};
 use super::interrupts::{parse_cpu_counts, parse_irq_counts};
 use super::markers::{Marker, Version, REPORT_END, STAGE_END};
-use super::report::{GuestReport, Stage, Transcript};
+use super::report::{GuestReport, Stage, Transcript, Unload};
 use super::ReportError;
 
 /// The key of a report line: the word before `: ` (`kernel: …`), before the
@@ -73,11 +73,13 @@ pub enum Key {
     Kmemleak,
     /// With `manarig.debug=1`: `klog: <kernel log line of a KASAN, lockdep, WARN or BUG report>`.
     Klog,
+    /// From version 3: `unload: <exit status of the final rmmod | hung | ->`.
+    Unload,
 }
 
 impl Key {
     /// Every key, in the order guest-images/README.md lists them.
-    pub const ALL: [Key; 30] = [
+    pub const ALL: [Key; 31] = [
         Key::Kernel,
         Key::Cmdline,
         Key::Time,
@@ -108,6 +110,7 @@ impl Key {
         Key::Debug,
         Key::Kmemleak,
         Key::Klog,
+        Key::Unload,
     ];
 
     /// The key as the line spells it.
@@ -143,6 +146,7 @@ impl Key {
             Key::Debug => "debug",
             Key::Kmemleak => "kmemleak",
             Key::Klog => "klog",
+            Key::Unload => "unload",
         }
     }
 
@@ -150,9 +154,13 @@ impl Key {
     pub fn in_version(self, version: Version) -> bool {
         match self {
             Key::InterruptsHeader | Key::Interrupts => version == Version::V1,
-            Key::Addr | Key::Ping | Key::Traffic | Key::TrafficIrq | Key::TrafficSoftirq | Key::TrafficStats => {
-                version >= Version::V3
-            }
+            Key::Addr
+            | Key::Ping
+            | Key::Traffic
+            | Key::TrafficIrq
+            | Key::TrafficSoftirq
+            | Key::TrafficStats
+            | Key::Unload => version >= Version::V3,
             _ => true,
         }
     }
@@ -269,6 +277,7 @@ fn parse_block(lines: &[&str], begin: usize, end: usize, version: Version) -> Re
             Key::Ethtool => r.ethtool_status = status(value),
             Key::Channels => r.channels = value.trim().parse().ok(),
             Key::Rmmod => r.rmmod_status = status(value),
+            Key::Unload => r.unload = Unload::parse(value),
             Key::Warning => r.warnings.push(value.to_string()),
             Key::Debug => r.debug = Some(value.to_string()),
             Key::Kmemleak => r.kmemleak.push(value.to_string()),

@@ -105,6 +105,9 @@ pub struct GuestReport {
     pub channels: Option<u32>,
     /// Exit status of `rmmod mana` (None if not run).
     pub rmmod_status: Option<i32>,
+    /// The final `rmmod mana` of a run with fault injection
+    /// (`manarig.unload=1`; None if not run).
+    pub unload: Option<Unload>,
     /// What the guest agent's tools wrote to stderr, by tool (`ethtool`, `rmmod`):
     /// `stderr <tool>: <line>` lines.
     pub stderr: BTreeMap<String, Vec<String>>,
@@ -137,6 +140,26 @@ pub struct GuestReport {
     pub dmesg: Vec<String>,
     /// What `manarig.addr` and `manarig.traffic` did (version 3; all empty otherwise).
     pub traffic: GuestTraffic,
+}
+
+/// How the final `rmmod mana` (`manarig.unload=1`) ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Unload {
+    /// It returned with this exit status (0: the module is gone).
+    Exit(i32),
+    /// It had not returned at the agent's deadline (`unload: hung`).
+    Hung,
+}
+
+impl Unload {
+    /// The report's value: an exit status, `hung`, or `-` (not run: None).
+    pub fn parse(value: &str) -> Option<Self> {
+        match value.trim() {
+            "hung" => Some(Unload::Hung),
+            v => v.parse().ok().map(Unload::Exit),
+        }
+    }
 }
 
 /// The guest's side of a traffic run (`manarig.addr`, `manarig.traffic`).

@@ -175,6 +175,9 @@ pub struct DeviceOptions {
     pub tap: Option<Arc<OwnedFd>>,
     /// Per-flow records the device keeps (`--record-flows`; 0 = none).
     pub record_flows: usize,
+    /// Faults the device shows the guest driver (`--inject SPEC`, each;
+    /// device_model::inject).
+    pub inject: Vec<device_model::inject::InjectSpec>,
 }
 
 /// What the device's stdout reader passes on.
@@ -325,6 +328,9 @@ impl DeviceProcess {
             .args(["--control", device_model::control::STDIO]);
         if let Some(fault) = options.fault {
             cmd.arg("--inject-fault").arg(fault.to_string());
+        }
+        for spec in &options.inject {
+            cmd.arg("--inject").arg(spec.to_string());
         }
         if options.record_flows > 0 {
             cmd.arg("--record-flows").arg(options.record_flows.to_string());

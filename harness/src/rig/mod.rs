@@ -31,6 +31,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// The guest agent's deadline (guest seconds from `/init`) in a run with
+/// fault injection: past it, a probe that has not returned counts as hung.
+pub const INJECT_AGENT_DEADLINE_S: u32 = 240;
+
 /// How long the rig waits for the peer's results after the boot.
 const PEER_RESULTS_WAIT: Duration = Duration::from_secs(10);
 
@@ -85,6 +89,11 @@ pub struct RunRequest {
     /// deadlines times [`debug_kernel::SLOWDOWN`], and add the verdict's
     /// `debug_reports` check.
     pub debug: bool,
+    /// Faults the emulated NIC shows the driver on purpose (`--inject SPEC`,
+    /// device_model::inject), besides the topology file's `[nic] inject`. A
+    /// run with injections is judged by `driver_survived` alone
+    /// ([`crate::verdict::driver_survived`]).
+    pub inject: Vec<device_model::inject::InjectSpec>,
 }
 
 impl RunRequest {
@@ -109,8 +118,29 @@ impl RunRequest {
             device_fault: None,
             traffic: None,
             debug: false,
+            inject: Vec::new(),
         }
     }
+}
+
+/// The injections of a run: the topology file's `[nic] inject` strings, then
+/// the request's.
+///
+/// # Errors
+/// A spec in the file that does not parse: one line naming the file, the
+/// entry and the valid choices.
+pub fn injections(
+    file: &Path,
+    topo: &Topology,
+    requested: &[device_model::inject::InjectSpec],
+) -> Result<Vec<device_model::inject::InjectSpec>> {
+    let mut specs = Vec::new();
+    for (i, text) in topo.nic().inject.iter().enumerate() {
+        let spec = text.parse().map_err(|e: String| anyhow::anyhow!("{}: nic.inject[{i}]: {e}", file.display()))?;
+        specs.push(spec);
+    }
+    specs.extend_from_slice(requested);
+    Ok(specs)
 }
 
 /// Where a run's time went, host wall clock.
@@ -264,6 +294,8 @@ struct NicBoot<'a> {
     channels: Option<u32>,
     /// The run's temporary folder (device sockets).
     dir: &'a Path,
+    /// The injections (file and request, [`injections`]).
+    inject: &'a [device_model::inject::InjectSpec],
 }
 
 /// A boot's result and the device's snapshots at the report markers.
@@ -360,6 +392,7 @@ impl NicBoot<'_> {
             fault: req.device_fault,
             record_flows: if tap.is_some() { traffic::RECORD_FLOWS } else { 0 },
             tap,
+            inject: self.inject.to_vec(),
         };
         let nic =
             device::DeviceProcess::start(&device::device_binary()?, &socket, &machine::device_config(topo)?, options)?;
@@ -369,7 +402,13 @@ impl NicBoot<'_> {
         }
 
         let mut boot = BootRequest::new(&spec, self.kernel, &prov.busybox);
-        boot.agent = AgentOptions { load_mana: true, channels: self.channels, reprobe: req.reprobe, ..boot.agent };
+        boot.agent = AgentOptions {
+            load_mana: true,
+            channels: self.channels,
+            reprobe: req.reprobe,
+            unload: !self.inject.is_empty(),
+            ..boot.agent
+        };
         boot.extra_devices.push(qemu::vfio_user_nic(&socket));
         if self.channels.is_some() || flows_bin.is_some() {
             // ethtool and its libraries are half the initramfs: only when used.
@@ -394,6 +433,12 @@ impl NicBoot<'_> {
             boot.agent.debug = true;
             boot.agent.deadline_s = debug_kernel::agent_deadline_s(boot.agent.deadline_s);
             boot.extra_cmdline.extend(debug_kernel::CMDLINE.iter().map(|s| (*s).to_owned()));
+        }
+        if !self.inject.is_empty() {
+            // The driver's own waits on a faulty device are long (30 s per
+            // mana_gd_test_eq(), 60 s for the HWC's INIT_DONE): a probe slower
+            // than that is not yet a hang.
+            boot.agent.deadline_s = boot.agent.deadline_s.max(INJECT_AGENT_DEADLINE_S);
         }
         boot.extra_cmdline.extend(req.extra_cmdline.iter().cloned());
         // The device's state as each stage and the report begin (the guest changes
@@ -442,7 +487,8 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     let scratch =
         crate::scratch::ScratchDir::new("manarig-run-").context("cannot create a temporary folder for the run")?;
     let channels = req.channels.or(topo.nic().channels);
-    let attempt = NicBoot { req, topo: &topo, prov: &prov, kernel, channels, dir: scratch.path() };
+    let inject = injections(&req.topology, &topo, &req.inject)?;
+    let attempt = NicBoot { req, topo: &topo, prov: &prov, kernel, channels, dir: scratch.path(), inject: &inject };
     let (mut spec, mut booted) = attempt.boot(req.accel, "nic.sock")?;
     if req.accel == AccelChoice::Auto && matches!(booted.result, Err(qemu::LaunchError::KvmSilent { .. })) {
         // The KVM probe runs a vCPU, yet on some hosts real guests hang
@@ -451,6 +497,20 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         (spec, booted) = attempt.boot(AccelChoice::Tcg, "nic-tcg.sock")?;
     }
     let NicBootOutcome { result, marks, traffic } = booted;
+    let specs: Vec<String> = inject.iter().map(ToString::to_string).collect();
+    let result = match result {
+        // With injections, a guest that panicked or never finished its report
+        // is the driver not surviving: a FAIL, not a rig error.
+        Err(qemu::LaunchError::GuestPanic { tail }) if !inject.is_empty() => {
+            let why = "the guest kernel panicked";
+            return Ok(unsurvived(req, &topo, kernel, why, &tail, &specs, start, provision_time, traffic));
+        }
+        Err(qemu::LaunchError::Deadline { secs, tail }) if !inject.is_empty() => {
+            let why = format!("no guest report within {secs} s: the guest hung");
+            return Ok(unsurvived(req, &topo, kernel, &why, &tail, &specs, start, provision_time, traffic));
+        }
+        other => other,
+    };
     let booted = result.with_context(|| format!("booting {} on Linux {}", topo.name(), kernel.release))?;
 
     let diffs = crate::guest_topology::compare(&spec, &booted.report);
@@ -461,7 +521,11 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
             diffs.iter().map(|d| format!("  {d}")).collect::<Vec<_>>().join("\n")
         );
     }
-    lifecycle_steps_ran(&booted.report, channels, req.reprobe)?;
+    if inject.is_empty() {
+        // With injections a failed step is the driver's answer to the fault:
+        // driver_survived judges it.
+        lifecycle_steps_ran(&booted.report, channels, req.reprobe)?;
+    }
     let model = req.model.unwrap_or(req.kernel);
     let mut accel = accel_label(booted.accel, booted.speedups);
     if !req.extra_cmdline.is_empty() {
@@ -487,7 +551,9 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     let mut stages = Vec::new();
     for crate::guest_protocol::Stage { name, report } in booted.stages {
         // rmmod runs after the first stage.
-        lifecycle_steps_ran(&report, channels, false).with_context(|| format!("stage {name}"))?;
+        if inject.is_empty() {
+            lifecycle_steps_ran(&report, channels, false).with_context(|| format!("stage {name}"))?;
+        }
         let observed = report_to_verdict::observed(&report, model, &req.model_basis, &accel)?;
         let queues = table(status_at(&|m| *m == Marker::StageBegin(name.clone())), &observed);
         let verdict = judge(&topo, &observed, &expected);
@@ -526,6 +592,9 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         let (report, checks) = judge_traffic(&input, &verdict.summary);
         verdict.add_traffic(report, checks);
     }
+    if !inject.is_empty() {
+        verdict.judge_by_survival(crate::verdict::driver_survived(&booted.report, &specs));
+    }
     Ok(RunOutcome {
         verdict,
         observed,
@@ -537,6 +606,52 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         stages,
         traffic,
     })
+}
+
+/// The outcome of a run with injections whose guest never finished its
+/// report (`why`; `tail`: the last console lines): the model's checks on an
+/// empty guest, not judged, and a failing `driver_survived`.
+#[allow(clippy::too_many_arguments)]
+fn unsurvived(
+    req: &RunRequest,
+    topo: &Topology,
+    kernel: &provision::KernelInstall,
+    why: &str,
+    tail: &str,
+    specs: &[String],
+    start: Instant,
+    provision_time: Duration,
+    traffic: Option<TrafficBoot>,
+) -> RunOutcome {
+    let model = req.model.unwrap_or(req.kernel);
+    let observed = Observed {
+        kernel_release: kernel.release.clone(),
+        kernel: model,
+        model_basis: req.model_basis.clone(),
+        accel: format!("{:?} (no guest report)", req.accel).to_lowercase(),
+        nic_bdf: None,
+        nic_numa_node: None,
+        vectors: Vec::new(),
+        probe_ok: false,
+        dmesg_mana: Vec::new(),
+    };
+    let expected = expected_table(&topo.to_qemu_numbering(), model);
+    let mut verdict = judge(topo, &observed, &expected);
+    if let Some(label) = &req.label {
+        verdict.run.name = format!("{}@{label}", topo.name());
+    }
+    verdict.judge_by_survival(crate::verdict::driver_did_not_survive(why, tail, specs));
+    RunOutcome {
+        verdict,
+        observed,
+        timings: RunTimings { provision: provision_time, boot_to_report: start.elapsed(), total: start.elapsed() },
+        queues: None,
+        report: crate::guest_protocol::GuestReport::default(),
+        stages: Vec::new(),
+        guest_times: Default::default(),
+        speedups: req.speedups,
+        traffic,
+    }
 }
 
 #[cfg(test)]

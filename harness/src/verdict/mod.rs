@@ -15,6 +15,8 @@
 //! - [`judge_traffic`] and [`Verdict::add_traffic`]: a traffic run's flows, queues and
 //!   CPUs under load ([`TrafficReport`]) with the `traffic_flows`, `rss_steering` and
 //!   `traffic_interrupts` checks;
+//! - [`driver_survived`] and [`Verdict::judge_by_survival`]: a run with fault injection
+//!   (`--inject`) is judged by whether the driver survived (no oops, no hang, it unloads);
 //! - [`render`]`(&Verdict, Format)`: the human table, KTAP, JUnit XML or JSON
 //!   ([`Format`] parses from the command line); [`render_many`] renders a matrix of runs
 //!   as one document; [`render_rig_error`] reports a rig failure in the same format; [`render_before_after`] puts two runs side by side (seed 001's
@@ -43,6 +45,7 @@ mod row;
 mod stage_checks;
 mod stages;
 mod summary;
+mod survival;
 pub mod traffic;
 
 pub use check::{Check, CheckStatus, Status};
@@ -58,6 +61,7 @@ pub use row::{ExpectedSide, ObservedSide, RowOutcome, VectorRow};
 pub use stage_checks::{same_irq_table_check, same_queue_table_check};
 pub use stages::{QueueRow, QueueStage, QueueTable, StageFacts, StageLink, QUEUE_IRQS_CHECK, REPORT_STAGE};
 pub use summary::{CoreCount, NodeCount, RemoteIrq, SiblingShare, Summary};
+pub use survival::{driver_did_not_survive, driver_survived, DRIVER_SURVIVED};
 pub use traffic::{judge_traffic, TrafficInput, TrafficReport};
 
 /// Serde for [`KernelGen`](crate::model::KernelGen) as its short name (`6.1`, `6.12`,

@@ -138,6 +138,10 @@ pub struct NicFile {
     /// after `ip link set up` (default: leave the driver's count).
     #[serde(default)]
     pub channels: Option<u32>,
+    /// Faults the emulated NIC shows the driver on purpose (`--inject SPEC`
+    /// strings; the harness parses them, device_model::inject).
+    #[serde(default)]
+    pub inject: Vec<String>,
 }
 
 /// `[expect]`: the expected outcome of a rig run.

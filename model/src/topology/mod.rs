@@ -70,6 +70,9 @@ pub struct Nic {
     pub mac: Option<[u8; 6]>,
     /// Combined channels to set with `ethtool -L` in the guest, if the file sets them.
     pub channels: Option<u32>,
+    /// `inject`: fault-injection specs for the emulated NIC, as written (the
+    /// harness parses them: device_model::inject); empty by default.
+    pub inject: Vec<String>,
 }
 
 /// What a rig run on this machine should conclude.

@@ -277,3 +277,14 @@ fn channels_must_fit_the_driver_maximum() {
     let (p, _) = invalid(&with("numa_node = 0", "numa_node = 0\nmsix_table_size = 5\nchannels = 5"), "nic.channels");
     assert_eq!(p, Problem::Range { value: 5, min: 1, max: 4 });
 }
+
+/// `[nic] inject`: the fault-injection specs are kept as written (the harness
+/// parses them, device_model::inject); none by default.
+#[test]
+fn inject_specs_are_kept_as_written_and_default_to_none() {
+    let t = Topology::from_toml_str("x", &with("numa_node = 0", "numa_node = 0\ninject = [\"silent-vector:1\"]"))
+        .expect("inject is a list of strings");
+    assert_eq!(t.nic().inject, ["silent-vector:1"]);
+    let t = Topology::from_toml_str("x", &with("numa_node = 0", "numa_node = 0")).expect("plain");
+    assert!(t.nic().inject.is_empty());
+}

@@ -222,6 +222,7 @@ fn nic(ctx: &Ctx<'_>, file: &TopologyFile, nnodes: usize, ncpu: u32) -> Result<N
         dynamic_msix: f.dynamic_msix.unwrap_or(true),
         mac,
         channels: f.channels,
+        inject: f.inject.clone(),
     })
 }
 

@@ -39,6 +39,13 @@ pub(super) fn render(v: &Verdict) -> String {
         lines.push(String::new());
         lines.extend(traffic);
     }
+    let survived = v.checks.iter().find(|c| c.name == crate::verdict::DRIVER_SURVIVED);
+    if let Some(c) = survived.filter(|c| c.status != crate::verdict::CheckStatus::Fail) {
+        // A failed one is among the differences above, with its evidence.
+        lines.push(String::new());
+        lines.push(format!("Driver survival: {}", c.message));
+        lines.extend(c.detail.iter().map(|d| format!("  {d}")));
+    }
     lines.push(text::verdict_line(v));
     lines.join("\n") + "\n"
 }

@@ -370,7 +370,14 @@ pub(super) fn verdict_line(v: &Verdict) -> String {
     let n = v.checks.len();
     let skipped = v.checks.iter().filter(|c| c.status == CheckStatus::Skip).count();
     let skip = if skipped == 0 { String::new() } else { format!(", {skipped} skipped") };
+    let survived = v.checks.iter().find(|c| c.name == crate::verdict::DRIVER_SURVIVED);
     match v.status {
+        // A run with fault injection is judged by driver_survived alone.
+        Status::Pass if survived.is_some() => format!(
+            "verdict: PASS (driver_survived; {} of {n} checks passed{skip}): {}",
+            n - skipped,
+            survived.map_or("", |c| c.message.as_str())
+        ),
         Status::Pass => format!(
             "verdict: PASS ({} of {n} checks passed{skip}; {} on Linux {} matches the Linux {} model)",
             n - skipped,
