@@ -364,8 +364,11 @@ pub fn run(args: &RunArgs) -> ExitCode {
         Exit::RigError.into()
     };
     // The topology first: a bad file must not wait for a kernel build.
-    let checked =
-        crate::topology::Topology::load(topology).map_err(anyhow::Error::new).and_then(|topo| match args.channels {
+    let checked = crate::topology::Topology::load(topology).map_err(anyhow::Error::new).and_then(|topo| {
+        for w in topo.warnings() {
+            eprintln!("manarig: warning: {w}");
+        }
+        match args.channels {
             Some(c) if c == 0 || c > topo.max_channels() => anyhow::bail!(
                 "--channels {c}: `ethtool -L` accepts 1 to {} combined channels on {} (the driver's max_num_queues: \
                  CPUs, max_queues, MSI-X vectors - 1)",
@@ -373,7 +376,8 @@ pub fn run(args: &RunArgs) -> ExitCode {
                 topology.display()
             ),
             _ => Ok(()),
-        });
+        }
+    });
     let device_fault = checked.and_then(|()| device_fault_from_env());
     let device_fault = match device_fault {
         Ok(fault) => fault,

@@ -12,8 +12,22 @@ pub const PREFIX: &str = "manarig.";
 
 /// The name of every item [`AgentOptions`] renders (after [`PREFIX`]), in the
 /// order it renders them.
-pub const NAMES: [&str; 11] =
-    ["load", "deadline", "poll", "nic", "ifup", "channels", "pin", "reprobe", "report", "addr", "traffic"];
+pub const NAMES: [&str; 14] = [
+    "load",
+    "deadline",
+    "poll",
+    "nic",
+    "ifup",
+    "channels",
+    "pin",
+    "reprobe",
+    "report",
+    "addr",
+    "traffic",
+    "offline",
+    "offline_after",
+    "online_after",
+];
 
 /// The value of `manarig.load`: what `/init` loads (`/lib/modules/manarig/order`,
 /// the last module in the background).
@@ -127,6 +141,14 @@ pub struct AgentOptions {
     /// guest` against its control port, recording the NIC's interrupts,
     /// NET_RX/NET_TX softirqs and per-queue counters before and after.
     pub traffic: Option<SocketAddrV4>,
+    /// `manarig.offline=CPULIST`: offline these CPUs (sysfs) before mana loads.
+    pub offline: Option<CpuMask>,
+    /// `manarig.offline_after=CPULIST`: after the probe, print it as stage `probe`
+    /// and offline these CPUs, one by one in ascending order.
+    pub offline_after: Option<CpuMask>,
+    /// `manarig.online_after=CPULIST`: then (after stage `offline-after` when CPUs
+    /// went offline) online these CPUs, in ascending order.
+    pub online_after: Option<CpuMask>,
 }
 
 impl Default for AgentOptions {
@@ -143,6 +165,9 @@ impl Default for AgentOptions {
             report: ReportChannel::Console,
             addr: None,
             traffic: None,
+            offline: None,
+            offline_after: None,
+            online_after: None,
         }
     }
 }
@@ -151,7 +176,7 @@ impl AgentOptions {
     /// The `manarig.*` items, in the order of [`NAMES`]: `manarig.deadline` always,
     /// the others only when they differ from the agent's defaults.
     pub fn cmdline_items(&self) -> Vec<String> {
-        let values: [(&str, Option<String>); 11] = [
+        let values: [(&str, Option<String>); 14] = [
             ("load", self.load_mana.then(|| LOAD_MANA.to_string())),
             ("deadline", Some(self.deadline_s.to_string())),
             ("poll", self.poll.map(|d| format!("{:.3}", d.as_secs_f64()))),
@@ -163,6 +188,9 @@ impl AgentOptions {
             ("report", (self.report == ReportChannel::Ttys1).then(|| "ttyS1".to_string())),
             ("addr", self.addr.map(|(ip, prefix)| format!("{ip}/{prefix}"))),
             ("traffic", self.traffic.map(|peer| peer.to_string())),
+            ("offline", self.offline.as_ref().map(CpuMask::to_cpulist)),
+            ("offline_after", self.offline_after.as_ref().map(CpuMask::to_cpulist)),
+            ("online_after", self.online_after.as_ref().map(CpuMask::to_cpulist)),
         ];
         debug_assert!(values.iter().map(|(n, _)| *n).eq(NAMES));
         values.into_iter().filter_map(|(name, v)| Some(format!("{PREFIX}{name}={}", v?))).collect()
@@ -197,12 +225,15 @@ mod tests {
             report: ReportChannel::Ttys1,
             addr: Some((Ipv4Addr::new(192, 0, 2, 2), 24)),
             traffic: Some(SocketAddrV4::new(Ipv4Addr::new(192, 0, 2, 1), 7000)),
+            offline: Some(CpuMask::single(3)),
+            offline_after: Some(CpuMask::parse_cpulist("2,4").expect("cpulist")),
+            online_after: Some(CpuMask::parse_cpulist("2-4").expect("cpulist")),
         };
         assert_eq!(
             all.cmdline(),
             "manarig.load=mana manarig.deadline=90 manarig.poll=0.050 manarig.nic=0x1b36:0x0010 manarig.ifup=0 \
              manarig.channels=4 manarig.pin=0-1,4 manarig.reprobe=1 manarig.report=ttyS1 manarig.addr=192.0.2.2/24 \
-             manarig.traffic=192.0.2.1:7000"
+             manarig.traffic=192.0.2.1:7000 manarig.offline=3 manarig.offline_after=2,4 manarig.online_after=2-4"
         );
         let names: Vec<String> = all
             .cmdline_items()

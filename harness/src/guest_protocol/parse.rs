@@ -35,6 +35,8 @@ pub enum Key {
     Netdev,
     /// `rmmod: <exit status or ->`.
     Rmmod,
+    /// `hotplug: <0|1|->` (a new key: older agents do not print it).
+    Hotplug,
     /// `stderr <tool>: <line>`.
     Stderr,
     /// `f <path>: <line of the file>`.
@@ -71,7 +73,7 @@ pub enum Key {
 
 impl Key {
     /// Every key, in the order guest-images/README.md lists them.
-    pub const ALL: [Key; 27] = [
+    pub const ALL: [Key; 28] = [
         Key::Kernel,
         Key::Cmdline,
         Key::Time,
@@ -83,6 +85,7 @@ impl Key {
         Key::Channels,
         Key::Netdev,
         Key::Rmmod,
+        Key::Hotplug,
         Key::Stderr,
         Key::File,
         Key::Link,
@@ -115,6 +118,7 @@ impl Key {
             Key::Channels => "channels",
             Key::Netdev => "netdev",
             Key::Rmmod => "rmmod",
+            Key::Hotplug => "hotplug",
             Key::Stderr => "stderr",
             Key::File => "f",
             Key::Link => "link",
@@ -257,6 +261,7 @@ fn parse_block(lines: &[&str], begin: usize, end: usize, version: Version) -> Re
             Key::Ethtool => r.ethtool_status = status(value),
             Key::Channels => r.channels = value.trim().parse().ok(),
             Key::Rmmod => r.rmmod_status = status(value),
+            Key::Hotplug => r.hotplug_status = status(value),
             Key::Warning => r.warnings.push(value.to_string()),
             Key::Stderr => r.stderr.entry(id.to_string()).or_default().push(value.to_string()),
             Key::Time => {

@@ -30,6 +30,7 @@
 
 pub mod baseline;
 mod check;
+mod cpu_state;
 pub mod format;
 mod geometry;
 mod guest_irqs;
@@ -43,6 +44,7 @@ mod summary;
 pub mod traffic;
 
 pub use check::{Check, CheckStatus, Status};
+pub use cpu_state::{check_cpu_state, CPU_STATE_CHECK};
 pub use format::{
     render, render_before_after, render_ktap_test, render_many, render_rig_error, Format, RenderError, RigErrorReport,
     UnknownFormat,
@@ -52,7 +54,9 @@ pub use judge::judge;
 pub use outcome::{RunInfo, Verdict, SCHEMA_VERSION};
 pub use row::{ExpectedSide, ObservedSide, RowOutcome, VectorRow};
 pub use stage_checks::{same_irq_table_check, same_queue_table_check};
-pub use stages::{QueueRow, QueueStage, QueueTable, StageFacts, StageLink, QUEUE_IRQS_CHECK, REPORT_STAGE};
+pub use stages::{
+    QueueRow, QueueStage, QueueTable, StageFacts, StageLink, HOTPLUG_STAGES, QUEUE_IRQS_CHECK, REPORT_STAGE,
+};
 pub use summary::{CoreCount, NodeCount, RemoteIrq, SiblingShare, Summary};
 pub use traffic::{judge_traffic, TrafficInput, TrafficReport};
 
