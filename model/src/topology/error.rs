@@ -185,7 +185,7 @@ pub enum Problem {
     },
     /// A `[scenario]` field asks for a CPU state or policy the guest cannot have.
     #[error("{0}")]
-    Scenario(super::scenario::ScenarioProblem),
+    Scenario(super::scenario_problem::ScenarioProblem),
     /// The MAC address does not parse.
     #[error("{value:?} is not a MAC address like 00:15:5d:01:02:03")]
     Mac {

@@ -21,13 +21,15 @@ mod error;
 mod file;
 mod numbering;
 mod scenario;
+mod scenario_problem;
 mod validate;
 
 pub use draft::{NicDraft, NodeDraft, TopologyDraft};
 pub use error::{Problem, TopologyError};
 pub use file::{ExpectedVerdict, SourceKind};
 pub use numbering::{CpuLocation, CpuNumbering, CpuShape};
-pub use scenario::{CpuStep, Isolcpus, Scenario, ScenarioProblem, ISOLCPUS_FLAGS};
+pub use scenario::{CpuStep, Isolcpus, Scenario, ISOLCPUS_FLAGS};
+pub use scenario_problem::ScenarioProblem;
 
 use crate::cpulist::CpuMask;
 use serde::Serialize;

@@ -18,6 +18,7 @@
 
 use super::error::{Problem, TopologyError};
 use super::numbering::{CpuNumbering, CpuShape};
+use super::scenario_problem::ScenarioProblem;
 use super::Topology;
 use crate::cpulist::CpuMask;
 use serde::{Deserialize, Serialize};
@@ -97,63 +98,6 @@ pub enum CpuStep {
     Offline(u32),
     /// `echo 1 > /sys/devices/system/cpu/cpuN/online`.
     Online(u32),
-}
-
-/// What is wrong with a `[scenario]` field: a CPU state or policy the guest kernel cannot
-/// have, so no run is started.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ScenarioProblem {
-    /// `maxcpus` outside 1..=CPUs.
-    #[error("{value}: must be 1..={ncpu} (the machine has {ncpu} CPUs; maxcpus=0 would boot without SMP)")]
-    MaxCpus {
-        /// The value given.
-        value: i64,
-        /// CPUs of the machine.
-        ncpu: u32,
-    },
-    /// A list names CPU 0, which x86 Linux cannot offline.
-    #[error(
-        "CPU 0 cannot go offline: x86 Linux has no /sys/devices/system/cpu/cpu0/online (CPU 0 hotplug was \
-         removed in 6.5; 6.1 needs the cpu0_hotplug parameter, which the rig does not set)"
-    )]
-    CpuZero,
-    /// CPUs to offline that are not online at that point.
-    #[error("CPUs {cpus} are not online {when}")]
-    NotOnline {
-        /// The CPUs.
-        cpus: CpuMask,
-        /// When (`at boot (maxcpus = 4)`, `after offline`).
-        when: String,
-    },
-    /// CPUs to online that are online already.
-    #[error("CPUs {cpus} are online already after the probe and offline_after")]
-    AlreadyOnline {
-        /// The CPUs.
-        cpus: CpuMask,
-    },
-    /// A policy that names every CPU (no housekeeping CPU would be left).
-    #[error("names every CPU ({cpus}): the kernel keeps at least one housekeeping CPU and would ignore it")]
-    EveryCpu {
-        /// The CPUs.
-        cpus: CpuMask,
-    },
-    /// An `isolcpus=` flag the kernel does not know.
-    #[error("{flag:?} is not an isolcpus flag (nohz, domain, managed_irq)")]
-    IsolcpusFlag {
-        /// The flag.
-        flag: String,
-    },
-    /// CPUs the machine does not have.
-    #[error("CPUs {cpus} do not exist (the machine has {ncpu} CPUs)")]
-    Beyond {
-        /// The CPUs.
-        cpus: CpuMask,
-        /// CPUs of the machine.
-        ncpu: u32,
-    },
-    /// An empty cpulist where CPUs are needed.
-    #[error("an empty cpulist")]
-    Empty,
 }
 
 fn invalid(path: &str, field: &str, problem: ScenarioProblem) -> TopologyError {
