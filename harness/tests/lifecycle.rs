@@ -180,3 +180,21 @@ fn cpus_offline_at_probe_and_hotplugged_after_it_on_linux_6_12_min() {
     let check = o.verdict.checks.iter().find(|c| c.name == harness::verdict::CPU_STATE_CHECK).expect("cpu_state check");
     assert_eq!(check.status, harness::verdict::CheckStatus::Pass, "{check:?}");
 }
+
+/// topologies/scen-cpu-policies.toml on Debian's 6.12 (built with CONFIG_CPU_ISOLATION
+/// and CONFIG_NO_HZ_FULL; the minimal kernel has neither and fails `cpu_state`): the
+/// guest took irqaffinity=4-5, isolcpus=managed_irq,domain,2-3 and nohz_full=6-7, and
+/// with the NIC on a memory-only node MANA leaves its queue vectors at
+/// irq_default_affinity = 0,4-5 (the boot CPU is added), HWC on CPU 4.
+#[test]
+fn irqaffinity_places_the_vectors_mana_leaves_alone_and_isolcpus_does_not_on_linux_6_12() {
+    let o = run("scen-cpu-policies", "6.12", false);
+    assert_eq!(o.verdict.status, Status::Pass);
+    let cpus = irqs(&o.report).into_iter().map(|(_, c, _)| c).collect::<Vec<_>>();
+    assert_eq!(cpus[0], "4");
+    assert!(cpus[1..].iter().all(|c| c == "0,4-5"), "{cpus:?}");
+    let cs = &o.report.cpu_state;
+    assert_eq!(cs.isolated.as_deref(), Some(&[2, 3][..]));
+    assert_eq!(cs.nohz_full.as_deref(), Some(&[6, 7][..]));
+    assert_eq!(cs.default_smp_affinity.as_deref(), Some(&[0, 4, 5][..]));
+}

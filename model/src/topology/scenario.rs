@@ -185,6 +185,14 @@ pub(super) fn validate(
     let irqaffinity = f.irqaffinity.as_deref().map(|t| cpus(path, "irqaffinity", t, ncpu)).transpose()?;
     let isolcpus = f.isolcpus.as_deref().map(|t| isolcpus(path, t, ncpu)).transpose()?;
     let nohz_full = f.nohz_full.as_deref().map(|t| policy(path, "nohz_full", t, ncpu)).transpose()?;
+    if let (Some(i), Some(n)) = (&isolcpus, &nohz_full) {
+        // Both set HK_TYPE_TICK & co. with the nohz flag: housekeeping_setup() refuses
+        // a second, different mask for a type it already has (Debian 6.12.117 read).
+        if i.flags.iter().any(|f| f == "nohz") && i.cpus != *n {
+            let problem = ScenarioProblem::NohzMismatch { isolcpus: i.cpus.clone(), nohz_full: n.clone() };
+            return Err(invalid(path, "nohz_full", problem));
+        }
+    }
     Ok(Scenario { maxcpus, offline, offline_after, online_after, irqaffinity, isolcpus, nohz_full })
 }
 
@@ -420,6 +428,9 @@ mod tests {
         assert!(err("isolcpus = \"nohz_ful,2\"").contains("\"nohz_ful\" is not an isolcpus flag"));
         assert!(err("nohz_full = \"\"").contains("scenario.nohz_full: an empty cpulist"));
         assert!(err("maxcpu = 2").starts_with("t.toml:"), "unknown fields are refused");
+        assert!(err("isolcpus = \"nohz,domain,2-3\"\nnohz_full = \"6-7\"")
+            .contains("scenario.nohz_full: isolcpus with the nohz flag"));
+        assert!(topo("isolcpus = \"domain,2-3\"\nnohz_full = \"6-7\"").is_ok(), "no shared housekeeping type");
     }
 
     #[test]

@@ -55,6 +55,18 @@ pub enum ScenarioProblem {
         /// CPUs of the machine.
         ncpu: u32,
     },
+    /// `isolcpus=nohz,…` and `nohz_full=` with different CPUs.
+    #[error(
+        "isolcpus with the nohz flag names {isolcpus} but nohz_full names {nohz_full}: the kernel keeps the \
+         first and ignores the second (\"Housekeeping: nohz_full= must match isolcpus=\", \
+         kernel/sched/isolation.c)"
+    )]
+    NohzMismatch {
+        /// isolcpus' CPUs.
+        isolcpus: CpuMask,
+        /// nohz_full's CPUs.
+        nohz_full: CpuMask,
+    },
     /// An empty cpulist where CPUs are needed.
     #[error("an empty cpulist")]
     Empty,
