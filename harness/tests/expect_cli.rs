@@ -99,3 +99,14 @@ fn an_impossible_scenario_is_one_error_line_and_exit_2() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An asymmetric SLIT loads: one warning line per asymmetric pair on stderr, and the
+/// table built from node 0's row (node 2 at 20 before node 1 at 30).
+#[test]
+fn an_asymmetric_slit_is_accepted_with_a_warning_per_pair() {
+    let (code, out, err) = manarig(&["expect", "topologies/scen-asymmetric-slit.toml", "--kernel", "6.12"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(err.lines().filter(|l| l.starts_with("warning: ") && l.contains("asymmetric SLIT")).count(), 3, "{err}");
+    assert!(err.contains("numa.distances[0][1]: 30 but the reverse distance is 20"), "{err}");
+    assert!(out.contains("hops from the NIC node: 0-1 | 4-5 | 2-3"), "{out}");
+}
