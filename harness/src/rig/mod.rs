@@ -79,6 +79,8 @@ pub struct RunRequest {
     /// peer in a private network namespace, flows planned from the driver's
     /// RSS state, the guest's counters before and after.
     pub traffic: Option<TrafficOptions>,
+    /// `[scenario]` fields that replace the topology file's (`run --maxcpus`, …).
+    pub scenario: crate::topology::ScenarioFile,
 }
 
 impl RunRequest {
@@ -102,6 +104,7 @@ impl RunRequest {
             label: None,
             device_fault: None,
             traffic: None,
+            scenario: crate::topology::ScenarioFile::default(),
         }
     }
 }
@@ -470,7 +473,7 @@ impl NicBoot<'_> {
 /// a failing [`Verdict`], not an error.
 pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     let start = Instant::now();
-    let topo = Topology::load(&req.topology)?;
+    let topo = Topology::load(&req.topology)?.with_scenario(&req.topology.display().to_string(), &req.scenario)?;
     let prov = provisioned(req.cache_dir.as_deref())?;
     let provision_time = start.elapsed();
     let kernel = match &req.custom_kernel {

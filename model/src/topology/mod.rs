@@ -28,7 +28,7 @@ pub use draft::{NicDraft, NodeDraft, TopologyDraft};
 pub use error::{Problem, TopologyError};
 pub use file::{ExpectedVerdict, SourceKind};
 pub use numbering::{CpuLocation, CpuNumbering, CpuShape};
-pub use scenario::{CpuStep, Isolcpus, Scenario, ISOLCPUS_FLAGS};
+pub use scenario::{CpuStep, Isolcpus, Scenario, ScenarioFile, ISOLCPUS_FLAGS};
 pub use scenario_problem::ScenarioProblem;
 
 use crate::cpulist::CpuMask;

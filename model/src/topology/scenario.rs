@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
 /// The `[scenario]` table as written (every field optional).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioFile {
     /// `maxcpus=N`: only the first N CPUs (the guest's ids) come online at boot.
@@ -272,7 +272,44 @@ fn isolcpus_value(i: &Isolcpus) -> String {
     v
 }
 
+impl Scenario {
+    /// The scenario as file fields (file numbering).
+    fn to_file(&self) -> ScenarioFile {
+        let list = |m: &CpuMask| (!m.is_empty()).then(|| m.to_cpulist());
+        ScenarioFile {
+            maxcpus: self.maxcpus.map(i64::from),
+            offline: list(&self.offline),
+            offline_after: list(&self.offline_after),
+            online_after: list(&self.online_after),
+            irqaffinity: self.irqaffinity.as_ref().map(CpuMask::to_cpulist),
+            isolcpus: self.isolcpus.as_ref().map(isolcpus_value),
+            nohz_full: self.nohz_full.as_ref().map(CpuMask::to_cpulist),
+        }
+    }
+}
+
 impl Topology {
+    /// The same machine with some `[scenario]` fields replaced (the command line's
+    /// one-off `--maxcpus`, `--offline`, …: each `Some` field of `overrides` wins over
+    /// the file's), validated as a file's `[scenario]` would be.
+    ///
+    /// # Errors
+    /// The first invalid field, as [`TopologyError::Invalid`] naming `path` and
+    /// `scenario.<field>`.
+    pub fn with_scenario(&self, path: &str, overrides: &ScenarioFile) -> Result<Topology, TopologyError> {
+        let mut merged = self.spec.scenario.to_file();
+        let o = overrides.clone();
+        merged.maxcpus = o.maxcpus.or(merged.maxcpus);
+        merged.offline = o.offline.or(merged.offline);
+        merged.offline_after = o.offline_after.or(merged.offline_after);
+        merged.online_after = o.online_after.or(merged.online_after);
+        merged.irqaffinity = o.irqaffinity.or(merged.irqaffinity);
+        merged.isolcpus = o.isolcpus.or(merged.isolcpus);
+        merged.nohz_full = o.nohz_full.or(merged.nohz_full);
+        let scenario = validate(path, Some(merged), self.spec.shape, self.spec.numbering)?;
+        Ok(Topology::assemble(super::Spec { scenario, ..self.spec.clone() }))
+    }
+
     /// The `[scenario]` (the default when the file has none).
     pub fn scenario(&self) -> &Scenario {
         &self.spec.scenario
@@ -431,6 +468,17 @@ mod tests {
         assert!(err("isolcpus = \"nohz,domain,2-3\"\nnohz_full = \"6-7\"")
             .contains("scenario.nohz_full: isolcpus with the nohz flag"));
         assert!(topo("isolcpus = \"domain,2-3\"\nnohz_full = \"6-7\"").is_ok(), "no shared housekeeping type");
+    }
+
+    #[test]
+    fn command_line_overrides_win_and_are_validated_like_the_file() {
+        let t = topo("maxcpus = 6").expect("valid");
+        let o = ScenarioFile { offline: Some("3".into()), ..ScenarioFile::default() };
+        let u = t.with_scenario("t.toml", &o).expect("valid");
+        assert_eq!(u.probe_online().to_cpulist(), "0-2,4-5");
+        let bad = ScenarioFile { maxcpus: Some(0), ..ScenarioFile::default() };
+        let e = t.with_scenario("t.toml", &bad).expect_err("maxcpus 0");
+        assert!(e.to_string().starts_with("t.toml: scenario.maxcpus: 0: must be 1..=8"), "{e}");
     }
 
     #[test]
