@@ -39,6 +39,11 @@
 #    `rmmod mana` in the background and waits for it until the deadline
 #    (`unload: hung` if it has not returned), so that the report says whether
 #    the driver still unloads and its messages include the unload's;
+#    with `manarig.offline=CPULIST` the CPUs go offline (sysfs) before mana
+#    loads; with `manarig.offline_after=CPULIST` / `manarig.online_after=CPULIST`
+#    the probe's state is printed as stage `probe`, those CPUs go offline (then
+#    the state is stage `offline-after` when onlining follows) and online, one by
+#    one in ascending order, and the report shows the state after the last step;
 # 6. powers off.
 #
 # The protocol (command-line items, markers, report lines, versions) is written
@@ -79,6 +84,9 @@ TRAFFIC=
 UNLOAD=0
 # Guest seconds the final rmmod (manarig.unload=1) may take, at the least.
 UNLOAD_WAIT=30
+OFFLINE=
+OFFLINE_AFTER=
+ONLINE_AFTER=
 read -r CMDLINE < /proc/cmdline
 for arg in $CMDLINE; do
 	case "$arg" in
@@ -95,6 +103,9 @@ for arg in $CMDLINE; do
 	manarig.addr=*) ADDR=${arg#manarig.addr=} ;;
 	manarig.traffic=*) TRAFFIC=${arg#manarig.traffic=} ;;
 	manarig.unload=*) UNLOAD=${arg#manarig.unload=} ;;
+	manarig.offline=*) OFFLINE=${arg#manarig.offline=} ;;
+	manarig.offline_after=*) OFFLINE_AFTER=${arg#manarig.offline_after=} ;;
+	manarig.online_after=*) ONLINE_AFTER=${arg#manarig.online_after=} ;;
 	esac
 done
 
@@ -340,13 +351,42 @@ C=/sys/devices/system/cpu
 N=/sys/devices/system/node
 P=/sys/bus/pci/devices
 
+# CPU hotplug through sysfs: set_cpus 0|1 CPULIST writes the value to each
+# listed CPU's `online` file in ascending order (the kernel migrates IRQs off a
+# CPU inside the write); HOTPLUG is 0, or 1 once a write failed (its error in
+# /tmp/hotplug.err).
+HOTPLUG=-
+set_cpus() {
+	[ "$HOTPLUG" = - ] && HOTPLUG=0
+	old_ifs=$IFS
+	IFS=,
+	for r in $2; do
+		a=${r%-*} b=${r#*-}
+		while [ "$a" -le "$b" ]; do
+			if ! echo "$1" 2>>/tmp/hotplug.err > "$C/cpu$a/online"; then
+				echo "echo $1 > $C/cpu$a/online failed" >> /tmp/hotplug.err
+				HOTPLUG=1
+			fi
+			a=$((a + 1))
+		done
+	done
+	IFS=$old_ifs
+}
+
 # The topology, node and PCI ID files (and MemTotal of each node): one awk.
 # (Run in the background during the probe, it slowed the probe down by more
 # than it saved: the vCPUs share one host thread.)
 topology_files() {
+	# The CPU masks that exist (nohz_full needs CONFIG_NO_HZ_FULL): busybox
+	# awk stops at the first file it cannot open.
+	masks=
+	for f in $C/online $C/present $C/possible $C/offline $C/isolated $C/nohz_full /proc/irq/default_smp_affinity; do
+		[ -e "$f" ] && masks="$masks $f"
+	done
+	# shellcheck disable=SC2086 # $masks is a list of paths without blanks
 	awk '/^Node [0-9]+ MemTotal:/ { print "f " FILENAME ": " $4; next }
 		FILENAME !~ /meminfo$/ { print "f " FILENAME ": " $0 }' \
-		$C/online $C/cpu[0-9]*/topology/physical_package_id $C/cpu[0-9]*/topology/die_id \
+		$masks $C/cpu[0-9]*/topology/physical_package_id $C/cpu[0-9]*/topology/die_id \
 		$C/cpu[0-9]*/topology/core_id $C/cpu[0-9]*/topology/thread_siblings_list \
 		$N/node[0-9]*/cpulist $N/node[0-9]*/distance $N/node[0-9]*/meminfo \
 		$P/*/vendor $P/*/device $P/*/class $P/*/numa_node 2>/dev/null
@@ -359,6 +399,7 @@ if [ -n "$LOAD" ]; then
 		insmod "/lib/modules/manarig/$m" || echo "manarig: insmod $m failed"
 	done
 	up; T_MODS=$UP
+	[ -n "$OFFLINE" ] && set_cpus 0 "$OFFLINE"
 	probe_and_settle
 fi
 
@@ -438,6 +479,7 @@ report_body() {
 	echo "rmmod: $RMMOD_RC"
 	echo "time unload: $T_UNLOAD"
 	echo "unload: $UNLOAD_RC"
+	echo "hotplug: $HOTPLUG"
 	echo "time traffic: $T_TRAFFIC"
 	echo "time traffic-end: $T_TRAFFIC_END"
 	echo "addr: $ADDR_RC"
@@ -446,7 +488,7 @@ report_body() {
 	for t in before after; do
 		[ -s "/tmp/traffic.$t" ] && while read -r l; do echo "$l"; done < "/tmp/traffic.$t"
 	done
-	for t in ethtool rmmod addr traffic unload; do
+	for t in ethtool rmmod addr traffic unload hotplug; do
 		[ -s "/tmp/$t.err" ] && while read -r l; do echo "stderr $t: $l"; done < "/tmp/$t.err"
 	done
 	echo "netdev: ${NETDEV:--}"
@@ -492,14 +534,19 @@ report_body() {
 	echo "time report: $UP"
 }
 
-if [ -n "$LOAD" ] && [ "$REPROBE" = 1 ]; then
+# A stage: the state now, under the name $1.
+print_stage() {
 	block_open
 	{
-		echo "MANARIG-STAGE-BEGIN first-probe"
+		echo "MANARIG-STAGE-BEGIN $1"
 		report_body
 		echo "MANARIG-STAGE-END"
 	} >&5
 	block_close
+}
+
+if [ -n "$LOAD" ] && [ "$REPROBE" = 1 ]; then
+	print_stage first-probe
 	read_hints
 	rmmod "${LAST_MOD%.ko}" 2>/tmp/rmmod.err
 	RMMOD_RC=$?
@@ -509,6 +556,15 @@ if [ -n "$LOAD" ] && [ "$REPROBE" = 1 ]; then
 	kmemleak_scan
 	probe_and_settle
 	read_hints
+fi
+
+if [ -n "$LOAD" ] && [ -n "$OFFLINE_AFTER$ONLINE_AFTER" ]; then
+	print_stage probe
+	if [ -n "$OFFLINE_AFTER" ]; then
+		set_cpus 0 "$OFFLINE_AFTER"
+		[ -n "$ONLINE_AFTER" ] && print_stage offline-after
+	fi
+	[ -n "$ONLINE_AFTER" ] && set_cpus 1 "$ONLINE_AFTER"
 fi
 
 [ -n "$LOAD" ] && run_traffic

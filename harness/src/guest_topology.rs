@@ -2,14 +2,16 @@
 //! (sysfs) with the [`MachineSpec`] QEMU was given, before any IRQ verdict
 //! relies on the guest's view.
 //!
-//! Compared: the set of online CPUs; per CPU its package, die group (the CPUs
+//! Compared: the present CPUs (all declared) and the online ones (those the
+//! topology's `[scenario]` leaves online at that moment); per online CPU its package, die group (the CPUs
 //! sharing its die, when the machine has more than one die per socket), SMT
-//! sibling group (`thread_siblings_list`)
-//! and node; per node its cpulist, whether it has memory, and its distance row;
+//! sibling group (`thread_siblings_list`: its online siblings)
+//! and node; per node its cpulist (online CPUs only, as x86 keeps `cpumask_of_node()`), whether it has memory, and its distance row;
 //! the numa_node of the NIC's root port (and of the NIC when present). Core ids
 //! are not compared: Linux numbers them from APIC IDs, which QEMU pads to
 //! powers of two, so they need not be 0..cores.
 
+use crate::cpulist::CpuMask;
 use crate::guest_protocol::{format_cpulist, GuestReport};
 use crate::qemu::{MachineSpec, NicPlacement};
 use std::fmt;
@@ -44,8 +46,9 @@ fn position(spec: &MachineSpec, i: u32) -> (u32, u32, u32, u32) {
     (socket, die, core, thread)
 }
 
-/// All differences, in a stable order; empty when the guest matches.
-pub fn compare(spec: &MachineSpec, r: &GuestReport) -> Vec<Difference> {
+/// All differences, in a stable order; empty when the guest matches. `online`: the
+/// CPUs that should be online (guest numbering; every CPU without a `[scenario]`).
+pub fn compare(spec: &MachineSpec, r: &GuestReport, online: &CpuMask) -> Vec<Difference> {
     let mut d = Vec::new();
     let mut diff = |what: String, declared: String, observed: String| {
         if declared != observed {
@@ -53,11 +56,15 @@ pub fn compare(spec: &MachineSpec, r: &GuestReport) -> Vec<Difference> {
         }
     };
     let n = spec.vcpus();
-    let declared_cpus: Vec<u32> = (0..n).collect();
+    let present: Vec<u32> = (0..n).collect();
+    if let Some(observed) = &r.cpu_state.present {
+        diff("present CPUs".into(), format_cpulist(&present), format_cpulist(observed));
+    }
+    let declared_cpus: Vec<u32> = online.iter().filter(|&c| c < n).collect();
     let observed_cpus: Vec<u32> = r.cpus.keys().copied().collect();
-    diff("CPUs".into(), format_cpulist(&declared_cpus), format_cpulist(&observed_cpus));
+    diff("online CPUs".into(), format_cpulist(&declared_cpus), format_cpulist(&observed_cpus));
     let node_of = |c: u32| spec.nodes.iter().position(|nd| nd.cpus.contains(&c)).map_or(-1, |p| p as i64);
-    for c in 0..n {
+    for &c in &declared_cpus {
         let Some(g) = r.cpus.get(&c) else { continue };
         let (socket, die, _core, _thread) = position(spec, c);
         diff(format!("cpu {c} package"), socket.to_string(), g.package.to_string());
@@ -71,7 +78,7 @@ pub fn compare(spec: &MachineSpec, r: &GuestReport) -> Vec<Difference> {
             diff(format!("cpu {c} die group"), format_cpulist(&declared), format_cpulist(&observed));
         }
         let first = c - c % spec.threads;
-        let sib: Vec<u32> = (first..first + spec.threads).collect();
+        let sib: Vec<u32> = (first..first + spec.threads).filter(|&s| online.contains(s)).collect();
         diff(format!("cpu {c} siblings"), format_cpulist(&sib), format_cpulist(&g.siblings));
         diff(format!("cpu {c} node"), node_of(c).to_string(), g.node.to_string());
     }
@@ -80,7 +87,8 @@ pub fn compare(spec: &MachineSpec, r: &GuestReport) -> Vec<Difference> {
     diff("nodes".into(), format_cpulist(&declared_nodes), format_cpulist(&observed_nodes));
     for (id, nd) in spec.nodes.iter().enumerate() {
         let Some(g) = r.nodes.get(&(id as u32)) else { continue };
-        diff(format!("node {id} cpulist"), format_cpulist(&nd.cpus), format_cpulist(&g.cpus));
+        let cpus: Vec<u32> = nd.cpus.iter().copied().filter(|&c| online.contains(c)).collect();
+        diff(format!("node {id} cpulist"), format_cpulist(&cpus), format_cpulist(&g.cpus));
         let mem = |has: bool| if has { "memory" } else { "no memory" }.to_string();
         diff(format!("node {id} memory"), mem(nd.mem_mib > 0), mem(g.mem_kib > 0));
         let row = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(" ");
@@ -144,7 +152,24 @@ mod tests {
 
     #[test]
     fn matching_guest_has_no_differences() {
-        assert_eq!(compare(&machines::seed_002(256), &seed_002_report()), vec![]);
+        assert_eq!(compare(&machines::seed_002(256), &seed_002_report(), &CpuMask::first_n(8)), vec![]);
+    }
+
+    #[test]
+    fn offline_cpus_leave_the_online_set_node_cpulists_and_sibling_groups() {
+        let mut r = seed_002_report();
+        r.cpus.remove(&3);
+        r.cpus.get_mut(&2).expect("cpu 2").siblings = vec![2];
+        r.nodes.get_mut(&0).expect("node 0").cpus = vec![0, 1, 2];
+        r.cpu_state.present = Some((0..8).collect());
+        let online = CpuMask::parse_cpulist("0-2,4-7").expect("cpulist");
+        assert_eq!(compare(&machines::seed_002(256), &r, &online), vec![]);
+        let d: Vec<String> =
+            compare(&machines::seed_002(256), &r, &CpuMask::first_n(8)).iter().map(ToString::to_string).collect();
+        assert_eq!(d[0], "online CPUs: declared 0-7, observed 0-2,4-7");
+        r.cpu_state.present = Some((0..7).collect());
+        let d: Vec<String> = compare(&machines::seed_002(256), &r, &online).iter().map(ToString::to_string).collect();
+        assert_eq!(d, vec!["present CPUs: declared 0-7, observed 0-6"]);
     }
 
     #[test]
@@ -153,7 +178,8 @@ mod tests {
         r.cpus.get_mut(&1).expect("cpu 1").siblings = vec![1];
         r.nodes.get_mut(&1).expect("node 1").distance = vec![21, 10];
         r.pci.get_mut("0000:40:00.0").expect("port").numa_node = -1;
-        let d: Vec<String> = compare(&machines::seed_002(256), &r).iter().map(ToString::to_string).collect();
+        let d: Vec<String> =
+            compare(&machines::seed_002(256), &r, &CpuMask::first_n(8)).iter().map(ToString::to_string).collect();
         assert_eq!(
             d,
             vec![

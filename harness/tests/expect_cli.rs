@@ -1,4 +1,5 @@
-//! `manarig expect` (= `cargo xtask expect`) end to end: output and exit codes.
+//! `manarig expect` (= `cargo xtask expect`) end to end: output and exit codes; and
+//! topology files `run` refuses before it starts anything.
 
 mod support;
 
@@ -71,4 +72,41 @@ fn expect_prints_the_6_3_model_naming_its_hop_aware_spread() {
         let (_, same, _) = manarig(&["expect", "topologies/seed-003-epyc-7763.toml", "--kernel", alias]);
         assert_eq!(same, out, "{alias}");
     }
+}
+
+/// A scenario the kernel cannot have is refused before anything starts: one line
+/// naming the file and the field, exit 2.
+#[test]
+fn an_impossible_scenario_is_one_error_line_and_exit_2() {
+    let dir = std::env::temp_dir().join(format!("manarig-scen-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../topologies/scen-cpu-hotplug.toml"))
+        .expect("topology");
+    for (from, to, want) in [
+        ("offline = \"3\"", "offline = \"0,3\"", "scenario.offline: CPU 0 cannot go offline"),
+        ("maxcpus = 7", "maxcpus = 9", "scenario.maxcpus: 9: must be 1..=8"),
+    ] {
+        let file = dir.join("bad.toml");
+        std::fs::write(&file, text.replace(from, to)).expect("write");
+        let shown = file.display().to_string();
+        let (code, out, err) = manarig(&["run", &shown, "--kernel", "6.12-min"]);
+        assert_eq!(code, 2, "{err}");
+        let errors: Vec<&str> = err.lines().filter(|l| l.contains("scenario.")).collect();
+        assert_eq!(errors.len(), 1, "{err}");
+        assert!(errors[0].contains(&format!("{shown}: {want}")), "{err}");
+        assert!(!err.contains("boot to report"), "nothing started: {err}");
+        let _ = out;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An asymmetric SLIT loads: one warning line per asymmetric pair on stderr, and the
+/// table built from node 0's row (node 2 at 20 before node 1 at 30).
+#[test]
+fn an_asymmetric_slit_is_accepted_with_a_warning_per_pair() {
+    let (code, out, err) = manarig(&["expect", "topologies/scen-asymmetric-slit.toml", "--kernel", "6.12"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(err.lines().filter(|l| l.starts_with("warning: ") && l.contains("asymmetric SLIT")).count(), 3, "{err}");
+    assert!(err.contains("numa.distances[0][1]: 30 but the reverse distance is 20"), "{err}");
+    assert!(out.contains("hops from the NIC node: 0-1 | 4-5 | 2-3"), "{out}");
 }

@@ -128,3 +128,58 @@ fn rmmod_and_reprobe_keep_the_irq_and_queue_tables_without_kernel_warnings_on_li
     // The minimal kernel needs CONFIG_MODULE_UNLOAD for `rmmod mana`.
     reprobe_is_clean("6.12-min");
 }
+
+/// (name without `@pci:…`, smp_affinity_list, affinity_hint) of each MANA IRQ.
+fn irqs(o: &harness::guest_protocol::GuestReport) -> Vec<(String, String, String)> {
+    o.msix
+        .iter()
+        .map(|i| {
+            let name = i.name.split('@').next().unwrap_or_default().to_owned();
+            let cpus = i.affinity.as_deref().map(harness::guest_protocol::format_cpulist).unwrap_or_default();
+            (name, cpus, i.hint.clone().unwrap_or_default())
+        })
+        .collect()
+}
+
+/// topologies/scen-cpu-hotplug.toml on the minimal 6.12: with CPUs 0-2,4-6 online at
+/// the probe (maxcpus=7, CPU 3 offlined first) MANA allocates 7 vectors and
+/// irq_setup() uses the online sibling groups {0-1}, {2}, {4-5}, {6}; offlining CPU 2
+/// gives the two vectors on {2} every online CPU (migrate_one_irq()); onlining 3 and
+/// 7 moves nothing back, but the hint of the vector on {6}, a pointer to CPU 6's
+/// sibling map, now reads 6-7.
+#[test]
+fn cpus_offline_at_probe_and_hotplugged_after_it_on_linux_6_12_min() {
+    let o = run("scen-cpu-hotplug", "6.12-min", false);
+    assert_eq!(o.verdict.status, Status::Pass);
+    let names: Vec<&str> = o.stages.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["probe", "offline-after"]);
+    let cpus = |r: &harness::guest_protocol::GuestReport| irqs(r).into_iter().map(|(_, c, _)| c).collect::<Vec<_>>();
+    assert_eq!(cpus(&o.stages[0].report), ["0", "0-1", "2", "0-1", "2", "4-5", "6"]);
+    let after = ["0", "0-1", "0-1,4-6", "0-1", "0-1,4-6", "4-5", "6"];
+    assert_eq!(cpus(&o.stages[1].report), after);
+    assert_eq!(cpus(&o.report), after);
+    assert_eq!(o.report.cpus.keys().copied().collect::<Vec<_>>(), [0, 1, 3, 4, 5, 6, 7]);
+    assert_eq!(o.stages[0].report.cpu_state.present.as_deref(), Some(&[0, 1, 2, 3, 4, 5, 6, 7][..]));
+    // affinity_hint is a hex mask: CPU 6's sibling map gained CPU 7 (0xc0).
+    assert_eq!(irqs(&o.report)[6].2.trim_start_matches('0'), "c0");
+    let check = o.verdict.checks.iter().find(|c| c.name == harness::verdict::CPU_STATE_CHECK).expect("cpu_state check");
+    assert_eq!(check.status, harness::verdict::CheckStatus::Pass, "{check:?}");
+}
+
+/// topologies/scen-cpu-policies.toml on Debian's 6.12 (built with CONFIG_CPU_ISOLATION
+/// and CONFIG_NO_HZ_FULL; the minimal kernel has neither and fails `cpu_state`): the
+/// guest took irqaffinity=4-5, isolcpus=managed_irq,domain,2-3 and nohz_full=6-7, and
+/// with the NIC on a memory-only node MANA leaves its queue vectors at
+/// irq_default_affinity = 0,4-5 (the boot CPU is added), HWC on CPU 4.
+#[test]
+fn irqaffinity_places_the_vectors_mana_leaves_alone_and_isolcpus_does_not_on_linux_6_12() {
+    let o = run("scen-cpu-policies", "6.12", false);
+    assert_eq!(o.verdict.status, Status::Pass);
+    let cpus = irqs(&o.report).into_iter().map(|(_, c, _)| c).collect::<Vec<_>>();
+    assert_eq!(cpus[0], "4");
+    assert!(cpus[1..].iter().all(|c| c == "0,4-5"), "{cpus:?}");
+    let cs = &o.report.cpu_state;
+    assert_eq!(cs.isolated.as_deref(), Some(&[2, 3][..]));
+    assert_eq!(cs.nohz_full.as_deref(), Some(&[6, 7][..]));
+    assert_eq!(cs.default_smp_affinity.as_deref(), Some(&[0, 4, 5][..]));
+}

@@ -2,7 +2,7 @@
 //! (or `expect --from-lscpu FILE … --kernel K`: of a real machine, see [`super::import`]).
 
 use super::Exit;
-use crate::model::{expected_table, KernelGen, UnknownKernel};
+use crate::model::{expected_stages, expected_table, KernelGen, UnknownKernel};
 use crate::topology::Topology;
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -70,6 +70,9 @@ pub fn run(args: &ExpectArgs) -> ExitCode {
             return Exit::RigError.into();
         }
     };
+    for w in topo.warnings() {
+        eprintln!("warning: {w}");
+    }
     let topo = if args.qemu_numbering { topo.to_qemu_numbering() } else { topo };
     let table = expected_table(&topo, args.kernel.0);
     let text = if args.json {
@@ -81,7 +84,13 @@ pub fn run(args: &ExpectArgs) -> ExitCode {
             }
         }
     } else {
-        table.to_text()
+        // With CPU hotplug after the probe (`[scenario]`), each later stage's table too.
+        let mut text = table.to_text();
+        for (stage, t) in expected_stages(&topo, args.kernel.0).iter().skip(1) {
+            text.push_str(&format!("\n# after stage {stage} ({} online CPUs):\n", t.online_cpus));
+            text.push_str(&t.to_text());
+        }
+        text
     };
     // A closed pipe (`| head`) is not an error worth a panic.
     let _ = std::io::stdout().lock().write_all(text.as_bytes());

@@ -111,6 +111,7 @@ impl RigOptions {
             traffic: None,
             debug: false,
             inject: Vec::new(),
+            scenario: crate::topology::ScenarioFile::default(),
         }
     }
 }
@@ -182,9 +183,53 @@ pub struct RunArgs {
     /// mana` succeeds at the end): exit 1 when the driver did not survive.
     #[arg(long = "inject", value_name = "SPEC")]
     pub inject: Vec<device_model::inject::InjectSpec>,
+    /// One-off `[scenario]` fields (each replaces the file's; topologies/README.md).
+    #[command(flatten)]
+    pub scenario: ScenarioArgs,
     /// Rig options.
     #[command(flatten)]
     pub rig: RigOptions,
+}
+
+/// `run`'s one-off `[scenario]` fields: the same names and values as the table.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ScenarioArgs {
+    /// Kernel parameter maxcpus=N: only the guest's first N CPUs come online at boot.
+    #[arg(long, value_name = "N")]
+    pub maxcpus: Option<i64>,
+    /// CPUs (file numbering) offlined through sysfs before mana loads.
+    #[arg(long, value_name = "CPULIST")]
+    pub offline: Option<String>,
+    /// CPUs offlined after the probe (stage `probe` kept).
+    #[arg(long, value_name = "CPULIST")]
+    pub offline_after: Option<String>,
+    /// CPUs onlined after the probe and --offline-after.
+    #[arg(long, value_name = "CPULIST")]
+    pub online_after: Option<String>,
+    /// Kernel parameter irqaffinity=CPULIST.
+    #[arg(long, value_name = "CPULIST")]
+    pub irqaffinity: Option<String>,
+    /// Kernel parameter isolcpus=[FLAG,...,]CPULIST (flags nohz, domain, managed_irq).
+    #[arg(long, value_name = "SPEC")]
+    pub isolcpus: Option<String>,
+    /// Kernel parameter nohz_full=CPULIST.
+    #[arg(long, value_name = "CPULIST")]
+    pub nohz_full: Option<String>,
+}
+
+impl ScenarioArgs {
+    /// As the model's `[scenario]` fields.
+    pub fn to_file(&self) -> crate::topology::ScenarioFile {
+        crate::topology::ScenarioFile {
+            maxcpus: self.maxcpus,
+            offline: self.offline.clone(),
+            offline_after: self.offline_after.clone(),
+            online_after: self.online_after.clone(),
+            irqaffinity: self.irqaffinity.clone(),
+            isolcpus: self.isolcpus.clone(),
+            nohz_full: self.nohz_full.clone(),
+        }
+    }
 }
 
 impl RunArgs {
@@ -379,16 +424,23 @@ pub fn run(args: &RunArgs) -> ExitCode {
         Exit::RigError.into()
     };
     // The topology first: a bad file must not wait for a kernel build.
-    let checked =
-        crate::topology::Topology::load(topology).map_err(anyhow::Error::new).and_then(|topo| match args.channels {
-            Some(c) if c == 0 || c > topo.max_channels() => anyhow::bail!(
+    let checked = crate::topology::Topology::load(topology)
+        .and_then(|topo| topo.with_scenario(&topology.display().to_string(), &args.scenario.to_file()))
+        .map_err(anyhow::Error::new)
+        .and_then(|topo| {
+            for w in topo.warnings() {
+                eprintln!("manarig: warning: {w}");
+            }
+            match args.channels {
+                Some(c) if c == 0 || c > topo.max_channels() => anyhow::bail!(
                 "--channels {c}: `ethtool -L` accepts 1 to {} combined channels on {} (the driver's max_num_queues: \
                  CPUs, max_queues, MSI-X vectors - 1)",
                 topo.max_channels(),
                 topology.display()
             ),
-            // The file's `[nic] inject` specs parse, or nothing starts.
-            _ => crate::rig::injections(topology, &topo, &[]).map(drop),
+                // The file's `[nic] inject` specs parse, or nothing starts.
+                _ => crate::rig::injections(topology, &topo, &[]).map(drop),
+            }
         });
     let device_fault = checked.and_then(|()| device_fault_from_env());
     let device_fault = match device_fault {
@@ -407,6 +459,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
     let mut request = args.rig.request_for(topology, &kernel, model);
     request.channels = args.channels;
     request.reprobe = args.reprobe;
+    request.scenario = args.scenario.to_file();
     request.device_fault = device_fault;
     request.traffic = traffic_options(args.traffic, args.traffic_bytes, args.traffic_seconds);
     request.inject.clone_from(&args.inject);

@@ -4,7 +4,7 @@
 //! sysfs-devices-node, sysfs-bus-pci; Documentation/filesystems/proc.rst).
 
 use super::interrupts::{header_columns, parse_irq_counts, parse_raw_interrupts, IrqLine};
-use super::report::{GuestCpu, GuestIrq, GuestNode, GuestPci, GuestReport};
+use super::report::{GuestCpu, GuestCpuState, GuestIrq, GuestNode, GuestPci, GuestReport};
 use super::ReportError;
 use std::collections::BTreeMap;
 
@@ -53,6 +53,7 @@ fn hex(path: &str, (line, v): &Value) -> Result<u32, ReportError> {
 /// Build CPUs, nodes, PCI functions and MSI-X vectors from the raw items.
 pub(super) fn assemble(r: &mut GuestReport, raw: &Raw) -> Result<(), ReportError> {
     r.cpus = cpus(raw)?;
+    r.cpu_state = cpu_state(raw)?;
     for (path, v) in &raw.files {
         if let Some(rest) = path.strip_prefix(NODE) {
             node_file(r, path, rest, v)?;
@@ -91,6 +92,36 @@ fn cpus(raw: &Raw) -> Result<BTreeMap<u32, GuestCpu>, ReportError> {
         cpus.insert(c, cpu);
     }
     Ok(cpus)
+}
+
+/// The CPU masks: `present`, `possible`, `offline`, `isolated`, `nohz_full`
+/// (cpulists) and `/proc/irq/default_smp_affinity` (a hex mask). nohz_full prints
+/// `(null)` without nohz_full CPUs on some kernels: read as none.
+fn cpu_state(raw: &Raw) -> Result<GuestCpuState, ReportError> {
+    let get = |leaf: &str| -> Result<Option<Vec<u32>>, ReportError> {
+        match raw.files.get(&format!("{CPU}{leaf}")) {
+            Some((_, v)) if v.trim() == "(null)" => Ok(Some(Vec::new())),
+            Some(v) => list(leaf, v).map(Some),
+            None => Ok(None),
+        }
+    };
+    let default_smp_affinity = match raw.files.get("/proc/irq/default_smp_affinity") {
+        Some((line, v)) => Some(
+            crate::cpulist::CpuMask::parse_mask_string(v.trim())
+                .map_err(|e| bad(*line, format!("/proc/irq/default_smp_affinity: {e}"), v))?
+                .iter()
+                .collect(),
+        ),
+        None => None,
+    };
+    Ok(GuestCpuState {
+        present: get("present")?,
+        possible: get("possible")?,
+        offline: get("offline")?,
+        isolated: get("isolated")?,
+        nohz_full: get("nohz_full")?,
+        default_smp_affinity,
+    })
 }
 
 /// One `/sys/devices/system/node/nodeN/<leaf>` file (`rest` = `N/<leaf>`).

@@ -27,8 +27,8 @@ pub use markers::{Marker, Version};
 pub use options::{AgentOptions, PciId, ReportChannel};
 pub use parse::{parse, Key};
 pub use report::{
-    format_cpulist, GuestCpu, GuestIrq, GuestNode, GuestPci, GuestReport, GuestTraffic, Stage, TrafficCounts,
-    Transcript, Unload,
+    format_cpulist, GuestCpu, GuestCpuState, GuestIrq, GuestNode, GuestPci, GuestReport, GuestTraffic, Stage,
+    TrafficCounts, Transcript, Unload,
 };
 
 /// Errors reading the agent's output. Line numbers are 1-based, in the text

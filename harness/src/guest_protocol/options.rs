@@ -12,9 +12,23 @@ pub const PREFIX: &str = "manarig.";
 
 /// The name of every item [`AgentOptions`] renders (after [`PREFIX`]), in the
 /// order it renders them.
-pub const NAMES: [&str; 13] = [
-    "load", "deadline", "poll", "nic", "ifup", "channels", "pin", "reprobe", "report", "addr", "traffic", "debug",
+pub const NAMES: [&str; 16] = [
+    "load",
+    "deadline",
+    "poll",
+    "nic",
+    "ifup",
+    "channels",
+    "pin",
+    "reprobe",
+    "report",
+    "addr",
+    "traffic",
+    "debug",
     "unload",
+    "offline",
+    "offline_after",
+    "online_after",
 ];
 
 /// The value of `manarig.load`: what `/init` loads (`/lib/modules/manarig/order`,
@@ -138,6 +152,14 @@ pub struct AgentOptions {
     /// (waited for until the deadline; `unload: hung` if it has not returned):
     /// runs with fault injection check that the driver still unloads.
     pub unload: bool,
+    /// `manarig.offline=CPULIST`: offline these CPUs (sysfs) before mana loads.
+    pub offline: Option<CpuMask>,
+    /// `manarig.offline_after=CPULIST`: after the probe, print it as stage `probe`
+    /// and offline these CPUs, one by one in ascending order.
+    pub offline_after: Option<CpuMask>,
+    /// `manarig.online_after=CPULIST`: then (after stage `offline-after` when CPUs
+    /// went offline) online these CPUs, in ascending order.
+    pub online_after: Option<CpuMask>,
 }
 
 impl Default for AgentOptions {
@@ -156,6 +178,9 @@ impl Default for AgentOptions {
             traffic: None,
             debug: false,
             unload: false,
+            offline: None,
+            offline_after: None,
+            online_after: None,
         }
     }
 }
@@ -164,7 +189,7 @@ impl AgentOptions {
     /// The `manarig.*` items, in the order of [`NAMES`]: `manarig.deadline` always,
     /// the others only when they differ from the agent's defaults.
     pub fn cmdline_items(&self) -> Vec<String> {
-        let values: [(&str, Option<String>); 13] = [
+        let values: [(&str, Option<String>); 16] = [
             ("load", self.load_mana.then(|| LOAD_MANA.to_string())),
             ("deadline", Some(self.deadline_s.to_string())),
             ("poll", self.poll.map(|d| format!("{:.3}", d.as_secs_f64()))),
@@ -178,6 +203,9 @@ impl AgentOptions {
             ("traffic", self.traffic.map(|peer| peer.to_string())),
             ("debug", self.debug.then(|| "1".to_string())),
             ("unload", self.unload.then(|| "1".to_string())),
+            ("offline", self.offline.as_ref().map(CpuMask::to_cpulist)),
+            ("offline_after", self.offline_after.as_ref().map(CpuMask::to_cpulist)),
+            ("online_after", self.online_after.as_ref().map(CpuMask::to_cpulist)),
         ];
         debug_assert!(values.iter().map(|(n, _)| *n).eq(NAMES));
         values.into_iter().filter_map(|(name, v)| Some(format!("{PREFIX}{name}={}", v?))).collect()
@@ -214,12 +242,15 @@ mod tests {
             traffic: Some(SocketAddrV4::new(Ipv4Addr::new(192, 0, 2, 1), 7000)),
             debug: true,
             unload: true,
+            offline: Some(CpuMask::single(3)),
+            offline_after: Some(CpuMask::parse_cpulist("2,4").expect("cpulist")),
+            online_after: Some(CpuMask::parse_cpulist("2-4").expect("cpulist")),
         };
         assert_eq!(
             all.cmdline(),
             "manarig.load=mana manarig.deadline=90 manarig.poll=0.050 manarig.nic=0x1b36:0x0010 manarig.ifup=0 \
              manarig.channels=4 manarig.pin=0-1,4 manarig.reprobe=1 manarig.report=ttyS1 manarig.addr=192.0.2.2/24 \
-             manarig.traffic=192.0.2.1:7000 manarig.debug=1 manarig.unload=1"
+             manarig.traffic=192.0.2.1:7000 manarig.debug=1 manarig.unload=1 manarig.offline=3 manarig.offline_after=2,4 manarig.online_after=2-4"
         );
         let names: Vec<String> = all
             .cmdline_items()

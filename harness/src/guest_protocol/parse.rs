@@ -35,6 +35,8 @@ pub enum Key {
     Netdev,
     /// `rmmod: <exit status or ->`.
     Rmmod,
+    /// `hotplug: <0|1|->` (a new key: older agents do not print it).
+    Hotplug,
     /// `stderr <tool>: <line>`.
     Stderr,
     /// `f <path>: <line of the file>`.
@@ -79,7 +81,7 @@ pub enum Key {
 
 impl Key {
     /// Every key, in the order guest-images/README.md lists them.
-    pub const ALL: [Key; 31] = [
+    pub const ALL: [Key; 32] = [
         Key::Kernel,
         Key::Cmdline,
         Key::Time,
@@ -91,6 +93,7 @@ impl Key {
         Key::Channels,
         Key::Netdev,
         Key::Rmmod,
+        Key::Hotplug,
         Key::Stderr,
         Key::File,
         Key::Link,
@@ -127,6 +130,7 @@ impl Key {
             Key::Channels => "channels",
             Key::Netdev => "netdev",
             Key::Rmmod => "rmmod",
+            Key::Hotplug => "hotplug",
             Key::Stderr => "stderr",
             Key::File => "f",
             Key::Link => "link",
@@ -278,6 +282,7 @@ fn parse_block(lines: &[&str], begin: usize, end: usize, version: Version) -> Re
             Key::Channels => r.channels = value.trim().parse().ok(),
             Key::Rmmod => r.rmmod_status = status(value),
             Key::Unload => r.unload = Unload::parse(value),
+            Key::Hotplug => r.hotplug_status = status(value),
             Key::Warning => r.warnings.push(value.to_string()),
             Key::Debug => r.debug = Some(value.to_string()),
             Key::Kmemleak => r.kmemleak.push(value.to_string()),

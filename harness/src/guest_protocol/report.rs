@@ -23,6 +23,25 @@ pub struct GuestCpu {
     pub node: i64,
 }
 
+/// The guest's CPU masks (Documentation/ABI/testing/sysfs-devices-system-cpu) and
+/// `/proc/irq/default_smp_affinity`; None when the file was not in the report (an
+/// older agent, or a kernel without it: `nohz_full` needs CONFIG_NO_HZ_FULL).
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
+pub struct GuestCpuState {
+    /// `present`.
+    pub present: Option<Vec<u32>>,
+    /// `possible`.
+    pub possible: Option<Vec<u32>>,
+    /// `offline` (possible but not online).
+    pub offline: Option<Vec<u32>>,
+    /// `isolated` (`isolcpus=` domain CPUs).
+    pub isolated: Option<Vec<u32>>,
+    /// `nohz_full`.
+    pub nohz_full: Option<Vec<u32>>,
+    /// `/proc/irq/default_smp_affinity` (`irq_default_affinity`), expanded.
+    pub default_smp_affinity: Option<Vec<u32>>,
+}
+
 /// One guest NUMA node.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct GuestNode {
@@ -108,7 +127,12 @@ pub struct GuestReport {
     /// The final `rmmod mana` of a run with fault injection
     /// (`manarig.unload=1`; None if not run).
     pub unload: Option<Unload>,
-    /// What the guest agent's tools wrote to stderr, by tool (`ethtool`, `rmmod`):
+    /// Whether the agent's CPU hotplug writes succeeded (`0`), one failed (`1`),
+    /// None when it did none (`manarig.offline*`, `manarig.online_after`).
+    pub hotplug_status: Option<i32>,
+    /// The CPU masks of `/sys/devices/system/cpu` and the IRQ default.
+    pub cpu_state: GuestCpuState,
+    /// What the guest agent's tools wrote to stderr, by tool (`ethtool`, `rmmod`, `hotplug`):
     /// `stderr <tool>: <line>` lines.
     pub stderr: BTreeMap<String, Vec<String>>,
     /// Kernel log lines that are warnings of any origin (`WARNING:`, `BUG:`,

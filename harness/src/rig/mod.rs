@@ -16,7 +16,7 @@ pub mod report_to_verdict;
 
 use crate::accel::AccelChoice;
 use crate::guest_protocol::{AgentOptions, Marker};
-use crate::model::{expected_table, KernelGen, ModelBasis};
+use crate::model::{expected_stages, expected_table, KernelGen, ModelBasis, PROBE_STAGE};
 use crate::provision::tools::GuestFile;
 use crate::provision::{self, Provisioned};
 use crate::qemu::{self, BootRequest};
@@ -24,7 +24,7 @@ use crate::topology::Topology;
 use crate::traffic::peer::{PeerOptions, PeerProcess, PeerReport, Planner};
 use crate::traffic::plan::{self, PlanRequest, PlannedFlow};
 use crate::traffic::{self, TrafficOptions};
-use crate::verdict::{judge, judge_traffic, DebugLog, Observed, TrafficInput, Verdict};
+use crate::verdict::{check_cpu_state, judge, judge_traffic, DebugLog, Observed, TrafficInput, Verdict};
 use anyhow::{bail, Context, Result};
 use device_model::server::DeviceStatus;
 use std::path::{Path, PathBuf};
@@ -94,6 +94,8 @@ pub struct RunRequest {
     /// run with injections is judged by `driver_survived` alone
     /// ([`crate::verdict::driver_survived`]).
     pub inject: Vec<device_model::inject::InjectSpec>,
+    /// `[scenario]` fields that replace the topology file's (`run --maxcpus`, …).
+    pub scenario: crate::topology::ScenarioFile,
 }
 
 impl RunRequest {
@@ -119,6 +121,7 @@ impl RunRequest {
             traffic: None,
             debug: false,
             inject: Vec::new(),
+            scenario: crate::topology::ScenarioFile::default(),
         }
     }
 }
@@ -221,6 +224,43 @@ fn lifecycle_steps_ran(
             said("rmmod"),
             tail()
         );
+    }
+    Ok(())
+}
+
+/// The guest's topology at one moment (`stage`: the report's is the topology's
+/// [`Topology::last_stage`]) is the machine's, with the CPUs the scenario leaves
+/// online then.
+///
+/// # Errors
+/// Every difference, one per line, naming the topology file.
+fn guest_topology_matches(
+    file: &Path,
+    spec: &qemu::MachineSpec,
+    guest: &Topology,
+    stage: &str,
+    report: &crate::guest_protocol::GuestReport,
+) -> Result<()> {
+    let diffs = crate::guest_topology::compare(spec, report, &guest.online_at(stage));
+    if !diffs.is_empty() {
+        bail!(
+            "the guest's topology differs from {}:\n{}",
+            file.display(),
+            diffs.iter().map(|d| format!("  {d}")).collect::<Vec<_>>().join("\n")
+        );
+    }
+    Ok(())
+}
+
+/// The agent's CPU hotplug writes (`manarig.offline`, `offline_after`,
+/// `online_after`) all succeeded.
+///
+/// # Errors
+/// The failed writes, in the agent's words.
+fn hotplug_ran(report: &crate::guest_protocol::GuestReport) -> Result<()> {
+    if report.hotplug_status.is_some_and(|rc| rc != 0) {
+        let said = report.stderr.get("hotplug").map_or(String::new(), |l| l.join(" / "));
+        bail!("CPU hotplug through /sys/devices/system/cpu/cpuN/online failed in the guest: {said}");
     }
     Ok(())
 }
@@ -402,13 +442,21 @@ impl NicBoot<'_> {
         }
 
         let mut boot = BootRequest::new(&spec, self.kernel, &prov.busybox);
+        // The scenario in the guest's numbering: CPUs to hotplug, kernel parameters.
+        let guest = topo.to_qemu_numbering();
+        let scenario = guest.scenario();
+        let cpus = |m: &crate::cpulist::CpuMask| (!m.is_empty()).then(|| m.clone());
         boot.agent = AgentOptions {
             load_mana: true,
             channels: self.channels,
             reprobe: req.reprobe,
             unload: !self.inject.is_empty(),
+            offline: cpus(&scenario.offline),
+            offline_after: cpus(&scenario.offline_after),
+            online_after: cpus(&scenario.online_after),
             ..boot.agent
         };
+        boot.extra_cmdline.extend(guest.scenario_cmdline());
         boot.extra_devices.push(qemu::vfio_user_nic(&socket));
         if self.channels.is_some() || flows_bin.is_some() {
             // ethtool and its libraries are half the initramfs: only when used.
@@ -477,7 +525,7 @@ impl NicBoot<'_> {
 /// a failing [`Verdict`], not an error.
 pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     let start = Instant::now();
-    let topo = Topology::load(&req.topology)?;
+    let topo = Topology::load(&req.topology)?.with_scenario(&req.topology.display().to_string(), &req.scenario)?;
     let prov = provisioned(req.cache_dir.as_deref())?;
     let provision_time = start.elapsed();
     let kernel = match &req.custom_kernel {
@@ -513,14 +561,13 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     };
     let booted = result.with_context(|| format!("booting {} on Linux {}", topo.name(), kernel.release))?;
 
-    let diffs = crate::guest_topology::compare(&spec, &booted.report);
-    if !diffs.is_empty() {
-        bail!(
-            "the guest's topology differs from {}:\n{}",
-            req.topology.display(),
-            diffs.iter().map(|d| format!("  {d}")).collect::<Vec<_>>().join("\n")
-        );
+    let guest = topo.to_qemu_numbering();
+    guest_topology_matches(&req.topology, &spec, &guest, guest.last_stage(), &booted.report)?;
+    for stage in &booted.stages {
+        guest_topology_matches(&req.topology, &spec, &guest, &stage.name, &stage.report)
+            .with_context(|| format!("stage {}", stage.name))?;
     }
+    hotplug_ran(&booted.report)?;
     if inject.is_empty() {
         // With injections a failed step is the driver's answer to the fault:
         // driver_survived judges it.
@@ -532,7 +579,14 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         // A user's `--cmdline` items change the guest: every format's header shows them.
         accel = format!("{accel}, kernel command line + {}", req.extra_cmdline.join(" "));
     }
-    let expected = expected_table(&topo.to_qemu_numbering(), model);
+    // The model's table at each CPU state of the run (the probe, then after each
+    // hotplug stage of the scenario); the report shows the last one.
+    let expected_at = expected_stages(&guest, model);
+    let expected_for = |stage: &str| {
+        let stage = if stage == "first-probe" { PROBE_STAGE } else { stage };
+        expected_at.iter().find(|(n, _)| n == stage).map_or(&expected_at[0].1, |(_, t)| t)
+    };
+    let expected = expected_for(guest.last_stage());
     let marks = marks.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let status_at = |is: &dyn Fn(&Marker) -> bool| {
         marks.iter().rev().find(|(l, _)| Marker::parse(l).is_some_and(|m| is(&m))).and_then(|(_, s)| s.clone())
@@ -556,7 +610,7 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         }
         let observed = report_to_verdict::observed(&report, model, &req.model_basis, &accel)?;
         let queues = table(status_at(&|m| *m == Marker::StageBegin(name.clone())), &observed);
-        let verdict = judge(&topo, &observed, &expected);
+        let verdict = judge(&topo, &observed, expected_for(&name));
         stages.push(StageOutcome { name, verdict, queues, report });
     }
     let observed = report_to_verdict::observed(&booted.report, model, &req.model_basis, &accel)?;
@@ -564,7 +618,13 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     let device_flows =
         report_status.as_ref().and_then(|s| s.core.as_ref()).map(|c| c.flows.flows.clone()).unwrap_or_default();
     let queues = table(report_status, &observed);
-    let mut verdict = judge(&topo, &observed, &expected);
+    let mut verdict = judge(&topo, &observed, expected);
+    if !guest.scenario().is_default() {
+        let mut states: Vec<(&str, &crate::guest_protocol::GuestCpuState)> =
+            stages.iter().map(|s| (s.name.as_str(), &s.report.cpu_state)).collect();
+        states.push((guest.last_stage(), &booted.report.cpu_state));
+        verdict.add_check(check_cpu_state(&guest, &states));
+    }
     if let Some(label) = &req.label {
         verdict.run.name = format!("{}@{label}", topo.name());
     }

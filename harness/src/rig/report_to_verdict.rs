@@ -57,6 +57,8 @@ pub fn stage_facts(report: &GuestReport, table: Option<QueueTable>) -> StageFact
         rmmod_status: report.rmmod_status,
         warnings: report.warnings.clone(),
         table,
+        online: Some(report.cpus.keys().copied().collect()),
+        vectors: None,
     }
 }
 

@@ -34,6 +34,7 @@
 
 pub mod baseline;
 mod check;
+mod cpu_state;
 pub mod debug_reports;
 pub mod format;
 mod geometry;
@@ -49,6 +50,7 @@ mod survival;
 pub mod traffic;
 
 pub use check::{Check, CheckStatus, Status};
+pub use cpu_state::{check_cpu_state, CPU_STATE_CHECK};
 pub use debug_reports::{DebugLog, DEBUG_REPORTS_CHECK};
 pub use format::{
     render, render_before_after, render_ktap_test, render_many, render_rig_error, Format, RenderError, RigErrorReport,
@@ -59,7 +61,9 @@ pub use judge::judge;
 pub use outcome::{RunInfo, Verdict, SCHEMA_VERSION};
 pub use row::{ExpectedSide, ObservedSide, RowOutcome, VectorRow};
 pub use stage_checks::{same_irq_table_check, same_queue_table_check};
-pub use stages::{QueueRow, QueueStage, QueueTable, StageFacts, StageLink, QUEUE_IRQS_CHECK, REPORT_STAGE};
+pub use stages::{
+    QueueRow, QueueStage, QueueTable, StageFacts, StageLink, HOTPLUG_STAGES, QUEUE_IRQS_CHECK, REPORT_STAGE,
+};
 pub use summary::{CoreCount, NodeCount, RemoteIrq, SiblingShare, Summary};
 pub use survival::{driver_did_not_survive, driver_survived, DRIVER_SURVIVED};
 pub use traffic::{judge_traffic, TrafficInput, TrafficReport};

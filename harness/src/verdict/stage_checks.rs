@@ -4,7 +4,7 @@
 
 use super::check::{Check, CheckStatus, Status};
 use super::outcome::Verdict;
-use super::stages::{QueueStage, QueueTable, StageFacts, QUEUE_IRQS_CHECK, REPORT_STAGE};
+use super::stages::{QueueStage, QueueTable, StageFacts, HOTPLUG_STAGES, QUEUE_IRQS_CHECK, REPORT_STAGE};
 
 /// (vector name, `smp_affinity_list`) of every row, for comparing two moments.
 fn irq_cpus(v: &Verdict) -> Vec<(String, String)> {
@@ -177,20 +177,31 @@ impl Verdict {
     /// facts) in run order, then the report's facts. Sets `queues` (earlier
     /// stages first, [`REPORT_STAGE`] last) and appends the checks:
     /// [`QUEUE_IRQS_CHECK`], and per earlier stage [`same_irq_table_check`] and
-    /// [`same_queue_table_check`]. The status becomes Fail if one of them fails.
+    /// [`same_queue_table_check`] (not for the [`HOTPLUG_STAGES`], whose tables differ
+    /// on purpose). Each earlier stage keeps its IRQ rows (`vectors`). The status
+    /// becomes Fail if a check fails, or an earlier stage's verdict failed.
     pub fn add_stages(&mut self, earlier: Vec<(&str, &Verdict, StageFacts)>, report: StageFacts) {
         let mut stages: Vec<QueueStage> = earlier
             .iter()
-            .map(|(name, v, facts)| QueueStage { stage: (*name).to_owned(), status: v.status, facts: facts.clone() })
+            .map(|(name, v, facts)| QueueStage {
+                stage: (*name).to_owned(),
+                status: v.status,
+                facts: StageFacts { vectors: Some(v.vectors.clone()), ..facts.clone() },
+            })
             .collect();
         stages.push(QueueStage { stage: REPORT_STAGE.to_owned(), status: self.status, facts: report });
         let report_table = stages.last().and_then(|s| s.facts.table.as_ref());
         let mut checks = vec![queue_irqs(&stages)];
         for (name, v, facts) in &earlier {
+            if HOTPLUG_STAGES.contains(name) {
+                continue;
+            }
             checks.push(same_irq_table(name, v, self));
             checks.push(same_queue_table(name, facts.table.as_ref(), report_table));
         }
-        if checks.iter().any(|c| c.status == CheckStatus::Fail) {
+        if checks.iter().any(|c| c.status == CheckStatus::Fail)
+            || earlier.iter().any(|(name, v, _)| HOTPLUG_STAGES.contains(name) && v.status == Status::Fail)
+        {
             self.status = Status::Fail;
         }
         self.checks.extend(checks);

@@ -48,6 +48,8 @@ fn facts(table: Option<QueueTable>, rmmod: Option<i32>) -> StageFacts {
         rmmod_status: rmmod,
         warnings: Vec::new(),
         table,
+        online: None,
+        vectors: None,
     }
 }
 

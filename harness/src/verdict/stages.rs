@@ -16,6 +16,11 @@ use serde::{Deserialize, Serialize};
 /// the re-probe with `--reprobe`).
 pub const REPORT_STAGE: &str = "report";
 
+/// Stages a CPU hotplug follows (`[scenario]` `offline_after`/`online_after`): their
+/// IRQ tables differ from the report's on purpose, so no `same_*_table` check compares
+/// them; each is judged against the model's table for its own CPU state.
+pub const HOTPLUG_STAGES: [&str; 2] = ["probe", "offline-after"];
+
 /// Name of the check that every active channel's EQ raises a vector the guest
 /// has an IRQ for.
 pub const QUEUE_IRQS_CHECK: &str = "queue_irqs";
@@ -98,6 +103,13 @@ pub struct StageFacts {
     pub warnings: Vec<String>,
     /// The queue table (None when the device status could not be taken).
     pub table: Option<QueueTable>,
+    /// The guest's online CPUs at this stage (None: not reported).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub online: Option<CpuMask>,
+    /// An earlier stage's IRQ table against the model for that moment (the report's
+    /// is the verdict's `vectors`); None for the report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vectors: Option<Vec<super::row::VectorRow>>,
 }
 
 /// One stage of a run as the reports carry it (`queues[]` in the JSON).

@@ -28,14 +28,20 @@ impl Plan {
 
 /// The kernel's default for a vector MANA does not set.
 ///
-/// Models `irq_setup_affinity()` in kernel/irq/manage.c (Linux 4.x–7.x) for a
-/// non-managed MSI-X vector with the default `irq_default_affinity` (all CPUs): the
-/// online CPUs, narrowed to the device node's CPUs when they intersect.
-pub fn default_affinity(numa: &NumaLevels, node: Option<u32>) -> CpuMask {
+/// Models `irq_setup_affinity()` in kernel/irq/manage.c (Linux 4.x–7.x; Debian 6.1.192
+/// and 6.12.117 read) for a non-managed MSI-X vector: `irq_default_affinity` ∩ online
+/// CPUs (all online CPUs when that is empty), narrowed to the device node's CPUs when
+/// they intersect. `irq_default_affinity` is all CPUs unless the guest got
+/// `irqaffinity=` ([`Topology::irq_default_affinity`]).
+pub fn default_affinity(numa: &NumaLevels, node: Option<u32>, irq_default_affinity: &CpuMask) -> CpuMask {
     let online = numa.online().clone();
+    let mut mask = online.and(irq_default_affinity);
+    if mask.is_empty() {
+        mask = online;
+    }
     match node {
-        Some(n) if numa.node_cpus(n).intersects(&online) => online.and(numa.node_cpus(n)),
-        _ => online,
+        Some(n) if numa.node_cpus(n).intersects(&mask) => mask.and(numa.node_cpus(n)),
+        _ => mask,
     }
 }
 
@@ -78,7 +84,7 @@ fn static_plan(topo: &Topology, numa: &NumaLevels, gen: KernelGen) -> Plan {
         );
     }
     let siblings = |cpu: u32| topo.siblings(cpu).and(numa.online());
-    let default = default_affinity(numa, node);
+    let default = default_affinity(numa, node, &topo.irq_default_affinity());
     let mut vectors = Vec::with_capacity(nvec as usize);
     if matches!(gen, KernelGen::V6_1 | KernelGen::V6_3) {
         let hops = gen == KernelGen::V6_3;
@@ -118,7 +124,7 @@ fn dynamic_plan(topo: &Topology, numa: &NumaLevels) -> Plan {
     let node = topo.nic().node;
     let nic = topo.nic();
     let siblings = |cpu: u32| topo.siblings(cpu).and(numa.online());
-    let default = default_affinity(numa, node);
+    let default = default_affinity(numa, node, &topo.irq_default_affinity());
     let mut vectors = Vec::new();
     fill(&mut vectors, irq_setup_numa_aware(numa, &siblings, 1, node, false), 1, Algorithm::NumaAware, &default);
     let usable = nic.max_msix.min(ncpu + 1).min(nic.msix_table_size);
@@ -151,12 +157,20 @@ fn vector_name(gen: KernelGen, index: u32) -> String {
     }
 }
 
-/// The scheduler's view of a topology: its online CPUs, nodes and SLIT (after x86's
-/// `slit_valid()` check).
+/// The scheduler's view of a topology when mana probes: its online CPUs
+/// ([`Topology::probe_online`]), nodes and SLIT (after x86's `slit_valid()` check).
 pub fn numa_levels(topo: &Topology) -> NumaLevels {
+    numa_levels_at(topo, &topo.probe_online())
+}
+
+/// The scheduler's view with `online` as `cpu_online_mask`: the hop masks hold online
+/// CPUs only (`sched_domains_numa_masks_set()`/`_clear()` on CPU (de)activation, and
+/// `sched_update_numa()` rebuilds the levels when a node gains its first or loses its
+/// last CPU; kernel/sched/topology.c, Linux 5.18–7.x).
+pub fn numa_levels_at(topo: &Topology, online: &CpuMask) -> NumaLevels {
     let node_cpus: Vec<CpuMask> = topo.nodes().iter().map(|n| n.cpus.clone()).collect();
     let distances: Vec<Vec<u32>> = topo.distances().to_vec();
-    NumaLevels::build(&node_cpus, &effective_slit(&distances), &topo.online())
+    NumaLevels::build(&node_cpus, &effective_slit(&distances), online)
 }
 
 /// The expected `/proc/irq` table of a MANA device on `topo` under kernel `gen`.
@@ -175,6 +189,41 @@ pub fn expected_table(topo: &Topology, gen: KernelGen) -> ExpectedTable {
     } else {
         static_plan(topo, &numa, gen)
     };
+    let vectors = plan
+        .vectors
+        .into_iter()
+        .map(|(algorithm, mask)| {
+            let hint = (algorithm != Algorithm::Default).then(|| mask.clone());
+            (algorithm, mask, hint)
+        })
+        .collect();
+    let shape =
+        TableShape { allocated: plan.allocated, max_num_queues: plan.max_num_queues, probe_error: plan.probe_error };
+    describe(topo, gen, &numa, vectors, shape)
+}
+
+/// The parts of an [`ExpectedTable`] that CPU hotplug does not change.
+pub(super) struct TableShape {
+    pub(super) allocated: u32,
+    pub(super) max_num_queues: u32,
+    pub(super) probe_error: Option<String>,
+}
+
+impl TableShape {
+    pub(super) fn of(t: &ExpectedTable) -> Self {
+        Self { allocated: t.vectors_allocated, max_num_queues: t.max_num_queues, probe_error: t.probe_error.clone() }
+    }
+}
+
+/// The table for vectors given as (who set it, `smp_affinity_list`, `affinity_hint`),
+/// by MSI-X index, on the CPUs `numa` has online.
+pub(super) fn describe(
+    topo: &Topology,
+    gen: KernelGen,
+    numa: &NumaLevels,
+    vectors: Vec<(Algorithm, CpuMask, Option<CpuMask>)>,
+    shape: TableShape,
+) -> ExpectedTable {
     let node = topo.nic().node;
     let hop_masks = numa.hop_masks(node);
     let mut prev = CpuMask::new();
@@ -187,11 +236,10 @@ pub fn expected_table(topo: &Topology, gen: KernelGen) -> ExpectedTable {
         })
         .collect();
     let nr_cpu_ids = topo.ncpu();
-    let vectors = plan
-        .vectors
+    let vectors = vectors
         .into_iter()
         .enumerate()
-        .map(|(i, (algorithm, mask))| {
+        .map(|(i, (algorithm, mask, hint))| {
             let nodes: Vec<u32> = topo.nodes().iter().filter(|n| n.cpus.intersects(&mask)).map(|n| n.id).collect();
             let mut cores: Vec<u32> = mask.iter().map(|c| topo.core_of(c)).collect();
             cores.sort_unstable();
@@ -207,6 +255,7 @@ pub fn expected_table(topo: &Topology, gen: KernelGen) -> ExpectedTable {
                 cores,
                 smp_affinity_list: mask,
                 algorithm,
+                hint,
             }
         })
         .collect();
@@ -221,9 +270,9 @@ pub fn expected_table(topo: &Topology, gen: KernelGen) -> ExpectedTable {
         numa_levels: numa.levels().to_vec(),
         hops,
         msix_table_size: topo.nic().msix_table_size,
-        vectors_allocated: plan.allocated,
-        max_num_queues: plan.max_num_queues,
-        probe_error: plan.probe_error,
+        vectors_allocated: shape.allocated,
+        max_num_queues: shape.max_num_queues,
+        probe_error: shape.probe_error,
         vectors,
     }
 }

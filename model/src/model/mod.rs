@@ -12,9 +12,22 @@
 //!   [`local_spread_flat`] / [`local_spread_hops`] (cpumask_local_spread),
 //!   [`irq_setup`], [`irq_setup_numa_aware`], [`irq_setup_linear`] (MANA);
 //!
-//! All CPU ids are the topology file's. The model assumes every CPU is online and
-//! `irq_default_affinity` is all CPUs (no `irqaffinity=`), and that irqbalance is off.
+//! - [`expected_stages`]: the table at the probe and after each CPU hotplug stage of
+//!   the topology's `[scenario]` (`offline_after`, `online_after`).
+//!
+//! All CPU ids are the topology file's. The model takes the CPUs online at the probe
+//! and `irq_default_affinity` from the topology's `[scenario]` (`maxcpus`, `offline`,
+//! `irqaffinity`; see [`crate::topology::Scenario`]), and assumes irqbalance is off.
+//! What reads `cpu_online_mask` (Debian 6.1.192 / 6.12.117 gdma_main.c and the kernel):
+//! `num_online_cpus()` in `mana_gd_setup_irqs()` and `mana_gd_query_max_resources()`
+//! (vector and queue counts), `cpumask_local_spread()` (both flavours),
+//! `for_each_numa_hop_mask()` (NUMA_NO_NODE: `cpu_online_mask`; a node: the scheduler's
+//! hop masks, which hold online CPUs only), `topology_sibling_cpumask()` (online
+//! siblings only on x86), `irq_setup_affinity()` (the default) and `migrate_one_irq()`
+//! (hotplug). `isolcpus=` and `nohz_full=` change none of these for MANA's non-managed
+//! vectors (only managed ones honour `HK_TYPE_MANAGED_IRQ` in `irq_do_set_affinity()`).
 
+mod hotplug;
 mod irq_setup;
 mod kernel;
 mod mana;
@@ -22,9 +35,10 @@ mod numa;
 mod spread;
 mod table;
 
+pub use hotplug::{expected_stages, PROBE_STAGE};
 pub use irq_setup::{irq_setup, irq_setup_linear, irq_setup_numa_aware, Siblings};
 pub use kernel::{KernelGen, ModelBasis, UnknownKernel};
-pub use mana::{default_affinity, expected_table, numa_levels};
+pub use mana::{default_affinity, expected_table, numa_levels, numa_levels_at};
 pub use numa::{effective_slit, NumaLevels, LOCAL_DISTANCE, NR_DISTANCE_VALUES, REMOTE_DISTANCE};
 pub use spread::{local_spread_flat, local_spread_hops, local_spread_order};
 pub use table::{Algorithm, ExpectedTable, ExpectedVector, BDF_PLACEHOLDER};

@@ -26,8 +26,12 @@ pub enum Algorithm {
     /// MANA `mana_irq_setup_linear()` (7.x): one online CPU per vector.
     Linear,
     /// Not set by MANA: the kernel's default from `irq_setup_affinity()`
-    /// (online CPUs, narrowed to the device node's CPUs when that node has any).
+    /// (`irq_default_affinity` ∩ online CPUs, narrowed to the device node's CPUs when
+    /// that node has any).
     Default,
+    /// Moved by CPU hotplug: the last online CPU of its mask went offline, and
+    /// `migrate_one_irq()` gave it every online CPU (kernel/irq/cpuhotplug.c).
+    Migrated,
 }
 
 impl Algorithm {
@@ -41,6 +45,7 @@ impl Algorithm {
             Self::NumaAwareSkipFirst => "numa_aware(skip)",
             Self::Linear => "linear",
             Self::Default => "default",
+            Self::Migrated => "migrated",
         }
     }
 }
@@ -71,6 +76,10 @@ pub struct ExpectedVector {
     pub distance: Option<u32>,
     /// Which code set the affinity.
     pub algorithm: Algorithm,
+    /// The expected `affinity_hint`: what MANA gave `irq_set_affinity_and_hint()`
+    /// (drivers/net/ethernet/microsoft/mana/gdma_main.c, Linux 6.1–7.x); `None` for a
+    /// vector MANA left at the kernel's default. CPU hotplug does not change it.
+    pub hint: Option<CpuMask>,
 }
 
 impl ExpectedVector {
@@ -124,12 +133,11 @@ fn ids(v: &[u32]) -> String {
 }
 
 impl ExpectedVector {
-    /// The `affinity_hint` the model expects: MANA sets every vector it places with
-    /// `irq_set_affinity_and_hint()` (drivers/net/ethernet/microsoft/mana/gdma_main.c,
-    /// Linux 6.1–7.x), so the hint equals the affinity; a vector left at the kernel's
-    /// default has no hint (`None`).
+    /// The `affinity_hint` the model expects ([`ExpectedVector::hint`]): MANA sets every
+    /// vector it places with `irq_set_affinity_and_hint()`, so at the probe the hint
+    /// equals the affinity; a vector left at the kernel's default has no hint (`None`).
     pub fn affinity_hint(&self) -> Option<CpuMask> {
-        (self.algorithm != Algorithm::Default).then(|| self.smp_affinity_list.clone())
+        self.hint.clone()
     }
 }
 

@@ -171,5 +171,6 @@ pub(crate) fn draft(seed: u64, index: u64, max_cpus: u32) -> TopologyDraft {
             source: "a random machine: the reference model's table is the expectation".to_owned(),
         },
         slow: None,
+        scenario: crate::topology::Scenario::default(),
     }
 }

@@ -63,6 +63,8 @@ pub struct TopologyDraft {
     pub expect: Expectation,
     /// `slow` (default: 96 CPUs or more).
     pub slow: Option<bool>,
+    /// `[scenario]` (the default: left out).
+    pub scenario: super::Scenario,
 }
 
 impl PartialEq for Source {
@@ -159,6 +161,7 @@ impl TopologyDraft {
         self.nic_toml(&mut out);
         let e = &self.expect;
         let _ = writeln!(out, "\n[expect]\nverdict = \"{}\"\nsource = {}", verdict_name(e.verdict), quoted(&e.source));
+        out.push_str(&self.scenario.to_toml());
         out
     }
 
@@ -251,6 +254,7 @@ impl From<&Topology> for TopologyDraft {
             },
             expect: s.expect.clone(),
             slow: Some(s.slow),
+            scenario: s.scenario.clone(),
         }
     }
 }

@@ -159,18 +159,6 @@ pub enum Problem {
         /// The value given.
         value: i64,
     },
-    /// `distances[i][j] != distances[j][i]`.
-    #[error(
-        "{value} but the reverse distance is {reverse}: asymmetric distances are not \
-         supported (sched_init_numa() only warns, \"Node-distance not symmetric\", and \
-         builds node j's hop masks from row j; write the matrix you mean symmetrically)"
-    )]
-    Asymmetric {
-        /// `distances[i][j]`.
-        value: i64,
-        /// `distances[j][i]`.
-        reverse: i64,
-    },
     /// The NIC's node does not exist.
     #[error("node {node} does not exist (the file has nodes 0-{last})")]
     NoSuchNode {
@@ -195,6 +183,9 @@ pub enum Problem {
         /// Largest allowed value.
         max: u64,
     },
+    /// A `[scenario]` field asks for a CPU state or policy the guest cannot have.
+    #[error("{0}")]
+    Scenario(super::scenario_problem::ScenarioProblem),
     /// The MAC address does not parse.
     #[error("{value:?} is not a MAC address like 00:15:5d:01:02:03")]
     Mac {

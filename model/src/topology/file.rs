@@ -32,6 +32,9 @@ pub struct TopologyFile {
     /// Whether a guest boot is slow (default: true from 96 online CPUs on).
     #[serde(default)]
     pub slow: Option<bool>,
+    /// The CPU state around the probe and the guest's command-line policies.
+    #[serde(default)]
+    pub scenario: Option<super::scenario::ScenarioFile>,
 }
 
 /// `[source]`: where the machine comes from.

@@ -20,12 +20,16 @@ mod draft;
 mod error;
 mod file;
 mod numbering;
+mod scenario;
+mod scenario_problem;
 mod validate;
 
 pub use draft::{NicDraft, NodeDraft, TopologyDraft};
 pub use error::{Problem, TopologyError};
 pub use file::{ExpectedVerdict, SourceKind};
 pub use numbering::{CpuLocation, CpuNumbering, CpuShape};
+pub use scenario::{CpuStep, Isolcpus, Scenario, ScenarioFile, ISOLCPUS_FLAGS};
+pub use scenario_problem::ScenarioProblem;
 
 use crate::cpulist::CpuMask;
 use serde::Serialize;
@@ -98,9 +102,16 @@ pub(crate) struct Spec {
     pub(crate) nic: Nic,
     pub(crate) expect: Expectation,
     pub(crate) slow: bool,
+    /// `[scenario]` (the default when the file has none).
+    pub(crate) scenario: Scenario,
+    /// What the file asks for that the kernel accepts with a warning (an asymmetric
+    /// SLIT), one line each, naming the field.
+    #[serde(skip)]
+    pub(crate) warnings: Vec<String>,
 }
 
-/// A validated machine description. All CPUs are online at boot.
+/// A validated machine description. All CPUs are present; which are online at the
+/// probe and after it is the [`Scenario`]'s business.
 #[derive(Debug, Clone, Serialize)]
 pub struct Topology {
     #[serde(flatten)]
@@ -211,11 +222,18 @@ impl Topology {
         self.spec.slow
     }
 
-    /// Number of CPUs (all online at boot; also `nr_cpu_ids`).
+    /// Lines to show the user (on stderr) about values the kernel accepts with a
+    /// warning: each names the file, the field and what the kernel does with it.
+    pub fn warnings(&self) -> &[String] {
+        &self.spec.warnings
+    }
+
+    /// Number of CPUs (all present; also `nr_cpu_ids`).
     pub fn ncpu(&self) -> u32 {
         self.spec.shape.total_cpus()
     }
-    /// All CPUs (`cpu_online_mask` after boot).
+    /// All CPUs (`cpu_present_mask`; `cpu_online_mask` without a [`Scenario`]: see
+    /// [`Topology::probe_online`]).
     pub fn online(&self) -> CpuMask {
         CpuMask::first_n(self.ncpu())
     }
@@ -284,7 +302,8 @@ impl Topology {
             .iter()
             .map(|n| Node { id: n.id, cpus: self.qemu_node_cpus(n.id), memory_mib: n.memory_mib })
             .collect();
-        Self::assemble(Spec { numbering: CpuNumbering::Qemu, nodes, ..self.spec.clone() })
+        let scenario = self.spec.scenario.map_cpus(|c| self.qemu_index(c));
+        Self::assemble(Spec { numbering: CpuNumbering::Qemu, nodes, scenario, ..self.spec.clone() })
     }
 }
 

@@ -115,9 +115,17 @@ fn remote_distance_out_of_range() {
 }
 
 #[test]
-fn asymmetric_matrix() {
-    let (p, _) = invalid(&with("[[10, 20], [20, 10]]", "[[10, 20], [30, 10]]"), "numa.distances[0][1]");
-    assert_eq!(p, Problem::Asymmetric { value: 20, reverse: 30 });
+fn an_asymmetric_matrix_is_accepted_with_a_warning_naming_the_field() {
+    let text = with("[[10, 20], [20, 10]]", "[[10, 20], [30, 10]]");
+    let t = Topology::from_toml_str("t.toml", &text).expect("an asymmetric SLIT loads");
+    assert_eq!(t.warnings().len(), 1);
+    assert!(
+        t.warnings()[0].starts_with("t.toml: numa.distances[0][1]: 20 but the reverse distance is 30"),
+        "{:?}",
+        t.warnings()
+    );
+    assert_eq!(t.distance(0, 1), 20);
+    assert_eq!(t.distance(1, 0), 30);
 }
 
 #[test]

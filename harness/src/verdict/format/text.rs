@@ -318,6 +318,25 @@ pub(super) fn link_line(l: &StageLink) -> String {
     )
 }
 
+/// An earlier stage's IRQ table: Name, the model's `smp_affinity_list` for that
+/// moment, the guest's, its effective CPUs, and the row's outcome.
+fn stage_irq_table(rows: &[VectorRow], stage: &str) -> Vec<String> {
+    let opt = |m: Option<&CpuMask>| m.map_or("-".to_owned(), CpuMask::to_cpulist);
+    let mut table = vec![["Name", "Expected", "smp_affinity_list", "Effective", "Outcome"].map(str::to_owned).to_vec()];
+    for r in rows {
+        table.push(vec![
+            r.name.clone(),
+            opt(r.expected.as_ref().map(|e| &e.smp_affinity_list)),
+            opt(r.observed.as_ref().map(|o| &o.smp_affinity_list)),
+            opt(r.observed.as_ref().and_then(|o| o.effective.as_ref())),
+            format!("{:?}", r.outcome).to_lowercase(),
+        ]);
+    }
+    let mut out = vec![format!("IRQs at stage {stage}:")];
+    out.extend(align(&table));
+    out
+}
+
 /// A rig run's stages (none outside the rig): each earlier stage with its verdict, link
 /// and queue table; the report's link and queue table; `rmmod`; how each earlier stage
 /// compares with the report (from the stage checks); the kernel warnings.
@@ -329,12 +348,21 @@ pub(super) fn stages(v: &Verdict) -> Vec<String> {
     for s in earlier {
         let status = if s.status == Status::Pass { "PASS" } else { "FAIL" };
         out.push(format!("== stage {}: {status}", s.stage));
+        if let Some(online) = &s.facts.online {
+            out.push(format!("online CPUs: {}", online.to_cpulist()));
+        }
+        if let Some(rows) = &s.facts.vectors {
+            out.extend(stage_irq_table(rows, &s.stage));
+        }
         out.push(link_line(&s.facts.link));
         out.extend(queue_table(s.facts.table.as_ref(), &format!("Queues at stage {}", s.stage)));
         out.push(String::new());
     }
     if !earlier.is_empty() {
         out.push(format!("== {}", report.stage));
+        if let Some(online) = &report.facts.online {
+            out.push(format!("online CPUs: {}", online.to_cpulist()));
+        }
     }
     out.push(link_line(&report.facts.link));
     out.extend(queue_table(report.facts.table.as_ref(), &format!("Queues at the {}", report.stage)));
