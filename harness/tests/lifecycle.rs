@@ -4,33 +4,17 @@
 //! and asserts what a user of the rig would check; no timing assertions.
 //! They need the cache that `cargo xtask setup` fills.
 
-use harness::rig::kernel_choice::{self, KernelChoice};
-use harness::rig::queues::QueueTable;
-use harness::rig::{run_one, RunOutcome};
-use harness::verdict::Status;
-use std::path::PathBuf;
+mod rig_support;
 
-fn topology_path(file: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../topologies").join(format!("{file}.toml"))
-}
+use harness::rig::queues::QueueTable;
+use harness::rig::RunOutcome;
+use harness::verdict::Status;
 
 fn run(file: &str, kernel: &str, reprobe: bool) -> RunOutcome {
     // `6.12`, `6.1`, `7.x` (pinned Debian kernels) or `6.12-min` (the minimal build).
-    let choice: KernelChoice = kernel.parse().expect("a kernel choice");
-    let k = kernel_choice::resolve(&choice, None, None).unwrap_or_else(|e| panic!("kernel {kernel}: {e}"));
-    let mut req = k.request(topology_path(file));
+    let mut req = rig_support::request(file, kernel);
     req.reprobe = reprobe;
-    match run_one(&req) {
-        Ok(outcome) => {
-            // The human report: IRQ table, then each stage's link and queue table.
-            eprintln!(
-                "{}",
-                harness::verdict::render(&outcome.verdict, harness::verdict::Format::Human).unwrap_or_default()
-            );
-            outcome
-        }
-        Err(e) => panic!("{file} on {kernel}: rig error: {e:#}"),
-    }
+    rig_support::run(&req)
 }
 
 /// (MSI-X index, smp_affinity_list) of each active channel, in channel order.

@@ -34,6 +34,7 @@ pub mod format;
 mod geometry;
 mod guest_irqs;
 mod judge;
+pub mod nics;
 mod outcome;
 pub mod properties;
 mod row;
@@ -49,6 +50,7 @@ pub use format::{
 };
 pub use guest_irqs::{Observed, ObservedVector, VectorName};
 pub use judge::judge;
+pub use nics::{combined_load, CpuLoad, NicVerdict, NicsReport};
 pub use outcome::{RunInfo, Verdict, SCHEMA_VERSION};
 pub use row::{ExpectedSide, ObservedSide, RowOutcome, VectorRow};
 pub use stage_checks::{same_irq_table_check, same_queue_table_check};

@@ -100,6 +100,10 @@ pub struct Verdict {
     /// ([`Verdict::add_traffic`]); absent from the JSON otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traffic: Option<TrafficReport>,
+    /// NIC 1, 2, … of a `[[nic]]` machine and the combined per-CPU load
+    /// ([`Verdict::add_nics`]); absent from the JSON for one NIC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nics: Option<super::nics::NicsReport>,
 }
 
 impl Verdict {

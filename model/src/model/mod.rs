@@ -11,6 +11,7 @@
 //!   [`NumaLevels`] (sched_init_numa, hop masks, numa_nearest_node, SLIT fallback),
 //!   [`local_spread_flat`] / [`local_spread_hops`] (cpumask_local_spread),
 //!   [`irq_setup`], [`irq_setup_numa_aware`], [`irq_setup_linear`] (MANA);
+//! - [`vport_plan`]: which vectors each vPort's channels use (`num_ports` > 1);
 //!
 //! All CPU ids are the topology file's. The model assumes every CPU is online and
 //! `irq_default_affinity` is all CPUs (no `irqaffinity=`), and that irqbalance is off.
@@ -21,6 +22,7 @@ mod mana;
 mod numa;
 mod spread;
 mod table;
+mod vports;
 
 pub use irq_setup::{irq_setup, irq_setup_linear, irq_setup_numa_aware, Siblings};
 pub use kernel::{KernelGen, ModelBasis, UnknownKernel};
@@ -28,6 +30,7 @@ pub use mana::{default_affinity, expected_table, numa_levels};
 pub use numa::{effective_slit, NumaLevels, LOCAL_DISTANCE, NR_DISTANCE_VALUES, REMOTE_DISTANCE};
 pub use spread::{local_spread_flat, local_spread_hops, local_spread_order};
 pub use table::{Algorithm, ExpectedTable, ExpectedVector, BDF_PLACEHOLDER};
+pub use vports::{vport_plan, VportPlan};
 
 #[cfg(test)]
 mod golden_tests;

@@ -25,8 +25,8 @@ pub struct TopologyFile {
     pub cpus: CpusFile,
     /// NUMA nodes and distances.
     pub numa: NumaFile,
-    /// The emulated MANA NIC.
-    pub nic: NicFile,
+    /// The emulated MANA NIC: one `[nic]` table, or a `[[nic]]` array of them.
+    pub nic: super::nics::NicsFile,
     /// The expected outcome of a rig run.
     pub expect: ExpectFile,
     /// Whether a guest boot is slow (default: true from 96 online CPUs on).
@@ -135,9 +135,13 @@ pub struct NicFile {
     #[serde(default)]
     pub mac: Option<String>,
     /// Combined channels the guest sets with `ethtool -L <netdev> combined N`
-    /// after `ip link set up` (default: leave the driver's count).
+    /// after `ip link set up` (default: leave the driver's count; NIC 0 only).
     #[serde(default)]
     pub channels: Option<u32>,
+    /// vPorts the device reports in MANA_QUERY_DEV_CONFIG (`max_num_vports`,
+    /// default 1); the driver creates one netdev per vPort.
+    #[serde(default)]
+    pub num_ports: Option<u32>,
 }
 
 /// `[expect]`: the expected outcome of a rig run.
