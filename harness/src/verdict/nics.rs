@@ -77,6 +77,16 @@ impl Verdict {
         }
         self.nics = Some(report);
     }
+
+    /// Every check of the run with the name a test report gives it: this verdict's
+    /// checks by their own names, then NIC K's (K ≥ 1) as `nicK:<name>`.
+    pub fn checks_of_every_nic(&self) -> Vec<(String, &super::Check)> {
+        let mut out: Vec<(String, &super::Check)> = self.checks.iter().map(|c| (c.name.clone(), c)).collect();
+        for nic in self.nics.iter().flat_map(|n| &n.nics) {
+            out.extend(nic.verdict.checks.iter().map(|c| (format!("nic{}:{}", nic.index, c.name), c)));
+        }
+        out
+    }
 }
 
 /// Where one observed vector is delivered: its effective CPUs when shown, else a
@@ -152,5 +162,22 @@ mod tests {
         let model: Vec<Vec<u32>> = load.iter().map(|r| r.in_model.clone()).collect();
         assert_eq!(model, vec![vec![3, 2], vec![2, 2], vec![2, 3], vec![2, 2]], "{load:?}");
         assert_eq!(load.iter().map(CpuLoad::delivered_total).sum::<u32>(), 0);
+    }
+
+    #[test]
+    fn a_failing_second_nic_fails_the_run_and_its_checks_are_named_by_nic() {
+        let mut v = super::super::fixtures::Run::new("seed-002", "6.12").judge();
+        let mut other = v.clone();
+        other.status = Status::Fail;
+        other.checks[0].status = super::super::CheckStatus::Fail;
+        assert_eq!(v.status, Status::Pass);
+        v.add_nics(NicsReport {
+            nics: vec![NicVerdict { index: 1, bdf: None, node: Some(1), verdict: other }],
+            load: Vec::new(),
+        });
+        assert_eq!(v.status, Status::Fail);
+        let names: Vec<String> = v.checks_of_every_nic().into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names.len(), 2 * v.checks.len());
+        assert_eq!(names[v.checks.len()], format!("nic1:{}", v.checks[0].name));
     }
 }
