@@ -55,6 +55,8 @@ fn two_vports_get_dedicated_vectors_in_open_order_on_linux_7() {
     let got: Vec<u32> = t.rows.iter().map(|r| u32::from(r.msix_index)).collect();
     assert_eq!(got, plan.vectors.concat(), "EQ vectors in creation order (vPort 0's channels, then vPort 1's)");
     assert!(o.report.warnings.is_empty(), "kernel warnings: {:#?}", o.report.warnings);
+    let check = o.verdict.checks.iter().find(|c| c.name == "vport_vectors").expect("the vPort check");
+    assert_eq!(check.status, harness::verdict::CheckStatus::Pass, "{}", check.message);
 }
 
 /// A scenario that cannot happen stops before anything starts: one error line naming

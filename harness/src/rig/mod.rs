@@ -556,6 +556,10 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     if let Some(label) = &req.label {
         verdict.run.name = format!("{}@{label}", topo.name());
     }
+    if topo.nic().num_ports > 1 {
+        let plan = crate::model::vport_plan(&topo.to_qemu_numbering(), model);
+        verdict.add_vport_check(crate::verdict::vports::vport_vectors_check(plan.as_ref(), queues.as_ref()));
+    }
     if topo.nics().len() > 1 {
         let judged = OtherNics { topo: &topo, report: &booted.report, bdfs: &bdfs, model, req, accel: &accel };
         verdict.add_nics(judged.report(&verdict.run.name, &observed, &expected)?);

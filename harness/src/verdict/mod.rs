@@ -42,6 +42,7 @@ mod stage_checks;
 mod stages;
 mod summary;
 pub mod traffic;
+pub mod vports;
 
 pub use check::{Check, CheckStatus, Status};
 pub use format::{
