@@ -8,7 +8,19 @@
 //! guest's enumeration (below 0x40, in slot order), so their NICs' addresses are not
 //! known in advance; they sort in NIC order.
 
-use super::spec::{NicPlacement, PXB_BUS_NR};
+/// PCI bus number given to the NIC's `pxb-pcie` expander. The root port behind
+/// it is then `0000:40:00.0` and the NIC `0000:41:00.0` in the guest.
+pub const PXB_BUS_NR: u8 = 0x40;
+
+/// Where the NIC's PCIe slot sits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NicPlacement {
+    /// Behind a `pxb-pcie` expander with `numa_node=N` (ACPI _PXM) and a root port.
+    Node(u32),
+    /// Behind a root port on `pcie.0`: the guest sees `numa_node = -1` (NUMA_NO_NODE).
+    NoNode,
+}
 
 /// Bus numbers between two NICs' expanders (each uses 2: the expander's, the port's).
 const BUS_STRIDE: u8 = 0x10;

@@ -4,9 +4,7 @@
 use crate::accel::{Accel, AccelChoice};
 use std::fmt::Write as _;
 
-/// PCI bus number given to the NIC's `pxb-pcie` expander. The root port behind
-/// it is then `0000:40:00.0` and the NIC `0000:41:00.0` in the guest.
-pub const PXB_BUS_NR: u8 = 0x40;
+pub use super::nic_slots::{NicPlacement, PXB_BUS_NR};
 
 /// QEMU CPU model. TCG's `max` CPU reports vendor AMD; Linux 6.1 then reads
 /// SMT only from AMD's topology extension leaf (0x8000001e) and, without it,
@@ -23,16 +21,6 @@ pub struct NodeSpec {
     pub cpus: Vec<u32>,
     /// RAM in MiB; 0 for a CPU-only node.
     pub mem_mib: u32,
-}
-
-/// Where the NIC's PCIe slot sits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum NicPlacement {
-    /// Behind a `pxb-pcie` expander with `numa_node=N` (ACPI _PXM) and a root port.
-    Node(u32),
-    /// Behind a root port on `pcie.0`: the guest sees `numa_node = -1` (NUMA_NO_NODE).
-    NoNode,
 }
 
 /// The machine, as QEMU builds it: CPU topology (`-smp`), NUMA nodes (`-numa`),

@@ -51,8 +51,8 @@ pub use format::{
 };
 pub use guest_irqs::{Observed, ObservedVector, VectorName};
 pub use judge::judge;
-pub use nics::{combined_load, CpuLoad, NicVerdict, NicsReport};
-pub use outcome::{RunInfo, Verdict, SCHEMA_VERSION};
+pub use nics::combined_load;
+pub use outcome::{CpuLoad, NicVerdict, NicsReport, RunInfo, Verdict, SCHEMA_VERSION};
 pub use row::{ExpectedSide, ObservedSide, RowOutcome, VectorRow};
 pub use stage_checks::{same_irq_table_check, same_queue_table_check};
 pub use stages::{QueueRow, QueueStage, QueueTable, StageFacts, StageLink, QUEUE_IRQS_CHECK, REPORT_STAGE};

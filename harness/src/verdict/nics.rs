@@ -8,65 +8,10 @@
 
 use super::check::Status;
 use super::guest_irqs::{Observed, ObservedVector};
-use super::outcome::Verdict;
+use super::outcome::{CpuLoad, NicsReport, Verdict};
 use crate::cpulist::CpuMask;
 use crate::model::ExpectedTable;
 use crate::topology::Topology;
-use serde::{Deserialize, Serialize};
-
-/// The verdict of one NIC beyond NIC 0.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NicVerdict {
-    /// The NIC's index in the topology file (`[[nic]]` order; 1, 2, …).
-    pub index: usize,
-    /// Its PCI address in the guest, if the guest has it.
-    pub bdf: Option<String>,
-    /// Its node in the topology (`None` = NUMA_NO_NODE).
-    pub node: Option<u32>,
-    /// Its IRQ table judged against the model on the machine with only this NIC
-    /// ([`crate::topology::Topology::with_only_nic`]).
-    pub verdict: Verdict,
-}
-
-/// One CPU's MANA vectors, per NIC.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CpuLoad {
-    /// Guest CPU id.
-    pub cpu: u32,
-    /// Its node.
-    pub node: u32,
-    /// Vectors per NIC (index = NIC) delivered to this CPU: `effective_affinity_list`
-    /// when the guest shows one, else a one-CPU `smp_affinity_list`.
-    pub delivered: Vec<u32>,
-    /// Vectors per NIC whose `smp_affinity_list` in the guest holds this CPU.
-    pub in_affinity: Vec<u32>,
-    /// Vectors per NIC whose affinity in the model holds this CPU.
-    pub in_model: Vec<u32>,
-}
-
-impl CpuLoad {
-    /// Vectors delivered to this CPU over every NIC.
-    pub fn delivered_total(&self) -> u32 {
-        self.delivered.iter().sum()
-    }
-    /// Vectors allowed on this CPU over every NIC, in the guest.
-    pub fn affinity_total(&self) -> u32 {
-        self.in_affinity.iter().sum()
-    }
-    /// Vectors allowed on this CPU over every NIC, in the model.
-    pub fn model_total(&self) -> u32 {
-        self.in_model.iter().sum()
-    }
-}
-
-/// Every NIC beyond NIC 0 and the combined load.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NicsReport {
-    /// NIC 1, 2, ….
-    pub nics: Vec<NicVerdict>,
-    /// One row per online CPU, guest numbering.
-    pub load: Vec<CpuLoad>,
-}
 
 impl Verdict {
     /// Attaches the other NICs' verdicts and the combined load; the status becomes
@@ -136,6 +81,7 @@ pub fn combined_load(topo: &Topology, nics: &[(&Observed, &ExpectedTable)]) -> V
 mod tests {
     use super::*;
     use crate::model::{expected_table, KernelGen};
+    use crate::verdict::NicVerdict;
 
     #[test]
     fn two_nics_on_two_nodes_load_each_node_with_its_own_nics_vectors() {

@@ -1,5 +1,5 @@
-//! More than one NIC: the `nic` key as one `[nic]` table or a `[[nic]]` array, the
-//! field names errors use for each, the MAC addresses the NICs' vPorts get, and the
+//! More than one NIC (the `nic` key as one `[nic]` table or a `[[nic]]` array is
+//! `file::NicsFile`): the MAC addresses the NICs' vPorts get, and the
 //! checks across NICs (no two vPorts with one MAC).
 //!
 //! A file with `[nic]` is a machine with one NIC (the form every file had before
@@ -7,11 +7,7 @@
 //! guest's PCI bus numbers them.
 
 use super::error::{Problem, TopologyError};
-use super::file::NicFile;
 use super::Nic;
-use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde::Deserialize;
-use std::fmt;
 
 /// The most NICs a file may list (each is a device process, a `pxb-pcie` bus and a
 /// root port; the rig numbers their buses 0x40 apart by 0x10).
@@ -19,46 +15,6 @@ pub const MAX_NICS: usize = 8;
 
 /// Hyper-V's MAC prefix (00:15:5d), which Azure's synthetic and MANA NICs carry.
 const DEFAULT_OUI: [u8; 3] = [0x00, 0x15, 0x5d];
-
-/// The `nic` key as the file spells it.
-#[derive(Debug)]
-pub enum NicsFile {
-    /// `[nic]`: one NIC; errors name `nic.FIELD`.
-    One(NicFile),
-    /// `[[nic]]`: NIC 0, 1, …; errors name `nic[K].FIELD`.
-    Many(Vec<NicFile>),
-}
-
-impl NicsFile {
-    /// The NICs, each with the TOML path errors name it by (`nic` or `nic[K]`).
-    pub fn entries(&self) -> Vec<(String, &NicFile)> {
-        match self {
-            Self::One(n) => vec![("nic".to_owned(), n)],
-            Self::Many(list) => list.iter().enumerate().map(|(k, n)| (format!("nic[{k}]"), n)).collect(),
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for NicsFile {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = NicsFile;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a [nic] table or a [[nic]] array of tables")
-            }
-            // Both arms hand the content to NicFile's own derive: its unknown-field and
-            // type errors keep their words and positions.
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<NicsFile, A::Error> {
-                NicFile::deserialize(de::value::MapAccessDeserializer::new(map)).map(NicsFile::One)
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<NicsFile, A::Error> {
-                Vec::<NicFile>::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(NicsFile::Many)
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
 
 /// The MAC address of NIC `index` when its file entry sets none: 00:15:5d:00:K:01
 /// (vPort p of it then has last byte 01 + p, as the device model numbers vPorts).

@@ -1,8 +1,7 @@
 //! The text of a `[[nic]]` run's other NICs (each one's header, table, differences
 //! and verdict line) and of the combined per-CPU IRQ load.
 
-use super::super::nics::NicsReport;
-use super::super::outcome::Verdict;
+use super::super::outcome::{NicsReport, Verdict};
 use super::text;
 
 /// The other NICs and the load table; empty for a run with one NIC.
