@@ -142,18 +142,22 @@ else
 	nap() { sleep "$POLL"; }
 fi
 
-NIC=
+# NICS: every device that matches NIC_ID, in PCI address order (a machine may
+# have several MANA NICs); NIC: the first of them.
+NIC='' NICS=''
 find_nic() {
-	NIC=
+	NIC='' NICS=''
 	for d in /sys/bus/pci/devices/*; do
 		read -r v < "$d/vendor"
 		read -r id < "$d/device"
 		case "$NIC_ID" in
-		*:*) [ "$v:$id" = "$NIC_ID" ] && { NIC=${d##*/}; return 0; } ;;
-		*) [ "$v" = "$NIC_ID" ] && { NIC=${d##*/}; return 0; } ;;
+		*:*) [ "$v:$id" = "$NIC_ID" ] || continue ;;
+		*) [ "$v" = "$NIC_ID" ] || continue ;;
 		esac
+		NICS="$NICS ${d##*/}"
+		[ -n "$NIC" ] || NIC=${d##*/}
 	done
-	return 1
+	[ -n "$NIC" ]
 }
 
 # awk program (variables pat, pre): /proc/interrupts compacted, one
@@ -194,20 +198,20 @@ STATS_AWK='$1 ~ /^(rx|tx)_[0-9]+_(packets|bytes):$/ { k = $1; sub(/:$/, "", k); 
 	END { print "traffic-stats " pre ": " (s == "" ? "-" : s) }'
 MANA_PAT=' mana[_a-z0-9@:.]*$'
 
-# True when one of the NIC's MSI-X vectors has a mana handler and every such
+# True when one of the NICs' MSI-X vectors has a mana handler and every such
 # vector has fired on some CPU. Builtins only, polled: /sys/kernel/irq/N/actions
 # names the handlers (as /proc/interrupts does), per_cpu_count lists the counts.
 all_fired() {
 	[ -n "$NIC" ] || find_nic || return 1
 	m=0
-	for d in /sys/bus/pci/devices/"$NIC"/msi_irqs/*; do
+	for n in $NICS; do for d in /sys/bus/pci/devices/"$n"/msi_irqs/*; do
 		k=/sys/kernel/irq/${d##*/}
 		[ -r "$k/actions" ] || continue
 		read -r a < "$k/actions"
 		case "$a" in *mana*) m=1 ;; *) continue ;; esac
 		read -r c < "$k/per_cpu_count"
 		case "$c" in *[1-9]*) ;; *) return 1 ;; esac
-	done
+	done; done
 	[ "$m" = 1 ]
 }
 
@@ -248,8 +252,16 @@ probe_and_settle() {
 	up; T_PROBE=$UP
 	for n in /sys/class/net/eth*; do [ -e "$n" ] && NETDEV=${n##*/} && break; done
 	if [ -n "$NETDEV" ] && [ "$IFUP" != 0 ]; then
+		# Every netdev (several NICs, several vPorts: 7.x gives a vPort its
+		# queue vectors when it opens); the first one's carrier is waited for.
 		IFUP_OK=1
-		ip link set "$NETDEV" up || { IFUP_OK=0; echo "manarig: ip link set $NETDEV up failed"; }
+		for n in /sys/class/net/eth*; do
+			[ -e "$n" ] || continue
+			ip link set "${n##*/}" up || {
+				[ "${n##*/}" = "$NETDEV" ] && IFUP_OK=0
+				echo "manarig: ip link set ${n##*/} up failed"
+			}
+		done
 		up; T_IFUP=$UP
 		# Carrier: netif_carrier_on() in mana_open() (via mana_attach()); a
 		# failed open never sets it: no wait then.
@@ -403,10 +415,11 @@ if [ -n "$LOAD" ]; then
 	probe_and_settle
 fi
 
-# F: the NIC's /proc/irq/N/* files; PAT: its IRQs as an awk alternation (`|25|26…`).
+# F: the /proc/irq/N/* files of the NICs $1 (PCI addresses); PAT: their IRQs as
+# an awk alternation (`|25|26…`).
 nic_irqs() {
 	F='' PAT=
-	for i in "$P/$NIC"/msi_irqs/*; do
+	for i in $(for n in $1; do echo "$P/$n"/msi_irqs/*; done); do
 		[ -e "$i" ] || continue
 		i=${i##*/}
 		F="$F /proc/irq/$i/smp_affinity_list /proc/irq/$i/affinity_hint /proc/irq/$i/effective_affinity_list"
@@ -425,7 +438,7 @@ traffic_stats() {
 }
 traffic_counts() {
 	[ "$1" = before ] && traffic_stats "$1"
-	find_nic && nic_irqs
+	find_nic && nic_irqs "$NIC"
 	# shellcheck disable=SC2086 # PAT holds no blanks
 	[ -n "$PAT" ] && awk -v pat="^ *(${PAT#|}):" -v pre="traffic-irq $1: " "$IRQ_AWK" /proc/interrupts
 	awk -v pre="$1" "$SOFTIRQ_AWK" /proc/softirqs
@@ -506,8 +519,8 @@ report_body() {
 		[ $# -ge 3 ] && eval "echo \"f \${$(($# - 2))}: \${$#}\""
 	done
 	if find_nic; then
-		echo "nic: $NIC"
-		nic_irqs
+		for n in $NICS; do echo "nic: $n"; done
+		nic_irqs "$NICS"
 		# The vectors' counts and affinity files in one awk.
 		# shellcheck disable=SC2086 # $F is a list of paths without blanks
 		[ -n "$PAT" ] && awk -v pat="^ *(${PAT#|}):" -v pre="irqcount: " "$IRQ_AWK" /proc/interrupts $F 2>/dev/null

@@ -116,7 +116,36 @@ pub fn compare(spec: &MachineSpec, r: &GuestReport, online: &CpuMask) -> Vec<Dif
         let got = r.pci.get(nic).map_or("missing".into(), |p| p.numa_node.to_string());
         diff(format!("NIC {nic} numa_node"), want_node.to_string(), got);
     }
+    more_nics(spec, r, &mut diff);
     d
+}
+
+/// NIC 1, 2, …: each one's root port and the NIC itself on the declared node, and as
+/// many MANA NICs in the guest as the machine has.
+fn more_nics(spec: &MachineSpec, r: &GuestReport, diff: &mut impl FnMut(String, String, String)) {
+    if spec.more_nics.is_empty() {
+        return;
+    }
+    let placements: Vec<NicPlacement> = spec.nics().collect();
+    diff("MANA NICs".into(), placements.len().to_string(), r.nics.len().to_string());
+    let found = crate::qemu::nic_slots::match_nics(&placements, &r.nics);
+    for (k, (&placement, bdf)) in placements.iter().zip(&found).enumerate().skip(1) {
+        let want = match placement {
+            NicPlacement::Node(n) => i64::from(n),
+            NicPlacement::NoNode => -1,
+        };
+        if let Some(port) = crate::qemu::nic_slots::root_port_bdf(k, placement) {
+            let got = r.pci.get(&port).map_or("missing".into(), |p| p.numa_node.to_string());
+            diff(format!("NIC {k} root port {port} numa_node"), want.to_string(), got);
+        }
+        match bdf {
+            Some(bdf) => {
+                let got = r.pci.get(bdf).map_or("missing".into(), |p| p.numa_node.to_string());
+                diff(format!("NIC {k} {bdf} numa_node"), want.to_string(), got);
+            }
+            None => diff(format!("NIC {k}"), "present".into(), "missing".into()),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -43,7 +43,7 @@ pub enum Key {
     File,
     /// `link <path>` (a CPU's `nodeN` link).
     Link,
-    /// `nic: <BDF> | none`.
+    /// `nic: <BDF> | none` (one line per NIC).
     Nic,
     /// `irqcount: IRQ CPU=COUNT,… | CHIP HWIRQ NAME`.
     IrqCount,
@@ -296,7 +296,11 @@ fn parse_block(lines: &[&str], begin: usize, end: usize, version: Version) -> Re
             Key::File => {
                 raw.files.insert(id.to_string(), (idx + 1, value.to_string()));
             }
-            Key::Nic => r.nic = (value != "none").then(|| value.to_string()),
+            Key::Nic if value == "none" => {}
+            Key::Nic => {
+                r.nic.get_or_insert_with(|| value.to_string());
+                r.nics.push(value.to_string());
+            }
             Key::InterruptsHeader => raw.header = Some(value.to_string()),
             Key::Interrupts => raw.interrupts.push((idx + 1, value.to_string())),
             Key::IrqCount => raw.irq_counts.push((idx + 1, value.to_string())),

@@ -153,9 +153,12 @@ pub struct GuestReport {
     pub nodes: BTreeMap<u32, GuestNode>,
     /// PCI functions by BDF (`0000:41:00.0`).
     pub pci: BTreeMap<String, GuestPci>,
-    /// BDF of the MANA NIC (vendor 0x1414), if present.
+    /// BDF of the (first) MANA NIC (vendor 0x1414), if present.
     pub nic: Option<String>,
-    /// The NIC's MSI-X vectors in IRQ order.
+    /// BDFs of every MANA NIC, in PCI address order (`nic` is the first); one
+    /// `nic:` line each.
+    pub nics: Vec<String>,
+    /// The NICs' MSI-X vectors in IRQ order (each name ends `@pci:<BDF>`).
     pub msix: Vec<GuestIrq>,
     /// mana lines of /proc/interrupts seen while waiting (kept when the probe
     /// failed and freed its IRQs before the report).

@@ -2,6 +2,7 @@
 
 pub mod abort;
 pub mod launch;
+pub mod nic_slots;
 pub mod report_port;
 pub mod spec;
 pub mod speed;

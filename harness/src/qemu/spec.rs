@@ -4,9 +4,7 @@
 use crate::accel::{Accel, AccelChoice};
 use std::fmt::Write as _;
 
-/// PCI bus number given to the NIC's `pxb-pcie` expander. The root port behind
-/// it is then `0000:40:00.0` and the NIC `0000:41:00.0` in the guest.
-pub const PXB_BUS_NR: u8 = 0x40;
+pub use super::nic_slots::{NicPlacement, PXB_BUS_NR};
 
 /// QEMU CPU model. TCG's `max` CPU reports vendor AMD; Linux 6.1 then reads
 /// SMT only from AMD's topology extension leaf (0x8000001e) and, without it,
@@ -23,16 +21,6 @@ pub struct NodeSpec {
     pub cpus: Vec<u32>,
     /// RAM in MiB; 0 for a CPU-only node.
     pub mem_mib: u32,
-}
-
-/// Where the NIC's PCIe slot sits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum NicPlacement {
-    /// Behind a `pxb-pcie` expander with `numa_node=N` (ACPI _PXM) and a root port.
-    Node(u32),
-    /// Behind a root port on `pcie.0`: the guest sees `numa_node = -1` (NUMA_NO_NODE).
-    NoNode,
 }
 
 /// The machine, as QEMU builds it: CPU topology (`-smp`), NUMA nodes (`-numa`),
@@ -53,8 +41,11 @@ pub struct MachineSpec {
     pub nodes: Vec<NodeSpec>,
     /// Full distance matrix, `distances[from][to]`, 10 on the diagonal (ACPI SLIT units).
     pub distances: Vec<Vec<u32>>,
-    /// The NIC slot.
+    /// NIC 0's slot.
     pub nic: NicPlacement,
+    /// NIC 1, 2, …'s slots (a `[[nic]]` topology; see [`super::nic_slots`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub more_nics: Vec<NicPlacement>,
     /// Accelerator requested.
     pub accel: AccelChoice,
 }
@@ -157,12 +148,26 @@ impl MachineSpec {
                 }
             }
         }
-        if let NicPlacement::Node(nid) = self.nic {
-            if nid as usize >= k {
-                return err(format!("NIC on node {nid}, but there are only {k} nodes"));
+        for (index, placement) in self.nics().enumerate() {
+            if let NicPlacement::Node(nid) = placement {
+                if nid as usize >= k {
+                    return err(format!("NIC {index} on node {nid}, but there are only {k} nodes"));
+                }
             }
         }
+        if self.more_nics.len() >= crate::topology::MAX_NICS {
+            return err(format!(
+                "{} NICs: the rig plugs in at most {}",
+                self.more_nics.len() + 1,
+                crate::topology::MAX_NICS
+            ));
+        }
         Ok(())
+    }
+
+    /// Every NIC's slot, NIC 0 first.
+    pub fn nics(&self) -> impl Iterator<Item = NicPlacement> + '_ {
+        std::iter::once(self.nic).chain(self.more_nics.iter().copied())
     }
 
     /// QEMU arguments for this machine (everything but QEMU's own path, the
@@ -230,13 +235,9 @@ impl MachineSpec {
         if x2apic {
             push("-device", "intel-iommu,intremap=on,eim=on,dma-translation=off".into());
         }
-        match self.nic {
-            NicPlacement::Node(n) => {
-                push("-device", format!("pxb-pcie,id=pxb0,bus_nr={PXB_BUS_NR},numa_node={n},bus=pcie.0"));
-                push("-device", "pcie-root-port,id=rp0,bus=pxb0,chassis=1,slot=0".into());
-            }
-            NicPlacement::NoNode => {
-                push("-device", "pcie-root-port,id=rp0,bus=pcie.0,chassis=1,slot=0".into());
+        for (index, placement) in self.nics().enumerate() {
+            for device in super::nic_slots::slot_devices(index, placement) {
+                push("-device", device);
             }
         }
         a
@@ -245,10 +246,7 @@ impl MachineSpec {
     /// The guest BDF of the NIC's root port, when it is predictable
     /// (behind the pxb: bus [`PXB_BUS_NR`], device 0).
     pub fn root_port_bdf(&self) -> Option<String> {
-        match self.nic {
-            NicPlacement::Node(_) => Some(format!("0000:{PXB_BUS_NR:02x}:00.0")),
-            NicPlacement::NoNode => None,
-        }
+        super::nic_slots::root_port_bdf(0, self.nic)
     }
 }
 
@@ -257,13 +255,7 @@ impl MachineSpec {
 /// [`MachineSpec::qemu_args`]). Pass it in `BootRequest::extra_devices`; the
 /// caller starts the device process and removes the socket.
 pub fn vfio_user_nic(socket: &std::path::Path) -> String {
-    serde_json::json!({
-        "driver": "vfio-user-pci",
-        "id": "nic0",
-        "socket": { "type": "unix", "path": socket.to_string_lossy() },
-        "bus": "rp0",
-    })
-    .to_string()
+    super::nic_slots::vfio_user_device(0, socket)
 }
 
 /// Consecutive runs of a CPU list, sorted: `[0, 1, 2, 5]` → `[(0, 2), (5, 5)]`.
@@ -300,6 +292,7 @@ pub mod machines {
             ],
             distances: vec![vec![10, 20], vec![20, 10]],
             nic: NicPlacement::Node(0),
+            more_nics: Vec::new(),
             accel: AccelChoice::Tcg,
         }
     }
@@ -318,6 +311,7 @@ pub mod machines {
                 .collect(),
             distances: (0..sockets).map(|i| (0..sockets).map(|j| if i == j { 10 } else { 20 }).collect()).collect(),
             nic: NicPlacement::Node(0),
+            more_nics: Vec::new(),
             accel: AccelChoice::Tcg,
         }
     }
@@ -336,6 +330,7 @@ pub mod machines {
             nodes: (0..4).map(|i| NodeSpec { cpus: vec![2 * i, 2 * i + 1], mem_mib: mem_per_node_mib }).collect(),
             distances: vec![vec![10, 12, 20, 22], vec![12, 10, 22, 24], vec![20, 22, 10, 12], vec![22, 24, 12, 10]],
             nic: NicPlacement::Node(0),
+            more_nics: Vec::new(),
             accel: AccelChoice::Tcg,
         }
     }

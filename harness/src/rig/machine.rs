@@ -58,36 +58,49 @@ pub fn machine_spec(topo: &Topology, accel: AccelChoice, mem_per_node_mib: u32) 
         threads: shape.threads,
         nodes,
         distances: topo.distances().to_vec(),
-        nic: match topo.nic().node {
-            Some(node) => NicPlacement::Node(node),
-            None => NicPlacement::NoNode,
-        },
+        nic: placement(topo.nic()),
+        more_nics: topo.nics()[1..].iter().map(placement).collect(),
         accel,
     };
     spec.validate().map_err(|source| MachineError::Spec { topology: topo.name().to_owned(), source })?;
     Ok(spec)
 }
 
-/// The emulated NIC's knobs from the topology's `[nic]` section.
+fn placement(nic: &crate::topology::Nic) -> NicPlacement {
+    match nic.node {
+        Some(node) => NicPlacement::Node(node),
+        None => NicPlacement::NoNode,
+    }
+}
+
+/// The emulated NIC's knobs from the topology's NIC 0 (`[nic]`).
 ///
 /// # Errors
-/// [`MachineError::Nic`] for an MSI-X table size the device cannot expose
-/// (PCI allows 1..=2048 entries).
+/// As [`device_config_of`].
 pub fn device_config(topo: &Topology) -> Result<DeviceConfig, MachineError> {
-    let nic = topo.nic();
+    device_config_of(topo, 0)
+}
+
+/// NIC `index`'s knobs from the topology's `[[nic]]` entry `index`: MSI-X table,
+/// `max_msix`, `max_queues`, the vPort count and NIC `index`'s MAC
+/// ([`Topology::nic_mac`]: the file's, else one of its own per NIC).
+///
+/// # Errors
+/// [`MachineError::Nic`] for an index beyond the topology's NICs, an MSI-X table size
+/// the device cannot expose (PCI allows 1..=2048 entries), or a vPort count beyond
+/// the device's u16.
+pub fn device_config_of(topo: &Topology, index: usize) -> Result<DeviceConfig, MachineError> {
     let err = |field, problem: String| MachineError::Nic { topology: topo.name().to_owned(), field, problem };
+    let (Some(nic), Some(mac)) = (topo.nics().get(index), topo.nic_mac(index)) else {
+        return Err(err("index", format!("no NIC {index} (the file has {})", topo.nics().len())));
+    };
+    let num_vports = u16::try_from(nic.num_ports)
+        .map_err(|_| err("num_ports", format!("{} does not fit the device's 16 bits", nic.num_ports)))?;
     let msix_table_size =
         u16::try_from(nic.msix_table_size).ok().filter(|n| (1..=2048).contains(n)).ok_or_else(|| {
             err("msix_table_size", format!("{} is outside 1..=2048 (PCI MSI-X limit)", nic.msix_table_size))
         })?;
-    let defaults = DeviceConfig::default();
-    Ok(DeviceConfig {
-        msix_table_size,
-        max_msix: nic.max_msix,
-        max_queues: nic.max_queues,
-        mac: nic.mac.unwrap_or(defaults.mac),
-        ..defaults
-    })
+    Ok(DeviceConfig { msix_table_size, max_msix: nic.max_msix, max_queues: nic.max_queues, mac, num_vports })
 }
 
 #[cfg(test)]

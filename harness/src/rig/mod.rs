@@ -434,13 +434,6 @@ impl NicBoot<'_> {
             tap,
             inject: self.inject.to_vec(),
         };
-        let nic =
-            device::DeviceProcess::start(&device::device_binary()?, &socket, &machine::device_config(topo)?, options)?;
-        let plan_slot = PlanSlot::default();
-        if let (Some(peer), Some(options)) = (&peer, &req.traffic) {
-            peer.set_planner(planner(nic.status_handle(), options.clone(), Arc::clone(&plan_slot)));
-        }
-
         let mut boot = BootRequest::new(&spec, self.kernel, &prov.busybox);
         // The scenario in the guest's numbering: CPUs to hotplug, kernel parameters.
         let guest = topo.to_qemu_numbering();
@@ -457,7 +450,23 @@ impl NicBoot<'_> {
             ..boot.agent
         };
         boot.extra_cmdline.extend(guest.scenario_cmdline());
+        // One device process and socket per NIC; NIC 0 takes the traffic and the fault.
+        let bin = device::device_binary()?;
+        let mut nics = Vec::with_capacity(topo.nics().len());
+        nics.push(device::DeviceProcess::start(&bin, &socket, &machine::device_config(topo)?, options)?);
         boot.extra_devices.push(qemu::vfio_user_nic(&socket));
+        for k in 1..topo.nics().len() {
+            let path = socket.with_extension(format!("{k}.sock"));
+            let options = device::DeviceOptions { abort: Some(abort.clone()), ..Default::default() };
+            nics.push(device::DeviceProcess::start(&bin, &path, &machine::device_config_of(topo, k)?, options)?);
+            boot.extra_devices.push(qemu::nic_slots::vfio_user_device(k, &path));
+        }
+        let nic = &nics[0];
+        let plan_slot = PlanSlot::default();
+        if let (Some(peer), Some(options)) = (&peer, &req.traffic) {
+            peer.set_planner(planner(nic.status_handle(), options.clone(), Arc::clone(&plan_slot)));
+        }
+
         if self.channels.is_some() || flows_bin.is_some() {
             // ethtool and its libraries are half the initramfs: only when used.
             boot.extra_files.clone_from(&prov.ethtool);
@@ -507,13 +516,65 @@ impl NicBoot<'_> {
         boot.speedups = req.speedups;
         boot.abort = Some(abort);
         let result = qemu::boot(&prov.qemu, &boot);
-        nic.stop();
+        for device in nics {
+            device.stop();
+        }
         // The guest sent its results before it printed the report: they are in.
         let traffic = peer.map(|peer| {
             let (planned, plan_error) = plan_slot.lock().unwrap_or_else(|e| e.into_inner()).clone();
             TrafficBoot { peer: peer.finish(PEER_RESULTS_WAIT), planned, plan_error }
         });
         Ok((spec, NicBootOutcome { result, marks, traffic }))
+    }
+}
+
+/// NIC 1, 2, … of a `[[nic]]` machine, judged each on its own.
+struct OtherNics<'a> {
+    topo: &'a Topology,
+    report: &'a crate::guest_protocol::GuestReport,
+    /// Guest PCI address per topology NIC.
+    bdfs: &'a [Option<String>],
+    model: KernelGen,
+    req: &'a RunRequest,
+    accel: &'a str,
+}
+
+impl OtherNics<'_> {
+    /// Each other NIC's verdict (named `<run>#nicK`) against the model of the machine
+    /// with only that NIC, and the combined load with NIC 0's `observed0`/`expected0`.
+    ///
+    /// # Errors
+    /// A NIC's `affinity_hint` that is not a hex cpumask.
+    fn report(
+        &self,
+        run_name: &str,
+        observed0: &Observed,
+        expected0: &crate::model::ExpectedTable,
+    ) -> Result<crate::verdict::NicsReport> {
+        let mut judged = Vec::new();
+        for k in 1..self.topo.nics().len() {
+            let Some(only) = self.topo.with_only_nic(k) else { continue };
+            let bdf = self.bdfs.get(k).cloned().flatten();
+            let observed = report_to_verdict::observed_of(
+                self.report,
+                bdf.as_deref(),
+                self.model,
+                &self.req.model_basis,
+                self.accel,
+            )?;
+            let expected = expected_table(&only.to_qemu_numbering(), self.model);
+            let mut verdict = judge(&only, &observed, &expected);
+            verdict.run.name = format!("{run_name}#nic{k}");
+            judged.push((k, bdf, only.nic().node, observed, expected, verdict));
+        }
+        let mut pairs = vec![(observed0, expected0)];
+        pairs.extend(judged.iter().map(|(_, _, _, o, e, _)| (o, e)));
+        let load = crate::verdict::combined_load(&self.topo.to_qemu_numbering(), &pairs);
+        let nics = judged
+            .into_iter()
+            .map(|(index, bdf, node, _, _, verdict)| crate::verdict::NicVerdict { index, bdf, node, verdict })
+            .collect();
+        Ok(crate::verdict::NicsReport { nics, load })
     }
 }
 
@@ -587,6 +648,11 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         expected_at.iter().find(|(n, _)| n == stage).map_or(&expected_at[0].1, |(_, t)| t)
     };
     let expected = expected_for(guest.last_stage());
+    // Which guest PCI address is which NIC (several NICs: their slots; one: the report's).
+    let bdfs = match spec.more_nics.is_empty() {
+        true => vec![booted.report.nic.clone()],
+        false => qemu::nic_slots::match_nics(&spec.nics().collect::<Vec<_>>(), &booted.report.nics),
+    };
     let marks = marks.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let status_at = |is: &dyn Fn(&Marker) -> bool| {
         marks.iter().rev().find(|(l, _)| Marker::parse(l).is_some_and(|m| is(&m))).and_then(|(_, s)| s.clone())
@@ -608,12 +674,12 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         if inject.is_empty() {
             lifecycle_steps_ran(&report, channels, false).with_context(|| format!("stage {name}"))?;
         }
-        let observed = report_to_verdict::observed(&report, model, &req.model_basis, &accel)?;
+        let observed = report_to_verdict::observed_of(&report, bdfs[0].as_deref(), model, &req.model_basis, &accel)?;
         let queues = table(status_at(&|m| *m == Marker::StageBegin(name.clone())), &observed);
         let verdict = judge(&topo, &observed, expected_for(&name));
         stages.push(StageOutcome { name, verdict, queues, report });
     }
-    let observed = report_to_verdict::observed(&booted.report, model, &req.model_basis, &accel)?;
+    let observed = report_to_verdict::observed_of(&booted.report, bdfs[0].as_deref(), model, &req.model_basis, &accel)?;
     let report_status = status_at(&|m| matches!(m, Marker::ReportBegin(_)));
     let device_flows =
         report_status.as_ref().and_then(|s| s.core.as_ref()).map(|c| c.flows.flows.clone()).unwrap_or_default();
@@ -627,6 +693,14 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     }
     if let Some(label) = &req.label {
         verdict.run.name = format!("{}@{label}", topo.name());
+    }
+    if topo.nic().num_ports > 1 {
+        let plan = crate::model::vport_plan(&topo.to_qemu_numbering(), model);
+        verdict.add_vport_check(crate::verdict::vports::vport_vectors_check(plan.as_ref(), queues.as_ref()));
+    }
+    if topo.nics().len() > 1 {
+        let judged = OtherNics { topo: &topo, report: &booted.report, bdfs: &bdfs, model, req, accel: &accel };
+        verdict.add_nics(judged.report(&verdict.run.name, &observed, &expected)?);
     }
     let earlier = stages
         .iter()

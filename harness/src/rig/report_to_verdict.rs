@@ -4,7 +4,7 @@
 use crate::cpulist::CpuMask;
 use crate::guest_protocol::{GuestIrq, GuestReport};
 use crate::model::{KernelGen, ModelBasis};
-use crate::verdict::{Observed, ObservedVector, QueueTable, StageFacts, StageLink};
+use crate::verdict::{Observed, ObservedVector, QueueTable, StageFacts, StageLink, VectorName};
 use anyhow::{Context, Result};
 
 /// [`Observed`] from the guest report: the NIC's MSI-X vectors with their
@@ -18,19 +18,33 @@ use anyhow::{Context, Result};
 /// # Errors
 /// An `affinity_hint` that is not a hex cpumask.
 pub fn observed(report: &GuestReport, kernel: KernelGen, basis: &ModelBasis, accel: &str) -> Result<Observed> {
-    let vectors = report.msix.iter().map(vector).collect::<Result<Vec<_>>>()?;
-    let nic_numa_node = report
-        .nic
-        .as_ref()
-        .and_then(|bdf| report.pci.get(bdf))
-        .and_then(|pci| i32::try_from(pci.numa_node).ok())
-        .filter(|&n| n >= 0);
+    observed_of(report, report.nic.as_deref(), kernel, basis, accel)
+}
+
+/// [`observed`] for the NIC at `bdf` of a guest with several MANA NICs: only the
+/// vectors whose name ends `@pci:<bdf>` (with one NIC in the report, every vector, as
+/// [`observed`]); `bdf` `None` = the guest has no such NIC (no vectors, probe failed).
+///
+/// # Errors
+/// As [`observed`].
+pub fn observed_of(
+    report: &GuestReport,
+    bdf: Option<&str>,
+    kernel: KernelGen,
+    basis: &ModelBasis,
+    accel: &str,
+) -> Result<Observed> {
+    let several = report.nics.len() > 1;
+    let mine = |irq: &&GuestIrq| !several || bdf.is_some_and(|b| VectorName::parse(&irq.name, kernel).bdf == Some(b));
+    let vectors = report.msix.iter().filter(mine).map(vector).collect::<Result<Vec<_>>>()?;
+    let nic_numa_node =
+        bdf.and_then(|bdf| report.pci.get(bdf)).and_then(|pci| i32::try_from(pci.numa_node).ok()).filter(|&n| n >= 0);
     Ok(Observed {
         kernel_release: report.kernel.clone(),
         kernel,
         model_basis: basis.clone(),
         accel: accel.to_owned(),
-        nic_bdf: report.nic.clone(),
+        nic_bdf: bdf.map(str::to_owned),
         nic_numa_node,
         probe_ok: report.netdev.is_some() && !vectors.is_empty(),
         vectors,

@@ -158,6 +158,7 @@ pub fn judge(topo: &Topology, observed: &Observed, expected: &ExpectedTable) -> 
         dmesg_mana: observed.dmesg_mana.clone(),
         queues: None,
         traffic: None,
+        nics: None,
     }
 }
 

@@ -40,6 +40,7 @@ pub mod format;
 mod geometry;
 mod guest_irqs;
 mod judge;
+pub mod nics;
 mod outcome;
 pub mod properties;
 mod row;
@@ -48,6 +49,7 @@ mod stages;
 mod summary;
 mod survival;
 pub mod traffic;
+pub mod vports;
 
 pub use check::{Check, CheckStatus, Status};
 pub use cpu_state::{check_cpu_state, CPU_STATE_CHECK};
@@ -58,7 +60,8 @@ pub use format::{
 };
 pub use guest_irqs::{Observed, ObservedVector, VectorName};
 pub use judge::judge;
-pub use outcome::{RunInfo, Verdict, SCHEMA_VERSION};
+pub use nics::combined_load;
+pub use outcome::{CpuLoad, NicVerdict, NicsReport, RunInfo, Verdict, SCHEMA_VERSION};
 pub use row::{ExpectedSide, ObservedSide, RowOutcome, VectorRow};
 pub use stage_checks::{same_irq_table_check, same_queue_table_check};
 pub use stages::{

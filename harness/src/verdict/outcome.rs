@@ -100,6 +100,10 @@ pub struct Verdict {
     /// ([`Verdict::add_traffic`]); absent from the JSON otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traffic: Option<TrafficReport>,
+    /// NIC 1, 2, … of a `[[nic]]` machine and the combined per-CPU load
+    /// ([`Verdict::add_nics`]); absent from the JSON for one NIC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nics: Option<NicsReport>,
 }
 
 impl Verdict {
@@ -126,4 +130,58 @@ impl Verdict {
             (ExpectedVerdict::Pass, Status::Pass) | (ExpectedVerdict::Mismatch, Status::Fail)
         )
     }
+}
+
+/// The verdict of one NIC beyond NIC 0.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NicVerdict {
+    /// The NIC's index in the topology file (`[[nic]]` order; 1, 2, …).
+    pub index: usize,
+    /// Its PCI address in the guest, if the guest has it.
+    pub bdf: Option<String>,
+    /// Its node in the topology (`None` = NUMA_NO_NODE).
+    pub node: Option<u32>,
+    /// Its IRQ table judged against the model on the machine with only this NIC
+    /// (`Topology::with_only_nic`).
+    pub verdict: Verdict,
+}
+
+/// One CPU's MANA vectors, per NIC.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuLoad {
+    /// Guest CPU id.
+    pub cpu: u32,
+    /// Its node.
+    pub node: u32,
+    /// Vectors per NIC (index = NIC) delivered to this CPU: `effective_affinity_list`
+    /// when the guest shows one, else a one-CPU `smp_affinity_list`.
+    pub delivered: Vec<u32>,
+    /// Vectors per NIC whose `smp_affinity_list` in the guest holds this CPU.
+    pub in_affinity: Vec<u32>,
+    /// Vectors per NIC whose affinity in the model holds this CPU.
+    pub in_model: Vec<u32>,
+}
+
+impl CpuLoad {
+    /// Vectors delivered to this CPU over every NIC.
+    pub fn delivered_total(&self) -> u32 {
+        self.delivered.iter().sum()
+    }
+    /// Vectors allowed on this CPU over every NIC, in the guest.
+    pub fn affinity_total(&self) -> u32 {
+        self.in_affinity.iter().sum()
+    }
+    /// Vectors allowed on this CPU over every NIC, in the model.
+    pub fn model_total(&self) -> u32 {
+        self.in_model.iter().sum()
+    }
+}
+
+/// Every NIC beyond NIC 0 and the combined load.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NicsReport {
+    /// NIC 1, 2, ….
+    pub nics: Vec<NicVerdict>,
+    /// One row per online CPU, guest numbering.
+    pub load: Vec<CpuLoad>,
 }

@@ -11,6 +11,7 @@
 //!   [`NumaLevels`] (sched_init_numa, hop masks, numa_nearest_node, SLIT fallback),
 //!   [`local_spread_flat`] / [`local_spread_hops`] (cpumask_local_spread),
 //!   [`irq_setup`], [`irq_setup_numa_aware`], [`irq_setup_linear`] (MANA);
+//! - [`vport_plan`]: which vectors each vPort's channels use (`num_ports` > 1);
 //!
 //! - [`expected_stages`]: the table at the probe and after each CPU hotplug stage of
 //!   the topology's `[scenario]` (`offline_after`, `online_after`).
@@ -34,6 +35,7 @@ mod mana;
 mod numa;
 mod spread;
 mod table;
+mod vports;
 
 pub use hotplug::{expected_stages, PROBE_STAGE};
 pub use irq_setup::{irq_setup, irq_setup_linear, irq_setup_numa_aware, Siblings};
@@ -42,6 +44,7 @@ pub use mana::{default_affinity, expected_table, numa_levels, numa_levels_at};
 pub use numa::{effective_slit, NumaLevels, LOCAL_DISTANCE, NR_DISTANCE_VALUES, REMOTE_DISTANCE};
 pub use spread::{local_spread_flat, local_spread_hops, local_spread_order};
 pub use table::{Algorithm, ExpectedTable, ExpectedVector, BDF_PLACEHOLDER};
+pub use vports::{vport_plan, VportPlan};
 
 #[cfg(test)]
 mod golden_tests;

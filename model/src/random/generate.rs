@@ -139,6 +139,7 @@ fn nic(rng: &mut Rng, ncpu: u32, nnodes: u32) -> NicDraft {
         dynamic_msix: rng.chance(1, 8).then_some(false),
         mac: None,
         channels: None,
+        num_ports: None,
     }
 }
 
@@ -166,6 +167,7 @@ pub(crate) fn draft(seed: u64, index: u64, max_cpus: u32) -> TopologyDraft {
         nodes,
         distances,
         nic,
+        more_nics: Vec::new(),
         expect: Expectation {
             verdict: ExpectedVerdict::Pass,
             source: "a random machine: the reference model's table is the expectation".to_owned(),

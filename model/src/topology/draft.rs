@@ -36,8 +36,10 @@ pub struct NicDraft {
     pub dynamic_msix: Option<bool>,
     /// `mac`.
     pub mac: Option<[u8; 6]>,
-    /// `channels`.
+    /// `channels` (NIC 0 only).
     pub channels: Option<u32>,
+    /// `num_ports` (default 1).
+    pub num_ports: Option<u32>,
 }
 
 /// A whole topology file as editable data (see topologies/README.md for the fields).
@@ -57,8 +59,10 @@ pub struct TopologyDraft {
     pub nodes: Vec<NodeDraft>,
     /// `numa.distances`; `None` = no SLIT (10 local, 20 remote).
     pub distances: Option<Vec<Vec<u32>>>,
-    /// `[nic]`.
+    /// `[nic]`, or NIC 0 of `[[nic]]`.
     pub nic: NicDraft,
+    /// NIC 1, 2, … of `[[nic]]` (empty: the file has one `[nic]` table).
+    pub more_nics: Vec<NicDraft>,
     /// `[expect]`.
     pub expect: Expectation,
     /// `slow` (default: 96 CPUs or more).
@@ -166,18 +170,27 @@ impl TopologyDraft {
     }
 
     fn nic_toml(&self, out: &mut String) {
-        let n = &self.nic;
+        let header = if self.more_nics.is_empty() { "[nic]" } else { "[[nic]]" };
+        for n in std::iter::once(&self.nic).chain(&self.more_nics) {
+            Self::one_nic_toml(out, header, n);
+        }
+    }
+
+    fn one_nic_toml(out: &mut String, header: &str, n: &NicDraft) {
         match n.node {
             Some(id) => {
-                let _ = writeln!(out, "\n[nic]\nnuma_node = {id}");
+                let _ = writeln!(out, "\n{header}\nnuma_node = {id}");
             }
-            None => out.push_str("\n[nic]\nnuma_node = \"none\"\n"),
+            None => {
+                let _ = writeln!(out, "\n{header}\nnuma_node = \"none\"");
+            }
         }
         let numbers = [
             ("msix_table_size", n.msix_table_size),
             ("max_msix", n.max_msix),
             ("max_queues", n.max_queues),
             ("channels", n.channels),
+            ("num_ports", n.num_ports),
         ];
         for (key, value) in numbers {
             if let Some(v) = value {
@@ -207,19 +220,23 @@ impl TopologyDraft {
     /// `dynamic_msix` true, a 10/20 SLIT, `slow` as the CPU count implies).
     pub fn drop_defaults(&mut self) {
         let default_table = self.ncpu().min(MANA_MAX_NUM_QUEUES) + 1;
-        let table = self.msix_table_size();
-        let n = &mut self.nic;
-        if n.max_msix == Some(table) {
-            n.max_msix = None;
-        }
-        if n.msix_table_size == Some(default_table) {
-            n.msix_table_size = None;
-        }
-        if n.max_queues == Some(MANA_MAX_NUM_QUEUES) {
-            n.max_queues = None;
-        }
-        if n.dynamic_msix == Some(true) {
-            n.dynamic_msix = None;
+        for n in std::iter::once(&mut self.nic).chain(&mut self.more_nics) {
+            let table = n.msix_table_size.unwrap_or(default_table);
+            if n.max_msix == Some(table) {
+                n.max_msix = None;
+            }
+            if n.msix_table_size == Some(default_table) {
+                n.msix_table_size = None;
+            }
+            if n.max_queues == Some(MANA_MAX_NUM_QUEUES) {
+                n.max_queues = None;
+            }
+            if n.dynamic_msix == Some(true) {
+                n.dynamic_msix = None;
+            }
+            if n.num_ports == Some(1) {
+                n.num_ports = None;
+            }
         }
         if self.distances.as_ref().is_some_and(|d| *d == default_slit(self.nodes.len())) {
             self.distances = None;
@@ -243,18 +260,27 @@ impl From<&Topology> for TopologyDraft {
             shape: s.shape,
             nodes: s.nodes.iter().map(|n| NodeDraft { cpus: n.cpus.clone(), memory_mib: n.memory_mib }).collect(),
             distances: Some(s.distances.clone()),
-            nic: NicDraft {
-                node: s.nic.node,
-                msix_table_size: Some(s.nic.msix_table_size),
-                max_msix: Some(s.nic.max_msix),
-                max_queues: Some(s.nic.max_queues),
-                dynamic_msix: Some(s.nic.dynamic_msix),
-                mac: s.nic.mac,
-                channels: s.nic.channels,
-            },
+            nic: NicDraft::from(&s.nics[0]),
+            more_nics: s.nics[1..].iter().map(NicDraft::from).collect(),
             expect: s.expect.clone(),
             slow: Some(s.slow),
             scenario: s.scenario.clone(),
+        }
+    }
+}
+
+impl From<&super::Nic> for NicDraft {
+    /// Every value explicit.
+    fn from(n: &super::Nic) -> Self {
+        Self {
+            node: n.node,
+            msix_table_size: Some(n.msix_table_size),
+            max_msix: Some(n.max_msix),
+            max_queues: Some(n.max_queues),
+            dynamic_msix: Some(n.dynamic_msix),
+            mac: n.mac,
+            channels: n.channels,
+            num_ports: Some(n.num_ports),
         }
     }
 }

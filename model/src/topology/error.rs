@@ -192,4 +192,30 @@ pub enum Problem {
         /// The string given.
         value: String,
     },
+    /// Two vPorts (of one NIC or of two) would have the same MAC address.
+    #[error(
+        "{mac} (vPort {port}) is also {other}'s vPort {other_port} address; two NICs with one MAC \
+         cannot be told apart (give each NIC its own `mac`; vPort p adds p to the last byte)"
+    )]
+    SameMac {
+        /// The shared address.
+        mac: String,
+        /// The earlier NIC's TOML path (`nic[0]`).
+        other: String,
+        /// The vPort of this NIC.
+        port: u32,
+        /// The vPort of the earlier NIC.
+        other_port: u32,
+    },
+    /// More NICs than the rig can plug in.
+    #[error("{count} NICs; the rig plugs in at most {max}")]
+    TooManyNics {
+        /// NICs listed.
+        count: usize,
+        /// [`crate::topology::MAX_NICS`].
+        max: usize,
+    },
+    /// A field only NIC 0 may set.
+    #[error("only the first NIC may set it (the guest agent runs `ethtool -L` on NIC 0's netdev only)")]
+    FirstNicOnly,
 }

@@ -5,7 +5,9 @@
 //! an example in `topologies/README.md`.
 
 use super::numbering::CpuNumbering;
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
+use std::fmt;
 
 /// A whole topology file.
 #[derive(Debug, Deserialize)]
@@ -25,8 +27,8 @@ pub struct TopologyFile {
     pub cpus: CpusFile,
     /// NUMA nodes and distances.
     pub numa: NumaFile,
-    /// The emulated MANA NIC.
-    pub nic: NicFile,
+    /// The emulated MANA NIC: one `[nic]` table, or a `[[nic]]` array of them.
+    pub nic: NicsFile,
     /// The expected outcome of a rig run.
     pub expect: ExpectFile,
     /// Whether a guest boot is slow (default: true from 96 online CPUs on).
@@ -138,13 +140,17 @@ pub struct NicFile {
     #[serde(default)]
     pub mac: Option<String>,
     /// Combined channels the guest sets with `ethtool -L <netdev> combined N`
-    /// after `ip link set up` (default: leave the driver's count).
+    /// after `ip link set up` (default: leave the driver's count; NIC 0 only).
     #[serde(default)]
     pub channels: Option<u32>,
     /// Faults the emulated NIC shows the driver on purpose (`--inject SPEC`
     /// strings; the harness parses them, device_model::inject).
     #[serde(default)]
     pub inject: Vec<String>,
+    /// vPorts the device reports in MANA_QUERY_DEV_CONFIG (`max_num_vports`,
+    /// default 1); the driver creates one netdev per vPort.
+    #[serde(default)]
+    pub num_ports: Option<u32>,
 }
 
 /// `[expect]`: the expected outcome of a rig run.
@@ -168,4 +174,44 @@ pub enum ExpectedVerdict {
     Mismatch,
     /// The rig cannot run this machine here.
     RigError,
+}
+
+/// The `nic` key as the file spells it.
+#[derive(Debug)]
+pub enum NicsFile {
+    /// `[nic]`: one NIC; errors name `nic.FIELD`.
+    One(NicFile),
+    /// `[[nic]]`: NIC 0, 1, …; errors name `nic[K].FIELD`.
+    Many(Vec<NicFile>),
+}
+
+impl NicsFile {
+    /// The NICs, each with the TOML path errors name it by (`nic` or `nic[K]`).
+    pub fn entries(&self) -> Vec<(String, &NicFile)> {
+        match self {
+            Self::One(n) => vec![("nic".to_owned(), n)],
+            Self::Many(list) => list.iter().enumerate().map(|(k, n)| (format!("nic[{k}]"), n)).collect(),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for NicsFile {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = NicsFile;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a [nic] table or a [[nic]] array of tables")
+            }
+            // Both arms hand the content to NicFile's own derive: its unknown-field and
+            // type errors keep their words and positions.
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<NicsFile, A::Error> {
+                NicFile::deserialize(de::value::MapAccessDeserializer::new(map)).map(NicsFile::One)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<NicsFile, A::Error> {
+                Vec::<NicFile>::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(NicsFile::Many)
+            }
+        }
+        d.deserialize_any(V)
+    }
 }

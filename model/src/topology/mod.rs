@@ -19,6 +19,7 @@
 mod draft;
 mod error;
 mod file;
+mod nics;
 mod numbering;
 mod scenario;
 mod scenario_problem;
@@ -27,6 +28,7 @@ mod validate;
 pub use draft::{NicDraft, NodeDraft, TopologyDraft};
 pub use error::{Problem, TopologyError};
 pub use file::{ExpectedVerdict, SourceKind};
+pub use nics::{default_mac, port_mac, MAX_NICS};
 pub use numbering::{CpuLocation, CpuNumbering, CpuShape};
 pub use scenario::{CpuStep, Isolcpus, Scenario, ScenarioFile, ISOLCPUS_FLAGS};
 pub use scenario_problem::ScenarioProblem;
@@ -77,6 +79,8 @@ pub struct Nic {
     /// `inject`: fault-injection specs for the emulated NIC, as written (the
     /// harness parses them: device_model::inject); empty by default.
     pub inject: Vec<String>,
+    /// vPorts reported in MANA_QUERY_DEV_CONFIG (`max_num_vports`, ≥ 1).
+    pub num_ports: u32,
 }
 
 /// What a rig run on this machine should conclude.
@@ -99,7 +103,8 @@ pub(crate) struct Spec {
     pub(crate) nodes: Vec<Node>,
     /// `distances[i][j]`, always n×n (10/20 when the file has no SLIT).
     pub(crate) distances: Vec<Vec<u32>>,
-    pub(crate) nic: Nic,
+    /// NIC 0 first; never empty.
+    pub(crate) nics: Vec<Nic>,
     pub(crate) expect: Expectation,
     pub(crate) slow: bool,
     /// `[scenario]` (the default when the file has none).
@@ -203,14 +208,36 @@ impl Topology {
     pub fn nodes(&self) -> &[Node] {
         &self.spec.nodes
     }
-    /// The NIC, defaults resolved.
+    /// NIC 0 (the only NIC of a `[nic]` file), defaults resolved.
     pub fn nic(&self) -> &Nic {
-        &self.spec.nic
+        &self.spec.nics[0]
+    }
+    /// Every NIC, NIC 0 first (`[[nic]]` order), defaults resolved.
+    pub fn nics(&self) -> &[Nic] {
+        &self.spec.nics
+    }
+    /// NIC `index`'s vPort 0 MAC address: the file's, else [`default_mac`]`(index)`.
+    /// `None` for an index beyond [`Topology::nics`].
+    pub fn nic_mac(&self, index: usize) -> Option<[u8; 6]> {
+        self.spec.nics.get(index).map(|n| n.mac.unwrap_or_else(|| default_mac(index)))
+    }
+    /// The same machine with NIC `index` as its only NIC: what the kernel's per-device
+    /// algorithms see for that NIC (MANA spreads each device's vectors on its own;
+    /// nothing in gdma_main.c looks at another device's IRQs, Linux 6.1-7.3). `None`
+    /// for an index beyond [`Topology::nics`].
+    pub fn with_only_nic(&self, index: usize) -> Option<Self> {
+        let nic = self.spec.nics.get(index)?.clone();
+        let mac = self.nic_mac(index);
+        Some(Self {
+            spec: Spec { nics: vec![Nic { mac, ..nic }], ..self.spec.clone() },
+            cpu_node: self.cpu_node.clone(),
+            siblings: self.siblings.clone(),
+        })
     }
     /// The most combined channels `ethtool -L` accepts on this machine (see
     /// `nic.channels` in topologies/README.md).
     pub fn max_channels(&self) -> u32 {
-        let n = &self.spec.nic;
+        let n = self.nic();
         validate::max_channels(self.ncpu(), n.max_queues, n.msix_table_size, n.max_msix)
     }
     /// The expected outcome.

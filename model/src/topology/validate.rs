@@ -9,7 +9,7 @@
 //! (`scenario.rs`).
 
 use super::error::{Problem, TopologyError};
-use super::file::{NicNodeFile, TopologyFile};
+use super::file::{NicFile, NicNodeFile, TopologyFile};
 use super::numbering::{CpuNumbering, CpuShape};
 use super::{Expectation, Nic, Node, Source, Spec, Topology};
 use crate::cpulist::{CpuMask, MAX_CPUS};
@@ -18,6 +18,10 @@ use crate::cpulist::{CpuMask, MAX_CPUS};
 const MSIX_TABLE_MAX: u32 = 2048;
 /// MANA_MAX_NUM_QUEUES in include/net/mana/gdma.h (all three kernels).
 pub(crate) const MANA_MAX_NUM_QUEUES: u32 = 64;
+/// vPorts a NIC may report here. The driver takes up to MAX_PORTS_IN_MANA_DEV (256,
+/// include/net/mana/mana.h, Debian 6.12.117); the rig stops at 16 netdevs per NIC,
+/// which keeps every vPort's MAC (last byte + port) distinct.
+const MAX_PORTS: u32 = 16;
 /// Boots with this many CPUs or more are marked slow by default.
 pub(super) const SLOW_FROM_CPUS: u32 = 96;
 
@@ -44,7 +48,19 @@ pub(super) fn validate(path: &str, mut file: TopologyFile) -> Result<Topology, T
     let distances = distances(&ctx, &file, nodes.len())?;
     let warnings = asymmetry_warnings(path, &distances);
     let ncpu = shape.total_cpus();
-    let nic = nic(&ctx, &file, nodes.len(), ncpu)?;
+    let entries = file.nic.entries();
+    let names: Vec<String> = entries.iter().map(|(name, _)| name.clone()).collect();
+    let mut nics = Vec::with_capacity(entries.len());
+    for (k, (name, f)) in entries.iter().enumerate() {
+        if k > 0 && f.channels.is_some() {
+            return Err(ctx.err(format!("{name}.channels"), Problem::FirstNicOnly));
+        }
+        nics.push(nic(&ctx, name, f, nodes.len(), ncpu)?);
+    }
+    if nics.is_empty() {
+        return Err(ctx.err("nic", Problem::Empty));
+    }
+    super::nics::check_across(path, &names, &nics)?;
     let scenario = super::scenario::validate(path, file.scenario.take(), shape, numbering)?;
     Ok(Topology::assemble(Spec {
         name: file.name,
@@ -54,7 +70,7 @@ pub(super) fn validate(path: &str, mut file: TopologyFile) -> Result<Topology, T
         shape,
         nodes,
         distances,
-        nic,
+        nics,
         expect: Expectation { verdict: file.expect.verdict, source: file.expect.source },
         slow: file.slow.unwrap_or(ncpu >= SLOW_FROM_CPUS),
         scenario,
@@ -196,28 +212,29 @@ fn distances(ctx: &Ctx<'_>, file: &TopologyFile, n: usize) -> Result<Vec<Vec<u32
     Ok(rows.iter().map(|r| r.iter().map(|&v| v as u32).collect()).collect())
 }
 
-fn nic(ctx: &Ctx<'_>, file: &TopologyFile, nnodes: usize, ncpu: u32) -> Result<Nic, TopologyError> {
-    let f = &file.nic;
+/// One NIC's fields; `name` is its TOML path in errors (`nic`, `nic[1]`).
+fn nic(ctx: &Ctx<'_>, name: &str, f: &NicFile, nnodes: usize, ncpu: u32) -> Result<Nic, TopologyError> {
+    let field = |leaf: &str| format!("{name}.{leaf}");
     let node = match &f.numa_node {
         NicNodeFile::Id(id) if (0..nnodes as i64).contains(id) => Some(*id as u32),
         NicNodeFile::Id(id) => {
-            return Err(ctx.err("nic.numa_node", Problem::NoSuchNode { node: *id, last: nnodes - 1 }))
+            return Err(ctx.err(field("numa_node"), Problem::NoSuchNode { node: *id, last: nnodes - 1 }))
         }
         NicNodeFile::Name(s) if s == "none" => None,
-        NicNodeFile::Name(s) => return Err(ctx.err("nic.numa_node", Problem::NodeName { value: s.clone() })),
+        NicNodeFile::Name(s) => return Err(ctx.err(field("numa_node"), Problem::NodeName { value: s.clone() })),
     };
     let table = f.msix_table_size.unwrap_or(ncpu.min(MANA_MAX_NUM_QUEUES) + 1);
     if !(1..=MSIX_TABLE_MAX).contains(&table) {
         let problem = Problem::Range { value: table.into(), min: 1, max: MSIX_TABLE_MAX.into() };
-        return Err(ctx.err("nic.msix_table_size", problem));
+        return Err(ctx.err(field("msix_table_size"), problem));
     }
     let max_msix = f.max_msix.unwrap_or(table);
     if max_msix == 0 {
-        return Err(ctx.err("nic.max_msix", Problem::Zero));
+        return Err(ctx.err(field("max_msix"), Problem::Zero));
     }
     let max_queues = f.max_queues.unwrap_or(MANA_MAX_NUM_QUEUES);
     if max_queues == 0 {
-        return Err(ctx.err("nic.max_queues", Problem::Zero));
+        return Err(ctx.err(field("max_queues"), Problem::Zero));
     }
     // ethtool -L refuses more combined channels than the driver's maximum
     // (mana_get_channels(): max_combined = max_num_queues), which is at most
@@ -227,14 +244,20 @@ fn nic(ctx: &Ctx<'_>, file: &TopologyFile, nnodes: usize, ncpu: u32) -> Result<N
         let most = max_channels(ncpu, max_queues, table, max_msix);
         if channels == 0 || channels > most {
             let problem = Problem::Range { value: channels.into(), min: 1, max: most.into() };
-            return Err(ctx.err("nic.channels", problem));
+            return Err(ctx.err(field("channels"), problem));
         }
     }
     let mac = match &f.mac {
         None => None,
-        Some(s) => Some(parse_mac(s).ok_or_else(|| ctx.err("nic.mac", Problem::Mac { value: s.clone() }))?),
+        Some(s) => Some(parse_mac(s).ok_or_else(|| ctx.err(field("mac"), Problem::Mac { value: s.clone() }))?),
     };
+    let num_ports = f.num_ports.unwrap_or(1);
+    if !(1..=MAX_PORTS).contains(&num_ports) {
+        let problem = Problem::Range { value: num_ports.into(), min: 1, max: MAX_PORTS.into() };
+        return Err(ctx.err(field("num_ports"), problem));
+    }
     Ok(Nic {
+        num_ports,
         node,
         msix_table_size: table,
         max_msix,

@@ -5,6 +5,7 @@
 use super::super::check::Status;
 use super::super::outcome::Verdict;
 use super::json::RigErrorReport;
+use super::nics_text;
 use super::text;
 use super::traffic_text;
 
@@ -45,6 +46,11 @@ pub(super) fn render(v: &Verdict) -> String {
         lines.push(String::new());
         lines.push(format!("Driver survival: {}", c.message));
         lines.extend(c.detail.iter().map(|d| format!("  {d}")));
+    }
+    let nics = nics_text::nics(v);
+    if !nics.is_empty() {
+        lines.push(String::new());
+        lines.extend(nics);
     }
     lines.push(text::verdict_line(v));
     lines.join("\n") + "\n"

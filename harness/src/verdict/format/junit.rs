@@ -41,7 +41,7 @@ fn suite(v: &Verdict) -> TestSuite {
         ]
         .map(|(k, v)| Property::new(k, v)),
     );
-    for c in &v.checks {
+    for (name, c) in v.checks_of_every_nic() {
         let status = match c.status {
             CheckStatus::Pass => TestCaseStatus::success(),
             CheckStatus::Skip => {
@@ -58,7 +58,7 @@ fn suite(v: &Verdict) -> TestSuite {
                 s
             }
         };
-        let mut case = TestCase::new(c.name.as_str(), status);
+        let mut case = TestCase::new(name.as_str(), status);
         case.set_classname(r.name.as_str());
         if c.status == CheckStatus::Pass {
             case.set_system_out(c.message.as_str());

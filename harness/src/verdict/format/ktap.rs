@@ -5,7 +5,8 @@
 //! by `# ` diagnostic lines (the header, the IRQ table, a rig run's stages with the link
 //! and queue table of each, a traffic run's flows and per-CPU table, a failing check's
 //! message). The traffic checks (`traffic_flows`, `rss_steering`, `traffic_interrupts`)
-//! are subtests like the others. The rig's queue checks
+//! are subtests like the others, and so are a `[[nic]]` run's other NICs' checks
+//! (`nic1:vector_count`, …). The rig's queue checks
 //! (`queue_irqs`, `same_irq_table_as_first_probe`, …) are subtests like the others. A
 //! skipped check is `ok n name # SKIP reason`; the run's result line closes the subtest:
 //! `ok 1 seed-002@6.12` or `not ok 1 seed-002@6.12`. A rig error is
@@ -34,14 +35,21 @@ fn diagnostics(out: &mut Vec<String>, indent: &str, text: &str) {
 fn run(out: &mut Vec<String>, number: usize, v: &Verdict) {
     out.push(format!("{INDENT}KTAP version 1"));
     let traffic = traffic_text::traffic(v);
-    for line in text::header(v).iter().chain(text::table(v).iter()).chain(text::stages(v).iter()).chain(traffic.iter())
+    let nics = super::nics_text::nics(v);
+    for line in text::header(v)
+        .iter()
+        .chain(text::table(v).iter())
+        .chain(text::stages(v).iter())
+        .chain(traffic.iter())
+        .chain(nics.iter())
     {
         diagnostics(out, INDENT, line);
     }
-    out.push(format!("{INDENT}1..{}", v.checks.len()));
-    for (i, c) in v.checks.iter().enumerate() {
+    let checks = v.checks_of_every_nic();
+    out.push(format!("{INDENT}1..{}", checks.len()));
+    for (i, (name, c)) in checks.into_iter().enumerate() {
         let n = i + 1;
-        let name = description(&c.name);
+        let name = description(&name);
         match c.status {
             CheckStatus::Pass => out.push(format!("{INDENT}ok {n} {name}")),
             CheckStatus::Skip => {

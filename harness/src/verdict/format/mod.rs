@@ -6,6 +6,7 @@ mod human;
 pub mod json;
 mod junit;
 mod ktap;
+mod nics_text;
 mod text;
 mod traffic_text;
 
