@@ -700,7 +700,7 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     }
     if topo.nics().len() > 1 {
         let judged = OtherNics { topo: &topo, report: &booted.report, bdfs: &bdfs, model, req, accel: &accel };
-        verdict.add_nics(judged.report(&verdict.run.name, &observed, &expected)?);
+        verdict.add_nics(judged.report(&verdict.run.name, &observed, expected)?);
     }
     let earlier = stages
         .iter()
