@@ -77,3 +77,21 @@ fn run_from_a_bad_paste_is_one_error_line_and_exit_2() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("paste.txt:6: CPUs 3 are in no node's list"), "{err}");
 }
+
+#[test]
+fn a_picture_into_a_missing_folder_is_refused_before_anything_boots() {
+    for cmd in
+        [&["run", "topologies/seed-002.toml", "--kernel", "6.12-min"][..], &["compare", "topologies/seed-002.toml"]]
+    {
+        let mut args = cmd.to_vec();
+        args.extend(["--svg", "/nonexistent-manarig-dir/x.svg"]);
+        let (code, out, err) = manarig(&args);
+        assert_eq!(code, 2, "{cmd:?}: {err}");
+        assert!(out.is_empty(), "{out}");
+        assert_eq!(
+            err.trim(),
+            "manarig: --svg /nonexistent-manarig-dir/x.svg: no folder /nonexistent-manarig-dir",
+            "{cmd:?}"
+        );
+    }
+}

@@ -28,6 +28,21 @@ impl PictureArgs {
         self.svg.is_some() || self.html.is_some()
     }
 
+    /// Refuse, before anything boots, a picture file whose folder does not exist.
+    ///
+    /// # Errors
+    /// One line naming the option, the file and the missing folder.
+    pub fn check(&self) -> Result<(), String> {
+        for (path, option) in [(self.svg.as_ref(), "--svg"), (self.html.as_ref(), "--html")] {
+            let Some(file) = path else { continue };
+            let parent = file.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            if !parent.is_dir() {
+                return Err(format!("{option} {}: no folder {}", file.display(), parent.display()));
+            }
+        }
+        Ok(())
+    }
+
     /// Draw `picture` of the topology at `topology` into the requested files, saying on
     /// stderr what was written.
     ///

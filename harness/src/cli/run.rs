@@ -160,7 +160,7 @@ pub struct RunArgs {
     /// IRQ and queue tables and no kernel warnings.
     #[arg(long)]
     pub reprobe: bool,
-    /// Drive FLOWS TCP flows (default: twice the channel count) through the
+    /// Drive FLOWS TCP flows (no value or 0: twice the channel count) through the
     /// NIC between the guest and a peer in a private network namespace (needs
     /// root), both directions, every byte checked; adds the rss_steering and
     /// traffic_interrupts checks and where the interrupts and softirqs landed.
@@ -269,7 +269,7 @@ pub struct CompareArgs {
     /// The "after" kernel is this build (same as --after build:KEY).
     #[arg(long, value_name = "KEY|DIR")]
     pub after_build: Option<String>,
-    /// Drive FLOWS TCP flows through the NIC in both runs (as `run --traffic`)
+    /// Drive FLOWS TCP flows (no value or 0: twice the channel count) through the NIC in both runs (as `run --traffic`)
     /// and compare where the load landed: busy cores with both SMT siblings
     /// busy, load outside the NIC's node.
     #[arg(long, value_name = "FLOWS", num_args = 0..=1, default_missing_value = "0")]
@@ -410,6 +410,10 @@ fn write_pictures(pictures: &PictureArgs, topology: &std::path::Path, picture: &
 /// Exit 0 pass, 1 mismatch, 2 rig error. With `--svg`/`--html`, the run's picture too; a
 /// run that fails before the guest's report is drawn without guest data (still exit 2).
 pub fn run(args: &RunArgs) -> ExitCode {
+    if let Err(e) = args.pictures.check() {
+        eprintln!("manarig: {e}");
+        return Exit::RigError.into();
+    }
     let model = args.model.as_ref().map(|m| m.0);
     let imported = match imported_topology(&args.from) {
         Ok(i) => i,
@@ -516,6 +520,10 @@ impl Side {
 /// run hit a rig error, else 1 if either verdict failed, else 0. With `--svg`/`--html`,
 /// both machines side by side (a side without a report drawn without guest data).
 pub fn compare(args: &CompareArgs) -> ExitCode {
+    if let Err(e) = args.pictures.check() {
+        eprintln!("manarig: {e}");
+        return Exit::RigError.into();
+    }
     let before = args.before_build.clone().map_or_else(|| args.before.clone(), KernelChoice::Build);
     let after = args.after_build.clone().map_or_else(|| args.after.clone(), KernelChoice::Build);
     let imported = match imported_topology(&args.from) {
