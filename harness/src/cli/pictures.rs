@@ -34,10 +34,8 @@ impl PictureArgs {
     /// One line naming the option, the file and the missing folder.
     pub fn check(&self) -> Result<(), String> {
         for (path, option) in [(self.svg.as_ref(), "--svg"), (self.html.as_ref(), "--html")] {
-            let Some(file) = path else { continue };
-            let parent = file.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-            if !parent.is_dir() {
-                return Err(format!("{option} {}: no folder {}", file.display(), parent.display()));
+            if let Some(file) = path {
+                folder_exists(option, file)?;
             }
         }
         Ok(())
@@ -89,13 +87,10 @@ impl MatrixPictureArgs {
             std::fs::create_dir_all(dir)
                 .map_err(|e| format!("--svg {}: cannot create the folder: {e}", dir.display()))?;
         }
-        if let Some(file) = &self.html {
-            let parent = file.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-            if !parent.is_dir() {
-                return Err(format!("--html {}: no folder {}", file.display(), parent.display()));
-            }
+        match &self.html {
+            Some(file) => folder_exists("--html", file),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// Draw the matrix `m` into the requested files (every pair, failures first), saying
@@ -127,5 +122,15 @@ impl MatrixPictureArgs {
                 Err(e) => note(&format!("{}: cannot write the HTML report: {e}", path.display())),
             }
         }
+    }
+}
+
+/// `option FILE`'s folder exists (the current one for a bare name), or one line saying not.
+fn folder_exists(option: &str, file: &Path) -> Result<(), String> {
+    let parent = file.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if parent.is_dir() {
+        Ok(())
+    } else {
+        Err(format!("{option} {}: no folder {}", file.display(), parent.display()))
     }
 }
