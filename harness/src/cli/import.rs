@@ -141,6 +141,11 @@ pub fn run(args: &ImportArgs) -> ExitCode {
         }
     };
     print_notes(&imported);
+    // What the kernel accepts with a warning (an asymmetric SLIT); `run --from-*` prints
+    // these when it loads the file.
+    for warning in imported.topology.warnings() {
+        eprintln!("warning: {warning}");
+    }
     match &args.output {
         Some(path) => {
             if let Err(e) = std::fs::write(path, &imported.toml) {

@@ -409,7 +409,8 @@ fn from_counts(
     }
 }
 
-/// Diagonal 10, others 11..=255, symmetric (what the kernel accepts as a SLIT).
+/// Diagonal 10, others 11..=255 (what the kernel accepts as a SLIT). An asymmetric
+/// table is kept: the topology file's validation warns about it, as for a file written by hand.
 fn check_distances(facts: &Facts) -> Result<Option<Vec<Vec<u32>>>, ImportError> {
     let Some(d) = &facts.distances else { return Ok(None) };
     let rows = &d.value.rows;
@@ -427,13 +428,6 @@ fn check_distances(facts: &Facts) -> Result<Option<Vec<Vec<u32>>>, ImportError> 
                     ErrorKind::Unsupported,
                     here,
                     format!("distance {i}→{j} is {v}: {rule} (Linux discards such a SLIT)"),
-                ));
-            }
-            if rows.get(j).and_then(|r| r.get(i)) != Some(&v) {
-                return Err(err(
-                    ErrorKind::Unsupported,
-                    here,
-                    format!("distance {i}→{j} is {v} but {j}→{i} is not: asymmetric matrices are not supported"),
                 ));
             }
         }

@@ -468,3 +468,16 @@ fn a_machine_no_qemu_guest_can_number_is_refused_naming_a_cpu() {
     let e = error_of(uneven, Some(NicNode::Node(0)));
     assert!(e.message.contains("the core of CPU 2 has 1 threads, the first core has 2"), "{e}");
 }
+
+/// Issue 21 part 6: a firmware SLIT that is not symmetric is what the user's machine has;
+/// the kernel accepts it (model/src/topology/validate.rs says how), so the import keeps it
+/// and the topology carries the same warning a hand-written file gets.
+#[test]
+fn an_asymmetric_slit_is_imported_with_the_kernels_warning() {
+    let text = SEED_002_LSCPU.replace("  0:  10  20", "  0:  10  21");
+    let imported = import_text(&text, Some(NicNode::Node(0))).expect("an asymmetric SLIT imports");
+    assert!(imported.toml.contains("[10, 21]") && imported.toml.contains("[20, 10]"), "{}", imported.toml);
+    let warnings = imported.topology.warnings();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("numa.distances[0][1]: 21 but the reverse distance is 20"), "{}", warnings[0]);
+}
