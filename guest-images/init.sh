@@ -226,12 +226,14 @@ LAST_MOD=
 # Load mana (the last module) in the background and wait for the probe, bring
 # the netdev up, set the channels, wait for every vector to fire.
 probe_and_settle() {
-	rm -f /tmp/insmod.rc /tmp/seen /tmp/ethtool.err
+	rm -f /tmp/insmod.rc /tmp/insmod.rc.new /tmp/seen /tmp/ethtool.err
 	SETTLE=none INSMOD_RC=- T_PROBE=- T_IFUP=- T_CARRIER=- T_ETHTOOL=- T_SETTLED=-
 	CARRIER=- ETHTOOL_RC=- CHANNELS_NOW=- NETDEV=
 	# The line on fd 3 ends a nap at once: the wait sees the probe's end
-	# without a poll interval's delay.
-	( insmod "/lib/modules/manarig/$LAST_MOD"; echo $? > /tmp/insmod.rc; echo 2>/dev/null >&3 ) &
+	# without a poll interval's delay. The status is renamed into place, so
+	# that a reader that sees the file also sees its number.
+	( insmod "/lib/modules/manarig/$LAST_MOD"; echo $? > /tmp/insmod.rc.new
+	  mv /tmp/insmod.rc.new /tmp/insmod.rc; echo 2>/dev/null >&3 ) &
 	SETTLE=deadline
 	polls=0
 	while ! past_deadline; do
