@@ -481,6 +481,12 @@ report_body() {
 	read -r RELEASE < /proc/sys/kernel/osrelease
 	echo "kernel: $RELEASE"
 	echo "cmdline: $CMDLINE"
+	# The environment the kernel gave /init: HOME and TERM, plus every
+	# name=value command-line parameter it did not take (no handler built in,
+	# or its handler refused the value: init/main.c unknown_bootoption()).
+	# NUL-separated; busybox ash's read splits it without a fork.
+	# shellcheck disable=SC3045 # busybox ash's read has -d
+	while IFS= read -r -d '' e; do echo "initenv: $e"; done < /proc/1/environ
 	echo "time init: $T_INIT"
 	echo "time modules: $T_MODS"
 	echo "time probe: $T_PROBE"

@@ -167,8 +167,9 @@ fn cpus_offline_at_probe_and_hotplugged_after_it_on_linux_6_12_min() {
 }
 
 /// topologies/scen-cpu-policies.toml on Debian's 6.12 (built with CONFIG_CPU_ISOLATION
-/// and CONFIG_NO_HZ_FULL; the minimal kernel has neither and fails `cpu_state`): the
-/// guest took irqaffinity=4-5, isolcpus=managed_irq,domain,2-3 and nohz_full=6-7, and
+/// and CONFIG_NO_HZ_FULL; the minimal kernel has neither: the next test): the
+/// guest took irqaffinity=4-5, isolcpus=managed_irq,domain,2-3 and nohz_full=6-7
+/// (nothing but the kernel's HOME and TERM in /init's environment), and
 /// with the NIC on a memory-only node MANA leaves its queue vectors at
 /// irq_default_affinity = 0,4-5 (the boot CPU is added), HWC on CPU 4.
 #[test]
@@ -182,4 +183,29 @@ fn irqaffinity_places_the_vectors_mana_leaves_alone_and_isolcpus_does_not_on_lin
     assert_eq!(cs.isolated.as_deref(), Some(&[2, 3][..]));
     assert_eq!(cs.nohz_full.as_deref(), Some(&[6, 7][..]));
     assert_eq!(cs.default_smp_affinity.as_deref(), Some(&[0, 4, 5][..]));
+    assert_eq!(o.report.init_env, ["HOME=/", "TERM=linux"]);
+}
+
+/// The same file on the minimal 6.12 (no CONFIG_CPU_ISOLATION, no CONFIG_NO_HZ_FULL):
+/// the kernel takes irqaffinity= (the same IRQ table) and hands isolcpus= and
+/// nohz_full= to /init as environment variables (init/main.c unknown_bootoption());
+/// `isolated` is empty and there is no `nohz_full` file. `cpu_state` passes and names
+/// both as ignored, with that evidence.
+#[test]
+fn a_kernel_without_cpu_isolation_ignores_isolcpus_and_nohz_full_and_cpu_state_says_so_on_linux_6_12_min() {
+    let o = run("scen-cpu-policies", "6.12-min", false);
+    assert_eq!(o.verdict.status, Status::Pass);
+    let cpus = irqs(&o.report).into_iter().map(|(_, c, _)| c).collect::<Vec<_>>();
+    assert!(cpus[1..].iter().all(|c| c == "0,4-5"), "{cpus:?}");
+    let cs = &o.report.cpu_state;
+    assert_eq!((cs.isolated.as_deref(), cs.nohz_full.as_deref()), (Some(&[][..]), None));
+    assert_eq!(o.report.init_env, ["HOME=/", "TERM=linux", "isolcpus=managed_irq,domain,2-3", "nohz_full=6-7"]);
+    let check = o.verdict.checks.iter().find(|c| c.name == harness::verdict::CPU_STATE_CHECK).expect("cpu_state check");
+    assert_eq!(check.status, harness::verdict::CheckStatus::Pass, "{check:?}");
+    for note in [
+        "isolcpus=managed_irq,domain,2-3 ignored: this kernel was built without CONFIG_CPU_ISOLATION",
+        "nohz_full=6-7 ignored: this kernel was built without CONFIG_NO_HZ_FULL",
+    ] {
+        assert!(check.message.contains(note), "{}", check.message);
+    }
 }

@@ -59,6 +59,21 @@ fn two_vports_get_dedicated_vectors_in_open_order_on_linux_7() {
     assert_eq!(check.status, harness::verdict::CheckStatus::Pass, "{}", check.message);
 }
 
+/// The same file on 6.12-min: the EQs are the device's, made once at probe
+/// (`mana_create_eq(ac)`, mana_en.c 6.12), so the queue table has four EQs on vectors
+/// 1-4, each holding channel i of both vPorts (two SQs, two RQs), and `vport_vectors`
+/// passes against the model's device-scope plan.
+#[test]
+fn two_vports_share_the_devices_four_eqs_on_linux_6_12() {
+    let o = run("vports-dedicated", "6.12-min");
+    assert_eq!(o.verdict.status, Status::Pass);
+    let t = o.queues.as_ref().expect("queue table");
+    let got: Vec<(u16, usize, usize)> = t.rows.iter().map(|r| (r.msix_index, r.sqs.len(), r.rqs.len())).collect();
+    assert_eq!(got, [(1, 2, 2), (2, 2, 2), (3, 2, 2), (4, 2, 2)], "EQ vector, SQs and RQs per EQ");
+    let check = o.verdict.checks.iter().find(|c| c.name == "vport_vectors").expect("the vPort check");
+    assert_eq!(check.status, harness::verdict::CheckStatus::Pass, "{}", check.message);
+}
+
 /// A scenario that cannot happen stops before anything starts: one error line naming
 /// the file and the field, exit 2 (issue 21's bad-input rule), for a NIC on a node the
 /// file does not have and for two NICs with one MAC.

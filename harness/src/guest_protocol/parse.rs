@@ -17,6 +17,9 @@ pub enum Key {
     Kernel,
     /// `cmdline: </proc/cmdline>`.
     Cmdline,
+    /// `initenv: <NAME=VALUE>`: an entry of `/proc/1/environ` (a new key: older agents
+    /// do not print it).
+    InitEnv,
     /// `time <milestone>: <guest uptime s or ->`.
     Time,
     /// `load: mana|none`.
@@ -81,9 +84,10 @@ pub enum Key {
 
 impl Key {
     /// Every key, in the order guest-images/README.md lists them.
-    pub const ALL: [Key; 32] = [
+    pub const ALL: [Key; 33] = [
         Key::Kernel,
         Key::Cmdline,
+        Key::InitEnv,
         Key::Time,
         Key::Load,
         Key::Settle,
@@ -121,6 +125,7 @@ impl Key {
         match self {
             Key::Kernel => "kernel",
             Key::Cmdline => "cmdline",
+            Key::InitEnv => "initenv",
             Key::Time => "time",
             Key::Load => "load",
             Key::Settle => "settle",
@@ -273,6 +278,7 @@ fn parse_block(lines: &[&str], begin: usize, end: usize, version: Version) -> Re
         match kind {
             Key::Kernel => r.kernel = value.to_string(),
             Key::Cmdline => r.cmdline = value.to_string(),
+            Key::InitEnv => r.init_env.push(value.to_string()),
             Key::Load => r.load = value.to_string(),
             Key::Netdev => r.netdev = (value != "-").then(|| value.to_string()),
             Key::Settle => r.settle = value.to_string(),

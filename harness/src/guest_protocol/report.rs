@@ -99,6 +99,11 @@ pub struct GuestReport {
     pub kernel: String,
     /// `/proc/cmdline`.
     pub cmdline: String,
+    /// The environment the kernel gave `/init` (`/proc/1/environ`, `NAME=VALUE` each, in
+    /// order): `HOME=/`, `TERM=linux` and every `name=value` command-line parameter the
+    /// kernel did not take: no handler for it is built in, or its handler refused the
+    /// value (init/main.c `unknown_bootoption()`). Empty from agents before 2026-12-01.
+    pub init_env: Vec<String>,
     /// Milestones in guest seconds since boot (`/proc/uptime`): init, modules,
     /// probe, ifup (`ip link set up` returned), carrier (`carrier` read 1),
     /// ethtool (`ethtool -L` returned), rmmod, settled, report. Absent when the

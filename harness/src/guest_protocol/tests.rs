@@ -97,6 +97,20 @@ fn tool_stderr_lines_are_kept_by_tool() {
     assert!(parse_report(SAMPLE).expect("report").stderr.is_empty());
 }
 
+/// `initenv:` lines, as a -min kernel's agent printed them for `isolcpus=2-3
+/// nohz_full=6-7` (no CONFIG_CPU_ISOLATION: both handed to /init), in order; a report
+/// without them (an older agent) has none.
+#[test]
+fn initenv_lines_are_the_environment_the_kernel_gave_init() {
+    let text = SAMPLE.replace(
+        "time report: 7.29\r\n",
+        "initenv: HOME=/\r\ninitenv: TERM=linux\r\ninitenv: isolcpus=2-3\r\ninitenv: nohz_full=6-7\r\ntime report: 7.29\r\n",
+    );
+    let r = parse_report(&text).expect("report");
+    assert_eq!(r.init_env, ["HOME=/", "TERM=linux", "isolcpus=2-3", "nohz_full=6-7"]);
+    assert!(parse_report(SAMPLE).expect("report").init_env.is_empty());
+}
+
 /// SAMPLE as a version 1 agent printed it: the raw /proc/interrupts form.
 fn sample_v1() -> String {
     let v1 = SAMPLE.replace("MANARIG-REPORT-BEGIN 2", "MANARIG-REPORT-BEGIN 1").replace(

@@ -689,7 +689,7 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         let mut states: Vec<(&str, &crate::guest_protocol::GuestCpuState)> =
             stages.iter().map(|s| (s.name.as_str(), &s.report.cpu_state)).collect();
         states.push((guest.last_stage(), &booted.report.cpu_state));
-        verdict.add_check(check_cpu_state(&guest, &states));
+        verdict.add_check(check_cpu_state(&guest, &states, &booted.report.init_env));
     }
     if let Some(label) = &req.label {
         verdict.run.name = format!("{}@{label}", topo.name());

@@ -44,7 +44,7 @@ pub use mana::{default_affinity, expected_table, numa_levels, numa_levels_at};
 pub use numa::{effective_slit, NumaLevels, LOCAL_DISTANCE, NR_DISTANCE_VALUES, REMOTE_DISTANCE};
 pub use spread::{local_spread_flat, local_spread_hops, local_spread_order};
 pub use table::{Algorithm, ExpectedTable, ExpectedVector, BDF_PLACEHOLDER};
-pub use vports::{vport_plan, VportPlan};
+pub use vports::{vport_plan, EqScope, PlannedEq, VportPlan};
 
 #[cfg(test)]
 mod golden_tests;
