@@ -525,3 +525,16 @@ fn the_schema_doc_names_every_json_field() {
     let undocumented: Vec<&String> = all.iter().filter(|k| !doc.contains(&format!("`{k}`"))).collect();
     assert!(undocumented.is_empty(), "fields missing from report-schema.md: {undocumented:?}");
 }
+
+#[test]
+fn a_passing_debug_reports_check_shows_its_evidence_in_the_human_report() {
+    let mut v = Run::new("seed-002", "6.12").judge();
+    let state = "kmemleak=2".to_string();
+    let log = debug_reports::DebugLog { state: Some(&state), kmemleak: &[], klog: &[] };
+    v.checks.push(debug_reports::debug_reports(&log));
+    let text = render(&v, Format::Human).expect("render");
+    assert!(
+        text.contains("Debug reports: no KASAN, kmemleak, lockdep, WARN or BUG report touches mana (kmemleak scanned at 2 point(s)"),
+        "{text}"
+    );
+}

@@ -40,12 +40,17 @@ pub(super) fn render(v: &Verdict) -> String {
         lines.push(String::new());
         lines.extend(traffic);
     }
-    let survived = v.checks.iter().find(|c| c.name == crate::verdict::DRIVER_SURVIVED);
-    if let Some(c) = survived.filter(|c| c.status != crate::verdict::CheckStatus::Fail) {
-        // A failed one is among the differences above, with its evidence.
-        lines.push(String::new());
-        lines.push(format!("Driver survival: {}", c.message));
-        lines.extend(c.detail.iter().map(|d| format!("  {d}")));
+    // The evidence behind a passing survival or debug-report check (a failed one is
+    // among the differences above, with its evidence).
+    let evidence =
+        [(crate::verdict::DRIVER_SURVIVED, "Driver survival"), (crate::verdict::DEBUG_REPORTS_CHECK, "Debug reports")];
+    for (name, title) in evidence {
+        let check = v.checks.iter().find(|c| c.name == name);
+        if let Some(c) = check.filter(|c| c.status != crate::verdict::CheckStatus::Fail) {
+            lines.push(String::new());
+            lines.push(format!("{title}: {}", c.message));
+            lines.extend(c.detail.iter().map(|d| format!("  {d}")));
+        }
     }
     let nics = nics_text::nics(v);
     if !nics.is_empty() {
