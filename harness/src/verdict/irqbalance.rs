@@ -182,8 +182,7 @@ mod tests {
         GuestNode { cpus: cpus.to_vec(), mem_kib: 0, distance: Vec::new() }
     }
 
-    #[test]
-    fn a_move_is_marked_at_the_sample_that_shows_it_with_its_nodes() {
+    fn moved_once() -> (IrqbalanceReport, Check) {
         let lines = ["10.0 24=0/0 25=1/1", "11.0 24=0/0 25=1/1", "12.0 24=2/2 25=1/1"];
         let samples = lines
             .iter()
@@ -201,7 +200,12 @@ mod tests {
             counts: Vec::new(),
         }];
         let input = IrqbalanceInput { run: &run, started: Some(10.5), msix: &msix, nodes: &nodes, log: &[] };
-        let (report, check) = judge_irqbalance(&input);
+        judge_irqbalance(&input)
+    }
+
+    #[test]
+    fn a_move_is_marked_at_the_sample_that_shows_it_with_its_nodes() {
+        let (report, check) = moved_once();
         assert_eq!(check.status, CheckStatus::Pass, "{}", check.message);
         assert_eq!(report.moved, 1);
         let irq = &report.irqs[0];
@@ -209,6 +213,16 @@ mod tests {
         assert_eq!(irq.samples[2].nodes, vec![1]);
         assert!(irq.samples[2].moved && !irq.samples[1].moved);
         assert_eq!(report.irqs[1].first_move_s, None);
+    }
+
+    #[test]
+    fn the_schema_doc_names_every_irqbalance_field() {
+        let value = serde_json::to_value(moved_once().0).expect("json");
+        let mut all = std::collections::BTreeSet::from(["irqbalance".to_owned(), IRQBALANCE_RAN.to_owned()]);
+        super::super::fixtures::json_keys(&value, &mut all);
+        let doc = include_str!("format/report-schema.md");
+        let undocumented: Vec<&String> = all.iter().filter(|k| !doc.contains(&format!("`{k}`"))).collect();
+        assert!(undocumented.is_empty(), "fields missing from report-schema.md: {undocumented:?}");
     }
 
     #[test]
