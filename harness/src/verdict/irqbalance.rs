@@ -85,6 +85,12 @@ fn nodes_of(cpus: &[u32], nodes: &BTreeMap<u32, GuestNode>) -> Vec<u32> {
     nodes.iter().filter(|(_, n)| n.cpus.iter().any(|c| cpus.contains(c))).map(|(id, _)| *id).collect()
 }
 
+/// Guest seconds to the uptime's own precision (`/proc/uptime`: hundredths), without
+/// the float noise of a difference.
+fn hundredths(s: f64) -> f64 {
+    (s * 100.0).round() / 100.0
+}
+
 fn cpulist(cpus: &[u32]) -> String {
     crate::guest_protocol::format_cpulist(cpus)
 }
@@ -109,7 +115,7 @@ pub fn judge_irqbalance(input: &IrqbalanceInput<'_>) -> (IrqbalanceReport, Check
         let mut driver = None;
         for s in &run.samples {
             let Some(now) = s.irqs.get(&irq) else { continue };
-            let t = s.time - start;
+            let t = hundredths(s.time - start);
             let driver = driver.get_or_insert_with(|| now.affinity.clone());
             if first_move_s.is_none() && now.affinity != *driver {
                 first_move_s = Some(t);
@@ -133,7 +139,7 @@ pub fn judge_irqbalance(input: &IrqbalanceInput<'_>) -> (IrqbalanceReport, Check
         });
     }
     let moved = irqs.iter().filter(|i| i.first_move_s.is_some()).count();
-    let sampled_s = run.samples.last().map_or(0.0, |s| s.time - start);
+    let sampled_s = run.samples.last().map_or(0.0, |s| hundredths(s.time - start));
     let report = IrqbalanceReport {
         state: run.state.map(|s| match s {
             IrqbalanceState::Stopped => "stopped".to_owned(),
