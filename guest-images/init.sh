@@ -1,8 +1,8 @@
 #!/bin/sh
 # manarig guest agent: PID 1 of the initramfs (busybox sh).
 #
-# 1. mounts proc, sysfs, devtmpfs (no udev, no irqbalance: nothing moves IRQs
-#    but the kernel and the driver); with `manarig.pin=CPULIST` it first pins
+# 1. mounts proc, sysfs, devtmpfs (no udev, no irqbalance unless asked for:
+#    nothing moves IRQs but the kernel and the driver); with `manarig.pin=CPULIST` it first pins
 #    itself, and so every process it starts, to those CPUs;
 # 2. when the kernel command line says `manarig.load=mana`, loads the modules
 #    listed in /lib/modules/manarig/order, the last one (mana) in the BACKGROUND:
@@ -87,6 +87,7 @@ UNLOAD_WAIT=30
 OFFLINE=
 OFFLINE_AFTER=
 ONLINE_AFTER=
+IRQBALANCE=
 read -r CMDLINE < /proc/cmdline
 for arg in $CMDLINE; do
 	case "$arg" in
@@ -106,6 +107,7 @@ for arg in $CMDLINE; do
 	manarig.offline=*) OFFLINE=${arg#manarig.offline=} ;;
 	manarig.offline_after=*) OFFLINE_AFTER=${arg#manarig.offline_after=} ;;
 	manarig.online_after=*) ONLINE_AFTER=${arg#manarig.online_after=} ;;
+	manarig.irqbalance=*) IRQBALANCE=${arg#manarig.irqbalance=} ;;
 	esac
 done
 
@@ -476,6 +478,81 @@ run_traffic() {
 	traffic_counts after > /tmp/traffic.after
 }
 
+IRQB=- T_IRQB=- T_IRQB_END=-
+# awk program (variable pre): one `irqbalance-sample` line from the files
+# /proc/irq/N/smp_affinity_list and effective_affinity_list, `pre N=SMP/EFF …`
+# in the order the files were given.
+# shellcheck disable=SC2016 # an awk program
+IRQB_AWK='{ split(FILENAME, p, "/"); n = p[4] }
+	FILENAME ~ /smp_affinity_list$/ { s[n] = $0; o[++k] = n }
+	FILENAME ~ /effective_affinity_list$/ { e[n] = $0 }
+	END { l = pre; for (i = 1; i <= k; i++) l = l " " o[i] "=" s[o[i]] "/" e[o[i]]; print l }'
+irqb_sample() {
+	up
+	# shellcheck disable=SC2086 # $IRQB_F is a list of paths without blanks
+	awk -v pre="irqbalance-sample $1: $UP" "$IRQB_AWK" $IRQB_F 2>/dev/null
+}
+# The state of process $1: its /proc/PID/stat state letter, `-` once it is gone.
+proc_state() {
+	ST=-
+	[ -r "/proc/$1/stat" ] && read -r _ _ ST _ < "/proc/$1/stat"
+}
+# manarig.irqbalance=S: the NIC's IRQ lines as they are now go to the report
+# (/tmp/nic.pre: the driver's placement), then irqbalance runs in the
+# foreground (1.9.x: no --hintpolicy, affinity_hint is never read) with a
+# 1 s interval, the NIC's IRQs are sampled once a guest second for S seconds,
+# and irqbalance is stopped (SIGTERM, SIGKILL after 5 s). Bounded: S samples.
+run_irqbalance() {
+	find_nic || return 0
+	nic_irqs "$NICS"
+	# shellcheck disable=SC2086 # $F is a list of paths without blanks
+	[ -n "$PAT" ] && awk -v pat="^ *(${PAT#|}):" -v pre="irqcount: " "$IRQ_AWK" /proc/interrupts $F > /tmp/nic.pre 2>/dev/null
+	IRQB_F=
+	for n in $NICS; do for d in "$P/$n"/msi_irqs/*; do
+		i=/proc/irq/${d##*/}
+		if [ -e "$i/smp_affinity_list" ] && [ -e "$i/effective_affinity_list" ]; then
+			IRQB_F="$IRQB_F $i/smp_affinity_list $i/effective_affinity_list"
+		fi
+	done; done
+	if [ ! -x /sbin/irqbalance ]; then
+		echo "manarig.irqbalance=$IRQBALANCE but no /sbin/irqbalance in the initramfs" > /tmp/irqbalance.err
+		IRQB=absent
+		return 0
+	fi
+	# irqbalance 1.9 exits at start when it cannot create its AF_UNIX socket;
+	# /proc/net/unix exists exactly when the kernel has them (CONFIG_UNIX).
+	if [ ! -e /proc/net/unix ]; then
+		echo "no /proc/net/unix: the kernel has no AF_UNIX sockets (CONFIG_UNIX), without which irqbalance exits at start" > /tmp/irqbalance.err
+		IRQB=no-af-unix
+		return 0
+	fi
+	mkdir -p /run/irqbalance
+	irqb_sample 0 > /tmp/irqbalance.samples
+	up; T_IRQB=$UP
+	irqbalance --foreground --interval=1 > /tmp/irqbalance.err 2>&1 &
+	pid=$!
+	IRQB=stopped
+	k=1
+	while [ "$k" -le "$IRQBALANCE" ]; do
+		sleep 1
+		irqb_sample "$k" >> /tmp/irqbalance.samples
+		k=$((k + 1))
+		proc_state "$pid"
+		case "$ST" in -|Z) IRQB=exited; break ;; esac
+	done
+	if [ "$IRQB" = stopped ]; then
+		kill "$pid" 2>/dev/null
+		w=0
+		while proc_state "$pid"; [ "$ST" != - ] && [ "$ST" != Z ] && [ "$w" -lt 50 ]; do sleep 0.1; w=$((w + 1)); done
+		[ "$w" -ge 50 ] && kill -9 "$pid" 2>/dev/null && IRQB=killed
+		wait "$pid"
+	else
+		wait "$pid"
+		IRQB="exited $?"
+	fi
+	up; T_IRQB_END=$UP
+}
+
 # Everything between the report markers (also printed for a stage).
 report_body() {
 	read -r RELEASE < /proc/sys/kernel/osrelease
@@ -506,10 +583,14 @@ report_body() {
 	echo "addr: $ADDR_RC"
 	echo "ping: $PING"
 	echo "traffic: $TRAFFIC_RC"
+	echo "time irqbalance: $T_IRQB"
+	echo "time irqbalance-end: $T_IRQB_END"
+	echo "irqbalance: $IRQB"
+	[ -s /tmp/irqbalance.samples ] && while read -r l; do echo "$l"; done < /tmp/irqbalance.samples
 	for t in before after; do
 		[ -s "/tmp/traffic.$t" ] && while read -r l; do echo "$l"; done < "/tmp/traffic.$t"
 	done
-	for t in ethtool rmmod addr traffic unload hotplug; do
+	for t in ethtool rmmod addr traffic unload hotplug irqbalance; do
 		[ -s "/tmp/$t.err" ] && while read -r l; do echo "stderr $t: $l"; done < "/tmp/$t.err"
 	done
 	echo "netdev: ${NETDEV:--}"
@@ -529,9 +610,14 @@ report_body() {
 	if find_nic; then
 		for n in $NICS; do echo "nic: $n"; done
 		nic_irqs "$NICS"
-		# The vectors' counts and affinity files in one awk.
-		# shellcheck disable=SC2086 # $F is a list of paths without blanks
-		[ -n "$PAT" ] && awk -v pat="^ *(${PAT#|}):" -v pre="irqcount: " "$IRQ_AWK" /proc/interrupts $F 2>/dev/null
+		# The vectors' counts and affinity files in one awk; after irqbalance
+		# ran, as they were just before it started.
+		if [ -s /tmp/nic.pre ]; then
+			while read -r l; do echo "$l"; done < /tmp/nic.pre
+		else
+			# shellcheck disable=SC2086 # $F is a list of paths without blanks
+			[ -n "$PAT" ] && awk -v pat="^ *(${PAT#|}):" -v pre="irqcount: " "$IRQ_AWK" /proc/interrupts $F 2>/dev/null
+		fi
 	else
 		echo "nic: none"
 	fi
@@ -589,6 +675,7 @@ if [ -n "$LOAD" ] && [ -n "$OFFLINE_AFTER$ONLINE_AFTER" ]; then
 fi
 
 [ -n "$LOAD" ] && run_traffic
+[ -n "$LOAD" ] && [ -n "$IRQBALANCE" ] && run_irqbalance
 # Debug kernels: every affinity_hint read once more (a hint mask freed while
 # its IRQ still points at it is a KASAN report), then kmemleak's last scan.
 [ "$DEBUG" = 1 ] && read_hints

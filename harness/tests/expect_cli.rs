@@ -110,3 +110,21 @@ fn an_asymmetric_slit_is_accepted_with_a_warning_per_pair() {
     assert!(err.contains("numa.distances[0][1]: 30 but the reverse distance is 20"), "{err}");
     assert!(out.contains("hops from the NIC node: 0-1 | 4-5 | 2-3"), "{out}");
 }
+
+/// irqbalance on a minimal kernel (no CONFIG_UNIX: irqbalance 1.9 exits without its
+/// AF_UNIX socket) and on a machine left with one CPU are refused before anything
+/// boots: one error line, exit 2.
+#[test]
+fn irqbalance_where_it_cannot_run_is_one_error_line_and_exit_2() {
+    let (code, _, err) = manarig(&["run", "topologies/scen-irqbalance.toml", "--kernel", "6.12-min"]);
+    assert_eq!(code, 2, "{err}");
+    let errors: Vec<&str> = err.lines().filter(|l| l.contains("rig error")).collect();
+    assert_eq!(errors.len(), 1, "{err}");
+    assert!(errors[0].contains("kernel 6.12-min is built with manarig's minimal config"), "{err}");
+    assert!(errors[0].contains("no CONFIG_UNIX"), "{err}");
+    let (code, _, err) =
+        manarig(&["run", "topologies/seed-002.toml", "--kernel", "6.12", "--irqbalance", "--maxcpus", "1"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("scenario.irqbalance: needs at least two online CPUs after the probe"), "{err}");
+    assert!(!err.contains("boot to report"), "nothing started: {err}");
+}

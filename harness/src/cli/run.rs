@@ -215,6 +215,10 @@ pub struct ScenarioArgs {
     /// Kernel parameter nohz_full=CPULIST.
     #[arg(long, value_name = "CPULIST")]
     pub nohz_full: Option<String>,
+    /// Run Debian's irqbalance in the guest after the driver's placement was read
+    /// and report how it moves each MANA IRQ (`[scenario] irqbalance = true`).
+    #[arg(long)]
+    pub irqbalance: bool,
 }
 
 impl ScenarioArgs {
@@ -228,6 +232,7 @@ impl ScenarioArgs {
             irqaffinity: self.irqaffinity.clone(),
             isolcpus: self.isolcpus.clone(),
             nohz_full: self.nohz_full.clone(),
+            irqbalance: self.irqbalance.then_some(true),
         }
     }
 }
@@ -434,6 +439,14 @@ pub fn run(args: &RunArgs) -> ExitCode {
         .and_then(|topo| {
             for w in topo.warnings() {
                 eprintln!("manarig: warning: {w}");
+            }
+            if topo.scenario().irqbalance {
+                if let Some(why) = crate::rig::kernel_choice::irqbalance_refusal(&args.kernel_choice()) {
+                    anyhow::bail!(
+                        "irqbalance (--irqbalance or [scenario] irqbalance in {}): {why}",
+                        topology.display()
+                    );
+                }
             }
             match args.channels {
                 Some(c) if c == 0 || c > topo.max_channels() => anyhow::bail!(

@@ -14,6 +14,7 @@
 
 mod assemble;
 mod interrupts;
+pub mod irqbalance;
 pub mod markers;
 pub mod options;
 mod parse;
@@ -23,6 +24,7 @@ mod spec_tests;
 #[cfg(test)]
 mod tests;
 
+pub use irqbalance::{GuestIrqbalance, IrqbalanceSample, IrqbalanceState};
 pub use markers::{Marker, Version};
 pub use options::{AgentOptions, PciId, ReportChannel};
 pub use parse::{parse, Key};

@@ -12,7 +12,7 @@ pub const PREFIX: &str = "manarig.";
 
 /// The name of every item [`AgentOptions`] renders (after [`PREFIX`]), in the
 /// order it renders them.
-pub const NAMES: [&str; 16] = [
+pub const NAMES: [&str; 17] = [
     "load",
     "deadline",
     "poll",
@@ -29,6 +29,7 @@ pub const NAMES: [&str; 16] = [
     "offline",
     "offline_after",
     "online_after",
+    "irqbalance",
 ];
 
 /// The value of `manarig.load`: what `/init` loads (`/lib/modules/manarig/order`,
@@ -160,6 +161,12 @@ pub struct AgentOptions {
     /// `manarig.online_after=CPULIST`: then (after stage `offline-after` when CPUs
     /// went offline) online these CPUs, in ascending order.
     pub online_after: Option<CpuMask>,
+    /// `manarig.irqbalance=S`: last before the report (after hotplug and
+    /// traffic, before `manarig.unload`), keep the NIC's IRQ lines as they are,
+    /// start `/sbin/irqbalance --foreground --interval=1`, sample every MANA
+    /// IRQ's smp_affinity_list and effective_affinity_list about once a guest
+    /// second for S guest seconds, then stop it.
+    pub irqbalance: Option<u32>,
 }
 
 impl Default for AgentOptions {
@@ -181,6 +188,7 @@ impl Default for AgentOptions {
             offline: None,
             offline_after: None,
             online_after: None,
+            irqbalance: None,
         }
     }
 }
@@ -189,7 +197,7 @@ impl AgentOptions {
     /// The `manarig.*` items, in the order of [`NAMES`]: `manarig.deadline` always,
     /// the others only when they differ from the agent's defaults.
     pub fn cmdline_items(&self) -> Vec<String> {
-        let values: [(&str, Option<String>); 16] = [
+        let values: [(&str, Option<String>); 17] = [
             ("load", self.load_mana.then(|| LOAD_MANA.to_string())),
             ("deadline", Some(self.deadline_s.to_string())),
             ("poll", self.poll.map(|d| format!("{:.3}", d.as_secs_f64()))),
@@ -206,6 +214,7 @@ impl AgentOptions {
             ("offline", self.offline.as_ref().map(CpuMask::to_cpulist)),
             ("offline_after", self.offline_after.as_ref().map(CpuMask::to_cpulist)),
             ("online_after", self.online_after.as_ref().map(CpuMask::to_cpulist)),
+            ("irqbalance", self.irqbalance.map(|s| s.to_string())),
         ];
         debug_assert!(values.iter().map(|(n, _)| *n).eq(NAMES));
         values.into_iter().filter_map(|(name, v)| Some(format!("{PREFIX}{name}={}", v?))).collect()
@@ -245,12 +254,14 @@ mod tests {
             offline: Some(CpuMask::single(3)),
             offline_after: Some(CpuMask::parse_cpulist("2,4").expect("cpulist")),
             online_after: Some(CpuMask::parse_cpulist("2-4").expect("cpulist")),
+            irqbalance: Some(6),
         };
         assert_eq!(
             all.cmdline(),
             "manarig.load=mana manarig.deadline=90 manarig.poll=0.050 manarig.nic=0x1b36:0x0010 manarig.ifup=0 \
              manarig.channels=4 manarig.pin=0-1,4 manarig.reprobe=1 manarig.report=ttyS1 manarig.addr=192.0.2.2/24 \
-             manarig.traffic=192.0.2.1:7000 manarig.debug=1 manarig.unload=1 manarig.offline=3 manarig.offline_after=2,4 manarig.online_after=2-4"
+             manarig.traffic=192.0.2.1:7000 manarig.debug=1 manarig.unload=1 manarig.offline=3 manarig.offline_after=2,4 manarig.online_after=2-4 \
+             manarig.irqbalance=6"
         );
         let names: Vec<String> = all
             .cmdline_items()

@@ -4,6 +4,7 @@
 
 use super::assemble::{assemble, bad, Raw};
 use super::interrupts::{parse_cpu_counts, parse_irq_counts};
+use super::irqbalance::{IrqbalanceSample, IrqbalanceState};
 use super::markers::{Marker, Version, REPORT_END, STAGE_END};
 use super::report::{GuestReport, Stage, Transcript, Unload};
 use super::ReportError;
@@ -80,11 +81,15 @@ pub enum Key {
     Klog,
     /// From version 3: `unload: <exit status of the final rmmod | hung | ->`.
     Unload,
+    /// With `manarig.irqbalance=S`: `irqbalance: stopped | killed | exited <rc> | absent | -`.
+    Irqbalance,
+    /// With `manarig.irqbalance=S`: `irqbalance-sample <k>: <uptime> <IRQ>=<smp>/<effective> …`.
+    IrqbalanceSample,
 }
 
 impl Key {
     /// Every key, in the order guest-images/README.md lists them.
-    pub const ALL: [Key; 33] = [
+    pub const ALL: [Key; 35] = [
         Key::Kernel,
         Key::Cmdline,
         Key::InitEnv,
@@ -118,6 +123,8 @@ impl Key {
         Key::Kmemleak,
         Key::Klog,
         Key::Unload,
+        Key::Irqbalance,
+        Key::IrqbalanceSample,
     ];
 
     /// The key as the line spells it.
@@ -156,6 +163,8 @@ impl Key {
             Key::Kmemleak => "kmemleak",
             Key::Klog => "klog",
             Key::Unload => "unload",
+            Key::Irqbalance => "irqbalance",
+            Key::IrqbalanceSample => "irqbalance-sample",
         }
     }
 
@@ -323,6 +332,11 @@ fn parse_block(lines: &[&str], begin: usize, end: usize, version: Version) -> Re
             Key::Traffic => r.traffic.tool_status = status(value),
             Key::TrafficIrq | Key::TrafficSoftirq | Key::TrafficStats => {
                 traffic_line(&mut r.traffic, kind, id, value).map_err(|what| bad(idx + 1, what, line))?;
+            }
+            Key::Irqbalance => r.irqbalance.state = IrqbalanceState::parse(value),
+            Key::IrqbalanceSample => {
+                let sample = IrqbalanceSample::parse(id, value).map_err(|what| bad(idx + 1, what, line))?;
+                r.irqbalance.samples.push(sample);
             }
         }
     }

@@ -172,6 +172,8 @@ pub struct GuestReport {
     pub dmesg: Vec<String>,
     /// What `manarig.addr` and `manarig.traffic` did (version 3; all empty otherwise).
     pub traffic: GuestTraffic,
+    /// What `manarig.irqbalance` did (empty without it).
+    pub irqbalance: super::irqbalance::GuestIrqbalance,
 }
 
 /// How the final `rmmod mana` (`manarig.unload=1`) ended.

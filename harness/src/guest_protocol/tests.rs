@@ -111,6 +111,25 @@ fn initenv_lines_are_the_environment_the_kernel_gave_init() {
     assert!(parse_report(SAMPLE).expect("report").init_env.is_empty());
 }
 
+/// `manarig.irqbalance`'s lines, as the agent printed them on Debian 6.12 with
+/// topologies/scen-irqbalance.toml (two of the nine IRQs); a garbled sample names its line.
+#[test]
+fn irqbalance_lines_give_its_state_and_samples() {
+    let lines = "irqbalance: stopped\r\nirqbalance-sample 0: 41.02 25=0/0 26=0-1/1\r\n\
+                 irqbalance-sample 1: 42.19 25=0/0 26=0-1/1\r\nirqbalance-sample 2: 43.35 25=3/0 26=3/1\r\n\
+                 time irqbalance: 41.03\r\ntime report: 7.29\r\n";
+    let r = parse_report(&SAMPLE.replace("time report: 7.29\r\n", lines)).expect("report");
+    assert_eq!(r.irqbalance.state, Some(IrqbalanceState::Stopped));
+    assert_eq!(r.irqbalance.samples.len(), 3);
+    assert_eq!(r.irqbalance.samples[2].irqs[&26].affinity, [3]);
+    assert_eq!(r.irqbalance.samples[2].irqs[&26].effective, [1]);
+    assert_eq!(r.times["irqbalance"], 41.03);
+    assert!(parse_report(SAMPLE).expect("report").irqbalance.state.is_none());
+    let bad = SAMPLE.replace("time report: 7.29\r\n", "irqbalance-sample 1: 42.19 25=0\r\ntime report: 7.29\r\n");
+    let e = parse_report(&bad).expect_err("garbled").to_string();
+    assert!(e.contains("\"25=0\" is not IRQ="), "{e}");
+}
+
 /// SAMPLE as a version 1 agent printed it: the raw /proc/interrupts form.
 fn sample_v1() -> String {
     let v1 = SAMPLE.replace("MANARIG-REPORT-BEGIN 2", "MANARIG-REPORT-BEGIN 1").replace(

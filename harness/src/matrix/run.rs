@@ -40,6 +40,13 @@ fn prerequisites<'r>(ready: &'r Ready, pair: &PlannedPair) -> Result<(&'r Topolo
         Some(Err(e)) => return Err(e.clone()),
         None => return Err(format!("{}: not loaded", pair.file)),
     };
+    // irqbalance on a kernel known not to run it (the minimal builds): no boot.
+    let choice = pair.kernel.parse::<crate::rig::kernel_choice::KernelChoice>().ok();
+    if let Some(why) =
+        choice.filter(|_| topo.scenario().irqbalance).and_then(|c| crate::rig::kernel_choice::irqbalance_refusal(&c))
+    {
+        return Err(format!("{}: [scenario] irqbalance: {why}", pair.file));
+    }
     match ready.kernels.get(&pair.kernel) {
         Some(Ok(k)) => Ok((topo, k)),
         Some(Err(e)) => Err(e.clone()),
@@ -303,23 +310,33 @@ mod tests {
         assert_eq!(not_run, 2, "{records:#?}");
     }
 
+    /// Every planned pair of `spec` through the model, without a stop.
+    fn model_run(spec: &MatrixSpec, ready: &Ready, limits: Limits) -> Vec<PairRecord> {
+        let stop = || false;
+        let x = Executor { spec, ready, runner: &ModelRunner, oracle: &ModelOracle, limits, stop: &stop };
+        execute(&x, &spec.plan(), &mut |_| {})
+    }
+
     #[test]
     fn a_pair_whose_kernel_or_file_is_not_ready_is_a_rig_error_without_a_run() {
         let (spec, mut ready) = setup(&["seed-002"], &["6.12-min", "6.1"]);
         ready.kernels.insert("6.1".into(), Err("kernel 6.1: not provisioned".into()));
-        let stop = || false;
-        let x = Executor {
-            spec: &spec,
-            ready: &ready,
-            runner: &ModelRunner,
-            oracle: &ModelOracle,
-            limits: Limits { jobs: 2, host_cores: 2, vcpu_budget: 256 },
-            stop: &stop,
-        };
-        let records = execute(&x, &spec.plan(), &mut |_| {});
+        let records = model_run(&spec, &ready, Limits { jobs: 2, host_cores: 2, vcpu_budget: 256 });
         assert_eq!(records[0].status, PairStatus::Pass);
         assert_eq!(records[1].status, PairStatus::RigError);
         assert_eq!(records[1].error.as_deref(), Some("kernel 6.1: not provisioned"));
         assert_eq!(records[1].started, None);
+    }
+
+    #[test]
+    fn irqbalance_on_a_minimal_kernel_is_a_rig_error_without_a_run() {
+        let (spec, ready) = setup(&["scen-irqbalance"], &["6.12-min", "6.12"]);
+        let records = model_run(&spec, &ready, Limits { jobs: 1, host_cores: 1, vcpu_budget: 128 });
+        let min = records.iter().find(|r| r.pair.kernel == "6.12-min").expect("6.12-min pair");
+        assert_eq!(min.status, PairStatus::RigError);
+        assert!(min.error.as_deref().is_some_and(|e| e.contains("no CONFIG_UNIX")), "{min:?}");
+        assert_eq!(min.started, None);
+        let debian = records.iter().find(|r| r.pair.kernel == "6.12").expect("6.12 pair");
+        assert_eq!(debian.status, PairStatus::Pass);
     }
 }

@@ -26,6 +26,8 @@ pub struct Lock {
     pub busybox: BusyboxPin,
     /// ethtool and its shared libraries for the initramfs.
     pub ethtool: ToolPin,
+    /// irqbalance and its shared libraries for the initramfs (`run --irqbalance`).
+    pub irqbalance: ToolPin,
     /// Guest kernels, selected by [`KernelPin::id`] (e.g. `--kernel 6.12`).
     #[serde(rename = "kernel")]
     pub kernels: Vec<KernelPin>,
@@ -65,7 +67,7 @@ pub struct BusyboxPin {
     pub package: PackagePin,
 }
 
-/// A guest tool and the packages of its shared libraries (`[ethtool]`).
+/// A guest tool and the packages of its shared libraries (`[ethtool]`, `[irqbalance]`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolPin {
@@ -130,8 +132,10 @@ impl Lock {
                 return Err(invalid(format!("kernel {}: no packages", k.id)));
             }
         }
-        if lock.ethtool.packages.is_empty() {
-            return Err(invalid("ethtool: no packages".into()));
+        for (tool, pin) in [("ethtool", &lock.ethtool), ("irqbalance", &lock.irqbalance)] {
+            if pin.packages.is_empty() {
+                return Err(invalid(format!("{tool}: no packages")));
+            }
         }
         for p in lock
             .kernels
@@ -139,6 +143,7 @@ impl Lock {
             .flat_map(|k| k.packages.iter())
             .chain(std::iter::once(&lock.busybox.package))
             .chain(lock.ethtool.packages.iter())
+            .chain(lock.irqbalance.packages.iter())
         {
             if p.sha256.len() != 64 || !p.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
                 return Err(invalid(format!(

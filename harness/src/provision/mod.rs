@@ -1,4 +1,4 @@
-//! Provisioning: QEMU, the pinned guest kernels, busybox and ethtool, in a cache folder.
+//! Provisioning: QEMU, the pinned guest kernels, busybox, ethtool and irqbalance, in a cache folder.
 //!
 //! [`setup`] downloads and unpacks what `guest-images/kernels.lock` pins (through
 //! a private apt root: no host package is changed) and is idempotent: every item
@@ -15,6 +15,7 @@
 //! <cache>/kernels/<id>/        vmlinuz, <module>.ko (decompressed), stamp.json
 //! <cache>/busybox/             busybox, stamp.json
 //! <cache>/ethtool/             sbin/ethtool, lib*/ (its libraries and loader), stamp.json
+//! <cache>/irqbalance/          sbin/irqbalance, lib*/ (its libraries and loader), stamp.json
 //! ```
 
 pub mod apt;
@@ -165,6 +166,10 @@ pub struct Provisioned {
     pub busybox_package: PackagePin,
     /// ethtool and its libraries, as initramfs files.
     pub ethtool: Vec<tools::GuestFile>,
+    /// irqbalance and its libraries, as initramfs files; `None` when the cache
+    /// predates the lock's `[irqbalance]` (only `run --irqbalance` needs them:
+    /// it says to run `cargo xtask setup`).
+    pub irqbalance: Option<Vec<tools::GuestFile>>,
 }
 
 impl Provisioned {
@@ -303,6 +308,15 @@ pub fn setup(cache: &Path, opts: &SetupOptions, progress: &mut dyn FnMut(&str)) 
         let debs = tools::fetch(&a, cache, &lock.ethtool, progress)?;
         tools::install_ethtool(cache, &debs, &lock.ethtool, &et_dir)?;
         progress(&format!("ethtool: ready in {}", et_dir.display()));
+    }
+    let ib_dir = cache.join("irqbalance");
+    if tools::tool_ready(tools::IRQBALANCE, &ib_dir, &lock.irqbalance) {
+        progress("irqbalance: cached");
+    } else {
+        let a = apt.get(progress)?;
+        let debs = tools::fetch(&a, cache, &lock.irqbalance, progress)?;
+        tools::install_tool(tools::IRQBALANCE, cache, &debs, &lock.irqbalance, &ib_dir)?;
+        progress(&format!("irqbalance: ready in {}", ib_dir.display()));
     }
 
     // Kernels.
@@ -489,6 +503,7 @@ fn load_with(cache: &Path, lock: &Lock) -> Result<Provisioned, ProvisionError> {
     if !tools::ethtool_ready(&et_dir, &lock.ethtool) {
         return Err(missing("ethtool", "missing or stale"));
     }
+    let ib_dir = cache.join("irqbalance");
     let mut kernels = BTreeMap::new();
     for pin in &lock.kernels {
         let dir = cache.join("kernels").join(&pin.id);
@@ -520,6 +535,8 @@ fn load_with(cache: &Path, lock: &Lock) -> Result<Provisioned, ProvisionError> {
         busybox: bb_dir.join("busybox"),
         busybox_package: lock.busybox.package.clone(),
         ethtool: tools::ethtool_files(&et_dir),
+        irqbalance: tools::tool_ready(tools::IRQBALANCE, &ib_dir, &lock.irqbalance)
+            .then(|| tools::tool_files(tools::IRQBALANCE, &ib_dir)),
     })
 }
 

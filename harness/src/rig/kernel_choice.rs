@@ -83,6 +83,26 @@ impl fmt::Display for KernelChoice {
     }
 }
 
+/// Why `[scenario] irqbalance` / `--irqbalance` cannot run on this kernel, when that
+/// is known before the boot: manarig's minimal and debug builds start from
+/// `allnoconfig`, and unless one of their fragments sets `CONFIG_UNIX=y` they have no
+/// AF_UNIX sockets, without which irqbalance 1.9 exits at start ("Socket couldn't be
+/// created.", seen on 6.12-min). Debian's kernels have them; for a `build:` or
+/// `image:` kernel the guest tells (`crate::rig` turns that exit into a rig error).
+pub fn irqbalance_refusal(choice: &KernelChoice) -> Option<String> {
+    let minimal = matches!(choice, KernelChoice::Minimal(_) | KernelChoice::Debug(_));
+    let unix =
+        [kbuild::BASE_FRAGMENT, kbuild::DEBUG_FRAGMENT].iter().any(|f| f.lines().any(|l| l.trim() == "CONFIG_UNIX=y"));
+    (minimal && !unix).then(|| {
+        format!(
+            "kernel {choice} is built with manarig's minimal config ({}), which has no CONFIG_UNIX: irqbalance 1.9 \
+             exits at start without an AF_UNIX socket (\"Socket couldn't be created.\"); use a pinned Debian kernel \
+             (--kernel 6.1, 6.12 or 7.x)",
+            kbuild::BASE_FRAGMENT_NAME
+        )
+    })
+}
+
 /// A choice resolved to something bootable.
 #[derive(Debug, Clone)]
 pub struct ResolvedKernel {
@@ -255,6 +275,14 @@ fn source_basis(model: Option<KernelGen>, detected: KernelGen, built: &kbuild::B
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn irqbalance_is_refused_on_the_minimal_kernels_only() {
+        let refusal = |k: &str| irqbalance_refusal(&k.parse().expect("choice"));
+        assert!(refusal("6.12-min").expect("refused").contains("no CONFIG_UNIX"));
+        assert!(refusal("7.x-debug").is_some());
+        assert!(refusal("6.12").is_none() && refusal("build:abc").is_none(), "Debian's kernels; the guest tells");
+    }
 
     #[test]
     fn choices_parse() {

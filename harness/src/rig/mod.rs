@@ -24,7 +24,9 @@ use crate::topology::Topology;
 use crate::traffic::peer::{PeerOptions, PeerProcess, PeerReport, Planner};
 use crate::traffic::plan::{self, PlanRequest, PlannedFlow};
 use crate::traffic::{self, TrafficOptions};
-use crate::verdict::{check_cpu_state, judge, judge_traffic, DebugLog, Observed, TrafficInput, Verdict};
+use crate::verdict::{
+    check_cpu_state, judge, judge_irqbalance, judge_traffic, DebugLog, IrqbalanceInput, Observed, TrafficInput, Verdict,
+};
 use anyhow::{bail, Context, Result};
 use device_model::server::DeviceStatus;
 use std::path::{Path, PathBuf};
@@ -37,6 +39,12 @@ pub const INJECT_AGENT_DEADLINE_S: u32 = 240;
 
 /// How long the rig waits for the peer's results after the boot.
 const PEER_RESULTS_WAIT: Duration = Duration::from_secs(10);
+
+/// Guest seconds the agent samples the NIC's IRQs while irqbalance runs
+/// (`manarig.irqbalance`, one sample a second): irqbalance 1.9 with
+/// `--interval=1` places IRQs at its first scan, a second or two after it
+/// starts, and moves them again only as their load changes.
+pub const IRQBALANCE_SAMPLE_S: u32 = 5;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -486,6 +494,9 @@ impl NicBoot<'_> {
                 boot.agent.deadline_s = boot.agent.deadline_s.max(needed);
             }
         }
+        if scenario.irqbalance {
+            add_irqbalance(&mut boot, prov, &req.topology)?;
+        }
         if req.debug {
             boot.agent.debug = true;
             boot.agent.deadline_s = debug_kernel::agent_deadline_s(boot.agent.deadline_s);
@@ -512,6 +523,10 @@ impl NicBoot<'_> {
             })));
         }
         boot.deadline = if req.debug { debug_kernel::host_deadline(req.deadline) } else { req.deadline };
+        if scenario.irqbalance {
+            // The sampling, irqbalance's stop (at most 5 s) and TCG's slower guest seconds.
+            boot.deadline += Duration::from_secs(u64::from(IRQBALANCE_SAMPLE_S) * 3 + 15);
+        }
         boot.console_log.clone_from(&req.console_log);
         boot.speedups = req.speedups;
         boot.abort = Some(abort);
@@ -526,6 +541,47 @@ impl NicBoot<'_> {
         });
         Ok((spec, NicBootOutcome { result, marks, traffic }))
     }
+}
+
+/// irqbalance and its libraries into the initramfs (a library ethtool already
+/// brings is not added twice) and `manarig.irqbalance` for the agent.
+///
+/// # Errors
+/// The cache has no irqbalance (provisioned before the lock pinned it).
+fn add_irqbalance(boot: &mut BootRequest<'_>, prov: &Provisioned, topology: &Path) -> Result<()> {
+    let Some(files) = &prov.irqbalance else {
+        bail!(
+            "{}: irqbalance is not provisioned in {} (the cache predates the lock's [irqbalance]): run `cargo xtask \
+             setup`",
+            topology.display(),
+            prov.cache.display()
+        );
+    };
+    for f in files {
+        if !boot.extra_files.iter().any(|e| e.guest_path == f.guest_path) {
+            boot.extra_files.push(f.clone());
+        }
+    }
+    boot.agent.irqbalance = Some(IRQBALANCE_SAMPLE_S);
+    Ok(())
+}
+
+/// irqbalance could run on the guest kernel: the agent does not start it
+/// without AF_UNIX sockets (a kernel without CONFIG_UNIX: a `build:` or
+/// `image:` kernel; pinned minimal kernels are refused before the boot by
+/// [`kernel_choice::irqbalance_refusal`]).
+///
+/// # Errors
+/// The report says `irqbalance: no-af-unix`.
+fn irqbalance_usable(report: &crate::guest_protocol::GuestReport) -> Result<()> {
+    if report.irqbalance.state == Some(crate::guest_protocol::IrqbalanceState::NoAfUnix) {
+        bail!(
+            "irqbalance cannot run on Linux {}: the kernel has no AF_UNIX sockets (no /proc/net/unix: CONFIG_UNIX), \
+             without which irqbalance 1.9 exits at start (\"Socket couldn't be created.\")",
+            report.kernel
+        );
+    }
+    Ok(())
 }
 
 /// NIC 1, 2, … of a `[[nic]]` machine, judged each on its own.
@@ -629,6 +685,9 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
             .with_context(|| format!("stage {}", stage.name))?;
     }
     hotplug_ran(&booted.report)?;
+    if guest.scenario().irqbalance {
+        irqbalance_usable(&booted.report)?;
+    }
     if inject.is_empty() {
         // With injections a failed step is the driver's answer to the fault:
         // driver_survived judges it.
@@ -725,6 +784,18 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         };
         let (report, checks) = judge_traffic(&input, &verdict.summary);
         verdict.add_traffic(report, checks);
+    }
+    if guest.scenario().irqbalance {
+        let r = &booted.report;
+        let input = IrqbalanceInput {
+            run: &r.irqbalance,
+            started: r.times.get("irqbalance").copied(),
+            msix: &r.msix,
+            nodes: &r.nodes,
+            log: r.stderr.get("irqbalance").map_or(&[], Vec::as_slice),
+        };
+        let (report, check) = judge_irqbalance(&input);
+        verdict.add_irqbalance(report, check);
     }
     if !inject.is_empty() {
         verdict.judge_by_survival(crate::verdict::driver_survived(&booted.report, &specs));

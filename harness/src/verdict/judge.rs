@@ -159,6 +159,7 @@ pub fn judge(topo: &Topology, observed: &Observed, expected: &ExpectedTable) -> 
         queues: None,
         traffic: None,
         nics: None,
+        irqbalance: None,
     }
 }
 

@@ -15,6 +15,9 @@
 //! - [`judge_traffic`] and [`Verdict::add_traffic`]: a traffic run's flows, queues and
 //!   CPUs under load ([`TrafficReport`]) with the `traffic_flows`, `rss_steering` and
 //!   `traffic_interrupts` checks;
+//! - [`judge_irqbalance`] and [`Verdict::add_irqbalance`]: a run with `--irqbalance`, how
+//!   irqbalance moved each NIC IRQ after the driver placed it ([`IrqbalanceReport`]),
+//!   reported, with the `irqbalance_ran` check;
 //! - [`driver_survived`] and [`Verdict::judge_by_survival`]: a run with fault injection
 //!   (`--inject`) is judged by whether the driver survived (no oops, no hang, it unloads);
 //! - [`render`]`(&Verdict, Format)`: the human table, KTAP, JUnit XML or JSON
@@ -39,6 +42,7 @@ pub mod debug_reports;
 pub mod format;
 mod geometry;
 mod guest_irqs;
+pub mod irqbalance;
 mod judge;
 pub mod nics;
 mod outcome;
@@ -59,6 +63,7 @@ pub use format::{
     UnknownFormat,
 };
 pub use guest_irqs::{Observed, ObservedVector, VectorName};
+pub use irqbalance::{judge_irqbalance, IrqbalanceInput, IrqbalanceReport, IRQBALANCE_RAN};
 pub use judge::judge;
 pub use nics::combined_load;
 pub use outcome::{CpuLoad, NicVerdict, NicsReport, RunInfo, Verdict, SCHEMA_VERSION};

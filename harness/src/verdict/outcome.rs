@@ -104,6 +104,10 @@ pub struct Verdict {
     /// ([`Verdict::add_nics`]); absent from the JSON for one NIC.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nics: Option<NicsReport>,
+    /// How irqbalance moved the NIC's IRQs (`run --irqbalance`,
+    /// [`Verdict::add_irqbalance`]); absent from the JSON otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub irqbalance: Option<super::irqbalance::IrqbalanceReport>,
 }
 
 impl Verdict {
@@ -120,6 +124,16 @@ impl Verdict {
         }
         self.checks.extend(checks);
         self.traffic = Some(report);
+    }
+
+    /// Attaches [`super::irqbalance::judge_irqbalance`]'s report and check; the status
+    /// becomes Fail when the check fails (irqbalance did not run through the sampling).
+    pub fn add_irqbalance(&mut self, report: super::irqbalance::IrqbalanceReport, check: Check) {
+        if check.status == CheckStatus::Fail {
+            self.status = Status::Fail;
+        }
+        self.checks.push(check);
+        self.irqbalance = Some(report);
     }
 
     /// Whether this outcome is what the topology file's `[expect] verdict` says

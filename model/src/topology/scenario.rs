@@ -10,6 +10,7 @@
 //! irqaffinity = "0-1"        # kernel parameter: irq_default_affinity
 //! isolcpus = "domain,4-5"    # kernel parameter (flags nohz, domain, managed_irq)
 //! nohz_full = "6-7"          # kernel parameter
+//! irqbalance = true          # after the probe: irqbalance runs, the IRQs sampled
 //! ```
 //!
 //! CPU ids are the file's (see `cpu_numbering`); the kernel items are rendered in the
@@ -49,6 +50,10 @@ pub struct ScenarioFile {
     /// `nohz_full=CPULIST`.
     #[serde(default)]
     pub nohz_full: Option<String>,
+    /// Run Debian's irqbalance in the guest once the driver's placement has been
+    /// read, and sample the NIC's IRQs while it runs.
+    #[serde(default)]
+    pub irqbalance: Option<bool>,
 }
 
 /// The flags `isolcpus=` takes (kernel/sched/isolation.c `housekeeping_isolcpus_setup()`,
@@ -89,6 +94,9 @@ pub struct Scenario {
     pub isolcpus: Option<Isolcpus>,
     /// `nohz_full=`.
     pub nohz_full: Option<CpuMask>,
+    /// irqbalance runs in the guest after the driver's placement was read (last,
+    /// after any hotplug step); its moves are reported, not modelled.
+    pub irqbalance: bool,
 }
 
 /// One CPU hotplug step after the probe.
@@ -193,7 +201,16 @@ pub(super) fn validate(
             return Err(invalid(path, "nohz_full", problem));
         }
     }
-    Ok(Scenario { maxcpus, offline, offline_after, online_after, irqaffinity, isolcpus, nohz_full })
+    let irqbalance = f.irqbalance.unwrap_or(false);
+    if irqbalance {
+        // irqbalance 1.9 exits at start with a single online CPU ("Balancing is
+        // ineffective on systems with a single cpu"): nothing would be sampled.
+        let left = boot.andnot(&offline).andnot(&offline_after).or(&online_after).count();
+        if left < 2 {
+            return Err(invalid(path, "irqbalance", ScenarioProblem::IrqbalanceOneCpu));
+        }
+    }
+    Ok(Scenario { maxcpus, offline, offline_after, online_after, irqaffinity, isolcpus, nohz_full, irqbalance })
 }
 
 fn isolcpus(path: &str, text: &str, ncpu: u32) -> Result<Isolcpus, TopologyError> {
@@ -234,6 +251,7 @@ impl Scenario {
             irqaffinity: self.irqaffinity.as_ref().map(m),
             isolcpus: self.isolcpus.as_ref().map(|i| Isolcpus { flags: i.flags.clone(), cpus: m(&i.cpus) }),
             nohz_full: self.nohz_full.as_ref().map(m),
+            irqbalance: self.irqbalance,
         }
     }
 
@@ -262,6 +280,9 @@ impl Scenario {
         if let Some(m) = &self.nohz_full {
             let _ = writeln!(out, "nohz_full = \"{}\"", m.to_cpulist());
         }
+        if self.irqbalance {
+            out.push_str("irqbalance = true\n");
+        }
         out
     }
 }
@@ -284,6 +305,7 @@ impl Scenario {
             irqaffinity: self.irqaffinity.as_ref().map(CpuMask::to_cpulist),
             isolcpus: self.isolcpus.as_ref().map(isolcpus_value),
             nohz_full: self.nohz_full.as_ref().map(CpuMask::to_cpulist),
+            irqbalance: self.irqbalance.then_some(true),
         }
     }
 }
@@ -306,6 +328,7 @@ impl Topology {
         merged.irqaffinity = o.irqaffinity.or(merged.irqaffinity);
         merged.isolcpus = o.isolcpus.or(merged.isolcpus);
         merged.nohz_full = o.nohz_full.or(merged.nohz_full);
+        merged.irqbalance = o.irqbalance.or(merged.irqbalance);
         let scenario = validate(path, Some(merged), self.spec.shape, self.spec.numbering)?;
         Ok(Topology::assemble(super::Spec { scenario, ..self.spec.clone() }))
     }
@@ -482,10 +505,23 @@ mod tests {
     }
 
     #[test]
+    fn irqbalance_needs_two_cpus_online_after_the_probe() {
+        assert!(topo("irqbalance = true").expect("valid").scenario().irqbalance);
+        assert!(!topo("irqbalance = false").expect("valid").scenario().irqbalance);
+        assert!(topo("maxcpus = 2\noffline_after = \"1\"\nirqbalance = true")
+            .expect_err("one CPU left")
+            .to_string()
+            .starts_with("t.toml: scenario.irqbalance: needs at least two online CPUs after the probe"));
+        let t = topo("maxcpus = 2").expect("valid");
+        let o = ScenarioFile { irqbalance: Some(true), ..ScenarioFile::default() };
+        assert!(t.with_scenario("t.toml", &o).expect("valid").scenario().irqbalance, "--irqbalance");
+    }
+
+    #[test]
     fn the_table_survives_to_toml_and_back() {
         let t = topo(
             "maxcpus = 6\noffline = \"3\"\noffline_after = \"2\"\nonline_after = \"2-3\"\nirqaffinity = \"1\"\n\
-                      isolcpus = \"domain,4-5\"\nnohz_full = \"6-7\"",
+                      isolcpus = \"domain,4-5\"\nnohz_full = \"6-7\"\nirqbalance = true",
         )
         .expect("valid");
         let back = Topology::from_toml_str("t.toml", &t.to_toml()).expect("loads back");

@@ -7,6 +7,12 @@ use crate::cpulist::CpuMask;
 /// have, so no run is started.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ScenarioProblem {
+    /// `irqbalance = true` with fewer than two CPUs online after the probe.
+    #[error(
+        "needs at least two online CPUs after the probe: irqbalance 1.9 exits at start on a single CPU \
+         (\"Balancing is ineffective on systems with a single cpu\")"
+    )]
+    IrqbalanceOneCpu,
     /// `maxcpus` outside 1..=CPUs.
     #[error("{value}: must be 1..={ncpu} (the machine has {ncpu} CPUs; maxcpus=0 would boot without SMP)")]
     MaxCpus {

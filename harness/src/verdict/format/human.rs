@@ -1,9 +1,10 @@
 //! `--format human`: the seeds' table, the differences, the summary block, a rig run's
 //! stages (link and queue table of each), a traffic run's flows, per-CPU table and
-//! summary, and a last line `verdict: PASS|FAIL (…)`.
+//! summary, a `--irqbalance` run's samples per IRQ, and a last line `verdict: PASS|FAIL (…)`.
 
 use super::super::check::Status;
 use super::super::outcome::Verdict;
+use super::irqbalance_text;
 use super::json::RigErrorReport;
 use super::nics_text;
 use super::text;
@@ -39,6 +40,11 @@ pub(super) fn render(v: &Verdict) -> String {
     if !traffic.is_empty() {
         lines.push(String::new());
         lines.extend(traffic);
+    }
+    let irqbalance = irqbalance_text::irqbalance(v);
+    if !irqbalance.is_empty() {
+        lines.push(String::new());
+        lines.extend(irqbalance);
     }
     // The evidence behind a passing survival or debug-report check (a failed one is
     // among the differences above, with its evidence).

@@ -3,6 +3,7 @@
 
 mod compare;
 mod human;
+mod irqbalance_text;
 pub mod json;
 mod junit;
 mod ktap;
