@@ -598,7 +598,19 @@ if [ -n "$LOAD" ] && [ "$UNLOAD" = 1 ]; then
 	# The carrier now: what the device's link events (--inject link-down@S) left.
 	[ -n "$NETDEV" ] && read -r CARRIER_UNLOAD < "/sys/class/net/$NETDEV/carrier" 2>/dev/null
 	rm -f /tmp/unload.rc
-	( rmmod "${LAST_MOD%.ko}" 2>/tmp/unload.err; echo $? > /tmp/unload.rc; echo 2>/dev/null >&3 ) &
+	# EAGAIN ("Resource temporarily unavailable": the module's refcount is
+	# not zero, e.g. the driver's own reset cycle after --inject reset@S is
+	# still running) is tried again every second; the wait below bounds it
+	# (a driver that never lets go counts as hung).
+	(
+		while :; do
+			rmmod "${LAST_MOD%.ko}" 2>/tmp/unload.err
+			RC=$?
+			[ $RC -ne 0 ] && grep -q "temporarily unavailable" /tmp/unload.err && sleep 1 && continue
+			break
+		done
+		echo $RC > /tmp/unload.rc; echo 2>/dev/null >&3
+	) &
 	UNLOAD_RC=hung
 	# Its own UNLOAD_WAIT seconds even when the probe's wait used up the
 	# deadline: a driver that gave up late must still get to unload.

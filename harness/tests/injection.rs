@@ -237,6 +237,26 @@ fn slow_a_reset_mid_traffic_is_ignored_by_6_12_whose_flows_stop_and_which_still_
     assert!(logged(&o, "HWC: Request timed out!"), "{:#?}", o.report.dmesg);
 }
 
+/// `reset@3` mid-traffic on 7.3: mana_gd_process_eqe() takes the
+/// GDMA_EQE_HWC_RESET_REQUEST ("Recv MANA service type:135") and
+/// mana_serv_reset() runs the reset cycle: it suspends the driver (whose
+/// mana_dealloc_queues() waits its 120 s for TX completions the forgotten
+/// queues never send, the NETDEV WATCHDOG meanwhile), waits 10 s, sets the
+/// device up again from the SMC handshake on ("MANA reset cycle completed",
+/// the vPort enabled a second time). The final rmmod, retried while the
+/// cycle holds the module, then unloads it. Needs root and the Debian 7.3 kernel.
+#[test]
+fn slow_a_reset_mid_traffic_makes_7_x_run_its_reset_cycle_and_enable_the_vport_again() {
+    let o = run_with_long_traffic("7.x", &["reset@3"]);
+    assert_survived(&o);
+    for line in ["Recv MANA service type:135", "MANA reset cycle start", "MANA reset cycle completed"] {
+        assert!(logged(&o, line), "{line}: {:#?}", o.report.dmesg);
+    }
+    let enabled = o.report.dmesg.iter().filter(|l| l.contains("Enabled vPort")).count();
+    assert_eq!(enabled, 2, "the vPort enabled again after the reset: {:#?}", o.report.dmesg);
+    assert!(survival_detail(&o).iter().all(|d| !d.starts_with("note:")), "7.x handles the reset request");
+}
+
 /// `link-down@3` mid-traffic on 7.3: mana_hwc_init_event_handler() takes the
 /// HWC_DATA_HW_LINK_DISCONNECT event and mana_link_state_handle() turns the
 /// carrier off: the carrier before the final rmmod reads 0, the flows stop,
@@ -260,4 +280,14 @@ fn slow_a_link_down_mid_traffic_is_ignored_by_6_12_and_the_run_says_it_has_no_li
     let detail = survival_detail(&o);
     assert!(detail.iter().any(|d| d.contains("mana has no link event handling")), "{detail:#?}");
     assert_eq!(o.report.traffic.tool_status, Some(0), "every flow verified");
+}
+
+/// `link-down@3` then `link-up@6` on 7.3: mana_link_state_handle() turns the
+/// carrier off, then on again (with a notify_peers): it is on at the final
+/// rmmod. Needs root and the Debian 7.3 kernel.
+#[test]
+fn slow_a_link_down_then_up_mid_traffic_gives_7_x_its_carrier_back() {
+    let o = run_with_long_traffic("7.x", &["link-down@3", "link-up@6"]);
+    assert_survived(&o);
+    assert_eq!(o.report.carrier_unload, Some(true), "carrier after the link-up");
 }

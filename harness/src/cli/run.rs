@@ -178,7 +178,9 @@ pub struct RunArgs {
     /// only its N-th time with @N), `hwc-delay:CMD=MS[@N]` (its response MS
     /// ms late; the device sets the driver's HWC timeout to 2000 ms),
     /// `spurious-irq:eq=ID|vector=V`, `owner-bits:eqe|cqe[@N]`,
-    /// `silent-vector:V`, `rx-cqe-corrupt[@N]` (with --traffic). The run is
+    /// `silent-vector:V`, `rx-cqe-corrupt[@N]` (with --traffic), `reset@S`,
+    /// `link-down@S`, `link-up@S` (a device reset request or link event S
+    /// seconds after the driver opens the vPort). The run is
     /// then judged by `driver_survived` alone (no oops, no hang, `rmmod
     /// mana` succeeds at the end): exit 1 when the driver did not survive.
     #[arg(long = "inject", value_name = "SPEC")]
