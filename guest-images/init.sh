@@ -82,8 +82,12 @@ REPORT=
 ADDR=
 TRAFFIC=
 UNLOAD=0
-# Guest seconds the final rmmod (manarig.unload=1) may take, at the least.
-UNLOAD_WAIT=30
+# Guest seconds the final rmmod (manarig.unload=1) may take, at the least:
+# mana_dealloc_queues() itself waits up to 120 s for TX completions a device
+# that forgot its queues (--inject reset@S) never sends, then the HWC requests
+# of the remove path time out one by one.
+UNLOAD_WAIT=180
+CARRIER_UNLOAD=
 OFFLINE=
 OFFLINE_AFTER=
 ONLINE_AFTER=
@@ -577,6 +581,7 @@ report_body() {
 	echo "rmmod: $RMMOD_RC"
 	echo "time unload: $T_UNLOAD"
 	echo "unload: $UNLOAD_RC"
+	echo "carrier-unload: ${CARRIER_UNLOAD:--}"
 	echo "hotplug: $HOTPLUG"
 	echo "time traffic: $T_TRAFFIC"
 	echo "time traffic-end: $T_TRAFFIC_END"
@@ -685,8 +690,22 @@ fi
 # it. rmmod runs in the background (a driver that hangs in its remove path
 # must not hang the agent) and wakes the wait through fd 3 when it returns.
 if [ -n "$LOAD" ] && [ "$UNLOAD" = 1 ]; then
+	# The carrier now: what the device's link events (--inject link-down@S) left.
+	[ -n "$NETDEV" ] && read -r CARRIER_UNLOAD < "/sys/class/net/$NETDEV/carrier" 2>/dev/null
 	rm -f /tmp/unload.rc
-	( rmmod "${LAST_MOD%.ko}" 2>/tmp/unload.err; echo $? > /tmp/unload.rc; echo 2>/dev/null >&3 ) &
+	# EAGAIN ("Resource temporarily unavailable": the module's refcount is
+	# not zero, e.g. the driver's own reset cycle after --inject reset@S is
+	# still running) is tried again every second; the wait below bounds it
+	# (a driver that never lets go counts as hung).
+	(
+		while :; do
+			rmmod "${LAST_MOD%.ko}" 2>/tmp/unload.err
+			RC=$?
+			[ $RC -ne 0 ] && grep -q "temporarily unavailable" /tmp/unload.err && sleep 1 && continue
+			break
+		done
+		echo "$RC" > /tmp/unload.rc; echo 2>/dev/null >&3
+	) &
 	UNLOAD_RC=hung
 	# Its own UNLOAD_WAIT seconds even when the probe's wait used up the
 	# deadline: a driver that gave up late must still get to unload.

@@ -145,6 +145,13 @@ open_enum! {
         HWC_INIT_DATA = 130,
         /// GDMA_EQE_HWC_INIT_DONE.
         HWC_INIT_DONE = 131,
+        /// GDMA_EQE_HWC_SOC_RECONFIG_DATA: `details[0]` = [`HwcInitTypeData`]
+        /// with a `HWC_DATA_*` type (hw_channel.h; handled from Linux 7.x,
+        /// dropped by 6.1/6.12's `mana_gd_process_eqe()`).
+        HWC_SOC_RECONFIG_DATA = 133,
+        /// GDMA_EQE_HWC_RESET_REQUEST (gdma.h, Linux 7.3): the device asks
+        /// the driver to reset (`mana_serv_reset()` in gdma_main.c).
+        HWC_RESET_REQUEST = 135,
     }
 }
 

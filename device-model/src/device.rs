@@ -26,6 +26,7 @@ use crate::datapath::rx::RxVerdict;
 use crate::datapath::Env;
 use crate::defs::{Command, CqDoorbell, DeviceType, EqDoorbell, GdmaReqHdr, SmcMsgType, WqDoorbell};
 use crate::hwc::{Hwc, HwcIds, InitParams};
+use crate::inject::timed::DeviceEvent;
 use crate::inject::{CommandFate, InjectSpec, Injector, QueueFaults, SpuriousTarget};
 use crate::interrupt::InterruptSink;
 use crate::queues::Mem;
@@ -118,10 +119,14 @@ impl ManaDevice {
         self.res.queues.faults = QueueFaults::new(specs);
     }
 
-    /// Delivers the held HWC responses (`hwc-delay`) that are due at `now`;
+    /// Raises the timed events due at `now` (`reset@S`, `link-down@S`, …),
+    /// then delivers the held HWC responses (`hwc-delay`) that are due;
     /// returns how many are still held. Whoever runs the device calls it
-    /// periodically while responses are held (`mana-device` every 50 ms).
+    /// periodically while such injections are on (`mana-device` every 50 ms).
     pub fn tick(&mut self, now: Instant) -> usize {
+        for event in self.injector.due_events(now) {
+            self.raise(event);
+        }
         let due = self.injector.due(now);
         if !due.is_empty() {
             let mem = self.mem.memory();
@@ -373,6 +378,25 @@ impl ManaDevice {
             tracing::debug!(count, msix_index = rings.msix_index, "mana device: HWC established");
         }
         Ok(())
+    }
+
+    /// Posts `event`'s EQE on the HWC EQ ([`crate::inject::timed`]); a
+    /// reset then forgets everything, SMC included, as a function-level
+    /// reset does. Without an HWC there is no one to tell: logged, nothing done.
+    fn raise(&mut self, event: DeviceEvent) {
+        let Some(eq) = self.res.hwc_eq.filter(|_| self.hwc.is_some()) else {
+            tracing::info!(event = event.name(), "mana device: injected event not raised: no HWC");
+            return;
+        };
+        tracing::info!(event = event.name(), eq, "mana device: injected fault: device event");
+        let mem = self.mem.memory();
+        if let Err(err) = self.res.queues.post_eqe(&mem, self.irq.as_ref(), eq, event.eqe()) {
+            self.guest_error("hwc event", &err);
+        }
+        if event == DeviceEvent::Reset {
+            self.teardown();
+            self.smc = Smc::default();
+        }
     }
 
     /// Forgets the HWC and everything the commands created.

@@ -18,7 +18,8 @@
 //!
 //! Fault injection: `--inject SPEC` (repeatable) makes the device misbehave
 //! towards the guest driver on purpose (`device_model::inject`); with
-//! `hwc-delay` a thread delivers the held responses when they are due.
+//! `hwc-delay` or a timed event (`reset@S`, `link-down@S`, `link-up@S`) a
+//! thread delivers the held responses and raises the events when they are due.
 //!
 //! Exit 2 for arguments clap rejects, 1 for every other error (bad config
 //! values, socket in the way, connection failure, no client within
@@ -92,7 +93,9 @@ struct Args {
     /// Misbehave on purpose towards the guest driver (repeatable): SPEC is
     /// `status:CMD=CODE[@N]`, `hwc-delay:CMD=MS[@N]`,
     /// `spurious-irq:eq=ID|vector=V`, `owner-bits:eqe|cqe[@N]`,
-    /// `silent-vector:V` or `rx-cqe-corrupt[@N]` (see device_model::inject).
+    /// `silent-vector:V`, `rx-cqe-corrupt[@N]`, `reset@S`, `link-down@S` or
+    /// `link-up@S` (S: seconds after the driver opens the vPort; see
+    /// device_model::inject).
     #[arg(long = "inject", value_name = "SPEC")]
     inject: Vec<InjectSpec>,
     /// Test only: fail at the N-th guest write to BAR0 (KIND:N, KIND = panic,
@@ -203,7 +206,7 @@ fn run(args: Args) -> Result<()> {
         }
         None => (Box::new(Discard), None),
     };
-    let delays = args.inject.iter().any(|s| matches!(s, InjectSpec::HwcDelay { .. }));
+    let delays = args.inject.iter().any(InjectSpec::needs_clock);
     let (factory, core_status, core) = mana_core_with(&config, backend, args.record_flows, args.inject.clone());
     if delays {
         start_ticker(core.clone())?;
@@ -304,7 +307,8 @@ fn run(args: Args) -> Result<()> {
     }
 }
 
-/// Delivers held HWC responses (`--inject hwc-delay:…`) when they are due:
+/// Raises timed events (`--inject reset@S`, …) and delivers held HWC
+/// responses (`--inject hwc-delay:…`) when they are due:
 /// every 50 ms, the core's [`device_model::ManaDevice::tick`], for the
 /// process's life.
 fn start_ticker(core: device_model::shared::CoreObserver<device_model::ManaDevice>) -> Result<()> {

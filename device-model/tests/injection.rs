@@ -99,3 +99,30 @@ fn a_spoiled_owner_bit_stops_the_driver_at_that_entry() {
     assert!(drv.establish_hwc().is_err());
     assert_eq!(drv.dev.snapshot().counters.injected.get("spoiled entries"), Some(&1));
 }
+
+#[test]
+fn timed_events_wait_for_the_vport_open_then_come_on_the_hwc_eq_and_a_reset_forgets_everything() {
+    let mut drv = driver_with(&["link-down@0", "link-up@0", "reset@0"]);
+    let eqs = drv.probe().unwrap();
+    drv.dev.tick(Instant::now() + Duration::from_secs(3600));
+    drv.pump().unwrap();
+    let hwc_eq = drv.hwc_eq_id.unwrap();
+    let types = |d: &Driver| d.seen.eqe_types.get(&hwc_eq).cloned().unwrap_or_default();
+    assert!(!types(&drv).iter().any(|&t| t == 133 || t == 135), "nothing before the first MANA_CONFIG_VPORT_RX");
+    let _pairs = drv.open(&eqs, 2).unwrap();
+    assert!(!drv.dev.snapshot().wqs.is_empty());
+    drv.dev.tick(Instant::now());
+    drv.pump().unwrap();
+    // GDMA_EQE_HWC_SOC_RECONFIG_DATA twice (down, up), then GDMA_EQE_HWC_RESET_REQUEST.
+    let seen = types(&drv);
+    assert_eq!(seen[seen.len() - 3..], [133, 133, 135], "{seen:?}");
+    let snapshot = drv.dev.snapshot();
+    assert!(snapshot.hwc.is_none() && snapshot.eqs.is_empty() && snapshot.wqs.is_empty(), "{snapshot:#?}");
+    assert_eq!(snapshot.dma_regions, 0);
+    for spec in ["link-down@0", "link-up@0", "reset@0"] {
+        assert_eq!(snapshot.counters.injected.get(spec), Some(&1), "{spec}");
+    }
+    // Each comes once.
+    drv.dev.tick(Instant::now() + Duration::from_secs(3600));
+    assert_eq!(drv.dev.snapshot().counters.injected.get("reset@0"), Some(&1));
+}

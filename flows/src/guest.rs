@@ -87,7 +87,7 @@ pub fn read_line(reader: &mut BufReader<TcpStream>, deadline: Instant, what: &st
         Ok(0) => Err(format!("the connection closed while waiting for {what}")),
         Ok(_) => Ok(line),
         Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-            Err(format!("no {what} before the deadline"))
+            Err(format!("{what} did not come before the deadline"))
         }
         Err(e) => Err(format!("waiting for {what}: {e}")),
     }

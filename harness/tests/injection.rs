@@ -171,3 +171,123 @@ fn a_corrupt_rx_cqe_mid_traffic_is_logged_and_dropped_and_the_flows_still_comple
     assert!(logged(&o, "Unknown RX CQE type = 63"), "{:#?}", o.report.dmesg);
     assert_eq!(o.report.traffic.tool_status, Some(0), "every flow verified");
 }
+
+/// `compare --inject`: both runs get the injection and are judged by
+/// driver_survived, shown for each side on one line; a bad spec is one line,
+/// exit 2, before any kernel is looked at.
+#[test]
+fn compare_injects_in_both_runs_and_shows_driver_survived_for_each() {
+    let topology = topology_path("seed-000-4ch").display().to_string();
+    let (code, _, err) = support::manarig(&["compare", &topology, "--before", "6.12-min", "--inject", "stall:1"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("unknown fault \"stall\" (one of: status, hwc-delay"), "{err}");
+    let (code, out, err) = support::manarig(&[
+        "compare",
+        &topology,
+        "--before",
+        "6.1-min",
+        "--after",
+        "6.12-min",
+        "--inject",
+        "status:config_vport=0xc000000d",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(err.contains("injecting in both runs: status:config_vport_tx=0xc000000d"), "{err}");
+    assert!(
+        out.contains(
+            "driver_survived: before pass, after pass; with status:config_vport_tx=0xc000000d: the probe gave eth0"
+        ),
+        "{out}"
+    );
+}
+
+/// Seed 000 on `kernel` with 8 flows of 2 MB each way (long enough under TCG
+/// for an event 3 s after the vPort opens to come while they run) and `specs`.
+fn run_with_long_traffic(kernel: &str, specs: &[&str]) -> RunOutcome {
+    let mut req = request("seed-000-4ch", kernel);
+    req.inject = specs.iter().map(|s| s.parse().expect("a spec")).collect();
+    req.traffic = Some(harness::traffic::TrafficOptions {
+        bytes: 2_000_000,
+        limit: std::time::Duration::from_secs(30),
+        ..harness::traffic::TrafficOptions::default()
+    });
+    run_printed(&req, &format!("{specs:?} on {kernel} with traffic"))
+}
+
+/// The driver_survived check's detail lines.
+fn survival_detail(o: &RunOutcome) -> Vec<String> {
+    o.verdict.checks.iter().find(|c| c.name == DRIVER_SURVIVED).map(|c| c.detail.clone()).unwrap_or_default()
+}
+
+/// `reset@3` mid-traffic on 6.12: the device posts GDMA_EQE_HWC_RESET_REQUEST
+/// and forgets every queue, but 6.12's mana_gd_process_eqe() drops that event
+/// (no reset handling; the run says so): the driver keeps ringing doorbells
+/// of queues the device no longer has, no flow completes, and at rmmod
+/// mana_dealloc_queues() waits its 120 s for TX completions, then the remove
+/// path's HWC requests time out (2 s each, the timeout the device set). The
+/// driver survives and unloads. Needs root (the traffic peer's namespace).
+#[test]
+fn slow_a_reset_mid_traffic_is_ignored_by_6_12_whose_flows_stop_and_which_still_unloads() {
+    let o = run_with_long_traffic("6.12-min", &["reset@3"]);
+    assert_survived(&o);
+    assert_eq!(o.report.netdev.as_deref(), Some("eth0"));
+    let detail = survival_detail(&o);
+    assert!(detail.iter().any(|d| d.contains("mana has no reset handling")), "{detail:#?}");
+    assert_ne!(o.report.traffic.tool_status, Some(0), "the flows cannot complete on forgotten queues");
+    assert!(logged(&o, "HWC: Request timed out!"), "{:#?}", o.report.dmesg);
+}
+
+/// `reset@3` mid-traffic on 7.3: mana_gd_process_eqe() takes the
+/// GDMA_EQE_HWC_RESET_REQUEST ("Recv MANA service type:135") and
+/// mana_serv_reset() runs the reset cycle: it suspends the driver (whose
+/// mana_dealloc_queues() waits its 120 s for TX completions the forgotten
+/// queues never send, the NETDEV WATCHDOG meanwhile), waits 10 s, sets the
+/// device up again from the SMC handshake on ("MANA reset cycle completed",
+/// the vPort enabled a second time). The final rmmod, retried while the
+/// cycle holds the module, then unloads it. Needs root and the Debian 7.3 kernel.
+#[test]
+fn slow_a_reset_mid_traffic_makes_7_x_run_its_reset_cycle_and_enable_the_vport_again() {
+    let o = run_with_long_traffic("7.x", &["reset@3"]);
+    assert_survived(&o);
+    for line in ["Recv MANA service type:135", "MANA reset cycle start", "MANA reset cycle completed"] {
+        assert!(logged(&o, line), "{line}: {:#?}", o.report.dmesg);
+    }
+    let enabled = o.report.dmesg.iter().filter(|l| l.contains("Enabled vPort")).count();
+    assert_eq!(enabled, 2, "the vPort enabled again after the reset: {:#?}", o.report.dmesg);
+    assert!(survival_detail(&o).iter().all(|d| !d.starts_with("note:")), "7.x handles the reset request");
+}
+
+/// `link-down@3` mid-traffic on 7.3: mana_hwc_init_event_handler() takes the
+/// HWC_DATA_HW_LINK_DISCONNECT event and mana_link_state_handle() turns the
+/// carrier off: the carrier before the final rmmod reads 0, the flows stop,
+/// and the driver unloads. Needs root and the Debian 7.3 kernel.
+#[test]
+fn slow_a_link_down_mid_traffic_turns_7_x_s_carrier_off_and_the_driver_still_unloads() {
+    let o = run_with_long_traffic("7.x", &["link-down@3"]);
+    assert_survived(&o);
+    assert_eq!(o.report.carrier_unload, Some(false), "carrier after the link-down");
+    assert!(survival_detail(&o).iter().all(|d| !d.starts_with("note:")), "7.x handles link events");
+}
+
+/// The same on 6.12, which has no link event handling (its
+/// mana_gd_process_eqe() drops GDMA_EQE_HWC_SOC_RECONFIG_DATA): the run says
+/// so, the carrier stays on and every flow still completes.
+#[test]
+fn slow_a_link_down_mid_traffic_is_ignored_by_6_12_and_the_run_says_it_has_no_link_events() {
+    let o = run_with_long_traffic("6.12-min", &["link-down@3"]);
+    assert_survived(&o);
+    assert_eq!(o.report.carrier_unload, Some(true), "6.12 ignores the link event");
+    let detail = survival_detail(&o);
+    assert!(detail.iter().any(|d| d.contains("mana has no link event handling")), "{detail:#?}");
+    assert_eq!(o.report.traffic.tool_status, Some(0), "every flow verified");
+}
+
+/// `link-down@3` then `link-up@6` on 7.3: mana_link_state_handle() turns the
+/// carrier off, then on again (with a notify_peers): it is on at the final
+/// rmmod. Needs root and the Debian 7.3 kernel.
+#[test]
+fn slow_a_link_down_then_up_mid_traffic_gives_7_x_its_carrier_back() {
+    let o = run_with_long_traffic("7.x", &["link-down@3", "link-up@6"]);
+    assert_survived(&o);
+    assert_eq!(o.report.carrier_unload, Some(true), "carrier after the link-up");
+}

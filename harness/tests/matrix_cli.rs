@@ -232,3 +232,31 @@ fn the_baseline_oracle_reports_the_moved_vectors_of_seed_002_against_a_build() {
     let summary = std::fs::read_to_string(out.join("summary.md")).expect("summary");
     assert!(summary.contains("## Against the baseline") && summary.contains("vectors moved: 8"), "{summary}");
 }
+
+/// `matrix --inject` on a real guest: the pair's device refuses
+/// MANA_CONFIG_VPORT_TX, the pair is judged by driver_survived (the driver
+/// fails `ip link set up` and still unloads: PASS), and the summary names
+/// the injection.
+#[test]
+fn an_injection_reaches_a_real_pair_which_is_judged_by_driver_survived() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("m").display().to_string();
+    let o = manarig(&[
+        "matrix",
+        "topologies/seed-000-4ch.toml",
+        "--kernel",
+        "6.12-min",
+        "--inject",
+        "status:config_vport=0xc000000d",
+        "--out",
+        &out,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let m = load(&tmp.path().join("m/matrix.json"));
+    assert_eq!(m.header.spec.inject, ["status:config_vport_tx=0xc000000d"]);
+    let verdict = m.pairs[0].verdict().expect("judged");
+    let survived = verdict.checks.iter().find(|c| c.name == "driver_survived").expect("driver_survived");
+    assert!(survived.message.contains("with status:config_vport_tx=0xc000000d: the probe gave eth0"), "{survived:?}");
+    let summary = std::fs::read_to_string(tmp.path().join("m/summary.md")).expect("summary.md");
+    assert!(summary.contains("Fault injection in every pair: `status:config_vport_tx=0xc000000d`"), "{summary}");
+}

@@ -423,3 +423,46 @@ fn matrix_and_merge_draw_every_pair_failures_first_without_changing_the_exit_cod
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).contains("--html") && text(&o).contains("no folder"), "{}", text(&o));
 }
+
+/// `matrix --inject SPEC`: the injections are part of the spec (in the JSON
+/// and the summary), shards with other injections refuse to merge, another
+/// oracle than the model is refused (a run with injections is judged by
+/// driver_survived) and a bad spec is one line, exit 2, nothing run.
+#[test]
+fn injections_are_part_of_the_matrix_spec_and_shards_with_others_refuse_to_merge() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let run = |name: &str, extra: &[&str]| {
+        let dir = tmp.path().join(name).display().to_string();
+        let mut args =
+            vec!["matrix", "--dry-run", "topologies/seed-000-4ch.toml", "--kernel", "6.12-min,7.x", "--out", &dir];
+        args.extend_from_slice(extra);
+        manarig(&args)
+    };
+    let a = run("a", &["--shard", "1/2", "--inject", "reset@5", "--inject", "link-down@2"]);
+    assert_eq!(a.status.code(), Some(0), "{}", text(&a));
+    let doc = load(&tmp.path().join("a/matrix.json"));
+    assert_eq!(doc.header.spec.inject, ["reset@5", "link-down@2"]);
+    let summary = std::fs::read_to_string(tmp.path().join("a/summary.md")).expect("summary.md");
+    assert!(summary.contains("Fault injection in every pair: `reset@5`, `link-down@2`"), "{summary}");
+    let b = run("b", &["--shard", "2/2", "--inject", "reset@6"]);
+    assert_eq!(b.status.code(), Some(0), "{}", text(&b));
+    let paths = ["a", "b"].map(|n| tmp.path().join(n).join("matrix.json").display().to_string());
+    let o = manarig(&["matrix-merge", &paths[0], &paths[1]]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(r#"injections differ: ["reset@5", "link-down@2"] vs ["reset@6"]"#),
+        "{}",
+        text(&o)
+    );
+    let o = run("c", &["--inject", "reset@5", "--oracle", "properties"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--inject: each pair is judged by driver_survived"),
+        "{}",
+        text(&o)
+    );
+    let o = run("d", &["--inject", "stall@1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown fault \"stall\" (one of: status,"), "{}", text(&o));
+    assert!(!tmp.path().join("d").exists(), "nothing run");
+}

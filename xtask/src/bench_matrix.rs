@@ -63,6 +63,7 @@ pub fn run(opts: &Options) -> Result<bool> {
         oracle: "model".into(),
         shards: 1,
         random: None,
+        inject: Vec::new(),
     };
     let pairs = spec.plan();
     let planned: f64 = pairs.iter().map(|p| p.cost_s).sum();
@@ -97,6 +98,7 @@ pub fn run(opts: &Options) -> Result<bool> {
             speedups: harness::qemu::Speedups::ALL,
             extra_cmdline: Vec::new(),
             console_dir: Some(out.join("console")),
+            inject: Vec::new(),
         },
     };
     let mut display = Display::new(&pairs, jobs.limits.jobs);

@@ -568,6 +568,8 @@ impl Driver {
                 }
             }
             EqeType::HWC_INIT_DONE => self.seen.init_done = true,
+            // 6.12's mana_gd_process_eqe() drops both (recorded above).
+            EqeType::HWC_SOC_RECONFIG_DATA | EqeType::HWC_RESET_REQUEST => {}
             EqeType::TEST_EVENT => self.seen.test_events.push(eq_id),
             EqeType::COMPLETION => {
                 let cq_id = detail & 0xFF_FFFF;
@@ -802,7 +804,17 @@ impl Driver {
         self.establish_hwc()?;
         self.test_channel()?;
         let ver: VerifyVerResp = self.general(Command::VERIFY_VF_DRIVER_VERSION, DevId::default())?;
-        ensure!(ver.pf_cap_flags1.get() & (1 << 3) == 0, "HWC timeout reconfig advertised");
+        if ver.pf_cap_flags1.get() & (1 << 3) != 0 {
+            // GDMA_DRV_CAP_FLAG_1_HWC_TIMEOUT_RECONFIG offered (`--inject`):
+            // mana_gd_query_hwc_timeout(), as the driver does.
+            let (req_size, resp_size) = (size_of::<QueryHwcTimeoutReq>(), size_of::<QueryHwcTimeoutResp>());
+            let req = QueryHwcTimeoutReq {
+                hdr: req_hdr(Command::QUERY_HWC_TIMEOUT, req_size, resp_size, DevId::default()),
+                timeout_ms: Le32::new(30_000),
+                ..Default::default()
+            };
+            let _: QueryHwcTimeoutResp = self.send(&req)?;
+        }
         let (max, devs) = if self.kernel == Kernel::V7_3 {
             let devs: ListDevicesResp = self.general(Command::LIST_DEVICES, DevId::default())?;
             let max: QueryMaxResourcesResp = self.general(Command::QUERY_MAX_RESOURCES, DevId::default())?;

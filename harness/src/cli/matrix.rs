@@ -67,6 +67,12 @@ pub struct MatrixArgs {
     /// disagrees with the oracle on are shrunk into OUT/found/). Needs --out.
     #[arg(long, value_name = "N")]
     pub random: Option<u32>,
+    /// Make every pair's emulated NIC misbehave, as `run --inject SPEC`
+    /// (repeatable): each pair is then judged by `driver_survived` alone (the
+    /// model oracle's verdict; other oracles are refused). Part of the
+    /// matrix's spec: shards with other injections do not merge.
+    #[arg(long = "inject", value_name = "SPEC")]
+    pub inject: Vec<device_model::inject::InjectSpec>,
     /// The seed of --random (same seed, same topologies).
     #[arg(long, value_name = "S", default_value_t = 0, requires = "random")]
     pub seed: u64,
@@ -148,7 +154,10 @@ fn run_inner(args: &MatrixArgs) -> anyhow::Result<Exit> {
         return Ok(prepare_only(&all, args.rig.cache_dir.as_deref()));
     }
     let readiness = if args.dry_run { Readiness::ModelOnly } else { Readiness::Boot };
-    let settings = if args.dry_run { None } else { Some(rig_settings(&args.rig, args.output.out.as_deref())?) };
+    let settings = match args.dry_run {
+        true => None,
+        false => Some(rig_settings(&args.rig, args.output.out.as_deref(), &args.inject)?),
+    };
     let make_runner = || -> Box<dyn PairRunner> {
         match &settings {
             Some(s) => Box::new(BootRunner { settings: s.clone() }),
@@ -177,6 +186,7 @@ fn run_inner(args: &MatrixArgs) -> anyhow::Result<Exit> {
         oracle: oracle.identity(),
         shards: shard.count,
         random,
+        inject: args.inject.iter().map(ToString::to_string).collect(),
     };
     let jobs = shard_jobs(&spec, shard, args.jobs, crate::accel::host_cores());
     let pairs = spec.shard_plan(shard);
@@ -231,6 +241,15 @@ fn make_oracle(
     make_runner: &dyn Fn() -> Box<dyn PairRunner>,
 ) -> anyhow::Result<Box<dyn Oracle>> {
     let name = args.oracle.as_deref().unwrap_or(if baseline.is_some() { "baseline" } else { "auto" });
+    if !args.inject.is_empty() {
+        // A run with injections is judged by driver_survived: the run's own verdict, the model oracle's answer.
+        return match args.oracle.as_deref().unwrap_or("model") {
+            "model" if baseline.is_none() => Ok(Box::new(crate::matrix::oracle::ModelOracle)),
+            other => anyhow::bail!(
+                "--inject: each pair is judged by driver_survived (--oracle model); --oracle {other} or --baseline cannot judge it"
+            ),
+        };
+    }
     match (name, baseline) {
         ("baseline", None) => anyhow::bail!("--oracle baseline needs --baseline K0 (the kernel to compare with)"),
         ("baseline", Some(k0)) => {
@@ -303,7 +322,11 @@ fn finish(report: &MatrixReport, output: &OutputArgs) -> anyhow::Result<Exit> {
     })
 }
 
-fn rig_settings(rig: &RigOptions, out: Option<&Path>) -> anyhow::Result<RigSettings> {
+fn rig_settings(
+    rig: &RigOptions,
+    out: Option<&Path>,
+    inject: &[device_model::inject::InjectSpec],
+) -> anyhow::Result<RigSettings> {
     let console_dir = match out {
         Some(dir) => {
             let d = dir.join("console");
@@ -322,12 +345,20 @@ fn rig_settings(rig: &RigOptions, out: Option<&Path>) -> anyhow::Result<RigSetti
         speedups: if rig.no_speedups { crate::qemu::Speedups::NONE } else { crate::qemu::Speedups::ALL },
         extra_cmdline: rig.cmdline.clone(),
         console_dir,
+        inject: inject.to_vec(),
     })
 }
 
 /// A matrix of nothing (to check the output options before running).
 fn empty_report() -> MatrixReport {
-    let spec = MatrixSpec { inputs: Vec::new(), kernels: Vec::new(), oracle: "model".into(), shards: 1, random: None };
+    let spec = MatrixSpec {
+        inputs: Vec::new(),
+        kernels: Vec::new(),
+        oracle: "model".into(),
+        shards: 1,
+        random: None,
+        inject: Vec::new(),
+    };
     MatrixReport {
         schema_version: crate::matrix::report::MATRIX_SCHEMA_VERSION,
         kind: crate::matrix::report::KIND.into(),

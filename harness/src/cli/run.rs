@@ -178,7 +178,9 @@ pub struct RunArgs {
     /// only its N-th time with @N), `hwc-delay:CMD=MS[@N]` (its response MS
     /// ms late; the device sets the driver's HWC timeout to 2000 ms),
     /// `spurious-irq:eq=ID|vector=V`, `owner-bits:eqe|cqe[@N]`,
-    /// `silent-vector:V`, `rx-cqe-corrupt[@N]` (with --traffic). The run is
+    /// `silent-vector:V`, `rx-cqe-corrupt[@N]` (with --traffic), `reset@S`,
+    /// `link-down@S`, `link-up@S` (a device reset request or link event S
+    /// seconds after the driver opens the vPort). The run is
     /// then judged by `driver_survived` alone (no oops, no hang, `rmmod
     /// mana` succeeds at the end): exit 1 when the driver did not survive.
     #[arg(long = "inject", value_name = "SPEC")]
@@ -285,6 +287,10 @@ pub struct CompareArgs {
     /// Seconds the flows may take (they stop there, failed, if not done).
     #[arg(long, value_name = "S", default_value_t = crate::traffic::DEFAULT_SECONDS, requires = "traffic")]
     pub traffic_seconds: u64,
+    /// Make the emulated NIC misbehave in both runs, as `run --inject SPEC`
+    /// (repeatable): each run is then judged by `driver_survived` alone.
+    #[arg(long = "inject", value_name = "SPEC")]
+    pub inject: Vec<device_model::inject::InjectSpec>,
     /// Rig options.
     #[command(flatten)]
     pub rig: RigOptions,
@@ -550,9 +556,20 @@ pub fn compare(args: &CompareArgs) -> ExitCode {
         eprintln!("manarig: compare needs a topology file or a --from-* machine");
         return Exit::RigError.into();
     };
-    if let Err(e) = crate::topology::Topology::load(topology) {
-        eprintln!("manarig: {e}");
-        return Exit::RigError.into();
+    // The topology and its `[nic] inject` entries before either kernel: nothing starts on a bad one.
+    let checked = crate::topology::Topology::load(topology)
+        .map_err(anyhow::Error::new)
+        .and_then(|topo| crate::rig::injections(topology, &topo, &args.inject));
+    let injected = match checked {
+        Ok(specs) => specs,
+        Err(e) => {
+            eprintln!("manarig: {e}");
+            return Exit::RigError.into();
+        }
+    };
+    if !injected.is_empty() {
+        let specs: Vec<String> = injected.iter().map(ToString::to_string).collect();
+        eprintln!("manarig: injecting in both runs: {} (each judged by driver_survived)", specs.join(", "));
     }
     let pictures =
         |b: &Side, a: &Side| write_pictures(&args.pictures, topology, &Picture::BeforeAfter(b.panel(), a.panel()));
@@ -581,6 +598,7 @@ pub fn compare(args: &CompareArgs) -> ExitCode {
         eprintln!("manarig: running {name}");
         let mut request = args.rig.request_for(topology, &kernel, None);
         request.traffic = traffic_options(args.traffic, args.traffic_bytes, args.traffic_seconds);
+        request.inject.clone_from(&args.inject);
         // One console file per boot: FILE.before and FILE.after.
         request.console_log = args.rig.console.as_ref().map(|p| {
             let mut name = p.as_os_str().to_owned();

@@ -31,6 +31,10 @@ pub enum Key {
     Insmod,
     /// `carrier: <1|0|->`.
     Carrier,
+    /// From version 3 (a new key: older agents do not print it):
+    /// `carrier-unload: <1|0|->`, the carrier again just before the final
+    /// `rmmod mana` of a run with fault injection.
+    CarrierUnload,
     /// `ethtool: <exit status or ->`.
     Ethtool,
     /// `channels: <combined channels or ->`.
@@ -89,7 +93,7 @@ pub enum Key {
 
 impl Key {
     /// Every key, in the order guest-images/README.md lists them.
-    pub const ALL: [Key; 35] = [
+    pub const ALL: [Key; 36] = [
         Key::Kernel,
         Key::Cmdline,
         Key::InitEnv,
@@ -125,6 +129,7 @@ impl Key {
         Key::Unload,
         Key::Irqbalance,
         Key::IrqbalanceSample,
+        Key::CarrierUnload,
     ];
 
     /// The key as the line spells it.
@@ -138,6 +143,7 @@ impl Key {
             Key::Settle => "settle",
             Key::Insmod => "insmod",
             Key::Carrier => "carrier",
+            Key::CarrierUnload => "carrier-unload",
             Key::Ethtool => "ethtool",
             Key::Channels => "channels",
             Key::Netdev => "netdev",
@@ -178,7 +184,8 @@ impl Key {
             | Key::TrafficIrq
             | Key::TrafficSoftirq
             | Key::TrafficStats
-            | Key::Unload => version >= Version::V3,
+            | Key::Unload
+            | Key::CarrierUnload => version >= Version::V3,
             _ => true,
         }
     }
@@ -293,6 +300,7 @@ fn parse_block(lines: &[&str], begin: usize, end: usize, version: Version) -> Re
             Key::Settle => r.settle = value.to_string(),
             Key::Insmod => r.insmod_status = status(value),
             Key::Carrier => r.carrier = status(value).map(|c| c == 1),
+            Key::CarrierUnload => r.carrier_unload = status(value).map(|c| c == 1),
             Key::Ethtool => r.ethtool_status = status(value),
             Key::Channels => r.channels = value.trim().parse().ok(),
             Key::Rmmod => r.rmmod_status = status(value),

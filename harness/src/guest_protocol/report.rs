@@ -121,6 +121,10 @@ pub struct GuestReport {
     pub insmod_status: Option<i32>,
     /// `/sys/class/net/<netdev>/carrier` after `ip link set up` (None if not read).
     pub carrier: Option<bool>,
+    /// The same just before the final `rmmod mana` of a run with fault
+    /// injection (None if not read): what link events (`--inject
+    /// link-down@S`) left.
+    pub carrier_unload: Option<bool>,
     /// Exit status of `ethtool -L <netdev> combined N` (None if not run;
     /// 127 when the initramfs has no ethtool).
     pub ethtool_status: Option<i32>,

@@ -219,6 +219,7 @@ mod tests {
             oracle: "model".into(),
             shards: 1,
             random: None,
+            inject: Vec::new(),
         };
         let mut ready = Ready::default();
         for i in &spec.inputs {

@@ -87,6 +87,8 @@ pub struct RigSettings {
     pub extra_cmdline: Vec<String>,
     /// Keep each pair's console as `<dir>/<pair>.console.log`.
     pub console_dir: Option<PathBuf>,
+    /// Faults every pair's device shows the driver (`--inject SPEC`).
+    pub inject: Vec<device_model::inject::InjectSpec>,
 }
 
 /// Boots every pair with [`run_one`].
@@ -113,6 +115,7 @@ impl PairRunner for BootRunner {
         req.extra_cmdline.clone_from(&s.extra_cmdline);
         req.label = Some(pair.kernel.clone());
         req.console_log = s.console_dir.as_ref().map(|d| d.join(format!("{}.console.log", file_name(&pair.name))));
+        req.inject.clone_from(&s.inject);
         Ok(Observation::Boot(Box::new(run_one(&req)?)))
     }
 

@@ -190,6 +190,7 @@ pub(crate) fn dry_report(files: &[&str], kernels: &[&str], shard: Shard) -> Matr
         oracle: "model".into(),
         shards: shard.count,
         random: None,
+        inject: Vec::new(),
     };
     let req = ShardRequest {
         spec: &spec,

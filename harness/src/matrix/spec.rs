@@ -149,6 +149,11 @@ pub struct MatrixSpec {
     /// inputs are `random/<name>.toml`, under the `--out` folder).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub random: Option<RandomSpec>,
+    /// `--inject SPEC`s, as written back (device_model::inject): every pair's
+    /// device misbehaves so, and is judged by `driver_survived`. Empty (and
+    /// absent from the JSON, so older digests stand) without.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inject: Vec<String>,
 }
 
 /// What `--random` generated: part of the matrix's spec.
@@ -276,6 +281,9 @@ impl MatrixSpec {
         if self.oracle != other.oracle {
             out.push(format!("oracles differ: {} vs {}", self.oracle, other.oracle));
         }
+        if self.inject != other.inject {
+            out.push(format!("injections differ: {:?} vs {:?}", self.inject, other.inject));
+        }
         if out.is_empty() && self != other {
             out.push("the specs differ in details (topology names or errors, patch sets)".to_owned());
         }
@@ -307,7 +315,14 @@ mod tests {
             .iter()
             .map(|k| KernelRequest::Choice(k.parse().expect("kernel")).spec().expect("spec"))
             .collect();
-        MatrixSpec { inputs: read_inputs(&files), kernels, oracle: "model".into(), shards, random: None }
+        MatrixSpec {
+            inputs: read_inputs(&files),
+            kernels,
+            oracle: "model".into(),
+            shards,
+            random: None,
+            inject: vec![],
+        }
     }
 
     #[test]

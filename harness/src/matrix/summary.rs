@@ -80,6 +80,13 @@ pub fn render(m: &MatrixReport) -> String {
         h.spec_digest,
         h.run_id
     );
+    if !h.spec.inject.is_empty() {
+        let _ = writeln!(
+            out,
+            "Fault injection in every pair: `{}`; each pair is judged by `driver_survived` alone.",
+            h.spec.inject.join("`, `")
+        );
+    }
     if !h.complete {
         let _ = writeln!(
             out,

@@ -72,8 +72,37 @@ pub fn driver_survived(report: &GuestReport, specs: &[String]) -> Check {
         format!("with {injected}: {}", broke.join("; "))
     };
     let mut check = Check::pass_if(DRIVER_SURVIVED, broke.is_empty(), message);
-    check.detail = evidence(report);
+    check.detail = unhandled_events(&report.kernel, specs).into_iter().chain(evidence(report)).collect();
     check
+}
+
+/// A note for each timed device event (`reset@S`, `link-down@S`,
+/// `link-up@S`; device_model::inject::timed) that `kernel` (its release,
+/// `uname -r`) has no handler for, so that a run where nothing happened says
+/// why. Linux 6.x's `mana_gd_process_eqe()`
+/// (drivers/net/ethernet/microsoft/mana/gdma_main.c, checked in 6.1.192 and
+/// 6.12.117) drops GDMA_EQE_HWC_SOC_RECONFIG_DATA and knows no
+/// GDMA_EQE_HWC_RESET_REQUEST; 7.3.4 handles both (hw_channel.c
+/// `mana_hwc_init_event_handler()`, gdma_main.c `mana_serv_reset()`).
+fn unhandled_events(kernel: &str, specs: &[String]) -> Vec<String> {
+    let major: Option<u32> = kernel.split('.').next().and_then(|m| m.parse().ok());
+    if major.is_none_or(|m| m >= 7) {
+        return Vec::new();
+    }
+    let mut notes = Vec::new();
+    if specs.iter().any(|s| s.starts_with("link-down@") || s.starts_with("link-up@")) {
+        notes.push(format!(
+            "note: Linux {kernel}'s mana has no link event handling (6.x gdma_main.c mana_gd_process_eqe() drops \
+             GDMA_EQE_HWC_SOC_RECONFIG_DATA): it ignores the link events"
+        ));
+    }
+    if specs.iter().any(|s| s.starts_with("reset@")) {
+        notes.push(format!(
+            "note: Linux {kernel}'s mana has no reset handling (6.x gdma_main.c mana_gd_process_eqe() drops \
+             GDMA_EQE_HWC_RESET_REQUEST, and no pci_error_handlers): it kept using the queues the device forgot"
+        ));
+    }
+    notes
 }
 
 /// `driver_survived` failed because the guest never finished its report
@@ -125,6 +154,20 @@ mod tests {
 
     fn specs() -> Vec<String> {
         vec!["status:create_queue=0xc000009a".into()]
+    }
+
+    #[test]
+    fn a_6x_kernel_gets_a_note_for_the_events_its_driver_cannot_handle_and_7x_none() {
+        let specs = vec!["link-down@2".to_owned(), "reset@9".to_owned()];
+        let notes = unhandled_events("6.12.117+deb13-cloud-amd64", &specs);
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(notes[0].contains("no link event handling") && notes[1].contains("no reset handling"), "{notes:?}");
+        assert!(unhandled_events("7.3.4+deb13-cloud-amd64", &specs).is_empty());
+        assert!(unhandled_events("6.1.0", &["status:create_queue=0x1".to_owned()]).is_empty());
+        let mut r = clean();
+        r.kernel = "6.12.117".into();
+        let check = driver_survived(&r, &specs);
+        assert!(check.detail[0].starts_with("note: Linux 6.12.117's mana has no link event handling"), "{check:?}");
     }
 
     #[test]

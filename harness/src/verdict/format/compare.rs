@@ -2,7 +2,7 @@
 //! `before | after` cells), then each run's `affinity_hint` masks the way
 //! `/proc/irq/N/affinity_hint` prints them (seed 003's `IRQ: mask` lists).
 
-use super::super::check::Status;
+use super::super::check::{Check, CheckStatus, Status};
 use super::super::geometry::ids;
 use super::super::outcome::Verdict;
 use super::super::row::{RowOutcome, VectorRow};
@@ -74,13 +74,30 @@ fn hint_lines(v: &Verdict) -> Vec<String> {
         .collect()
 }
 
+/// With fault injection (`compare --inject`), both sides' `driver_survived`
+/// on one line: `driver_survived: before pass, after fail; <the after's message>`.
+fn survival_line(before: &Verdict, after: &Verdict) -> Option<String> {
+    let check = |v: &Verdict| v.checks.iter().find(|c| c.name == crate::verdict::DRIVER_SURVIVED).cloned();
+    let (b, a) = (check(before), check(after));
+    let status = |c: &Option<Check>| match c.as_ref().map(|c| c.status) {
+        Some(CheckStatus::Pass) => "pass",
+        Some(CheckStatus::Fail) => "fail",
+        Some(CheckStatus::Skip) => "skip",
+        None => "-",
+    };
+    let message = a.as_ref().or(b.as_ref())?.message.clone();
+    Some(format!("driver_survived: before {}, after {}; {message}", status(&b), status(&a)))
+}
+
 /// Two runs side by side, matched by MSI-X index (so 6.x `mana_q<k>` and 7.x
 /// `mana_msi<k+1>` share a row). Columns: IRQ (queue number), MSI-X, Name, node-num,
 /// core-num, CPU (observed `smp_affinity_list`, `!` = differs from that run's model),
 /// Effective; each cell `before | after` (one value when both runs agree on the name).
 /// Then the `affinity_hint` masks of each run in `/proc` hex form (nr_cpu_ids bits).
 pub fn render_before_after(before: &Verdict, after: &Verdict) -> String {
-    let mut lines = vec![run_line("before", before), run_line("after ", after), String::new()];
+    let mut lines = vec![run_line("before", before), run_line("after ", after)];
+    lines.extend(survival_line(before, after));
+    lines.push(String::new());
     let mut rows =
         vec![["IRQ", "MSI-X", "Name", "node-num", "core-num", "CPU", "Effective"].map(str::to_owned).to_vec()];
     for (b, a) in rows_by_index(before, after) {

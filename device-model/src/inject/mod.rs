@@ -16,8 +16,13 @@
 //! | `owner-bits:eqe[@N]` / `owner-bits:cqe[@N]` | writes the N-th EQE (CQE) the device posts (default 1) with owner bits that are neither the old nor the new lap's |
 //! | `silent-vector:V` | never raises MSI-X vector V (the events are still posted) |
 //! | `rx-cqe-corrupt[@N]` | the N-th RX completion (default 1) carries an unknown CQE type (data path) |
+//! | `reset@S` | S seconds after the driver first opens a vPort: a GDMA_EQE_HWC_RESET_REQUEST on the HWC EQ, then the device forgets everything, as a function-level reset does ([`timed`]) |
+//! | `link-down@S` / `link-up@S` | S seconds after that first open: a link event (GDMA_EQE_HWC_SOC_RECONFIG_DATA, HWC_DATA_HW_LINK_DISCONNECT / _CONNECT) on the HWC EQ ([`timed`]) |
 //!
-//! With `hwc-delay`, `owner-bits` or `silent-vector` the device also sets the
+//! In `reset@S` and the link events `@S` is seconds (0..=600), not an
+//! occurrence.
+//!
+//! With `hwc-delay`, `owner-bits`, `silent-vector` or `reset` the device also sets the
 //! driver's HWC timeout to [`INJECT_HWC_TIMEOUT_MS`], as hardware may: it
 //! offers `GDMA_DRV_CAP_FLAG_1_HWC_TIMEOUT_RECONFIG` in its
 //! VERIFY_VF_DRIVER_VERSION answer and answers GDMA_QUERY_HWC_TIMEOUT with
@@ -33,6 +38,8 @@
 //! [`command_names`]). A parse error is one line naming the spec and the valid
 //! choices.
 #![forbid(unsafe_code)]
+
+pub mod timed;
 
 use crate::defs::Command;
 use std::collections::BTreeMap;
@@ -55,7 +62,17 @@ pub const CORRUPT_RX_CQE_TYPE: u8 = 0x3F;
 const HWC_TIMEOUT_RECONFIG: u64 = 1 << 3;
 
 /// The fault kinds, as the first word of a SPEC.
-pub const KINDS: [&str; 6] = ["status", "hwc-delay", "spurious-irq", "owner-bits", "silent-vector", "rx-cqe-corrupt"];
+pub const KINDS: [&str; 9] = [
+    "status",
+    "hwc-delay",
+    "spurious-irq",
+    "owner-bits",
+    "silent-vector",
+    "rx-cqe-corrupt",
+    "reset",
+    "link-down",
+    "link-up",
+];
 
 /// Which producer ring an `owner-bits` injection spoils.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,6 +129,21 @@ pub enum InjectSpec {
         /// The N-th RX completion (1-based).
         nth: u64,
     },
+    /// `reset@S`, `link-down@S`, `link-up@S` ([`timed`]).
+    Timed {
+        /// The event.
+        event: timed::DeviceEvent,
+        /// How long after the driver first opens a vPort (whole seconds).
+        after: Duration,
+    },
+}
+
+impl InjectSpec {
+    /// Whether the device needs a clock for this spec (`mana-device` then
+    /// calls [`crate::ManaDevice::tick`] every 50 ms): held responses, timed events.
+    pub fn needs_clock(&self) -> bool {
+        matches!(self, Self::HwcDelay { .. } | Self::Timed { .. })
+    }
 }
 
 /// Every command name CMD may take, with its code.
@@ -175,6 +207,9 @@ impl FromStr for InjectSpec {
     /// Parses one SPEC (module docs). The error is one line naming the spec.
     fn from_str(spec: &str) -> Result<Self, String> {
         let (kind, args) = spec.split_once(':').unwrap_or((spec, ""));
+        if let Some(timed) = timed::parse(spec, kind, args) {
+            return timed.map(|(event, after)| Self::Timed { event, after });
+        }
         let (kind_only, nth_only) = split_nth(spec, kind)?;
         match kind_only {
             "status" => {
@@ -247,6 +282,7 @@ impl fmt::Display for InjectSpec {
             Self::OwnerBits { kind: EntryKind::Cqe, nth } => write!(f, "owner-bits:cqe@{nth}"),
             Self::SilentVector(v) => write!(f, "silent-vector:{v}"),
             Self::RxCqeCorrupt { nth } => write!(f, "rx-cqe-corrupt@{nth}"),
+            Self::Timed { event, after } => write!(f, "{}@{}", event.name(), after.as_secs()),
         }
     }
 }
@@ -270,6 +306,7 @@ pub struct Injector {
     specs: Vec<InjectSpec>,
     seen: BTreeMap<u32, u64>,
     held: Vec<(Instant, Vec<u8>)>,
+    timeline: timed::Timeline,
     /// Injections that struck, by SPEC text (for the status).
     pub struck: BTreeMap<String, u64>,
 }
@@ -277,7 +314,11 @@ pub struct Injector {
 impl Injector {
     /// An injector for `specs` (the queue-level ones go to [`QueueFaults`]).
     pub fn new(specs: &[InjectSpec]) -> Self {
-        Self { specs: specs.to_vec(), ..Self::default() }
+        let timed = specs.iter().filter_map(|s| match *s {
+            InjectSpec::Timed { event, after } => Some((event, after)),
+            _ => None,
+        });
+        Self { specs: specs.to_vec(), timeline: timed::Timeline::new(timed), ..Self::default() }
     }
 
     fn strike(&mut self, spec: &InjectSpec) {
@@ -287,6 +328,9 @@ impl Injector {
 
     /// Counts one more `command` and says what happens to it.
     pub fn before_command(&mut self, command: Command) -> CommandFate {
+        if command == Command::MANA_CONFIG_VPORT_RX {
+            self.timeline.vport_opened(Instant::now());
+        }
         let count = self.seen.entry(command.0).or_default();
         *count += 1;
         let count = *count;
@@ -310,12 +354,31 @@ impl Injector {
     }
 
     /// Whether an injection is on that can leave the driver waiting for an
-    /// HWC response (`hwc-delay`, `owner-bits`, `silent-vector`): the device
+    /// HWC response (`hwc-delay`, `owner-bits`, `silent-vector`, `reset`,
+    /// after which no request is answered until the HWC is set up again): the device
     /// then shortens the driver's HWC timeout to [`INJECT_HWC_TIMEOUT_MS`].
     pub fn shortens_hwc_timeout(&self) -> bool {
         self.specs.iter().any(|s| {
-            matches!(s, InjectSpec::HwcDelay { .. } | InjectSpec::OwnerBits { .. } | InjectSpec::SilentVector(_))
+            matches!(
+                s,
+                InjectSpec::HwcDelay { .. }
+                    | InjectSpec::OwnerBits { .. }
+                    | InjectSpec::SilentVector(_)
+                    | InjectSpec::Timed { event: timed::DeviceEvent::Reset, .. }
+            )
         })
+    }
+
+    /// The timed events due at `now` ([`timed::Timeline::due`]), each
+    /// counted as struck.
+    pub fn due_events(&mut self, now: Instant) -> Vec<timed::DeviceEvent> {
+        let due = self.timeline.due(now);
+        due.into_iter()
+            .map(|(event, after)| {
+                self.strike(&InjectSpec::Timed { event, after });
+                event
+            })
+            .collect()
     }
 
     /// The spurious-interrupt targets.
@@ -471,6 +534,9 @@ mod tests {
             "owner-bits:cqe@1",
             "silent-vector:1",
             "rx-cqe-corrupt@5",
+            "reset@5",
+            "link-down@0",
+            "link-up@600",
         ] {
             let spec: InjectSpec = text.parse().expect(text);
             assert_eq!(spec.to_string(), text);
@@ -492,6 +558,9 @@ mod tests {
             ("silent-vector:4096", "0..2047"),
             ("spurious-irq:cq=1", "spurious-irq:eq=ID"),
             ("hwc-delay:create_queue=soon", "not a number"),
+            ("reset", "expected reset@S (S: seconds"),
+            ("link-down@601", "expected link-down@S"),
+            ("link-up@1:x", "expected link-up@S"),
         ] {
             let err = text.parse::<InjectSpec>().expect_err(text);
             assert!(err.contains(needle) && err.contains(&format!("{text:?}")), "{text}: {err}");
