@@ -768,7 +768,13 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     verdict.add_stages(earlier, report_to_verdict::stage_facts(&booted.report, queues.clone()));
     if req.debug {
         let r = &booted.report;
-        verdict.add_debug_reports(&DebugLog { state: r.debug.as_deref(), kmemleak: &r.kmemleak, klog: &r.klog });
+        verdict.add_debug_reports(&DebugLog {
+            state: r.debug.as_deref(),
+            kmemleak: &r.kmemleak,
+            klog: &r.klog,
+            vectors: &observed.vectors,
+            nr_cpus: topo.ncpu(),
+        });
     }
     if let Some(t) = &traffic {
         let input = TrafficInput {

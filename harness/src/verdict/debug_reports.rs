@@ -10,9 +10,21 @@
 //! covers the access's call trace and the object's allocation and free stacks;
 //! for kmemleak the object's allocation backtrace. Reports without a mana
 //! frame (early boot, other subsystems) are notes of a passing check.
+//!
+//! One more report comes from the rig rather than the kernel: a MANA IRQ whose
+//! `affinity_hint` reads as SLUB's free poison ([`poisoned_hints`]). The debug
+//! kernels boot with `slub_debug`, which fills a freed object with
+//! `POISON_FREE` (0x6b, include/linux/poison.h); a hint that reads 0x6b in
+//! every byte points at a freed object. KASAN does not see that read with the
+//! build host's compiler: `/proc/irq/N/affinity_hint` copies the mask with
+//! `memcpy()`, and on x86 (GENERIC_ENTRY) KASAN checks compiler-emitted
+//! `memcpy()` only when the compiler has `asan-kernel-mem-intrinsic-prefix`
+//! (scripts/Makefile.kasan), which GCC 12 (Debian 12) lacks.
 
 use super::check::{Check, CheckStatus, Status};
+use super::guest_irqs::ObservedVector;
 use super::outcome::Verdict;
+use crate::cpulist::CpuMask;
 use std::fmt;
 
 /// The check's name.
@@ -36,6 +48,9 @@ pub enum ReportKind {
     /// Any other `BUG:` (e.g. DEBUG_ATOMIC_SLEEP's `BUG: sleeping function
     /// called from invalid context`), an `Oops` or a general protection fault.
     Bug,
+    /// An IRQ's `affinity_hint` that reads as `slub_debug`'s free poison
+    /// ([`poisoned_hints`]): the hint points at a freed object.
+    SlubPoison,
 }
 
 impl fmt::Display for ReportKind {
@@ -46,6 +61,7 @@ impl fmt::Display for ReportKind {
             ReportKind::Lockdep => "lockdep",
             ReportKind::Warn => "WARN",
             ReportKind::Bug => "BUG",
+            ReportKind::SlubPoison => "slub_debug",
         })
     }
 }
@@ -177,6 +193,48 @@ pub fn split_kmemleak(lines: &[String]) -> Vec<DebugReport> {
     out.into_iter().map(|l| DebugReport::new(ReportKind::Kmemleak, l)).collect()
 }
 
+/// The byte SLUB writes over a freed object with `slub_debug` (`POISON_FREE`,
+/// include/linux/poison.h).
+const SLUB_POISON_FREE: u8 = 0x6b;
+
+/// The fewest CPUs for which a hint can be told apart from the poison: one
+/// whole byte of it (CPUs 0-1,3,5-6 of 8).
+const POISON_MIN_CPUS: u32 = 8;
+
+/// What memory filled with SLUB's free poison (0x6b) reads as, as a cpumask of
+/// `nr_cpus` CPUs (`%*pb` prints `nr_cpu_ids` bits): bits 0, 1, 3, 5 and 6 of
+/// every byte.
+pub fn poison_mask(nr_cpus: u32) -> CpuMask {
+    (0..nr_cpus).filter(|cpu| SLUB_POISON_FREE >> (cpu % 8) & 1 == 1).collect()
+}
+
+/// One [`ReportKind::SlubPoison`] report per MANA IRQ whose `affinity_hint`
+/// is exactly [`poison_mask`] of the guest's `nr_cpus` CPUs (none below
+/// 8 CPUs, where a real hint could look the same). Its "frame" is the IRQ.
+pub fn poisoned_hints(vectors: &[ObservedVector], nr_cpus: u32) -> Vec<DebugReport> {
+    if nr_cpus < POISON_MIN_CPUS {
+        return Vec::new();
+    }
+    let poison = poison_mask(nr_cpus);
+    vectors
+        .iter()
+        .filter(|v| v.affinity_hint.as_ref() == Some(&poison))
+        .map(|v| DebugReport {
+            kind: ReportKind::SlubPoison,
+            lines: vec![
+                format!(
+                    "affinity_hint of IRQ {} ({}) reads {}: SLUB's free poison (0x6b in every byte) over {nr_cpus} CPUs",
+                    v.irq,
+                    v.name,
+                    poison.to_cpulist()
+                ),
+                "the IRQ's hint points at a freed object".to_string(),
+            ],
+            mana_frames: vec![format!("{} (IRQ {})", v.name, v.irq)],
+        })
+        .collect()
+}
+
 /// What the guest agent sent in debug mode.
 #[derive(Debug, Clone, Copy)]
 pub struct DebugLog<'a> {
@@ -186,6 +244,10 @@ pub struct DebugLog<'a> {
     pub kmemleak: &'a [String],
     /// The `klog:` lines.
     pub klog: &'a [String],
+    /// The NIC's IRQs as read at the report (their `affinity_hint`s).
+    pub vectors: &'a [ObservedVector],
+    /// The guest's possible CPUs (`nr_cpu_ids`: the bits of an `affinity_hint`).
+    pub nr_cpus: u32,
 }
 
 /// The `debug_reports` check: Fail when a report touches mana (naming the
@@ -206,6 +268,7 @@ pub fn debug_reports(log: &DebugLog<'_>) -> Check {
     };
     let mut reports = split_klog(log.klog);
     reports.extend(split_kmemleak(log.kmemleak));
+    reports.extend(poisoned_hints(log.vectors, log.nr_cpus));
     let (mana, other): (Vec<&DebugReport>, Vec<&DebugReport>) = reports.iter().partition(|r| r.touches_mana());
     let notes = other.iter().map(|r| format!("note (no mana frame): {}", r.headline()));
     let Some(first) = mana.first() else {
@@ -213,7 +276,7 @@ pub fn debug_reports(log: &DebugLog<'_>) -> Check {
             DEBUG_REPORTS_CHECK,
             CheckStatus::Pass,
             format!(
-                "no KASAN, kmemleak, lockdep, WARN or BUG report touches mana ({kmemleak}; {} report(s) elsewhere)",
+                "no KASAN, kmemleak, lockdep, WARN or BUG report touches mana and no hint reads freed memory ({kmemleak}; {} report(s) elsewhere)",
                 other.len()
             ),
         );
@@ -307,7 +370,13 @@ acpi_os_allocate_zeroed+0x1c/0x30";
         );
         // The driver's message after the closing rule is not part of the report.
         assert!(r[0].lines.last().is_some_and(|l| l.starts_with("=====")), "{:?}", r[0].lines);
-        let c = debug_reports(&DebugLog { state: Some("kmemleak=1"), kmemleak: &[], klog: &lines(KASAN_UAF) });
+        let c = debug_reports(&DebugLog {
+            state: Some("kmemleak=1"),
+            kmemleak: &[],
+            klog: &lines(KASAN_UAF),
+            vectors: &[],
+            nr_cpus: 8,
+        });
         assert_eq!(c.status, CheckStatus::Fail);
         assert!(c.message.contains("KASAN: BUG: KASAN: slab-use-after-free in bitmap_string"), "{}", c.message);
         assert!(c.message.contains("mana frames: irq_setup+0x3d/0x3a0 [mana]"), "{}", c.message);
@@ -318,7 +387,13 @@ acpi_os_allocate_zeroed+0x1c/0x30";
         let r = split_kmemleak(&lines(KMEMLEAK));
         assert_eq!(r.len(), 2);
         assert!(r[0].touches_mana() && !r[1].touches_mana());
-        let c = debug_reports(&DebugLog { state: Some("kmemleak=1"), kmemleak: &lines(KMEMLEAK), klog: &[] });
+        let c = debug_reports(&DebugLog {
+            state: Some("kmemleak=1"),
+            kmemleak: &lines(KMEMLEAK),
+            klog: &[],
+            vectors: &[],
+            nr_cpus: 8,
+        });
         assert_eq!(c.status, CheckStatus::Fail);
         assert!(c.message.starts_with("1 report(s) touch mana; first: kmemleak: unreferenced object"), "{}", c.message);
         assert!(c.message.contains("mana_gd_setup_irqs+0x61/0x5b0 [mana]"), "{}", c.message);
@@ -345,12 +420,63 @@ in_atomic(): 1, irqs_disabled(): 0",
         let kinds: Vec<ReportKind> = r.iter().map(|x| x.kind).collect();
         assert_eq!(kinds, [ReportKind::Warn, ReportKind::Lockdep, ReportKind::Bug]);
         assert_eq!(r[0].lines.len(), 5, "the cut-here line and the WARNING line are one report");
-        let c = debug_reports(&DebugLog { state: Some("kmemleak=2"), kmemleak: &[], klog: &klog });
+        let c = debug_reports(&DebugLog {
+            state: Some("kmemleak=2"),
+            kmemleak: &[],
+            klog: &klog,
+            vectors: &[],
+            nr_cpus: 8,
+        });
         assert_eq!(c.status, CheckStatus::Pass, "{c:?}");
         assert!(c.message.contains("kmemleak scanned at 2 point(s); 3 report(s) elsewhere"), "{}", c.message);
         assert_eq!(c.detail.len(), 3);
-        let c = debug_reports(&DebugLog { state: None, kmemleak: &[], klog: &[] });
+        let c = debug_reports(&DebugLog { state: None, kmemleak: &[], klog: &[], vectors: &[], nr_cpus: 8 });
         assert_eq!(c.status, CheckStatus::Skip);
+    }
+
+    fn vector(irq: u32, name: &str, hint: &str) -> ObservedVector {
+        ObservedVector {
+            irq,
+            name: name.to_string(),
+            smp_affinity: CpuMask::parse_cpulist(hint).expect("cpulist"),
+            affinity_hint: Some(CpuMask::parse_cpulist(hint).expect("cpulist")),
+            effective: None,
+            counts: Vec::new(),
+        }
+    }
+
+    /// examples/patches/freed-affinity-hint on seed 000's 8 CPUs, as a real
+    /// 6.12 debug kernel showed it: every hint read `0-1,3,5-6` (0x6b).
+    #[test]
+    fn a_hint_that_reads_slubs_free_poison_fails_naming_the_irq() {
+        assert_eq!(poison_mask(8).to_cpulist(), "0-1,3,5-6");
+        assert_eq!(poison_mask(16).to_cpulist(), "0-1,3,5-6,8-9,11,13-14");
+        let vectors =
+            [vector(25, "mana_hwc@pci:0000:41:00.0", "0-1"), vector(26, "mana_q0@pci:0000:41:00.0", "0-1,3,5-6")];
+        let c = debug_reports(&DebugLog {
+            state: Some("kmemleak=1"),
+            kmemleak: &[],
+            klog: &[],
+            vectors: &vectors,
+            nr_cpus: 8,
+        });
+        assert_eq!(c.status, CheckStatus::Fail, "{c:?}");
+        assert!(
+            c.message.starts_with("1 report(s) touch mana; first: slub_debug: affinity_hint of IRQ 26 (mana_q0@pci:0000:41:00.0) reads 0-1,3,5-6: SLUB's free poison"),
+            "{}",
+            c.message
+        );
+        // The same hint on 16 CPUs is a real mask, and below 8 CPUs nothing is judged.
+        let c = debug_reports(&DebugLog {
+            state: Some("kmemleak=1"),
+            kmemleak: &[],
+            klog: &[],
+            vectors: &vectors,
+            nr_cpus: 16,
+        });
+        assert_eq!(c.status, CheckStatus::Pass, "{c:?}");
+        let small = [vector(26, "mana_q0", "0-1,3")];
+        assert!(poisoned_hints(&small, 4).is_empty());
     }
 
     #[test]

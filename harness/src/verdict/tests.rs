@@ -530,11 +530,11 @@ fn the_schema_doc_names_every_json_field() {
 fn a_passing_debug_reports_check_shows_its_evidence_in_the_human_report() {
     let mut v = Run::new("seed-002", "6.12").judge();
     let state = "kmemleak=2".to_string();
-    let log = debug_reports::DebugLog { state: Some(&state), kmemleak: &[], klog: &[] };
+    let log = debug_reports::DebugLog { state: Some(&state), kmemleak: &[], klog: &[], vectors: &[], nr_cpus: 8 };
     v.checks.push(debug_reports::debug_reports(&log));
     let text = render(&v, Format::Human).expect("render");
     assert!(
-        text.contains("Debug reports: no KASAN, kmemleak, lockdep, WARN or BUG report touches mana (kmemleak scanned at 2 point(s)"),
+        text.contains("Debug reports: no KASAN, kmemleak, lockdep, WARN or BUG report touches mana and no hint reads freed memory (kmemleak scanned at 2 point(s)"),
         "{text}"
     );
 }
