@@ -304,8 +304,9 @@ fn finish(report: &MatrixReport, output: &OutputArgs) -> anyhow::Result<Exit> {
     let wall: f64 = report.header.shards.iter().map(|s| s.wall_s).sum();
     let planned: f64 = report.header.shards.iter().map(|s| s.planned_cost_s).sum();
     eprintln!(
-        "matrix: {} pairs, {pass} passed, {fail} failed, {err} rig errors, {not_run} not run; {} (planned {}){}{}",
+        "matrix: {} pairs, {pass} passed, {fail} failed, {err} rig errors, {not_run} not run{}; {} (planned {}){}{}",
         report.pairs.len(),
+        report.skipped_note(),
         short_duration(Duration::from_secs_f64(wall)),
         short_duration(Duration::from_secs_f64(planned)),
         if report.header.complete { "" } else { "; INCOMPLETE" },

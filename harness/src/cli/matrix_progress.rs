@@ -65,7 +65,7 @@ impl Display {
                 let time = r.duration_s.map(|d| format!(" {d:.1} s")).unwrap_or_default();
                 let why = match r.status {
                     PairStatus::Fail => r.first_mismatch.clone(),
-                    PairStatus::RigError | PairStatus::NotRun => r.error.clone(),
+                    PairStatus::RigError | PairStatus::NotRun | PairStatus::Skip => r.error.clone(),
                     PairStatus::Pass => None,
                 };
                 let why = why.map(|w| format!(": {}", w.chars().take(200).collect::<String>())).unwrap_or_default();

@@ -60,7 +60,7 @@ fn case(r: &PairRecord, kernel: &str) -> TestCase {
             s.set_type("rig-error").set_message(r.error.clone().unwrap_or_default());
             s
         }
-        PairStatus::NotRun => {
+        PairStatus::Skip | PairStatus::NotRun => {
             let mut s = TestCaseStatus::skipped();
             s.set_message(r.error.clone().unwrap_or_else(|| "not run".into()));
             s

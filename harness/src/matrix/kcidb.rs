@@ -209,6 +209,7 @@ fn pair_status(s: PairStatus) -> &'static str {
         PairStatus::Pass => "PASS",
         PairStatus::Fail => "FAIL",
         PairStatus::RigError => "ERROR",
+        PairStatus::Skip => "SKIP",
         PairStatus::NotRun => "MISS",
     }
 }

@@ -26,6 +26,9 @@ pub fn render_matrix(m: &MatrixReport) -> String {
         let name = one_line(&r.pair.name);
         match (r.status, r.verdict()) {
             (PairStatus::Pass | PairStatus::Fail, Some(v)) => out.push_str(&render_ktap_test(n, v)),
+            (PairStatus::Skip, _) => {
+                out.push_str(&format!("ok {n} {name} # SKIP {}\n", one_line(r.error.as_deref().unwrap_or(""))));
+            }
             (PairStatus::NotRun, _) => {
                 out.push_str(&format!(
                     "ok {n} {name} # SKIP not run: {}\n",

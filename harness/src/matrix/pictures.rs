@@ -72,11 +72,12 @@ fn rank(s: PairStatus) -> u8 {
         PairStatus::Fail => 0,
         PairStatus::RigError => 1,
         PairStatus::NotRun => 2,
-        PairStatus::Pass => 3,
+        PairStatus::Skip => 3,
+        PairStatus::Pass => 4,
     }
 }
 
-/// The pairs in report order (FAIL, ERROR, NOT RUN, PASS; plan order within each).
+/// The pairs in report order (FAIL, ERROR, NOT RUN, SKIP, PASS; plan order within each).
 pub fn report_order(m: &MatrixReport) -> Vec<&PairRecord> {
     let mut pairs: Vec<&PairRecord> = m.pairs.iter().collect();
     pairs.sort_by_key(|r| rank(r.status));
@@ -126,7 +127,7 @@ fn status_colour(s: PairStatus) -> &'static str {
         PairStatus::Pass => "#d3f9d8",
         PairStatus::Fail => "#ffc9c9",
         PairStatus::RigError => "#ffe8cc",
-        PairStatus::NotRun => "#e9ecef",
+        PairStatus::NotRun | PairStatus::Skip => "#e9ecef",
     }
 }
 
@@ -179,6 +180,7 @@ fn pair_section(out: &mut String, r: &PairRecord, topologies: &Topologies) {
         PairStatus::Fail => r.first_mismatch.as_deref().map(|s| format!("first mismatch: {s}")),
         PairStatus::RigError => r.error.as_deref().map(|s| format!("rig error: {s}")),
         PairStatus::NotRun => r.error.as_deref().map(|s| format!("not run: {s}")),
+        PairStatus::Skip => r.error.as_deref().map(|s| format!("skipped: {s}")),
         PairStatus::Pass => None,
     };
     if let Some(w) = what {
@@ -221,10 +223,11 @@ pub fn html_report(m: &MatrixReport, topologies: &Topologies) -> String {
     );
     let _ = writeln!(
         out,
-        "<p>{} pairs: {pass} passed, {fail} failed, {err} rig errors{}. Oracle <code>{}</code>, {}; spec <code>{}</code>, run <code>{}</code>. \
-         Pairs below: failures first, then rig errors, pairs that did not run, passes.</p>",
+        "<p>{} pairs: {pass} passed, {fail} failed, {err} rig errors{}{}. Oracle <code>{}</code>, {}; spec <code>{}</code>, run <code>{}</code>. \
+         Pairs below: failures first, then rig errors, pairs that did not run, skipped pairs, passes.</p>",
         m.pairs.len(),
         if not_run > 0 { format!(", {not_run} not run") } else { String::new() },
+        m.skipped_note(),
         escape(&m.header.spec.oracle),
         escape(&m.header.mode),
         escape(&m.header.spec_digest),

@@ -88,6 +88,9 @@ pub struct ShardRun {
 pub enum PairStatus {
     /// The oracle passed it.
     Pass,
+    /// It cannot run on this kernel by what the topology asks for (e.g.
+    /// `[scenario] irqbalance` on a kernel without AF_UNIX sockets); nothing booted.
+    Skip,
     /// The oracle failed it (a mismatch).
     Fail,
     /// The rig could not run or judge it (bad file, kernel, QEMU, guest, oracle).
@@ -97,10 +100,11 @@ pub enum PairStatus {
 }
 
 impl PairStatus {
-    /// `PASS`, `FAIL`, `ERROR`, `NOT RUN`.
+    /// `PASS`, `SKIP`, `FAIL`, `ERROR`, `NOT RUN`.
     pub fn word(self) -> &'static str {
         match self {
             PairStatus::Pass => "PASS",
+            PairStatus::Skip => "SKIP",
             PairStatus::Fail => "FAIL",
             PairStatus::RigError => "ERROR",
             PairStatus::NotRun => "NOT RUN",
@@ -196,6 +200,11 @@ impl PairRecord {
         }
     }
 
+    /// A pair that cannot run on its kernel, and why (nothing booted).
+    pub fn skipped(pair: PlannedPair, why: &str) -> Self {
+        PairRecord { status: PairStatus::Skip, ..Self::not_run(pair, why) }
+    }
+
     /// A pair that did not run, and why.
     pub fn not_run(pair: PlannedPair, why: &str) -> Self {
         PairRecord {
@@ -277,6 +286,14 @@ impl MatrixReport {
     pub fn counts(&self) -> (usize, usize, usize, usize) {
         let n = |s| self.pairs.iter().filter(|p| p.status == s).count();
         (n(PairStatus::Pass), n(PairStatus::Fail), n(PairStatus::RigError), n(PairStatus::NotRun))
+    }
+
+    /// `, N skipped` when pairs were skipped, for the count lines.
+    pub fn skipped_note(&self) -> String {
+        match self.pairs.iter().filter(|p| p.status == PairStatus::Skip).count() {
+            0 => String::new(),
+            n => format!(", {n} skipped"),
+        }
     }
 
     /// Parse a matrix document, refusing other kinds and schema versions.

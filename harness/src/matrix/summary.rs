@@ -31,6 +31,7 @@ fn pair_cell(r: &PairRecord) -> String {
         PairStatus::RigError => {
             format!("**{word}**{time}: {}", cell(&first_words(r.error.as_deref().unwrap_or(""), 120)))
         }
+        PairStatus::Skip => format!("{word}: {}", cell(&first_words(r.error.as_deref().unwrap_or(""), 120))),
         PairStatus::NotRun => word.to_owned(),
     }
 }
@@ -59,9 +60,10 @@ pub fn render(m: &MatrixReport) -> String {
     let _ = writeln!(out, "# manarig matrix: {verdict}{incomplete}\n");
     let _ = writeln!(
         out,
-        "{} pairs: {pass} passed, {fail} failed, {err} rig errors{}.",
+        "{} pairs: {pass} passed, {fail} failed, {err} rig errors{}{}.",
         m.pairs.len(),
-        if not_run > 0 { format!(", {not_run} not run") } else { String::new() }
+        if not_run > 0 { format!(", {not_run} not run") } else { String::new() },
+        m.skipped_note()
     );
     let held: Vec<String> = h.shards.iter().map(|s| s.shard.to_string()).collect();
     let scope = if h.spec.shards > 1 && held.len() < h.spec.shards as usize {
