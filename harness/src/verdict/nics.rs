@@ -202,5 +202,9 @@ mod tests {
         let names: Vec<String> = v.checks_of_every_nic().into_iter().map(|(n, _)| n).collect();
         assert_eq!(names.len(), 2 * v.checks.len());
         assert_eq!(names[v.checks.len()], format!("nic1:{}", v.checks[0].name));
+        // The verdict line counts every NIC's checks and names NIC 1's failure.
+        let text = super::super::render(&v, super::super::Format::Human).expect("render");
+        let want = format!("verdict: FAIL (1 of {} checks failed: nic1:{})\n", names.len(), v.checks[0].name);
+        assert!(text.ends_with(&want), "{text}");
     }
 }
