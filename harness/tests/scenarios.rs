@@ -39,6 +39,27 @@ fn two_nics_on_two_nodes_each_spread_from_their_own_node_on_linux_6_12() {
     assert_eq!(nics.load.iter().map(|r| r.delivered_total()).sum::<u32>(), 10, "every vector fired once");
 }
 
+/// two-nics-small with CPU 3 (node 1: NIC 1's node) offlined after the probe: NIC 1
+/// is judged at the probe and at the report, each against the model's table for that
+/// moment, as NIC 0 is. Its sibling-group hint for the queues on CPUs 2-3 shrinks to
+/// CPU 2 once CPU 3 is offline (the kernel shows the source CPU's online siblings); a
+/// judge with the probe's table at the report failed the NIC there.
+#[test]
+fn a_second_nic_is_judged_at_every_stage_of_a_cpu_hotplug_on_linux_6_12() {
+    let mut req = rig_support::request("two-nics-small", "6.12-min");
+    req.scenario.offline_after = Some("3".into());
+    let o = rig_support::run_printed(&req, "two-nics-small (offline_after = 3) on 6.12-min");
+    assert_eq!(o.verdict.status, Status::Pass);
+    let nic1 = &o.verdict.nics.as_ref().expect("NIC 1's verdict").nics[0];
+    assert_eq!(nic1.verdict.status, Status::Pass);
+    let stages: Vec<(&str, Status)> =
+        nic1.verdict.queues.iter().flatten().map(|s| (s.stage.as_str(), s.status)).collect();
+    assert_eq!(stages, [("probe", Status::Pass), (harness::verdict::REPORT_STAGE, Status::Pass)]);
+    let q0 = nic1.verdict.vectors.iter().find(|r| r.name == "mana_q0").expect("mana_q0");
+    let hint = q0.observed.as_ref().and_then(|o| o.affinity_hint.as_ref()).map(|h| h.to_cpulist());
+    assert_eq!(hint.as_deref(), Some("2"), "the hint at the report: CPU 3 is offline");
+}
+
 /// topologies/vports-dedicated.toml on Debian's 7.3: the driver makes one netdev per
 /// vPort, the IRQ table is the one-vPort table (every vector is set up at probe), and
 /// as each vPort opens its EQs take the vectors `vport_plan` predicts from the 7.3

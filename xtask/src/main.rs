@@ -7,6 +7,8 @@
 //! (the command README.md and .ci/run use); `cargo xtask lint` runs the gates
 //! alone. Every other subcommand, `setup` included, is the harness's `manarig`
 //! command line.
+//! `cargo xtask check-workflow` validates `.github/workflows/manarig-matrix.yml`
+//! against GitHub's workflow schema ([`workflow_check`]).
 //! `cargo xtask bench [model] [boot] [--slow] [--runs N] [--update-baseline]`
 //! runs the benchmarks: `model` (release build, `cargo bench`) and `boot`
 //! (real runs, see [`bench_boot`]); both when no section is named.
@@ -31,6 +33,7 @@ mod bench_matrix;
 mod bench_traffic;
 mod fuzz;
 mod lint;
+mod workflow_check;
 
 /// The subcommands that boot a guest with the emulated NIC (or may: `bench`, `test`).
 const BOOTING: [&str; 6] = ["run", "compare", "boot", "bench", "test", "matrix"];
@@ -47,6 +50,7 @@ fn main() -> ExitCode {
     match command {
         Some("test") => run_tests(&args[2..]),
         Some("lint") => run_lint(),
+        Some("check-workflow") => workflow_check::main(),
         Some("fuzz") => fuzz::main(&args[2..]),
         Some("bench") => run_benches(&args[2..]),
         _ => harness::cli::main_with_args(

@@ -25,11 +25,23 @@ const NO_HOP: &str = "#adb5bd";
 const AFFINITY: &str = "#1c3d8f";
 /// The NIC.
 const NIC: &str = "#5f3dc4";
+/// With several NICs (`[[nic]]`): NIC k's strip and affinity dots (k modulo 4).
+const NIC_COLOURS: [&str; 4] = ["#1c3d8f", "#2b8a3e", "#d9480f", "#862e9c"];
 const INK: &str = "#212529";
 const MUTED: &str = "#495057";
 const FONT: &str = "DejaVu Sans, Verdana, Arial, sans-serif";
 /// Affinity dots drawn before a plus.
 const MAX_DOTS: u32 = 5;
+
+/// NIC `k`'s colour on a machine with `of` NICs: one NIC keeps the picture's
+/// single-NIC colours (purple strip, [`AFFINITY`] dots).
+fn nic_colour(k: usize, of: usize) -> &'static str {
+    if of <= 1 {
+        AFFINITY
+    } else {
+        NIC_COLOURS[k % NIC_COLOURS.len()]
+    }
+}
 
 /// A coordinate rounded to 0.1 px (short, stable text).
 fn px(v: f64) -> f64 {
@@ -135,11 +147,20 @@ fn panel_view(key: Option<&'static str>, panel: &Panel<'_>, width: f64) -> Panel
             };
             let fired = v.summary.fired;
             let nic = v.run.nic_node.map_or("no node".to_owned(), |n| format!("node {n}"));
+            let others = v.nics.as_ref().map_or(&[][..], |n| n.nics.as_slice());
+            let nic0 = if others.is_empty() { "NIC" } else { "NIC 0" };
             let first = format!("{label}{} · verdict {status}", v.run.name);
             let second = format!(
-                "Linux {} · model {} · {fired} of {} MANA IRQs fired · NIC on {nic}",
+                "Linux {} · model {} · {fired} of {} MANA IRQs fired · {nic0} on {nic}",
                 v.run.kernel_release, v.run.kernel, v.summary.vectors
             );
+            // Each other NIC's own verdict: the picture's numbers add every NIC's IRQs.
+            let more = others.iter().map(|n| {
+                let st = if n.verdict.status == Status::Pass { "PASS" } else { "FAIL" };
+                let node = n.node.map_or("no node".to_owned(), |k| format!("node {k}"));
+                let s = &n.verdict.summary;
+                format!("NIC {} on {node}: {st} · {} of {} MANA IRQs fired", n.index, s.fired, s.vectors)
+            });
             let load = cpu_load(v);
             let third = v.traffic.as_ref().map(|t| {
                 format!(
@@ -150,13 +171,15 @@ fn panel_view(key: Option<&'static str>, panel: &Panel<'_>, width: f64) -> Panel
                 )
             });
             let mut lines = vec![(first, true)];
-            for line in std::iter::once(second).chain(third) {
+            for line in std::iter::once(second).chain(more).chain(third) {
                 lines.extend(wrap(&line, width, 12.0).into_iter().map(|l| (l, false)));
             }
             // A failed run says why (its first failed check), so that a picture on its
             // own (matrix --svg) tells a reviewer where to look.
-            if let Some(c) = v.failures().next() {
-                let why = format!("first failed check: {}: {}", c.name, c.message);
+            if let Some((name, c)) =
+                v.checks_of_every_nic().into_iter().find(|(_, c)| c.status == crate::verdict::CheckStatus::Fail)
+            {
+                let why = format!("first failed check: {name}: {}", c.message);
                 lines.extend(wrap(&why, width, 12.0).into_iter().take(3).map(|l| (l, false)));
             }
             PanelView { key, counts: Some(cpu_counts(v)), load, lines }
@@ -195,6 +218,14 @@ fn cpu_title(
     let names = |v: &[String]| if v.is_empty() { String::new() } else { format!(" ({})", v.join(", ")) };
     t.push_str(&format!("\neffective IRQs: {}{}", c.effective, names(&c.effective_irqs)));
     t.push_str(&format!("\nin smp_affinity_list of: {} IRQs{}", c.affinity, names(&c.affinity_irqs)));
+    if c.effective_per_nic.len() > 1 {
+        let per = |v: &[u32]| v.iter().enumerate().map(|(k, n)| format!("NIC {k}: {n}")).collect::<Vec<_>>().join(", ");
+        t.push_str(&format!(
+            "\nper NIC: effective {}; in smp_affinity_list {}",
+            per(&c.effective_per_nic),
+            per(&c.affinity_per_nic)
+        ));
+    }
     if let Some(l) = load {
         t.push_str(&format!(
             "\nunder load: {} queue interrupts, {} NET_RX and {} NET_TX softirqs",
@@ -244,6 +275,15 @@ fn pu(ctx: &Ctx<'_>, r: &Rect, cpu: u32) -> Group {
     if has_data {
         g = g.set("data-effective-irqs", eff).set("data-affinity-irqs", aff);
     }
+    let nics = ctx.file.nics().len();
+    if has_data && nics > 1 {
+        let per = |v: Option<&Vec<u32>>| {
+            (0..nics).map(|k| v.and_then(|v| v.get(k)).copied().unwrap_or(0).to_string()).collect::<Vec<_>>().join(",")
+        };
+        g = g
+            .set("data-effective-irqs-per-nic", per(counts.map(|c| &c.effective_per_nic)))
+            .set("data-affinity-irqs-per-nic", per(counts.map(|c| &c.affinity_per_nic)));
+    }
     if let Some(l) = load {
         g = g
             .set("data-load-interrupts", l.interrupts)
@@ -260,15 +300,27 @@ fn pu(ctx: &Ctx<'_>, r: &Rect, cpu: u32) -> Group {
             .set("text-anchor", "middle");
         g = g.add(t);
     }
-    // One dot per IRQ whose smp_affinity_list holds the CPU (up to 5, then a plus).
+    // One dot per IRQ whose smp_affinity_list holds the CPU (up to 5, then a plus),
+    // NIC 0's first, each in its NIC's colour when the machine has several.
     let step = 4.6 * m.s;
-    for i in 0..aff.min(MAX_DOTS) {
-        let c = Circle::new()
-            .set("cx", px(r.x + 4.5 * m.s + f64::from(i) * step))
+    let dot_nics: Vec<usize> = match counts {
+        Some(c) if nics > 1 => {
+            c.affinity_per_nic.iter().enumerate().flat_map(|(k, &n)| std::iter::repeat_n(k, n as usize)).collect()
+        }
+        _ => vec![0; aff as usize],
+    };
+    for (i, &k) in dot_nics.iter().take(MAX_DOTS as usize).enumerate() {
+        let mut c = Circle::new()
+            .set("cx", px(r.x + 4.5 * m.s + i as f64 * step))
             .set("cy", px(r.y + r.h - 4.0 * m.s))
-            .set("r", px(1.8 * m.s))
-            .set("fill", if dark { "#ffffff" } else { AFFINITY });
-        g = g.add(c);
+            .set("r", px(1.8 * m.s));
+        c = if nics > 1 {
+            // On a dark fill too: the NIC's colour, ringed in white.
+            c.set("fill", nic_colour(k, nics)).set("stroke", "#ffffff").set("stroke-width", px(0.6 * m.s))
+        } else {
+            c.set("fill", if dark { "#ffffff" } else { AFFINITY })
+        };
+        g = g.add(c.set("data-nic", k));
     }
     if aff > MAX_DOTS {
         let x = r.x + 4.5 * m.s + f64::from(MAX_DOTS) * step - 2.5 * m.s;
@@ -349,14 +401,16 @@ fn block(ctx: &Ctx<'_>, b: &Block) -> Group {
                 .add(rect(r, "#e9ecef", "#adb5bd", 0.8 * m.s).set("rx", px(2.5 * m.s)));
         }
         Kind::Pu(cpu) => return pu(ctx, r, *cpu),
-        Kind::Nic(node) => {
+        Kind::Nic { index, node, of } => {
             let where_ = node.map_or("numa_node -1 (no node)".to_owned(), |n| format!("numa_node {n}"));
-            let label =
-                if node.is_some() { "MANA NIC".to_owned() } else { "MANA NIC · on no node (numa_node -1)".to_owned() };
+            let name = if *of > 1 { format!("MANA NIC {index}") } else { "MANA NIC".to_owned() };
+            let label = if node.is_some() { name.clone() } else { format!("{name} · on no node (numa_node -1)") };
+            let fill = if *of > 1 { nic_colour(*index, *of) } else { NIC };
             return Group::new()
                 .set("class", "nic")
-                .add(Title::new(format!("the emulated MANA NIC, PCI device on {where_}")))
-                .add(rect(r, NIC, "none", 0.0).set("rx", px(3.0 * m.s)))
+                .set("data-nic", *index)
+                .add(Title::new(format!("the emulated {name}, PCI device on {where_}")))
+                .add(rect(r, fill, "none", 0.0).set("rx", px(3.0 * m.s)))
                 .add(
                     text(r.x + m.pad(), r.y + r.h - 6.0 * m.s, m.font(), "#ffffff", &label).set("font-weight", "bold"),
                 );
@@ -415,7 +469,7 @@ impl Legend {
         self.items.push(g);
     }
 
-    fn dots(&mut self, n: u32, words: &str) {
+    fn dots(&mut self, n: u32, fill: &str, words: &str) {
         let s = self.m.s;
         self.fit(f64::from(n) * 4.6 * s + 8.0 * s + text_w(words, self.m.font()));
         let mut g = Group::new();
@@ -425,7 +479,7 @@ impl Legend {
                     .set("cx", px(self.x + 4.0 * s + f64::from(i) * 4.6 * s))
                     .set("cy", px(self.y + 8.0 * s))
                     .set("r", px(1.8 * s))
-                    .set("fill", AFFINITY),
+                    .set("fill", fill),
             );
         }
         self.x += 4.0 * s + f64::from(n) * 4.6 * s + 4.0 * s;
@@ -473,8 +527,13 @@ fn legend(
         l.row_label("Number on a CPU: MANA IRQs delivered to it (effective affinity)");
         l.next_row();
     }
+    let nics = file.nics().len();
     if fills.irqs {
-        l.row_label("MANA IRQs delivered to the CPU (effective affinity):");
+        l.row_label(if nics > 1 {
+            "MANA IRQs of all NICs delivered to the CPU (effective affinity):"
+        } else {
+            "MANA IRQs delivered to the CPU (effective affinity):"
+        });
         for (i, fill) in EFFECTIVE.iter().enumerate() {
             let label = if i == EFFECTIVE.len() - 1 { format!("{i}+") } else { i.to_string() };
             l.swatch(fill, "#868e96", &label, "");
@@ -483,23 +542,42 @@ fn legend(
     }
     if fills.irqs || fills.load.is_some() {
         l.row_label("Dots:");
-        l.dots(2, "one per IRQ whose smp_affinity_list holds the CPU (here 2; up to 5, then +)");
+        l.dots(2, AFFINITY, "one per IRQ whose smp_affinity_list holds the CPU (here 2; up to 5, then +)");
         l.next_row();
+        if nics > 1 {
+            l.row_label("Dot and strip colour: the IRQ's NIC");
+            for k in 0..nics {
+                l.dots(1, nic_colour(k, nics), &format!("NIC {k}"));
+            }
+            l.next_row();
+        }
     } else {
         l.swatch(NO_DATA, "#868e96", "", "no guest data: the run stopped before the guest's report");
         l.next_row();
     }
-    l.row_label("Node band and outline: hop from the NIC's node");
+    l.row_label(if nics > 1 {
+        "Node band and outline: hop from NIC 0's node"
+    } else {
+        "Node band and outline: hop from the NIC's node"
+    });
     match max_hop {
         Some(max) => {
             for h in 0..=max.min(HOPS.len() as u32 - 1) {
-                let words = if h == 0 { "hop 0 (the NIC's node)".to_owned() } else { format!("hop {h}") };
+                let words = match (h, nics > 1) {
+                    (0, true) => "hop 0 (NIC 0's node)".to_owned(),
+                    (0, false) => "hop 0 (the NIC's node)".to_owned(),
+                    _ => format!("hop {h}"),
+                };
                 l.swatch(hop_fill(Some(h)), "none", "", &words);
             }
         }
         None => l.swatch(NO_HOP, "none", "", "no hops: the NIC is on no node (one pass over all CPUs)"),
     }
-    l.swatch(NIC, "none", "", "the MANA NIC, in its node");
+    if nics > 1 {
+        l.swatch(nic_colour(0, nics), "none", "", "the MANA NICs, each in its node (hops from NIC 0's)");
+    } else {
+        l.swatch(NIC, "none", "", "the MANA NIC, in its node");
+    }
     l.next_row();
     if file.numbering() != CpuNumbering::Qemu {
         l.row_label("CPU numbers are the guest's (QEMU numbering), as in the report's tables; node bands list the file's CPU ids.");

@@ -80,8 +80,9 @@ pub(crate) enum Kind {
     Core { core: u32 },
     /// A CPU (guest id).
     Pu(u32),
-    /// The NIC, on its node (`None` = NUMA_NO_NODE).
-    Nic(Option<u32>),
+    /// A NIC: its index in the topology (`[[nic]]` order), its node (`None` =
+    /// NUMA_NO_NODE) and how many NICs the machine has.
+    Nic { index: usize, node: Option<u32>, of: usize },
 }
 
 /// A placed box and what is inside it.
@@ -220,7 +221,6 @@ pub(crate) fn node_hops(topo: &Topology) -> Vec<Option<u32>> {
 /// With `file_labels`, node bands have room for a second line (the file's CPU list).
 pub(crate) fn machine(topo: &Topology, m: &Metrics, file_labels: bool) -> Block {
     let hops = node_hops(topo);
-    let nic = topo.nic().node;
     let nodes = topo.nodes();
     let socket_of = |cpu: u32| topo.location(cpu).socket;
     let sockets_of = |cpus: &CpuMask| cpus.iter().map(socket_of).collect::<std::collections::BTreeSet<u32>>();
@@ -259,9 +259,19 @@ pub(crate) fn machine(topo: &Topology, m: &Metrics, file_labels: bool) -> Block 
             })
             .collect()
     };
-    let nic_box = |node: Option<u32>| Block::leaf(Kind::Nic(node), 0.0, m.nic_h());
+    // Every NIC, in its node's box (or the machine's, on no node), in file order.
+    let nic_nodes: Vec<Option<u32>> = topo.nics().iter().map(|n| n.node).collect();
+    let nic_boxes = |node: Option<u32>| -> Vec<Block> {
+        let of = nic_nodes.len();
+        nic_nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n == node)
+            .map(|(index, _)| Block::leaf(Kind::Nic { index, node, of }, 0.0, m.nic_h()))
+            .collect()
+    };
     let node_box = |id: u32, inner: Vec<Block>| {
-        let footer = if nic == Some(id) { vec![nic_box(nic)] } else { Vec::new() };
+        let footer = nic_boxes(Some(id));
         let cpus = nodes[id as usize].cpus.count();
         // "Node 14 · hop 0 · memory only" (the NIC strip's "MANA NIC" is shorter).
         let chars = if cpus == 0 { 30 } else { 17 };
@@ -309,7 +319,7 @@ pub(crate) fn machine(topo: &Topology, m: &Metrics, file_labels: bool) -> Block 
     for n in nodes.iter().filter(|n| n.cpus.is_empty()) {
         top.push(node_box(n.id, Vec::new()));
     }
-    let footer = if nic.is_none() { vec![nic_box(None)] } else { Vec::new() };
+    let footer = nic_boxes(None);
     // Packages side by side as lstopo draws them, unless that gets wider than a screen.
     let frame =
         Frame { band: m.band(), pad: m.pad(), gap: 2.0 * m.gap(), min_w: label_w(46, m), target: 3.0, max_w: 1000.0 };
@@ -363,9 +373,28 @@ mod tests {
             check_nesting(&b);
             let pus = b.walk().iter().filter(|x| matches!(x.kind, Kind::Pu(_))).count();
             assert_eq!(pus as u32, t.ncpu(), "{name}");
-            let nics = b.walk().iter().filter(|x| matches!(x.kind, Kind::Nic(_))).count();
+            let nics = b.walk().iter().filter(|x| matches!(x.kind, Kind::Nic { .. })).count();
             assert_eq!(nics, 1, "{name}");
         }
+    }
+
+    #[test]
+    fn two_nics_sit_each_in_its_own_node() {
+        let t = topo("two-nics-small");
+        let b = machine(&t, &Metrics::for_cpus(t.ncpu()), false);
+        check_nesting(&b);
+        let mut nics: Vec<(usize, Option<u32>, Option<u32>)> = Vec::new();
+        for node in b.walk() {
+            let Kind::Node { id, .. } = node.kind else { continue };
+            for c in &node.children {
+                if let Kind::Nic { index, node, of } = c.kind {
+                    assert_eq!(of, 2);
+                    nics.push((index, node, Some(id)));
+                }
+            }
+        }
+        nics.sort();
+        assert_eq!(nics, vec![(0, Some(0), Some(0)), (1, Some(1), Some(1))]);
     }
 
     #[test]

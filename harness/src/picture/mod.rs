@@ -3,7 +3,9 @@
 //! CPU coloured by the number of MANA IRQs whose effective affinity is on it (with
 //! `--traffic`, by the interrupts and softirqs it took under load), a dot per IRQ whose
 //! `smp_affinity_list` holds it, each node's hop from the NIC's node as the colour of
-//! its band and outline, and a legend. `compare` draws before and after side
+//! its band and outline, and a legend. A machine with several NICs (`[[nic]]`) shows
+//! every NIC in its node, each in its own colour, the dots in the colour of their NIC,
+//! and the number on a CPU is the combined load (every NIC's IRQs delivered to it). `compare` draws before and after side
 //! by side. An HTML report holds the picture and the run's tables.
 //!
 //! Public API (for `run`, `compare` and the matrix runner):
@@ -71,34 +73,56 @@ impl<'a> Picture<'a> {
     }
 }
 
-/// What one CPU received in a run.
+/// What one CPU received in a run, over every NIC of the machine (`[[nic]]`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CpuCounts {
-    /// MANA IRQs whose effective CPU ([`crate::verdict::VectorRow::effective_cpu`]: fired,
-    /// first CPU of `effective_affinity_list`) is this CPU.
+    /// MANA IRQs of every NIC whose effective CPU ([`crate::verdict::VectorRow::effective_cpu`]:
+    /// fired, first CPU of `effective_affinity_list`) is this CPU: the combined load.
     pub effective: u32,
-    /// MANA IRQs whose observed `smp_affinity_list` holds this CPU.
+    /// MANA IRQs of every NIC whose observed `smp_affinity_list` holds this CPU.
     pub affinity: u32,
-    /// The short names of the first kind, by MSI-X index.
+    /// [`Self::effective`] per NIC (index = NIC, NIC 0 first; one entry per NIC of the run).
+    pub effective_per_nic: Vec<u32>,
+    /// [`Self::affinity`] per NIC.
+    pub affinity_per_nic: Vec<u32>,
+    /// The short names of the first kind, NIC by NIC, each NIC's by MSI-X index
+    /// (NIC K ≥ 1's as `nicK:<name>`).
     pub effective_irqs: Vec<String>,
-    /// The short names of the second kind, by MSI-X index.
+    /// The short names of the second kind, in the same order.
     pub affinity_irqs: Vec<String>,
 }
 
-/// Per guest CPU id, what a run's MANA IRQs did (CPUs without any are absent).
+/// The IRQ rows of every NIC of a run: NIC 0's (the verdict's own), then NIC 1's, … as
+/// (NIC index, name prefix, rows).
+pub(crate) fn rows_per_nic(verdict: &Verdict) -> Vec<(usize, String, &[crate::verdict::VectorRow])> {
+    let mut out = vec![(0, String::new(), verdict.vectors.as_slice())];
+    for nic in verdict.nics.iter().flat_map(|n| &n.nics) {
+        out.push((nic.index, format!("nic{}:", nic.index), nic.verdict.vectors.as_slice()));
+    }
+    out
+}
+
+/// Per guest CPU id, what a run's MANA IRQs did, every NIC's (CPUs without any are absent).
 pub fn cpu_counts(verdict: &Verdict) -> BTreeMap<u32, CpuCounts> {
+    let per_nic = rows_per_nic(verdict);
+    let n = per_nic.iter().map(|(k, _, _)| k + 1).max().unwrap_or(1);
     let mut out: BTreeMap<u32, CpuCounts> = BTreeMap::new();
-    for row in &verdict.vectors {
-        if let Some(cpu) = row.effective_cpu() {
-            let c = out.entry(cpu).or_default();
-            c.effective += 1;
-            c.effective_irqs.push(row.name.clone());
-        }
-        if let Some(o) = &row.observed {
-            for cpu in o.smp_affinity_list.iter() {
-                let c = out.entry(cpu).or_default();
-                c.affinity += 1;
-                c.affinity_irqs.push(row.name.clone());
+    let fresh = || CpuCounts { effective_per_nic: vec![0; n], affinity_per_nic: vec![0; n], ..CpuCounts::default() };
+    for (k, prefix, rows) in per_nic {
+        for row in rows {
+            if let Some(cpu) = row.effective_cpu() {
+                let c = out.entry(cpu).or_insert_with(fresh);
+                c.effective += 1;
+                c.effective_per_nic[k] += 1;
+                c.effective_irqs.push(format!("{prefix}{}", row.name));
+            }
+            if let Some(o) = &row.observed {
+                for cpu in o.smp_affinity_list.iter() {
+                    let c = out.entry(cpu).or_insert_with(fresh);
+                    c.affinity += 1;
+                    c.affinity_per_nic[k] += 1;
+                    c.affinity_irqs.push(format!("{prefix}{}", row.name));
+                }
             }
         }
     }

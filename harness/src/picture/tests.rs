@@ -285,3 +285,62 @@ fn a_failed_run_names_its_first_failed_check_above_the_machine() {
     let text = svg(&t, &Picture::One(Panel::Run(&v)));
     assert!(text.contains("verdict FAIL") && text.contains(&format!("first failed check: {}", first.name)), "{text}");
 }
+
+/// two-nics-small with both NICs doing what the model predicts for each alone: every
+/// CPU's number is the combined load (both NICs' effective IRQs, as the verdict's
+/// `nics.load` delivered column counts them), its dots carry their NIC, each NIC has its
+/// strip in its node, and the title gives NIC 1's verdict.
+#[test]
+fn two_nics_show_each_nics_irqs_and_the_combined_load() {
+    let t = topology("two-nics-small");
+    let mut v = verdict(&t, KernelGen::V6_12);
+    let only = t.with_only_nic(1).expect("nic 1");
+    let table1 = expected_table(&only.to_qemu_numbering(), KernelGen::V6_12);
+    let observed1 = Observed::as_model_predicts(&table1, "0000:51:00.0", 40);
+    let table0 = expected_table(&t.with_only_nic(0).expect("nic 0").to_qemu_numbering(), KernelGen::V6_12);
+    let observed0 = Observed::as_model_predicts(&table0, "0000:41:00.0", 24);
+    let load = crate::verdict::combined_load(&t.to_qemu_numbering(), &[(&observed0, &table0), (&observed1, &table1)]);
+    let mut nic1 = judge(&only, &observed1, &table1);
+    nic1.run.name = "two-nics-small#nic1".into();
+    v.add_nics(crate::verdict::NicsReport {
+        nics: vec![crate::verdict::NicVerdict { index: 1, bdf: None, node: Some(1), verdict: nic1 }],
+        load: load.clone(),
+    });
+    let counts = cpu_counts(&v);
+    for row in &load {
+        let c = counts.get(&row.cpu).cloned().unwrap_or_default();
+        assert_eq!(c.effective, row.delivered_total(), "CPU {}", row.cpu);
+        assert_eq!(c.affinity, row.affinity_total(), "CPU {}", row.cpu);
+        if c.effective > 0 {
+            assert_eq!(c.effective_per_nic, row.delivered, "CPU {}", row.cpu);
+        }
+    }
+    let text = svg(&t, &Picture::One(Panel::Run(&v)));
+    let doc = roxmltree::Document::parse(&text).expect("valid SVG");
+    for cpu in cpu_elements(&doc) {
+        let id = attr_u32(&cpu, "data-cpu");
+        let row = &load[id as usize];
+        let per: Vec<u32> = cpu
+            .attribute("data-effective-irqs-per-nic")
+            .expect("per-NIC counts")
+            .split(',')
+            .map(|n| n.parse().expect("count"))
+            .collect();
+        assert_eq!(per, row.delivered, "CPU {id}");
+        assert_eq!(attr_u32(&cpu, "data-effective-irqs"), row.delivered_total(), "CPU {id}");
+        let dots: Vec<&str> =
+            cpu.children().filter(|n| n.has_tag_name("circle")).filter_map(|n| n.attribute("data-nic")).collect();
+        assert_eq!(
+            dots.iter().filter(|k| **k == "1").count() as u32,
+            row.in_affinity[1].min(5 - row.in_affinity[0].min(5))
+        );
+    }
+    let strips: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("nic"))
+        .filter_map(|n| n.attribute("data-nic"))
+        .collect();
+    assert_eq!(strips, ["0", "1"]);
+    assert!(text.contains("NIC 1 on node 1: PASS"), "the title names NIC 1's verdict");
+    assert!(!blank(&rasterise(&text)));
+}

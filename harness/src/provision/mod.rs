@@ -22,6 +22,7 @@ pub mod apt;
 pub mod host_packages;
 pub mod kernel;
 pub mod lock;
+pub mod pyvenv;
 pub mod qemu_install;
 
 pub use kernel::KoCompression;

@@ -16,7 +16,7 @@ pub mod report_to_verdict;
 
 use crate::accel::AccelChoice;
 use crate::guest_protocol::{AgentOptions, Marker};
-use crate::model::{expected_stages, expected_table, KernelGen, ModelBasis, PROBE_STAGE};
+use crate::model::{expected_stages, expected_table, KernelGen, ModelBasis};
 use crate::provision::tools::GuestFile;
 use crate::provision::{self, Provisioned};
 use crate::qemu::{self, BootRequest};
@@ -597,29 +597,40 @@ struct OtherNics<'a> {
 
 impl OtherNics<'_> {
     /// Each other NIC's verdict (named `<run>#nicK`) against the model of the machine
-    /// with only that NIC, and the combined load with NIC 0's `observed0`/`expected0`.
+    /// with only that NIC, at every stage of the run as NIC 0's
+    /// ([`crate::verdict::judge_staged`] over `stages`), and the combined load at the
+    /// report with NIC 0's `observed0`/`expected0`.
     ///
     /// # Errors
     /// A NIC's `affinity_hint` that is not a hex cpumask.
     fn report(
         &self,
         run_name: &str,
+        stages: &[StageOutcome],
         observed0: &Observed,
         expected0: &crate::model::ExpectedTable,
     ) -> Result<crate::verdict::NicsReport> {
         let mut judged = Vec::new();
+        let last_stage = self.topo.to_qemu_numbering().last_stage().to_owned();
         for k in 1..self.topo.nics().len() {
             let Some(only) = self.topo.with_only_nic(k) else { continue };
             let bdf = self.bdfs.get(k).cloned().flatten();
-            let observed = report_to_verdict::observed_of(
-                self.report,
-                bdf.as_deref(),
-                self.model,
-                &self.req.model_basis,
-                self.accel,
-            )?;
-            let expected = expected_table(&only.to_qemu_numbering(), self.model);
-            let mut verdict = judge(&only, &observed, &expected);
+            let observed_in = |report: &crate::guest_protocol::GuestReport| {
+                report_to_verdict::observed_of(report, bdf.as_deref(), self.model, &self.req.model_basis, self.accel)
+            };
+            let observed = observed_in(self.report)?;
+            let at_stages: Vec<Observed> = stages.iter().map(|s| observed_in(&s.report)).collect::<Result<_>>()?;
+            // The device status (queue tables) is NIC 0's: the other NICs' stages carry none.
+            let earlier: Vec<(&str, &Observed, crate::verdict::StageFacts)> = stages
+                .iter()
+                .zip(&at_stages)
+                .map(|(s, o)| (s.name.as_str(), o, report_to_verdict::stage_facts(&s.report, None)))
+                .collect();
+            let expected_at = expected_stages(&only.to_qemu_numbering(), self.model);
+            let report = report_to_verdict::stage_facts(self.report, None);
+            let mut verdict =
+                crate::verdict::judge_staged(&only, &expected_at, &earlier, &last_stage, &observed, report);
+            let expected = crate::verdict::table_at(&expected_at, &last_stage).clone();
             verdict.run.name = format!("{run_name}#nic{k}");
             judged.push((k, bdf, only.nic().node, observed, expected, verdict));
         }
@@ -702,10 +713,7 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     // The model's table at each CPU state of the run (the probe, then after each
     // hotplug stage of the scenario); the report shows the last one.
     let expected_at = expected_stages(&guest, model);
-    let expected_for = |stage: &str| {
-        let stage = if stage == "first-probe" { PROBE_STAGE } else { stage };
-        expected_at.iter().find(|(n, _)| n == stage).map_or(&expected_at[0].1, |(_, t)| t)
-    };
+    let expected_for = |stage: &str| crate::verdict::table_at(&expected_at, stage);
     let expected = expected_for(guest.last_stage());
     // Which guest PCI address is which NIC (several NICs: their slots; one: the report's).
     let bdfs = match spec.more_nics.is_empty() {
@@ -759,7 +767,7 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     }
     if topo.nics().len() > 1 {
         let judged = OtherNics { topo: &topo, report: &booted.report, bdfs: &bdfs, model, req, accel: &accel };
-        verdict.add_nics(judged.report(&verdict.run.name, &observed, expected)?);
+        verdict.add_nics(judged.report(&verdict.run.name, &stages, &observed, expected)?);
     }
     let earlier = stages
         .iter()

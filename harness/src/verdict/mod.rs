@@ -65,7 +65,7 @@ pub use format::{
 pub use guest_irqs::{Observed, ObservedVector, VectorName};
 pub use irqbalance::{judge_irqbalance, IrqbalanceInput, IrqbalanceReport, IRQBALANCE_RAN};
 pub use judge::judge;
-pub use nics::combined_load;
+pub use nics::{combined_load, judge_staged, table_at};
 pub use outcome::{CpuLoad, NicVerdict, NicsReport, RunInfo, Verdict, SCHEMA_VERSION};
 pub use row::{ExpectedSide, ObservedSide, RowOutcome, VectorRow};
 pub use stage_checks::{same_irq_table_check, same_queue_table_check};

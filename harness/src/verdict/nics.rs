@@ -9,9 +9,51 @@
 use super::check::Status;
 use super::guest_irqs::{Observed, ObservedVector};
 use super::outcome::{CpuLoad, NicsReport, Verdict};
+use super::stages::StageFacts;
 use crate::cpulist::CpuMask;
-use crate::model::ExpectedTable;
+use crate::model::{ExpectedTable, PROBE_STAGE};
 use crate::topology::Topology;
+
+/// The model's table for the run stage `stage` out of `expected_at`
+/// ([`crate::model::expected_stages`]: the probe first, then one per hotplug
+/// stage): `first-probe` (before an rmmod/reprobe) is the probe's, a stage the
+/// model has no table for gets the probe's too.
+///
+/// # Panics
+/// Never for `expected_stages`' output (it always holds the probe's table);
+/// an empty `expected_at` is a caller's bug.
+pub fn table_at<'a>(expected_at: &'a [(String, ExpectedTable)], stage: &str) -> &'a ExpectedTable {
+    let stage = if stage == "first-probe" { PROBE_STAGE } else { stage };
+    expected_at.iter().find(|(n, _)| n == stage).map_or(&expected_at[0].1, |(_, t)| t)
+}
+
+/// One NIC judged the way the rig judges NIC 0 over a run's stages: each
+/// earlier stage's IRQ table (`earlier`: stage name, what the guest showed for
+/// this NIC then, that moment's facts) against the model's table for that
+/// stage, the report's (`observed`) against the table of `last_stage`, then
+/// [`Verdict::add_stages`] (a failing hotplug stage fails the NIC). `only` is
+/// the machine with only this NIC (file numbering), `expected_at` its
+/// [`crate::model::expected_stages`] in guest numbering. With no earlier
+/// stage it is the plain [`super::judge`].
+pub fn judge_staged(
+    only: &Topology,
+    expected_at: &[(String, ExpectedTable)],
+    earlier: &[(&str, &Observed, StageFacts)],
+    last_stage: &str,
+    observed: &Observed,
+    report: StageFacts,
+) -> Verdict {
+    let mut verdict = super::judge(only, observed, table_at(expected_at, last_stage));
+    if earlier.is_empty() {
+        return verdict;
+    }
+    let judged: Vec<(&str, Verdict, &StageFacts)> = earlier
+        .iter()
+        .map(|(name, o, facts)| (*name, super::judge(only, o, table_at(expected_at, name)), facts))
+        .collect();
+    verdict.add_stages(judged.iter().map(|(n, v, f)| (*n, v, (*f).clone())).collect(), report);
+    verdict
+}
 
 impl Verdict {
     /// Attaches the other NICs' verdicts and the combined load; the status becomes
@@ -110,6 +152,41 @@ mod tests {
         assert_eq!(load.iter().map(CpuLoad::delivered_total).sum::<u32>(), 0);
     }
 
+    /// two-nics-small with CPU 3 (node 1, NIC 1's node) offlined after the probe:
+    /// NIC 1 is judged at the probe against the probe's table and at the report
+    /// against the table after the hotplug, as NIC 0 is (issue 21 leftover).
+    #[test]
+    fn a_second_nic_is_judged_at_every_hotplug_stage() {
+        use crate::model::expected_stages;
+        use crate::topology::ScenarioFile;
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../topologies/two-nics-small.toml");
+        let scenario = ScenarioFile { offline_after: Some("3".into()), ..Default::default() };
+        let t = Topology::load(path).expect("loads").with_scenario(path, &scenario).expect("scenario");
+        let last = t.to_qemu_numbering().last_stage().to_owned();
+        assert_eq!(last, "offline-after");
+        let only = t.with_only_nic(1).expect("nic 1");
+        let at = expected_stages(&only.to_qemu_numbering(), crate::model::KernelGen::V6_12);
+        let (probe, after) = (table_at(&at, "probe"), table_at(&at, &last));
+        assert_ne!(format!("{probe:?}"), format!("{after:?}"), "offlining CPU 3 changes NIC 1's table");
+        let bdf = "0000:42:00.0";
+        let seen_probe = Observed::as_model_predicts(probe, bdf, 40);
+        let seen_after = Observed::as_model_predicts(after, bdf, 40);
+        let facts = StageFacts::default();
+        let judge = |at_probe: &Observed, at_report: &Observed| {
+            judge_staged(&only, &at, &[("probe", at_probe, facts.clone())], &last, at_report, facts.clone())
+        };
+        let v = judge(&seen_probe, &seen_after);
+        assert_eq!(v.status, Status::Pass, "{:#?}", v.failures().collect::<Vec<_>>());
+        let stages: Vec<&str> = v.queues.iter().flatten().map(|s| s.stage.as_str()).collect();
+        assert_eq!(stages, ["probe", super::super::REPORT_STAGE]);
+        // The report still showing the probe's table: the hotplug was not followed.
+        assert_eq!(judge(&seen_probe, &seen_probe).status, Status::Fail);
+        // The probe showing the table after the hotplug: the probe stage fails the NIC.
+        let v = judge(&seen_after, &seen_after);
+        assert_eq!(v.status, Status::Fail);
+        assert_eq!(v.queues.as_ref().expect("stages")[0].status, Status::Fail);
+    }
+
     #[test]
     fn a_failing_second_nic_fails_the_run_and_its_checks_are_named_by_nic() {
         let mut v = super::super::fixtures::Run::new("seed-002", "6.12").judge();
@@ -125,5 +202,9 @@ mod tests {
         let names: Vec<String> = v.checks_of_every_nic().into_iter().map(|(n, _)| n).collect();
         assert_eq!(names.len(), 2 * v.checks.len());
         assert_eq!(names[v.checks.len()], format!("nic1:{}", v.checks[0].name));
+        // The verdict line counts every NIC's checks and names NIC 1's failure.
+        let text = super::super::render(&v, super::super::Format::Human).expect("render");
+        let want = format!("verdict: FAIL (1 of {} checks failed: nic1:{})\n", names.len(), v.checks[0].name);
+        assert!(text.ends_with(&want), "{text}");
     }
 }

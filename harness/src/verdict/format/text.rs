@@ -394,9 +394,11 @@ pub(super) fn stages(v: &Verdict) -> Vec<String> {
 }
 
 /// `verdict: PASS (…)` / `verdict: FAIL (…)`.
+/// Several NICs: every NIC's checks count (NIC K's named `nicK:<check>`).
 pub(super) fn verdict_line(v: &Verdict) -> String {
-    let n = v.checks.len();
-    let skipped = v.checks.iter().filter(|c| c.status == CheckStatus::Skip).count();
+    let all = v.checks_of_every_nic();
+    let n = all.len();
+    let skipped = all.iter().filter(|(_, c)| c.status == CheckStatus::Skip).count();
     let skip = if skipped == 0 { String::new() } else { format!(", {skipped} skipped") };
     let survived = v.checks.iter().find(|c| c.name == crate::verdict::DRIVER_SURVIVED);
     match v.status {
@@ -414,7 +416,8 @@ pub(super) fn verdict_line(v: &Verdict) -> String {
             v.run.kernel
         ),
         Status::Fail => {
-            let failed: Vec<&str> = v.failures().map(|c| c.name.as_str()).collect();
+            let failed: Vec<&str> =
+                all.iter().filter(|(_, c)| c.status == CheckStatus::Fail).map(|(name, _)| name.as_str()).collect();
             format!("verdict: FAIL ({} of {n} checks failed: {})", failed.len(), failed.join(", "))
         }
     }
