@@ -506,11 +506,20 @@ proc_state() {
 # foreground (1.9.x: no --hintpolicy, affinity_hint is never read) with a
 # 1 s interval, the NIC's IRQs are sampled once a guest second for S seconds,
 # and irqbalance is stopped (SIGTERM, SIGKILL after 5 s). Bounded: S samples.
-run_irqbalance() {
-	find_nic || return 0
+# The NIC's IRQ lines (per-CPU counts and affinity files) into /tmp/nic.pre,
+# once: the report shows them instead of the live files when something is
+# about to move the IRQs (irqbalance) or free them (the final rmmod).
+snapshot_nic_irqs() {
+	find_nic || return 1
 	nic_irqs "$NICS"
+	[ -s /tmp/nic.pre ] && return 0
 	# shellcheck disable=SC2086 # $F is a list of paths without blanks
 	[ -n "$PAT" ] && awk -v pat="^ *(${PAT#|}):" -v pre="irqcount: " "$IRQ_AWK" /proc/interrupts $F > /tmp/nic.pre 2>/dev/null
+	return 0
+}
+
+run_irqbalance() {
+	snapshot_nic_irqs || return 0
 	IRQB_F=
 	for n in $NICS; do for d in "$P/$n"/msi_irqs/*; do
 		i=/proc/irq/${d##*/}
@@ -616,7 +625,7 @@ report_body() {
 		for n in $NICS; do echo "nic: $n"; done
 		nic_irqs "$NICS"
 		# The vectors' counts and affinity files in one awk; after irqbalance
-		# ran, as they were just before it started.
+		# or the final rmmod, as they were just before (snapshot_nic_irqs).
 		if [ -s /tmp/nic.pre ]; then
 			while read -r l; do echo "$l"; done < /tmp/nic.pre
 		else
@@ -692,6 +701,8 @@ fi
 if [ -n "$LOAD" ] && [ "$UNLOAD" = 1 ]; then
 	# The carrier now: what the device's link events (--inject link-down@S) left.
 	[ -n "$NETDEV" ] && read -r CARRIER_UNLOAD < "/sys/class/net/$NETDEV/carrier" 2>/dev/null
+	# The IRQ table as the driver left it: rmmod frees the vectors.
+	snapshot_nic_irqs
 	rm -f /tmp/unload.rc
 	# EAGAIN ("Resource temporarily unavailable": the module's refcount is
 	# not zero, e.g. the driver's own reset cycle after --inject reset@S is

@@ -158,8 +158,11 @@ fn an_eqe_with_bad_owner_bits_storms_the_hwc_eq_until_the_request_times_out_and_
 }
 
 /// The 3rd RX completion carries an unknown CQE type during traffic:
-/// mana_process_rx_cqe() logs "Unknown RX CQE type = 63" and drops that
-/// frame; TCP retransmits it, every flow still verifies, the module unloads.
+/// mana_process_rx_cqe() (drivers/net/ethernet/microsoft/mana/mana_en.c,
+/// 6.12.117) logs "Unknown RX CQE type = 63" and returns without moving the RQ
+/// on (neither `buf_index` nor the WQ tail), so later frames on that RQ come
+/// with the previous buffer's data: flows hashed to it may fail verification
+/// (a driver weakness this injection shows), so only survival is asserted.
 /// Needs root (the traffic peer's network namespace).
 #[test]
 fn a_corrupt_rx_cqe_mid_traffic_is_logged_and_dropped_and_the_flows_still_complete() {
@@ -169,7 +172,7 @@ fn a_corrupt_rx_cqe_mid_traffic_is_logged_and_dropped_and_the_flows_still_comple
     let o = run_printed(&req, "rx-cqe-corrupt@3 with traffic");
     assert_survived(&o);
     assert!(logged(&o, "Unknown RX CQE type = 63"), "{:#?}", o.report.dmesg);
-    assert_eq!(o.report.traffic.tool_status, Some(0), "every flow verified");
+    assert!(o.report.traffic.tool_status.is_some(), "the traffic ran: {:#?}", o.report.traffic);
 }
 
 /// `compare --inject`: both runs get the injection and are judged by

@@ -13,6 +13,7 @@ pub mod kernel_choice;
 pub mod machine;
 pub mod queues;
 pub mod report_to_verdict;
+pub mod timed_injections;
 
 use crate::accel::AccelChoice;
 use crate::guest_protocol::{AgentOptions, Marker};
@@ -748,6 +749,8 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     }
     let observed = report_to_verdict::observed_of(&booted.report, bdfs[0].as_deref(), model, &req.model_basis, &accel)?;
     let report_status = status_at(&|m| matches!(m, Marker::ReportBegin(_)));
+    let struck = report_status.as_ref().and_then(|s| s.core.as_ref()).map(|c| &c.counters.injected);
+    timed_injections::timed_injections_happened(&inject, struck)?;
     let device_flows =
         report_status.as_ref().and_then(|s| s.core.as_ref()).map(|c| c.flows.flows.clone()).unwrap_or_default();
     let queues = table(report_status, &observed);

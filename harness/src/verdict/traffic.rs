@@ -354,7 +354,10 @@ pub fn judge_traffic(input: &TrafficInput<'_>, summary: &Summary) -> (TrafficRep
             }
         })
         .collect();
-    let queue_irqs: Option<BTreeSet<u32>> = input.queues.map(|t| t.rows.iter().filter_map(|r| r.irq).collect());
+    // An empty table is not known either: the final rmmod of a run with
+    // injections leaves the device without queues by the report.
+    let queue_irqs: Option<BTreeSet<u32>> =
+        input.queues.map(|t| t.rows.iter().filter_map(|r| r.irq).collect()).filter(|q: &BTreeSet<u32>| !q.is_empty());
     let cpus = cpu_rows(g, summary, queue_irqs.as_ref());
     let report = TrafficReport {
         summary: traffic_summary(&cpus, summary),

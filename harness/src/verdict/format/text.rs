@@ -38,7 +38,7 @@ pub(super) fn header(v: &Verdict) -> Vec<String> {
     let r = &v.run;
     let observed_node = r.nic_numa_node_observed.map_or("-1".to_owned(), |n| n.to_string());
     let model = if r.model.is_empty() { String::new() } else { format!(": {}", r.model) };
-    let basis = if r.model_basis.is_empty() { String::new() } else { format!(", by {}", r.model_basis) };
+    let basis = if r.model_basis.is_empty() { String::new() } else { format!(" (model chosen by {})", r.model_basis) };
     vec![
         format!(
             "manarig {}: {} ({}) on Linux {}, modelled as {} ({}); accel {}",
