@@ -117,18 +117,28 @@ pub fn expand(args: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
     Ok(out)
 }
 
-/// Read every file; a second file with a topology name already taken becomes
-/// a broken input (pair names must be unique).
+/// Read every file; pair names must be unique. Valid files claim their
+/// topology names first, in order: a second valid file with a name already
+/// taken becomes a broken input, and a broken file that shares a name keeps
+/// its own error under a new name (it never keeps a valid file from running).
 pub fn read_inputs(paths: &[PathBuf]) -> Vec<InputFile> {
-    let mut inputs: Vec<InputFile> = Vec::new();
-    for p in paths {
-        let mut f = InputFile::read(p);
-        if let Some(first) = inputs.iter().find(|i| i.name == f.name) {
-            f.error = Some(format!("{}: its topology name {:?} is also the name of {}", f.path, f.name, first.path));
-            f.vcpus = None;
-            f.name = format!("{}~{}", f.name, inputs.len() + 1);
+    let mut inputs: Vec<InputFile> = paths.iter().map(|p| InputFile::read(p)).collect();
+    let (valid, broken): (Vec<usize>, Vec<usize>) = (0..inputs.len()).partition(|&i| inputs[i].error.is_none());
+    let mut taken: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    for i in valid.into_iter().chain(broken) {
+        let f = &mut inputs[i];
+        match taken.get(&f.name) {
+            Some(first) => {
+                if f.error.is_none() {
+                    f.error = Some(format!("{}: its topology name {:?} is also the name of {first}", f.path, f.name));
+                    f.vcpus = None;
+                }
+                f.name = format!("{}~{}", f.name, i + 1);
+            }
+            None => {
+                taken.insert(f.name.clone(), f.path.clone());
+            }
         }
-        inputs.push(f);
     }
     inputs
 }
@@ -366,6 +376,13 @@ mod tests {
         let inputs = read_inputs(&[seed, copy]);
         assert!(inputs[0].error.is_none());
         assert!(inputs[1].error.as_deref().is_some_and(|e| e.contains("also the name of")), "{:?}", inputs[1].error);
+        assert_ne!(inputs[0].name, inputs[1].name);
+        // A broken file first that shares the name: the valid file still runs.
+        let broken = dir.path().join("a-broken-seed-002.toml");
+        std::fs::write(&broken, "name = \"seed-002\"\n[cpus]\nsockets = 0\n").expect("write");
+        let inputs = read_inputs(&[broken, topologies().join("seed-002.toml")]);
+        assert!(inputs[0].error.as_deref().is_some_and(|e| e.contains("a-broken-seed-002.toml")), "{:?}", inputs[0]);
+        assert_eq!((inputs[1].name.as_str(), inputs[1].error.as_deref()), ("seed-002", None));
         assert_ne!(inputs[0].name, inputs[1].name);
     }
 
