@@ -346,14 +346,18 @@ read_hints() { cat /proc/irq/*/affinity_hint > /dev/null 2>&1; }
 # a first scan only records an object's checksum (a changed one is not
 # reported), so it scans twice.
 kmemleak_scan() {
-	case "$KMEMLEAK" in -|absent) return 0 ;; esac
+	case "$KMEMLEAK" in -|absent|disabled) return 0 ;; esac
 	case "$T_SETTLED" in
 	-) ;;
 	*) while up; [ "${UP%.*}" -lt $((${T_SETTLED%.*} + 6)) ]; do sleep 1; done ;;
 	esac
-	echo scan > /sys/kernel/debug/kmemleak
-	echo scan > /sys/kernel/debug/kmemleak
-	KMEMLEAK=$((KMEMLEAK + 1))
+	# A kmemleak that disabled itself (e.g. its early object pool ran out at
+	# boot) refuses the scan with EPERM: say so instead of counting a scan.
+	if echo scan 2>/dev/null > /sys/kernel/debug/kmemleak && echo scan 2>/dev/null > /sys/kernel/debug/kmemleak; then
+		KMEMLEAK=$((KMEMLEAK + 1))
+	else
+		KMEMLEAK=disabled
+	fi
 }
 # awk program: the kernel log's reports (KASAN, lockdep, WARN, BUG, oops) as
 # `klog:` lines without their timestamps, each from its first line for at
@@ -646,7 +650,7 @@ report_body() {
 	if [ "$DEBUG" = 1 ]; then
 		echo "debug: kmemleak=$KMEMLEAK"
 		case "$KMEMLEAK" in
-		-|absent) ;;
+		-|absent|disabled) ;;
 		*) while read -r l; do echo "kmemleak: $l"; done < /sys/kernel/debug/kmemleak ;;
 		esac
 		dmesg | awk "$KLOG_AWK"

@@ -1,9 +1,11 @@
-//! Debug kernels in the rig (README "Debug kernels"): Debian's
-//! linux-source-6.12 with manarig's config plus guest-images/kernel-config/debug.config
+//! Debug kernels in the rig (README "Debug kernels"): Debian's linux-source-6.1,
+//! -6.12 and -7.3 with manarig's config plus guest-images/kernel-config/debug.config
 //! (KASAN, kmemleak, lockdep), stock and with the two bug patches of
-//! examples/patches, each booted on seed 000's 4-channel machine and judged. The stock
-//! kernel passes with a passing `debug_reports` check; each patch fails that
-//! check naming its checker (kmemleak; slub_debug's free poison in the hints).
+//! examples/patches written for that source (`leak-irq-array-VERSION`,
+//! `freed-affinity-hint-VERSION`), each booted on seed 000's 4-channel machine
+//! (8 CPUs) and judged. The stock kernel passes with a passing `debug_reports`
+//! check; each patch fails that check naming its checker (kmemleak; slub_debug's
+//! free poison in the hints).
 //!
 //! All `slow_`: each needs a debug kernel build (about an hour on a loaded
 //! 2-core machine; a patched one after the stock one rebuilds mana only) and
@@ -20,20 +22,31 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// The stock (`None`) or patched debug build of Debian's 6.12 source.
-fn debug_kernel(patches: Option<&str>) -> Built {
+/// The Debian source version the patches of `gen` were written against: the
+/// suffix of their examples/patches directories.
+fn patch_suffix(gen: KernelGen) -> &'static str {
+    match gen {
+        KernelGen::V6_1 => "6.1",
+        KernelGen::V7 => "7.3",
+        _ => "6.12",
+    }
+}
+
+/// The stock (`None`) or patched (`Some("leak-irq-array")`) debug build of
+/// `gen`'s pinned Debian source.
+fn debug_kernel(gen: KernelGen, patch: Option<&str>) -> Built {
     let cache = harness::provision::cache_dir(None).expect("cache dir");
-    let mut req = minimal::request(KernelGen::V6_12, &cache, true).expect("pinned source");
-    req.patches = patches.map(|p| root().join("examples/patches").join(p));
+    let mut req = minimal::request(gen, &cache, true).expect("pinned source");
+    req.patches = patch.map(|p| root().join("examples/patches").join(format!("{p}-{}", patch_suffix(gen))));
     req.deadline = Duration::from_secs(4 * 3600);
     build(&req, &mut |l| eprintln!("kernel: {l}")).expect("debug kernel builds")
 }
 
-/// seed 000 on `built` as a debug kernel; returns the outcome and the
+/// seed 000 on `built` as a debug kernel of `gen`; returns the outcome and the
 /// `debug_reports` check's status and message.
-fn debug_run(built: &Built) -> (RunOutcome, CheckStatus, String) {
+fn debug_run(gen: KernelGen, built: &Built) -> (RunOutcome, CheckStatus, String) {
     assert!(built.is_debug(), "{:?}", built.stamp.fragments);
-    let mut run = RunRequest::new(root().join("topologies/seed-000-4ch.toml"), KernelGen::V6_12);
+    let mut run = RunRequest::new(root().join("topologies/seed-000-4ch.toml"), gen);
     run.custom_kernel = Some(built.install());
     run.model_basis = built.model_basis();
     run.debug = true;
@@ -44,9 +57,8 @@ fn debug_run(built: &Built) -> (RunOutcome, CheckStatus, String) {
     (outcome, status, message)
 }
 
-#[test]
-fn slow_stock_debug_kernel_passes_seed_000() {
-    let (outcome, status, message) = debug_run(&debug_kernel(None));
+fn stock_passes(gen: KernelGen) {
+    let (outcome, status, message) = debug_run(gen, &debug_kernel(gen, None));
     // seed-000-4ch.toml [expect]: pass; and no report of KASAN, kmemleak, lockdep,
     // WARN or BUG names a mana frame.
     assert_eq!(status, CheckStatus::Pass, "{message}");
@@ -55,24 +67,67 @@ fn slow_stock_debug_kernel_passes_seed_000() {
 }
 
 /// A bug patch's debug run fails `debug_reports` with a report whose
-/// headline starts `headline` and that names `mana` (a frame of mana.ko:
-/// `irq_setup()` and `mana_gd_setup_irqs()` are static, the compiler may fold
-/// them into their caller; or a MANA IRQ).
-fn bug_patch_fails(patch: &str, headline: &str, mana: &str) {
-    let (outcome, status, message) = debug_run(&debug_kernel(Some(patch)));
+/// headline starts `headline` and that names `mana` (a frame of mana.ko: the
+/// IRQ setup functions are static, the compiler may fold them into their
+/// caller; or a MANA IRQ).
+fn bug_patch_fails(gen: KernelGen, patch: &str, headline: &str, mana: &str) {
+    let (outcome, status, message) = debug_run(gen, &debug_kernel(gen, Some(patch)));
     assert_eq!(status, CheckStatus::Fail, "{message}");
     assert!(message.contains(headline) && message.contains(mana), "{message}");
     assert_eq!(outcome.verdict.status, Status::Fail);
 }
 
-#[test]
-fn slow_leaked_irq_array_fails_debug_reports_naming_kmemleak() {
-    bug_patch_fails("leak-irq-array", "kmemleak: unreferenced object", " [mana]");
+fn leak_fails(gen: KernelGen) {
+    bug_patch_fails(gen, "leak-irq-array", "kmemleak: unreferenced object", " [mana]");
 }
 
 /// The hints read SLUB's free poison (`slub_debug`); KASAN does not see
 /// that read with Debian 12's GCC 12 (harness/src/verdict/debug_reports.rs).
+fn freed_hint_fails(gen: KernelGen) {
+    bug_patch_fails(gen, "freed-affinity-hint", "slub_debug: affinity_hint of IRQ", "(mana_");
+}
+
 #[test]
-fn slow_freed_affinity_hint_fails_debug_reports_naming_the_poisoned_hint() {
-    bug_patch_fails("freed-affinity-hint", "slub_debug: affinity_hint of IRQ", "(mana_q0@pci:");
+fn slow_stock_debug_kernel_6_1_passes_seed_000() {
+    stock_passes(KernelGen::V6_1);
+}
+
+#[test]
+fn slow_stock_debug_kernel_6_12_passes_seed_000() {
+    stock_passes(KernelGen::V6_12);
+}
+
+#[test]
+fn slow_stock_debug_kernel_7_x_passes_seed_000() {
+    stock_passes(KernelGen::V7);
+}
+
+#[test]
+fn slow_leaked_irq_array_6_1_fails_debug_reports_naming_kmemleak() {
+    leak_fails(KernelGen::V6_1);
+}
+
+#[test]
+fn slow_leaked_irq_array_6_12_fails_debug_reports_naming_kmemleak() {
+    leak_fails(KernelGen::V6_12);
+}
+
+#[test]
+fn slow_leaked_irq_array_7_x_fails_debug_reports_naming_kmemleak() {
+    leak_fails(KernelGen::V7);
+}
+
+#[test]
+fn slow_freed_affinity_hint_6_1_fails_debug_reports_naming_the_poisoned_hint() {
+    freed_hint_fails(KernelGen::V6_1);
+}
+
+#[test]
+fn slow_freed_affinity_hint_6_12_fails_debug_reports_naming_the_poisoned_hint() {
+    freed_hint_fails(KernelGen::V6_12);
+}
+
+#[test]
+fn slow_freed_affinity_hint_7_x_fails_debug_reports_naming_the_poisoned_hint() {
+    freed_hint_fails(KernelGen::V7);
 }

@@ -5,9 +5,10 @@
 //! 2. incremental rebuild after touching gdma_main.c — target under 1 minute;
 //! 3. boot to report on seed 002's machine: the minimal kernel vs Debian's
 //!    pinned 6.12 cloud kernel;
-//! 4. the debug kernel (`6.12-debug`: KASAN, kmemleak, lockdep): its build time
-//!    (as recorded in its build.json when it is cached) and its boot to report
-//!    on seed 002, with the `debug_reports` check's outcome.
+//! 4. the debug kernels (`6.1-debug`, `6.12-debug`, `7.x-debug`: KASAN,
+//!    kmemleak, lockdep): each one's build time (as recorded in its build.json
+//!    when it is cached, marked when that build went on from an earlier one's objects) and
+//!    its boot to report on seed 002, with the `debug_reports` check's outcome.
 //!
 //! Numbers are printed, not asserted (the machine may be shared).
 
@@ -91,23 +92,36 @@ pub fn run(cache: &Path, skip_cold: bool) -> anyhow::Result<()> {
             out.verdict.status
         );
     }
-    debug_kernel(cache, &topo)
+    debug_kernels(cache, &topo)
 }
 
-/// Step 4: the 6.12 debug kernel's build and boot times.
-fn debug_kernel(cache: &Path, topo: &Path) -> anyhow::Result<()> {
+/// Step 4: the debug kernels' build and boot times, one generation after the
+/// other (each built on first use: about an hour on 2 cores).
+fn debug_kernels(cache: &Path, topo: &Path) -> anyhow::Result<()> {
+    for gen in [KernelGen::V6_1, KernelGen::V6_12, KernelGen::V7] {
+        debug_kernel(gen, cache, topo)?;
+    }
+    Ok(())
+}
+
+/// One debug kernel: its build time and its boot to report on `topo`.
+fn debug_kernel(gen: KernelGen, cache: &Path, topo: &Path) -> anyhow::Result<()> {
     let log = |l: &str| eprintln!("bench kernel: {l}");
-    let built = harness::kbuild::minimal::ensure(KernelGen::V6_12, cache, true, &mut |l| log(l))?;
+    let built = harness::kbuild::minimal::ensure(gen, cache, true, &mut |l| log(l))?;
     let t = built.stamp.timings;
+    let recorded = match (built.cached, t.incremental) {
+        (_, true) => ", incremental: on the objects of an earlier or interrupted build",
+        (true, false) => ", as recorded when it was built",
+        (false, false) => "",
+    };
     println!(
-        "debug kernel build (6.12-debug, manarig + debug config, ccache, -j{}, nice){}: {:.0} s (config {:.0} s + make {:.0} s)",
+        "debug kernel build ({gen}-debug, manarig + debug config, ccache, -j{}, nice{recorded}): {:.0} s (config {:.0} s + make {:.0} s)",
         std::thread::available_parallelism().map_or(2, |n| n.get()),
-        if built.cached { ", as recorded when it was built" } else { "" },
         t.config_s + t.make_s,
         t.config_s,
         t.make_s
     );
-    let choice = harness::rig::kernel_choice::KernelChoice::Debug(KernelGen::V6_12);
+    let choice = harness::rig::kernel_choice::KernelChoice::Debug(gen);
     let k = harness::rig::kernel_choice::resolve(&choice, None, Some(cache))?;
     let mut req = k.request(topo);
     req.cache_dir = Some(cache.to_path_buf());

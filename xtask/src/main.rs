@@ -13,7 +13,7 @@
 //! runs the benchmarks: `model` (release build, `cargo bench`) and `boot`
 //! (real runs, see [`bench_boot`]); both when no section is named.
 //! `cargo xtask bench kernel [--skip-cold]` times guest-kernel builds (cold and
-//! incremental) and boot-to-report, minimal vs Debian kernel.
+//! incremental) and boot-to-report, minimal vs Debian kernel, and each debug kernel.
 //! `cargo xtask bench matrix [--kernel K[,K2…]] [--out DIR]` runs the fast
 //! matrix ([`bench_matrix`]: every topology under 96 vCPUs × the minimal kernels).
 //! `cargo xtask fuzz --smoke | TARGET [--time S] | --list | --record` builds
@@ -335,7 +335,8 @@ fn run_matrix_bench(args: &[std::ffi::OsString]) -> ExitCode {
 }
 
 /// `cargo xtask bench kernel [--skip-cold]`: cold and incremental guest-kernel
-/// builds and boot-to-report, minimal vs Debian kernel (harness::kbuild::bench).
+/// builds and boot-to-report, minimal vs Debian kernel, and the debug kernels
+/// (bench_kernel.rs).
 fn run_kernel_bench(extra: &[std::ffi::OsString]) -> ExitCode {
     let skip_cold = extra.iter().any(|a| a == "--skip-cold");
     let result = harness::provision::cache_dir(None)

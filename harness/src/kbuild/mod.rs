@@ -180,6 +180,12 @@ pub struct BuildTimings {
     pub config_s: f64,
     /// `make bzImage modules`, seconds.
     pub make_s: f64,
+    /// The make went on from objects already in the work folder, left by an
+    /// earlier build of the same source and config (another patch series, or
+    /// an interrupted build): `make_s` is what this build added, not what a
+    /// build from nothing costs.
+    #[serde(default)]
+    pub incremental: bool,
 }
 
 /// `build.json`: what a build folder holds and how it was made.
@@ -468,7 +474,8 @@ pub fn build(req: &BuildRequest, progress: &mut dyn FnMut(&str)) -> Result<Built
     let merged_path = obj.with_file_name("fragments.config");
     let unchanged = std::fs::read_to_string(&merged_path).is_ok_and(|t| t == merged) && obj.join(".config").is_file();
     if unchanged {
-        progress("config: unchanged");
+        progress("config: unchanged (make goes on from the objects of an earlier build)");
+        timings.incremental = true;
     } else {
         std::fs::write(&merged_path, &merged).map_err(|e| KbuildError::io(&merged_path, e))?;
         progress("config: make allnoconfig + fragments, olddefconfig");

@@ -529,7 +529,7 @@ impl NicBoot<'_> {
             boot.deadline += Duration::from_secs(u64::from(IRQBALANCE_SAMPLE_S) * 3 + 15);
         }
         boot.console_log.clone_from(&req.console_log);
-        boot.speedups = req.speedups;
+        boot.speedups = if req.debug { debug_kernel::speedups(req.speedups) } else { req.speedups };
         boot.abort = Some(abort);
         let result = qemu::boot(&prov.qemu, &boot);
         for device in nics {

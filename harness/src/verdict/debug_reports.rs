@@ -238,7 +238,7 @@ pub fn poisoned_hints(vectors: &[ObservedVector], nr_cpus: u32) -> Vec<DebugRepo
 /// What the guest agent sent in debug mode.
 #[derive(Debug, Clone, Copy)]
 pub struct DebugLog<'a> {
-    /// The `debug:` line (`kmemleak=<scan points|absent>`); None: the agent did not run in debug mode.
+    /// The `debug:` line (`kmemleak=<scan points|absent|disabled>`); None: the agent did not run in debug mode.
     pub state: Option<&'a str>,
     /// The `kmemleak:` lines.
     pub kmemleak: &'a [String],
@@ -252,7 +252,8 @@ pub struct DebugLog<'a> {
 
 /// The `debug_reports` check: Fail when a report touches mana (naming the
 /// report's kind, its first lines and its mana frames), else Pass with every
-/// other report as a `note:` line; Skip when the agent did not run in debug mode.
+/// other report as a `note:` line; Skip when the agent did not run in debug mode,
+/// or when kmemleak disabled itself and no other report touches mana.
 pub fn debug_reports(log: &DebugLog<'_>) -> Check {
     let Some(state) = log.state else {
         return Check::new(
@@ -261,8 +262,13 @@ pub fn debug_reports(log: &DebugLog<'_>) -> Check {
             "the guest agent sent no debug state (manarig.debug=1 not seen): no report to judge",
         );
     };
+    let disabled = state == "kmemleak=disabled";
     let kmemleak = match state.strip_prefix("kmemleak=") {
         Some("absent") => "kmemleak is not in this kernel".to_string(),
+        Some("disabled") => "kmemleak disabled itself, so leaks were not checked (the kernel log's `kmemleak:` \
+                             lines say why, e.g. \"Memory pool empty\": CONFIG_DEBUG_KMEMLEAK_MEM_POOL_SIZE too small \
+                             for what the kernel allocates at boot)"
+            .to_string(),
         Some(n) => format!("kmemleak scanned at {n} point(s)"),
         None => format!("debug state {state:?}"),
     };
@@ -274,7 +280,8 @@ pub fn debug_reports(log: &DebugLog<'_>) -> Check {
     let Some(first) = mana.first() else {
         let mut c = Check::new(
             DEBUG_REPORTS_CHECK,
-            CheckStatus::Pass,
+            // Not a pass: one of the checkers did not run.
+            if disabled { CheckStatus::Skip } else { CheckStatus::Pass },
             format!(
                 "no KASAN, kmemleak, lockdep, WARN or BUG report touches mana and no hint reads freed memory ({kmemleak}; {} report(s) elsewhere)",
                 other.len()
@@ -293,9 +300,18 @@ pub fn debug_reports(log: &DebugLog<'_>) -> Check {
             first.mana_frames.join(", ")
         ),
     );
+    // The same report from every queue (one WARN per NAPI on rmmod) is listed once, with its count.
+    let mut distinct: Vec<(String, String, usize)> = Vec::new();
     for r in &mana {
-        c.detail.push(r.headline());
-        c.detail.push(format!("  mana frames: {}", r.mana_frames.join(", ")));
+        let (headline, frames) = (r.headline(), r.mana_frames.join(", "));
+        match distinct.iter_mut().find(|(h, f, _)| *h == headline && *f == frames) {
+            Some(seen) => seen.2 += 1,
+            None => distinct.push((headline, frames, 1)),
+        }
+    }
+    for (headline, frames, times) in distinct {
+        c.detail.push(if times > 1 { format!("{headline} ({times} times)") } else { headline });
+        c.detail.push(format!("  mana frames: {frames}"));
     }
     c.detail.push(kmemleak);
     c.detail.extend(notes);
@@ -320,6 +336,11 @@ mod tests {
 
     fn lines(text: &str) -> Vec<String> {
         text.lines().map(str::to_string).collect()
+    }
+
+    /// The check over kernel-log lines alone, kmemleak having scanned twice.
+    fn judge_klog(klog: &[String]) -> Check {
+        debug_reports(&DebugLog { state: Some("kmemleak=2"), kmemleak: &[], klog, vectors: &[], nr_cpus: 8 })
     }
 
     // The shapes of mm/kasan/report.c's report (print_report(): the title, the
@@ -403,6 +424,42 @@ acpi_os_allocate_zeroed+0x1c/0x30";
             .any(|d| d.starts_with("note (no mana frame): kmemleak: unreferenced object 0xffff888003f6f000")));
     }
 
+    /// Debian 7.3.4's mana on `--reprobe`: rmmod disables each NAPI without the
+    /// netdev instance lock, one lockdep assertion WARN per queue, all alike.
+    #[test]
+    fn the_same_report_from_every_queue_is_listed_once_with_its_count() {
+        let one = "------------[ cut here ]------------
+WARNING: ../src/include/net/netdev_lock.h:17 at napi_disable_locked+0x3b1/0x580, CPU#0: rmmod/111
+Modules linked in: mana(-) dimlib
+Call Trace:
+ mana_destroy_rxq+0x8e0/0xbf0 [mana]
+ mana_remove+0x2b7/0x5c0 [mana]
+---[ end trace 0000000000000000 ]---
+";
+        let klog = lines(&one.repeat(3));
+        let c = judge_klog(&klog);
+        assert_eq!(c.status, CheckStatus::Fail);
+        assert!(c.message.starts_with("3 report(s) touch mana"), "{}", c.message);
+        assert_eq!(c.detail.iter().filter(|d| d.contains("netdev_lock.h:17")).count(), 1, "{:#?}", c.detail);
+        assert!(c.detail[0].ends_with("(3 times)"), "{:#?}", c.detail);
+    }
+
+    /// Linux 7.3's debug kernel booted through PVH: kmemleak's early pool ran
+    /// out ("Memory pool empty") and it disabled itself; the agent's scan got
+    /// EPERM (mm/kmemleak.c kmemleak_write()) and it sent `kmemleak=disabled`.
+    #[test]
+    fn a_kmemleak_that_disabled_itself_is_not_a_pass() {
+        let c = debug_reports(&DebugLog {
+            state: Some("kmemleak=disabled"),
+            kmemleak: &[],
+            klog: &[],
+            vectors: &[],
+            nr_cpus: 8,
+        });
+        assert_eq!(c.status, CheckStatus::Skip, "{c:?}");
+        assert!(c.message.contains("kmemleak disabled itself, so leaks were not checked"), "{}", c.message);
+    }
+
     #[test]
     fn reports_elsewhere_are_notes_of_a_pass_and_no_debug_state_is_a_skip() {
         let klog = lines(
@@ -420,13 +477,7 @@ in_atomic(): 1, irqs_disabled(): 0",
         let kinds: Vec<ReportKind> = r.iter().map(|x| x.kind).collect();
         assert_eq!(kinds, [ReportKind::Warn, ReportKind::Lockdep, ReportKind::Bug]);
         assert_eq!(r[0].lines.len(), 5, "the cut-here line and the WARNING line are one report");
-        let c = debug_reports(&DebugLog {
-            state: Some("kmemleak=2"),
-            kmemleak: &[],
-            klog: &klog,
-            vectors: &[],
-            nr_cpus: 8,
-        });
+        let c = judge_klog(&klog);
         assert_eq!(c.status, CheckStatus::Pass, "{c:?}");
         assert!(c.message.contains("kmemleak scanned at 2 point(s); 3 report(s) elsewhere"), "{}", c.message);
         assert_eq!(c.detail.len(), 3);
@@ -445,7 +496,7 @@ in_atomic(): 1, irqs_disabled(): 0",
         }
     }
 
-    /// examples/patches/freed-affinity-hint on seed 000's 8 CPUs, as a real
+    /// examples/patches/freed-affinity-hint-6.12 on seed 000's 8 CPUs, as a real
     /// 6.12 debug kernel showed it: every hint read `0-1,3,5-6` (0x6b).
     #[test]
     fn a_hint_that_reads_slubs_free_poison_fails_naming_the_irq() {
