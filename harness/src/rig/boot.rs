@@ -1,0 +1,198 @@
+//! One boot with the emulated NIC: the traffic peer, one `mana-device`
+//! process per NIC, the QEMU boot request (agent options, kernel command
+//! line, extra files, deadlines), QEMU itself, and the device's status at the
+//! report's markers.
+
+use super::irqbalance::{add_irqbalance, IRQBALANCE_SAMPLE_S};
+use super::outcome::TrafficBoot;
+use super::planner::{planner, PlanSlot};
+use super::request::RunRequest;
+use super::{debug_kernel, device, machine};
+use crate::accel::AccelChoice;
+use crate::guest_protocol::AgentOptions;
+use crate::provision::tools::GuestFile;
+use crate::provision::{self, Provisioned};
+use crate::qemu::{self, BootRequest};
+use crate::topology::Topology;
+use crate::traffic;
+use crate::traffic::peer::{PeerOptions, PeerProcess};
+use anyhow::{Context, Result};
+use device_model::server::DeviceStatus;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The guest agent's deadline (guest seconds from `/init`) in a run with
+/// fault injection: past it, a probe that has not returned counts as hung.
+pub const INJECT_AGENT_DEADLINE_S: u32 = 240;
+
+/// How long the rig waits for the peer's results after the boot.
+const PEER_RESULTS_WAIT: Duration = Duration::from_secs(10);
+
+/// Device status taken at each begin marker, with the marker line.
+pub(super) type Marks = std::sync::Arc<std::sync::Mutex<Vec<(String, Option<DeviceStatus>)>>>;
+
+/// What one boot with the emulated NIC needs (see [`NicBoot::boot`]).
+pub(super) struct NicBoot<'a> {
+    pub(super) req: &'a RunRequest,
+    pub(super) topo: &'a Topology,
+    pub(super) prov: &'a Provisioned,
+    pub(super) kernel: &'a provision::KernelInstall,
+    /// Combined channels to set with `ethtool -L` (`--channels`, else the topology's).
+    pub(super) channels: Option<u32>,
+    /// The run's temporary folder (device sockets).
+    pub(super) dir: &'a Path,
+    /// The injections (file and request, [`injections`](super::injections)).
+    pub(super) inject: &'a [device_model::inject::InjectSpec],
+}
+
+/// A boot's result and the device's snapshots at the report markers.
+pub(super) struct NicBootOutcome {
+    pub(super) result: Result<qemu::BootOutcome, qemu::LaunchError>,
+    pub(super) marks: Marks,
+    /// What the traffic peer saw, and the plan's predictions (with `--traffic`).
+    pub(super) traffic: Option<TrafficBoot>,
+}
+
+impl NicBoot<'_> {
+    /// Start the emulated NIC on `dir/socket` and boot the machine with it under
+    /// `accel`; the device is stopped again before this returns. A device that
+    /// fails while the guest runs ends the boot at once
+    /// ([`qemu::LaunchError::Aborted`], naming the device, with its last log lines).
+    ///
+    /// # Errors
+    /// The machine cannot be built from the topology, or the device's binary is
+    /// missing or does not start; boot failures are in [`NicBootOutcome::result`].
+    pub(super) fn boot(&self, accel: AccelChoice, socket: &str) -> Result<(qemu::MachineSpec, NicBootOutcome)> {
+        let (req, topo, prov) = (self.req, self.topo, self.prov);
+        let spec = machine::machine_spec(topo, accel, req.mem_per_node_mib).with_context(|| {
+            format!(
+                "{}: [cpus]/[numa]/[nic] as QEMU would build them (--mem-per-node {})",
+                req.topology.display(),
+                req.mem_per_node_mib
+            )
+        })?;
+        let socket = self.dir.join(socket);
+        let abort = qemu::BootAbort::default();
+        // Traffic: the peer first, its TAP goes to the device.
+        let (peer, tap, flows_bin) = match &req.traffic {
+            Some(_) => {
+                let bin = traffic::flows_binary()?;
+                let opts = PeerOptions {
+                    tap: traffic::TAP.into(),
+                    host: (traffic::HOST, traffic::PREFIX),
+                    port: traffic::CONTROL_PORT,
+                    deadline: req.deadline + Duration::from_secs(60),
+                };
+                let (peer, tap) = PeerProcess::start(&bin, &opts)?;
+                (Some(peer), Some(Arc::new(tap)), Some(bin))
+            }
+            None => (None, None, None),
+        };
+        let options = device::DeviceOptions {
+            abort: Some(abort.clone()),
+            fault: req.device_fault,
+            record_flows: if tap.is_some() { traffic::RECORD_FLOWS } else { 0 },
+            tap,
+            inject: self.inject.to_vec(),
+        };
+        let mut boot = BootRequest::new(&spec, self.kernel, &prov.busybox);
+        // The scenario in the guest's numbering: CPUs to hotplug, kernel parameters.
+        let guest = topo.to_qemu_numbering();
+        let scenario = guest.scenario();
+        let cpus = |m: &crate::cpulist::CpuMask| (!m.is_empty()).then(|| m.clone());
+        boot.agent = AgentOptions {
+            load_mana: true,
+            channels: self.channels,
+            reprobe: req.reprobe,
+            unload: !self.inject.is_empty(),
+            offline: cpus(&scenario.offline),
+            offline_after: cpus(&scenario.offline_after),
+            online_after: cpus(&scenario.online_after),
+            ..boot.agent
+        };
+        boot.extra_cmdline.extend(guest.scenario_cmdline());
+        // One device process and socket per NIC; NIC 0 takes the traffic and the fault.
+        let bin = device::device_binary()?;
+        let mut nics = Vec::with_capacity(topo.nics().len());
+        nics.push(device::DeviceProcess::start(&bin, &socket, &machine::device_config(topo)?, options)?);
+        boot.extra_devices.push(qemu::vfio_user_nic(&socket));
+        for k in 1..topo.nics().len() {
+            let path = socket.with_extension(format!("{k}.sock"));
+            let options = device::DeviceOptions { abort: Some(abort.clone()), ..Default::default() };
+            nics.push(device::DeviceProcess::start(&bin, &path, &machine::device_config_of(topo, k)?, options)?);
+            boot.extra_devices.push(qemu::nic_slots::vfio_user_device(k, &path));
+        }
+        let nic = &nics[0];
+        let plan_slot = PlanSlot::default();
+        if let (Some(peer), Some(options)) = (&peer, &req.traffic) {
+            peer.set_planner(planner(nic.status_handle(), options.clone(), Arc::clone(&plan_slot)));
+        }
+
+        if self.channels.is_some() || flows_bin.is_some() {
+            // ethtool and its libraries are half the initramfs: only when used.
+            boot.extra_files.clone_from(&prov.ethtool);
+        }
+        if let Some(bin) = &flows_bin {
+            // Needs only libc and the loader, which ethtool brings.
+            boot.extra_files.push(GuestFile {
+                guest_path: format!("sbin/{}", manarig_flows::BIN),
+                host: bin.clone(),
+                mode: 0o755,
+            });
+            boot.agent.addr = Some((traffic::GUEST, traffic::PREFIX));
+            boot.agent.traffic = Some(traffic::control_address());
+            // The guest tool gives up at the agent's deadline: past the flows' limit.
+            if let Some(t) = &req.traffic {
+                let needed = u32::try_from(t.limit.as_secs()).unwrap_or(u32::MAX).saturating_add(60);
+                boot.agent.deadline_s = boot.agent.deadline_s.max(needed);
+            }
+        }
+        if scenario.irqbalance {
+            add_irqbalance(&mut boot, prov, &req.topology)?;
+        }
+        if req.debug {
+            boot.agent.debug = true;
+            boot.agent.deadline_s = debug_kernel::agent_deadline_s(boot.agent.deadline_s);
+            boot.extra_cmdline.extend(debug_kernel::CMDLINE.iter().map(|s| (*s).to_owned()));
+        }
+        if !self.inject.is_empty() {
+            // The driver's own waits on a faulty device are long (30 s per
+            // mana_gd_test_eq(), 60 s for the HWC's INIT_DONE): a probe slower
+            // than that is not yet a hang.
+            boot.agent.deadline_s = boot.agent.deadline_s.max(INJECT_AGENT_DEADLINE_S);
+        }
+        boot.extra_cmdline.extend(req.extra_cmdline.iter().cloned());
+        // The device's state as each stage and the report begin (the guest changes
+        // nothing until the end marker; after the report it shuts the driver down).
+        let marks: Marks = Default::default();
+        {
+            let marks = std::sync::Arc::clone(&marks);
+            let status = nic.status_handle();
+            boot.on_marker = Some(qemu::MarkerHook(std::sync::Arc::new(move |line: &str| {
+                let asked = Instant::now();
+                let snapshot = status.snapshot().map_err(|e| tracing::warn!("device status at {line:?}: {e}")).ok();
+                tracing::debug!("device status at {line:?} in {:?}", asked.elapsed());
+                marks.lock().unwrap_or_else(|e| e.into_inner()).push((line.to_owned(), snapshot));
+            })));
+        }
+        boot.deadline = if req.debug { debug_kernel::host_deadline(req.deadline) } else { req.deadline };
+        if scenario.irqbalance {
+            // The sampling, irqbalance's stop (at most 5 s) and TCG's slower guest seconds.
+            boot.deadline += Duration::from_secs(u64::from(IRQBALANCE_SAMPLE_S) * 3 + 15);
+        }
+        boot.console_log.clone_from(&req.console_log);
+        boot.speedups = req.speedups;
+        boot.abort = Some(abort);
+        let result = qemu::boot(&prov.qemu, &boot);
+        for device in nics {
+            device.stop();
+        }
+        // The guest sent its results before it printed the report: they are in.
+        let traffic = peer.map(|peer| {
+            let (planned, plan_error) = plan_slot.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            TrafficBoot { peer: peer.finish(PEER_RESULTS_WAIT), planned, plan_error }
+        });
+        Ok((spec, NicBootOutcome { result, marks, traffic }))
+    }
+}
