@@ -1,16 +1,14 @@
 //! One boot with the emulated NIC: the traffic peer, one `mana-device`
-//! process per NIC, the QEMU boot request (agent options, kernel command
-//! line, extra files, deadlines), QEMU itself, and the device's status at the
-//! report's markers.
+//! process per NIC, the guest's side of the boot request (from
+//! `boot_request`), QEMU itself, and the device's status at the report's
+//! markers; every process is stopped again before the boot returns.
 
-use super::irqbalance::{add_irqbalance, IRQBALANCE_SAMPLE_S};
+use super::boot_request::GuestSetup;
 use super::outcome::TrafficBoot;
 use super::planner::{planner, PlanSlot};
 use super::request::RunRequest;
-use super::{debug_kernel, device, machine};
+use super::{device, machine};
 use crate::accel::AccelChoice;
-use crate::guest_protocol::AgentOptions;
-use crate::provision::tools::GuestFile;
 use crate::provision::{self, Provisioned};
 use crate::qemu::{self, BootRequest};
 use crate::topology::Topology;
@@ -21,10 +19,6 @@ use device_model::server::DeviceStatus;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// The guest agent's deadline (guest seconds from `/init`) in a run with
-/// fault injection: past it, a probe that has not returned counts as hung.
-pub const INJECT_AGENT_DEADLINE_S: u32 = 240;
 
 /// How long the rig waits for the peer's results after the boot.
 const PEER_RESULTS_WAIT: Duration = Duration::from_secs(10);
@@ -97,21 +91,6 @@ impl NicBoot<'_> {
             inject: self.inject.to_vec(),
         };
         let mut boot = BootRequest::new(&spec, self.kernel, &prov.busybox);
-        // The scenario in the guest's numbering: CPUs to hotplug, kernel parameters.
-        let guest = topo.to_qemu_numbering();
-        let scenario = guest.scenario();
-        let cpus = |m: &crate::cpulist::CpuMask| (!m.is_empty()).then(|| m.clone());
-        boot.agent = AgentOptions {
-            load_mana: true,
-            channels: self.channels,
-            reprobe: req.reprobe,
-            unload: !self.inject.is_empty(),
-            offline: cpus(&scenario.offline),
-            offline_after: cpus(&scenario.offline_after),
-            online_after: cpus(&scenario.online_after),
-            ..boot.agent
-        };
-        boot.extra_cmdline.extend(guest.scenario_cmdline());
         // One device process and socket per NIC; NIC 0 takes the traffic and the fault.
         let bin = device::device_binary()?;
         let mut nics = Vec::with_capacity(topo.nics().len());
@@ -128,41 +107,17 @@ impl NicBoot<'_> {
         if let (Some(peer), Some(options)) = (&peer, &req.traffic) {
             peer.set_planner(planner(nic.status_handle(), options.clone(), Arc::clone(&plan_slot)));
         }
-
-        if self.channels.is_some() || flows_bin.is_some() {
-            // ethtool and its libraries are half the initramfs: only when used.
-            boot.extra_files.clone_from(&prov.ethtool);
-        }
-        if let Some(bin) = &flows_bin {
-            // Needs only libc and the loader, which ethtool brings.
-            boot.extra_files.push(GuestFile {
-                guest_path: format!("sbin/{}", manarig_flows::BIN),
-                host: bin.clone(),
-                mode: 0o755,
-            });
-            boot.agent.addr = Some((traffic::GUEST, traffic::PREFIX));
-            boot.agent.traffic = Some(traffic::control_address());
-            // The guest tool gives up at the agent's deadline: past the flows' limit.
-            if let Some(t) = &req.traffic {
-                let needed = u32::try_from(t.limit.as_secs()).unwrap_or(u32::MAX).saturating_add(60);
-                boot.agent.deadline_s = boot.agent.deadline_s.max(needed);
-            }
-        }
-        if scenario.irqbalance {
-            add_irqbalance(&mut boot, prov, &req.topology)?;
-        }
-        if req.debug {
-            boot.agent.debug = true;
-            boot.agent.deadline_s = debug_kernel::agent_deadline_s(boot.agent.deadline_s);
-            boot.extra_cmdline.extend(debug_kernel::CMDLINE.iter().map(|s| (*s).to_owned()));
-        }
-        if !self.inject.is_empty() {
-            // The driver's own waits on a faulty device are long (30 s per
-            // mana_gd_test_eq(), 60 s for the HWC's INIT_DONE): a probe slower
-            // than that is not yet a hang.
-            boot.agent.deadline_s = boot.agent.deadline_s.max(INJECT_AGENT_DEADLINE_S);
-        }
-        boot.extra_cmdline.extend(req.extra_cmdline.iter().cloned());
+        // The guest's side: agent options, kernel command line, extra files, deadlines.
+        let guest = topo.to_qemu_numbering();
+        let setup = GuestSetup {
+            req,
+            prov,
+            guest: &guest,
+            channels: self.channels,
+            injecting: !self.inject.is_empty(),
+            flows_bin: flows_bin.as_deref(),
+        };
+        setup.apply(&mut boot)?;
         // The device's state as each stage and the report begin (the guest changes
         // nothing until the end marker; after the report it shuts the driver down).
         let marks: Marks = Default::default();
@@ -176,13 +131,6 @@ impl NicBoot<'_> {
                 marks.lock().unwrap_or_else(|e| e.into_inner()).push((line.to_owned(), snapshot));
             })));
         }
-        boot.deadline = if req.debug { debug_kernel::host_deadline(req.deadline) } else { req.deadline };
-        if scenario.irqbalance {
-            // The sampling, irqbalance's stop (at most 5 s) and TCG's slower guest seconds.
-            boot.deadline += Duration::from_secs(u64::from(IRQBALANCE_SAMPLE_S) * 3 + 15);
-        }
-        boot.console_log.clone_from(&req.console_log);
-        boot.speedups = req.speedups;
         boot.abort = Some(abort);
         let result = qemu::boot(&prov.qemu, &boot);
         for device in nics {

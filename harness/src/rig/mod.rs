@@ -15,8 +15,10 @@
 //!   ids ([`kernel_lock_id`]); [`kernel_choice`]: which kernel boots and which
 //!   model judges it;
 //! - `boot`: one boot with the emulated NIC (peer, devices, QEMU, the device's
-//!   status at the report's markers), with `irqbalance` (its files and
-//!   sampling) and `planner` (the traffic plan from the device's RSS state);
+//!   status at the report's markers); `boot_request`: the guest's side of it
+//!   (agent options, kernel command line, extra files, deadlines), with
+//!   `irqbalance` (its files and sampling); `planner`: the traffic plan from
+//!   the device's RSS state;
 //! - `guest_checks`: the rig errors a guest report shows (topology, `ethtool
 //!   -L`, `rmmod`, CPU hotplug);
 //! - `run`: [`run_one`], the sequence from topology file to [`RunOutcome`];
@@ -25,6 +27,7 @@
 //!   [`TrafficBoot`], [`RunTimings`]).
 
 mod boot;
+mod boot_request;
 mod cache;
 pub mod debug_kernel;
 pub mod device;
@@ -41,7 +44,7 @@ mod request;
 mod run;
 pub mod timed_injections;
 
-pub use boot::INJECT_AGENT_DEADLINE_S;
+pub use boot_request::INJECT_AGENT_DEADLINE_S;
 pub use cache::{kernel_lock_id, provisioned};
 pub use irqbalance::IRQBALANCE_SAMPLE_S;
 pub use outcome::{RunOutcome, RunTimings, StageOutcome, TrafficBoot};
