@@ -39,7 +39,7 @@ pub(super) fn add_irqbalance(boot: &mut BootRequest<'_>, prov: &Provisioned, top
 /// irqbalance could run on the guest kernel: the agent does not start it
 /// without AF_UNIX sockets (a kernel without CONFIG_UNIX: a `build:` or
 /// `image:` kernel; pinned minimal kernels are refused before the boot by
-/// [`kernel_choice::irqbalance_refusal`]).
+/// [`kernel_choice::irqbalance_refusal`](super::kernel_choice::irqbalance_refusal)).
 ///
 /// # Errors
 /// The report says `irqbalance: no-af-unix`.

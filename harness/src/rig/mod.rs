@@ -22,7 +22,9 @@
 //! - `guest_checks`: the rig errors a guest report shows (topology, `ethtool
 //!   -L`, `rmmod`, CPU hotplug);
 //! - `run`: [`run_one`], the sequence from topology file to [`RunOutcome`];
-//!   `other_nics`: the verdicts of NIC 1, 2, … of a `[[nic]]` machine;
+//!   `judging`: the booted guest judged (rig errors first, then the model at
+//!   every stage and the run's other checks; [`accel_label`]); `other_nics`:
+//!   the verdicts of NIC 1, 2, … of a `[[nic]]` machine;
 //! - `outcome`: what a run gives back ([`RunOutcome`], [`StageOutcome`],
 //!   [`TrafficBoot`], [`RunTimings`]).
 
@@ -33,6 +35,7 @@ pub mod debug_kernel;
 pub mod device;
 mod guest_checks;
 mod irqbalance;
+mod judging;
 pub mod kernel_choice;
 pub mod machine;
 mod other_nics;
@@ -47,6 +50,7 @@ pub mod timed_injections;
 pub use boot_request::INJECT_AGENT_DEADLINE_S;
 pub use cache::{kernel_lock_id, provisioned};
 pub use irqbalance::IRQBALANCE_SAMPLE_S;
+pub use judging::accel_label;
 pub use outcome::{RunOutcome, RunTimings, StageOutcome, TrafficBoot};
 pub use request::{injections, RunRequest};
-pub use run::{accel_label, run_one};
+pub use run::run_one;
