@@ -1,0 +1,146 @@
+//! One boot with the emulated NIC: the traffic peer, one `mana-device`
+//! process per NIC, the guest's side of the boot request (from
+//! `boot_request`), QEMU itself, and the device's status at the report's
+//! markers; every process is stopped again before the boot returns.
+
+use super::boot_request::GuestSetup;
+use super::outcome::TrafficBoot;
+use super::planner::{planner, PlanSlot};
+use super::request::RunRequest;
+use super::{device, machine};
+use crate::accel::AccelChoice;
+use crate::provision::{self, Provisioned};
+use crate::qemu::{self, BootRequest};
+use crate::topology::Topology;
+use crate::traffic;
+use crate::traffic::peer::{PeerOptions, PeerProcess};
+use anyhow::{Context, Result};
+use device_model::server::DeviceStatus;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long the rig waits for the peer's results after the boot.
+const PEER_RESULTS_WAIT: Duration = Duration::from_secs(10);
+
+/// Device status taken at each begin marker, with the marker line.
+pub(super) type Marks = std::sync::Arc<std::sync::Mutex<Vec<(String, Option<DeviceStatus>)>>>;
+
+/// What one boot with the emulated NIC needs (see [`NicBoot::boot`]).
+pub(super) struct NicBoot<'a> {
+    pub(super) req: &'a RunRequest,
+    pub(super) topo: &'a Topology,
+    pub(super) prov: &'a Provisioned,
+    pub(super) kernel: &'a provision::KernelInstall,
+    /// Combined channels to set with `ethtool -L` (`--channels`, else the topology's).
+    pub(super) channels: Option<u32>,
+    /// The run's temporary folder (device sockets).
+    pub(super) dir: &'a Path,
+    /// The injections (file and request, [`injections`](super::injections)).
+    pub(super) inject: &'a [device_model::inject::InjectSpec],
+}
+
+/// A boot's result and the device's snapshots at the report markers.
+pub(super) struct NicBootOutcome {
+    pub(super) result: Result<qemu::BootOutcome, qemu::LaunchError>,
+    pub(super) marks: Marks,
+    /// What the traffic peer saw, and the plan's predictions (with `--traffic`).
+    pub(super) traffic: Option<TrafficBoot>,
+}
+
+impl NicBoot<'_> {
+    /// Start the emulated NIC on `dir/socket` and boot the machine with it under
+    /// `accel`; the device is stopped again before this returns. A device that
+    /// fails while the guest runs ends the boot at once
+    /// ([`qemu::LaunchError::Aborted`], naming the device, with its last log lines).
+    ///
+    /// # Errors
+    /// The machine cannot be built from the topology, or the device's binary is
+    /// missing or does not start; boot failures are in [`NicBootOutcome::result`].
+    pub(super) fn boot(&self, accel: AccelChoice, socket: &str) -> Result<(qemu::MachineSpec, NicBootOutcome)> {
+        let (req, topo, prov) = (self.req, self.topo, self.prov);
+        let spec = machine::machine_spec(topo, accel, req.mem_per_node_mib).with_context(|| {
+            format!(
+                "{}: [cpus]/[numa]/[nic] as QEMU would build them (--mem-per-node {})",
+                req.topology.display(),
+                req.mem_per_node_mib
+            )
+        })?;
+        let socket = self.dir.join(socket);
+        let abort = qemu::BootAbort::default();
+        // Traffic: the peer first, its TAP goes to the device.
+        let (peer, tap, flows_bin) = match &req.traffic {
+            Some(_) => {
+                let bin = traffic::flows_binary()?;
+                let opts = PeerOptions {
+                    tap: traffic::TAP.into(),
+                    host: (traffic::HOST, traffic::PREFIX),
+                    port: traffic::CONTROL_PORT,
+                    deadline: req.deadline + Duration::from_secs(60),
+                };
+                let (peer, tap) = PeerProcess::start(&bin, &opts)?;
+                (Some(peer), Some(Arc::new(tap)), Some(bin))
+            }
+            None => (None, None, None),
+        };
+        let options = device::DeviceOptions {
+            abort: Some(abort.clone()),
+            fault: req.device_fault,
+            record_flows: if tap.is_some() { traffic::RECORD_FLOWS } else { 0 },
+            tap,
+            inject: self.inject.to_vec(),
+        };
+        let mut boot = BootRequest::new(&spec, self.kernel, &prov.busybox);
+        // One device process and socket per NIC; NIC 0 takes the traffic and the fault.
+        let bin = device::device_binary()?;
+        let mut nics = Vec::with_capacity(topo.nics().len());
+        nics.push(device::DeviceProcess::start(&bin, &socket, &machine::device_config(topo)?, options)?);
+        boot.extra_devices.push(qemu::vfio_user_nic(&socket));
+        for k in 1..topo.nics().len() {
+            let path = socket.with_extension(format!("{k}.sock"));
+            let options = device::DeviceOptions { abort: Some(abort.clone()), ..Default::default() };
+            nics.push(device::DeviceProcess::start(&bin, &path, &machine::device_config_of(topo, k)?, options)?);
+            boot.extra_devices.push(qemu::nic_slots::vfio_user_device(k, &path));
+        }
+        let nic = &nics[0];
+        let plan_slot = PlanSlot::default();
+        if let (Some(peer), Some(options)) = (&peer, &req.traffic) {
+            peer.set_planner(planner(nic.status_handle(), options.clone(), Arc::clone(&plan_slot)));
+        }
+        // The guest's side: agent options, kernel command line, extra files, deadlines.
+        let guest = topo.to_qemu_numbering();
+        let setup = GuestSetup {
+            req,
+            prov,
+            guest: &guest,
+            channels: self.channels,
+            injecting: !self.inject.is_empty(),
+            flows_bin: flows_bin.as_deref(),
+        };
+        setup.apply(&mut boot)?;
+        // The device's state as each stage and the report begin (the guest changes
+        // nothing until the end marker; after the report it shuts the driver down).
+        let marks: Marks = Default::default();
+        {
+            let marks = std::sync::Arc::clone(&marks);
+            let status = nic.status_handle();
+            boot.on_marker = Some(qemu::MarkerHook(std::sync::Arc::new(move |line: &str| {
+                let asked = Instant::now();
+                let snapshot = status.snapshot().map_err(|e| tracing::warn!("device status at {line:?}: {e}")).ok();
+                tracing::debug!("device status at {line:?} in {:?}", asked.elapsed());
+                marks.lock().unwrap_or_else(|e| e.into_inner()).push((line.to_owned(), snapshot));
+            })));
+        }
+        boot.abort = Some(abort);
+        let result = qemu::boot(&prov.qemu, &boot);
+        for device in nics {
+            device.stop();
+        }
+        // The guest sent its results before it printed the report: they are in.
+        let traffic = peer.map(|peer| {
+            let (planned, plan_error) = plan_slot.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            TrafficBoot { peer: peer.finish(PEER_RESULTS_WAIT), planned, plan_error }
+        });
+        Ok((spec, NicBootOutcome { result, marks, traffic }))
+    }
+}

@@ -1,0 +1,220 @@
+//! A booted guest judged: its report checked for rig errors first, then its
+//! MSI-X table at every stage against the model, and the run's other checks
+//! (CPU state, vPorts, several NICs, debug reports, traffic, irqbalance, and
+//! the driver's survival under fault injection) into one [`RunOutcome`].
+
+use super::boot::Marks;
+use super::guest_checks::{guest_topology_matches, hotplug_ran, lifecycle_steps_ran};
+use super::irqbalance::irqbalance_usable;
+use super::other_nics::OtherNics;
+use super::outcome::{RunOutcome, RunTimings, StageOutcome, TrafficBoot};
+use super::request::RunRequest;
+use super::{queues, report_to_verdict, timed_injections};
+use crate::guest_protocol::Marker;
+use crate::model::expected_stages;
+use crate::qemu;
+use crate::topology::Topology;
+use crate::traffic;
+use crate::verdict::{
+    check_cpu_state, judge, judge_irqbalance, judge_traffic, DebugLog, IrqbalanceInput, Observed, TrafficInput,
+};
+use anyhow::{Context, Result};
+use device_model::inject::InjectSpec;
+use device_model::server::DeviceStatus;
+use std::time::{Duration, Instant};
+
+/// How a run names its accelerator in reports: QEMU's `-accel` value and the
+/// boot speed-ups used, e.g. `tcg,thread=single (speed-ups: cmdline, pvh)` or
+/// `tcg,thread=single (speed-ups: none)`.
+pub fn accel_label(accel: crate::accel::Accel, speedups: qemu::Speedups) -> String {
+    let names = speedups.names();
+    let names = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+    format!("{} (speed-ups: {names})", accel.qemu_arg())
+}
+
+/// What the run knows about a guest that booted and printed its report.
+pub(super) struct Judging<'a> {
+    pub(super) req: &'a RunRequest,
+    /// The topology file as loaded, with the request's scenario.
+    pub(super) topo: &'a Topology,
+    /// The machine QEMU booted.
+    pub(super) spec: &'a qemu::MachineSpec,
+    /// Combined channels set with `ethtool -L` (`--channels`, else the topology's).
+    pub(super) channels: Option<u32>,
+    /// The run's injections ([`injections`](super::injections)) and their text.
+    pub(super) inject: &'a [InjectSpec],
+    pub(super) specs: &'a [String],
+    /// When the run started, and how long provisioning took.
+    pub(super) start: Instant,
+    pub(super) provision_time: Duration,
+}
+
+impl Judging<'_> {
+    /// The run's outcome from the boot's result, the device's status at the
+    /// report's markers (`marks`) and the traffic side.
+    ///
+    /// # Errors
+    /// A rig error in the report ([`Judging::rig_errors`]), an `affinity_hint`
+    /// that is not a hex cpumask, or a timed injection that never struck.
+    pub(super) fn outcome(
+        &self,
+        booted: qemu::BootOutcome,
+        marks: Marks,
+        traffic: Option<TrafficBoot>,
+    ) -> Result<RunOutcome> {
+        let (req, topo, spec, inject, specs) = (self.req, self.topo, self.spec, self.inject, self.specs);
+        let (channels, start, provision_time) = (self.channels, self.start, self.provision_time);
+        let guest = topo.to_qemu_numbering();
+        self.rig_errors(&guest, &booted)?;
+        let model = req.model.unwrap_or(req.kernel);
+        let mut accel = accel_label(booted.accel, booted.speedups);
+        if !req.extra_cmdline.is_empty() {
+            // A user's `--cmdline` items change the guest: every format's header shows them.
+            accel = format!("{accel}, kernel command line + {}", req.extra_cmdline.join(" "));
+        }
+        // The model's table at each CPU state of the run (the probe, then after each
+        // hotplug stage of the scenario); the report shows the last one.
+        let expected_at = expected_stages(&guest, model);
+        let expected_for = |stage: &str| crate::verdict::table_at(&expected_at, stage);
+        let expected = expected_for(guest.last_stage());
+        // Which guest PCI address is which NIC (several NICs: their slots; one: the report's).
+        let bdfs = match spec.more_nics.is_empty() {
+            true => vec![booted.report.nic.clone()],
+            false => qemu::nic_slots::match_nics(&spec.nics().collect::<Vec<_>>(), &booted.report.nics),
+        };
+        let marks = marks.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let status_at = |is: &dyn Fn(&Marker) -> bool| {
+            marks.iter().rev().find(|(l, _)| Marker::parse(l).is_some_and(|m| is(&m))).and_then(|(_, s)| s.clone())
+        };
+        // The guest's IRQ names follow the booted kernel's scheme, whatever model judges it
+        // (`--model`): the queue table joins by that kernel's names.
+        let table = |status: Option<DeviceStatus>, observed: &Observed| {
+            status.and_then(|s| match queues::queue_table(&s, &observed.vectors, req.kernel) {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    tracing::warn!("queue table: {e}");
+                    None
+                }
+            })
+        };
+        let mut stages = Vec::new();
+        for crate::guest_protocol::Stage { name, report } in booted.stages {
+            // rmmod runs after the first stage.
+            if inject.is_empty() {
+                lifecycle_steps_ran(&report, channels, false).with_context(|| format!("stage {name}"))?;
+            }
+            let observed =
+                report_to_verdict::observed_of(&report, bdfs[0].as_deref(), model, &req.model_basis, &accel)?;
+            let queues = table(status_at(&|m| *m == Marker::StageBegin(name.clone())), &observed);
+            let verdict = judge(topo, &observed, expected_for(&name));
+            stages.push(StageOutcome { name, verdict, queues, report });
+        }
+        let observed =
+            report_to_verdict::observed_of(&booted.report, bdfs[0].as_deref(), model, &req.model_basis, &accel)?;
+        let report_status = status_at(&|m| matches!(m, Marker::ReportBegin(_)));
+        let struck = report_status.as_ref().and_then(|s| s.core.as_ref()).map(|c| &c.counters.injected);
+        timed_injections::timed_injections_happened(inject, struck)?;
+        let device_flows =
+            report_status.as_ref().and_then(|s| s.core.as_ref()).map(|c| c.flows.flows.clone()).unwrap_or_default();
+        let queues = table(report_status, &observed);
+        let mut verdict = judge(topo, &observed, expected);
+        if !guest.scenario().is_default() {
+            let mut states: Vec<(&str, &crate::guest_protocol::GuestCpuState)> =
+                stages.iter().map(|s| (s.name.as_str(), &s.report.cpu_state)).collect();
+            states.push((guest.last_stage(), &booted.report.cpu_state));
+            verdict.add_check(check_cpu_state(&guest, &states, &booted.report.init_env));
+        }
+        if let Some(label) = &req.label {
+            verdict.run.name = format!("{}@{label}", topo.name());
+        }
+        if topo.nic().num_ports > 1 {
+            let plan = crate::model::vport_plan(&topo.to_qemu_numbering(), model);
+            verdict.add_vport_check(crate::verdict::vports::vport_vectors_check(plan.as_ref(), queues.as_ref()));
+        }
+        if topo.nics().len() > 1 {
+            let judged = OtherNics { topo, report: &booted.report, bdfs: &bdfs, model, req, accel: &accel };
+            verdict.add_nics(judged.report(&verdict.run.name, &stages, &observed, expected)?);
+        }
+        let earlier = stages
+            .iter()
+            .map(|s| (s.name.as_str(), &s.verdict, report_to_verdict::stage_facts(&s.report, s.queues.clone())))
+            .collect();
+        verdict.add_stages(earlier, report_to_verdict::stage_facts(&booted.report, queues.clone()));
+        if req.debug {
+            let r = &booted.report;
+            verdict.add_debug_reports(&DebugLog {
+                state: r.debug.as_deref(),
+                kmemleak: &r.kmemleak,
+                klog: &r.klog,
+                vectors: &observed.vectors,
+                nr_cpus: topo.ncpu(),
+            });
+        }
+        if let Some(t) = &traffic {
+            let input = TrafficInput {
+                planned: t.planned.as_deref().unwrap_or_default(),
+                plan_error: t.plan_error.as_deref(),
+                outcome: t.peer.outcome.as_ref(),
+                peer_error: t.peer.error.as_deref(),
+                device_flows: &device_flows,
+                queues: queues.as_ref(),
+                guest: &booted.report.traffic,
+                host: traffic::HOST,
+                guest_ip: traffic::GUEST,
+            };
+            let (report, checks) = judge_traffic(&input, &verdict.summary);
+            verdict.add_traffic(report, checks);
+        }
+        if guest.scenario().irqbalance {
+            let r = &booted.report;
+            let input = IrqbalanceInput {
+                run: &r.irqbalance,
+                started: r.times.get("irqbalance").copied(),
+                msix: &r.msix,
+                nodes: &r.nodes,
+                log: r.stderr.get("irqbalance").map_or(&[], Vec::as_slice),
+            };
+            let (report, check) = judge_irqbalance(&input);
+            verdict.add_irqbalance(report, check);
+        }
+        if !inject.is_empty() {
+            verdict.judge_by_survival(crate::verdict::driver_survived(&booted.report, specs));
+        }
+        Ok(RunOutcome {
+            verdict,
+            observed,
+            timings: RunTimings { provision: provision_time, boot_to_report: booted.to_report, total: start.elapsed() },
+            queues,
+            guest_times: booted.report.times.clone(),
+            speedups: booted.speedups,
+            report: booted.report,
+            stages,
+            traffic,
+        })
+    }
+
+    /// The report (and each stage's) shows no rig error: the guest's topology
+    /// is the machine's, the hotplug writes and the lifecycle steps ran, and
+    /// irqbalance could run when asked for.
+    ///
+    /// # Errors
+    /// The first rig error, naming the stage where it was not the report.
+    fn rig_errors(&self, guest: &Topology, booted: &qemu::BootOutcome) -> Result<()> {
+        let (req, spec, inject, channels) = (self.req, self.spec, self.inject, self.channels);
+        guest_topology_matches(&req.topology, spec, guest, guest.last_stage(), &booted.report)?;
+        for stage in &booted.stages {
+            guest_topology_matches(&req.topology, spec, guest, &stage.name, &stage.report)
+                .with_context(|| format!("stage {}", stage.name))?;
+        }
+        hotplug_ran(&booted.report)?;
+        if guest.scenario().irqbalance {
+            irqbalance_usable(&booted.report)?;
+        }
+        if inject.is_empty() {
+            // With injections a failed step is the driver's answer to the fault:
+            // driver_survived judges it.
+            lifecycle_steps_ran(&booted.report, channels, req.reprobe)?;
+        }
+        Ok(())
+    }
+}
