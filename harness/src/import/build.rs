@@ -11,6 +11,7 @@
 use super::error::{ErrorKind, ImportError, Origin};
 use super::facts::{CpuPlace, Facts, NicFact, Sourced};
 use crate::cpulist::CpuMask;
+use crate::text::plural;
 use crate::topology::{CpuLocation, CpuNumbering, CpuShape};
 use std::collections::BTreeMap;
 
@@ -284,19 +285,25 @@ fn from_places(cpus: &BTreeMap<u32, Sourced<CpuPlace>>) -> Result<(CpuShape, Cpu
     for (s, socket) in sockets.iter().enumerate() {
         if socket.len() != dies {
             return Err(uneven(
-                format!("socket {s} has {} dies, socket 0 has {dies}", socket.len()),
+                format!("socket {s} has {}, socket 0 has {dies}", plural(socket.len(), "die")),
                 first(&socket[0][0]),
             ));
         }
         for die in socket {
             if die.len() != cores {
-                let what =
-                    format!("the die of CPU {} has {} cores, the first die has {cores}", first(&die[0]), die.len());
+                let what = format!(
+                    "the die of CPU {} has {}, the first die has {cores}",
+                    first(&die[0]),
+                    plural(die.len(), "core")
+                );
                 return Err(uneven(what, first(&die[0])));
             }
             if let Some(core) = die.iter().find(|c| c.len() != threads) {
-                let what =
-                    format!("the core of CPU {} has {} threads, the first core has {threads}", first(core), core.len());
+                let what = format!(
+                    "the core of CPU {} has {}, the first core has {threads}",
+                    first(core),
+                    plural(core.len(), "thread")
+                );
                 return Err(uneven(what, first(core)));
             }
         }
@@ -377,10 +384,7 @@ fn from_counts(
         return Err(err(
             ErrorKind::Contradiction,
             &declared.origin,
-            format!(
-                "{} sockets × {} cores × {} threads is not the {n} CPUs listed",
-                d.sockets, d.cores_per_socket, d.threads_per_core
-            ),
+            format!("{} is not the {} listed", d.words(), plural(n, "CPU")),
         ));
     }
     if shape.threads == 1 {
@@ -541,10 +545,8 @@ pub(crate) fn machine(
                     ErrorKind::Contradiction,
                     &d.origin,
                     format!(
-                        "{} sockets × {} cores × {} threads here, but the per-CPU list gives {} × {} × {}",
-                        s.sockets,
-                        s.cores_per_socket,
-                        s.threads_per_core,
+                        "{} here, but the per-CPU list gives {} × {} × {}",
+                        s.words(),
                         shape.sockets,
                         shape.dies * shape.cores,
                         shape.threads

@@ -21,6 +21,7 @@ use crate::model::{expected_stages, expected_table, KernelGen, ModelBasis};
 use crate::provision::tools::GuestFile;
 use crate::provision::{self, Provisioned};
 use crate::qemu::{self, BootRequest};
+use crate::text::plural;
 use crate::topology::Topology;
 use crate::traffic::peer::{PeerOptions, PeerProcess, PeerReport, Planner};
 use crate::traffic::plan::{self, PlanRequest, PlannedFlow};
@@ -219,9 +220,9 @@ fn lifecycle_steps_ran(
         }
         if report.channels != Some(n) {
             bail!(
-                "`ethtool -L {netdev} combined {n}` returned 0 but {netdev} has {} combined channels (queues/tx-N); \
+                "`ethtool -L {netdev} combined {n}` returned 0 but {netdev} has {} (queues/tx-N); \
                  last driver messages:\n  {}",
-                report.channels.map_or("no count of".into(), |c| c.to_string()),
+                report.channels.map_or("no count of combined channels".into(), |c| plural(c, "combined channel")),
                 tail()
             );
         }
