@@ -24,7 +24,8 @@ pub enum TopologyError {
         path: String,
         /// `:line:column` of the problem, or empty.
         location: String,
-        /// The parser's message, on one line.
+        /// The parser's message, on one line, after the field's TOML path when the
+        /// problem is in a field (`scenario.irqbalance: invalid type: …`).
         message: String,
     },
     /// A field has a value the rig or the kernel cannot use.

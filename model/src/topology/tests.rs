@@ -235,6 +235,37 @@ fn unknown_fields_and_types_are_syntax_errors_with_a_line() {
     }
 }
 
+/// A wrongly typed value names its field's TOML path after `:line:column`, on one
+/// line, as a validation error names its field: in a table, and in an array of tables.
+#[test]
+fn a_wrongly_typed_value_names_its_field() {
+    let scenario = format!("{BASE}[scenario]\nirqbalance = \"yes\"\n");
+    let line = scenario.lines().count();
+    for (text, want) in [
+        (
+            scenario.clone(),
+            format!(":{line}:14: scenario.irqbalance: invalid type: string \"yes\", expected a boolean"),
+        ),
+        (
+            with("cpus = \"4-7\"", "cpus = 5"),
+            ":14:8: numa.nodes[1].cpus: invalid type: integer `5`, expected a string".to_owned(),
+        ),
+        (
+            with("sockets = 2", "sockets = -2"),
+            ":7:11: cpus.sockets: invalid value: integer `-2`, expected u32".to_owned(),
+        ),
+        (with("numa_node = 0", "numa_node = 0\nmsix = 3"), ":20:1: nic.msix: unknown field `msix`".to_owned()),
+    ] {
+        let e = err(&text).to_string();
+        assert!(e.starts_with(&format!("topologies/x.toml{want}")), "{e}");
+        assert!(!e.contains('\n'), "one line: {e}");
+    }
+    // A TOML syntax error is in no field: the line and the parser's words only.
+    let e = err("name = [").to_string();
+    assert!(e.starts_with("topologies/x.toml:1:9: "), "{e}");
+    assert!(!e.contains(".:"), "{e}");
+}
+
 #[test]
 fn unreadable_file() {
     let e = Topology::load("/nonexistent/x.toml").expect_err("missing file");
