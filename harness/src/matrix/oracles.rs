@@ -13,8 +13,8 @@
 //!   queue tables at the first probe and at the report agree, every queue has
 //!   its IRQ);
 //! - dropped: `kernel_generation` (whether the model fits the kernel),
-//!   `vector_count`, `no_unexpected_vectors` and each vector's check (the
-//!   model's table), and `probe` (whether the driver should bind is the
+//!   `vector_count`, `no_unexpected_vectors`, each vector's check and a CPU
+//!   hotplug stage's `irq_table_at_<stage>` (the model's tables), and `probe` (whether the driver should bind is the
 //!   model's prediction: a one-entry MSI-X table fails the probe on purpose).
 //!   Without a probe the properties skip (no vector to judge), so a driver
 //!   that fails to bind is visible there and in the baseline's
@@ -28,7 +28,7 @@ use crate::model::ModelBasis;
 use crate::rig::kernel_choice::ResolvedKernel;
 use crate::verdict::baseline::compare;
 use crate::verdict::properties::evaluate;
-use crate::verdict::{Check, CheckStatus, Status, Verdict};
+use crate::verdict::{stage_irq_table_check, Check, CheckStatus, Status, Verdict, HOTPLUG_STAGES};
 
 /// The checks of the model's verdict that need no model (see the module's docs).
 pub fn rig_checks(model: &Verdict) -> Vec<Check> {
@@ -36,7 +36,11 @@ pub fn rig_checks(model: &Verdict) -> Vec<Check> {
     model
         .checks
         .iter()
-        .filter(|c| !MODEL_CHECKS.contains(&c.name.as_str()) && !model.vectors.iter().any(|r| r.name == c.name))
+        .filter(|c| {
+            !MODEL_CHECKS.contains(&c.name.as_str())
+                && !model.vectors.iter().any(|r| r.name == c.name)
+                && !HOTPLUG_STAGES.iter().any(|s| c.name == stage_irq_table_check(s))
+        })
         .cloned()
         .collect()
 }
