@@ -255,6 +255,10 @@ fn a_failing_hotplug_stage_is_a_failed_check_on_the_verdict_line() {
     let text = render(&v, Format::Human).expect("human");
     // judge()'s 15 checks, queue_irqs (skipped: no queue table) and the stage's.
     assert!(text.ends_with("verdict: FAIL (1 of 17 checks failed: irq_table_at_probe)\n"), "{text}");
+    assert!(
+        text.contains("\nprobe: IRQ table against the model for the CPUs online then: FAIL (irq_table_at_probe)\n"),
+        "{text}"
+    );
     let ktap = render(&v, Format::Ktap).expect("ktap");
     assert!(ktap.contains("  not ok 17 irq_table_at_probe\n"), "{ktap}");
 }
