@@ -19,6 +19,17 @@ pub fn plural_as(n: impl Display, one: &str, many: &str) -> String {
     format!("{n} {word}")
 }
 
+/// `one` when `n` is 1, else `many`: the word that agrees with a count, such as the
+/// verb after a list of CPUs (`CPU 7 is`, `CPUs 4-7 are`; see
+/// [`CpuMask::named`](crate::cpulist::CpuMask::named)).
+pub fn agree<'a>(n: impl Display, one: &'a str, many: &'a str) -> &'a str {
+    if n.to_string() == "1" {
+        one
+    } else {
+        many
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -31,5 +42,7 @@ mod tests {
         assert_eq!(plural(11usize, "check"), "11 checks");
         assert_eq!(plural_as(1u32, "topology", "topologies"), "1 topology");
         assert_eq!(plural_as(21u32, "topology", "topologies"), "21 topologies");
+        assert_eq!(agree(1u32, "is", "are"), "is");
+        assert_eq!(agree(4u32, "is", "are"), "are");
     }
 }

@@ -11,7 +11,7 @@
 use super::error::{ErrorKind, ImportError, Origin};
 use super::facts::{CpuPlace, Facts, NicFact, Sourced};
 use crate::cpulist::CpuMask;
-use crate::text::plural;
+use crate::text::{agree, plural};
 use crate::topology::{CpuLocation, CpuNumbering, CpuShape};
 use std::collections::BTreeMap;
 
@@ -101,7 +101,12 @@ fn nodes(facts: &Facts, inputs: &[String]) -> Result<Nodes, ImportError> {
                 return Err(err(
                     ErrorKind::Contradiction,
                     &cpus.origin,
-                    format!("CPUs {shared} are in node {id} here and in node {other} at {}", origins[other]),
+                    format!(
+                        "{} {} in node {id} here and in node {other} at {}",
+                        shared.named(),
+                        agree(shared.count(), "is", "are"),
+                        origins[other]
+                    ),
                 ));
             }
         }
@@ -168,7 +173,11 @@ fn cpu_count(facts: &Facts, nodes: &Nodes, inputs: &[String]) -> Result<u32, Imp
         return Err(err(
             ErrorKind::Unsupported,
             &off.origin,
-            format!("CPUs {} are off-line: the model and the rig bring every CPU up (online them, or import the machine as it boots)", off.value),
+            format!(
+                "{} {} off-line: the model and the rig bring every CPU up (online them, or import the machine as it boots)",
+                off.value.named(),
+                agree(off.value.count(), "is", "are")
+            ),
         ));
     }
     let union = nodes.nodes.iter().fold(CpuMask::new(), |a, n| a.or(&n.cpus));
@@ -208,7 +217,12 @@ fn cpu_count(facts: &Facts, nodes: &Nodes, inputs: &[String]) -> Result<u32, Imp
             return Err(err(
                 ErrorKind::Truncated,
                 &Origin::file(&o.file),
-                format!("CPUs {missing} are not listed (CPU ids must run 0-{})", n - 1),
+                format!(
+                    "{} {} not listed (CPU ids must run 0-{})",
+                    missing.named(),
+                    agree(missing.count(), "is", "are"),
+                    n - 1
+                ),
             ));
         }
     }
@@ -240,7 +254,12 @@ fn cpu_count(facts: &Facts, nodes: &Nodes, inputs: &[String]) -> Result<u32, Imp
             return Err(err(
                 ErrorKind::Truncated,
                 &nodes.origins[nodes.origins.len() - 1],
-                format!("CPUs {orphans} are in no node's list (after node {})", nodes.nodes.len() - 1),
+                format!(
+                    "{} {} in no node's list (after node {})",
+                    orphans.named(),
+                    agree(orphans.count(), "is", "are"),
+                    nodes.nodes.len() - 1
+                ),
             ));
         }
     }

@@ -74,7 +74,7 @@ fn no_slit_means_10_and_20() {
 fn overlapping_cpus() {
     let (p, line) = invalid(&with("cpus = \"4-7\"", "cpus = \"3-7\""), "numa.nodes[1].cpus");
     assert_eq!(p, Problem::Overlap { cpus: "3".parse().expect("mask"), other: 0 });
-    assert!(line.ends_with("numa.nodes[1].cpus: CPUs 3 overlap node 0"), "{line}");
+    assert!(line.ends_with("numa.nodes[1].cpus: CPU 3 overlaps node 0"), "{line}");
 }
 
 #[test]
