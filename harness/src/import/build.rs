@@ -131,14 +131,18 @@ fn nodes(facts: &Facts, inputs: &[String]) -> Result<Nodes, ImportError> {
                 return Err(err(
                     ErrorKind::Contradiction,
                     &d.origin,
-                    format!("the distance matrix has {rows} rows but {origin} announces {c} NUMA nodes"),
+                    format!(
+                        "the distance matrix has {} but {origin} announces {}",
+                        plural(rows, "row"),
+                        plural(c, "NUMA node")
+                    ),
                 ))
             }
             _ if count > 0 && count != rows => {
                 return Err(err(
                     ErrorKind::Contradiction,
                     &d.origin,
-                    format!("the distance matrix has {rows} rows for {count} nodes"),
+                    format!("the distance matrix has {} for {}", plural(rows, "row"), plural(count, "node")),
                 ))
             }
             _ => {}
@@ -160,7 +164,7 @@ fn nodes(facts: &Facts, inputs: &[String]) -> Result<Nodes, ImportError> {
             return Err(err(
                 ErrorKind::Contradiction,
                 &origins[count.value as usize],
-                format!("node {} but {} announces {} NUMA nodes", count.value, count.origin, count.value),
+                format!("node {} but {} announces {}", count.value, count.origin, plural(count.value, "NUMA node")),
             ));
         }
     }
@@ -205,7 +209,7 @@ fn cpu_count(facts: &Facts, nodes: &Nodes, inputs: &[String]) -> Result<u32, Imp
             return Err(err(
                 ErrorKind::Contradiction,
                 &place.origin,
-                format!("CPU {cpu} but {} says {n} CPUs", total.origin),
+                format!("CPU {cpu} but {} says {}", total.origin, plural(n, "CPU")),
             ));
         }
     }
@@ -230,7 +234,10 @@ fn cpu_count(facts: &Facts, nodes: &Nodes, inputs: &[String]) -> Result<u32, Imp
         if online.value != all {
             let off = all.andnot(&online.value);
             let (kind, text) = if off.is_empty() {
-                (ErrorKind::Contradiction, format!("on-line CPUs {} but the machine has {n} CPUs", online.value))
+                (
+                    ErrorKind::Contradiction,
+                    format!("on-line CPUs {} but the machine has {}", online.value, plural(n, "CPU")),
+                )
             } else {
                 (
                     ErrorKind::Unsupported,
@@ -246,7 +253,7 @@ fn cpu_count(facts: &Facts, nodes: &Nodes, inputs: &[String]) -> Result<u32, Imp
             return Err(err(
                 ErrorKind::Contradiction,
                 &nodes.origins[i],
-                format!("CPUs {beyond} but the machine has {n} CPUs"),
+                format!("{} but the machine has {}", beyond.named(), plural(n, "CPU")),
             ));
         }
         let orphans = all.andnot(&union);

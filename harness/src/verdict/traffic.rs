@@ -531,8 +531,13 @@ fn rss_check(input: &TrafficInput<'_>, report: &TrafficReport) -> Check {
     }
     for r in input.device_flows.iter().filter(|r| r.other_queue > 0 && r.key.direction == Direction::Rx) {
         detail.push(format!(
-            "{}:{} -> {}:{}: {} frames went to another RQ than its first ({:?})",
-            r.key.src, r.key.src_port, r.key.dst, r.key.dst_port, r.other_queue, r.queue
+            "{}:{} -> {}:{}: {} went to another RQ than its first ({:?})",
+            r.key.src,
+            r.key.src_port,
+            r.key.dst,
+            r.key.dst_port,
+            plural(r.other_queue, "frame"),
+            r.queue
         ));
     }
     let targeted: BTreeSet<u32> = input.planned.iter().filter(|p| p.targeted).filter_map(|p| p.rq).collect();
