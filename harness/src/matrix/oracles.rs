@@ -196,4 +196,28 @@ mod tests {
         }
         assert!(by_name("baseline").is_err(), "baseline needs its kernel");
     }
+
+    /// Seed 002 with CPUs 2-3 offlined after the probe, on 6.12, where the probe's
+    /// table is already the one after the hotplug: `irq_table_at_probe` fails against
+    /// the model's table for that moment, so an oracle without a model drops it with
+    /// the model's other checks and keeps the rig's.
+    #[test]
+    fn a_hotplug_stage_s_check_is_one_of_the_model_s() {
+        use crate::model::{expected_stages, KernelGen};
+        use crate::topology::{ScenarioFile, Topology};
+        use crate::verdict::{judge_staged, table_at, Observed, StageFacts};
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../topologies/seed-002.toml");
+        let scenario = ScenarioFile { offline_after: Some("2-3".into()), ..Default::default() };
+        let t = Topology::load(path).expect("loads").with_scenario(path, &scenario).expect("scenario");
+        let last = t.to_qemu_numbering().last_stage().to_owned();
+        let at = expected_stages(&t.to_qemu_numbering(), KernelGen::V6_12);
+        let seen = Observed::as_model_predicts(table_at(&at, &last), "0000:42:00.0", 40);
+        let facts = StageFacts::default();
+        let v = judge_staged(&t, &at, &[("probe", &seen, facts.clone())], &last, &seen, facts);
+        let stage = v.checks.iter().find(|c| c.name == "irq_table_at_probe").expect("the stage's check");
+        assert_eq!((v.status, stage.status), (Status::Fail, CheckStatus::Fail), "{}", stage.message);
+        let kept: Vec<String> = rig_checks(&v).into_iter().map(|c| c.name).collect();
+        assert!(!kept.contains(&"irq_table_at_probe".to_owned()), "{kept:?}");
+        assert!(kept.contains(&"queue_irqs".to_owned()), "{kept:?}");
+    }
 }
