@@ -204,12 +204,8 @@ mod tests {
     #[test]
     fn a_hotplug_stage_s_check_is_one_of_the_model_s() {
         use crate::model::{expected_stages, KernelGen};
-        use crate::topology::{ScenarioFile, Topology};
-        use crate::verdict::{judge_staged, table_at, Observed, StageFacts};
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../topologies/seed-002.toml");
-        let scenario = ScenarioFile { offline_after: Some("2-3".into()), ..Default::default() };
-        let t = Topology::load(path).expect("loads").with_scenario(path, &scenario).expect("scenario");
-        let last = t.to_qemu_numbering().last_stage().to_owned();
+        use crate::verdict::{fixtures::offlined_after, judge_staged, table_at, Observed, StageFacts};
+        let (t, last) = offlined_after("seed-002", "2-3");
         let at = expected_stages(&t.to_qemu_numbering(), KernelGen::V6_12);
         let seen = Observed::as_model_predicts(table_at(&at, &last), "0000:42:00.0", 40);
         let facts = StageFacts::default();

@@ -93,7 +93,7 @@ mod kernel_serde {
 }
 
 #[cfg(test)]
-mod fixtures;
+pub(crate) mod fixtures;
 #[cfg(test)]
 mod stage_tests;
 #[cfg(test)]
