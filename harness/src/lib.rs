@@ -2,7 +2,7 @@
 //!
 //! - [`cpulist`], [`topology`], [`model`], [`random`]: re-exported from the pure
 //!   `manarig-model` crate (cpumasks, topology files, the kernel reference model, random
-//!   topologies and the shrinker);
+//!   topologies and the shrinker) and [`text`] (a count with its noun in the right number);
 //! - [`provision`]: QEMU, pinned Debian kernels, busybox and ethtool into the cache;
 //!   [`kbuild`]: guest kernels built from a source tree plus patches;
 //! - [`qemu`]: the machine description and the launcher; [`initramfs`]; [`accel`]
@@ -38,4 +38,4 @@ pub mod traffic;
 pub mod verdict;
 pub mod workspace_bin;
 
-pub use manarig_model::{cpulist, model, random, topology};
+pub use manarig_model::{cpulist, model, random, text, topology};

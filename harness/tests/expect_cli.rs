@@ -74,14 +74,21 @@ fn expect_prints_the_6_3_model_naming_its_hop_aware_spread() {
     }
 }
 
+/// A new temporary folder `manarig-WHAT-PID` and the text of
+/// topologies/scen-cpu-hotplug.toml, to write broken variants of it there.
+fn dir_and_hotplug_file(what: &str) -> (std::path::PathBuf, String) {
+    let dir = std::env::temp_dir().join(format!("manarig-{what}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../topologies/scen-cpu-hotplug.toml"))
+        .expect("topology");
+    (dir, text)
+}
+
 /// A scenario the kernel cannot have is refused before anything starts: one line
 /// naming the file and the field, exit 2.
 #[test]
 fn an_impossible_scenario_is_one_error_line_and_exit_2() {
-    let dir = std::env::temp_dir().join(format!("manarig-scen-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../topologies/scen-cpu-hotplug.toml"))
-        .expect("topology");
+    let (dir, text) = dir_and_hotplug_file("scen");
     for (from, to, want) in [
         ("offline = \"3\"", "offline = \"0,3\"", "scenario.offline: CPU 0 cannot go offline"),
         ("maxcpus = 7", "maxcpus = 9", "scenario.maxcpus: 9: must be 1..=8"),
@@ -96,6 +103,35 @@ fn an_impossible_scenario_is_one_error_line_and_exit_2() {
         assert!(errors[0].contains(&format!("{shown}: {want}")), "{err}");
         assert!(!err.contains("boot to report"), "nothing started: {err}");
         let _ = out;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A wrongly typed value is one line naming the file, line:column and the field's
+/// TOML path (in a table, and in an array of tables), exit 2.
+#[test]
+fn a_wrongly_typed_value_is_one_line_naming_its_field() {
+    let (dir, text) = dir_and_hotplug_file("type");
+    let line_of = |t: &str, what: &str| t.lines().position(|l| l == what).expect("line") + 1;
+    for (from, to, col, want) in [
+        (
+            "online_after = \"3,7\"",
+            "online_after = \"3,7\"\nirqbalance = \"yes\"",
+            14,
+            "scenario.irqbalance: invalid type: string \"yes\", expected a boolean",
+        ),
+        ("cpus = \"4-7\"", "cpus = 5", 8, "numa.nodes[1].cpus: invalid type: integer `5`, expected a string"),
+    ] {
+        let file = dir.join("typo.toml");
+        let broken = text.replace(from, to);
+        std::fs::write(&file, &broken).expect("write");
+        let shown = file.display().to_string();
+        let (code, out, err) = manarig(&["expect", &shown, "--kernel", "6.12"]);
+        assert_eq!(code, 2, "{err}");
+        assert!(out.is_empty(), "{out}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        let line = line_of(&broken, to.lines().last().expect("line"));
+        assert_eq!(err.trim_end(), format!("error: {shown}:{line}:{col}: {want}"));
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

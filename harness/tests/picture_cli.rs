@@ -75,7 +75,7 @@ fn run_from_a_bad_paste_is_one_error_line_and_exit_2() {
     assert_eq!(code, 2);
     assert!(out.is_empty(), "{out}");
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("paste.txt:6: CPUs 3 are in no node's list"), "{err}");
+    assert!(err.contains("paste.txt:6: CPU 3 is in no node's list"), "{err}");
 }
 
 #[test]

@@ -124,6 +124,13 @@ impl CpuMask {
         self.words.iter().map(|w| w.count_ones()).sum()
     }
 
+    /// `CPU 3` or `CPUs 4-7`: the set as a cpulist after its noun in the right number,
+    /// for messages (pair it with [`crate::text::agree`] for the verb).
+    pub fn named(&self) -> String {
+        let noun = if self.count() == 1 { "CPU" } else { "CPUs" };
+        format!("{noun} {}", self.to_cpulist())
+    }
+
     /// Whether the set is empty.
     pub fn is_empty(&self) -> bool {
         self.words.is_empty()

@@ -6,7 +6,8 @@
 //! - [`model`]: the kernel reference model (`expected_table(&Topology, KernelGen)`): NUMA
 //!   hops, `cpumask_local_spread()` and MANA's `irq_setup()` family, each naming the kernel
 //!   function and versions it follows;
-//! - [`random`]: random valid topologies and a shrinker to a minimal disagreeing machine.
+//! - [`random`]: random valid topologies and a shrinker to a minimal disagreeing machine;
+//! - [`text`]: words for user-facing text (a count with its noun in the right number).
 //!
 //! Pure: no processes, no QEMU, no sockets, no environment. The only I/O is
 //! [`topology::Topology::load`] reading the file it is given. The harness re-exports the
@@ -17,4 +18,5 @@
 pub mod cpulist;
 pub mod model;
 pub mod random;
+pub mod text;
 pub mod topology;

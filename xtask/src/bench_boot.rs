@@ -11,6 +11,7 @@ use anyhow::{Context, Result};
 use harness::qemu::{self, BootRequest, Speedups};
 use harness::rig;
 use harness::rig::kernel_choice::{self, KernelChoice};
+use harness::text::plural;
 use harness::topology::Topology;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -218,8 +219,10 @@ pub fn run(opts: &Options) -> Result<bool> {
         let med = median(fast);
         let cpu_med = median(cpu);
         println!(
-            "{name}: {} ({}), whole run median {med:.1} s of {} runs, QEMU CPU {cpu_med:.1} s",
-            m.accel, m.verdict, runs
+            "{name}: {} ({}), whole run median {med:.1} s of {}, QEMU CPU {cpu_med:.1} s",
+            m.accel,
+            m.verdict,
+            plural(runs, "run")
         );
         println!("  {}", breakdown(&m));
         let plain = run_once(&path, FAST_KERNEL, Speedups::NONE, comparison_deadline(row));

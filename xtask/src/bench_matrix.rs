@@ -18,6 +18,7 @@ use harness::matrix::session::{default_run_id, run_shard, shard_jobs, Hooks, Sha
 use harness::matrix::shard::Shard;
 use harness::matrix::spec::{expand, read_inputs, MatrixSpec};
 use harness::matrix::summary;
+use harness::text::{plural, plural_as};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -68,10 +69,10 @@ pub fn run(opts: &Options) -> Result<bool> {
     let pairs = spec.plan();
     let planned: f64 = pairs.iter().map(|p| p.cost_s).sum();
     println!(
-        "{} topologies under {FAST_BELOW_VCPUS} vCPUs × {} = {} pairs; planned {} of guest time (load average {})",
-        spec.inputs.len(),
+        "{} under {FAST_BELOW_VCPUS} vCPUs × {} = {}; planned {} of guest time (load average {})",
+        plural_as(spec.inputs.len(), "topology", "topologies"),
         opts.kernels.join(", "),
-        pairs.len(),
+        plural(pairs.len(), "pair"),
         short_duration(Duration::from_secs_f64(planned)),
         crate::bench_boot::load_average()
     );
@@ -80,7 +81,7 @@ pub fn run(opts: &Options) -> Result<bool> {
         let costs: Vec<String> = (1..=n)
             .map(|k| {
                 let p = split.shard_plan(Shard { index: k, count: n });
-                format!("{k}/{n} {:.0} s ({} pairs)", p.iter().map(|p| p.cost_s).sum::<f64>(), p.len())
+                format!("{k}/{n} {:.0} s ({})", p.iter().map(|p| p.cost_s).sum::<f64>(), plural(p.len(), "pair"))
             })
             .collect();
         println!("  --shard K/{n}: {}", costs.join(", "));
@@ -135,17 +136,18 @@ pub fn run(opts: &Options) -> Result<bool> {
     let (pass, fail, err, not_run) = report.counts();
     let met = matrix_s <= TARGET_S;
     println!(
-        "matrix: {} (kernels ready in {:.0} s, not counted) for {} pairs at {} jobs: target ≤ {} {}; \
-         guest runs {:.0} s in all, {:.2}× the plan's {:.0} s; {pass} passed, {fail} failed, {err} rig errors, {not_run} not run{}",
+        "matrix: {} (kernels ready in {:.0} s, not counted) for {} at {}: target ≤ {} {}; \
+         guest runs {:.0} s in all, {:.2}× the plan's {:.0} s; {pass} passed, {fail} failed, {}, {not_run} not run{}",
         short_duration(Duration::from_secs_f64(matrix_s)),
         prepare,
-        report.pairs.len(),
-        req.jobs.limits.jobs,
+        plural(report.pairs.len(), "pair"),
+        plural(req.jobs.limits.jobs, "job"),
         short_duration(Duration::from_secs_f64(TARGET_S)),
         if met { "met" } else { "MISSED" },
         guest,
         if planned > 0.0 { guest / planned } else { f64::NAN },
         planned,
+        plural(err, "rig error"),
         report.skipped_note()
     );
     println!("wrote {} and {}", out.join("summary.md").display(), out.join("matrix.json").display());

@@ -9,6 +9,7 @@
 use anyhow::Result;
 use harness::rig;
 use harness::rig::kernel_choice::{self, KernelChoice};
+use harness::text::plural;
 use harness::traffic::TrafficOptions;
 use std::path::PathBuf;
 
@@ -62,12 +63,12 @@ pub fn run(runs: usize) -> Result<bool> {
     let (lo, hi) = ratios.iter().fold((f64::INFINITY, 0.0_f64), |(lo, hi), &r| (lo.min(r), hi.max(r)));
     println!(
         "{FILE}@{KERNEL}: without traffic {:.1} s, with --traffic {:.1} s (medians; traffic phase {:.2} s guest): {ratio:.2}× {} \
-         (median of {} pairs, range {lo:.2}-{hi:.2}×; target < {TARGET}×)",
+         (median of {}, range {lo:.2}-{hi:.2}×; target < {TARGET}×)",
         median(plain),
         median(with),
         median(phases),
         if ratio < TARGET { "met" } else { "MISSED" },
-        ratios.len()
+        plural(ratios.len(), "pair")
     );
     Ok(ratio < TARGET)
 }

@@ -6,6 +6,7 @@ use super::Exit;
 use crate::accel::AccelChoice;
 use crate::initramfs::Compression;
 use crate::qemu::{boot, machines, BootRequest, MachineSpec, NicPlacement, NodeSpec, Speedups};
+use crate::text::plural;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -228,7 +229,11 @@ pub fn run(args: &BootArgs) -> ExitCode {
     );
     let diffs = crate::guest_topology::compare(&spec, &out.report, &crate::cpulist::CpuMask::first_n(spec.vcpus()));
     if diffs.is_empty() {
-        println!("observed topology = declared topology ({} CPUs, {} nodes)", spec.vcpus(), spec.nodes.len());
+        println!(
+            "observed topology = declared topology ({}, {})",
+            plural(spec.vcpus(), "CPU"),
+            plural(spec.nodes.len(), "node")
+        );
         Exit::Pass.into()
     } else {
         println!("observed topology differs from the declared one:");

@@ -16,6 +16,7 @@ use crate::matrix::session::{default_run_id, run_shard, shard_jobs, Hooks, Shard
 use crate::matrix::shard::Shard;
 use crate::matrix::spec::{expand, read_inputs, MatrixSpec, RandomSpec};
 use crate::rig::kernel_choice::KernelChoice;
+use crate::text::plural;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -196,8 +197,8 @@ fn run_inner(args: &MatrixArgs) -> anyhow::Result<Exit> {
     }
     let planned: f64 = pairs.iter().map(|p| p.cost_s).sum();
     display.note(&format!(
-        "shard {shard}: {} pairs of {}, planned {}, jobs {} (spec {})",
-        pairs.len(),
+        "shard {shard}: {} of {}, planned {}, jobs {} (spec {})",
+        plural(pairs.len(), "pair"),
         spec.plan().len(),
         short_duration(Duration::from_secs_f64(planned)),
         jobs.limits.jobs,
@@ -304,8 +305,9 @@ fn finish(report: &MatrixReport, output: &OutputArgs) -> anyhow::Result<Exit> {
     let wall: f64 = report.header.shards.iter().map(|s| s.wall_s).sum();
     let planned: f64 = report.header.shards.iter().map(|s| s.planned_cost_s).sum();
     eprintln!(
-        "matrix: {} pairs, {pass} passed, {fail} failed, {err} rig errors, {not_run} not run{}; {} (planned {}){}{}",
-        report.pairs.len(),
+        "matrix: {}, {pass} passed, {fail} failed, {}, {not_run} not run{}; {} (planned {}){}{}",
+        plural(report.pairs.len(), "pair"),
+        plural(err, "rig error"),
         report.skipped_note(),
         short_duration(Duration::from_secs_f64(wall)),
         short_duration(Duration::from_secs_f64(planned)),
@@ -423,8 +425,8 @@ pub fn merge_cmd(args: &MergeArgs) -> ExitCode {
         }
         let merged = merge(&docs, args.output.run_id.as_deref())?;
         eprintln!(
-            "matrix-merge: {} documents, shards {} of {}",
-            docs.len(),
+            "matrix-merge: {}, shards {} of {}",
+            plural(docs.len(), "document"),
             merged.header.shards.iter().map(|s| s.shard.index.to_string()).collect::<Vec<_>>().join(","),
             merged.header.spec.shards
         );

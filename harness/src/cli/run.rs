@@ -8,6 +8,7 @@ use crate::accel::AccelChoice;
 use crate::picture::{Panel, Picture};
 use crate::rig::kernel_choice::{self, KernelChoice, ResolvedKernel};
 use crate::rig::{run_one, RunOutcome, RunRequest};
+use crate::text::plural;
 use crate::verdict::format::error_text;
 use crate::verdict::{render, render_before_after, render_rig_error, Format};
 use std::io::Write;
@@ -366,8 +367,8 @@ fn traffic_line(t: &crate::rig::TrafficBoot) -> String {
         (Some(o), _, _) => {
             let both = o.host.iter().zip(&o.guest).filter(|(h, g)| h.verified && g.verified).count();
             format!(
-                "manarig: traffic: {both} of {} flows verified on both ends in {:.2} s{}",
-                o.plan.flows.len(),
+                "manarig: traffic: {both} of {} verified on both ends in {:.2} s{}",
+                plural(o.plan.flows.len(), "flow"),
                 o.elapsed_ms as f64 / 1000.0,
                 o.error.as_ref().map_or(String::new(), |e| format!(" ({e})"))
             )

@@ -1,6 +1,7 @@
 //! The `setup` subcommand (`manarig setup`, `cargo xtask setup`).
 
 use super::Exit;
+use crate::provision::lock::kernel_name;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -29,9 +30,9 @@ pub fn run(args: &SetupArgs) -> ExitCode {
     });
     match result {
         Ok(p) => {
-            println!("qemu: {} ({:?})", p.qemu.version_line, p.qemu.source);
+            println!("{}", p.qemu.describe());
             for k in p.kernels.values() {
-                println!("kernel {}: {} {}", k.id, k.release, k.vmlinuz.display());
+                println!("kernel {}: {} {}", kernel_name(&k.id), k.release, k.vmlinuz.display());
             }
             println!("busybox: {} {}", p.busybox_package.version, p.busybox.display());
             eprintln!("setup: done in {:.2} s", start.elapsed().as_secs_f64());

@@ -11,6 +11,7 @@
 use super::error::{ErrorKind, ImportError, Origin};
 use super::facts::{CpuPlace, Facts, NicFact, Sourced};
 use crate::cpulist::CpuMask;
+use crate::text::{agree, plural};
 use crate::topology::{CpuLocation, CpuNumbering, CpuShape};
 use std::collections::BTreeMap;
 
@@ -100,7 +101,12 @@ fn nodes(facts: &Facts, inputs: &[String]) -> Result<Nodes, ImportError> {
                 return Err(err(
                     ErrorKind::Contradiction,
                     &cpus.origin,
-                    format!("CPUs {shared} are in node {id} here and in node {other} at {}", origins[other]),
+                    format!(
+                        "{} {} in node {id} here and in node {other} at {}",
+                        shared.named(),
+                        agree(shared.count(), "is", "are"),
+                        origins[other]
+                    ),
                 ));
             }
         }
@@ -125,14 +131,18 @@ fn nodes(facts: &Facts, inputs: &[String]) -> Result<Nodes, ImportError> {
                 return Err(err(
                     ErrorKind::Contradiction,
                     &d.origin,
-                    format!("the distance matrix has {rows} rows but {origin} announces {c} NUMA nodes"),
+                    format!(
+                        "the distance matrix has {} but {origin} announces {}",
+                        plural(rows, "row"),
+                        plural(c, "NUMA node")
+                    ),
                 ))
             }
             _ if count > 0 && count != rows => {
                 return Err(err(
                     ErrorKind::Contradiction,
                     &d.origin,
-                    format!("the distance matrix has {rows} rows for {count} nodes"),
+                    format!("the distance matrix has {} for {}", plural(rows, "row"), plural(count, "node")),
                 ))
             }
             _ => {}
@@ -154,7 +164,7 @@ fn nodes(facts: &Facts, inputs: &[String]) -> Result<Nodes, ImportError> {
             return Err(err(
                 ErrorKind::Contradiction,
                 &origins[count.value as usize],
-                format!("node {} but {} announces {} NUMA nodes", count.value, count.origin, count.value),
+                format!("node {} but {} announces {}", count.value, count.origin, plural(count.value, "NUMA node")),
             ));
         }
     }
@@ -167,7 +177,11 @@ fn cpu_count(facts: &Facts, nodes: &Nodes, inputs: &[String]) -> Result<u32, Imp
         return Err(err(
             ErrorKind::Unsupported,
             &off.origin,
-            format!("CPUs {} are off-line: the model and the rig bring every CPU up (online them, or import the machine as it boots)", off.value),
+            format!(
+                "{} {} off-line: the model and the rig bring every CPU up (online them, or import the machine as it boots)",
+                off.value.named(),
+                agree(off.value.count(), "is", "are")
+            ),
         ));
     }
     let union = nodes.nodes.iter().fold(CpuMask::new(), |a, n| a.or(&n.cpus));
@@ -195,7 +209,7 @@ fn cpu_count(facts: &Facts, nodes: &Nodes, inputs: &[String]) -> Result<u32, Imp
             return Err(err(
                 ErrorKind::Contradiction,
                 &place.origin,
-                format!("CPU {cpu} but {} says {n} CPUs", total.origin),
+                format!("CPU {cpu} but {} says {}", total.origin, plural(n, "CPU")),
             ));
         }
     }
@@ -207,7 +221,12 @@ fn cpu_count(facts: &Facts, nodes: &Nodes, inputs: &[String]) -> Result<u32, Imp
             return Err(err(
                 ErrorKind::Truncated,
                 &Origin::file(&o.file),
-                format!("CPUs {missing} are not listed (CPU ids must run 0-{})", n - 1),
+                format!(
+                    "{} {} not listed (CPU ids must run 0-{})",
+                    missing.named(),
+                    agree(missing.count(), "is", "are"),
+                    n - 1
+                ),
             ));
         }
     }
@@ -215,7 +234,10 @@ fn cpu_count(facts: &Facts, nodes: &Nodes, inputs: &[String]) -> Result<u32, Imp
         if online.value != all {
             let off = all.andnot(&online.value);
             let (kind, text) = if off.is_empty() {
-                (ErrorKind::Contradiction, format!("on-line CPUs {} but the machine has {n} CPUs", online.value))
+                (
+                    ErrorKind::Contradiction,
+                    format!("on-line CPUs {} but the machine has {}", online.value, plural(n, "CPU")),
+                )
             } else {
                 (
                     ErrorKind::Unsupported,
@@ -231,7 +253,7 @@ fn cpu_count(facts: &Facts, nodes: &Nodes, inputs: &[String]) -> Result<u32, Imp
             return Err(err(
                 ErrorKind::Contradiction,
                 &nodes.origins[i],
-                format!("CPUs {beyond} but the machine has {n} CPUs"),
+                format!("{} but the machine has {}", beyond.named(), plural(n, "CPU")),
             ));
         }
         let orphans = all.andnot(&union);
@@ -239,7 +261,12 @@ fn cpu_count(facts: &Facts, nodes: &Nodes, inputs: &[String]) -> Result<u32, Imp
             return Err(err(
                 ErrorKind::Truncated,
                 &nodes.origins[nodes.origins.len() - 1],
-                format!("CPUs {orphans} are in no node's list (after node {})", nodes.nodes.len() - 1),
+                format!(
+                    "{} {} in no node's list (after node {})",
+                    orphans.named(),
+                    agree(orphans.count(), "is", "are"),
+                    nodes.nodes.len() - 1
+                ),
             ));
         }
     }
@@ -284,19 +311,25 @@ fn from_places(cpus: &BTreeMap<u32, Sourced<CpuPlace>>) -> Result<(CpuShape, Cpu
     for (s, socket) in sockets.iter().enumerate() {
         if socket.len() != dies {
             return Err(uneven(
-                format!("socket {s} has {} dies, socket 0 has {dies}", socket.len()),
+                format!("socket {s} has {}, socket 0 has {dies}", plural(socket.len(), "die")),
                 first(&socket[0][0]),
             ));
         }
         for die in socket {
             if die.len() != cores {
-                let what =
-                    format!("the die of CPU {} has {} cores, the first die has {cores}", first(&die[0]), die.len());
+                let what = format!(
+                    "the die of CPU {} has {}, the first die has {cores}",
+                    first(&die[0]),
+                    plural(die.len(), "core")
+                );
                 return Err(uneven(what, first(&die[0])));
             }
             if let Some(core) = die.iter().find(|c| c.len() != threads) {
-                let what =
-                    format!("the core of CPU {} has {} threads, the first core has {threads}", first(core), core.len());
+                let what = format!(
+                    "the core of CPU {} has {}, the first core has {threads}",
+                    first(core),
+                    plural(core.len(), "thread")
+                );
                 return Err(uneven(what, first(core)));
             }
         }
@@ -377,10 +410,7 @@ fn from_counts(
         return Err(err(
             ErrorKind::Contradiction,
             &declared.origin,
-            format!(
-                "{} sockets × {} cores × {} threads is not the {n} CPUs listed",
-                d.sockets, d.cores_per_socket, d.threads_per_core
-            ),
+            format!("{} is not the {} listed", d.words(), plural(n, "CPU")),
         ));
     }
     if shape.threads == 1 {
@@ -541,10 +571,8 @@ pub(crate) fn machine(
                     ErrorKind::Contradiction,
                     &d.origin,
                     format!(
-                        "{} sockets × {} cores × {} threads here, but the per-CPU list gives {} × {} × {}",
-                        s.sockets,
-                        s.cores_per_socket,
-                        s.threads_per_core,
+                        "{} here, but the per-CPU list gives {} × {} × {}",
+                        s.words(),
                         shape.sockets,
                         shape.dies * shape.cores,
                         shape.threads

@@ -7,6 +7,7 @@
 
 use super::error::{ErrorKind, ImportError, Origin};
 use crate::cpulist::CpuMask;
+use crate::text::plural;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A value and where it was read.
@@ -33,6 +34,18 @@ pub(crate) struct DeclaredShape {
     pub(crate) cores_per_socket: u32,
     /// `Thread(s) per core:`.
     pub(crate) threads_per_core: u32,
+}
+
+impl DeclaredShape {
+    /// `2 sockets × 32 cores × 2 threads` (`1 socket × 4 cores × 1 thread`).
+    pub(crate) fn words(&self) -> String {
+        format!(
+            "{} × {} × {}",
+            plural(self.sockets, "socket"),
+            plural(self.cores_per_socket, "core"),
+            plural(self.threads_per_core, "thread")
+        )
+    }
 }
 
 /// Where one CPU sits. The ids are keys only (lscpu's logical ids, sysfs's physical
@@ -168,9 +181,7 @@ impl Facts {
         merge_one(&mut self.total_cpus, other.total_cpus, "the number of CPUs", u32::to_string)?;
         merge_one(&mut self.online, other.online, "the on-line CPU list", list)?;
         merge_one(&mut self.offline, other.offline, "the off-line CPU list", list)?;
-        merge_one(&mut self.shape, other.shape, "the CPU shape", |s| {
-            format!("{} sockets × {} cores × {} threads", s.sockets, s.cores_per_socket, s.threads_per_core)
-        })?;
+        merge_one(&mut self.shape, other.shape, "the CPU shape", DeclaredShape::words)?;
         merge_one(&mut self.node_count, other.node_count, "the number of NUMA nodes", u32::to_string)?;
         merge_one(&mut self.node_ids, other.node_ids, "the set of node ids", |s| {
             s.iter().copied().collect::<CpuMask>().to_cpulist()

@@ -18,6 +18,7 @@
 use super::error::{ErrorKind, ImportError, Origin};
 use super::facts::{CpuPlace, DistanceFacts, Facts, NicFact, Sourced};
 use crate::cpulist::CpuMask;
+use crate::text::plural;
 use roxmltree::{Document, Node, ParsingOptions};
 
 fn at(file: &str, doc: &Document<'_>, node: Node<'_, '_>) -> Origin {
@@ -192,7 +193,11 @@ fn square(
     let origin = at(file, doc, el);
     if flat.len() != n * n {
         let kind = if flat.len() < n * n { ErrorKind::Truncated } else { ErrorKind::Contradiction };
-        return Err(ImportError::new(kind, origin, format!("{} distances for {n} nodes (want {})", flat.len(), n * n)));
+        return Err(ImportError::new(
+            kind,
+            origin,
+            format!("{} for {} (want {})", plural(flat.len(), "distance"), plural(n, "node"), n * n),
+        ));
     }
     let rows: Vec<Vec<u32>> =
         flat.chunks(n.max(1)).map(|r| r.iter().map(|&v| u32::try_from(v).unwrap_or(u32::MAX)).collect()).collect();

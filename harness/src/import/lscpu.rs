@@ -16,6 +16,7 @@ use super::error::{ErrorKind, ImportError, Origin};
 use super::facts::{CpuPlace, DeclaredShape, Facts, Sourced};
 use super::paste::{is_elision, Line};
 use crate::cpulist::CpuMask;
+use crate::text::plural;
 use std::collections::BTreeMap;
 
 /// `Key: value` of a summary line (key and value trimmed), or `None` without a colon.
@@ -189,7 +190,12 @@ impl<'f> TableReader<'f> {
             return Err(ImportError::new(
                 kind,
                 here,
-                format!("{} row with {} fields, the header names {}", self.form, fields.len(), self.cols.count),
+                format!(
+                    "{} row with {}, the header names {}",
+                    self.form,
+                    plural(fields.len(), "field"),
+                    self.cols.count
+                ),
             ));
         }
         let field = |i: Option<usize>| i.map(|i| fields[i].trim()).filter(|v| !v.is_empty() && *v != "-");

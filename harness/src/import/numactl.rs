@@ -10,6 +10,7 @@ use super::error::{ErrorKind, ImportError, Origin};
 use super::facts::{DistanceFacts, Facts, Sourced};
 use super::paste::{is_elision, Line};
 use crate::cpulist::CpuMask;
+use crate::text::plural;
 
 /// Whether `text` is a line only `numactl -H` prints (used to recognise its output).
 pub(crate) fn is_numactl_line(text: &str) -> bool {
@@ -69,7 +70,7 @@ pub(crate) fn read(file: &str, lines: &[Line<'_>]) -> Result<Facts, ImportError>
                 return Err(ImportError::new(
                     ErrorKind::Contradiction,
                     here(),
-                    format!("{count} nodes but the list ({ids}) has {}", ids.count()),
+                    format!("{} but the list ({ids}) has {}", plural(count, "node"), ids.count()),
                 ));
             }
             facts.node_count = Some(Sourced::new(count, here()));
@@ -143,7 +144,7 @@ fn matrix(
             return Err(ImportError::new(
                 ErrorKind::Truncated,
                 Origin::line(file, at),
-                format!("the distance matrix stops after {} of its {} rows", rows.len(), nodes.len()),
+                format!("the distance matrix stops after {} of its {}", rows.len(), plural(nodes.len(), "row")),
             ));
         };
         let here = Origin::line(file, row.no);
@@ -152,7 +153,7 @@ fn matrix(
             ImportError::new(
                 kind,
                 here.clone(),
-                format!("expected row `{want}: …` of the distance matrix ({} rows)", nodes.len()),
+                format!("expected row `{want}: …` of the distance matrix ({})", plural(nodes.len(), "row")),
             )
         })?;
         if id.trim().parse::<u32>().ok() != Some(want) {
@@ -168,7 +169,7 @@ fn matrix(
             return Err(ImportError::new(
                 kind,
                 here,
-                format!("row {want} has {} distances for {} nodes", values.len(), nodes.len()),
+                format!("row {want} has {} for {}", plural(values.len(), "distance"), plural(nodes.len(), "node")),
             ));
         }
         rows.push(values);

@@ -18,6 +18,7 @@
 use super::error::{ErrorKind, ImportError, Origin};
 use super::facts::{CpuPlace, DistanceFacts, Facts, NicFact, Sourced};
 use crate::cpulist::CpuMask;
+use crate::text::plural;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -233,7 +234,7 @@ fn read_nodes(snap: &dyn Snapshot, facts: &mut Facts) -> Result<(), ImportError>
                 return Err(ImportError::new(
                     ErrorKind::Contradiction,
                     line1(snap, &rel),
-                    format!("{} distances but the snapshot has {} nodes", row.len(), ids.len()),
+                    format!("{} but the snapshot has {}", plural(row.len(), "distance"), plural(ids.len(), "node")),
                 ));
             }
             rows.push(row);

@@ -466,7 +466,7 @@ fn a_machine_no_qemu_guest_can_number_is_refused_naming_a_cpu() {
     assert!(e.message.contains("neither QEMU's"), "{e}");
     let uneven = "# CPU,Core,Socket,Node\n0,0,0,0\n1,0,0,0\n2,1,0,0\n";
     let e = error_of(uneven, Some(NicNode::Node(0)));
-    assert!(e.message.contains("the core of CPU 2 has 1 threads, the first core has 2"), "{e}");
+    assert!(e.message.contains("the core of CPU 2 has 1 thread, the first core has 2"), "{e}");
 }
 
 /// Issue 21 part 6: a firmware SLIT that is not symmetric is what the user's machine has;

@@ -20,6 +20,7 @@
 use super::patches::{split_mbox, Patch};
 use super::source::SourceSpec;
 use super::KbuildError;
+use crate::text::{plural, plural_as};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -203,7 +204,11 @@ fn patches_of(range: &CommitRange, text: &str) -> Result<Vec<Patch>, KbuildError
     if out.len() != range.commits as usize {
         return Err(bad(
             &range.spec,
-            format!("{} commits but {} patches with a diff (an empty commit?)", range.commits, out.len()),
+            format!(
+                "{} but {} with a diff (an empty commit?)",
+                plural(range.commits, "commit"),
+                plural_as(out.len(), "patch", "patches")
+            ),
         ));
     }
     Ok(out)

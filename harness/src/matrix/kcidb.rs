@@ -23,6 +23,7 @@
 use super::kernels::{KernelFacts, KernelSpec};
 use super::report::{MatrixReport, PairRecord, PairStatus};
 use super::shard::Shard;
+use crate::text::plural;
 use crate::verdict::CheckStatus;
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -354,10 +355,10 @@ fn pair_tests(m: &MatrixReport, r: &PairRecord, origin: &str, run: &str) -> Vec<
         log_excerpt: log.filter(|l| !l.is_empty()).as_deref().map(excerpt),
         environment: Some(Environment {
             comment: format!(
-                "QEMU guest ({}) with an emulated MANA NIC: topology {} ({} vCPUs) from {}",
+                "QEMU guest ({}) with an emulated MANA NIC: topology {} ({}) from {}",
                 verdict.map_or_else(|| h.mode.clone(), |v| v.run.accel.clone()),
                 r.pair.topology,
-                r.pair.vcpus.map_or_else(|| "?".into(), |v| v.to_string()),
+                r.pair.vcpus.map_or_else(|| "? vCPUs".into(), |v| plural(v, "vCPU")),
                 r.pair.file
             ),
             misc: json!({ "file": r.pair.file, "sha256": input.map(|i| i.sha256.clone()), "vcpus": r.pair.vcpus }),

@@ -8,6 +8,7 @@ use crate::kbuild::commits::GitFacts;
 use crate::kbuild::{self, patches, source::SourceSpec, BuildRequest, KbuildError};
 use crate::model::{KernelGen, ModelBasis};
 use crate::rig::kernel_choice::{self, KernelChoice, ResolvedKernel};
+use crate::text::plural_as;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -203,7 +204,13 @@ fn commits_spec(label: String, source: &str, commits: &str) -> Result<KernelSpec
         let range = kbuild::commits::resolve(repo, commits).map_err(PlanKernelError::Source)?;
         let series = kbuild::commits::series(&range).map_err(PlanKernelError::Source)?;
         let set = Patchset::of(&series, |_| repo.to_path_buf());
-        let words = format!("{} {} ({} patches on {})", repo.display(), range.spec, series.len(), range.base);
+        let words = format!(
+            "{} {} ({} on {})",
+            repo.display(),
+            range.spec,
+            plural_as(series.len(), "patch", "patches"),
+            range.base
+        );
         (range.base, Some(set), words)
     } else {
         let base = kbuild::commits::resolve_commit(repo, commits).map_err(PlanKernelError::Source)?;

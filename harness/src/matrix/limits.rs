@@ -56,7 +56,8 @@ pub fn plan(requested: Option<u32>, host_cores: u32, vcpus: &[u32]) -> JobsPlan 
     let note = (requested.is_some() && jobs < wanted).then(|| {
         format!(
             "--jobs {wanted} lowered to {jobs}: at most {TCG_MAX_VCPUS_PER_HOST_CORE} vCPUs per host core run under TCG \
-             ({vcpu_budget} on {host_cores} cores), and no {} of these pairs fit in that together",
+             ({vcpu_budget} on {}), and no {} of these pairs fit in that together",
+            crate::text::plural(host_cores, "core"),
             jobs + 1
         )
     });

@@ -16,6 +16,7 @@
 use super::kernels::hex;
 use super::report::{MatrixReport, Overall, PairRecord, PairResult, PairStatus};
 use crate::picture::{html_escape as escape, html_tables, svg, Panel, Picture, HTML_STYLE};
+use crate::text::plural;
 use crate::topology::Topology;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -140,7 +141,7 @@ fn table(out: &mut String, m: &MatrixReport) {
     }
     out.push_str("</tr>\n");
     for input in &m.header.spec.inputs {
-        let size = input.vcpus.map_or_else(|| "broken file".to_owned(), |v| format!("{v} vCPUs"));
+        let size = input.vcpus.map_or_else(|| "broken file".to_owned(), |v| plural(v, "vCPU"));
         let _ = write!(out, "<tr><th>{} <small>({size})</small></th>", escape(&input.name));
         for k in &kernels {
             let name = format!("{}@{k}", input.name);
@@ -223,9 +224,10 @@ pub fn html_report(m: &MatrixReport, topologies: &Topologies) -> String {
     );
     let _ = writeln!(
         out,
-        "<p>{} pairs: {pass} passed, {fail} failed, {err} rig errors{}{}. Oracle <code>{}</code>, {}; spec <code>{}</code>, run <code>{}</code>. \
+        "<p>{}: {pass} passed, {fail} failed, {}{}{}. Oracle <code>{}</code>, {}; spec <code>{}</code>, run <code>{}</code>. \
          Pairs below: failures first, then rig errors, pairs that did not run, skipped pairs, passes.</p>",
-        m.pairs.len(),
+        plural(m.pairs.len(), "pair"),
+        plural(err, "rig error"),
         if not_run > 0 { format!(", {not_run} not run") } else { String::new() },
         m.skipped_note(),
         escape(&m.header.spec.oracle),

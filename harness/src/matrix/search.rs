@@ -16,6 +16,7 @@ use super::run::Ready;
 use super::runner::{file_name, PairRunner};
 use super::spec::{InputFile, MatrixSpec, PlannedPair, RandomSpec};
 use crate::random::{generate_one, shrink_within};
+use crate::text::plural;
 use crate::topology::{Expectation, ExpectedVerdict, Topology, TopologyDraft};
 use std::path::{Path, PathBuf};
 
@@ -142,7 +143,7 @@ impl Shrinker<'_> {
                 continue;
             }
             let Some(Ok(topo)) = self.ready.topologies.get(&r.pair.file) else { continue };
-            on_note(&format!("shrinking {} (at most {} runs)", r.pair.name, self.max_tries));
+            on_note(&format!("shrinking {} (at most {})", r.pair.name, plural(self.max_tries, "run")));
             let shrunk = shrink_within(topo, self.max_tries, |t| self.disagrees(&r.pair, t));
             let mut draft = TopologyDraft::from(&shrunk.topology);
             if several_kernels {
@@ -166,12 +167,12 @@ impl Shrinker<'_> {
                 continue;
             }
             on_note(&format!(
-                "{}: {} CPUs, {} nodes after {} steps ({} runs) -> {rel}",
+                "{}: {}, {} after {} ({}) -> {rel}",
                 r.pair.name,
-                shrunk.topology.ncpu(),
-                shrunk.topology.nodes().len(),
-                shrunk.steps.len(),
-                shrunk.tries
+                plural(shrunk.topology.ncpu(), "CPU"),
+                plural(shrunk.topology.nodes().len(), "node"),
+                plural(shrunk.steps.len(), "step"),
+                plural(shrunk.tries, "run")
             ));
             found.push(FoundTopology {
                 pair: r.pair.name.clone(),

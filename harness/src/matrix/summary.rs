@@ -6,6 +6,7 @@
 
 use super::progress::short_duration;
 use super::report::{MatrixReport, Overall, PairRecord, PairStatus};
+use crate::text::{plural, plural_as};
 use std::fmt::Write;
 use std::time::Duration;
 
@@ -60,18 +61,22 @@ pub fn render(m: &MatrixReport) -> String {
     let _ = writeln!(out, "# manarig matrix: {verdict}{incomplete}\n");
     let _ = writeln!(
         out,
-        "{} pairs: {pass} passed, {fail} failed, {err} rig errors{}{}.",
-        m.pairs.len(),
+        "{}: {pass} passed, {fail} failed, {}{}{}.",
+        plural(m.pairs.len(), "pair"),
+        plural(err, "rig error"),
         if not_run > 0 { format!(", {not_run} not run") } else { String::new() },
         m.skipped_note()
     );
     let held: Vec<String> = h.shards.iter().map(|s| s.shard.to_string()).collect();
     let scope = if h.spec.shards > 1 && held.len() < h.spec.shards as usize {
-        format!(" This document holds shard {} of the matrix ({} pairs in all).", held.join(", "), h.plan.len())
+        format!(
+            " This document holds shard {} of the matrix ({} in all).",
+            held.join(", "),
+            plural(h.plan.len(), "pair")
+        )
     } else {
         String::new()
     };
-    let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
     let _ = writeln!(
         out,
         "{} × {}, oracle `{}`, {}; spec `{}`, run `{}`.{scope}",
@@ -127,14 +132,14 @@ fn found(out: &mut String, m: &MatrixReport) {
     for f in all {
         let _ = writeln!(
             out,
-            "- `{}` from `{}` on {}: {} CPUs, {} nodes, {} steps in {} tries; {}",
+            "- `{}` from `{}` on {}: {}, {}, {} in {}; {}",
             f.file,
             f.pair,
             f.kernel,
-            f.cpus,
-            f.nodes,
-            f.steps.len(),
-            f.tries,
+            plural(f.cpus, "CPU"),
+            plural(f.nodes, "node"),
+            plural(f.steps.len(), "step"),
+            plural_as(f.tries, "try", "tries"),
             cell(f.first_mismatch.as_deref().unwrap_or("disagrees with the oracle"))
         );
     }
@@ -147,7 +152,7 @@ fn table(out: &mut String, m: &MatrixReport) {
     let _ = writeln!(out, "| --- |{}", " --- |".repeat(kernels.len()));
     let mut elsewhere = false;
     for input in &h.spec.inputs {
-        let size = input.vcpus.map_or_else(|| "broken file".to_owned(), |v| format!("{v} vCPUs"));
+        let size = input.vcpus.map_or_else(|| "broken file".to_owned(), |v| plural(v, "vCPU"));
         let cells: Vec<String> = kernels
             .iter()
             .map(|k| {
@@ -175,13 +180,13 @@ fn shards(out: &mut String, m: &MatrixReport) {
         let notes = if s.notes.is_empty() { String::new() } else { format!(" ({})", cell(&s.notes.join("; "))) };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} on {} cores | {status}{notes} |",
+            "| {} | {} | {} | {} | {} on {} | {status}{notes} |",
             s.shard,
             s.pairs,
             secs(s.planned_cost_s),
             secs(s.wall_s),
             s.jobs,
-            s.host_cores
+            plural(s.host_cores, "core")
         );
     }
     let held: Vec<u32> = m.header.shards.iter().map(|s| s.shard.index).collect();

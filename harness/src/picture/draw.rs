@@ -3,6 +3,7 @@
 
 use super::layout::{self, Block, Kind, Metrics, Rect};
 use super::{cpu_counts, cpu_load, CpuCounts, CpuLoad, Panel, Picture};
+use crate::text::plural;
 use crate::topology::{CpuNumbering, Topology};
 use crate::verdict::Status;
 use std::collections::BTreeMap;
@@ -164,10 +165,10 @@ fn panel_view(key: Option<&'static str>, panel: &Panel<'_>, width: f64) -> Panel
             let load = cpu_load(v);
             let third = v.traffic.as_ref().map(|t| {
                 format!(
-                    "under load: {} flows, {} queue interrupts, {} NET_RX softirqs",
-                    t.flows.len(),
-                    t.cpus.iter().map(|c| c.interrupts).sum::<u64>(),
-                    t.cpus.iter().map(|c| c.net_rx).sum::<u64>()
+                    "under load: {}, {}, {}",
+                    plural(t.flows.len(), "flow"),
+                    plural(t.cpus.iter().map(|c| c.interrupts).sum::<u64>(), "queue interrupt"),
+                    plural(t.cpus.iter().map(|c| c.net_rx).sum::<u64>(), "NET_RX softirq")
                 )
             });
             let mut lines = vec![(first, true)];
@@ -217,7 +218,7 @@ fn cpu_title(
     let c = counts.cloned().unwrap_or_default();
     let names = |v: &[String]| if v.is_empty() { String::new() } else { format!(" ({})", v.join(", ")) };
     t.push_str(&format!("\neffective IRQs: {}{}", c.effective, names(&c.effective_irqs)));
-    t.push_str(&format!("\nin smp_affinity_list of: {} IRQs{}", c.affinity, names(&c.affinity_irqs)));
+    t.push_str(&format!("\nin smp_affinity_list of: {}{}", plural(c.affinity, "IRQ"), names(&c.affinity_irqs)));
     if c.effective_per_nic.len() > 1 {
         let per = |v: &[u32]| v.iter().enumerate().map(|(k, n)| format!("NIC {k}: {n}")).collect::<Vec<_>>().join(", ");
         t.push_str(&format!(
@@ -351,12 +352,10 @@ fn block(ctx: &Ctx<'_>, b: &Block) -> Group {
     let mut g = Group::new();
     match &b.kind {
         Kind::Machine => {
-            let nodes = ctx.guest.nodes().len();
             let label = format!(
-                "Machine · {} CPUs · {} NUMA node{}",
-                ctx.guest.ncpu(),
-                nodes,
-                if nodes == 1 { "" } else { "s" }
+                "Machine · {} · {}",
+                plural(ctx.guest.ncpu(), "CPU"),
+                plural(ctx.guest.nodes().len(), "NUMA node")
             );
             g = g
                 .set("class", "machine")

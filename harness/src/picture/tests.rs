@@ -61,7 +61,8 @@ fn every_cpu_carries_the_reports_counts_in_its_title_and_data_attributes() {
             assert_eq!(attr_u32(el, "data-affinity-irqs"), aff, "{name}: CPU {cpu}");
             let title = el.children().find(|c| c.has_tag_name("title")).and_then(|c| c.text()).unwrap_or_default();
             assert!(title.contains(&format!("effective IRQs: {eff}")), "{name}: {title}");
-            assert!(title.contains(&format!("in smp_affinity_list of: {aff} IRQs")), "{name}: {title}");
+            let irqs = crate::text::plural(aff, "IRQ");
+            assert!(title.contains(&format!("in smp_affinity_list of: {irqs}")), "{name}: {title}");
             *per_node.entry(attr_u32(el, "data-node")).or_default() += eff;
         }
         // The summary's IRQs per node are the same numbers.

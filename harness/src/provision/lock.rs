@@ -4,6 +4,7 @@
 //! SHA-256 of the `.deb`; QEMU by package name and version (its dependency
 //! closure is resolved by apt from the signed archive indexes).
 
+use crate::model::KernelGen;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -89,6 +90,24 @@ pub struct KernelPin {
     /// The packages holding vmlinuz and the modules (one for 6.x; `linux-binary-*`
     /// and `linux-modules-*` for Debian's 7.x).
     pub packages: Vec<PackagePin>,
+}
+
+impl KernelPin {
+    /// The name `--kernel` and README give this kernel: its generation's name for the
+    /// lock's ids (`6.1`, `6.12`; `7` → `7.x`), else the id itself.
+    pub fn name(&self) -> String {
+        kernel_name(&self.id)
+    }
+}
+
+/// The name `--kernel` and README give the pinned kernel with lock id `id` (`7` →
+/// `7.x`; `6.1` and `6.12` stay): the [`KernelGen`] name when it begins with the id,
+/// else the id.
+pub fn kernel_name(id: &str) -> String {
+    match id.parse::<KernelGen>() {
+        Ok(g) if g.as_str().starts_with(id) => g.as_str().to_owned(),
+        _ => id.to_owned(),
+    }
 }
 
 /// Errors reading the lock file.
@@ -201,6 +220,10 @@ mod tests {
             assert!(lock.kernel(id).is_some(), "kernel {id} pinned");
         }
         assert_eq!(lock.busybox.package.name, "busybox-static");
+        // setup names them as `--kernel` and README do.
+        let names: Vec<String> = lock.kernels.iter().map(KernelPin::name).collect();
+        assert_eq!(names, ["6.1", "6.12", "7.x"]);
+        assert_eq!(kernel_name("6.9"), "6.9", "an id that is not a generation's name stays");
     }
 
     #[test]

@@ -325,14 +325,14 @@ pub fn setup(cache: &Path, opts: &SetupOptions, progress: &mut dyn FnMut(&str)) 
         let dir = cache.join("kernels").join(&pin.id);
         let stamp = dir.join("stamp.json");
         if read_stamp::<KernelStamp>(&stamp).is_some_and(|s| &s.pin == pin) {
-            progress(&format!("kernel {}: {} (cached)", pin.id, pin.release));
+            progress(&format!("kernel {}: {} (cached)", pin.name(), pin.release));
             continue;
         }
         let a = apt.get(progress)?;
         let tmp = tempfile::tempdir_in(cache).map_err(|e| ProvisionError::io(cache, e))?;
         for p in &pin.packages {
             let deb = fetch_pinned(&a, cache, p, progress)?;
-            progress(&format!("kernel {}: unpacking {}", pin.id, p.name));
+            progress(&format!("kernel {}: unpacking {}", pin.name(), p.name));
             apt::extract_deb(&deb, tmp.path())?;
         }
         if dir.exists() {
@@ -340,8 +340,14 @@ pub fn setup(cache: &Path, opts: &SetupOptions, progress: &mut dyn FnMut(&str)) 
         }
         let extracted = kernel::extract_kernel(tmp.path(), &pin.release, &dir)?;
         progress(&format!(
-            "kernel {}: {} ready (modules {:?}, stored {:?} in the package, decompressed)",
-            pin.id, pin.release, extracted.modules, extracted.compression
+            "kernel {}: {} ready (modules {}, stored {} in the package, decompressed)",
+            pin.name(),
+            pin.release,
+            extracted.modules.join(", "),
+            match extracted.compression {
+                KoCompression::None => "as plain .ko",
+                KoCompression::Xz => "as .ko.xz",
+            }
         ));
         write_stamp(&stamp, &KernelStamp { pin: pin.clone(), extracted })?;
     }
@@ -380,7 +386,7 @@ fn setup_qemu(
         if let Some(bin) = qemu_install::system_qemu() {
             match QemuInstall::probe(QemuSource::System { binary: bin.clone() })? {
                 Ok(q) => {
-                    progress(&format!("qemu: using the host's {} ({})", bin.display(), q.version_line));
+                    progress(&format!("qemu: using {}", q.describe()));
                     return Ok(q);
                 }
                 Err(why) => progress(&format!("qemu: host {} does not qualify: {why}", bin.display())),
@@ -395,7 +401,7 @@ fn setup_qemu(
     let stamp = dir.join("stamp.json");
     if read_stamp::<PrivateQemuStamp>(&stamp).is_some_and(|s| &s.pin == pin) {
         if let Ok(q) = QemuInstall::probe(QemuSource::Private { prefix: prefix.clone() })? {
-            progress(&format!("qemu: {} (cached in {})", q.version_line, prefix.display()));
+            progress(&format!("qemu: {} (cached)", q.describe()));
             return Ok(q);
         }
     }
@@ -417,7 +423,7 @@ fn setup_qemu(
     progress(&format!("qemu: unpacked {} packages into {}", debs.len(), prefix.display()));
     let q = QemuInstall::probe(QemuSource::Private { prefix })?.map_err(ProvisionError::Qemu)?;
     write_stamp(&stamp, &PrivateQemuStamp { pin: pin.clone(), debs: listed })?;
-    progress(&format!("qemu: {} ready", q.version_line));
+    progress(&format!("qemu: {} ready", q.describe()));
     Ok(q)
 }
 
@@ -508,7 +514,7 @@ fn load_with(cache: &Path, lock: &Lock) -> Result<Provisioned, ProvisionError> {
     let mut kernels = BTreeMap::new();
     for pin in &lock.kernels {
         let dir = cache.join("kernels").join(&pin.id);
-        let what = format!("kernel {}", pin.id);
+        let what = format!("kernel {}", pin.name());
         let stamp: KernelStamp = read_stamp(&dir.join("stamp.json")).ok_or_else(|| missing(&what, "missing"))?;
         if &stamp.pin != pin {
             return Err(missing(&what, "stale: the lock pins another version"));

@@ -29,6 +29,16 @@ pub enum QemuSource {
     },
 }
 
+impl std::fmt::Display for QemuSource {
+    /// `host binary /usr/bin/qemu-system-x86_64` or `private prefix <cache>/qemu/<version>/root`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            QemuSource::System { binary } => write!(f, "host binary {}", binary.display()),
+            QemuSource::Private { prefix } => write!(f, "private prefix {}", prefix.display()),
+        }
+    }
+}
+
 /// A usable QEMU: where it is and what version it reported.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QemuInstall {
@@ -64,6 +74,19 @@ impl QemuInstall {
                 c
             }
         }
+    }
+
+    /// One line for people: `QEMU 11.1.3 (Debian 1:11.1.3+ds-1~bpo13+1): private prefix
+    /// <cache>/qemu/…/root` (the package note is what `--version` printed after the
+    /// version, if anything).
+    pub fn describe(&self) -> String {
+        let (major, minor, micro) = self.version;
+        let note = self
+            .version_line
+            .strip_prefix("QEMU emulator version ")
+            .and_then(|rest| rest.split_once(' '))
+            .map_or(String::new(), |(_, note)| format!(" {}", note.trim()));
+        format!("QEMU {major}.{minor}.{micro}{note}: {}", self.source)
     }
 
     /// Probe a QEMU: run `--version` and `-device help`; `Ok(Some)` when it is at
@@ -131,6 +154,22 @@ mod tests {
         // Debian 12's QEMU, too old for vfio-user-pci.
         assert_eq!(parse_version("QEMU emulator version 7.2.15 (Debian 1:7.2+dfsg-7+deb12u7)"), Some((7, 2, 15)));
         assert_eq!(parse_version("qemu 9"), None);
+    }
+
+    #[test]
+    fn describe_names_the_version_and_where_qemu_lives_in_words() {
+        let q = QemuInstall {
+            source: QemuSource::Private { prefix: "/c/q/root".into() },
+            version_line: "QEMU emulator version 11.1.3 (Debian 1:11.1.3+ds-1~bpo13+1)".to_owned(),
+            version: (11, 1, 3),
+        };
+        assert_eq!(q.describe(), "QEMU 11.1.3 (Debian 1:11.1.3+ds-1~bpo13+1): private prefix /c/q/root");
+        let q = QemuInstall {
+            source: QemuSource::System { binary: "/usr/bin/qemu-system-x86_64".into() },
+            version_line: "QEMU emulator version 10.1.0".to_owned(),
+            version: (10, 1, 0),
+        };
+        assert_eq!(q.describe(), "QEMU 10.1.0: host binary /usr/bin/qemu-system-x86_64");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! (`ethtool -L`, `rmmod`) or a CPU hotplug write failed.
 
 use crate::qemu;
+use crate::text::plural;
 use crate::topology::Topology;
 use anyhow::{bail, Result};
 use std::path::Path;
@@ -33,9 +34,9 @@ pub(super) fn lifecycle_steps_ran(
         }
         if report.channels != Some(n) {
             bail!(
-                "`ethtool -L {netdev} combined {n}` returned 0 but {netdev} has {} combined channels (queues/tx-N); \
+                "`ethtool -L {netdev} combined {n}` returned 0 but {netdev} has {} (queues/tx-N); \
                  last driver messages:\n  {}",
-                report.channels.map_or("no count of".into(), |c| c.to_string()),
+                report.channels.map_or("no count of combined channels".into(), |c| plural(c, "combined channel")),
                 tail()
             );
         }

@@ -16,6 +16,16 @@ pub(super) fn topo(name: &str) -> Topology {
     Topology::load(path).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// topologies/NAME.toml with `[scenario] offline_after = OFFLINE_AFTER` (a CPU hotplug
+/// after the probe), and the name of its last stage.
+pub(crate) fn offlined_after(name: &str, offline_after: &str) -> (Topology, String) {
+    let path = format!("{}/../topologies/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+    let scenario = crate::topology::ScenarioFile { offline_after: Some(offline_after.into()), ..Default::default() };
+    let t = topo(name).with_scenario(&path, &scenario).unwrap_or_else(|e| panic!("{e}"));
+    let last = t.to_qemu_numbering().last_stage().to_owned();
+    (t, last)
+}
+
 pub(super) fn kernel(k: &str) -> KernelGen {
     k.parse().expect("kernel generation")
 }

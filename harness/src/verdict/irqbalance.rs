@@ -10,6 +10,7 @@
 use super::check::{Check, CheckStatus};
 use crate::cpulist::CpuMask;
 use crate::guest_protocol::{GuestIrq, GuestIrqbalance, GuestNode, IrqbalanceState};
+use crate::text::plural;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -160,15 +161,20 @@ pub fn judge_irqbalance(input: &IrqbalanceInput<'_>) -> (IrqbalanceReport, Check
             IRQBALANCE_RAN,
             CheckStatus::Pass,
             format!(
-                "irqbalance ran {sampled_s:.1} guest s ({while_running} samples while it ran, {s}); it moved {moved} \
-                 of {} NIC IRQs (reported, not judged: irqbalance is not the driver)",
-                report.irqs.len()
+                "irqbalance ran {sampled_s:.1} guest s ({} while it ran, {s}); it moved {moved} \
+                 of {} (reported, not judged: irqbalance is not the driver)",
+                plural(while_running, "sample"),
+                plural(report.irqs.len(), "NIC IRQ")
             ),
         ),
         Some(s) => Check::new(
             IRQBALANCE_RAN,
             CheckStatus::Fail,
-            format!("irqbalance {s}; {while_running} samples of {} NIC IRQs while it ran", report.irqs.len()),
+            format!(
+                "irqbalance {s}; {} of {} while it ran",
+                plural(while_running, "sample"),
+                plural(report.irqs.len(), "NIC IRQ")
+            ),
         ),
         None => Check::new(IRQBALANCE_RAN, CheckStatus::Fail, "the guest did not report an irqbalance run"),
     };

@@ -8,6 +8,7 @@ use super::row::{ExpectedSide, ObservedSide, RowOutcome, VectorRow};
 use super::summary::Summary;
 use crate::cpulist::CpuMask;
 use crate::model::{ExpectedTable, ExpectedVector, KernelGen, ModelBasis};
+use crate::text::plural;
 use crate::topology::{SourceKind, Topology};
 use std::collections::HashMap;
 
@@ -330,12 +331,12 @@ fn check_effective(rows: &[VectorRow]) -> Check {
         match &o.effective {
             Some(e) if !e.is_empty() && e.is_subset(&o.smp_affinity_list) => {}
             e => outside.push(format!(
-                "{} (IRQ {}): effective_affinity_list {} is not inside smp_affinity_list {} after {} interrupts",
+                "{} (IRQ {}): effective_affinity_list {} is not inside smp_affinity_list {} after {}",
                 r.name,
                 o.irq,
                 e.as_ref().map_or("(not reported)".to_owned(), CpuMask::to_cpulist),
                 o.smp_affinity_list,
-                o.interrupts
+                plural(o.interrupts, "interrupt")
             )),
         }
     }
@@ -355,7 +356,7 @@ fn check_effective(rows: &[VectorRow]) -> Check {
         Check::new(
             "effective_within_affinity",
             CheckStatus::Pass,
-            format!("all {fired} vectors that fired run inside their smp_affinity_list{not_yet}"),
+            format!("all {} that fired run inside their smp_affinity_list{not_yet}", plural(fired, "vector")),
         )
     } else {
         let mut c = Check::new("effective_within_affinity", CheckStatus::Fail, outside[0].clone());

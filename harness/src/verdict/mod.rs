@@ -68,7 +68,7 @@ pub use judge::judge;
 pub use nics::{combined_load, judge_staged, table_at};
 pub use outcome::{CpuLoad, NicVerdict, NicsReport, RunInfo, Verdict, SCHEMA_VERSION};
 pub use row::{ExpectedSide, ObservedSide, RowOutcome, VectorRow};
-pub use stage_checks::{same_irq_table_check, same_queue_table_check};
+pub use stage_checks::{same_irq_table_check, same_queue_table_check, stage_irq_table_check};
 pub use stages::{
     QueueRow, QueueStage, QueueTable, StageFacts, StageLink, HOTPLUG_STAGES, QUEUE_IRQS_CHECK, REPORT_STAGE,
 };
@@ -93,7 +93,7 @@ mod kernel_serde {
 }
 
 #[cfg(test)]
-mod fixtures;
+pub(crate) mod fixtures;
 #[cfg(test)]
 mod stage_tests;
 #[cfg(test)]

@@ -158,11 +158,7 @@ mod tests {
     #[test]
     fn a_second_nic_is_judged_at_every_hotplug_stage() {
         use crate::model::expected_stages;
-        use crate::topology::ScenarioFile;
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../topologies/two-nics-small.toml");
-        let scenario = ScenarioFile { offline_after: Some("3".into()), ..Default::default() };
-        let t = Topology::load(path).expect("loads").with_scenario(path, &scenario).expect("scenario");
-        let last = t.to_qemu_numbering().last_stage().to_owned();
+        let (t, last) = super::super::fixtures::offlined_after("two-nics-small", "3");
         assert_eq!(last, "offline-after");
         let only = t.with_only_nic(1).expect("nic 1");
         let at = expected_stages(&only.to_qemu_numbering(), crate::model::KernelGen::V6_12);

@@ -1,10 +1,13 @@
 //! The checks a rig run makes on its stages (a first probe kept with `--reprobe`,
-//! then the report): every active channel's EQ raises a vector the guest has an IRQ
-//! for, and a re-probe rebuilds the same IRQ and queue tables.
+//! a CPU hotplug's `probe` and `offline-after`, then the report): every active
+//! channel's EQ raises a vector the guest has an IRQ for, a re-probe rebuilds the
+//! same IRQ and queue tables, and each hotplug stage's IRQ table is the model's for
+//! that stage's CPU state.
 
 use super::check::{Check, CheckStatus, Status};
 use super::outcome::Verdict;
 use super::stages::{QueueStage, QueueTable, StageFacts, HOTPLUG_STAGES, QUEUE_IRQS_CHECK, REPORT_STAGE};
+use crate::text::plural;
 
 /// (vector name, `smp_affinity_list`) of every row, for comparing two moments.
 fn irq_cpus(v: &Verdict) -> Vec<(String, String)> {
@@ -51,6 +54,43 @@ pub fn same_queue_table_check(stage: &str) -> String {
     format!("same_queue_table_as_{}", check_word(stage))
 }
 
+/// Name of the check judging a hotplug stage's IRQ table against the model for that
+/// stage's CPU state (`offline-after` → `irq_table_at_offline_after`).
+pub fn stage_irq_table_check(stage: &str) -> String {
+    format!("irq_table_at_{}", check_word(stage))
+}
+
+/// A hotplug stage ([`HOTPLUG_STAGES`]) judged on its own: `v` is [`judge`](super::judge())'s
+/// verdict of the stage's IRQ table against the model's table for the CPUs online then.
+/// It fails when that verdict does, naming the stage's failed checks (their messages
+/// in `detail`), so the run's count of failed checks includes the stage.
+fn stage_irq_table(name: &str, v: &Verdict, online: Option<&crate::cpulist::CpuMask>) -> Check {
+    let check = stage_irq_table_check(name);
+    let at = online.map_or(String::new(), |o| format!(" (online CPUs {})", o.to_cpulist()));
+    let all = plural(v.checks.len(), "check");
+    let failed: Vec<&Check> = v.failures().collect();
+    if v.status == Status::Pass {
+        let passed = v.checks.iter().filter(|c| c.status == CheckStatus::Pass).count();
+        return Check::new(
+            check,
+            CheckStatus::Pass,
+            format!("at stage {name}{at} the IRQ table is the model's for that CPU state ({passed} of {all} passed)"),
+        );
+    }
+    let names: Vec<&str> = failed.iter().map(|c| c.name.as_str()).collect();
+    let mut c = Check::new(
+        check,
+        CheckStatus::Fail,
+        format!(
+            "at stage {name}{at} the IRQ table is not the model's for that CPU state: {} of {all} failed: {}",
+            failed.len(),
+            names.join(", ")
+        ),
+    );
+    c.detail = failed.iter().map(|f| format!("{}: {}", f.name, f.message)).collect();
+    c
+}
+
 fn status_word(s: Status) -> &'static str {
     match s {
         Status::Pass => "PASS",
@@ -79,8 +119,8 @@ fn same_irq_table(name: &str, earlier: &Verdict, report: &Verdict) -> Check {
             same_irq_table_check(name),
             CheckStatus::Pass,
             format!(
-                "the IRQ table at the {REPORT_STAGE} is the one at {name} ({} IRQs, same smp_affinity_list)",
-                b.len()
+                "the IRQ table at the {REPORT_STAGE} is the one at {name} ({}, same smp_affinity_list)",
+                plural(b.len(), "IRQ")
             ),
         )
     } else {
@@ -118,8 +158,8 @@ fn same_queue_table(name: &str, earlier: Option<&QueueTable>, report: Option<&Qu
             check,
             CheckStatus::Pass,
             format!(
-                "the queue table at the {REPORT_STAGE} is the one at {name} ({} channels, same MSI-X vectors and CPUs)",
-                b.rows.len()
+                "the queue table at the {REPORT_STAGE} is the one at {name} ({}, same MSI-X vectors and CPUs)",
+                plural(b.rows.len(), "channel")
             ),
         )
     } else {
@@ -165,7 +205,7 @@ fn queue_irqs(stages: &[QueueStage]) -> Check {
         Check::new(
             QUEUE_IRQS_CHECK,
             CheckStatus::Fail,
-            format!("{} active channels raise a vector without a guest IRQ: {}", missing.len(), missing[0]),
+            format!("{} without a guest IRQ for its vector: {}", plural(missing.len(), "active channel"), missing[0]),
         )
     };
     c.detail = missing.into_iter().skip(1).collect();
@@ -177,9 +217,9 @@ impl Verdict {
     /// facts) in run order, then the report's facts. Sets `queues` (earlier
     /// stages first, [`REPORT_STAGE`] last) and appends the checks:
     /// [`QUEUE_IRQS_CHECK`], and per earlier stage [`same_irq_table_check`] and
-    /// [`same_queue_table_check`] (not for the [`HOTPLUG_STAGES`], whose tables differ
-    /// on purpose). Each earlier stage keeps its IRQ rows (`vectors`). The status
-    /// becomes Fail if a check fails, or an earlier stage's verdict failed.
+    /// [`same_queue_table_check`], or for the [`HOTPLUG_STAGES`] (whose tables differ
+    /// from the report's on purpose) [`stage_irq_table_check`]. Each earlier stage keeps
+    /// its IRQ rows (`vectors`). The status becomes Fail if a check fails.
     pub fn add_stages(&mut self, earlier: Vec<(&str, &Verdict, StageFacts)>, report: StageFacts) {
         let mut stages: Vec<QueueStage> = earlier
             .iter()
@@ -194,14 +234,13 @@ impl Verdict {
         let mut checks = vec![queue_irqs(&stages)];
         for (name, v, facts) in &earlier {
             if HOTPLUG_STAGES.contains(name) {
+                checks.push(stage_irq_table(name, v, facts.online.as_ref()));
                 continue;
             }
             checks.push(same_irq_table(name, v, self));
             checks.push(same_queue_table(name, facts.table.as_ref(), report_table));
         }
-        if checks.iter().any(|c| c.status == CheckStatus::Fail)
-            || earlier.iter().any(|(name, v, _)| HOTPLUG_STAGES.contains(name) && v.status == Status::Fail)
-        {
+        if checks.iter().any(|c| c.status == CheckStatus::Fail) {
             self.status = Status::Fail;
         }
         self.checks.extend(checks);

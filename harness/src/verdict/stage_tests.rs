@@ -115,7 +115,10 @@ fn a_channel_whose_vector_has_no_guest_irq_fails_queue_irqs() {
     });
     let c = check(&v, "queue_irqs");
     assert_eq!(c.status, CheckStatus::Fail);
-    assert_eq!(c.message, "1 active channels raise a vector without a guest IRQ: report: channel 3 (EQ 4, MSI-X 4) has no guest IRQ for its vector");
+    assert_eq!(
+        c.message,
+        "1 active channel without a guest IRQ for its vector: report: channel 3 (EQ 4, MSI-X 4) has no guest IRQ for its vector"
+    );
     assert_eq!(v.status, Status::Fail);
 }
 
@@ -225,6 +228,65 @@ fn junit_puts_the_queue_tables_in_system_out_and_only_real_checks_in_test_cases(
     assert!(out.contains("Queues at stage first-probe (device view"), "{out}");
     assert_eq!(row_cells(out, "3 "), ["13", "33", "4", "4", "28", "mana_q3", "2-3", "2"]);
     assert!(out.contains("\nrmmod mana: exit 0\n"), "{out}");
+}
+
+/// A CPU hotplug whose only failure is at the `probe` stage (seed 002 / 6.12; the
+/// probe's table moves mana_q3 to 4-5, the report's is the model's): the stage's
+/// check fails, naming the stage's failed check, and the verdict line counts it.
+#[test]
+fn a_failing_hotplug_stage_is_a_failed_check_on_the_verdict_line() {
+    let mut run = Run::new("seed-002", "6.12");
+    let mut v = run.judge();
+    run.set_affinity(4, "4-5");
+    let at_probe = run.judge();
+    assert_eq!((v.status, at_probe.status), (Status::Pass, Status::Fail));
+    let probe = StageFacts { online: Some(mask("0-7")), ..facts(None, None) };
+    v.add_stages(vec![("probe", &at_probe, probe)], facts(None, None));
+    assert_eq!(v.status, Status::Fail);
+    let c = check(&v, &stage_irq_table_check("probe"));
+    assert_eq!(c.name, "irq_table_at_probe");
+    assert_eq!(c.status, CheckStatus::Fail);
+    assert_eq!(
+        c.message,
+        "at stage probe (online CPUs 0-7) the IRQ table is not the model's for that CPU state: 1 of 15 checks failed: mana_q3"
+    );
+    assert_eq!(c.detail.len(), 1);
+    assert!(c.detail[0].starts_with("mana_q3: "), "{:?}", c.detail);
+    let text = render(&v, Format::Human).expect("human");
+    // judge()'s 15 checks, queue_irqs (skipped: no queue table) and the stage's.
+    assert!(text.ends_with("verdict: FAIL (1 of 17 checks failed: irq_table_at_probe)\n"), "{text}");
+    assert!(
+        text.contains("\nprobe: IRQ table against the model for the CPUs online then: FAIL (irq_table_at_probe)\n"),
+        "{text}"
+    );
+    let ktap = render(&v, Format::Ktap).expect("ktap");
+    assert!(ktap.contains("  not ok 17 irq_table_at_probe\n"), "{ktap}");
+}
+
+/// The same stage as the model predicts: a passing check, as every check of the stage.
+#[test]
+fn a_hotplug_stage_as_the_model_predicts_passes_its_check() {
+    let run = Run::new("seed-002", "6.12");
+    let (mut v, at_probe) = (run.judge(), run.judge());
+    v.add_stages(vec![("probe", &at_probe, facts(None, None))], facts(None, None));
+    assert_eq!(v.status, Status::Pass);
+    let c = check(&v, "irq_table_at_probe");
+    assert_eq!(c.status, CheckStatus::Pass);
+    assert_eq!(c.message, "at stage probe the IRQ table is the model's for that CPU state (15 of 15 checks passed)");
+}
+
+/// A verdict without the stage check (a document written before it existed) still
+/// names the failed stage rather than saying that 0 checks failed.
+#[test]
+fn a_fail_without_a_failed_check_names_the_failed_stage() {
+    let run = Run::new("seed-002", "6.12");
+    let (mut v, at_probe) = (run.judge(), run.judge());
+    v.add_stages(vec![("probe", &at_probe, facts(None, None))], facts(None, None));
+    v.checks.retain(|c| c.name != "irq_table_at_probe");
+    v.status = Status::Fail;
+    v.queues.as_mut().expect("stages")[0].status = Status::Fail;
+    let text = render(&v, Format::Human).expect("human");
+    assert!(text.ends_with("verdict: FAIL (stage probe failed; none of 16 checks did)\n"), "{text}");
 }
 
 #[test]

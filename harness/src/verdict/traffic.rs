@@ -24,6 +24,7 @@ use super::stages::QueueTable;
 use super::summary::Summary;
 use crate::cpulist::CpuMask;
 use crate::guest_protocol::{GuestTraffic, TrafficCounts};
+use crate::text::plural;
 use crate::traffic::plan::PlannedFlow;
 use device_model::datapath::flows::{Direction, FlowRecord};
 use manarig_flows::proto::{Outcome, Side};
@@ -472,9 +473,9 @@ fn flows_check(input: &TrafficInput<'_>, report: &TrafficReport) -> Check {
         FLOWS_CHECK,
         bad.is_empty(),
         if bad.is_empty() {
-            format!("{n} TCP flows, every byte verified both ways (SHA-256 equal on both ends)")
+            format!("{}, every byte verified both ways (SHA-256 equal on both ends)", plural(n, "TCP flow"))
         } else {
-            format!("{} of {n} flows not verified both ways", bad.len())
+            format!("{} of {} not verified both ways", bad.len(), plural(n, "flow"))
         },
     );
     let outcome = input.outcome;
@@ -530,8 +531,13 @@ fn rss_check(input: &TrafficInput<'_>, report: &TrafficReport) -> Check {
     }
     for r in input.device_flows.iter().filter(|r| r.other_queue > 0 && r.key.direction == Direction::Rx) {
         detail.push(format!(
-            "{}:{} -> {}:{}: {} frames went to another RQ than its first ({:?})",
-            r.key.src, r.key.src_port, r.key.dst, r.key.dst_port, r.other_queue, r.queue
+            "{}:{} -> {}:{}: {} went to another RQ than its first ({:?})",
+            r.key.src,
+            r.key.src_port,
+            r.key.dst,
+            r.key.dst_port,
+            plural(r.other_queue, "frame"),
+            r.queue
         ));
     }
     let targeted: BTreeSet<u32> = input.planned.iter().filter(|p| p.targeted).filter_map(|p| p.rq).collect();
@@ -546,12 +552,13 @@ fn rss_check(input: &TrafficInput<'_>, report: &TrafficReport) -> Check {
         detail.is_empty(),
         if detail.is_empty() {
             format!(
-                "{n} flows on the RQs the Toeplitz key and indirection table predict, device hash = model hash; \
-                 all {} active RQs received flows",
-                targeted.len()
+                "{} on the RQs the Toeplitz key and indirection table predict, device hash = model hash; \
+                 all {} received flows",
+                plural(n, "flow"),
+                plural(targeted.len(), "active RQ")
             )
         } else {
-            format!("{} steering differences over {n} flows", detail.len())
+            format!("{} over {}", plural(detail.len(), "steering difference"), plural(n, "flow"))
         },
     );
     c.detail = detail;
@@ -604,9 +611,13 @@ fn interrupts_check(report: &TrafficReport) -> Check {
         INTERRUPTS_CHECK,
         detail.is_empty(),
         if detail.is_empty() {
-            format!("the {} IRQs that carried flows fired only on their effective CPUs", used.len())
+            format!("the {} that carried flows fired only on their effective CPUs", plural(used.len(), "IRQ"))
         } else {
-            format!("{} of {} IRQs that carried flows fired elsewhere or not at all", detail.len(), used.len())
+            format!(
+                "{} of {} that carried flows fired elsewhere or not at all",
+                detail.len(),
+                plural(used.len(), "IRQ")
+            )
         },
     );
     c.detail = detail;

@@ -8,6 +8,7 @@ use super::check::{Check, CheckStatus, Status};
 use super::outcome::Verdict;
 use super::stages::QueueTable;
 use crate::model::{EqScope, VportPlan};
+use crate::text::plural;
 
 /// The check's name.
 pub const VPORT_VECTORS_CHECK: &str = "vport_vectors";
@@ -32,8 +33,9 @@ pub fn vport_vectors_check(plan: Option<&VportPlan>, table: Option<&QueueTable>)
         VPORT_VECTORS_CHECK,
         got == want,
         format!(
-            "{ports} vPorts, {owner}, {mode} MSI-X: the model expects EQ vectors {} with {} SQs each, \
+            "{}, {owner}, {mode} MSI-X: the model expects EQ vectors {} with {} SQs each, \
              the device shows {} with {}",
+            plural(ports, "vPort"),
             vectors(&want),
             sqs(&want),
             vectors(&got),

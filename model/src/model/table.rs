@@ -3,6 +3,7 @@
 
 use super::kernel::KernelGen;
 use crate::cpulist::CpuMask;
+use crate::text::plural;
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -157,15 +158,15 @@ impl ExpectedTable {
         let node = self.nic_node.map_or("none (NUMA_NO_NODE)".to_owned(), |n| n.to_string());
         let _ = writeln!(
             out,
-            "# {} on Linux {} ({}): {} online CPUs, NIC node {}, MSI-X table {}, {} vectors, {} queues",
+            "# {} on Linux {} ({}): {}, NIC node {}, MSI-X table {}, {}, {}",
             self.topology,
             self.kernel,
             self.debian_version.map_or_else(|| self.kernel.model_version().to_owned(), |d| format!("Debian {d}")),
-            self.online_cpus,
+            plural(self.online_cpus, "online CPU"),
             node,
             self.msix_table_size,
-            self.vectors_allocated,
-            self.max_num_queues
+            plural(self.vectors_allocated, "vector"),
+            plural(self.max_num_queues, "queue")
         );
         let hops: Vec<String> =
             self.hops.iter().map(|h| if h.is_empty() { "(nothing new)".to_owned() } else { h.to_cpulist() }).collect();

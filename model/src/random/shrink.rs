@@ -2,6 +2,7 @@
 //! still does: greedy, one simplification at a time, biggest first.
 
 use crate::cpulist::CpuMask;
+use crate::text::plural;
 use crate::topology::{CpuLocation, CpuNumbering, CpuShape, NodeDraft, Topology, TopologyDraft};
 use std::collections::HashSet;
 
@@ -282,12 +283,12 @@ pub fn shrink_within(
     named.drop_defaults();
     named.name = format!("{}-min", topology.name());
     named.source.wording = format!(
-        "{} [shrunk from {} ({} CPUs, {} nodes) in {} steps by manarig_model::random::shrink]",
+        "{} [shrunk from {} ({}, {}) in {} by manarig_model::random::shrink]",
         named.source.wording,
         topology.name(),
-        topology.ncpu(),
-        topology.nodes().len(),
-        steps.len()
+        plural(topology.ncpu(), "CPU"),
+        plural(topology.nodes().len(), "node"),
+        plural(steps.len(), "step")
     );
     let topology = named.validate(topology.name()).unwrap_or(best);
     Shrunk { topology, steps, tries }

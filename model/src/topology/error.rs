@@ -3,6 +3,7 @@
 //! 8-15 overlap node 1`).
 
 use crate::cpulist::{CpuMask, CpulistError};
+use crate::text::{agree, plural};
 
 /// Loading or validating a topology file failed.
 #[derive(Debug, thiserror::Error)]
@@ -24,7 +25,8 @@ pub enum TopologyError {
         path: String,
         /// `:line:column` of the problem, or empty.
         location: String,
-        /// The parser's message, on one line.
+        /// The parser's message, on one line, after the field's TOML path when the
+        /// problem is in a field (`scenario.irqbalance: invalid type: …`).
         message: String,
     },
     /// A field has a value the rig or the kernel cannot use.
@@ -81,7 +83,7 @@ pub enum Problem {
     #[error("{0}")]
     Cpulist(CpulistError),
     /// A node lists CPUs that the `[cpus]` shape does not have.
-    #[error("CPUs {cpus} are beyond the {total} CPUs of {shape}")]
+    #[error("{} {} beyond the {} of {shape}", .cpus.named(), agree(.cpus.count(), "is", "are"), plural(.total, "CPU"))]
     CpusBeyond {
         /// The CPUs that do not exist.
         cpus: CpuMask,
@@ -91,7 +93,7 @@ pub enum Problem {
         shape: String,
     },
     /// Two nodes claim the same CPUs.
-    #[error("CPUs {cpus} overlap node {other}")]
+    #[error("{} {} node {other}", .cpus.named(), agree(.cpus.count(), "overlaps", "overlap"))]
     Overlap {
         /// The shared CPUs.
         cpus: CpuMask,
@@ -99,7 +101,11 @@ pub enum Problem {
         other: usize,
     },
     /// Some CPUs are in no node.
-    #[error("CPUs {cpus} are in no node (every CPU must belong to exactly one node)")]
+    #[error(
+        "{} {} in no node (every CPU must belong to exactly one node)",
+        .cpus.named(),
+        agree(.cpus.count(), "is", "are")
+    )]
     Missing {
         /// The unassigned CPUs.
         cpus: CpuMask,

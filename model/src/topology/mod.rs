@@ -129,7 +129,19 @@ pub struct Topology {
     siblings: Vec<CpuMask>,
 }
 
-fn syntax_error(path: &str, text: &str, e: &toml::de::Error) -> TopologyError {
+/// The file's TOML as [`file::TopologyFile`]; a wrong type, unknown field or bad
+/// variant names the field's TOML path (`numa.nodes[0].cpus`) after `:line:column`,
+/// the way [`TopologyError::Invalid`] does.
+fn parse(path: &str, text: &str) -> Result<file::TopologyFile, TopologyError> {
+    serde_path_to_error::deserialize(toml::Deserializer::new(text)).map_err(|e| {
+        // `.` is the document itself (TOML syntax errors): no field to name.
+        let field = e.path().to_string();
+        let field = (field != ".").then_some(field);
+        syntax_error(path, text, field.as_deref(), e.inner())
+    })
+}
+
+fn syntax_error(path: &str, text: &str, field: Option<&str>, e: &toml::de::Error) -> TopologyError {
     let location = match e.span() {
         Some(span) => {
             let before = &text[..span.start.min(text.len())];
@@ -140,6 +152,7 @@ fn syntax_error(path: &str, text: &str, e: &toml::de::Error) -> TopologyError {
         None => String::new(),
     };
     let message = e.message().lines().collect::<Vec<_>>().join(" ");
+    let message = field.map_or_else(|| message.clone(), |f| format!("{f}: {message}"));
     TopologyError::Syntax { path: path.to_owned(), location, message }
 }
 
@@ -162,8 +175,7 @@ impl Topology {
     /// # Errors
     /// As [`Topology::load`], minus the read error.
     pub fn from_toml_str(path: &str, text: &str) -> Result<Self, TopologyError> {
-        let parsed: file::TopologyFile = toml::from_str(text).map_err(|e| syntax_error(path, text, &e))?;
-        validate::validate(path, parsed)
+        validate::validate(path, parse(path, text)?)
     }
 
     fn assemble(spec: Spec) -> Self {

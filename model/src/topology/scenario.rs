@@ -473,17 +473,17 @@ mod tests {
         assert!(err("offline_after = \"0\"").starts_with("t.toml: scenario.offline_after: CPU 0"));
         assert_eq!(
             err("maxcpus = 4\noffline = \"5\""),
-            "t.toml: scenario.offline: CPUs 5 are not online at boot (maxcpus = 4)"
+            "t.toml: scenario.offline: CPU 5 is not online at boot (maxcpus = 4)"
         );
         assert_eq!(
             err("offline = \"3\"\noffline_after = \"3\""),
-            "t.toml: scenario.offline_after: CPUs 3 are not online when the probe ends"
+            "t.toml: scenario.offline_after: CPU 3 is not online when the probe ends"
         );
         assert_eq!(
             err("online_after = \"3\""),
-            "t.toml: scenario.online_after: CPUs 3 are online already after the probe and offline_after"
+            "t.toml: scenario.online_after: CPU 3 is online already after the probe and offline_after"
         );
-        assert_eq!(err("offline = \"9\""), "t.toml: scenario.offline: CPUs 9 do not exist (the machine has 8 CPUs)");
+        assert_eq!(err("offline = \"9\""), "t.toml: scenario.offline: CPU 9 does not exist (the machine has 8 CPUs)");
         assert!(err("isolcpus = \"0-7\"").contains("scenario.isolcpus: names every CPU"));
         assert!(err("isolcpus = \"nohz_ful,2\"").contains("\"nohz_ful\" is not an isolcpus flag"));
         assert!(err("nohz_full = \"\"").contains("scenario.nohz_full: an empty cpulist"));

@@ -2,6 +2,7 @@
 //! `error` and `scenario` do not import each other).
 
 use crate::cpulist::CpuMask;
+use crate::text::{agree, plural};
 
 /// What is wrong with a `[scenario]` field: a CPU state or policy the guest kernel cannot
 /// have, so no run is started.
@@ -28,7 +29,7 @@ pub enum ScenarioProblem {
     )]
     CpuZero,
     /// CPUs to offline that are not online at that point.
-    #[error("CPUs {cpus} are not online {when}")]
+    #[error("{} {} not online {when}", .cpus.named(), agree(.cpus.count(), "is", "are"))]
     NotOnline {
         /// The CPUs.
         cpus: CpuMask,
@@ -36,7 +37,7 @@ pub enum ScenarioProblem {
         when: String,
     },
     /// CPUs to online that are online already.
-    #[error("CPUs {cpus} are online already after the probe and offline_after")]
+    #[error("{} {} online already after the probe and offline_after", .cpus.named(), agree(.cpus.count(), "is", "are"))]
     AlreadyOnline {
         /// The CPUs.
         cpus: CpuMask,
@@ -54,7 +55,7 @@ pub enum ScenarioProblem {
         flag: String,
     },
     /// CPUs the machine does not have.
-    #[error("CPUs {cpus} do not exist (the machine has {ncpu} CPUs)")]
+    #[error("{} {} not exist (the machine has {})", .cpus.named(), agree(.cpus.count(), "does", "do"), plural(.ncpu, "CPU"))]
     Beyond {
         /// The CPUs.
         cpus: CpuMask,

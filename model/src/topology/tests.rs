@@ -74,7 +74,7 @@ fn no_slit_means_10_and_20() {
 fn overlapping_cpus() {
     let (p, line) = invalid(&with("cpus = \"4-7\"", "cpus = \"3-7\""), "numa.nodes[1].cpus");
     assert_eq!(p, Problem::Overlap { cpus: "3".parse().expect("mask"), other: 0 });
-    assert!(line.ends_with("numa.nodes[1].cpus: CPUs 3 overlap node 0"), "{line}");
+    assert!(line.ends_with("numa.nodes[1].cpus: CPU 3 overlaps node 0"), "{line}");
 }
 
 #[test]
@@ -233,6 +233,37 @@ fn unknown_fields_and_types_are_syntax_errors_with_a_line() {
         assert!(line.contains(needle), "{line}");
         assert!(!line.contains('\n'), "one line: {line}");
     }
+}
+
+/// A wrongly typed value names its field's TOML path after `:line:column`, on one
+/// line, as a validation error names its field: in a table, and in an array of tables.
+#[test]
+fn a_wrongly_typed_value_names_its_field() {
+    let scenario = format!("{BASE}[scenario]\nirqbalance = \"yes\"\n");
+    let line = scenario.lines().count();
+    for (text, want) in [
+        (
+            scenario.clone(),
+            format!(":{line}:14: scenario.irqbalance: invalid type: string \"yes\", expected a boolean"),
+        ),
+        (
+            with("cpus = \"4-7\"", "cpus = 5"),
+            ":14:8: numa.nodes[1].cpus: invalid type: integer `5`, expected a string".to_owned(),
+        ),
+        (
+            with("sockets = 2", "sockets = -2"),
+            ":7:11: cpus.sockets: invalid value: integer `-2`, expected u32".to_owned(),
+        ),
+        (with("numa_node = 0", "numa_node = 0\nmsix = 3"), ":20:1: nic.msix: unknown field `msix`".to_owned()),
+    ] {
+        let e = err(&text).to_string();
+        assert!(e.starts_with(&format!("topologies/x.toml{want}")), "{e}");
+        assert!(!e.contains('\n'), "one line: {e}");
+    }
+    // A TOML syntax error is in no field: the line and the parser's words only.
+    let e = err("name = [").to_string();
+    assert!(e.starts_with("topologies/x.toml:1:9: "), "{e}");
+    assert!(!e.contains(".:"), "{e}");
 }
 
 #[test]

@@ -13,6 +13,7 @@ use super::file::{NicFile, NicNodeFile, TopologyFile};
 use super::numbering::{CpuNumbering, CpuShape};
 use super::{Expectation, Nic, Node, Source, Spec, Topology};
 use crate::cpulist::{CpuMask, MAX_CPUS};
+use crate::text::plural;
 
 /// PCI MSI-X tables hold at most 2048 entries (Table Size field is 11 bits).
 const MSIX_TABLE_MAX: u32 = 2048;
@@ -113,10 +114,6 @@ fn shape(ctx: &Ctx<'_>, file: &TopologyFile) -> Result<CpuShape, TopologyError> 
         return Err(ctx.err("cpus", Problem::TooManyCpus { total, max: MAX_CPUS }));
     }
     Ok(CpuShape { sockets: c.sockets, dies: c.dies, cores: c.cores, threads: c.threads })
-}
-
-fn plural(n: u32, word: &str) -> String {
-    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
 }
 
 fn nodes(ctx: &Ctx<'_>, file: &TopologyFile, shape: CpuShape) -> Result<Vec<Node>, TopologyError> {

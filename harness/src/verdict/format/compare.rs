@@ -7,6 +7,7 @@ use super::super::geometry::ids;
 use super::super::outcome::Verdict;
 use super::super::row::{RowOutcome, VectorRow};
 use super::text::align;
+use crate::text::plural;
 use std::collections::BTreeMap;
 
 /// `x | y`, or just `x` when both sides say the same and `merge_equal` is set.
@@ -129,9 +130,9 @@ pub fn render_before_after(before: &Verdict, after: &Verdict) -> String {
     for (label, v) in [("Before", before), ("After", after)] {
         lines.push(String::new());
         lines.push(format!(
-            "{label} ({}): affinity hints ({} IRQs, nr_cpu_ids = {}):",
+            "{label} ({}): affinity hints ({}, nr_cpu_ids = {}):",
             v.run.kernel_release,
-            count(v),
+            plural(count(v), "IRQ"),
             v.run.nr_cpu_ids
         ));
         lines.extend(hint_lines(v));

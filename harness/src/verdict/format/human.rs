@@ -9,6 +9,7 @@ use super::json::RigErrorReport;
 use super::nics_text;
 use super::text;
 use super::traffic_text;
+use crate::text::plural;
 
 /// Driver log lines shown with a failing verdict (the newest ones).
 const DMESG_TAIL: usize = 20;
@@ -28,7 +29,11 @@ pub(super) fn render(v: &Verdict) -> String {
     if v.status == Status::Fail && !v.dmesg_mana.is_empty() {
         let skip = v.dmesg_mana.len().saturating_sub(DMESG_TAIL);
         lines.push(String::new());
-        lines.push(format!("Driver log (last {} of {} lines):", v.dmesg_mana.len() - skip, v.dmesg_mana.len()));
+        lines.push(format!(
+            "Driver log (last {} of {}):",
+            v.dmesg_mana.len() - skip,
+            plural(v.dmesg_mana.len(), "line")
+        ));
         lines.extend(v.dmesg_mana.iter().skip(skip).map(|l| format!("  {l}")));
     }
     let stages = text::stages(v);

@@ -4,6 +4,7 @@
 use super::super::irqbalance::{IrqbalanceReport, IrqbalanceStep};
 use super::super::outcome::Verdict;
 use super::text;
+use crate::text::plural;
 
 /// One cell: `smp_affinity_list@nodes`, with `/effective` when that differs, and
 /// `*` in front when irqbalance changed it since the previous sample.
@@ -40,7 +41,7 @@ pub(super) fn irqbalance(v: &Verdict) -> Vec<String> {
     }
     lines.extend(text::align(&rows).into_iter().map(|l| format!("  {l}")));
     if !r.log.is_empty() {
-        lines.push(format!("  irqbalance's output ({} lines):", r.log.len()));
+        lines.push(format!("  irqbalance's output ({}):", plural(r.log.len(), "line")));
         lines.extend(r.log.iter().take(10).map(|l| format!("    {l}")));
     }
     lines
@@ -48,12 +49,12 @@ pub(super) fn irqbalance(v: &Verdict) -> Vec<String> {
 
 fn heading(r: &IrqbalanceReport) -> String {
     format!(
-        "irqbalance in the guest ({}): {} samples over {:.1} guest s; it moved {} of {} NIC IRQs away from the \
+        "irqbalance in the guest ({}): {} over {:.1} guest s; it moved {} of {} away from the \
          driver's placement (reported, not judged):",
         r.state.as_deref().unwrap_or("no state reported"),
-        r.samples,
+        plural(r.samples, "sample"),
         r.sampled_s,
         r.moved,
-        r.irqs.len()
+        plural(r.irqs.len(), "NIC IRQ")
     )
 }

@@ -3,6 +3,7 @@
 
 use super::super::outcome::{NicsReport, Verdict};
 use super::text;
+use crate::text::plural;
 
 /// The other NICs and the load table; empty for a run with one NIC.
 pub(super) fn nics(v: &Verdict) -> Vec<String> {
@@ -54,9 +55,10 @@ fn load(report: &NicsReport) -> Vec<String> {
     )];
     lines.extend(text::align(&rows).into_iter().map(|l| format!("  {l}")));
     lines.push(format!(
-        "  busiest: CPU {} with {most} vectors; {idle} of {} CPUs have none",
+        "  busiest: CPU {} with {}; {idle} of {} have none",
         if busiest.is_empty() { "-".to_owned() } else { busiest.join(",") },
-        report.load.len()
+        plural(most, "vector"),
+        plural(report.load.len(), "CPU")
     ));
     lines
 }

@@ -43,6 +43,7 @@ mod rules;
 
 use super::check::{Check, CheckStatus};
 use super::guest_irqs::{Observed, VectorName};
+use crate::text::plural;
 use crate::topology::Topology;
 use machine::Machine;
 use rules::Vector;
@@ -214,7 +215,7 @@ pub fn evaluate(topo: &Topology, observed: &Observed) -> Vec<Check> {
                 None => Check {
                     name: p.check_name().to_owned(),
                     status: CheckStatus::Pass,
-                    message: format!("{} vectors: {about}", vectors.len()),
+                    message: format!("{}: {about}", plural(vectors.len(), "vector")),
                     detail: Vec::new(),
                 },
                 Some(first) => Check {

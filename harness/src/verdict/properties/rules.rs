@@ -53,10 +53,11 @@ pub(super) fn online(m: &Machine, vectors: &[Vector]) -> Vec<String> {
             out.push(format!("{}: smp_affinity_list is empty", v.label));
         } else if !offline.is_empty() {
             out.push(format!(
-                "{}: smp_affinity_list {} has CPUs {} that are not online (online: {})",
+                "{}: smp_affinity_list {} has {} that {} not online (online: {})",
                 v.label,
                 v.mask.to_cpulist(),
-                offline.to_cpulist(),
+                offline.named(),
+                crate::text::agree(offline.count(), "is", "are"),
                 m.online.to_cpulist()
             ));
         }
