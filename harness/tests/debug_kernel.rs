@@ -4,8 +4,8 @@
 //! examples/patches written for that source (`leak-irq-array-VERSION`,
 //! `freed-affinity-hint-VERSION`), each booted on seed 000's 4-channel machine
 //! (8 CPUs) and judged. The stock kernel passes with a passing `debug_reports`
-//! check; each patch fails that check naming its checker (kmemleak; slub_debug's
-//! free poison in the hints).
+//! check; the leak fails that check naming kmemleak; the freed hint fails it
+//! naming KASAN or slub_debug's free poison, or fails the hint checks.
 //!
 //! All `slow_`: each needs a debug kernel build (about an hour on a loaded
 //! 2-core machine; a patched one after the stock one rebuilds mana only) and
@@ -66,25 +66,43 @@ fn stock_passes(gen: KernelGen) {
     assert!(outcome.report.debug.as_deref().is_some_and(|d| d.starts_with("kmemleak=")), "{:?}", outcome.report.debug);
 }
 
-/// A bug patch's debug run fails `debug_reports` with a report whose
-/// headline starts `headline` and that names `mana` (a frame of mana.ko: the
-/// IRQ setup functions are static, the compiler may fold them into their
-/// caller; or a MANA IRQ).
-fn bug_patch_fails(gen: KernelGen, patch: &str, headline: &str, mana: &str) {
-    let (outcome, status, message) = debug_run(gen, &debug_kernel(gen, Some(patch)));
+/// The leak patch's debug run fails `debug_reports` with a kmemleak report
+/// that names a frame of mana.ko (the IRQ setup functions are static, the
+/// compiler may fold them into their caller).
+fn leak_fails(gen: KernelGen) {
+    let (outcome, status, message) = debug_run(gen, &debug_kernel(gen, Some("leak-irq-array")));
     assert_eq!(status, CheckStatus::Fail, "{message}");
-    assert!(message.contains(headline) && message.contains(mana), "{message}");
+    assert!(message.contains("kmemleak: unreferenced object") && message.contains(" [mana]"), "{message}");
     assert_eq!(outcome.verdict.status, Status::Fail);
 }
 
-fn leak_fails(gen: KernelGen) {
-    bug_patch_fails(gen, "leak-irq-array", "kmemleak: unreferenced object", " [mana]");
-}
-
-/// The hints read SLUB's free poison (`slub_debug`); KASAN does not see
-/// that read with Debian 12's GCC 12 (harness/src/verdict/debug_reports.rs).
+/// A freed hint is caught by one of three checkers, whichever sees it on
+/// that kernel: KASAN where the proc file's read of the mask is instrumented
+/// (6.1 prints the bitmap straight from the freed object); SLUB's free poison
+/// in the hint while the freed copy is still unused (`slub_debug`); or, once
+/// the copy was handed out again, the model's per-vector `affinity_hint`
+/// checks, as the hints read whatever lies there now. KASAN does not see
+/// 6.12's `memcpy()` of the mask with Debian 12's GCC 12
+/// (harness/src/verdict/debug_reports.rs).
 fn freed_hint_fails(gen: KernelGen) {
-    bug_patch_fails(gen, "freed-affinity-hint", "slub_debug: affinity_hint of IRQ", "(mana_");
+    let (outcome, status, message) = debug_run(gen, &debug_kernel(gen, Some("freed-affinity-hint")));
+    assert_eq!(outcome.verdict.status, Status::Fail);
+    if status == CheckStatus::Fail {
+        assert!(
+            (message.contains("KASAN: use-after-free") || message.contains("slub_debug: affinity_hint of IRQ"))
+                && message.contains("mana"),
+            "{message}"
+        );
+        return;
+    }
+    let wrong_hints: Vec<&str> = outcome
+        .verdict
+        .checks
+        .iter()
+        .filter(|c| c.status == CheckStatus::Fail && c.message.contains("affinity_hint expected"))
+        .map(|c| c.name.as_str())
+        .collect();
+    assert!(!wrong_hints.is_empty(), "neither debug_reports ({message}) nor a hint check failed");
 }
 
 #[test]
@@ -118,16 +136,16 @@ fn slow_leaked_irq_array_7_x_fails_debug_reports_naming_kmemleak() {
 }
 
 #[test]
-fn slow_freed_affinity_hint_6_1_fails_debug_reports_naming_the_poisoned_hint() {
+fn slow_freed_affinity_hint_6_1_fails_a_memory_or_hint_check() {
     freed_hint_fails(KernelGen::V6_1);
 }
 
 #[test]
-fn slow_freed_affinity_hint_6_12_fails_debug_reports_naming_the_poisoned_hint() {
+fn slow_freed_affinity_hint_6_12_fails_a_memory_or_hint_check() {
     freed_hint_fails(KernelGen::V6_12);
 }
 
 #[test]
-fn slow_freed_affinity_hint_7_x_fails_debug_reports_naming_the_poisoned_hint() {
+fn slow_freed_affinity_hint_7_x_fails_a_memory_or_hint_check() {
     freed_hint_fails(KernelGen::V7);
 }
