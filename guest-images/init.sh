@@ -353,8 +353,11 @@ kmemleak_scan() {
 	esac
 	# A kmemleak that disabled itself (e.g. its early object pool ran out at
 	# boot) refuses the scan with EPERM: say so instead of counting a scan.
+	# kmemleak resolves a backtrace's symbols when the file is read: read it
+	# now, while the driver is loaded (a later rmmod would leave no [mana] frame).
 	if echo scan 2>/dev/null > /sys/kernel/debug/kmemleak && echo scan 2>/dev/null > /sys/kernel/debug/kmemleak; then
 		KMEMLEAK=$((KMEMLEAK + 1))
+		cat /sys/kernel/debug/kmemleak > /tmp/kmemleak.txt
 	else
 		KMEMLEAK=disabled
 	fi
@@ -651,7 +654,7 @@ report_body() {
 		echo "debug: kmemleak=$KMEMLEAK"
 		case "$KMEMLEAK" in
 		-|absent|disabled) ;;
-		*) while read -r l; do echo "kmemleak: $l"; done < /sys/kernel/debug/kmemleak ;;
+		*) [ -f /tmp/kmemleak.txt ] && while read -r l; do echo "kmemleak: $l"; done < /tmp/kmemleak.txt ;;
 		esac
 		dmesg | awk "$KLOG_AWK"
 	fi

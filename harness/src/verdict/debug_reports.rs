@@ -93,6 +93,27 @@ impl DebugReport {
         !self.mana_frames.is_empty()
     }
 
+    /// What makes two reports the same bug: the checker, the title line (past
+    /// a WARN's `cut here` rule) with its addresses masked (a KASAN report's
+    /// `addr`, a kmemleak object's address), and the mana frames. The task, PID
+    /// and taint flags on later lines differ from report to report and are left out.
+    fn signature(&self) -> String {
+        let title =
+            self.lines.iter().map(|l| l.trim()).find(|l| !l.starts_with("------------[ cut here")).unwrap_or("");
+        let masked: Vec<&str> = title
+            .split_whitespace()
+            .map(|w| {
+                let hex = w.trim_start_matches("0x").trim_end_matches([':', ',', ')']);
+                if hex.len() >= 8 && hex.chars().all(|c| c.is_ascii_hexdigit()) {
+                    "ADDR"
+                } else {
+                    w
+                }
+            })
+            .collect();
+        format!("{}|{}|{}", self.kind, masked.join(" "), self.mana_frames.join(","))
+    }
+
     /// `KIND: first line / second line / third line`.
     pub fn headline(&self) -> String {
         let first: Vec<&str> = self.lines.iter().take(QUOTED_LINES).map(|l| l.trim()).collect();
@@ -301,15 +322,15 @@ pub fn debug_reports(log: &DebugLog<'_>) -> Check {
         ),
     );
     // The same report from every queue (one WARN per NAPI on rmmod) is listed once, with its count.
-    let mut distinct: Vec<(String, String, usize)> = Vec::new();
+    let mut distinct: Vec<(String, String, String, usize)> = Vec::new();
     for r in &mana {
-        let (headline, frames) = (r.headline(), r.mana_frames.join(", "));
-        match distinct.iter_mut().find(|(h, f, _)| *h == headline && *f == frames) {
-            Some(seen) => seen.2 += 1,
-            None => distinct.push((headline, frames, 1)),
+        let signature = r.signature();
+        match distinct.iter_mut().find(|(sig, ..)| *sig == signature) {
+            Some(seen) => seen.3 += 1,
+            None => distinct.push((signature, r.headline(), r.mana_frames.join(", "), 1)),
         }
     }
-    for (headline, frames, times) in distinct {
+    for (_, headline, frames, times) in distinct {
         c.detail.push(if times > 1 { format!("{headline} ({times} times)") } else { headline });
         c.detail.push(format!("  mana frames: {frames}"));
     }
@@ -442,6 +463,33 @@ Call Trace:
         assert!(c.message.starts_with("3 report(s) touch mana"), "{}", c.message);
         assert_eq!(c.detail.iter().filter(|d| d.contains("netdev_lock.h:17")).count(), 1, "{:#?}", c.detail);
         assert!(c.detail[0].ends_with("(3 times)"), "{:#?}", c.detail);
+    }
+
+    /// 6.1 with examples/patches/freed-affinity-hint-6.1: one KASAN report per
+    /// hint read, differing only in the address, the task and the taint flags.
+    #[test]
+    fn kasan_reports_that_differ_only_in_address_and_task_are_one_bug() {
+        let report = |addr: &str, pid: u32, taint: &str| {
+            format!(
+                "BUG: KASAN: use-after-free in irq_affinity_hint_proc_show+0x163/0x240
+Read of size 8 at addr {addr} by task cat/{pid}
+CPU: 0 PID: {pid} Comm: cat {taint} 6.1.192-manarig #3
+Call Trace:
+ irq_affinity_hint_proc_show+0x163/0x240
+Allocated by task 8:
+ mana_gd_setup+0x41b/0xb40 [mana]
+Freed by task 8:
+ mana_gd_setup+0x41b/0xb40 [mana]
+==================================================================
+"
+            )
+        };
+        let text = report("ffff888004e5a908", 80, "Not tainted") + &report("ffff888004e5a878", 81, "Tainted: G    B");
+        let c = judge_klog(&lines(&text));
+        assert_eq!(c.status, CheckStatus::Fail);
+        assert!(c.message.starts_with("2 report(s) touch mana"), "{}", c.message);
+        assert!(c.detail[0].ends_with("(2 times)"), "{:#?}", c.detail);
+        assert_eq!(c.detail.iter().filter(|d| d.contains("KASAN")).count(), 1, "{:#?}", c.detail);
     }
 
     /// Linux 7.3's debug kernel booted through PVH: kmemleak's early pool ran
