@@ -121,9 +121,12 @@ fn debug_kernel(gen: KernelGen, cache: &Path, topo: &Path) -> anyhow::Result<()>
         t.config_s,
         t.make_s
     );
-    let choice = harness::rig::kernel_choice::KernelChoice::Debug(gen);
-    let k = harness::rig::kernel_choice::resolve(&choice, None, Some(cache))?;
-    let mut req = k.request(topo);
+    // The build in hand, not `kernel_choice::resolve`, which would look it up again.
+    let mut req = RunRequest::new(topo, gen);
+    req.custom_kernel = Some(built.install());
+    req.model_basis = built.model_basis();
+    req.label = Some(format!("{gen}-debug"));
+    req.debug = true;
     req.cache_dir = Some(cache.to_path_buf());
     let out = run_one(&req)?;
     let check = out.verdict.checks.iter().find(|c| c.name == harness::verdict::DEBUG_REPORTS_CHECK);

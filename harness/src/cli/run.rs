@@ -93,26 +93,15 @@ impl RigOptions {
         model: Option<crate::model::KernelGen>,
     ) -> RunRequest {
         RunRequest {
-            topology: topology.to_path_buf(),
-            kernel,
             accel: self.accel,
             cache_dir: self.cache_dir.clone(),
             mem_per_node_mib: self.mem_per_node,
             deadline: Duration::from_secs(self.deadline),
             console_log: self.console.clone(),
             model,
-            model_basis: crate::model::ModelBasis::Release,
-            channels: None,
-            reprobe: false,
             speedups: if self.no_speedups { crate::qemu::Speedups::NONE } else { crate::qemu::Speedups::ALL },
-            custom_kernel: None,
             extra_cmdline: self.cmdline.clone(),
-            label: None,
-            device_fault: None,
-            traffic: None,
-            debug: false,
-            inject: Vec::new(),
-            scenario: crate::topology::ScenarioFile::default(),
+            ..RunRequest::new(topology.to_path_buf(), kernel)
         }
     }
 }
