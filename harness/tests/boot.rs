@@ -19,7 +19,7 @@ fn provisioned() -> Provisioned {
 fn boot_on(spec: &MachineSpec, id: &str, tweak: impl FnOnce(&mut BootRequest<'_>)) -> harness::qemu::BootOutcome {
     let p = provisioned();
     let kernel = p.kernel(id).unwrap_or_else(|e| panic!("{e}"));
-    let mut req = BootRequest::new(spec, kernel, &p.busybox);
+    let mut req = BootRequest::new(spec, kernel, &p.busybox.binary);
     req.agent.load_mana = true;
     req.deadline = Duration::from_secs(900);
     tweak(&mut req);

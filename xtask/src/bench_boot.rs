@@ -131,7 +131,7 @@ fn bare_boot(path: &Path, kernel: &str, speedups: Speedups) -> Result<f64> {
     let k = resolve(kernel)?;
     let kernel = k.install(&prov)?;
     let spec = rig::machine::machine_spec(&topo, harness::accel::AccelChoice::Tcg, 256)?;
-    let mut req = BootRequest::new(&spec, kernel, &prov.busybox);
+    let mut req = BootRequest::new(&spec, kernel, &prov.busybox.binary);
     req.speedups = speedups;
     req.deadline = Duration::from_secs(3600);
     qemu::boot(&prov.qemu, &req)?;

@@ -193,7 +193,7 @@ pub fn run(args: &BootArgs) -> ExitCode {
         Ok(k) => k,
         Err(e) => return rig(e.to_string()),
     };
-    let mut req = BootRequest::new(&spec, kernel, &prov.busybox);
+    let mut req = BootRequest::new(&spec, kernel, &prov.busybox.binary);
     req.agent.load_mana = args.load_mana;
     req.agent.nic = args.nic_id;
     req.deadline = Duration::from_secs(args.deadline);

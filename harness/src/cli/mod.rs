@@ -27,6 +27,11 @@ use std::process::ExitCode;
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Use exactly the versions guest-images/kernels.lock pins: a pin that has
+    /// left the Debian archive is an error instead of a fallback to the newest
+    /// version of its track (also MANARIG_LOCKED=1).
+    #[arg(long, global = true)]
+    locked: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -89,6 +94,9 @@ where
             return (if e.use_stderr() { Exit::RigError } else { Exit::Pass }).into();
         }
     };
+    if cli.locked {
+        crate::provision::fallback::set_locked();
+    }
     match cli.command {
         Command::Expect(args) => expect::run(&args),
         Command::Import(args) => import::run(&args),

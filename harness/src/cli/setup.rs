@@ -2,6 +2,8 @@
 
 use super::Exit;
 use crate::provision::lock::kernel_name;
+use crate::provision::UsedPackage;
+use crate::text::plural_as;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -11,8 +13,10 @@ pub struct SetupArgs {
     /// Cache folder (default: $MANARIG_CACHE, else $XDG_CACHE_HOME/manarig, else ~/.cache/manarig).
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
-    /// Re-pin kernels and busybox to the newest archive versions, rewriting
-    /// guest-images/kernels.lock in the source tree, then provision.
+    /// Move every pin (QEMU, kernels, kernel sources, busybox, ethtool,
+    /// irqbalance) to the newest version of its track, rewriting
+    /// guest-images/kernels.lock and kernel-sources.lock in the source tree
+    /// (each change printed, old -> new), then provision.
     #[arg(long)]
     pub update_lock: bool,
     /// Use the private trixie-backports QEMU even if the host's qualifies.
@@ -25,16 +29,29 @@ pub fn run(args: &SetupArgs) -> ExitCode {
     let start = std::time::Instant::now();
     let result = crate::provision::cache_dir(args.cache_dir.as_deref()).and_then(|cache| {
         eprintln!("setup: cache {}", cache.display());
-        let opts = crate::provision::SetupOptions { update_lock: args.update_lock, private_qemu: args.private_qemu };
+        let opts = crate::provision::SetupOptions {
+            update_lock: args.update_lock,
+            private_qemu: args.private_qemu,
+            ..Default::default()
+        };
         crate::provision::setup(&cache, &opts, &mut |line| eprintln!("setup: {line}"))
     });
     match result {
         Ok(p) => {
             println!("{}", p.qemu.describe());
             for k in p.kernels.values() {
-                println!("kernel {}: {} {}", kernel_name(&k.id), k.release, k.vmlinuz.display());
+                let pkgs: Vec<String> = k.packages.iter().map(UsedPackage::describe).collect();
+                println!("kernel {}: {} {} ({})", kernel_name(&k.id), k.release, k.vmlinuz.display(), pkgs.join(", "));
             }
-            println!("busybox: {} {}", p.busybox_package.version, p.busybox.display());
+            println!("busybox: {} {}", p.busybox.package.describe(), p.busybox.binary.display());
+            let fallbacks = p.fallbacks();
+            if !fallbacks.is_empty() {
+                println!(
+                    "{} the lock's pins (gone from the archive); reports name the versions used; \
+                     `cargo xtask setup --update-lock` pins them",
+                    plural_as(fallbacks.len(), "package differs from", "packages differ from")
+                );
+            }
             eprintln!("setup: done in {:.2} s", start.elapsed().as_secs_f64());
             Exit::Pass.into()
         }

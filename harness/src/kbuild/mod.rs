@@ -229,7 +229,9 @@ pub struct Built {
 impl Built {
     /// The kernel as the rig boots it.
     pub fn install(&self) -> KernelInstall {
-        image::built_kernel(&self.stamp.key, &self.stamp.release, &self.dir, &self.stamp.modules)
+        let mut k = image::built_kernel(&self.stamp.key, &self.stamp.release, &self.dir, &self.stamp.modules);
+        k.packages.extend(source::used_package(&self.stamp.source));
+        k
     }
 
     /// The model generation the build's source runs.
@@ -368,6 +370,12 @@ pub fn build(req: &BuildRequest, progress: &mut dyn FnMut(&str)) -> Result<Built
             progress(&format!("build {short}: cached ({}, {})", stamp.release, dir.display()));
             return Ok(Built { dir, stamp, cached: true });
         }
+    }
+    // A pinned source gone from the archive builds the newest of its package
+    // instead, under that source's own key.
+    let resolved = source::resolve(&req.source, &req.cache, progress)?;
+    if resolved != req.source {
+        return build(&BuildRequest { source: resolved, ..req.clone() }, progress);
     }
     ensure_build_deps(req.install_deps, progress)?;
     let src = source::prepare(&req.source, &req.cache, progress)?;

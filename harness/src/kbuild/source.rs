@@ -1,10 +1,15 @@
 //! Where a kernel build's source comes from: a user's tree, or a Debian
 //! `linux-source-*` package pinned in guest-images/kernel-sources.lock,
 //! downloaded through the private apt root and unpacked into the cache.
+//!
+//! A pinned source that has left the archive falls back to the newest version
+//! of the same package (the same upstream series: `linux-source-6.12`), unless
+//! `--locked` ([`resolve`]); the build's key, stamp and report then name the
+//! version that was built.
 
 use super::KbuildError;
-use crate::provision::{self, apt::AptRoot, lock::PackagePin};
-use serde::Deserialize;
+use crate::provision::{self, apt::AptRoot, fallback, lock::PackagePin, UsedPackage};
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -12,7 +17,7 @@ use std::process::Command;
 pub const SOURCES_LOCK: &str = include_str!("../../../guest-images/kernel-sources.lock");
 
 /// One pinned source package.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SourcePin {
     /// Debian package name, e.g. `linux-source-6.12`.
@@ -97,6 +102,84 @@ impl SourceSpec {
     }
 }
 
+impl SourcePin {
+    fn package(&self) -> PackagePin {
+        PackagePin { name: self.package.clone(), version: self.version.clone(), sha256: self.sha256.clone() }
+    }
+}
+
+/// The unpacked tree of a Debian source: `<cache>/kbuild/src/<package>_<version>`.
+fn unpacked_dir(cache: &Path, pin: &SourcePin) -> PathBuf {
+    cache.join("kbuild/src").join(format!("{}_{}", pin.package, pin.version.replace([':', '~', '+'], "_")))
+}
+
+/// Where the fallback chosen for a gone pin is remembered, so that later builds
+/// need no apt: `<cache>/kbuild/src/<package>_<pinned version>.fallback.json`.
+fn fallback_record(cache: &Path, pin: &SourcePin) -> PathBuf {
+    unpacked_dir(cache, pin).with_extension("fallback.json")
+}
+
+/// The source a build of `spec` uses: a tree as it is; a Debian pin itself
+/// while it is unpacked in the cache or still in the archive; else (not
+/// `--locked`) the newest version of the same package, said in one line and
+/// remembered in the cache.
+///
+/// # Errors
+/// Apt failures; the pin gone under `--locked`, or gone with no version of its
+/// package left.
+pub fn resolve(spec: &SourceSpec, cache: &Path, progress: &mut dyn FnMut(&str)) -> Result<SourceSpec, KbuildError> {
+    let SourceSpec::Debian(pin) = spec else {
+        return Ok(spec.clone());
+    };
+    let stamp = unpacked_dir(cache, pin).with_extension("stamp");
+    if std::fs::read_to_string(&stamp).is_ok_and(|s| s.trim() == spec.identity()) {
+        return Ok(spec.clone());
+    }
+    let locked = fallback::locked();
+    if !locked {
+        if let Some(used) = crate::provision::read_stamp::<SourcePin>(&fallback_record(cache, pin)) {
+            return Ok(SourceSpec::Debian(used));
+        }
+    }
+    let apt = AptRoot::prepare(&cache.join("apt"), &provision::apt::Archive::from_env()?)?;
+    apt.update(false)?;
+    let offered = |apt: &AptRoot| -> Result<bool, KbuildError> { Ok(fallback::available(apt, &pin.package())?) };
+    if offered(&apt)? {
+        return Ok(spec.clone());
+    }
+    progress(&format!("source: {} {} not in the cached indexes; refreshing them", pin.package, pin.version));
+    apt.update(true)?;
+    if offered(&apt)? {
+        return Ok(spec.clone());
+    }
+    if locked {
+        return Err(fallback::refused(&pin.package, &pin.version).into());
+    }
+    let newest = provision::update::newest_anywhere(&apt, &pin.package)?.ok_or_else(|| {
+        KbuildError::Source(format!("{}: no version of the package is left in the archive", pin.package))
+    })?;
+    progress(&fallback::Fallback::new(&pin.package(), &newest, "the archive").to_string());
+    let used = SourcePin { version: newest.version, sha256: newest.sha256, ..pin.clone() };
+    std::fs::create_dir_all(cache.join("kbuild/src")).map_err(|e| KbuildError::io(&cache.join("kbuild/src"), e))?;
+    crate::provision::write_stamp(&fallback_record(cache, pin), &used)?;
+    Ok(SourceSpec::Debian(used))
+}
+
+/// The Debian source package a build's source identity names, against its pin
+/// in guest-images/kernel-sources.lock (`None` for a user's tree).
+pub fn used_package(identity: &str) -> Option<UsedPackage> {
+    let rest = identity.strip_prefix("debian:")?;
+    let (name, rest) = rest.split_once('=')?;
+    let version = rest.split_whitespace().next()?;
+    let pin = pins().ok()?.into_iter().find(|p| p.package == name);
+    Some(UsedPackage {
+        part: "kernel source".to_owned(),
+        name: name.to_owned(),
+        version: version.to_owned(),
+        locked: pin.filter(|p| p.version != version).map(|p| format!("{} {}", p.package, p.version)),
+    })
+}
+
 /// The tree for `spec`: the user's tree as is, or the Debian source unpacked
 /// under `<cache>/kbuild/src/` (downloaded and checked on first use; about
 /// 150 MB compressed, 1.5 GB unpacked).
@@ -109,17 +192,16 @@ pub fn prepare(spec: &SourceSpec, cache: &Path, progress: &mut dyn FnMut(&str)) 
         SourceSpec::Debian(pin) => pin,
     };
     let base = cache.join("kbuild/src");
-    let dir = base.join(format!("{}_{}", pin.package, pin.version.replace([':', '~', '+'], "_")));
+    let dir = unpacked_dir(cache, pin);
     let stamp = dir.with_extension("stamp");
     if dir.join("Makefile").is_file() && std::fs::read_to_string(&stamp).is_ok_and(|s| s.trim() == spec.identity()) {
         progress(&format!("source: {} (cached in {})", spec.label(), dir.display()));
         return Ok(dir);
     }
     std::fs::create_dir_all(&base).map_err(|e| KbuildError::io(&base, e))?;
-    let apt = AptRoot::prepare(&cache.join("apt"))?;
+    let apt = AptRoot::prepare(&cache.join("apt"), &provision::apt::Archive::from_env()?)?;
     apt.update(false)?;
-    let pkg = PackagePin { name: pin.package.clone(), version: pin.version.clone(), sha256: pin.sha256.clone() };
-    let deb = provision::fetch_pinned(&apt, cache, &pkg, progress)?;
+    let deb = provision::fetch_pinned(&apt, cache, &pin.package(), progress)?;
     progress(&format!("source: unpacking {} (about a minute)", spec.label()));
     let tmp = tempfile::tempdir_in(&base).map_err(|e| KbuildError::io(&base, e))?;
     provision::apt::extract_deb(&deb, &tmp.path().join("deb"))?;
@@ -182,5 +264,17 @@ mod tests {
         std::fs::write(d.path().join("Kconfig"), "").expect("w");
         let t = SourceSpec::parse(&d.path().display().to_string()).expect("tree");
         assert!(t.identity().starts_with("tree:/"), "{}", t.identity());
+    }
+
+    #[test]
+    fn a_builds_source_is_named_against_its_pin() {
+        let SourceSpec::Debian(pin) = SourceSpec::parse("debian:linux-source-6.12").expect("pinned") else { panic!() };
+        let same = used_package(&SourceSpec::Debian(pin.clone()).identity()).expect("debian");
+        assert_eq!((same.name.as_str(), same.locked), ("linux-source-6.12", None));
+        let newer = SourcePin { version: "6.12.119-1".into(), ..pin.clone() };
+        let moved = used_package(&SourceSpec::Debian(newer).identity()).expect("debian");
+        assert_eq!(moved.version, "6.12.119-1");
+        assert_eq!(moved.locked, Some(format!("linux-source-6.12 {}", pin.version)));
+        assert_eq!(used_package("tree:/src/linux"), None);
     }
 }

@@ -1,6 +1,12 @@
 //! A private apt root under the cache: its own sources list, keyring reference
 //! and an empty dpkg status, so `apt-get` can resolve and download Debian
 //! packages without reading or changing the host's package state.
+//!
+//! Which archive it reads is an [`Archive`]: Debian's (deb.debian.org, signed
+//! by the host's `debian-archive-keyring`), or a sources list of the user's
+//! (`MANARIG_APT_SOURCES`: a mirror, or an archive on disk), whose `signed-by`
+//! keys apt checks the same way. apt refuses an index whose signature or hashes
+//! do not verify, and checks every downloaded `.deb` against the signed index.
 
 use super::ProvisionError;
 use std::path::{Path, PathBuf};
@@ -8,7 +14,7 @@ use std::process::Command;
 
 /// Debian suites the rig takes packages from (kernels from bookworm-security,
 /// trixie and trixie-backports; QEMU from trixie-backports; busybox from trixie).
-const SOURCES: &str = "\
+const DEBIAN_SOURCES: &str = "\
 deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie main
 deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie-backports main
 deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian bookworm main
@@ -18,10 +24,79 @@ deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian
 /// Keyring the sources list refers to (package `debian-archive-keyring`).
 const KEYRING: &str = "/usr/share/keyrings/debian-archive-keyring.gpg";
 
+/// Environment variable naming a sources list (one-line `deb [signed-by=KEY] URI
+/// SUITE COMPONENT` entries) to use instead of Debian's archive: a mirror, or an
+/// archive on disk.
+pub const SOURCES_ENV: &str = "MANARIG_APT_SOURCES";
+
+/// The archive a private apt root reads: its sources list text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Archive {
+    /// The sources list (each entry names its `signed-by` keyring).
+    pub sources: String,
+    /// Where it came from, for messages (`Debian (deb.debian.org)` or a file).
+    pub origin: String,
+}
+
+impl Archive {
+    /// Debian's archive: trixie, trixie-backports, bookworm and
+    /// bookworm-security, signed by the host's `debian-archive-keyring`.
+    pub fn debian() -> Archive {
+        Archive { sources: DEBIAN_SOURCES.to_owned(), origin: "Debian (deb.debian.org)".to_owned() }
+    }
+
+    /// The archive named by [`SOURCES_ENV`] when it is set, else [`Archive::debian`].
+    ///
+    /// # Errors
+    /// [`ProvisionError::Io`] when the named file cannot be read.
+    pub fn from_env() -> Result<Archive, ProvisionError> {
+        match std::env::var_os(SOURCES_ENV).filter(|v| !v.is_empty()) {
+            Some(path) => {
+                let path = PathBuf::from(path);
+                let sources = std::fs::read_to_string(&path).map_err(|e| ProvisionError::io(&path, e))?;
+                Ok(Archive { sources, origin: format!("{SOURCES_ENV}={}", path.display()) })
+            }
+            None => Ok(Archive::debian()),
+        }
+    }
+
+    /// The suites its sources list names, in order (`trixie`, `trixie-backports`, …).
+    pub fn suites(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for line in self.sources.lines().map(str::trim).filter(|l| l.starts_with("deb ")) {
+            // deb [options] URI SUITE COMPONENT...
+            let rest = line.trim_start_matches("deb ").trim_start();
+            let rest = match rest.strip_prefix('[') {
+                Some(r) => r.split_once(']').map_or("", |(_, after)| after),
+                None => rest,
+            };
+            if let Some(suite) = rest.split_whitespace().nth(1) {
+                if !out.iter().any(|s| s == suite) {
+                    out.push(suite.to_owned());
+                }
+            }
+        }
+        out
+    }
+}
+
 /// A private apt root (`<cache>/apt`).
 #[derive(Debug, Clone)]
 pub struct AptRoot {
     dir: PathBuf,
+    archive: Archive,
+}
+
+/// One version of a package in the indexes and the suite that offers it
+/// (`apt-cache madison`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Offered {
+    /// Package name.
+    pub name: String,
+    /// Version.
+    pub version: String,
+    /// The suite (`trixie-backports`), from the index's `SUITE/COMPONENT` path.
+    pub suite: String,
 }
 
 /// One package as the archive index describes it (`apt-cache show`).
@@ -38,14 +113,15 @@ pub struct IndexEntry {
 }
 
 impl AptRoot {
-    /// Create (or reuse) the private apt root in `dir`: writes `apt.conf`, the
-    /// sources list and an empty status file. Does not touch the network.
+    /// Create (or reuse) the private apt root in `dir` for `archive`: writes
+    /// `apt.conf`, the sources list and an empty status file. Does not touch the
+    /// network. A root whose sources list changed drops its old indexes.
     ///
     /// # Errors
     /// [`ProvisionError::Io`] on filesystem errors; [`ProvisionError::Host`] when
-    /// `apt-get` or the Debian archive keyring is missing on the host.
-    pub fn prepare(dir: &Path) -> Result<AptRoot, ProvisionError> {
-        if !Path::new(KEYRING).exists() {
+    /// the Debian archive keyring is missing on the host (for Debian's archive).
+    pub fn prepare(dir: &Path, archive: &Archive) -> Result<AptRoot, ProvisionError> {
+        if archive.sources == DEBIAN_SOURCES && !Path::new(KEYRING).exists() {
             return Err(ProvisionError::Host(format!(
                 "{KEYRING} is missing: install the host package debian-archive-keyring"
             )));
@@ -72,12 +148,25 @@ impl AptRoot {
              Debug::NoLocking \"true\";\n"
         );
         write_if_changed(&dir.join("apt.conf"), &conf)?;
-        write_if_changed(&dir.join("etc/sources.list"), SOURCES)?;
+        if write_if_changed(&dir.join("etc/sources.list"), &archive.sources)? {
+            // Indexes of another archive must not answer for this one.
+            let lists = dir.join("lists");
+            for entry in std::fs::read_dir(&lists).map_err(|e| ProvisionError::io(&lists, e))?.flatten() {
+                if entry.path().is_file() {
+                    std::fs::remove_file(entry.path()).map_err(|e| ProvisionError::io(&entry.path(), e))?;
+                }
+            }
+        }
         let status = dir.join("status");
         if !status.exists() {
             std::fs::write(&status, "").map_err(|e| ProvisionError::io(&status, e))?;
         }
-        Ok(AptRoot { dir: dir.to_path_buf() })
+        Ok(AptRoot { dir: dir.to_path_buf(), archive: archive.clone() })
+    }
+
+    /// The archive this root reads.
+    pub fn archive(&self) -> &Archive {
+        &self.archive
     }
 
     /// An `apt-get`/`apt-cache` command using this root's configuration.
@@ -119,7 +208,7 @@ impl AptRoot {
             .map_err(|e| ProvisionError::spawn("apt-get download", e))?;
         if !out.status.success() {
             let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-            if stderr.contains("was not found") || stderr.contains("Unable to locate package") {
+            if is_gone(&stderr) {
                 return Err(ProvisionError::VersionGone { package: name.to_string(), version: version.to_string() });
             }
             return Err(ProvisionError::Command { what: format!("apt-get download {spec}"), output: stderr });
@@ -148,7 +237,7 @@ impl AptRoot {
             .map_err(|e| ProvisionError::spawn("apt-get install --download-only", e))?;
         if !out.status.success() {
             let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-            if stderr.contains("was not found") {
+            if is_gone(&stderr) {
                 return Err(ProvisionError::VersionGone { package: name.to_string(), version: version.to_string() });
             }
             return Err(ProvisionError::Command {
@@ -157,6 +246,34 @@ impl AptRoot {
             });
         }
         list_debs(&archives)
+    }
+
+    /// Every version of `name` the indexes offer, with its suite, newest first
+    /// as apt orders them (`apt-cache madison`); empty for an unknown name.
+    ///
+    /// # Errors
+    /// [`ProvisionError::Command`] if `apt-cache` fails.
+    pub fn offered(&self, name: &str) -> Result<Vec<Offered>, ProvisionError> {
+        self.offered_all(&[name])
+    }
+
+    /// [`AptRoot::offered`] for several names in one `apt-cache` run (each run
+    /// loads every index: about a second with Debian's).
+    ///
+    /// # Errors
+    /// [`ProvisionError::Command`] if `apt-cache` fails.
+    pub fn offered_all(&self, names: &[&str]) -> Result<Vec<Offered>, ProvisionError> {
+        let out = run(self.tool("apt-cache").arg("madison").args(names), "apt-cache madison")?;
+        Ok(parse_madison(&out))
+    }
+
+    /// The index entry of exactly `name` `version` (its SHA-256 is what a
+    /// fallback is verified against), if the indexes have it.
+    ///
+    /// # Errors
+    /// [`ProvisionError::Command`] if `apt-cache` fails.
+    pub fn entry(&self, name: &str, version: &str) -> Result<Option<IndexEntry>, ProvisionError> {
+        Ok(self.show(name)?.into_iter().find(|e| e.name == name && e.version == version))
     }
 
     /// Package names known to the indexes that start with `prefix`.
@@ -173,8 +290,39 @@ impl AptRoot {
     /// # Errors
     /// [`ProvisionError::Command`] if `apt-cache show` fails (unknown package).
     pub fn show(&self, name: &str) -> Result<Vec<IndexEntry>, ProvisionError> {
-        let out = run(self.tool("apt-cache").args(["show", name]), "apt-cache show")?;
-        Ok(parse_show(&out))
+        self.show_all(&[name])
+    }
+
+    /// [`AptRoot::show`] for several names in one `apt-cache` run.
+    ///
+    /// # Errors
+    /// [`ProvisionError::Command`] if `apt-cache show` fails otherwise than
+    /// for names without a stanza.
+    pub fn show_all(&self, names: &[&str]) -> Result<Vec<IndexEntry>, ProvisionError> {
+        if names.is_empty() {
+            return Ok(Vec::new());
+        }
+        let name = names.join(" ");
+        // A name known only as a dependency has no stanza: apt-cache prints
+        // "No packages found" and that is an empty answer, not a failure.
+        let out = self
+            .tool("apt-cache")
+            .arg("show")
+            .args(names)
+            .output()
+            .map_err(|e| ProvisionError::spawn("apt-cache show", e))?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        if !out.status.success() && text.trim().is_empty() {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            if stderr.contains("No packages found") || stderr.contains("Unable to locate") {
+                return Ok(Vec::new());
+            }
+            return Err(ProvisionError::Command {
+                what: format!("apt-cache show {name}"),
+                output: stderr.into_owned(),
+            });
+        }
+        Ok(parse_show(&text))
     }
 
     /// Compare two Debian versions with `dpkg --compare-versions a gt b`.
@@ -210,6 +358,29 @@ pub fn sha256_file(path: &Path) -> Result<String, ProvisionError> {
     let mut h = sha2::Sha256::new();
     std::io::copy(&mut f, &mut h).map_err(|e| ProvisionError::io(path, e))?;
     Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Whether apt's error text says the version is not (or no longer) in the
+/// archive: unknown to the indexes, or listed by stale indexes but gone from
+/// the mirror (HTTP 404).
+fn is_gone(stderr: &str) -> bool {
+    stderr.contains("was not found") || stderr.contains("Unable to locate package") || stderr.contains("404")
+}
+
+/// Parse `apt-cache madison` lines: `name | version | URI SUITE/COMPONENT ARCH Packages`.
+fn parse_madison(text: &str) -> Vec<Offered> {
+    text.lines()
+        .filter_map(|line| {
+            let mut cols = line.split('|').map(str::trim);
+            let (name, version, origin) = (cols.next()?, cols.next()?, cols.next()?);
+            let suite = origin.split_whitespace().nth(1)?.split('/').next()?;
+            (!name.is_empty() && !version.is_empty()).then(|| Offered {
+                name: name.to_owned(),
+                version: version.to_owned(),
+                suite: suite.to_owned(),
+            })
+        })
+        .collect()
 }
 
 /// Parse `apt-cache show` output (RFC 822 stanzas) into entries.
@@ -272,12 +443,13 @@ fn run(cmd: &mut Command, what: &str) -> Result<String, ProvisionError> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// Write `text` to `path` unless it already holds exactly that.
-pub(super) fn write_if_changed(path: &Path, text: &str) -> Result<(), ProvisionError> {
+/// Write `text` to `path` unless it already holds exactly that; whether it wrote.
+pub(super) fn write_if_changed(path: &Path, text: &str) -> Result<bool, ProvisionError> {
     if std::fs::read_to_string(path).is_ok_and(|old| old == text) {
-        return Ok(());
+        return Ok(false);
     }
-    std::fs::write(path, text).map_err(|e| ProvisionError::io(path, e))
+    std::fs::write(path, text).map_err(|e| ProvisionError::io(path, e))?;
+    Ok(true)
 }
 
 #[cfg(test)]
@@ -294,5 +466,31 @@ mod tests {
         assert_eq!(e[0].version, "7.3.4-1~bpo13+1");
         assert_eq!(e[0].sha256, "c4fb");
         assert_eq!(e[1].depends, "");
+    }
+
+    #[test]
+    fn madison_lines_give_each_version_its_suite() {
+        let text = "qemu-system-x86 | 1:11.1.3+ds-2~bpo13+1 | http://deb.debian.org/debian trixie-backports/main amd64 Packages\n\
+                    qemu-system-x86 | 1:7.2+dfsg-7+deb12u15 | http://deb.debian.org/debian-security bookworm-security/main amd64 Packages\n\
+                    busybox-static | 1:1.0-1 | file:/tmp/repo stable/main amd64 Packages\n";
+        let o = parse_madison(text);
+        assert_eq!(o.len(), 3);
+        assert_eq!((o[0].version.as_str(), o[0].suite.as_str()), ("1:11.1.3+ds-2~bpo13+1", "trixie-backports"));
+        assert_eq!(o[1].suite, "bookworm-security");
+        assert_eq!(o[2].suite, "stable");
+    }
+
+    #[test]
+    fn an_archives_suites_come_from_its_sources_list() {
+        assert_eq!(Archive::debian().suites(), ["trixie", "trixie-backports", "bookworm", "bookworm-security"]);
+        let a = Archive { sources: "# c\ndeb file:/r stable main\n".into(), origin: "t".into() };
+        assert_eq!(a.suites(), ["stable"]);
+    }
+
+    #[test]
+    fn a_404_or_an_unknown_version_is_a_version_gone() {
+        assert!(is_gone("E: Version '1:11.1.3+ds-1~bpo13+1' for 'qemu-system-x86' was not found"));
+        assert!(is_gone("E: Failed to fetch http://deb.debian.org/x.deb  404  Not Found [IP: 1.2.3.4 80]"));
+        assert!(!is_gone("E: Could not resolve 'deb.debian.org'"));
     }
 }

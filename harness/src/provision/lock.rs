@@ -3,6 +3,13 @@
 //! The lock pins every guest kernel and busybox by package name, version and the
 //! SHA-256 of the `.deb`; QEMU by package name and version (its dependency
 //! closure is resolved by apt from the signed archive indexes).
+//!
+//! A pin is a preference, not a precondition: each section also names its
+//! *track*, what may stand in for it once Debian has dropped the pinned version
+//! (`super::fallback`): QEMU, any version of the package at least
+//! [`super::qemu_install::MIN_QEMU`] from the configured suites; a kernel, the
+//! newest `linux-image-*` its `track` glob matches; busybox and the guest tools,
+//! the newest of the same package names in the section's `suite`.
 
 use crate::model::KernelGen;
 use serde::{Deserialize, Serialize};
@@ -42,7 +49,8 @@ pub struct QemuPin {
     pub package: String,
     /// Exact Debian version, e.g. `1:11.1.3+ds-1~bpo13+1`.
     pub version: String,
-    /// Suite it comes from (informational), e.g. `trixie-backports`.
+    /// Suite it comes from, e.g. `trixie-backports` (apt's `-t`, so that its
+    /// dependencies may come from that suite too).
     pub suite: String,
 }
 
@@ -62,8 +70,10 @@ pub struct PackagePin {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BusyboxPin {
-    /// Package name `--update-lock` follows.
+    /// Package name `--update-lock` and a fallback follow.
     pub track: String,
+    /// The suite a fallback takes it from (`trixie`).
+    pub suite: String,
     /// The pinned package.
     pub package: PackagePin,
 }
@@ -72,6 +82,9 @@ pub struct BusyboxPin {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolPin {
+    /// The suite every package comes from (`trixie`); a fallback resolves the
+    /// whole list again in it, never mixing old and new versions.
+    pub suite: String,
     /// The tool's package first, then the libraries'.
     pub packages: Vec<PackagePin>,
 }

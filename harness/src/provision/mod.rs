@@ -2,16 +2,20 @@
 //!
 //! [`setup`] downloads and unpacks what `guest-images/kernels.lock` pins (through
 //! a private apt root: no host package is changed) and is idempotent: every item
-//! leaves a `stamp.json` naming the pins it was built from, and a second run
-//! only reads stamps. [`load`] never downloads; it tells the user to run
-//! `cargo xtask setup` when something is missing or stale.
+//! leaves a `stamp.json` naming the pin it stands for and, after a fallback, the
+//! packages it came from instead; a second run only reads stamps. A pin that
+//! has left the archive falls back to the newest version of its track
+//! ([`fallback`]; refused under `--locked`), said in one line, and the versions
+//! used travel into every report ([`used`]). [`load`] never downloads; it tells
+//! the user to run `cargo xtask setup` when something is missing or stale.
 //!
 //! Cache layout (`<cache>` from [`cache_dir`]):
 //! ```text
 //! <cache>/apt/                 private apt root (apt.conf, lists, archives, empty status)
-//! <cache>/debs/                pinned kernel and busybox .deb files
-//! <cache>/qemu.json            the QEMU chosen (host or private) and its version
+//! <cache>/debs/                downloaded kernel, busybox and tool .deb files
+//! <cache>/qemu.json            the QEMU chosen (host or private), its version and package
 //! <cache>/qemu/<version>/root  trixie-backports QEMU + its libraries, unpacked
+//! <cache>/qemu/<pinned>.json   which private QEMU stands for the pin (itself or a fallback)
 //! <cache>/kernels/<id>/        vmlinuz, <module>.ko (decompressed), stamp.json
 //! <cache>/busybox/             busybox, stamp.json
 //! <cache>/ethtool/             sbin/ethtool, lib*/ (its libraries and loader), stamp.json
@@ -19,19 +23,23 @@
 //! ```
 
 pub mod apt;
+mod debian_kernel;
+pub mod fallback;
 pub mod host_packages;
 pub mod kernel;
 pub mod lock;
 pub mod pyvenv;
 pub mod qemu_install;
+pub mod used;
 
 pub use kernel::KoCompression;
 pub use lock::Lock;
 pub use qemu_install::{QemuInstall, QemuSource};
+pub use used::UsedPackage;
 
 use apt::AptRoot;
-use lock::{KernelPin, PackagePin};
-use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use lock::PackagePin;
+use serde::{de::DeserializeOwned, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -72,8 +80,9 @@ pub enum ProvisionError {
     Host(String),
     /// A pinned version is no longer in the Debian archive.
     #[error(
-        "{package} {version} (pinned in guest-images/kernels.lock) is no longer in the Debian archive; \
-         run `cargo xtask setup --update-lock` to pin the newest version, review and commit the lock"
+        "{package} {version} (pinned in guest-images/kernels.lock) is no longer in the Debian archive and \
+         --locked (MANARIG_LOCKED) refuses a fallback; run without --locked to use the newest version of its \
+         track, or `cargo xtask setup --update-lock` to pin it (review and commit the lock)"
     )]
     VersionGone {
         /// Package name.
@@ -114,6 +123,17 @@ pub enum ProvisionError {
     /// No usable QEMU.
     #[error("no usable QEMU: {0}")]
     Qemu(String),
+    /// The cache holds a fallback and `--locked` asks for the lock's versions only.
+    #[error(
+        "{cache}: {what}; --locked (MANARIG_LOCKED) refuses a fallback: run `cargo xtask setup --update-lock` \
+         to pin what the archive has, or run without --locked"
+    )]
+    LockedFallback {
+        /// The package used and its pin.
+        what: String,
+        /// The cache folder.
+        cache: PathBuf,
+    },
     /// The cache lacks an item or it is stale: `load` does not download.
     #[error("{what} is not provisioned in {cache} ({why}); run `cargo xtask setup` (or `manarig setup`)")]
     NotProvisioned {
@@ -138,7 +158,7 @@ impl ProvisionError {
 /// A kernel ready to boot.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelInstall {
-    /// Lock id (`6.1`, `6.12`, `7`).
+    /// Lock id (`6.1`, `6.12`, `7`), or `build:KEY`, `image:PATH`.
     pub id: String,
     /// `uname -r` of the kernel.
     pub release: String,
@@ -148,8 +168,16 @@ pub struct KernelInstall {
     pub modules: Vec<PathBuf>,
     /// How the package stored the modules.
     pub compression: KoCompression,
-    /// The pinned packages it came from.
-    pub packages: Vec<PackagePin>,
+    /// The Debian packages it came from, as used (a pinned kernel's images, a
+    /// build's `linux-source-*`), each against its pin; empty for a user's image.
+    pub packages: Vec<UsedPackage>,
+}
+
+impl KernelInstall {
+    /// Whether a package differs from its pin (the kernel is a fallback).
+    pub fn is_fallback(&self) -> bool {
+        self.packages.iter().any(|p| p.locked.is_some())
+    }
 }
 
 /// Everything the rig needs, provisioned.
@@ -161,16 +189,14 @@ pub struct Provisioned {
     pub qemu: QemuInstall,
     /// Kernels by lock id.
     pub kernels: BTreeMap<String, KernelInstall>,
-    /// The static busybox binary.
-    pub busybox: PathBuf,
-    /// busybox's pinned package.
-    pub busybox_package: PackagePin,
+    /// The static busybox binary and its package.
+    pub busybox: tools::Busybox,
     /// ethtool and its libraries, as initramfs files.
-    pub ethtool: Vec<tools::GuestFile>,
+    pub ethtool: tools::InstalledTool,
     /// irqbalance and its libraries, as initramfs files; `None` when the cache
     /// predates the lock's `[irqbalance]` (only `run --irqbalance` needs them:
     /// it says to run `cargo xtask setup`).
-    pub irqbalance: Option<Vec<tools::GuestFile>>,
+    pub irqbalance: Option<tools::InstalledTool>,
 }
 
 impl Provisioned {
@@ -184,16 +210,58 @@ impl Provisioned {
             known: self.kernels.keys().cloned().collect::<Vec<_>>().join(", "),
         })
     }
+
+    /// Every provisioned package that differs from its pin.
+    pub fn fallbacks(&self) -> Vec<UsedPackage> {
+        self.qemu
+            .package
+            .iter()
+            .chain(self.kernels.values().flat_map(|k| k.packages.iter()))
+            .chain(std::iter::once(&self.busybox.package))
+            .chain(self.ethtool.packages.iter())
+            .chain(self.irqbalance.iter().flat_map(|t| t.packages.iter()))
+            .filter(|p| p.locked.is_some())
+            .cloned()
+            .collect()
+    }
+
+    /// The packages a run on `kernel` uses: QEMU (when private), the kernel's,
+    /// busybox, and the guest tools named in `tools` (`ethtool`, `irqbalance`).
+    pub fn run_packages(&self, kernel: &KernelInstall, tools: &[&str]) -> Vec<UsedPackage> {
+        let mut out: Vec<UsedPackage> = self.qemu.package.iter().cloned().collect();
+        out.extend(kernel.packages.iter().cloned());
+        out.push(self.busybox.package.clone());
+        if tools.contains(&"ethtool") {
+            out.extend(self.ethtool.packages.iter().cloned());
+        }
+        if tools.contains(&"irqbalance") {
+            out.extend(self.irqbalance.iter().flat_map(|t| t.packages.iter().cloned()));
+        }
+        out
+    }
 }
 
 /// Options of [`setup`].
 #[derive(Debug, Clone, Default)]
 pub struct SetupOptions {
-    /// Re-pin every `track` to the newest archive version and rewrite the
-    /// source tree's lock file before provisioning.
+    /// Re-pin every section to the newest version of its track and rewrite the
+    /// lock files before provisioning.
     pub update_lock: bool,
     /// Ignore the host's QEMU even when it qualifies.
     pub private_qemu: bool,
+    /// Refuse every fallback (`--locked`; also [`fallback::locked`]).
+    pub locked: bool,
+    /// The archive to read; `None`: [`apt::Archive::from_env`].
+    pub archive: Option<apt::Archive>,
+    /// The lock files to read (and, with `update_lock`, rewrite); `None`: the
+    /// lock compiled in, and the source tree's files for `update_lock`.
+    pub lock_files: Option<update::LockFiles>,
+}
+
+impl SetupOptions {
+    fn locked(&self) -> bool {
+        self.locked || fallback::locked()
+    }
 }
 
 /// The cache folder: `explicit` (`--cache-dir`), else `$MANARIG_CACHE`, else
@@ -217,147 +285,120 @@ pub fn cache_dir(explicit: Option<&Path>) -> Result<PathBuf, ProvisionError> {
         .ok_or_else(|| ProvisionError::Host("no --cache-dir, MANARIG_CACHE, XDG_CACHE_HOME or HOME".into()))
 }
 
-#[derive(Serialize, Deserialize, PartialEq)]
-struct KernelStamp {
-    pin: KernelPin,
-    extracted: kernel::ExtractedKernel,
-}
-
-#[derive(Serialize, Deserialize, PartialEq)]
-struct BusyboxStamp {
-    pin: PackagePin,
-}
-
-#[derive(Serialize, Deserialize, PartialEq)]
-struct PrivateQemuStamp {
-    pin: lock::QemuPin,
-    /// The unpacked dependency closure: (file name, SHA-256).
-    debs: Vec<(String, String)>,
-}
-
-fn read_stamp<T: DeserializeOwned>(path: &Path) -> Option<T> {
+pub(crate) fn read_stamp<T: DeserializeOwned>(path: &Path) -> Option<T> {
     serde_json::from_slice(&std::fs::read(path).ok()?).ok()
 }
 
-fn write_stamp<T: Serialize>(path: &Path, value: &T) -> Result<(), ProvisionError> {
+pub(crate) fn write_stamp<T: Serialize>(path: &Path, value: &T) -> Result<(), ProvisionError> {
     let text = serde_json::to_string_pretty(value).map_err(|e| ProvisionError::Package(e.to_string()))?;
     std::fs::write(path, text).map_err(|e| ProvisionError::io(path, e))
 }
 
 /// Provision everything the lock pins into `cache` (see the module docs).
-/// `progress` receives one human-readable line per step.
+/// `progress` receives one human-readable line per step, and one line per
+/// fallback (`qemu-system-x86: pinned … is gone from trixie-backports; using …`).
 ///
 /// # Errors
 /// Any [`ProvisionError`]: network/apt failures with apt's output, a version
-/// gone from the archive (with the `--update-lock` hint), a checksum mismatch.
+/// gone from the archive under `--locked` (with the `--update-lock` hint), a
+/// track with nothing left in it, a checksum mismatch.
 pub fn setup(cache: &Path, opts: &SetupOptions, progress: &mut dyn FnMut(&str)) -> Result<Provisioned, ProvisionError> {
     std::fs::create_dir_all(cache).map_err(|e| ProvisionError::io(cache, e))?;
-    let mut apt = LazyApt { dir: cache.join("apt"), refresh: opts.update_lock, root: None };
-    let mut lock = Lock::embedded()?;
-    if opts.update_lock {
-        let path = lock::source_lock_path();
-        let text = std::fs::read_to_string(&path).map_err(|e| ProvisionError::io(&path, e))?;
-        lock = Lock::parse(&text, &path.display().to_string())?;
-        let a = apt.get(progress)?;
-        let (new_text, new_lock, changes) = update::update_lock(&a, &text, &lock)?;
-        for c in &changes {
-            progress(&format!("lock: {c}"));
-        }
+    let archive = match &opts.archive {
+        Some(a) => a.clone(),
+        None => apt::Archive::from_env()?,
+    };
+    let mut p = Provisioner {
+        cache: cache.to_path_buf(),
+        apt: LazyApt { dir: cache.join("apt"), archive, refresh: opts.update_lock, root: None },
+        locked: opts.locked(),
+        progress,
+    };
+    let files = opts.lock_files.clone().unwrap_or_else(update::LockFiles::source_tree);
+    let lock = if opts.update_lock {
+        let a = p.apt()?;
+        let changes = update::update_files(&a, &files)?;
         if changes.is_empty() {
-            progress("lock: every pin is already the newest");
-        } else {
-            std::fs::write(&path, new_text).map_err(|e| ProvisionError::io(&path, e))?;
-            progress(&format!("lock: rewrote {}; review and commit it", path.display()));
+            p.say("lock: every pin is the newest of its track and in the archive");
         }
-        lock = new_lock;
-    }
-
-    // QEMU.
-    let qemu = setup_qemu(cache, &lock, opts, progress, &mut apt)?;
+        for c in &changes {
+            p.say(&format!("lock: {c}"));
+        }
+        if !changes.is_empty() {
+            p.say(&format!(
+                "lock: rewrote {} and {}; review and commit them",
+                files.kernels.display(),
+                files.sources.display()
+            ));
+        }
+        files.read_kernels()?
+    } else if opts.lock_files.is_some() {
+        files.read_kernels()?
+    } else {
+        Lock::embedded()?
+    };
+    let qemu = qemu_install::ensure(&mut p, &lock.qemu, opts.private_qemu)?;
     write_stamp(&cache.join("qemu.json"), &qemu)?;
-
-    // busybox.
-    let bb_dir = cache.join("busybox");
-    let bb_stamp = bb_dir.join("stamp.json");
-    if read_stamp::<BusyboxStamp>(&bb_stamp).is_some_and(|s| s.pin == lock.busybox.package)
-        && bb_dir.join("busybox").is_file()
-    {
-        progress(&format!("busybox: {} {} (cached)", lock.busybox.package.name, lock.busybox.package.version));
-    } else {
-        let a = apt.get(progress)?;
-        let deb = fetch_pinned(&a, cache, &lock.busybox.package, progress)?;
-        let tmp = tempfile::tempdir_in(cache).map_err(|e| ProvisionError::io(cache, e))?;
-        apt::extract_deb(&deb, tmp.path())?;
-        let bin = ["usr/bin/busybox", "bin/busybox"]
-            .iter()
-            .map(|p| tmp.path().join(p))
-            .find(|p| p.is_file())
-            .ok_or_else(|| ProvisionError::Package(format!("{}: no bin/busybox in the package", deb.display())))?;
-        std::fs::create_dir_all(&bb_dir).map_err(|e| ProvisionError::io(&bb_dir, e))?;
-        let dst = bb_dir.join("busybox");
-        std::fs::copy(&bin, &dst).map_err(|e| ProvisionError::io(&dst, e))?;
-        write_stamp(&bb_stamp, &BusyboxStamp { pin: lock.busybox.package.clone() })?;
-        progress(&format!("busybox: {} {} ready", lock.busybox.package.name, lock.busybox.package.version));
-    }
-
-    // ethtool.
-    let et_dir = cache.join("ethtool");
-    if tools::ethtool_ready(&et_dir, &lock.ethtool) {
-        progress("ethtool: cached");
-    } else {
-        let a = apt.get(progress)?;
-        let debs = tools::fetch(&a, cache, &lock.ethtool, progress)?;
-        tools::install_ethtool(cache, &debs, &lock.ethtool, &et_dir)?;
-        progress(&format!("ethtool: ready in {}", et_dir.display()));
-    }
-    let ib_dir = cache.join("irqbalance");
-    if tools::tool_ready(tools::IRQBALANCE, &ib_dir, &lock.irqbalance) {
-        progress("irqbalance: cached");
-    } else {
-        let a = apt.get(progress)?;
-        let debs = tools::fetch(&a, cache, &lock.irqbalance, progress)?;
-        tools::install_tool(tools::IRQBALANCE, cache, &debs, &lock.irqbalance, &ib_dir)?;
-        progress(&format!("irqbalance: ready in {}", ib_dir.display()));
-    }
-
-    // Kernels.
+    tools::ensure_busybox(&mut p, &lock.busybox)?;
+    tools::ensure_tools(&mut p, &[(tools::ETHTOOL, &lock.ethtool), (tools::IRQBALANCE, &lock.irqbalance)])?;
     for pin in &lock.kernels {
-        let dir = cache.join("kernels").join(&pin.id);
-        let stamp = dir.join("stamp.json");
-        if read_stamp::<KernelStamp>(&stamp).is_some_and(|s| &s.pin == pin) {
-            progress(&format!("kernel {}: {} (cached)", pin.name(), pin.release));
-            continue;
-        }
-        let a = apt.get(progress)?;
-        let tmp = tempfile::tempdir_in(cache).map_err(|e| ProvisionError::io(cache, e))?;
-        for p in &pin.packages {
-            let deb = fetch_pinned(&a, cache, p, progress)?;
-            progress(&format!("kernel {}: unpacking {}", pin.name(), p.name));
-            apt::extract_deb(&deb, tmp.path())?;
-        }
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir).map_err(|e| ProvisionError::io(&dir, e))?;
-        }
-        let extracted = kernel::extract_kernel(tmp.path(), &pin.release, &dir)?;
-        progress(&format!(
-            "kernel {}: {} ready (modules {}, stored {} in the package, decompressed)",
-            pin.name(),
-            pin.release,
-            extracted.modules.join(", "),
-            match extracted.compression {
-                KoCompression::None => "as plain .ko",
-                KoCompression::Xz => "as .ko.xz",
-            }
-        ));
-        write_stamp(&stamp, &KernelStamp { pin: pin.clone(), extracted })?;
+        debian_kernel::ensure(&mut p, pin)?;
     }
-    load_with(cache, &lock)
+    load_with(cache, &lock, p.locked)
+}
+
+/// One setup's state: the cache, the private apt root (prepared on first
+/// need), the fallback policy and the progress lines.
+pub(crate) struct Provisioner<'a> {
+    pub(crate) cache: PathBuf,
+    apt: LazyApt,
+    /// Fallbacks are refused.
+    pub(crate) locked: bool,
+    progress: &'a mut dyn FnMut(&str),
+}
+
+impl Provisioner<'_> {
+    /// Print one progress line.
+    pub(crate) fn say(&mut self, line: &str) {
+        (self.progress)(line);
+    }
+
+    /// The private apt root with its indexes (updated on first use only).
+    pub(crate) fn apt(&mut self) -> Result<AptRoot, ProvisionError> {
+        self.apt.get(self.progress)
+    }
+
+    /// Download one pinned `.deb` into `<cache>/debs` and check its SHA-256.
+    pub(crate) fn fetch(&mut self, p: &PackagePin) -> Result<PathBuf, ProvisionError> {
+        let a = self.apt()?;
+        fetch_pinned(&a, &self.cache, p, self.progress)
+    }
+
+    /// Whether every pin of `pins` is in the indexes, refreshing old indexes
+    /// once before saying no; an error under `--locked` when one is gone.
+    pub(crate) fn pins_available(&mut self, pins: &[PackagePin]) -> Result<bool, ProvisionError> {
+        let a = self.apt()?;
+        let Some(gone) = fallback::first_gone(&a, pins)?.cloned() else { return Ok(true) };
+        if !self.apt.refreshed() {
+            self.say(&format!("apt: {} {} not in the cached indexes; refreshing them", gone.name, gone.version));
+            a.update(true)?;
+            self.apt.mark_refreshed();
+            if fallback::first_gone(&a, pins)?.is_none() {
+                return Ok(true);
+            }
+        }
+        if self.locked {
+            return Err(fallback::refused(&gone.name, &gone.version));
+        }
+        Ok(false)
+    }
 }
 
 /// The private apt root, prepared and its indexes updated on first use only
 /// (a fully cached setup never runs apt).
 struct LazyApt {
     dir: PathBuf,
+    archive: apt::Archive,
     refresh: bool,
     root: Option<AptRoot>,
 }
@@ -367,64 +408,25 @@ impl LazyApt {
         if let Some(a) = &self.root {
             return Ok(a.clone());
         }
-        let a = AptRoot::prepare(&self.dir)?;
-        progress("apt: updating the private package indexes (trixie, trixie-backports, bookworm, bookworm-security)");
+        let a = AptRoot::prepare(&self.dir, &self.archive)?;
+        progress(&format!(
+            "apt: updating the private package indexes ({}: {})",
+            self.archive.origin,
+            self.archive.suites().join(", ")
+        ));
         a.update(self.refresh)?;
         self.root = Some(a.clone());
         Ok(a)
     }
-}
 
-fn setup_qemu(
-    cache: &Path,
-    lock: &Lock,
-    opts: &SetupOptions,
-    progress: &mut dyn FnMut(&str),
-    apt: &mut LazyApt,
-) -> Result<QemuInstall, ProvisionError> {
-    if !opts.private_qemu {
-        if let Some(bin) = qemu_install::system_qemu() {
-            match QemuInstall::probe(QemuSource::System { binary: bin.clone() })? {
-                Ok(q) => {
-                    progress(&format!("qemu: using {}", q.describe()));
-                    return Ok(q);
-                }
-                Err(why) => progress(&format!("qemu: host {} does not qualify: {why}", bin.display())),
-            }
-        } else {
-            progress("qemu: no qemu-system-x86_64 on PATH");
-        }
+    /// Whether this setup already fetched fresh indexes.
+    fn refreshed(&self) -> bool {
+        self.refresh
     }
-    let pin = &lock.qemu;
-    let dir = cache.join("qemu").join(pin.version.replace([':', '~', '+'], "_"));
-    let prefix = dir.join("root");
-    let stamp = dir.join("stamp.json");
-    if read_stamp::<PrivateQemuStamp>(&stamp).is_some_and(|s| &s.pin == pin) {
-        if let Ok(q) = QemuInstall::probe(QemuSource::Private { prefix: prefix.clone() })? {
-            progress(&format!("qemu: {} (cached)", q.describe()));
-            return Ok(q);
-        }
+
+    fn mark_refreshed(&mut self) {
+        self.refresh = true;
     }
-    let a = apt.get(progress)?;
-    progress(&format!(
-        "qemu: downloading {}={} from {} with its dependency closure (private apt root, host untouched)",
-        pin.package, pin.version, pin.suite
-    ));
-    let debs = with_fresh_indexes(&a, progress, || a.download_closure(&pin.package, &pin.version, &pin.suite))?;
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).map_err(|e| ProvisionError::io(&dir, e))?;
-    }
-    let mut listed = Vec::new();
-    for deb in &debs {
-        apt::extract_deb(deb, &prefix)?;
-        let name = deb.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        listed.push((name, apt::sha256_file(deb)?));
-    }
-    progress(&format!("qemu: unpacked {} packages into {}", debs.len(), prefix.display()));
-    let q = QemuInstall::probe(QemuSource::Private { prefix })?.map_err(ProvisionError::Qemu)?;
-    write_stamp(&stamp, &PrivateQemuStamp { pin: pin.clone(), debs: listed })?;
-    progress(&format!("qemu: {} ready", q.describe()));
-    Ok(q)
 }
 
 /// Run `f`; if the archive indexes (possibly old) lack the version, refresh
@@ -475,15 +477,17 @@ pub(crate) fn fetch_pinned(
     Ok(file)
 }
 
-/// Read what [`setup`] provisioned in `cache`, for the embedded lock. Never downloads.
+/// Read what [`setup`] provisioned in `cache`, for the embedded lock. Never
+/// downloads. Under `--locked` ([`fallback::locked`]) a cached fallback is refused.
 ///
 /// # Errors
-/// [`ProvisionError::NotProvisioned`] naming the missing or stale item.
+/// [`ProvisionError::NotProvisioned`] naming the missing or stale item;
+/// [`ProvisionError::LockedFallback`] for a fallback under `--locked`.
 pub fn load(cache: &Path) -> Result<Provisioned, ProvisionError> {
-    load_with(cache, &Lock::embedded()?)
+    load_with(cache, &Lock::embedded()?, fallback::locked())
 }
 
-fn load_with(cache: &Path, lock: &Lock) -> Result<Provisioned, ProvisionError> {
+fn load_with(cache: &Path, lock: &Lock, locked: bool) -> Result<Provisioned, ProvisionError> {
     let missing = |what: &str, why: &str| ProvisionError::NotProvisioned {
         what: what.to_string(),
         cache: cache.to_path_buf(),
@@ -497,62 +501,25 @@ fn load_with(cache: &Path, lock: &Lock) -> Result<Provisioned, ProvisionError> {
     if !qemu_file.is_file() {
         return Err(missing("QEMU", &format!("{} is gone", qemu_file.display())));
     }
-    if !bb_present(cache) {
-        return Err(missing("busybox", "the binary is gone"));
-    }
-    let bb_dir = cache.join("busybox");
-    match read_stamp::<BusyboxStamp>(&bb_dir.join("stamp.json")) {
-        Some(s) if s.pin == lock.busybox.package => {}
-        Some(_) => return Err(missing("busybox", "stale: the lock pins another version")),
-        None => return Err(missing("busybox", "missing")),
-    }
-    let et_dir = cache.join("ethtool");
-    if !tools::ethtool_ready(&et_dir, &lock.ethtool) {
-        return Err(missing("ethtool", "missing or stale"));
-    }
-    let ib_dir = cache.join("irqbalance");
+    let busybox = tools::load_busybox(cache, &lock.busybox).map_err(|why| missing("busybox", &why))?;
+    let ethtool = tools::load_tool(tools::ETHTOOL, cache, &lock.ethtool).map_err(|why| missing("ethtool", &why))?;
+    let irqbalance = tools::load_tool(tools::IRQBALANCE, cache, &lock.irqbalance).ok();
     let mut kernels = BTreeMap::new();
     for pin in &lock.kernels {
-        let dir = cache.join("kernels").join(&pin.id);
-        let what = format!("kernel {}", pin.name());
-        let stamp: KernelStamp = read_stamp(&dir.join("stamp.json")).ok_or_else(|| missing(&what, "missing"))?;
-        if &stamp.pin != pin {
-            return Err(missing(&what, "stale: the lock pins another version"));
-        }
-        let files = std::iter::once("vmlinuz").chain(stamp.extracted.modules.iter().map(String::as_str));
-        if let Some(f) = files.clone().find(|f| !dir.join(f).is_file()) {
-            return Err(missing(&what, &format!("{f} is gone")));
-        }
-        kernels.insert(
-            pin.id.clone(),
-            KernelInstall {
-                id: pin.id.clone(),
-                release: pin.release.clone(),
-                vmlinuz: dir.join("vmlinuz"),
-                modules: stamp.extracted.modules.iter().map(|m| dir.join(m)).collect(),
-                compression: stamp.extracted.compression,
-                packages: pin.packages.clone(),
-            },
-        );
+        let k = debian_kernel::load(cache, pin).map_err(|why| missing(&format!("kernel {}", pin.name()), &why))?;
+        kernels.insert(pin.id.clone(), k);
     }
-    Ok(Provisioned {
-        cache: cache.to_path_buf(),
-        qemu,
-        kernels,
-        busybox: bb_dir.join("busybox"),
-        busybox_package: lock.busybox.package.clone(),
-        ethtool: tools::ethtool_files(&et_dir),
-        irqbalance: tools::tool_ready(tools::IRQBALANCE, &ib_dir, &lock.irqbalance)
-            .then(|| tools::tool_files(tools::IRQBALANCE, &ib_dir)),
-    })
-}
-
-fn bb_present(cache: &Path) -> bool {
-    cache.join("busybox/busybox").is_file()
+    let p = Provisioned { cache: cache.to_path_buf(), qemu, kernels, busybox, ethtool, irqbalance };
+    if locked {
+        if let Some(f) = p.fallbacks().into_iter().next() {
+            return Err(ProvisionError::LockedFallback { what: f.describe(), cache: cache.to_path_buf() });
+        }
+    }
+    Ok(p)
 }
 
 pub mod tools;
-mod update;
+pub mod update;
 
 #[cfg(test)]
 mod tests {

@@ -4,8 +4,14 @@
 //! binary is used when it is new enough; otherwise Debian trixie-backports'
 //! build, unpacked into a private prefix and run through that prefix's own
 //! dynamic loader (the host glibc is older than the one it was built against).
+//! When the pinned build has left the archive, the newest version of the
+//! package at least [`MIN_QEMU`] from the configured suites stands in for it
+//! (`ensure`).
 
-use super::ProvisionError;
+use super::fallback::{self, Fallback};
+use super::lock::{PackagePin, QemuPin};
+use super::used::UsedPackage;
+use super::{apt, read_stamp, write_stamp, ProvisionError, Provisioner};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -48,6 +54,9 @@ pub struct QemuInstall {
     pub version_line: String,
     /// Parsed (major, minor, micro).
     pub version: (u32, u32, u32),
+    /// The Debian package of a private QEMU, against its pin; `None` for the host's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package: Option<UsedPackage>,
 }
 
 impl QemuInstall {
@@ -96,7 +105,7 @@ impl QemuInstall {
     /// # Errors
     /// [`ProvisionError::Spawn`] when the binary cannot be started.
     pub fn probe(source: QemuSource) -> Result<Result<QemuInstall, String>, ProvisionError> {
-        let mut probe = QemuInstall { source, version_line: String::new(), version: (0, 0, 0) };
+        let mut probe = QemuInstall { source, version_line: String::new(), version: (0, 0, 0), package: None };
         let out = probe
             .command()
             .arg("--version")
@@ -123,6 +132,126 @@ impl QemuInstall {
             return Ok(Err("no vfio-user-pci device".to_string()));
         }
         Ok(Ok(probe))
+    }
+}
+
+/// A private QEMU's stamp (`<cache>/qemu/<version>/stamp.json`).
+#[derive(Serialize, Deserialize, PartialEq)]
+struct PrivateQemuStamp {
+    /// The lock's pin it stands for.
+    pin: QemuPin,
+    /// The unpacked dependency closure: (file name, SHA-256).
+    debs: Vec<(String, String)>,
+    /// The version unpacked, when a fallback took another than the pin's.
+    #[serde(default)]
+    fallback: Option<Fallback>,
+}
+
+/// The QEMU to run: the host's when it qualifies (unless `private_only`), else
+/// the pinned Debian package unpacked into `<cache>/qemu/<version>/root` with
+/// its dependency closure, or, when the pin has left the archive (and
+/// `--locked` was not given), the newest version of the package that is at
+/// least [`MIN_QEMU`] in any configured suite, probed for `vfio-user-pci`.
+///
+/// # Errors
+/// Apt and unpack failures; [`ProvisionError::VersionGone`] for a gone pin
+/// under `--locked`; [`ProvisionError::Qemu`] when nothing qualifies.
+pub(crate) fn ensure(
+    p: &mut Provisioner<'_>,
+    pin: &QemuPin,
+    private_only: bool,
+) -> Result<QemuInstall, ProvisionError> {
+    if !private_only {
+        if let Some(bin) = system_qemu() {
+            match QemuInstall::probe(QemuSource::System { binary: bin.clone() })? {
+                Ok(q) => {
+                    p.say(&format!("qemu: using {}", q.describe()));
+                    return Ok(q);
+                }
+                Err(why) => p.say(&format!("qemu: host {} does not qualify: {why}", bin.display())),
+            }
+        } else {
+            p.say("qemu: no qemu-system-x86_64 on PATH");
+        }
+    }
+    if let Some(q) = cached(&p.cache, pin) {
+        p.say(&format!("qemu: {} (cached)", q.describe()));
+        return Ok(q);
+    }
+    let pinned = PackagePin { name: pin.package.clone(), version: pin.version.clone(), sha256: String::new() };
+    let (version, suite, fell) = if p.pins_available(std::slice::from_ref(&pinned))? {
+        (pin.version.clone(), pin.suite.clone(), None)
+    } else {
+        let a = p.apt()?;
+        let (version, suite) = fallback::newest_qemu(&a, &pin.package, (MIN_QEMU.0, MIN_QEMU.1))?.ok_or_else(|| {
+            ProvisionError::Qemu(format!(
+                "the pinned {} {} is gone and no configured suite has {} {}.{} or newer",
+                pin.package, pin.version, pin.package, MIN_QEMU.0, MIN_QEMU.1
+            ))
+        })?;
+        let using = PackagePin { version: version.clone(), ..pinned.clone() };
+        let f = Fallback::new(&pinned, &using, &pin.suite);
+        p.say(&f.to_string());
+        (version, suite, Some(f))
+    };
+    let dir = p.cache.join("qemu").join(version.replace([':', '~', '+'], "_"));
+    let prefix = dir.join("root");
+    let a = p.apt()?;
+    p.say(&format!(
+        "qemu: downloading {}={version} from {suite} with its dependency closure (private apt root, host untouched)",
+        pin.package
+    ));
+    let debs = a.download_closure(&pin.package, &version, &suite)?;
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).map_err(|e| ProvisionError::io(&dir, e))?;
+    }
+    let mut listed = Vec::new();
+    for deb in &debs {
+        apt::extract_deb(deb, &prefix)?;
+        let name = deb.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        listed.push((name, apt::sha256_file(deb)?));
+    }
+    p.say(&format!("qemu: unpacked {} packages into {}", debs.len(), prefix.display()));
+    let mut q = QemuInstall::probe(QemuSource::Private { prefix })?
+        .map_err(|why| ProvisionError::Qemu(format!("{} {version} from {suite}: {why}", pin.package)))?;
+    q.package = Some(used(pin, &version));
+    write_stamp(&dir.join("stamp.json"), &PrivateQemuStamp { pin: pin.clone(), debs: listed, fallback: fell })?;
+    // Point the pin's own folder at this one, so that the next setup finds it without apt.
+    write_stamp(&pinned_dir(&p.cache, pin).with_extension("json"), &q)?;
+    p.say(&format!("qemu: {} ready", q.describe()));
+    Ok(q)
+}
+
+/// `<cache>/qemu/<pinned version>`: where the pin's own build lives.
+fn pinned_dir(cache: &Path, pin: &QemuPin) -> PathBuf {
+    cache.join("qemu").join(pin.version.replace([':', '~', '+'], "_"))
+}
+
+/// The QEMU provisioned for `pin` before (the pin's own build or its
+/// fallback), when its stamp and binary are still there and it still runs.
+fn cached(cache: &Path, pin: &QemuPin) -> Option<QemuInstall> {
+    let dir = pinned_dir(cache, pin);
+    let q: QemuInstall = read_stamp(&dir.with_extension("json")).or_else(|| {
+        // A cache set up before fallbacks existed: the pin's own folder, no pointer.
+        let source = QemuSource::Private { prefix: dir.join("root") };
+        Some(QemuInstall { package: Some(used(pin, &pin.version)), ..QemuInstall::probe(source).ok()?.ok()? })
+    })?;
+    let QemuSource::Private { prefix } = &q.source else { return None };
+    let stamp: PrivateQemuStamp = read_stamp(&prefix.parent()?.join("stamp.json"))?;
+    if &stamp.pin != pin {
+        return None;
+    }
+    let probed = QemuInstall::probe(q.source.clone()).ok()?.ok()?;
+    Some(QemuInstall { package: q.package, ..probed })
+}
+
+/// The package a private QEMU of `version` is, against `pin`.
+fn used(pin: &QemuPin, version: &str) -> UsedPackage {
+    UsedPackage {
+        part: "qemu".to_owned(),
+        name: pin.package.clone(),
+        version: version.to_owned(),
+        locked: (version != pin.version).then(|| format!("{} {}", pin.package, pin.version)),
     }
 }
 
@@ -162,12 +291,14 @@ mod tests {
             source: QemuSource::Private { prefix: "/c/q/root".into() },
             version_line: "QEMU emulator version 11.1.3 (Debian 1:11.1.3+ds-1~bpo13+1)".to_owned(),
             version: (11, 1, 3),
+            package: None,
         };
         assert_eq!(q.describe(), "QEMU 11.1.3 (Debian 1:11.1.3+ds-1~bpo13+1): private prefix /c/q/root");
         let q = QemuInstall {
             source: QemuSource::System { binary: "/usr/bin/qemu-system-x86_64".into() },
             version_line: "QEMU emulator version 10.1.0".to_owned(),
             version: (10, 1, 0),
+            package: None,
         };
         assert_eq!(q.describe(), "QEMU 10.1.0: host binary /usr/bin/qemu-system-x86_64");
     }
@@ -178,6 +309,7 @@ mod tests {
             source: QemuSource::Private { prefix: "/c/q".into() },
             version_line: String::new(),
             version: (11, 1, 3),
+            package: None,
         };
         let c = q.command();
         assert_eq!(c.get_program(), "/c/q/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2");

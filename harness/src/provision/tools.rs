@@ -4,11 +4,20 @@
 //! (`run --irqbalance`).
 //!
 //! `<cache>/<tool>/` holds the files under their guest paths (below) and a
-//! `stamp.json` naming the pinned packages they came from.
+//! `stamp.json` naming the pins they stand for and the packages they came
+//! from. The tools share libc and its loader in the guest, so their packages
+//! are resolved as one list: when a pin has left the archive, every tool's
+//! packages are taken again at the newest of their suite, together, and every
+//! tool is unpacked again from them (a loader and a libc from two builds
+//! must never meet in one initramfs).
+//!
+//! busybox (`<cache>/busybox/busybox`) is static and stands alone.
 
-use super::apt::{self, AptRoot};
-use super::lock::ToolPin;
-use super::ProvisionError;
+use super::apt;
+use super::fallback::{self, Fallback};
+use super::lock::{BusyboxPin, PackagePin, ToolPin};
+use super::used::{self, UsedPackage};
+use super::{read_stamp, write_stamp, ProvisionError, Provisioner};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -71,9 +80,44 @@ pub struct GuestFile {
     pub mode: u32,
 }
 
+/// A tool's stamp: the pin it stands for and, after a fallback, what it was
+/// unpacked from instead.
 #[derive(Serialize, Deserialize, PartialEq)]
 struct ToolStamp {
     pin: ToolPin,
+    #[serde(default)]
+    used: Option<Vec<PackagePin>>,
+}
+
+impl ToolStamp {
+    fn used(&self) -> &[PackagePin] {
+        self.used.as_deref().unwrap_or(&self.pin.packages)
+    }
+}
+
+/// A provisioned guest tool: its initramfs files and the packages they came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstalledTool {
+    /// The files, in the tool's order (the binary first).
+    pub files: Vec<GuestFile>,
+    /// The packages, against their pins.
+    pub packages: Vec<UsedPackage>,
+}
+
+/// The provisioned busybox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Busybox {
+    /// The static binary.
+    pub binary: PathBuf,
+    /// Its package, against its pin.
+    pub package: UsedPackage,
+}
+
+#[derive(Serialize, Deserialize, PartialEq)]
+struct BusyboxStamp {
+    pin: PackagePin,
+    #[serde(default)]
+    used: Option<PackagePin>,
 }
 
 fn mode_of(guest_path: &str) -> u32 {
@@ -84,11 +128,6 @@ fn mode_of(guest_path: &str) -> u32 {
     }
 }
 
-/// The ethtool files of a provisioned cache, in [`ETHTOOL_FILES`] order.
-pub fn ethtool_files(dir: &Path) -> Vec<GuestFile> {
-    tool_files(ETHTOOL, dir)
-}
-
 /// `tool`'s files in its provisioned folder `dir`, in the tool's order.
 pub fn tool_files(tool: Tool, dir: &Path) -> Vec<GuestFile> {
     tool.files
@@ -97,39 +136,126 @@ pub fn tool_files(tool: Tool, dir: &Path) -> Vec<GuestFile> {
         .collect()
 }
 
-/// Whether `dir` holds ethtool from exactly `pin`.
-pub fn ethtool_ready(dir: &Path, pin: &ToolPin) -> bool {
-    tool_ready(ETHTOOL, dir, pin)
+/// `tool` as provisioned in `<cache>/<name>` for `pin`, or why not.
+pub(crate) fn load_tool(tool: Tool, cache: &Path, pin: &ToolPin) -> Result<InstalledTool, String> {
+    let dir = cache.join(tool.name);
+    let stamp: ToolStamp = read_stamp(&dir.join("stamp.json")).ok_or("missing")?;
+    if &stamp.pin != pin {
+        return Err("stale: the lock pins other versions".into());
+    }
+    let files = tool_files(tool, &dir);
+    if let Some(f) = files.iter().find(|f| !f.host.is_file()) {
+        return Err(format!("{} is gone", f.host.display()));
+    }
+    Ok(InstalledTool { files, packages: used::pair(tool.name, stamp.used(), &pin.packages) })
 }
 
-/// Whether `dir` holds `tool` from exactly `pin`.
-pub fn tool_ready(tool: Tool, dir: &Path, pin: &ToolPin) -> bool {
-    super::read_stamp::<ToolStamp>(&dir.join("stamp.json")).is_some_and(|s| &s.pin == pin)
-        && tool_files(tool, dir).iter().all(|f| f.host.is_file())
+/// busybox as provisioned in `<cache>/busybox` for `pin`, or why not.
+pub(crate) fn load_busybox(cache: &Path, pin: &BusyboxPin) -> Result<Busybox, String> {
+    let dir = cache.join("busybox");
+    let stamp: BusyboxStamp = read_stamp(&dir.join("stamp.json")).ok_or("missing")?;
+    if stamp.pin != pin.package {
+        return Err("stale: the lock pins another version".into());
+    }
+    let binary = dir.join("busybox");
+    if !binary.is_file() {
+        return Err("the binary is gone".into());
+    }
+    let used = stamp.used.as_ref().unwrap_or(&stamp.pin);
+    let package = used::pair("busybox", std::slice::from_ref(used), std::slice::from_ref(&pin.package)).remove(0);
+    Ok(Busybox { binary, package })
 }
 
-/// Unpack the pinned packages (`debs`, already verified) and copy the files of
-/// [`ETHTOOL_FILES`] into `dir`, then write the stamp.
+/// busybox for `pin`: cached, else the pinned package, else (the pin gone, not
+/// `--locked`) the newest `track` package of the pin's suite.
 ///
 /// # Errors
-/// As [`install_tool`].
-pub fn install_ethtool(cache: &Path, debs: &[PathBuf], pin: &ToolPin, dir: &Path) -> Result<(), ProvisionError> {
-    install_tool(ETHTOOL, cache, debs, pin, dir)
+/// Apt, checksum and unpack failures; a gone pin under `--locked`.
+pub(crate) fn ensure_busybox(p: &mut Provisioner<'_>, pin: &BusyboxPin) -> Result<(), ProvisionError> {
+    if let Ok(b) = load_busybox(&p.cache, pin) {
+        p.say(&format!("busybox: {} (cached)", b.package.describe()));
+        return Ok(());
+    }
+    let using = if p.pins_available(std::slice::from_ref(&pin.package))? {
+        pin.package.clone()
+    } else {
+        let a = p.apt()?;
+        let e = fallback::newest_in_suite(&a, &pin.track, &pin.suite)?
+            .ok_or_else(|| ProvisionError::Package(format!("busybox: no {} in {} any more", pin.track, pin.suite)))?;
+        let using = fallback::pin_of(&e);
+        p.say(&Fallback::new(&pin.package, &using, &pin.suite).to_string());
+        using
+    };
+    let deb = p.fetch(&using)?;
+    let tmp = tempfile::tempdir_in(&p.cache).map_err(|e| ProvisionError::io(&p.cache, e))?;
+    apt::extract_deb(&deb, tmp.path())?;
+    let bin = ["usr/bin/busybox", "bin/busybox"]
+        .iter()
+        .map(|f| tmp.path().join(f))
+        .find(|f| f.is_file())
+        .ok_or_else(|| ProvisionError::Package(format!("{}: no bin/busybox in the package", deb.display())))?;
+    let dir = p.cache.join("busybox");
+    std::fs::create_dir_all(&dir).map_err(|e| ProvisionError::io(&dir, e))?;
+    let dst = dir.join("busybox");
+    std::fs::copy(&bin, &dst).map_err(|e| ProvisionError::io(&dst, e))?;
+    let used = (using != pin.package).then(|| using.clone());
+    write_stamp(&dir.join("stamp.json"), &BusyboxStamp { pin: pin.package.clone(), used })?;
+    p.say(&format!("busybox: {} {} ready", using.name, using.version));
+    Ok(())
 }
 
-/// Unpack the pinned packages (`debs`, already verified) and copy `tool`'s
-/// files into `dir`, then write the stamp.
+/// Every guest tool of `tools` for its pin: all cached, else all from their
+/// pins, else (a pin gone, not `--locked`) all from the newest versions of
+/// their suites, resolved together; every tool whose packages change is
+/// unpacked again.
+///
+/// # Errors
+/// Apt, checksum and unpack failures; a gone pin under `--locked`; a package
+/// its suite no longer has.
+pub(crate) fn ensure_tools(p: &mut Provisioner<'_>, tools: &[(Tool, &ToolPin)]) -> Result<(), ProvisionError> {
+    if tools.iter().all(|(t, pin)| load_tool(*t, &p.cache, pin).is_ok()) {
+        for (t, _) in tools {
+            p.say(&format!("{}: cached", t.name));
+        }
+        return Ok(());
+    }
+    let every_pin: Vec<PackagePin> = tools.iter().flat_map(|(_, pin)| pin.packages.iter().cloned()).collect();
+    let plan: Vec<Vec<PackagePin>> = if p.pins_available(&every_pin)? {
+        tools.iter().map(|(_, pin)| pin.packages.clone()).collect()
+    } else {
+        let a = p.apt()?;
+        let mut plan = Vec::new();
+        for (_, pin) in tools {
+            let using = fallback::newest_list_in_suite(&a, &pin.packages, &pin.suite)?;
+            for f in fallback::list_fallbacks(&pin.packages, &using, &pin.suite) {
+                p.say(&f.to_string());
+            }
+            plan.push(using);
+        }
+        plan
+    };
+    for ((tool, pin), using) in tools.iter().zip(plan) {
+        let dir = p.cache.join(tool.name);
+        let current: Option<ToolStamp> = read_stamp(&dir.join("stamp.json"));
+        if load_tool(*tool, &p.cache, pin).is_ok() && current.is_some_and(|s| s.used() == using.as_slice()) {
+            p.say(&format!("{}: cached", tool.name));
+            continue;
+        }
+        let debs = using.iter().map(|u| p.fetch(u)).collect::<Result<Vec<_>, _>>()?;
+        install_tool(*tool, &p.cache, &debs, &dir)?;
+        let used = (using != pin.packages).then_some(using);
+        write_stamp(&dir.join("stamp.json"), &ToolStamp { pin: (*pin).clone(), used })?;
+        p.say(&format!("{}: ready in {}", tool.name, dir.display()));
+    }
+    Ok(())
+}
+
+/// Unpack `debs` (already verified) and copy `tool`'s files into `dir`.
 ///
 /// # Errors
 /// [`ProvisionError::Package`] when a package lacks one of the files;
 /// I/O errors with the path.
-pub fn install_tool(
-    tool: Tool,
-    cache: &Path,
-    debs: &[PathBuf],
-    pin: &ToolPin,
-    dir: &Path,
-) -> Result<(), ProvisionError> {
+fn install_tool(tool: Tool, cache: &Path, debs: &[PathBuf], dir: &Path) -> Result<(), ProvisionError> {
     let tmp = tempfile::tempdir_in(cache).map_err(|e| ProvisionError::io(cache, e))?;
     for deb in debs {
         apt::extract_deb(deb, tmp.path())?;
@@ -140,7 +266,8 @@ pub fn install_tool(
     for &(from, to) in tool.files {
         let src = tmp.path().join(from);
         if !src.exists() {
-            let names: Vec<&str> = pin.packages.iter().map(|p| p.name.as_str()).collect();
+            let names: Vec<String> =
+                debs.iter().filter_map(|d| d.file_name()).map(|n| n.to_string_lossy().into_owned()).collect();
             let tool = tool.name;
             return Err(ProvisionError::Package(format!("{tool}: no {from} in the packages {}", names.join(", "))));
         }
@@ -151,17 +278,7 @@ pub fn install_tool(
         // fs::copy follows symlinks (libmnl.so.0, the loader): the guest gets the files.
         std::fs::copy(&src, &dst).map_err(|e| ProvisionError::io(&dst, e))?;
     }
-    super::write_stamp(&dir.join("stamp.json"), &ToolStamp { pin: pin.clone() })
-}
-
-/// Download (or reuse) the pinned packages of `pin` into `<cache>/debs`.
-pub(super) fn fetch(
-    a: &AptRoot,
-    cache: &Path,
-    pin: &ToolPin,
-    progress: &mut dyn FnMut(&str),
-) -> Result<Vec<PathBuf>, ProvisionError> {
-    pin.packages.iter().map(|p| super::fetch_pinned(a, cache, p, progress)).collect()
+    Ok(())
 }
 
 #[cfg(test)]
@@ -170,7 +287,7 @@ mod tests {
 
     #[test]
     fn ethtool_files_keep_the_elf_interpreter_path_and_executable_bits() {
-        let files = ethtool_files(Path::new("/c/ethtool"));
+        let files = tool_files(ETHTOOL, Path::new("/c/ethtool"));
         let loader = files.iter().find(|f| f.guest_path == "lib64/ld-linux-x86-64.so.2").expect("loader");
         assert_eq!(loader.mode, 0o755);
         assert_eq!(loader.host, Path::new("/c/ethtool/lib64/ld-linux-x86-64.so.2"));
@@ -182,7 +299,7 @@ mod tests {
     #[test]
     fn irqbalance_shares_ethtools_libc_paths_and_modes() {
         let ours = tool_files(IRQBALANCE, Path::new("/c/irqbalance"));
-        let theirs = ethtool_files(Path::new("/c/ethtool"));
+        let theirs = tool_files(ETHTOOL, Path::new("/c/ethtool"));
         assert_eq!(ours[0].guest_path, "sbin/irqbalance");
         for f in &theirs[1..] {
             if f.guest_path.contains("libmnl") {
@@ -196,7 +313,7 @@ mod tests {
     #[test]
     fn an_empty_folder_is_not_ready() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let pin = ToolPin { packages: vec![] };
-        assert!(!ethtool_ready(dir.path(), &pin));
+        let pin = ToolPin { suite: "trixie".into(), packages: vec![] };
+        assert_eq!(load_tool(ETHTOOL, dir.path(), &pin), Err("missing".to_owned()));
     }
 }

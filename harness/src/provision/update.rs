@@ -1,93 +1,192 @@
-//! `setup --update-lock`: move every pin to the newest package its `track`
-//! matches in the archive indexes, rewriting only the pinned lines of the lock
-//! text (comments stay).
+//! `setup --update-lock`: move every pin of guest-images/kernels.lock and
+//! guest-images/kernel-sources.lock to the newest version its track allows in
+//! the archive indexes ([`super::fallback`]), rewriting only the pinned values
+//! (comments and layout stay: `toml_edit`), and say each change, old → new.
 
-use super::apt::{AptRoot, IndexEntry};
-use super::lock::{glob_match, Lock, PackagePin};
+use super::apt::AptRoot;
+use super::fallback;
+use super::lock::{Lock, PackagePin};
+use super::qemu_install::MIN_QEMU;
 use super::ProvisionError;
+use std::path::{Path, PathBuf};
+use toml_edit::{Array, DocumentMut, InlineTable, Item, Value};
 
-/// Render a package list exactly as the shipped lock writes it.
-fn render_packages(pkgs: &[PackagePin]) -> String {
-    let mut s = String::from("packages = [\n");
-    for p in pkgs {
-        s.push_str(&format!(
-            "  {{ name = \"{}\", version = \"{}\", sha256 = \"{}\" }},\n",
-            p.name, p.version, p.sha256
-        ));
+/// The two lock files `--update-lock` rewrites.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockFiles {
+    /// guest-images/kernels.lock.
+    pub kernels: PathBuf,
+    /// guest-images/kernel-sources.lock.
+    pub sources: PathBuf,
+}
+
+impl LockFiles {
+    /// The source tree's files (beside this crate).
+    pub fn source_tree() -> LockFiles {
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let dir = manifest.parent().unwrap_or(manifest).join("guest-images");
+        LockFiles { kernels: dir.join("kernels.lock"), sources: dir.join("kernel-sources.lock") }
     }
-    s.push(']');
-    s
+
+    /// The kernels lock, parsed.
+    ///
+    /// # Errors
+    /// I/O and lock errors, naming the file.
+    pub fn read_kernels(&self) -> Result<Lock, ProvisionError> {
+        let text = std::fs::read_to_string(&self.kernels).map_err(|e| ProvisionError::io(&self.kernels, e))?;
+        Ok(Lock::parse(&text, &self.kernels.display().to_string())?)
+    }
 }
 
-fn render_busybox(p: &PackagePin) -> String {
-    format!("package = {{ name = \"{}\", version = \"{}\", sha256 = \"{}\" }}", p.name, p.version, p.sha256)
+/// Rewrite both lock files so that every pin is the newest of its track;
+/// returns one line per change (`qemu-system-x86: 1:11.1.3+ds-1~bpo13+1 -> …`),
+/// empty when every pin already is. Neither file is written unless both
+/// updates succeed.
+///
+/// # Errors
+/// I/O, TOML and apt errors; [`ProvisionError::Package`] for a track with
+/// nothing left in the archive.
+pub fn update_files(a: &AptRoot, files: &LockFiles) -> Result<Vec<String>, ProvisionError> {
+    let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| ProvisionError::io(p, e));
+    let kernels_text = read(&files.kernels)?;
+    let sources_text = read(&files.sources)?;
+    let mut changes = Vec::new();
+    let new_kernels = update_kernels_lock(a, &kernels_text, &files.kernels.display().to_string(), &mut changes)?;
+    let new_sources = update_sources_lock(a, &sources_text, &files.sources.display().to_string(), &mut changes)?;
+    if new_kernels != kernels_text {
+        std::fs::write(&files.kernels, &new_kernels).map_err(|e| ProvisionError::io(&files.kernels, e))?;
+    }
+    if new_sources != sources_text {
+        std::fs::write(&files.sources, &new_sources).map_err(|e| ProvisionError::io(&files.sources, e))?;
+    }
+    Ok(changes)
 }
 
-/// The newest index entry among all packages whose name matches `track`.
-fn newest(a: &AptRoot, track: &str) -> Result<IndexEntry, ProvisionError> {
-    let prefix = track.split('*').next().unwrap_or(track);
-    let mut best: Option<IndexEntry> = None;
-    for name in a.package_names(prefix)?.into_iter().filter(|n| glob_match(track, n)) {
-        for e in a.show(&name)? {
-            if best.as_ref().map_or(Ok(true), |b| AptRoot::version_gt(&e.version, &b.version))? {
-                best = Some(e);
+fn parse_doc(text: &str, origin: &str) -> Result<DocumentMut, ProvisionError> {
+    text.parse::<DocumentMut>().map_err(|e| ProvisionError::Package(format!("{origin}: {e}")))
+}
+
+fn bad(origin: &str, what: &str) -> ProvisionError {
+    ProvisionError::Package(format!("{origin}: {what}"))
+}
+
+/// guest-images/kernels.lock with every section moved to the newest of its track.
+fn update_kernels_lock(
+    a: &AptRoot,
+    text: &str,
+    origin: &str,
+    changes: &mut Vec<String>,
+) -> Result<String, ProvisionError> {
+    let lock = Lock::parse(text, origin)?;
+    let mut doc = parse_doc(text, origin)?;
+
+    let (version, suite) =
+        fallback::newest_qemu(a, &lock.qemu.package, (MIN_QEMU.0, MIN_QEMU.1))?.ok_or_else(|| {
+            bad(origin, &format!("no {} {}.{} or newer in the archive", lock.qemu.package, MIN_QEMU.0, MIN_QEMU.1))
+        })?;
+    if version != lock.qemu.version || suite != lock.qemu.suite {
+        changes.push(format!("{}: {} -> {version} ({suite})", lock.qemu.package, lock.qemu.version));
+        doc["qemu"]["version"] = toml_edit::value(version);
+        doc["qemu"]["suite"] = toml_edit::value(suite);
+    }
+
+    let bb = &lock.busybox;
+    let newest = fallback::newest_in_suite(a, &bb.track, &bb.suite)?
+        .ok_or_else(|| bad(origin, &format!("busybox: no {} in {}", bb.track, bb.suite)))?;
+    let bb_new = fallback::pin_of(&newest);
+    if bb_new != bb.package {
+        changes.push(format!("{}: {} -> {}", bb.package.name, bb.package.version, bb_new.version));
+        doc["busybox"]["package"] = Item::Value(Value::InlineTable(inline(&bb_new)));
+    }
+
+    for (section, pin) in [("ethtool", &lock.ethtool), ("irqbalance", &lock.irqbalance)] {
+        let using = fallback::newest_list_in_suite(a, &pin.packages, &pin.suite)?;
+        if using != pin.packages {
+            for (old, new) in pin.packages.iter().zip(&using).filter(|(o, n)| o != n) {
+                changes.push(format!("{section}: {}: {} -> {}", old.name, old.version, new.version));
             }
+            doc[section]["packages"] = Item::Value(Value::Array(package_list(&using)));
         }
     }
-    best.ok_or_else(|| ProvisionError::Package(format!("no package in the archive matches {track:?}")))
-}
 
-/// The packages that carry the files of `image`: itself, or for Debian's split
-/// 7.x kernels the `linux-binary-*` and `linux-modules-*` it depends on.
-fn carriers(a: &AptRoot, image: &IndexEntry) -> Result<Vec<PackagePin>, ProvisionError> {
-    let mut out = Vec::new();
-    for dep in image.depends.split(',').map(str::trim) {
-        let name = dep.split_whitespace().next().unwrap_or("");
-        if name.starts_with("linux-binary-") || name.starts_with("linux-modules-") {
-            let e = a
-                .show(name)?
-                .into_iter()
-                .find(|e| e.version == image.version)
-                .ok_or_else(|| ProvisionError::Package(format!("{name} {} not in the archive", image.version)))?;
-            out.push(PackagePin { name: e.name, version: e.version, sha256: e.sha256 });
+    let tables = doc
+        .get_mut("kernel")
+        .and_then(Item::as_array_of_tables_mut)
+        .ok_or_else(|| bad(origin, "no [[kernel]] tables"))?;
+    for (table, pin) in tables.iter_mut().zip(&lock.kernels) {
+        let (image, carriers, release) = fallback::newest_kernel(a, &pin.track)?
+            .ok_or_else(|| bad(origin, &format!("kernel {}: no package matches {:?}", pin.id, pin.track)))?;
+        if carriers != pin.packages {
+            changes.push(format!("kernel {}: {} -> {release} ({})", pin.name(), pin.release, image.version));
+            table["release"] = toml_edit::value(release);
+            table["packages"] = Item::Value(Value::Array(package_list(&carriers)));
         }
     }
-    if out.is_empty() {
-        out.push(PackagePin { name: image.name.clone(), version: image.version.clone(), sha256: image.sha256.clone() });
-    }
+    let out = doc.to_string();
+    Lock::parse(&out, &format!("updated {origin}"))?;
     Ok(out)
 }
 
-/// Compute the updated lock: (new text, parsed lock, one line per change).
-pub(super) fn update_lock(a: &AptRoot, text: &str, lock: &Lock) -> Result<(String, Lock, Vec<String>), ProvisionError> {
-    let mut text = text.to_string();
-    let mut changes = Vec::new();
-    for k in &lock.kernels {
-        let image = newest(a, &k.track)?;
-        let release = image.name.trim_start_matches("linux-image-").to_string();
-        let pkgs = carriers(a, &image)?;
-        if pkgs != k.packages {
-            let old = render_packages(&k.packages);
-            if !text.contains(&old) {
-                return Err(ProvisionError::Package(format!(
-                    "kernel {}: cannot find its packages list in the lock text to rewrite; edit it by hand to {}",
-                    k.id,
-                    render_packages(&pkgs)
-                )));
-            }
-            text = text.replacen(&old, &render_packages(&pkgs), 1);
-            text = text.replacen(&format!("release = \"{}\"", k.release), &format!("release = \"{release}\""), 1);
-            changes.push(format!("kernel {}: {} -> {release} ({})", k.id, k.release, image.version));
+/// guest-images/kernel-sources.lock with every `linux-source-*` at the newest
+/// version of its package (the same upstream series: the name holds it).
+fn update_sources_lock(
+    a: &AptRoot,
+    text: &str,
+    origin: &str,
+    changes: &mut Vec<String>,
+) -> Result<String, ProvisionError> {
+    let mut doc = parse_doc(text, origin)?;
+    let tables = doc
+        .get_mut("source")
+        .and_then(Item::as_array_of_tables_mut)
+        .ok_or_else(|| bad(origin, "no [[source]] tables"))?;
+    for table in tables.iter_mut() {
+        let field = |k: &str| table.get(k).and_then(Item::as_str).map(str::to_owned);
+        let (Some(package), Some(version)) = (field("package"), field("version")) else {
+            return Err(bad(origin, "a [[source]] without package or version"));
+        };
+        let newest = newest_anywhere(a, &package)?
+            .ok_or_else(|| bad(origin, &format!("{package}: not in the archive any more")))?;
+        if newest.version != version {
+            changes.push(format!("{package}: {version} -> {}", newest.version));
+            table["version"] = toml_edit::value(newest.version.clone());
+            table["sha256"] = toml_edit::value(newest.sha256.clone());
         }
     }
-    let bb = newest(a, &lock.busybox.track)?;
-    let bb_pin = PackagePin { name: bb.name, version: bb.version, sha256: bb.sha256 };
-    if bb_pin != lock.busybox.package {
-        text = text.replacen(&render_busybox(&lock.busybox.package), &render_busybox(&bb_pin), 1);
-        changes.push(format!("busybox: {} -> {}", lock.busybox.package.version, bb_pin.version));
+    Ok(doc.to_string())
+}
+
+/// The newest version of `name` in any configured suite.
+pub(crate) fn newest_anywhere(a: &AptRoot, name: &str) -> Result<Option<PackagePin>, ProvisionError> {
+    let mut best: Option<PackagePin> = None;
+    for e in a.show(name)? {
+        if best.as_ref().map_or(Ok(true), |b| AptRoot::version_gt(&e.version, &b.version))? {
+            best = Some(fallback::pin_of(&e));
+        }
     }
-    let new_lock = Lock::parse(&text, "updated guest-images/kernels.lock")?;
-    Ok((text, new_lock, changes))
+    Ok(best)
+}
+
+/// `{ name = "…", version = "…", sha256 = "…" }`.
+fn inline(p: &PackagePin) -> InlineTable {
+    let mut t = InlineTable::new();
+    t.insert("name", p.name.as_str().into());
+    t.insert("version", p.version.as_str().into());
+    t.insert("sha256", p.sha256.as_str().into());
+    t.fmt();
+    t
+}
+
+/// A package list laid out as the shipped lock writes it: one inline table a
+/// line, indented two spaces, with a trailing comma.
+fn package_list(pins: &[PackagePin]) -> Array {
+    let mut arr = Array::new();
+    for p in pins {
+        arr.push_formatted(Value::InlineTable(inline(p)).decorated("\n  ", ""));
+    }
+    arr.set_trailing("\n");
+    arr.set_trailing_comma(true);
+    arr
 }
 
 #[cfg(test)]
@@ -95,11 +194,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rendering_matches_the_shipped_lock_text() {
+    fn a_rewritten_package_list_keeps_the_shipped_layout() {
         let lock = Lock::embedded().expect("lock");
-        for k in &lock.kernels {
-            assert!(super::super::lock::EMBEDDED_LOCK.contains(&render_packages(&k.packages)), "kernel {}", k.id);
-        }
-        assert!(super::super::lock::EMBEDDED_LOCK.contains(&render_busybox(&lock.busybox.package)));
+        let mut doc: DocumentMut = super::super::lock::EMBEDDED_LOCK.parse().expect("toml");
+        doc["ethtool"]["packages"] = Item::Value(Value::Array(package_list(&lock.ethtool.packages)));
+        doc["busybox"]["package"] = Item::Value(Value::InlineTable(inline(&lock.busybox.package)));
+        assert_eq!(doc.to_string(), super::super::lock::EMBEDDED_LOCK, "same values, same text");
     }
 }

@@ -584,6 +584,7 @@ mod tests {
             source: QemuSource::System { binary: qemu_bin },
             version_line: String::new(),
             version: (11, 1, 0),
+            package: None,
         };
         let spec = super::super::machines::seed_002(256);
         let mut req = BootRequest::new(&spec, &kernel, &busybox);

@@ -60,7 +60,7 @@ impl GuestSetup<'_> {
         boot.extra_cmdline.extend(self.guest.scenario_cmdline());
         if self.channels.is_some() || self.flows_bin.is_some() {
             // ethtool and its libraries are half the initramfs: only when used.
-            boot.extra_files.clone_from(&prov.ethtool);
+            boot.extra_files.clone_from(&prov.ethtool.files);
         }
         if let Some(bin) = self.flows_bin {
             // Needs only libc and the loader, which ethtool brings.

@@ -27,7 +27,7 @@ pub(super) fn add_irqbalance(boot: &mut BootRequest<'_>, prov: &Provisioned, top
             prov.cache.display()
         );
     };
-    for f in files {
+    for f in &files.files {
         if !boot.extra_files.iter().any(|e| e.guest_path == f.guest_path) {
             boot.extra_files.push(f.clone());
         }
