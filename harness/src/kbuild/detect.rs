@@ -244,6 +244,59 @@ pub fn detect_sources(sources: &Sources<'_>) -> Result<Detected, DetectError> {
     Err(DetectError::Unknown { path: sources.path.to_string() })
 }
 
+/// Detect the generation a built `mana.ko` runs from its symbols, for a Debian
+/// image that is not the pinned one (a fallback of its track) and has no
+/// source beside it:
+///
+/// - defines `mana_irq_setup_numa_aware()` or `mana_irq_setup_linear()`:
+///   [`KernelGen::V7`];
+/// - else imports `sched_numa_hop_mask` (what `for_each_numa_hop_mask()` calls:
+///   `irq_setup()` inlined into `mana_gd_setup_irqs()`): [`KernelGen::V6_12`];
+/// - else imports `cpumask_local_spread`: one CPU per vector, hop-aware from
+///   Linux 6.3 on (`release`'s version decides: [`KernelGen::V6_3`] or
+///   [`KernelGen::V6_1`]).
+///
+/// # Errors
+/// [`DetectError::Unknown`] when the module shows none of these.
+pub fn detect_module(
+    symbols: &crate::provision::kernel::ModuleSymbols,
+    release: &str,
+    path: &str,
+) -> Result<Detected, DetectError> {
+    let found = |model: KernelGen, evidence: String| Detected {
+        model: model.as_str().to_string(),
+        evidence,
+        detector: DETECTOR,
+    };
+    for f in ["mana_irq_setup_numa_aware", "mana_irq_setup_linear"] {
+        if symbols.defined.contains(f) {
+            return Ok(found(KernelGen::V7, format!("{path} defines {f}()")));
+        }
+    }
+    if symbols.imported.contains("sched_numa_hop_mask") {
+        return Ok(found(
+            KernelGen::V6_12,
+            format!(
+                "{path} calls sched_numa_hop_mask() (irq_setup() walking NUMA hops) and defines no mana_irq_setup_*()"
+            ),
+        ));
+    }
+    if symbols.imported.contains("cpumask_local_spread") {
+        let mut numbers = release.split(['.', '-', '+']).map(str::parse::<u32>);
+        let version = (numbers.next().and_then(Result::ok), numbers.next().and_then(Result::ok));
+        if let (Some(major), Some(minor)) = version {
+            let hops = (major, minor) >= (6, 3);
+            let gen = if hops { KernelGen::V6_3 } else { KernelGen::V6_1 };
+            let how = if hops { "NUMA-hop-aware from 6.3 on" } else { "flat before 6.3" };
+            return Ok(found(
+                gen,
+                format!("{path} calls cpumask_local_spread() per vector on Linux {major}.{minor}: {how}"),
+            ));
+        }
+    }
+    Err(DetectError::Unknown { path: path.to_string() })
+}
+
 /// Detect the generation of the kernel source tree at `tree`.
 ///
 /// # Errors
@@ -342,6 +395,25 @@ mod tests {
     fn unknown_code_says_to_pass_model() {
         let e = detect("int main(void) { return 0; }\n", None, None).expect_err("unknown");
         assert!(e.to_string().contains("--model"), "{e}");
+    }
+
+    #[test]
+    fn a_modules_symbols_name_its_generation() {
+        use crate::provision::kernel::ModuleSymbols;
+        let syms = |defined: &[&str], imported: &[&str]| ModuleSymbols {
+            defined: defined.iter().map(|s| (*s).to_owned()).collect(),
+            imported: imported.iter().map(|s| (*s).to_owned()).collect(),
+        };
+        // As `nm` shows Debian's mana.ko of 7.3.4, 6.12.117 and 6.1.192.
+        let v7 = syms(&["mana_irq_setup_numa_aware"], &["sched_numa_hop_mask", "cpumask_local_spread"]);
+        let v612 = syms(&["mana_gd_remove_irqs"], &["sched_numa_hop_mask", "cpumask_local_spread"]);
+        let v61 = syms(&["mana_gd_remove_irqs"], &["cpumask_local_spread"]);
+        let gen = |s: &ModuleSymbols, r: &str| detect_module(s, r, "mana.ko").expect("known").model;
+        assert_eq!(gen(&v7, "7.3.4+deb13-cloud-amd64"), "7.x");
+        assert_eq!(gen(&v612, "6.12.119+deb13-cloud-amd64"), "6.12");
+        assert_eq!(gen(&v61, "6.1.0-58-cloud-amd64"), "6.1");
+        assert_eq!(gen(&v61, "6.5.0-1-cloud-amd64"), "6.3");
+        assert!(detect_module(&syms(&[], &[]), "6.12.1", "mana.ko").is_err());
     }
 
     #[test]

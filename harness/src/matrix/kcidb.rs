@@ -291,6 +291,8 @@ pub fn render_kcidb(m: &MatrixReport, opts: &KcidbOptions) -> Result<String, Bad
                 "model_note": facts.and_then(|f| f.model_note.clone()),
                 "build_key": facts.and_then(|f| f.build_key.clone()),
                 "patches": facts.map(|f| f.patches.clone()).unwrap_or_default(),
+                // The Debian packages its runs used, each naming its pin when it differs.
+                "packages": packages_from_runs(m, &k.label),
             }),
         });
     }
@@ -313,6 +315,16 @@ fn build_id(origin: &str, run: &str, label: &str) -> String {
 
 fn release_from_runs(m: &MatrixReport, label: &str) -> Option<String> {
     m.pairs.iter().filter(|r| r.pair.kernel == label).find_map(|r| r.verdict().map(|v| v.run.kernel_release.clone()))
+}
+
+/// The packages a kernel's first judged run used (QEMU, the kernel or its
+/// source, busybox, the guest tools), as `run.packages` holds them.
+fn packages_from_runs(m: &MatrixReport, label: &str) -> Vec<crate::provision::UsedPackage> {
+    m.pairs
+        .iter()
+        .filter(|r| r.pair.kernel == label)
+        .find_map(|r| r.verdict().map(|v| v.run.packages.clone()))
+        .unwrap_or_default()
 }
 
 /// KCIDB takes no nulls: drop every null-valued key (arrays keep their items).

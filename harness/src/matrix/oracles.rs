@@ -4,21 +4,8 @@
 //! default: the model where the kernel's driver source is recognised,
 //! properties otherwise).
 //!
-//! Which of the rig's checks an oracle without a model keeps
-//! ([`rig_checks`]): the ones that compare the guest with itself or with the
-//! topology file, never with the model's table:
-//! - kept: `nic_numa_node` (the guest's NIC node against the file's
-//!   placement: a rig fact), `effective_within_affinity` (each fired IRQ was
-//!   delivered inside its own mask), the stage and queue checks (the IRQ and
-//!   queue tables at the first probe and at the report agree, every queue has
-//!   its IRQ);
-//! - dropped: `kernel_generation` (whether the model fits the kernel),
-//!   `vector_count`, `no_unexpected_vectors`, each vector's check and a CPU
-//!   hotplug stage's `irq_table_at_<stage>` (the model's tables), and `probe` (whether the driver should bind is the
-//!   model's prediction: a one-entry MSI-X table fails the probe on purpose).
-//!   Without a probe the properties skip (no vector to judge), so a driver
-//!   that fails to bind is visible there and in the baseline's
-//!   `baseline_vectors`.
+//! Which of the rig's checks an oracle without a model keeps: see
+//! [`crate::verdict::properties::rig_checks`].
 
 use super::kernels::KernelSpec;
 use super::oracle::{Evidence, Judged, ModelOracle, Oracle, OracleError};
@@ -27,31 +14,7 @@ use super::spec::PlannedPair;
 use crate::model::ModelBasis;
 use crate::rig::kernel_choice::ResolvedKernel;
 use crate::verdict::baseline::compare;
-use crate::verdict::properties::evaluate;
-use crate::verdict::{stage_irq_table_check, Check, CheckStatus, Status, Verdict, HOTPLUG_STAGES};
-
-/// The checks of the model's verdict that need no model (see the module's docs).
-pub fn rig_checks(model: &Verdict) -> Vec<Check> {
-    const MODEL_CHECKS: [&str; 4] = ["kernel_generation", "probe", "vector_count", "no_unexpected_vectors"];
-    model
-        .checks
-        .iter()
-        .filter(|c| {
-            !MODEL_CHECKS.contains(&c.name.as_str())
-                && !model.vectors.iter().any(|r| r.name == c.name)
-                && !HOTPLUG_STAGES.iter().any(|s| c.name == stage_irq_table_check(s))
-        })
-        .cloned()
-        .collect()
-}
-
-/// `model` with `checks` instead of its own, and the status they give.
-fn with_checks(model: &Verdict, checks: Vec<Check>) -> Verdict {
-    let mut v = model.clone();
-    v.status = if checks.iter().any(|c| c.status == CheckStatus::Fail) { Status::Fail } else { Status::Pass };
-    v.checks = checks;
-    v
-}
+use crate::verdict::properties::{evaluate, rig_checks, with_checks};
 
 /// Judges the guest's table by [`crate::verdict::properties::evaluate`] (in the
 /// guest's CPU numbering) plus the rig's own checks ([`rig_checks`]). Each
@@ -204,7 +167,9 @@ mod tests {
     #[test]
     fn a_hotplug_stage_s_check_is_one_of_the_model_s() {
         use crate::model::{expected_stages, KernelGen};
-        use crate::verdict::{fixtures::offlined_after, judge_staged, table_at, Observed, StageFacts};
+        use crate::verdict::{
+            fixtures::offlined_after, judge_staged, table_at, CheckStatus, Observed, StageFacts, Status,
+        };
         let (t, last) = offlined_after("seed-002", "2-3");
         let at = expected_stages(&t.to_qemu_numbering(), KernelGen::V6_12);
         let seen = Observed::as_model_predicts(table_at(&at, &last), "0000:42:00.0", 40);

@@ -164,6 +164,40 @@ pub fn modinfo(path: &Path, key: &str) -> Result<Vec<String>, ProvisionError> {
         .collect())
 }
 
+/// The functions a module defines and the symbols it imports, from its ELF
+/// symbol table (Debian's modules keep it: only debug info is stripped).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ModuleSymbols {
+    /// Defined text symbols (static functions included, unless inlined).
+    pub defined: std::collections::BTreeSet<String>,
+    /// Undefined symbols: what the module calls in the kernel.
+    pub imported: std::collections::BTreeSet<String>,
+}
+
+/// Read a module's (`.ko`, or `.ko.xz`) symbols.
+///
+/// # Errors
+/// [`ProvisionError::Package`] / [`ProvisionError::Io`] for an unreadable module.
+pub fn module_symbols(path: &Path) -> Result<ModuleSymbols, ProvisionError> {
+    use object::{Object, ObjectSymbol, SymbolKind};
+    let (elf, _) = read_module(path)?;
+    let file = object::File::parse(&elf[..])
+        .map_err(|e| ProvisionError::Package(format!("{}: not an ELF module: {e}", path.display())))?;
+    let mut out = ModuleSymbols::default();
+    for sym in file.symbols() {
+        let Ok(name) = sym.name() else { continue };
+        if name.is_empty() {
+            continue;
+        }
+        if sym.is_undefined() {
+            out.imported.insert(name.to_owned());
+        } else if sym.kind() == SymbolKind::Text {
+            out.defined.insert(name.to_owned());
+        }
+    }
+    Ok(out)
+}
+
 /// The `depends=` list of a module's `.modinfo` section (NUL-separated
 /// `key=value` strings, see include/linux/moduleparam.h `__MODULE_INFO`).
 fn modinfo_depends(elf: &[u8]) -> Result<Vec<String>, String> {

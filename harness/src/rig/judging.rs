@@ -47,6 +47,8 @@ pub(super) struct Judging<'a> {
     /// When the run started, and how long provisioning took.
     pub(super) start: Instant,
     pub(super) provision_time: Duration,
+    /// The packages the run used ([`Provisioned::run_packages`](crate::provision::Provisioned::run_packages)).
+    pub(super) packages: &'a [crate::provision::UsedPackage],
 }
 
 impl Judging<'_> {
@@ -127,6 +129,7 @@ impl Judging<'_> {
         if let Some(label) = &req.label {
             verdict.run.name = format!("{}@{label}", topo.name());
         }
+        verdict.run.packages = self.packages.to_vec();
         if topo.nic().num_ports > 1 {
             let plan = crate::model::vport_plan(&topo.to_qemu_numbering(), model);
             verdict.add_vport_check(crate::verdict::vports::vport_vectors_check(plan.as_ref(), queues.as_ref()));

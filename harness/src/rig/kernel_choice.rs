@@ -264,6 +264,47 @@ pub fn resolve(
     }
 }
 
+/// Whether the model of the pinned generation fits a Debian image that
+/// stands in for the pin (a newer version of its track).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ImageFit {
+    /// Not a stand-in (the pinned image, a build, a user's image, or `--model`).
+    NotAStandIn,
+    /// Its `mana.ko` runs the pinned generation's IRQ code: the model judges,
+    /// with this basis.
+    Same(ModelBasis),
+    /// Its `mana.ko` runs other code, or none the detection knows: the
+    /// properties judge it, for this reason.
+    Unmodelled(String),
+}
+
+/// [`ImageFit`] of `kernel` for a run of the pinned generation `gen` (with
+/// `--model` when `given`): a fallback's `mana.ko` symbols are read
+/// ([`kbuild::detect::detect_module`]).
+pub fn image_fit(gen: KernelGen, given: bool, kernel: &KernelInstall) -> ImageFit {
+    if given || !kernel.id.chars().next().is_some_and(|c| c.is_ascii_digit()) || !kernel.is_fallback() {
+        return ImageFit::NotAStandIn;
+    }
+    let Some(ko) = kernel.modules.iter().find(|m| m.file_name().is_some_and(|n| n == "mana.ko")) else {
+        return ImageFit::Unmodelled(format!("Linux {} has no mana.ko to read", kernel.release));
+    };
+    let detected = crate::provision::kernel::module_symbols(ko).map_err(|e| e.to_string()).and_then(|syms| {
+        kbuild::detect::detect_module(&syms, &kernel.release, &format!("mana.ko of {}", kernel.release))
+            .map_err(|e| e.to_string())
+    });
+    match detected {
+        Ok(d) if d.generation().is_ok_and(|g| g == gen) => ImageFit::Same(ModelBasis::Module { evidence: d.evidence }),
+        Ok(d) => ImageFit::Unmodelled(format!(
+            "Linux {} stands in for the pinned {gen} kernel, but {}: the {} code, not {gen}'s",
+            kernel.release, d.evidence, d.model
+        )),
+        Err(e) => ImageFit::Unmodelled(format!(
+            "Linux {} stands in for the pinned {gen} kernel, and its MANA IRQ code is not recognised ({e})",
+            kernel.release
+        )),
+    }
+}
+
 /// The basis of a build's model: its detected source, unless `--model` names another.
 fn source_basis(model: Option<KernelGen>, detected: KernelGen, built: &kbuild::Built) -> ModelBasis {
     match model {

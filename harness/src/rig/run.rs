@@ -6,6 +6,7 @@
 use super::boot::{NicBoot, NicBootOutcome};
 use super::cache::{kernel_lock_id, provisioned};
 use super::judging::Judging;
+use super::kernel_choice::{image_fit, ImageFit};
 use super::outcome::{RunOutcome, RunTimings, TrafficBoot};
 use super::request::{injections, RunRequest};
 use crate::accel::AccelChoice;
@@ -13,6 +14,7 @@ use crate::model::expected_table;
 use crate::provision;
 use crate::qemu;
 use crate::topology::Topology;
+use crate::verdict::properties::judge_without_model;
 use crate::verdict::{judge, Observed};
 use anyhow::{Context, Result};
 use std::time::{Duration, Instant};
@@ -32,10 +34,26 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         Some(k) => k,
         None => prov.kernel(kernel_lock_id(req.kernel))?,
     };
+    // A Debian image standing in for a gone pin is judged by the model only
+    // when its mana.ko runs the pinned generation's code.
+    let fit = image_fit(req.kernel, req.model.is_some(), kernel);
+    let refit;
+    let req = match &fit {
+        ImageFit::Same(basis) => {
+            refit = RunRequest { model_basis: basis.clone(), ..req.clone() };
+            &refit
+        }
+        ImageFit::Unmodelled(why) => {
+            eprintln!("manarig: {why}: judging with the properties oracle instead of the {} model", req.kernel);
+            req
+        }
+        ImageFit::NotAStandIn => req,
+    };
     let scratch =
         crate::scratch::ScratchDir::new("manarig-run-").context("cannot create a temporary folder for the run")?;
     let channels = req.channels.or(topo.nic().channels);
     let inject = injections(&req.topology, &topo, &req.inject)?;
+    let packages = run_packages(req, &topo, &prov, kernel, channels);
     let attempt = NicBoot { req, topo: &topo, prov: &prov, kernel, channels, dir: scratch.path(), inject: &inject };
     let (mut spec, mut booted) = attempt.boot(req.accel, "nic.sock")?;
     if req.accel == AccelChoice::Auto && matches!(booted.result, Err(qemu::LaunchError::KvmSilent { .. })) {
@@ -51,18 +69,55 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         // is the driver not surviving: a FAIL, not a rig error.
         Err(qemu::LaunchError::GuestPanic { tail }) if !inject.is_empty() => {
             let why = "the guest kernel panicked";
-            return Ok(unsurvived(req, &topo, kernel, why, &tail, &specs, start, provision_time, traffic));
+            let mut out = unsurvived(req, &topo, kernel, why, &tail, &specs, start, provision_time, traffic);
+            out.verdict.run.packages = packages;
+            return Ok(out);
         }
         Err(qemu::LaunchError::Deadline { secs, tail }) if !inject.is_empty() => {
             let why = format!("no guest report within {secs} s: the guest hung");
-            return Ok(unsurvived(req, &topo, kernel, &why, &tail, &specs, start, provision_time, traffic));
+            let mut out = unsurvived(req, &topo, kernel, &why, &tail, &specs, start, provision_time, traffic);
+            out.verdict.run.packages = packages;
+            return Ok(out);
         }
         other => other,
     };
     let booted = result.with_context(|| format!("booting {} on Linux {}", topo.name(), kernel.release))?;
-    let judging =
-        Judging { req, topo: &topo, spec: &spec, channels, inject: &inject, specs: &specs, start, provision_time };
-    judging.outcome(booted, marks, traffic)
+    let judging = Judging {
+        req,
+        topo: &topo,
+        spec: &spec,
+        channels,
+        inject: &inject,
+        specs: &specs,
+        start,
+        provision_time,
+        packages: &packages,
+    };
+    let mut outcome = judging.outcome(booted, marks, traffic)?;
+    if let ImageFit::Unmodelled(why) = &fit {
+        outcome.verdict = judge_without_model(&outcome.verdict, &topo.to_qemu_numbering(), &outcome.observed, why);
+    }
+    Ok(outcome)
+}
+
+/// The Debian packages a run uses: QEMU (when private), the kernel's
+/// packages (or a build's source), busybox, ethtool when `ethtool -L` or
+/// traffic runs in the guest, irqbalance when the scenario asks for it.
+fn run_packages(
+    req: &RunRequest,
+    topo: &Topology,
+    prov: &provision::Provisioned,
+    kernel: &provision::KernelInstall,
+    channels: Option<u32>,
+) -> Vec<provision::UsedPackage> {
+    let mut tools = Vec::new();
+    if channels.is_some() || req.traffic.is_some() {
+        tools.push("ethtool");
+    }
+    if topo.scenario().irqbalance {
+        tools.push("irqbalance");
+    }
+    prov.run_packages(kernel, &tools)
 }
 
 /// The outcome of a run with injections whose guest never finished its

@@ -152,6 +152,8 @@ pub fn judge(topo: &Topology, observed: &Observed, expected: &ExpectedTable) -> 
             vectors_observed: u32::try_from(observed.vectors.len()).unwrap_or(u32::MAX),
             probe_ok: observed.probe_ok,
             probe_error_expected: expected.probe_error.clone(),
+            packages: Vec::new(),
+            judged_by: None,
         },
         vectors: rows,
         summary,
@@ -187,6 +189,13 @@ fn check_kernel(observed: &Observed, expected: &ExpectedTable) -> Check {
             CheckStatus::Pass,
             format!(
                 "guest kernel {release} is judged as {model}: its MANA IRQ code, not its release, decides ({evidence})"
+            ),
+        ),
+        ModelBasis::Module { evidence } => (
+            CheckStatus::Pass,
+            format!(
+                "guest kernel {release}, a newer Debian build than the pinned one, is judged as {model}: its \
+                 mana.ko runs that code ({evidence})"
             ),
         ),
         ModelBasis::Given => {

@@ -70,6 +70,15 @@ pub struct RunInfo {
     pub probe_ok: bool,
     /// Why the model expects the probe to fail, if it does.
     pub probe_error_expected: Option<String>,
+    /// The Debian packages the run used (QEMU, the kernel or its source,
+    /// busybox, the guest tools), each naming its pin in
+    /// guest-images/kernels.lock when it differs (a fallback).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub packages: Vec<crate::provision::UsedPackage>,
+    /// What judged the run when the model could not (`the properties oracle:
+    /// <why>`); absent when the model judged it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judged_by: Option<String>,
 }
 
 /// The verdict of one run: a serde value that every output format renders.

@@ -41,6 +41,13 @@ pub enum ModelBasis {
     },
     /// Named by the user (`--model`), whatever the kernel runs.
     Given,
+    /// Detected from the built module of a Debian image that stands in for
+    /// the pinned one (a newer version of its track): its `mana.ko`'s symbols
+    /// show the pinned generation's IRQ code.
+    Module {
+        /// The detection's evidence (which functions the module defines and calls).
+        evidence: String,
+    },
 }
 
 impl fmt::Display for ModelBasis {
@@ -49,6 +56,7 @@ impl fmt::Display for ModelBasis {
             Self::Release => f.write_str("the kernel's release"),
             Self::Source { evidence } => write!(f, "detected from the source: {evidence}"),
             Self::Given => f.write_str("--model"),
+            Self::Module { evidence } => write!(f, "detected from the module: {evidence}"),
         }
     }
 }

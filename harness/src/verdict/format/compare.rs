@@ -97,6 +97,11 @@ fn survival_line(before: &Verdict, after: &Verdict) -> Option<String> {
 /// Then the `affinity_hint` masks of each run in `/proc` hex form (nr_cpu_ids bits).
 pub fn render_before_after(before: &Verdict, after: &Verdict) -> String {
     let mut lines = vec![run_line("before", before), run_line("after ", after)];
+    for (label, v) in [("before", before), ("after ", after)] {
+        if !v.run.packages.is_empty() {
+            lines.push(format!("{label} {}", crate::provision::used::summary(&v.run.packages)));
+        }
+    }
     lines.extend(survival_line(before, after));
     lines.push(String::new());
     let mut rows =

@@ -41,6 +41,9 @@ fn suite(v: &Verdict) -> TestSuite {
         ]
         .map(|(k, v)| Property::new(k, v)),
     );
+    // One property a package: `package.qemu` = `qemu-system-x86 1:11.1.3+ds-2~bpo13+1`,
+    // with `(lock: …)` after a fallback.
+    suite.add_properties(r.packages.iter().map(|p| Property::new(format!("package.{}", p.part), p.describe())));
     for (name, c) in v.checks_of_every_nic() {
         let status = match c.status {
             CheckStatus::Pass => TestCaseStatus::success(),

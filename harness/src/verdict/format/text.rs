@@ -40,7 +40,7 @@ pub(super) fn header(v: &Verdict) -> Vec<String> {
     let observed_node = r.nic_numa_node_observed.map_or("-1".to_owned(), |n| n.to_string());
     let model = if r.model.is_empty() { String::new() } else { format!(": {}", r.model) };
     let basis = if r.model_basis.is_empty() { String::new() } else { format!(" (model chosen by {})", r.model_basis) };
-    vec![
+    let mut lines = vec![
         format!(
             "manarig {}: {} ({}) on Linux {}, modelled as {} ({}); accel {}",
             r.name, r.topology, r.source, r.kernel_release, r.kernel, r.model_version, r.accel
@@ -56,7 +56,14 @@ pub(super) fn header(v: &Verdict) -> Vec<String> {
             r.vectors_observed,
             hops_text(&r.hops)
         ),
-    ]
+    ];
+    if !r.packages.is_empty() {
+        lines.insert(1, crate::provision::used::summary(&r.packages));
+    }
+    if let Some(by) = &r.judged_by {
+        lines.insert(1, format!("judged by {by} (the model's table is shown, not judged)"));
+    }
+    lines
 }
 
 /// Left-align cells in columns two spaces apart, trimming trailing blanks.
@@ -425,6 +432,11 @@ pub(super) fn verdict_line(v: &Verdict) -> String {
             "verdict: PASS (driver_survived; {} of {checks} passed{skip}): {}",
             n - skipped,
             survived.map_or("", |c| c.message.as_str())
+        ),
+        Status::Pass if v.run.judged_by.is_some() => format!(
+            "verdict: PASS ({} of {checks} passed{skip}; judged by {})",
+            n - skipped,
+            v.run.judged_by.as_deref().unwrap_or_default()
         ),
         Status::Pass => format!(
             "verdict: PASS ({} of {checks} passed{skip}; {} on Linux {} matches the Linux {} model)",

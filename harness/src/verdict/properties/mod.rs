@@ -40,6 +40,9 @@
 
 mod machine;
 mod rules;
+mod without_model;
+
+pub use without_model::{judge_without_model, rig_checks, with_checks};
 
 use super::check::{Check, CheckStatus};
 use super::guest_irqs::{Observed, VectorName};
