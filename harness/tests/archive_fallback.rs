@@ -333,3 +333,41 @@ fn an_unsigned_tampered_or_foreign_signed_index_is_refused() {
     std::fs::copy(&other.keyring, &p.archive.keyring).expect("swap the trusted key");
     refused(&p, "foreign-signed", &["NO_PUBKEY", "not signed", "signatures couldn't be verified"]);
 }
+
+#[test]
+fn a_gone_kernel_source_builds_the_newest_of_its_package_and_locked_refuses() {
+    use harness::kbuild::source::{resolve, SourcePin, SourceSpec};
+    if !archive_support::tools_present("a_gone_kernel_source") {
+        return;
+    }
+    let p = publish();
+    let list = tempfile::NamedTempFile::new().expect("sources list");
+    std::fs::write(list.path(), p.archive.sources(&[STABLE])).expect("write");
+    // This test's own process: the variable reaches `resolve` as it would a user's shell.
+    std::env::set_var(apt::SOURCES_ENV, list.path());
+    let cache = tempfile::tempdir().expect("cache");
+    let pin = SourcePin {
+        package: "linux-source-6.12".into(),
+        version: "6.12.1-1".into(),
+        sha256: "0".repeat(64),
+        tarball: "usr/src/linux-source-6.12.tar.xz".into(),
+    };
+    let spec = SourceSpec::Debian(pin.clone());
+    let mut lines = Vec::new();
+    let got = resolve(&spec, cache.path(), &mut |l| lines.push(l.to_owned())).expect("resolves");
+    let SourceSpec::Debian(used) = &got else { panic!("a Debian source stays one: {got:?}") };
+    assert_eq!((used.version.as_str(), used.sha256.clone()), ("6.12.2-1", p.sum("linux-source-6.12", "6.12.2-1")));
+    assert!(
+        lines.iter().any(|l| l == "linux-source-6.12: pinned 6.12.1-1 is gone from the archive; using 6.12.2-1"),
+        "{lines:?}"
+    );
+    assert_ne!(spec.identity(), got.identity(), "the build's key follows the source it builds");
+    // Remembered: the next build resolves without apt, to the same source.
+    std::env::set_var(apt::SOURCES_ENV, "/nonexistent/sources.list");
+    assert_eq!(resolve(&spec, cache.path(), &mut |_| {}).expect("remembered"), got);
+    // --locked refuses it, remembered or not.
+    std::env::set_var(apt::SOURCES_ENV, list.path());
+    harness::provision::fallback::set_locked();
+    let e = resolve(&spec, cache.path(), &mut |_| {}).expect_err("locked").to_string();
+    assert!(e.contains("linux-source-6.12 6.12.1-1") && e.contains("--locked"), "{e}");
+}
