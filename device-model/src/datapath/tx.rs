@@ -43,7 +43,8 @@ use crate::defs::{
     ManaCqeHeader, ManaCqeType, ManaTxCompOob, Sge, TxLongOob, TxShortOob, INLINE_OOB_LARGE_SIZE,
     INLINE_OOB_SMALL_SIZE, MANA_CQE_COMPLETION, MANA_LONG_PKT_FMT, MANA_SHORT_PKT_FMT, MAX_TX_WQE_SGL_ENTRIES,
 };
-use crate::queues::{completion, Mem, QueueError, WqKind, WqeSlot, MAX_SQE_SIZE};
+use crate::queues::{completion, Mem, QueueError, WqeSlot, MAX_SQE_SIZE};
+use mana_device_api::snapshot::WqKind;
 use vm_memory::{Bytes, GuestAddress};
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 

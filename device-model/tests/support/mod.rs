@@ -16,11 +16,11 @@ pub mod net;
 
 use anyhow::{anyhow, bail, ensure, Context, Result};
 use device_model::bar::{Bar0Handler, DmaMemory};
-use device_model::config::DeviceConfig;
 use device_model::datapath::backend::{PacketBackend, Recorder as NetRecorder, RecorderHandle};
 use device_model::defs::*;
 use device_model::interrupt::InterruptSink;
 use device_model::ManaDevice;
+use mana_device_api::config::DeviceConfig;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use vm_memory::{Bytes, GuestAddress, GuestAddressSpace, GuestMemoryAtomic, GuestMemoryMmap};

@@ -19,7 +19,7 @@
 //! and every wait has the tick as its deadline.
 
 use crate::datapath::engine::RX_BATCH;
-use crate::shared::CoreObserver;
+use crate::shell::locked_core::CoreObserver;
 use crate::ManaDevice;
 use event_manager::{EventManager, EventOps, EventSet, Events, MutEventSubscriber, SubscriberOps};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -196,10 +196,10 @@ impl Drop for BackendLoop {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::DeviceConfig;
     use crate::datapath::tap::Tap;
     use crate::interrupt::NoInterrupts;
-    use crate::shared::mana_core_with;
+    use crate::shell::locked_core::mana_core_with;
+    use mana_device_api::config::DeviceConfig;
     use std::os::unix::net::UnixDatagram;
     use vm_memory::{GuestMemoryAtomic, GuestMemoryMmap};
 

@@ -1,17 +1,17 @@
 //! The device's front on the vfio-user socket: every client message passes
-//! here, is checked ([`crate::wire::check`]) and is handed to the `vfio_user`
+//! here, is checked ([`crate::shell::vfio_wire::check`]) and is handed to the `vfio_user`
 //! crate's server over a private socket; every reply comes back through
 //! here on its way to the client.
 //!
 //! Why a front: the `vfio_user` 0.1.7 server answers a refusal of its backend
-//! (our [`crate::server`]) with an error reply whose errno is 0 (it sets one
+//! (our [`crate::shell::server`]) with an error reply whose errno is 0 (it sets one
 //! only for its own `InvalidInput`), and QEMU returns `-error` = 0: a refused
 //! DMA_MAP or SET_IRQS looked like a success. Its backend trait can only
 //! return `std::io::Error`, which it wraps in an error that carries no errno,
 //! so the errno cannot be passed through it. Instead the backend records the
 //! errno of each refusal in [`Refusals`], and the front writes it into the
 //! error reply. The crate also trusts the client's framing (see
-//! [`crate::wire`]); the front refuses what it cannot take, with an errno,
+//! [`crate::shell::vfio_wire`]); the front refuses what it cannot take, with an errno,
 //! before it reaches it.
 //!
 //! One message at a time: the front forwards a message, waits for the
@@ -22,7 +22,7 @@
 //! unexpected reply); its refusal is logged.
 //!
 //! The client's framing errors that leave no way to find the next message (a
-//! size below the header or above [`wire::MAX_MESSAGE`], a connection that
+//! size below the header or above [`vfio_wire::MAX_MESSAGE`], a connection that
 //! ends inside a message) end the connection.
 //!
 //! Cost: one more socket hop per message (two thread wake-ups). Measured on
@@ -33,7 +33,7 @@
 //! crate's backend trait, would remove the hop.
 
 use crate::defs::Le32;
-use crate::wire::{self, Header, Verdict, HEADER_SIZE};
+use crate::shell::vfio_wire::{self, Header, Verdict, HEADER_SIZE};
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
@@ -123,7 +123,7 @@ pub fn relay(client: &UnixStream, server: &UnixStream, refusals: &Refusals, regi
     while let Some(message) = read_message(client)? {
         let Message { header, body, fds } = message;
         let quiet = header.no_reply();
-        match wire::check(&header, &body, regions) {
+        match vfio_wire::check(&header, &body, regions) {
             Verdict::Refuse { errno, reason } => {
                 let count = refusals.refused_here();
                 if count <= LOG_LIMIT || count.is_power_of_two() {
@@ -184,17 +184,17 @@ fn read_message(client: &UnixStream) -> Result<Option<Message>, FrontError> {
         .map_err(|err| FrontError::Framing(format!("connection ended inside a header: {err}")))?;
     let (header, _) = Header::read_from_prefix(&raw).map_err(|_| FrontError::Framing("unreadable header".into()))?;
     let size = header.message_size.get();
-    if (size as usize) < HEADER_SIZE || size > wire::MAX_MESSAGE {
+    if (size as usize) < HEADER_SIZE || size > vfio_wire::MAX_MESSAGE {
         // Nothing tells where the next message starts: answer (a client
         // waiting for a reply learns why) and close.
         if !header.no_reply() {
-            let errno = if size > wire::MAX_MESSAGE { libc::E2BIG } else { libc::EINVAL };
+            let errno = if size > vfio_wire::MAX_MESSAGE { libc::E2BIG } else { libc::EINVAL };
             write_client(client, header.error_reply(errno).as_bytes())?;
         }
         return Err(FrontError::Framing(format!(
             "command {} of {size} bytes (16..={} allowed)",
             header.command.get(),
-            wire::MAX_MESSAGE
+            vfio_wire::MAX_MESSAGE
         )));
     }
     let mut body = vec![0u8; size as usize - HEADER_SIZE];
@@ -245,7 +245,7 @@ fn read_reply(server: &UnixStream) -> Result<Vec<u8>, FrontError> {
     let (header, _) =
         Header::read_from_prefix(&raw).map_err(|_| FrontError::Server("unreadable reply header".into()))?;
     let size = header.message_size.get();
-    if (size as usize) < HEADER_SIZE || size > wire::MAX_MESSAGE {
+    if (size as usize) < HEADER_SIZE || size > vfio_wire::MAX_MESSAGE {
         return Err(FrontError::Server(format!("reply of {size} bytes")));
     }
     let mut reply = vec![0u8; size as usize];

@@ -15,11 +15,13 @@
 #![forbid(unsafe_code)]
 
 use crate::defs::{EqeType, HwcInitData, HwcInitEqIdDb, HwcInitTypeData, HwcRxOob, Le32};
+use crate::device::smc::HwcRings;
 use crate::interrupt::InterruptSink;
 use crate::queues::{
-    completion, event, CompletionQueue, EventQueue, Mem, Owner, Producer, QueueError, Queues, Ring, WorkQueue, WqKind,
+    completion, event, CompletionQueue, EventQueue, Mem, Producer, QueueError, Queues, Ring, WorkQueue,
 };
-use crate::smc::HwcRings;
+use mana_device_api::snapshot::HwcIds;
+use mana_device_api::snapshot::{Owner, WqKind};
 use std::collections::VecDeque;
 use vm_memory::{Bytes, GuestAddress};
 use zerocopy::IntoBytes;
@@ -42,19 +44,6 @@ pub struct InitParams {
     pub gpa_mkey: u32,
     /// Doorbell page of the HWC queues (`hwc_init_eq_id_db.doorbell`).
     pub doorbell: u16,
-}
-
-/// Queue ids the device gives the HWC rings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct HwcIds {
-    /// HWC EQ id.
-    pub eq: u32,
-    /// HWC CQ id.
-    pub cq: u32,
-    /// HWC SQ id.
-    pub sq: u32,
-    /// HWC RQ id.
-    pub rq: u32,
 }
 
 /// Errors of the hardware channel.

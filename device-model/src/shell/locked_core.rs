@@ -11,7 +11,7 @@ use crate::interrupt::InterruptSink;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 /// A core behind a mutex; forwards every [`Bar0Handler`] call under the lock.
-struct SharedCore<C>(Arc<Mutex<C>>);
+struct LockedCore<C>(Arc<Mutex<C>>);
 
 fn lock<C>(core: &Mutex<C>) -> MutexGuard<'_, C> {
     // A panic inside the core is a bug that the shell already reports; keep
@@ -19,7 +19,7 @@ fn lock<C>(core: &Mutex<C>) -> MutexGuard<'_, C> {
     core.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-impl<C: Bar0Handler> Bar0Handler for SharedCore<C> {
+impl<C: Bar0Handler> Bar0Handler for LockedCore<C> {
     fn size(&self) -> u64 {
         lock(&self.0).size()
     }
@@ -73,15 +73,15 @@ where
         let core = Arc::new(Mutex::new(build(memory, sink)));
         // The factory is FnOnce, so the slot is always empty here.
         let _ = slot.set(Arc::clone(&core));
-        Box::new(SharedCore(core))
+        Box::new(LockedCore(core))
     });
     (factory, observer)
 }
 
 /// The MANA device core ([`crate::ManaDevice`]) for `config`, and a
-/// [`crate::server::CoreStatus`] that snapshots it for status files and the
+/// [`crate::shell::server::CoreStatus`] that snapshots it for status files and the
 /// control channel. This is what `mana-device` serves.
-pub fn mana_core(config: &crate::config::DeviceConfig) -> (Bar0Factory, crate::server::CoreStatus) {
+pub fn mana_core(config: &mana_device_api::config::DeviceConfig) -> (Bar0Factory, crate::shell::server::CoreStatus) {
     let (factory, status, _) = mana_core_with(config, Box::new(Discard), 0, Vec::new());
     (factory, status)
 }
@@ -90,13 +90,13 @@ pub fn mana_core(config: &crate::config::DeviceConfig) -> (Bar0Factory, crate::s
 /// `record_flows` flows recorded ([`crate::ManaDevice::record_flows`]) and
 /// the faults of `inject` ([`crate::ManaDevice::inject`]); also
 /// the typed handle an event loop uses to feed the core
-/// ([`crate::backend_loop`]).
+/// ([`crate::process::backend_loop`]).
 pub fn mana_core_with(
-    config: &crate::config::DeviceConfig,
+    config: &mana_device_api::config::DeviceConfig,
     backend: Box<dyn PacketBackend>,
     record_flows: usize,
-    inject: Vec<crate::inject::InjectSpec>,
-) -> (Bar0Factory, crate::server::CoreStatus, CoreObserver<crate::ManaDevice>) {
+    inject: Vec<mana_device_api::inject::InjectSpec>,
+) -> (Bar0Factory, crate::shell::server::CoreStatus, CoreObserver<crate::ManaDevice>) {
     let config = config.clone();
     let (factory, observer) = observed_factory(move |memory, sink| {
         let mut device = crate::ManaDevice::with_backend(config, memory, sink, backend);
@@ -105,16 +105,16 @@ pub fn mana_core_with(
         device
     });
     let status_observer = observer.clone();
-    let status: crate::server::CoreStatus = Box::new(move || status_observer.with(crate::ManaDevice::snapshot));
+    let status: crate::shell::server::CoreStatus = Box::new(move || status_observer.with(crate::ManaDevice::snapshot));
     (factory, status, observer)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::DeviceConfig;
-    use crate::regs::{BAR0_SIZE, DB_PAGE_OFFSET, REG_DB_PAGE_OFFSET};
+    use crate::device::regs::{BAR0_SIZE, DB_PAGE_OFFSET, REG_DB_PAGE_OFFSET};
     use crate::ManaDevice;
+    use mana_device_api::config::DeviceConfig;
     use vm_memory::{GuestMemoryAtomic, GuestMemoryMmap};
 
     struct Sink;

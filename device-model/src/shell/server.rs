@@ -16,19 +16,19 @@
 //! [`DeviceServer::bind`] returns.
 //!
 //! Each connection is served by the `vfio_user` crate's [`Server`] behind
-//! the device's front ([`crate::front`]): the client talks to the front,
+//! the device's front ([`crate::shell::front`]): the client talks to the front,
 //! which checks each message and passes it on over a private socket, and
 //! puts the errno of a refusal into the reply (the crate would send 0).
 
 use crate::bar::{Bar0Factory, Bar0Handler, DmaMemory};
-use crate::config::DeviceConfig;
-use crate::dma::{DmaAccess, DmaError, DmaMappings};
-use crate::front::Refusals;
 use crate::interrupt::InterruptSink;
-use crate::msix::{MsixError, MsixSnapshot, MsixVectors};
-use crate::pci::{BarKind, BarSpec, ConfigSpace, PciError, CONFIG_SPACE_SIZE, MSIX_BAR_INDEX, MSIX_BAR_SIZE};
-use crate::snapshot::Snapshot;
-use serde::{Deserialize, Serialize};
+use crate::shell::dma_map::{DmaAccess, DmaError, DmaMappings};
+use crate::shell::front::Refusals;
+use crate::shell::msix::{MsixError, MsixVectors};
+use crate::shell::pci::{BarKind, BarSpec, ConfigSpace, PciError, CONFIG_SPACE_SIZE, MSIX_BAR_INDEX, MSIX_BAR_SIZE};
+use mana_device_api::config::DeviceConfig;
+use mana_device_api::snapshot::Snapshot;
+use mana_device_api::status::{DeviceStatus, ShellStatus};
 use std::fs::File;
 use std::io;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -81,7 +81,7 @@ pub enum ServerError {
     },
     /// The front stopped serving (client socket, framing).
     #[error("vfio-user connection failed")]
-    Front(#[source] crate::front::FrontError),
+    Front(#[source] crate::shell::front::FrontError),
     /// The `vfio_user` server behind the front failed.
     #[error("vfio-user connection failed")]
     Connection(#[source] vfio_user::Error),
@@ -116,46 +116,7 @@ pub enum IrqError {
     },
 }
 
-/// Snapshot of the shell's state, written to the status file as JSON.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ShellStatus {
-    /// The configuration the device was built with.
-    pub config: DeviceConfig,
-    /// A vfio-user client has talked to the device.
-    pub connected: bool,
-    /// PCI command register (bit 1 memory decoding, bit 2 bus master).
-    pub pci_command: u16,
-    /// Device resets requested by the client.
-    pub resets: u64,
-    /// MSI-X eventfds, pending bits and delivery counters.
-    pub msix: MsixSnapshot,
-    /// DMA-mapped guest-physical ranges as (start, size) in bytes.
-    pub dma_ranges: Vec<(u64, u64)>,
-    /// Malformed requests from the client (bad region, length or offset).
-    pub bad_requests: u64,
-    /// Client messages refused before they reached the device (framing,
-    /// unknown commands; see [`crate::wire`]).
-    #[serde(default)]
-    pub refused_messages: u64,
-    /// DMA_MAP, DMA_UNMAP and SET_IRQS requests the device refused (each
-    /// answered with its errno).
-    #[serde(default)]
-    pub refused_requests: u64,
-}
-
-/// The device's status: what the status file and the control channel's
-/// [`crate::control::Reply::Status`] hold (JSON), and what the rig reads back
-/// into this same type.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DeviceStatus {
-    /// PCI function, MSI-X and DMA state.
-    pub shell: ShellStatus,
-    /// The device core's snapshot, if a [`CoreStatus`] was registered and the
-    /// core has been built (it is built with the server, see [`ManaFunction::new`]).
-    pub core: Option<Snapshot>,
-}
-
-/// Produces the device core's snapshot (see [`crate::shared::mana_core`]);
+/// Produces the device core's snapshot (see [`crate::shell::locked_core::mana_core`]);
 /// `None` while there is no core to look at.
 pub type CoreStatus = Box<dyn Fn() -> Option<Snapshot> + Send + Sync>;
 
@@ -489,7 +450,7 @@ fn lock(function: &Mutex<ManaFunction>) -> MutexGuard<'_, ManaFunction> {
 }
 
 impl Backend {
-    /// Records the refusal's errno for the front ([`crate::front`]) and
+    /// Records the refusal's errno for the front ([`crate::shell::front`]) and
     /// turns it into the `io::Error` the `vfio_user` crate takes.
     fn refuse(&self, err: impl std::error::Error + Send + Sync + 'static, errno: i32) -> io::Error {
         let count = self.refusals.refused_by_device() + 1;
@@ -603,7 +564,7 @@ impl StatusHandle {
     /// Takes the device's lock and lets it go again: returns at once unless a
     /// client message is being handled, then when it is done. A serving thread
     /// stuck inside a message (a hang in the shell or the core, which runs under
-    /// this lock) makes this block: the control channel's [`crate::control::Op::Ping`]
+    /// this lock) makes this block: the control channel's [`mana_device_api::control::Op::Ping`]
     /// is answered through here, so a controller that pings with a deadline
     /// sees such a hang.
     pub fn ping(&self) {
@@ -698,7 +659,7 @@ impl DeviceServer {
 
     /// Serves one connected client (what [`Self::run`] accepted; a
     /// socketpair's end in tests and fuzzing) until it disconnects: the
-    /// front ([`crate::front::relay`]) in this thread, the `vfio_user`
+    /// front ([`crate::shell::front::relay`]) in this thread, the `vfio_user`
     /// crate's server on a private socket in another.
     ///
     /// # Errors
@@ -717,7 +678,7 @@ impl DeviceServer {
             .spawn(move || server.run(&mut backend))
             .map_err(|source| ServerError::Accept { what: "spawn the vfio-user server thread", source })?;
         let regions = self.regions.len() as u32;
-        let relayed = crate::front::relay(&client, &inner, &self.refusals, regions);
+        let relayed = crate::shell::front::relay(&client, &inner, &self.refusals, regions);
         // End of the front: the server sees end of file and returns.
         let _ = inner.shutdown(std::net::Shutdown::Both);
         let served = serving.join().unwrap_or(Err(vfio_user::Error::InvalidInput));
@@ -745,7 +706,7 @@ impl DeviceServer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::regs::{BAR0_SIZE, REG_SHM_OFFSET, SHM_OFFSET};
+    use crate::device::regs::{BAR0_SIZE, REG_SHM_OFFSET, SHM_OFFSET};
     use std::os::unix::fs::FileExt;
     use vfio_bindings::bindings::vfio::VFIO_PCI_REQ_IRQ_INDEX;
     use vm_memory::{Bytes, GuestAddress, GuestAddressSpace, GuestMemoryBackend};

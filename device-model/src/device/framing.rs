@@ -14,8 +14,8 @@ use crate::defs::{
     Command, GdmaReqHdr, GdmaRespHdr, Le32, Le64, STATUS_CMD_UNSUPPORTED, STATUS_INSUFFICIENT_RESOURCES,
     STATUS_INVALID_PARAMETER, STATUS_OK,
 };
-use crate::dma_region::RegionError;
-use crate::hwc::MAX_MESSAGE_SIZE;
+use crate::device::hwc::MAX_MESSAGE_SIZE;
+use crate::queues::dma_region::RegionError;
 use crate::queues::QueueError;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
@@ -48,7 +48,7 @@ pub enum CommandError {
     #[error(transparent)]
     Queue(#[from] QueueError),
     /// The command would create more than the device's budget allows
-    /// ([`crate::budget`]).
+    /// ([`crate::device::budget`]).
     #[error("{what}: {have} of at most {limit} in use")]
     Exhausted {
         /// What ran out.

@@ -22,9 +22,11 @@ use crate::defs::{
     ManaRxCompOob, QueryDevCfgResp, QueryGfStatResp, QueryVportCfgReq, QueryVportCfgResp, QueueType, TriState,
     INVALID_MANA_HANDLE, MANA_CQE_COMPLETION, MANA_INDIRECT_TABLE_MAX_SIZE,
 };
-use crate::framing::{body, invalid, parse, CommandError};
-use crate::queues::{completion, free_id, CompletionQueue, Producer, Ring, WorkQueue, WqKind};
-use crate::resources::{Ctx, WqObj, MAX_NUM_CQS, MAX_WQ_ID};
+use crate::device::framing::{body, invalid, parse, CommandError};
+use crate::device::resources::{Ctx, MAX_NUM_CQS, MAX_WQ_ID};
+use crate::queues::{completion, free_id, CompletionQueue, Producer, Ring, WorkQueue};
+use mana_device_api::snapshot::WqKind;
+use mana_device_api::snapshot::WqObj;
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 /// Frame size reported as `adapter_mtu` (ETH_FRAME_LEN; 7.3 rejects < 74):

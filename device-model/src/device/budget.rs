@@ -12,7 +12,7 @@
 //!   that many. Each work-queue object brings exactly one CQ, so CQs are
 //!   bounded by the same count.
 //! - DMA regions: at most [`MAX_REGION_PAGES`] pages each and
-//!   [`MAX_REGIONS`] not yet owned by a queue ([`crate::dma_region`]), and
+//!   [`MAX_REGIONS`] not yet owned by a queue ([`crate::queues::dma_region`]), and
 //!   at most [`MAX_TOTAL_PAGES`] pages in regions and queue rings together,
 //!   counted when a region is created with its declared page count.
 //!
@@ -23,12 +23,13 @@
 //! [`STATUS_INSUFFICIENT_RESOURCES`]: crate::defs::STATUS_INSUFFICIENT_RESOURCES
 #![forbid(unsafe_code)]
 
-use crate::config::DeviceConfig;
 use crate::defs::{Command, CreateDmaRegionReq, CreateQueueReq, CreateWqObjReq, QueueType};
-pub use crate::dma_region::{MAX_REGIONS, MAX_REGION_PAGES};
-use crate::framing::{parse, CommandError};
-use crate::queues::{WqKind, PAGE_SIZE};
-use crate::resources::Resources;
+use crate::device::framing::{parse, CommandError};
+use crate::device::resources::Resources;
+pub use crate::queues::dma_region::{MAX_REGIONS, MAX_REGION_PAGES};
+use crate::queues::PAGE_SIZE;
+use mana_device_api::config::DeviceConfig;
+use mana_device_api::snapshot::WqKind;
 
 /// Guest pages the device keeps in page lists at once (DMA regions and
 /// queue rings together): 4 GiB of guest memory, 8 MiB of lists. The

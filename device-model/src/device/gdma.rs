@@ -1,5 +1,5 @@
 //! GDMA commands (codes < 0x10000); the framing they share with BNIC is in
-//! [`crate::framing`], the routing by code in [`crate::commands`].
+//! [`crate::device::framing`], the routing by code in [`crate::device::commands`].
 //!
 //! Models the device side of drivers/net/ethernet/microsoft/mana/gdma_main.c
 //! (Linux 6.1-7.3): `mana_gd_verify_vf_version()`,
@@ -16,9 +16,11 @@ use crate::defs::{
     ListDevicesResp, QueryHwcTimeoutReq, QueryHwcTimeoutResp, QueryMaxResourcesResp, QueueType, RegisterDeviceResp,
     VerifyVerResp,
 };
-use crate::framing::{body, invalid, parse, u64_list, CommandError};
-use crate::queues::{event, free_id, EventQueue, Owner, Producer, Ring};
-use crate::resources::{Ctx, Registration, DOORBELL_PAGE, LISTED_DEVICES, MAX_EQ_ID};
+use crate::device::framing::{body, invalid, parse, u64_list, CommandError};
+use crate::device::resources::{Ctx, DOORBELL_PAGE, LISTED_DEVICES, MAX_EQ_ID};
+use crate::queues::{event, free_id, EventQueue, Producer, Ring};
+use mana_device_api::snapshot::Owner;
+use mana_device_api::snapshot::Registration;
 use zerocopy::FromZeros;
 
 /// `GDMA_PROTOCOL_V1`, the only protocol version the drivers offer.
@@ -34,7 +36,7 @@ fn dev_key(dev_id: DevId) -> (u16, u16) {
     (dev_id.dev_type.get(), dev_id.instance.get())
 }
 
-/// Handles one GDMA command (after [`crate::commands::dispatch`] routed it here).
+/// Handles one GDMA command (after [`crate::device::commands::dispatch`] routed it here).
 ///
 /// # Errors
 /// [`CommandError`] for an unsupported command or a request the device refuses.

@@ -1,24 +1,80 @@
-//! The view of the device core the harness reads ([`crate::ManaDevice::snapshot`]),
-//! reached through [`crate::shared::mana_core`]'s observer. Serialized by
-//! `mana-device` (status file, control channel: [`crate::control`]) and
-//! deserialized into these same types by the rig (harness/src/rig/device.rs).
+//! The view of the device core the harness reads (device-model's
+//! `ManaDevice::snapshot`): queues, registered devices, steering, flows and
+//! counters. Serialized by `mana-device` inside its [`crate::status`]
+//! (status file, control channel: [`crate::control`]) and deserialized into
+//! these same types by the rig (harness/src/rig/device.rs).
 #![forbid(unsafe_code)]
 
-use crate::datapath::flows::FlowsSnapshot;
-use crate::datapath::rss::SteeringSnapshot;
-use crate::datapath::stats::Traffic;
-use crate::datapath::Totals;
-use crate::hwc::HwcIds;
-use crate::queues::{Owner, WqKind};
-use crate::resources::{Registration, WqObj};
+use crate::flows::FlowsSnapshot;
+use crate::rss::SteeringSnapshot;
+use crate::traffic::{Totals, Traffic};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+/// The counter key of every command code the device does not know: one key,
+/// not one per code, so that a guest cannot grow the counters (2^32 codes).
+pub const UNKNOWN_COMMAND: &str = "unknown";
+
+/// Queue ids the device gives the HWC rings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HwcIds {
+    /// HWC EQ id.
+    pub eq: u32,
+    /// HWC CQ id.
+    pub cq: u32,
+    /// HWC SQ id.
+    pub sq: u32,
+    /// HWC RQ id.
+    pub rq: u32,
+}
+
+/// Who owns a queue (`gdma_dev_id` as type/instance).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Owner {
+    /// Device type (1 HWC, 2 MANA, 3 MANA_IB: [`crate::codes::DeviceType`]).
+    pub dev_type: u16,
+    /// Instance.
+    pub instance: u16,
+}
+
+/// Kind of a work queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum WqKind {
+    /// Send queue.
+    Sq,
+    /// Receive queue.
+    Rq,
+}
+
+/// The answer to GDMA_REGISTER_DEVICE for one device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Registration {
+    /// Protection domain id.
+    pub pdid: u32,
+    /// Memory key.
+    pub gpa_mkey: u32,
+    /// Doorbell page index.
+    pub db_id: u32,
+}
+
+/// A MANA_CREATE_WQ_OBJ object: one SQ or RQ and its CQ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WqObj {
+    /// SQ or RQ.
+    pub kind: WqKind,
+    /// Work-queue id.
+    pub wq_id: u32,
+    /// Completion-queue id.
+    pub cq_id: u32,
+    /// vPort handle it was created on.
+    pub vport: u64,
+}
 
 /// Counters kept for the harness.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counters {
     /// Requests handled, by command name; every code the device does not
-    /// know counts under [`crate::device::UNKNOWN_COMMAND`].
+    /// know counts under [`UNKNOWN_COMMAND`].
     pub commands: BTreeMap<String, u64>,
     /// Requests answered with a non-zero status, by command name.
     pub command_errors: BTreeMap<String, u64>,
@@ -48,7 +104,7 @@ pub struct EqSnapshot {
     pub id: u32,
     /// MSI-X index the EQ raises.
     pub msix_index: u16,
-    /// Owning device (type 1 = HWC, 2 = MANA, 3 = MANA_IB).
+    /// Owning device (type 1 = HWC, 2 = MANA, 3 = MANA_IB: [`crate::codes::DeviceType`]).
     pub owner: Owner,
     /// Ring entries.
     pub entries: u32,
@@ -63,7 +119,7 @@ pub struct EqSnapshot {
 pub struct CqSnapshot {
     /// CQ id.
     pub id: u32,
-    /// Parent EQ id ([`crate::gdma::DETACHED_EQ`] once that EQ was disabled).
+    /// Parent EQ id (`u32::MAX`, device-model `gdma::DETACHED_EQ`, once that EQ was disabled).
     pub parent_eq: u32,
     /// Ring entries.
     pub entries: u32,
@@ -123,7 +179,7 @@ pub struct Snapshot {
     /// RX steering (RSS) of every configured vPort.
     pub steering: Vec<SteeringSnapshot>,
     /// Per-flow records (queue, RSS hash, frames), when recording is on
-    /// ([`crate::ManaDevice::record_flows`]).
+    /// (`mana-device --record-flows N`).
     #[serde(default)]
     pub flows: FlowsSnapshot,
     /// Counters.

@@ -1,4 +1,4 @@
-//! The vfio-user wire format as the device's front ([`crate::front`]) checks
+//! The vfio-user wire format as the device's front ([`crate::shell::front`]) checks
 //! it: the 16-byte message header, the size of every command's fixed part,
 //! and the verdict on one client message before the `vfio_user` crate sees it.
 //!

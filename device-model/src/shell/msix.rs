@@ -20,8 +20,8 @@
 //! as lost instead.
 
 use crate::interrupt::InterruptSink;
-use crate::pci::{MSIX_MAX_VECTORS, MSIX_PBA_OFFSET, MSIX_TABLE_OFFSET};
-use serde::{Deserialize, Serialize};
+use crate::shell::pci::{MSIX_MAX_VECTORS, MSIX_PBA_OFFSET, MSIX_TABLE_OFFSET};
+use mana_device_api::status::MsixSnapshot;
 use std::fs::File;
 use std::io::Write;
 use std::sync::{Mutex, MutexGuard};
@@ -69,27 +69,6 @@ pub enum MsixError {
         /// What it is instead, or what failed.
         what: String,
     },
-}
-
-/// Counters and state of the MSI-X vectors, for status reports.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MsixSnapshot {
-    /// Entries in the MSI-X table.
-    pub table_size: u16,
-    /// MSI-X enabled by QEMU (SET_IRQS TRIGGER seen, not disabled since).
-    pub enabled: bool,
-    /// Vectors that currently have an eventfd.
-    pub vectors_with_eventfd: Vec<u16>,
-    /// Vectors whose pending bit is set.
-    pub pending: Vec<u16>,
-    /// Interrupts written to an eventfd, per vector (index = vector).
-    pub delivered: Vec<u64>,
-    /// Interrupts raised while MSI-X was disabled or for a vector outside the table.
-    pub dropped: u64,
-    /// Interrupts whose eventfd write failed (EAGAIN: the eventfd's counter
-    /// was full); never retried.
-    #[serde(default)]
-    pub lost: u64,
 }
 
 #[derive(Debug)]

@@ -1,13 +1,13 @@
 //! One place that routes an HWC request to its handler by command code:
-//! GDMA commands (below 0x10000, [`crate::gdma`]), BNIC commands (0x2xxxx,
-//! [`crate::bnic`]); codes from the IB range are refused as unsupported.
-//! Commands that create queues or DMA regions pass [`crate::budget`] first.
+//! GDMA commands (below 0x10000, [`crate::device::gdma`]), BNIC commands (0x2xxxx,
+//! [`crate::device::bnic`]); codes from the IB range are refused as unsupported.
+//! Commands that create queues or DMA regions pass [`crate::device::budget`] first.
 #![forbid(unsafe_code)]
 
 use crate::defs::{Command, GdmaReqHdr, STATUS_INVALID_PARAMETER, STATUS_OK};
-use crate::framing::{frame, parse, CommandError};
-use crate::resources::Ctx;
-use crate::{bnic, budget, gdma};
+use crate::device::framing::{frame, parse, CommandError};
+use crate::device::resources::Ctx;
+use crate::device::{bnic, budget, gdma};
 
 /// Result of one request.
 #[derive(Debug)]

@@ -1,5 +1,5 @@
 //! Traffic counters: per SQ/RQ (in the device snapshot, so the rig can
-//! report per-queue counts) and device-wide totals.
+//! report per-queue counts) and device-wide totals ([`Totals`]).
 #![forbid(unsafe_code)]
 
 /// What one queue (or the device in total) moved.
@@ -36,4 +36,16 @@ impl Traffic {
         self.drops += other.drops;
         self.errors += other.errors;
     }
+}
+
+/// Device-wide traffic totals (kept across queue and HWC teardown).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Totals {
+    /// Every SQ.
+    pub tx: Traffic,
+    /// Every RQ.
+    pub rx: Traffic,
+    /// Received frames no RQ was chosen for (vPort RX off, no RQ configured,
+    /// the RQ gone, a runt).
+    pub rx_unsteered: u64,
 }

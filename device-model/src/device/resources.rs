@@ -3,13 +3,13 @@
 //! handler runs in.
 #![forbid(unsafe_code)]
 
-use crate::config::DeviceConfig;
 use crate::datapath::DataPath;
 use crate::defs::{DevId, DeviceType};
-use crate::dma_region::DmaRegions;
 use crate::interrupt::InterruptSink;
-use crate::queues::{Mem, Queues, WqKind};
-use serde::{Deserialize, Serialize};
+use crate::queues::dma_region::DmaRegions;
+use crate::queues::{Mem, Queues};
+use mana_device_api::config::DeviceConfig;
+use mana_device_api::snapshot::{Registration, WqObj};
 use std::collections::BTreeMap;
 
 /// `HWC_INIT_DATA_MAX_NUM_CQS`: size of the driver's `cq_table`; every CQ id
@@ -33,30 +33,6 @@ pub const LISTED_DEVICES: [DevId; 2] = [
     DevId { dev_type: crate::defs::Le16::new(DeviceType::MANA.0), instance: crate::defs::Le16::new(0) },
     DevId { dev_type: crate::defs::Le16::new(DeviceType::MANA_IB.0), instance: crate::defs::Le16::new(0) },
 ];
-
-/// The answer to GDMA_REGISTER_DEVICE for one device.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Registration {
-    /// Protection domain id.
-    pub pdid: u32,
-    /// Memory key.
-    pub gpa_mkey: u32,
-    /// Doorbell page index.
-    pub db_id: u32,
-}
-
-/// A MANA_CREATE_WQ_OBJ object: one SQ or RQ and its CQ.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WqObj {
-    /// SQ or RQ.
-    pub kind: WqKind,
-    /// Work-queue id.
-    pub wq_id: u32,
-    /// Completion-queue id.
-    pub cq_id: u32,
-    /// vPort handle it was created on.
-    pub vport: u64,
-}
 
 /// Device state that commands act on; dropped as a whole on DESTROY_HWC and reset.
 #[derive(Debug, Default)]

@@ -76,23 +76,24 @@ impl ToeplitzTable {
     }
 }
 
+/// The key of Microsoft's RSS verification suite, for tests of both
+/// ends (the suite's inputs and hashes are in this module's tests).
+/// Source: "Verifying the RSS Hash Calculation",
+/// learn.microsoft.com/windows-hardware/drivers/network/verifying-the-rss-hash-calculation
+/// (the same key and table appear in Intel's 82599 datasheet §7.1.2.8.3
+/// "RSS Verification Suite").
+pub const VERIFICATION_KEY: [u8; KEY_SIZE] = [
+    0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0, 0xd0, 0xca, 0x2b,
+    0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3, 0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac,
+    0x01, 0xfa,
+];
+
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
 
-    /// The key of Microsoft's RSS verification suite.
-    /// Source: "Verifying the RSS Hash Calculation",
-    /// learn.microsoft.com/windows-hardware/drivers/network/verifying-the-rss-hash-calculation
-    /// (the same key and table appear in Intel's 82599 datasheet §7.1.2.8.3
-    /// "RSS Verification Suite").
-    pub(crate) const KEY: [u8; KEY_SIZE] = [
-        0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0, 0xd0, 0xca,
-        0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3, 0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b,
-        0xbe, 0xac, 0x01, 0xfa,
-    ];
-
     /// One row of the suite: destination, source, and the expected hashes
-    /// for "IPv4/IPv6 only" and "with TCP" (same source as [`KEY`]).
+    /// for "IPv4/IPv6 only" and "with TCP" (same source as [`VERIFICATION_KEY`]).
     struct Row {
         dst: &'static str,
         dst_port: u16,
@@ -193,14 +194,14 @@ pub(crate) mod tests {
     fn the_bitwise_hash_matches_microsofts_verification_suite() {
         for row in IPV4.iter().chain(&IPV6) {
             let (ip, tcp) = inputs(row);
-            assert_eq!(hash(&KEY, &ip), row.ip_only, "{} -> {} (IP only)", row.src, row.dst);
-            assert_eq!(hash(&KEY, &tcp), row.with_tcp, "{} -> {} (with TCP)", row.src, row.dst);
+            assert_eq!(hash(&VERIFICATION_KEY, &ip), row.ip_only, "{} -> {} (IP only)", row.src, row.dst);
+            assert_eq!(hash(&VERIFICATION_KEY, &tcp), row.with_tcp, "{} -> {} (with TCP)", row.src, row.dst);
         }
     }
 
     #[test]
     fn the_table_hash_matches_microsofts_verification_suite() {
-        let table = ToeplitzTable::new(&KEY);
+        let table = ToeplitzTable::new(&VERIFICATION_KEY);
         for row in IPV4.iter().chain(&IPV6) {
             let (ip, tcp) = inputs(row);
             assert_eq!(table.hash(&ip), row.ip_only, "{} -> {} (IP only)", row.src, row.dst);
@@ -231,6 +232,6 @@ pub(crate) mod tests {
     #[test]
     fn a_zero_key_or_empty_input_hashes_to_zero() {
         assert_eq!(hash(&[0; KEY_SIZE], &[0xff; 12]), 0);
-        assert_eq!(ToeplitzTable::new(&KEY).hash(&[]), 0);
+        assert_eq!(ToeplitzTable::new(&VERIFICATION_KEY).hash(&[]), 0);
     }
 }

@@ -1,11 +1,11 @@
 //! The MANA VF device core behind [`Bar0Handler`]: BAR0 dispatch, SMC
 //! handshake, HWC request loop, doorbells, counters and the snapshot.
 //!
-//! Modules of the core: [`crate::regs`] (BAR0 layout), [`crate::smc`]
-//! (shared-memory channel), [`crate::hwc`] (hardware channel),
-//! [`crate::gdma`] and [`crate::bnic`] (commands), [`crate::queues`]
-//! (EQ/CQ/SQ/RQ, owner bits, arming), [`crate::dma_region`] (guest page
-//! lists), [`crate::resources`] (what commands create), [`crate::snapshot`]
+//! Modules of the core: [`crate::device::regs`] (BAR0 layout), [`crate::device::smc`]
+//! (shared-memory channel), [`crate::device::hwc`] (hardware channel),
+//! [`crate::device::gdma`] and [`crate::device::bnic`] (commands), [`crate::queues`]
+//! (EQ/CQ/SQ/RQ, owner bits, arming), [`crate::queues::dma_region`] (guest page
+//! lists), [`crate::device::resources`] (what commands create), [`mana_device_api::snapshot`]
 //! (state for the harness) and [`crate::defs`] (wire structs only).
 //!
 //! Everything runs synchronously inside BAR0 accesses: a write of SMC dword 7
@@ -18,23 +18,25 @@
 #![forbid(unsafe_code)]
 
 use crate::bar::{Bar0Factory, Bar0Handler, DmaMemory};
-use crate::config::DeviceConfig;
 use crate::datapath::backend::{Discard, PacketBackend};
 use crate::datapath::engine::{Engine, RX_BATCH, TX_BATCH};
 use crate::datapath::flows::FlowTable;
 use crate::datapath::rx::RxVerdict;
 use crate::datapath::Env;
 use crate::defs::{Command, CqDoorbell, DeviceType, EqDoorbell, GdmaReqHdr, SmcMsgType, WqDoorbell};
-use crate::hwc::{Hwc, HwcIds, InitParams};
-use crate::inject::timed::DeviceEvent;
-use crate::inject::{CommandFate, InjectSpec, Injector, QueueFaults, SpuriousTarget};
+use crate::device::hwc::{Hwc, InitParams};
+use crate::device::regs::{self, Bar0Target, DoorbellKind};
+use crate::device::resources::{Ctx, Resources, DOORBELL_PAGE, MAX_NUM_CQS};
+use crate::device::smc::{HwcRings, Smc, SmcRequest};
+use crate::device::{commands, framing};
+use crate::inject::{timed, CommandFate, Injector, QueueFaults};
 use crate::interrupt::InterruptSink;
 use crate::queues::Mem;
-use crate::regs::{self, Bar0Target, DoorbellKind};
-use crate::resources::{Ctx, Resources, DOORBELL_PAGE, MAX_NUM_CQS};
-use crate::smc::{HwcRings, Smc, SmcRequest};
-use crate::snapshot::{Counters, CqSnapshot, DeviceSnapshot, EqSnapshot, HwcSnapshot, Snapshot, WqSnapshot};
-use crate::{commands, framing};
+use mana_device_api::config::DeviceConfig;
+use mana_device_api::inject::{DeviceEvent, InjectSpec, SpuriousTarget};
+use mana_device_api::snapshot::HwcIds;
+use mana_device_api::snapshot::UNKNOWN_COMMAND;
+use mana_device_api::snapshot::{Counters, CqSnapshot, DeviceSnapshot, EqSnapshot, HwcSnapshot, Snapshot, WqSnapshot};
 use std::fmt::Display;
 use std::sync::Arc;
 use std::time::Instant;
@@ -48,9 +50,6 @@ const HWC_PDID: u32 = 0x100 + 1;
 const HWC_GPA_MKEY: u32 = 0x1000 + 1;
 /// Guest errors of one kind logged in full before logging only every power of two.
 const LOG_BURST: u64 = 16;
-/// The counter key of every command code the device does not know: one key,
-/// not one per code, so that a guest cannot grow the counters (2^32 codes).
-pub const UNKNOWN_COMMAND: &str = "unknown";
 
 /// Whether the `count`-th event of a guest-driven kind (HWC established or
 /// destroyed) is logged at info level: the first [`LOG_BURST`], then every
@@ -390,7 +389,7 @@ impl ManaDevice {
         };
         tracing::info!(event = event.name(), eq, "mana device: injected fault: device event");
         let mem = self.mem.memory();
-        if let Err(err) = self.res.queues.post_eqe(&mem, self.irq.as_ref(), eq, event.eqe()) {
+        if let Err(err) = self.res.queues.post_eqe(&mem, self.irq.as_ref(), eq, timed::eqe(event)) {
             self.guest_error("hwc event", &err);
         }
         if event == DeviceEvent::Reset {

@@ -21,9 +21,11 @@
 //! with none pending it re-arms. A doorbell without the arm bit disarms.
 #![forbid(unsafe_code)]
 
+pub mod dma_region;
+
 use crate::defs::{Cqe, CqeInfo, Eqe, EqeType, Le32, Sge, WqeHeader};
 use crate::interrupt::InterruptSink;
-use serde::{Deserialize, Serialize};
+pub use mana_device_api::snapshot::{Owner, WqKind};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::Ordering;
 use vm_memory::{Bytes, GuestAddress, GuestMemoryError, GuestMemoryMmap};
@@ -365,15 +367,6 @@ impl<E: Entry> Producer<E> {
     }
 }
 
-/// Who owns a queue (`gdma_dev_id` as type/instance).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Owner {
-    /// Device type (1 HWC, 2 MANA, 3 MANA_IB).
-    pub dev_type: u16,
-    /// Instance.
-    pub instance: u16,
-}
-
 /// An event queue: a producer plus its MSI-X vector.
 #[derive(Debug)]
 pub struct EventQueue {
@@ -392,15 +385,6 @@ pub struct CompletionQueue {
     pub ring: Producer<Cqe>,
     /// EQ that receives COMPLETION events for this CQ.
     pub parent_eq: u32,
-}
-
-/// Kind of a work queue.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum WqKind {
-    /// Send queue.
-    Sq,
-    /// Receive queue.
-    Rq,
 }
 
 /// A work-queue entry read from an SQ or RQ.
@@ -450,7 +434,7 @@ impl WorkQueue {
         self.kind
     }
 
-    /// Ring size in bytes (for the device's page budget, [`crate::budget`]).
+    /// Ring size in bytes (for the device's page budget, [`crate::device::budget`]).
     pub fn ring_bytes(&self) -> u64 {
         self.ring.size()
     }
@@ -642,7 +626,7 @@ impl Queues {
         let Some(eq) = self.eqs.get_mut(&eq_id) else {
             return Ok(());
         };
-        let spoil = self.faults.next_entry_spoiled(crate::inject::EntryKind::Eqe);
+        let spoil = self.faults.next_entry_spoiled(mana_device_api::inject::EntryKind::Eqe);
         if eq.ring.post_spoiled(mem, eqe, spoil)? == Notify::Fire {
             self.raise(irq, eq_id);
         }
@@ -658,7 +642,7 @@ impl Queues {
         let Some(cq) = self.cqs.get_mut(&cq_id) else {
             return Ok(());
         };
-        let spoil = self.faults.next_entry_spoiled(crate::inject::EntryKind::Cqe);
+        let spoil = self.faults.next_entry_spoiled(mana_device_api::inject::EntryKind::Cqe);
         if cq.ring.post_spoiled(mem, cqe, spoil)? == Notify::Fire {
             let parent = cq.parent_eq;
             self.post_eqe(mem, irq, parent, completion_eqe(cq_id))?;
