@@ -196,3 +196,34 @@ fn a_region_write_to_a_missing_region_is_refused_and_the_stream_stays_in_step() 
     assert_eq!(reply.errno(), None, "in step");
     s.end().expect("clean end");
 }
+
+/// Open file descriptors of this process (the test's and the in-process server's).
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").expect("/proc/self/fd").count()
+}
+
+#[test]
+fn a_message_with_more_than_16_fds_is_refused_its_fds_closed_and_the_connection_goes_on() {
+    // VFIO_USER_MAX_MAX_FDS is 16; the front reads up to SCM_MAX_FD (253).
+    let mut s = session();
+    let ram = guest_ram(MIB);
+    let bar0 = VFIO_PCI_BAR0_REGION_INDEX;
+    // A first message, so that the server has made its sockets before counting.
+    let reply = s.client.call(vfio_wire::REGION_READ, &region_fields(bar0, 0x18, 8), &[]);
+    assert_eq!(reply.errno(), None);
+    let before = open_fds();
+    for count in [17, 253] {
+        let fds: Vec<i32> = (0..count).map(|_| ram.as_raw_fd()).collect();
+        let reply = s.client.call(vfio_wire::DMA_MAP, &dma_map_fields(0, MIB, 0), &fds);
+        assert_eq!(reply.errno(), Some(libc::EINVAL), "{count} fds");
+        assert_eq!(open_fds(), before, "the {count} fds the message brought are closed");
+        let reply = s.client.call(vfio_wire::REGION_READ, &region_fields(bar0, 0x18, 8), &[]);
+        assert_eq!(reply.errno(), None, "in step after {count} fds");
+    }
+    // Sixteen pass the front (the device itself wants one fd for a DMA_MAP).
+    let fds = [ram.as_raw_fd(); 16];
+    s.client.call(vfio_wire::DMA_MAP, &dma_map_fields(0, MIB, 0), &fds);
+    assert_eq!(s.status.status().refused_messages, 2, "only the messages with 17 and 253 fds");
+    assert_eq!(open_fds(), before);
+    s.end().expect("clean end");
+}

@@ -66,6 +66,16 @@ impl FlowTable {
         self.capacity > 0
     }
 
+    /// Flows kept.
+    pub fn len(&self) -> usize {
+        self.flows.len()
+    }
+
+    /// Whether no flow is kept.
+    pub fn is_empty(&self) -> bool {
+        self.flows.is_empty()
+    }
+
     /// Frames of flows that did not fit.
     pub fn overflow(&self) -> u64 {
         self.overflow

@@ -144,6 +144,11 @@ impl DataPath {
         self.vports.get(&vport).map(|s| s.select(frame, headers))
     }
 
+    /// How many vPorts are steered, and how many Ethernet SQs and RQs are known.
+    pub fn sizes(&self) -> (usize, usize, usize) {
+        (self.vports.len(), self.sqs.len(), self.rqs.len())
+    }
+
     /// Steering of every configured vPort.
     pub fn steering(&self) -> Vec<SteeringSnapshot> {
         self.vports.iter().map(|(&v, s)| s.snapshot(v)).collect()

@@ -30,6 +30,9 @@ use zerocopy::IntoBytes;
 pub const HWC_RING_SIZE: u64 = 4096;
 /// `HW_CHANNEL_MAX_REQUEST_SIZE` = `HW_CHANNEL_MAX_RESPONSE_SIZE`.
 pub const MAX_MESSAGE_SIZE: usize = 0x1000;
+// `hwc-delay` holds at most one SQ ring of requests' responses.
+const _: () = assert!(crate::inject::MAX_HELD_RESPONSES as u64 == HWC_RING_SIZE / crate::queues::WQE_BU_SIZE as u64);
+
 /// Responses kept while the driver has no RQ WQE posted.
 pub const MAX_PENDING_RESPONSES: usize = 16;
 

@@ -19,7 +19,7 @@
 
 use crate::bar::{Bar0Factory, Bar0Handler, DmaMemory};
 use crate::datapath::backend::{Discard, PacketBackend};
-use crate::datapath::engine::{Engine, RX_BATCH, TX_BATCH};
+use crate::datapath::engine::{Engine, PER_DOORBELL, RX_BATCH};
 use crate::datapath::flows::FlowTable;
 use crate::datapath::rx::RxVerdict;
 use crate::datapath::Env;
@@ -29,7 +29,7 @@ use crate::device::regs::{self, Bar0Target, DoorbellKind};
 use crate::device::resources::{Ctx, Resources, DOORBELL_PAGE, MAX_NUM_CQS};
 use crate::device::smc::{HwcRings, Smc, SmcRequest};
 use crate::device::{commands, framing};
-use crate::inject::{timed, CommandFate, Injector, QueueFaults};
+use crate::inject::{timed, CommandFate, Injector, QueueFaults, MAX_HELD_RESPONSES};
 use crate::interrupt::InterruptSink;
 use crate::queues::Mem;
 use mana_device_api::config::DeviceConfig;
@@ -37,6 +37,7 @@ use mana_device_api::inject::{DeviceEvent, InjectSpec, SpuriousTarget};
 use mana_device_api::snapshot::HwcIds;
 use mana_device_api::snapshot::UNKNOWN_COMMAND;
 use mana_device_api::snapshot::{Counters, CqSnapshot, DeviceSnapshot, EqSnapshot, HwcSnapshot, Snapshot, WqSnapshot};
+use std::collections::BTreeMap;
 use std::fmt::Display;
 use std::sync::Arc;
 use std::time::Instant;
@@ -192,7 +193,7 @@ impl ManaDevice {
             return;
         }
         let done = self.with_env(|engine, env| {
-            let done = engine.run_tx(env, TX_BATCH);
+            let done = engine.run_tx(env, PER_DOORBELL);
             if engine.rx_pending() {
                 engine.poll_backend(env, RX_BATCH);
             }
@@ -294,6 +295,45 @@ impl ManaDevice {
             flows: self.flows.snapshot(),
             counters: self.counters_with_injections(),
         }
+    }
+
+    /// The number of entries in every collection the guest's actions can
+    /// fill, by name: counters' keys, queues and their backlogs, DMA regions,
+    /// registered devices, work-queue objects, steered vPorts, data-path
+    /// queues, flow records, pending SQs and faults, held and pending HWC
+    /// responses, injection counts. Each has a bound (the resource budget,
+    /// [`crate::device::budget`], or a constant next to it); a fuzzer that
+    /// drives one device for many inputs checks that none keeps growing.
+    pub fn footprint(&self) -> BTreeMap<&'static str, usize> {
+        let queues = &self.res.queues;
+        let backlog = queues.eqs.values().map(|eq| eq.ring.backlog()).sum::<usize>()
+            + queues.cqs.values().map(|cq| cq.ring.backlog()).sum::<usize>();
+        let (steered, data_sqs, data_rqs) = self.res.datapath.sizes();
+        let (pending_sqs, faults) = self.engine.sizes();
+        BTreeMap::from([
+            ("counters.commands", self.counters.commands.len()),
+            ("counters.command_errors", self.counters.command_errors.len()),
+            ("counters.guest_errors", self.counters.guest_errors.len()),
+            ("queues.eqs", queues.eqs.len()),
+            ("queues.cqs", queues.cqs.len()),
+            ("queues.sqs", queues.sqs.len()),
+            ("queues.rqs", queues.rqs.len()),
+            ("queues.backlog", backlog),
+            ("queues.vectors_raised", queues.raised.len()),
+            ("dma_regions", self.res.regions.len()),
+            ("registered_devices", self.res.registered.len()),
+            ("wq_objs", self.res.wq_objs.len()),
+            ("datapath.vports", steered),
+            ("datapath.sqs", data_sqs),
+            ("datapath.rqs", data_rqs),
+            ("datapath.pending_sqs", pending_sqs),
+            ("datapath.faults", faults),
+            ("flows", self.flows.len()),
+            ("hwc.pending_responses", self.hwc.as_ref().map_or(0, Hwc::pending_responses)),
+            ("inject.commands_counted", self.injector.counted_commands()),
+            ("inject.held_responses", self.injector.held()),
+            ("inject.struck", self.injector.struck.len()),
+        ])
     }
 
     fn counters_with_injections(&self) -> Counters {
@@ -515,11 +555,20 @@ impl ManaDevice {
                 }
             }
             self.injector.adjust_response(outcome.command, &mut outcome.response);
-            if let CommandFate::Delay(delay) = fate {
-                self.injector.hold(Instant::now() + delay, outcome.response);
-            } else {
+            let response = match fate {
+                CommandFate::Delay(delay) => match self.injector.hold(Instant::now() + delay, outcome.response) {
+                    Ok(()) => None,
+                    Err(response) => {
+                        let held = format_args!("{MAX_HELD_RESPONSES} held already; answered at once");
+                        self.guest_error("hwc-delay: held responses full", &held);
+                        Some(response)
+                    }
+                },
+                CommandFate::Run | CommandFate::Fail(_) => Some(outcome.response),
+            };
+            if let Some(response) = response {
                 let Some(hwc) = self.hwc.as_mut() else { return };
-                if let Err(err) = hwc.respond(&mut self.res.queues, mem, irq, outcome.response) {
+                if let Err(err) = hwc.respond(&mut self.res.queues, mem, irq, response) {
                     self.guest_error("hwc response", &err);
                 }
             }

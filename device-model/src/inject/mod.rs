@@ -28,6 +28,12 @@ use std::time::{Duration, Instant};
 /// value (mana.h), so `mana_process_rx_cqe()` logs "Unknown RX CQE type".
 pub const CORRUPT_RX_CQE_TYPE: u8 = 0x3F;
 
+/// Responses held at once by `hwc-delay` (an `hwc-delay` without `@N` holds
+/// every response to its command, and a guest can keep sending it): as many
+/// as the HWC SQ holds requests (a 4096-byte ring of 32-byte WQEs, see
+/// [`crate::device::hwc::HWC_RING_SIZE`]). A response beyond them is answered at once.
+pub const MAX_HELD_RESPONSES: usize = 128;
+
 /// `GDMA_DRV_CAP_FLAG_1_HWC_TIMEOUT_RECONFIG` (include/net/mana/gdma.h): the
 /// device answers GDMA_QUERY_HWC_TIMEOUT.
 const HWC_TIMEOUT_RECONFIG: u64 = 1 << 3;
@@ -49,6 +55,8 @@ pub enum CommandFate {
 #[derive(Debug, Default)]
 pub struct Injector {
     specs: Vec<InjectSpec>,
+    /// How often each command an injection names has come, by code: only
+    /// those codes, so that a guest sending every code grows nothing.
     seen: BTreeMap<u32, u64>,
     held: Vec<(Instant, Vec<u8>)>,
     timeline: timed::Timeline,
@@ -63,7 +71,14 @@ impl Injector {
             InjectSpec::Timed { event, after } => Some((event, after)),
             _ => None,
         });
-        Self { specs: specs.to_vec(), timeline: timed::Timeline::new(timed), ..Self::default() }
+        let seen = specs
+            .iter()
+            .filter_map(|s| match *s {
+                InjectSpec::Status { command, .. } | InjectSpec::HwcDelay { command, .. } => Some((command.0, 0)),
+                _ => None,
+            })
+            .collect();
+        Self { specs: specs.to_vec(), seen, timeline: timed::Timeline::new(timed), ..Self::default() }
     }
 
     fn strike(&mut self, spec: &InjectSpec) {
@@ -76,7 +91,9 @@ impl Injector {
         if command == Command::MANA_CONFIG_VPORT_RX {
             self.timeline.vport_opened(Instant::now());
         }
-        let count = self.seen.entry(command.0).or_default();
+        let Some(count) = self.seen.get_mut(&command.0) else {
+            return CommandFate::Run;
+        };
         *count += 1;
         let count = *count;
         let hit = |nth: Option<u64>| nth.is_none_or(|n| n == count);
@@ -163,9 +180,17 @@ impl Injector {
         }
     }
 
-    /// Holds `response` until `due`.
-    pub fn hold(&mut self, due: Instant, response: Vec<u8>) {
+    /// Holds `response` until `due`; when [`MAX_HELD_RESPONSES`] are held
+    /// already, gives it back to be answered at once.
+    ///
+    /// # Errors
+    /// The response, when it cannot be held.
+    pub fn hold(&mut self, due: Instant, response: Vec<u8>) -> Result<(), Vec<u8>> {
+        if self.held.len() >= MAX_HELD_RESPONSES {
+            return Err(response);
+        }
         self.held.push((due, response));
+        Ok(())
     }
 
     /// The held responses due at `now`, oldest first.
@@ -178,6 +203,11 @@ impl Injector {
     /// Drops the held responses (the channel they were for is gone).
     pub fn forget_held(&mut self) {
         self.held.clear();
+    }
+
+    /// How many command codes are counted (those the injections name).
+    pub fn counted_commands(&self) -> usize {
+        self.seen.len()
     }
 
     /// Responses being held.
@@ -280,8 +310,8 @@ mod tests {
     fn held_responses_come_out_when_due_and_not_before() {
         let mut injector = Injector::default();
         let t0 = Instant::now();
-        injector.hold(t0 + Duration::from_millis(10), vec![1]);
-        injector.hold(t0 + Duration::from_millis(20), vec![2]);
+        injector.hold(t0 + Duration::from_millis(10), vec![1]).expect("room");
+        injector.hold(t0 + Duration::from_millis(20), vec![2]).expect("room");
         assert!(injector.due(t0).is_empty());
         assert_eq!(injector.due(t0 + Duration::from_millis(15)), vec![vec![1]]);
         assert_eq!(injector.held(), 1);

@@ -45,8 +45,14 @@ use vmm_sys_util::sock_ctrl_msg::ScmSocket;
 use zerocopy::{FromBytes, IntoBytes};
 
 /// File descriptors one message may carry (`VFIO_USER_MAX_MAX_FDS`, what
-/// the `vfio_user` crate receives).
+/// the `vfio_user` crate receives); a message with more is refused (EINVAL).
 pub const MAX_FDS: usize = 16;
+/// File descriptors one `recvmsg` can bring at most (`SCM_MAX_FD`,
+/// include/net/scm.h): the front takes them all, so that a message with
+/// more than [`MAX_FDS`] is read whole and refused instead of leaving the
+/// stream in an unknown place (a truncated control message fails the
+/// `recvmsg` after its bytes were read).
+const SCM_MAX_FD: usize = 253;
 /// Refused client messages logged at `warn` one by one; after that every
 /// power of two.
 const LOG_LIMIT: u64 = 32;
@@ -123,8 +129,15 @@ pub fn relay(client: &UnixStream, server: &UnixStream, refusals: &Refusals, regi
     while let Some(message) = read_message(client)? {
         let Message { header, body, fds } = message;
         let quiet = header.no_reply();
-        match vfio_wire::check(&header, &body, regions) {
+        let verdict = if fds.len() > MAX_FDS {
+            let reason = format!("command {} carries {} fds (at most {MAX_FDS})", header.command.get(), fds.len());
+            Verdict::Refuse { errno: libc::EINVAL, reason }
+        } else {
+            vfio_wire::check(&header, &body, regions)
+        };
+        match verdict {
             Verdict::Refuse { errno, reason } => {
+                drop(fds);
                 let count = refusals.refused_here();
                 if count <= LOG_LIMIT || count.is_power_of_two() {
                     tracing::warn!(count, errno, "vfio-user message refused: {reason}");
@@ -204,9 +217,10 @@ fn read_message(client: &UnixStream) -> Result<Option<Message>, FrontError> {
     Ok(Some(Message { header, body, fds }))
 }
 
-/// `recvmsg` of up to `raw.len()` bytes with up to [`MAX_FDS`] fds.
+/// `recvmsg` of up to `raw.len()` bytes with every fd that came along (up
+/// to [`SCM_MAX_FD`], all a message can carry).
 fn recv_header(client: &UnixStream, raw: &mut [u8]) -> io::Result<(usize, Vec<File>)> {
-    let mut fds: [RawFd; MAX_FDS] = [-1; MAX_FDS];
+    let mut fds: [RawFd; SCM_MAX_FD] = [-1; SCM_MAX_FD];
     let mut iov = [libc::iovec { iov_base: raw.as_mut_ptr().cast(), iov_len: raw.len() }];
     // SAFETY: the iovec points at `raw`, borrowed mutably for the whole call,
     // and any bytes may be written to a u8 slice.

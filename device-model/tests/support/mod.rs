@@ -54,6 +54,11 @@ impl Recorder {
     pub fn all(&self) -> Vec<u16> {
         self.raised.lock().expect("recorder lock").clone()
     }
+
+    /// Forgets the vectors raised so far.
+    pub fn clear(&self) {
+        self.raised.lock().expect("recorder lock").clear();
+    }
 }
 
 /// Which driver version's behaviour to mimic where they differ.
@@ -1076,6 +1081,16 @@ impl Driver {
     /// Marks every raised vector as serviced without running handlers.
     pub fn drop_interrupts(&mut self) {
         self.irq_cursor = self.irqs.all().len();
+    }
+
+    /// Forgets what the model recorded (responses, EQE types, raised
+    /// vectors, all serviced), so that a long run measures the device's
+    /// memory and not the model's.
+    pub fn forget_history(&mut self) {
+        self.seen.responses.clear();
+        self.seen.eqe_types.clear();
+        self.irqs.clear();
+        self.irq_cursor = 0;
     }
 }
 
