@@ -19,10 +19,10 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use device_model::config::DeviceConfig;
 use device_model::datapath::backend::{BackendError, PacketBackend, Received};
 use device_model::datapath::rx::RxVerdict;
 use device_model::defs::*;
+use mana_device_api::config::DeviceConfig;
 use std::hint::black_box;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};

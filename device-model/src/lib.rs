@@ -3,60 +3,42 @@
 //! The device speaks the GDMA protocol that Linux's unmodified `mana` driver
 //! (drivers/net/ethernet/microsoft/mana) expects, and is served to QEMU over
 //! vfio-user (`vfio-user-pci`). It knows nothing about topologies or QEMU
-//! command lines.
+//! command lines. What it exchanges with whoever runs it (configuration,
+//! status, control requests, `--inject` specs, flow records) is the
+//! `mana-device-api` crate's.
 //!
-//! Layers:
-//! - [`config`]: the knobs a topology file's NIC section sets (MSI-X table size,
-//!   `max_msix`, queue limits, MAC).
-//! - [`interrupt`]: the [`interrupt::InterruptSink`] trait through which the
-//!   device raises MSI-X vectors (eventfds in production, a recorder in tests).
-//! - the device core: BAR0 registers, shared-memory channel (SMC), hardware
-//!   channel (HWC), GDMA and BNIC commands, queues, DMA through `vm-memory`.
-//! - the vfio-user shell: [`server`] (regions, IRQs, the socket), [`front`]
-//!   and [`wire`] (every client message checked before the `vfio_user`
-//!   crate reads it; refusals answered with their errno), [`pci`]
-//!   (configuration space), [`msix`] (eventfds and pending bits), [`dma`]
-//!   (guest memory from DMA_MAP fds), [`shared`] (the core behind a lock for
-//!   status snapshots), [`backend_loop`] (the event loop that feeds frames
-//!   from a backend with a readiness fd, a TAP, into the core).
-//! - the process around it (`mana-device`, src/main.rs): [`control`] (status
-//!   and liveness requests from whoever started it, over stdin/stdout) and
-//!   [`fault`] (test-only faults of the device process itself);
+//! Layers, each a folder, from the bottom (a layer imports only those below it):
+//! - [`defs`]: the GDMA/HWC/BNIC wire formats (structs, bitfields, open enums);
 //! - [`inject`]: faults the device shows the guest driver on purpose
 //!   (`--inject SPEC`: error statuses, late responses, spurious or silent
-//!   vectors, bad owner bits, corrupt RX completions).
+//!   vectors, bad owner bits, corrupt RX completions, timed events);
+//! - [`queues`]: EQ/CQ/SQ/RQ rings in guest memory, owner bits, arming,
+//!   and the GDMA DMA regions (guest page lists) they are built on;
+//! - [`datapath`]: SQ WQEs to frames, frames to RQ buffers, RSS, offloads,
+//!   behind a packet-backend trait;
+//! - [`device`]: the device core, [`ManaDevice`]: BAR0 registers, the
+//!   shared-memory channel (SMC), the hardware channel (HWC), GDMA and BNIC
+//!   commands, resource budgets;
+//! - [`shell`]: the vfio-user shell: the server (regions, IRQs, the socket),
+//!   the front that checks every client message, PCI configuration space,
+//!   MSI-X eventfds, guest memory from DMA_MAP fds, the core behind a lock;
+//! - [`process`]: what runs around it in `mana-device` (src/main.rs): the
+//!   control channel, the TAP event loop, test faults of the process itself.
+//!
+//! The seam between shell and core: [`bar`] (the [`bar::Bar0Handler`] the
+//! shell forwards BAR0 accesses to, and the guest memory it hands over) and
+//! [`interrupt`] (the [`interrupt::InterruptSink`] through which the core
+//! raises MSI-X vectors: eventfds in production, a recorder in tests).
 
-pub mod backend_loop;
 pub mod bar;
-pub mod config;
-pub mod control;
-pub mod dma;
-pub mod fault;
-pub mod front;
-pub mod inject;
 pub mod interrupt;
-pub mod msix;
-pub mod pci;
-pub mod server;
-pub mod shared;
-pub mod wire;
 
-// Device core (behind `bar::Bar0Handler`).
-pub mod bnic;
-pub mod budget;
-pub mod commands;
 pub mod datapath;
 pub mod defs;
 pub mod device;
-pub mod dma_region;
-pub mod framing;
-pub mod gdma;
-pub mod hwc;
+pub mod inject;
+pub mod process;
 pub mod queues;
-pub mod regs;
-pub mod resources;
-pub mod smc;
-pub mod snapshot;
+pub mod shell;
 
 pub use device::{factory, ManaDevice};
-pub use snapshot::Snapshot;

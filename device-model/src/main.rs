@@ -5,7 +5,7 @@
 //! `vfio-user-pci` connection and exits 0 when QEMU disconnects.
 //! SIGTERM/SIGINT end it cleanly (status written, socket removed, exit 0);
 //! SIGUSR1 writes the status file. With `--control stdio` it also answers
-//! status and ping requests on stdin/stdout (`device_model::control`), and
+//! status and ping requests on stdin/stdout (`device_model::process::control`), and
 //! end of file on stdin ends it like SIGTERM: this is how the rig runs it
 //! (harness/src/rig/device.rs).
 //!
@@ -13,7 +13,7 @@
 //! received. With `--tap-fd N` (an inherited TAP descriptor: the rig's
 //! traffic peer creates the TAP in a private network namespace) vPort 0 sends
 //! to and receives from that TAP, through a data-path event loop
-//! (`device_model::backend_loop`); `--record-flows N` keeps per-flow queue,
+//! (`device_model::process::backend_loop`); `--record-flows N` keeps per-flow queue,
 //! RSS hash and frame counts in the status.
 //!
 //! Fault injection: `--inject SPEC` (repeatable) makes the device misbehave
@@ -29,14 +29,14 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
-use device_model::backend_loop::BackendLoop;
-use device_model::config::DeviceConfig;
 use device_model::datapath::backend::{Discard, PacketBackend};
 use device_model::datapath::tap::Tap;
-use device_model::fault::DeviceFault;
-use device_model::inject::InjectSpec;
-use device_model::server::{DeviceServer, StatusHandle};
-use device_model::shared::mana_core_with;
+use device_model::process::backend_loop::BackendLoop;
+use device_model::shell::locked_core::mana_core_with;
+use device_model::shell::server::{DeviceServer, StatusHandle};
+use mana_device_api::config::DeviceConfig;
+use mana_device_api::fault::DeviceFault;
+use mana_device_api::inject::InjectSpec;
 use signal_hook::consts::{SIGINT, SIGTERM, SIGUSR1};
 use signal_hook::iterator::Signals;
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -77,8 +77,8 @@ struct Args {
     #[arg(long, default_value_t = 300)]
     connect_timeout: u64,
     /// Answer control requests (status, ping) on stdin/stdout, one JSON line
-    /// each (device_model::control); end of file on stdin stops the device.
-    #[arg(long, value_parser = [device_model::control::STDIO])]
+    /// each (device_model::process::control); end of file on stdin stops the device.
+    #[arg(long, value_parser = [mana_device_api::control::STDIO])]
     control: Option<String>,
     /// An open TAP file descriptor this process inherited (`IFF_TAP |
     /// IFF_NO_PI`): vPort 0's network. Frames go to it and come from it
@@ -99,7 +99,7 @@ struct Args {
     #[arg(long = "inject", value_name = "SPEC")]
     inject: Vec<InjectSpec>,
     /// Test only: fail at the N-th guest write to BAR0 (KIND:N, KIND = panic,
-    /// exit, kill or hang; see device_model::fault).
+    /// exit, kill or hang; see device_model::process::fault).
     #[arg(long, value_name = "KIND:N", hide = true)]
     inject_fault: Option<DeviceFault>,
 }
@@ -150,7 +150,7 @@ fn device_config(args: &Args) -> Result<DeviceConfig> {
 }
 
 enum Event {
-    Finished(Result<(), device_model::server::ServerError>),
+    Finished(Result<(), device_model::shell::server::ServerError>),
     Signal(i32),
     ConnectTimeout,
     /// The control channel's stdin ended (or broke): whoever started us is gone.
@@ -212,7 +212,7 @@ fn run(args: Args) -> Result<()> {
         start_ticker(core.clone())?;
     }
     let factory = match args.inject_fault {
-        Some(fault) => device_model::fault::inject(factory, fault),
+        Some(fault) => device_model::process::fault::inject(factory, fault),
         None => factory,
     };
     // Register signal handlers before binding so that a SIGTERM right after
@@ -253,7 +253,8 @@ fn run(args: Args) -> Result<()> {
         let control_tx = tx.clone();
         let control_handle = handle.clone();
         std::thread::Builder::new().name("control".into()).spawn(move || {
-            let result = device_model::control::serve(std::io::stdin().lock(), std::io::stdout(), &control_handle);
+            let result =
+                device_model::process::control::serve(std::io::stdin().lock(), std::io::stdout(), &control_handle);
             let _ = control_tx.send(Event::ControllerGone(result));
         })?;
     }
@@ -311,7 +312,7 @@ fn run(args: Args) -> Result<()> {
 /// responses (`--inject hwc-delay:…`) when they are due:
 /// every 50 ms, the core's [`device_model::ManaDevice::tick`], for the
 /// process's life.
-fn start_ticker(core: device_model::shared::CoreObserver<device_model::ManaDevice>) -> Result<()> {
+fn start_ticker(core: device_model::shell::locked_core::CoreObserver<device_model::ManaDevice>) -> Result<()> {
     std::thread::Builder::new()
         .name("inject-ticker".into())
         .spawn(move || loop {

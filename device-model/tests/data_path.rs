@@ -16,11 +16,11 @@
 
 mod support;
 
-use device_model::config::DeviceConfig;
 use device_model::datapath::backend::Loopback;
 use device_model::datapath::rx::RxVerdict;
 use device_model::defs::*;
 use device_model::queues::WqKind;
+use mana_device_api::config::DeviceConfig;
 use support::frames::{self, checksums_ok, Flow, Proto};
 use support::net::{RxFrame, Steer, TxOpts, MS_RSS_KEY};
 use support::*;
@@ -76,7 +76,7 @@ fn default_queue(hash: u32) -> usize {
     (hash % 64) as usize % 4
 }
 
-fn traffic(drv: &Driver, kind: WqKind, id: u32) -> device_model::datapath::stats::Traffic {
+fn traffic(drv: &Driver, kind: WqKind, id: u32) -> mana_device_api::traffic::Traffic {
     let snap = drv.dev.snapshot();
     let wq = snap.wqs.iter().find(|w| w.kind == kind && w.id == id).unwrap();
     wq.traffic.unwrap()

@@ -7,10 +7,10 @@
 
 mod support;
 
-use device_model::budget::{MAX_REGIONS, MAX_REGION_PAGES};
-use device_model::config::DeviceConfig;
 use device_model::defs::*;
-use device_model::device::UNKNOWN_COMMAND;
+use device_model::device::budget::{MAX_REGIONS, MAX_REGION_PAGES};
+use mana_device_api::config::DeviceConfig;
+use mana_device_api::snapshot::UNKNOWN_COMMAND;
 use support::*;
 use zerocopy::{FromZeros, IntoBytes};
 
@@ -145,5 +145,5 @@ fn a_cq_of_a_disabled_eq_does_not_notify_a_new_eq_that_reuses_its_id() {
     assert_eq!(events(&drv), before);
     assert_eq!(drv.dev.snapshot().vectors_raised.get(&9).copied(), raised_before);
     let cq = drv.dev.snapshot().cqs.into_iter().find(|cq| cq.id == pair.rq_cq.id);
-    assert_eq!(cq.map(|cq| cq.parent_eq), Some(device_model::gdma::DETACHED_EQ));
+    assert_eq!(cq.map(|cq| cq.parent_eq), Some(device_model::device::gdma::DETACHED_EQ));
 }

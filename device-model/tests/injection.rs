@@ -6,11 +6,11 @@
 
 mod support;
 
-use device_model::config::DeviceConfig;
 use device_model::defs::{
     Command, Le32, QueryHwcTimeoutReq, QueryHwcTimeoutResp, QueryMaxResourcesResp, VerifyVerResp,
 };
-use device_model::inject::InjectSpec;
+use mana_device_api::config::DeviceConfig;
+use mana_device_api::inject::InjectSpec;
 use std::time::{Duration, Instant};
 use support::*;
 
@@ -55,7 +55,7 @@ fn a_delayed_response_arrives_only_when_its_time_has_come() {
     req.hdr = req_hdr(Command::QUERY_HWC_TIMEOUT, req_size, resp_size, hwc_dev());
     req.timeout_ms = Le32::new(30_000);
     let resp: QueryHwcTimeoutResp = drv.send(&req).unwrap();
-    assert_eq!(resp.timeout_ms.get(), device_model::inject::INJECT_HWC_TIMEOUT_MS);
+    assert_eq!(resp.timeout_ms.get(), mana_device_api::inject::INJECT_HWC_TIMEOUT_MS);
     let err =
         drv.general::<QueryMaxResourcesResp>(Command::QUERY_MAX_RESOURCES, hwc_dev()).expect_err("no response yet");
     assert!(format!("{err:#}").contains("no response"), "{err:#}");

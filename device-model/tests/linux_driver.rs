@@ -10,8 +10,8 @@
 mod support;
 
 use device_model::bar::Bar0Handler;
-use device_model::config::DeviceConfig;
 use device_model::defs::*;
+use mana_device_api::config::DeviceConfig;
 use support::*;
 use zerocopy::{FromZeros, IntoBytes};
 
@@ -314,7 +314,7 @@ fn unknown_commands_fail_with_cmd_unsupported_and_a_header_only_response() {
         assert_eq!(rh.dev_id, dev);
     }
     let snap = drv.dev.snapshot();
-    assert_eq!(snap.counters.commands[device_model::device::UNKNOWN_COMMAND], 1);
+    assert_eq!(snap.counters.commands[mana_device_api::snapshot::UNKNOWN_COMMAND], 1);
     assert_eq!(snap.counters.commands["MANA_QUERY_PHY_STAT"], 1);
 }
 

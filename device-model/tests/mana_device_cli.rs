@@ -4,7 +4,7 @@
 
 mod wire_client;
 
-use device_model::control::{Op, Reply, Request, Response};
+use mana_device_api::control::{Op, Reply, Request, Response};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
@@ -199,7 +199,7 @@ fn a_panic_in_the_serving_thread_ends_the_process_with_101_and_the_message() {
     let device = controlled(&socket, &["--inject-fault", "panic:1"]);
     let mut client = vfio_user::Client::new(&socket).expect("connect and negotiate");
     // The first BAR0 write panics; the reply never comes, the socket closes.
-    let offset = device_model::regs::DB_PAGE_OFFSET;
+    let offset = device_model::device::regs::DB_PAGE_OFFSET;
     let _ = client.region_write(VFIO_PCI_BAR0_REGION_INDEX, offset, &[0; 8]);
     let Controlled { child, stdin, .. } = device;
     let output = wait(child);
@@ -226,7 +226,7 @@ fn a_device_hung_inside_a_message_answers_no_ping() {
     // Blocks until the device is killed below (the socket then closes).
     let writer = std::thread::spawn(move || {
         let mut client = vfio_user::Client::new(&path).expect("connect and negotiate");
-        let _ = client.region_write(VFIO_PCI_BAR0_REGION_INDEX, device_model::regs::DB_PAGE_OFFSET, &[0; 8]);
+        let _ = client.region_write(VFIO_PCI_BAR0_REGION_INDEX, device_model::device::regs::DB_PAGE_OFFSET, &[0; 8]);
     });
     // Wait for the hang itself (its log line), not for a guessed time.
     let stderr = device.child.stderr.take().expect("piped stderr");
@@ -259,10 +259,10 @@ fn a_version_message_without_payload_is_refused_and_the_process_keeps_serving() 
     let mut device = controlled(&socket, &[]);
     let stream = std::os::unix::net::UnixStream::connect(&socket).expect("connect");
     let mut client = wire_client::RawClient::new(stream);
-    let reply = client.call(device_model::wire::VERSION, &[0, 0, 0, 0], &[]);
+    let reply = client.call(device_model::shell::vfio_wire::VERSION, &[0, 0, 0, 0], &[]);
     assert_eq!(reply.errno(), Some(libc::EINVAL), "{reply:?}");
     let json = wire_client::version_fields("{\"capabilities\":{}}");
-    let reply = client.call(device_model::wire::VERSION, &json, &[]);
+    let reply = client.call(device_model::shell::vfio_wire::VERSION, &json, &[]);
     assert_eq!(reply.errno(), None, "{reply:?}");
     device.ask(1, Op::Ping);
     assert_eq!(device.answer(DEADLINE), Some(Response { id: 1, reply: Reply::Pong }));

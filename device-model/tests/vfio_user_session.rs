@@ -5,9 +5,9 @@
 //! disconnect. No QEMU, no guest.
 
 use device_model::bar::{Bar0Factory, Bar0Handler, DmaMemory};
-use device_model::config::DeviceConfig;
 use device_model::interrupt::InterruptSink;
-use device_model::server::DeviceServer;
+use device_model::shell::server::DeviceServer;
+use mana_device_api::config::DeviceConfig;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use vfio_bindings::bindings::vfio::{

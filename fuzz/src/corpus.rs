@@ -11,7 +11,7 @@ use crate::support::net::TxOpts;
 use crate::support::{start_trace, take_trace, Driver, Kernel, Traced};
 use crate::targets::config;
 use crate::wire_session::{self, Segment};
-use device_model::wire::{self, Header, HEADER_SIZE};
+use device_model::shell::vfio_wire::{self, Header, HEADER_SIZE};
 use vfio_bindings::bindings::vfio::{
     VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_IRQ_SET_DATA_EVENTFD, VFIO_IRQ_SET_DATA_NONE, VFIO_PCI_BAR0_REGION_INDEX,
     VFIO_PCI_BAR2_REGION_INDEX, VFIO_PCI_CONFIG_REGION_INDEX, VFIO_PCI_MSIX_IRQ_INDEX,
@@ -237,43 +237,43 @@ pub fn vfio_wire() -> Vec<Seed> {
         segments.push(Segment { fds, bytes: message(id, command, fields, flags) });
     };
     let json = "{\"capabilities\":{\"max_msg_fds\":8,\"max_data_xfer_size\":1048576}}";
-    push(wire::VERSION, &version_fields(json), 0, 0);
+    push(vfio_wire::VERSION, &version_fields(json), 0, 0);
     let mut info = [0u8; 16];
     info[0] = 16;
-    push(wire::DEVICE_GET_INFO, &info, 0, 0);
+    push(vfio_wire::DEVICE_GET_INFO, &info, 0, 0);
     for index in 0..9u32 {
         let mut info = vec![0u8; 32];
         info[..4].copy_from_slice(&32u32.to_le_bytes());
         info[8..12].copy_from_slice(&index.to_le_bytes());
-        push(wire::DEVICE_GET_REGION_INFO, &info, 0, 0);
+        push(vfio_wire::DEVICE_GET_REGION_INFO, &info, 0, 0);
     }
     for index in 0..5u32 {
         let mut info = vec![0u8; 16];
         info[..4].copy_from_slice(&16u32.to_le_bytes());
         info[8..12].copy_from_slice(&index.to_le_bytes());
-        push(wire::DEVICE_GET_IRQ_INFO, &info, 0, 0);
+        push(vfio_wire::DEVICE_GET_IRQ_INFO, &info, 0, 0);
     }
     let config = VFIO_PCI_CONFIG_REGION_INDEX;
     for at in (0..0x40u64).step_by(4) {
-        push(wire::REGION_READ, &region_fields(config, at, 4), 0, 0);
+        push(vfio_wire::REGION_READ, &region_fields(config, at, 4), 0, 0);
     }
     let mut command = region_fields(config, 4, 2);
     command.extend_from_slice(&[6, 0]);
-    push(wire::REGION_WRITE, &command, 0, 0);
-    push(wire::DMA_MAP, &dma_map_fields(0, 1 << 20, 0), 0, 1);
+    push(vfio_wire::REGION_WRITE, &command, 0, 0);
+    push(vfio_wire::DMA_MAP, &dma_map_fields(0, 1 << 20, 0), 0, 1);
     let eventfd = VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER;
     let msix = VFIO_PCI_MSIX_IRQ_INDEX;
-    push(wire::DEVICE_SET_IRQS, &set_irqs_fields(msix, eventfd, 0, 1), 0, 0);
-    push(wire::DEVICE_SET_IRQS, &set_irqs_fields(msix, eventfd, 0, 1), 0, 2);
+    push(vfio_wire::DEVICE_SET_IRQS, &set_irqs_fields(msix, eventfd, 0, 1), 0, 0);
+    push(vfio_wire::DEVICE_SET_IRQS, &set_irqs_fields(msix, eventfd, 0, 1), 0, 2);
     let bar0 = VFIO_PCI_BAR0_REGION_INDEX;
     for at in [0x08u64, 0x10, 0x18, 0x11c] {
-        push(wire::REGION_READ, &region_fields(bar0, at, 8), 0, 0);
+        push(vfio_wire::REGION_READ, &region_fields(bar0, at, 8), 0, 0);
     }
     let mut db = region_fields(bar0, 0x1ff8, 8);
     db.extend_from_slice(&[0; 8]);
-    push(wire::REGION_WRITE, &db, wire::FLAG_NO_REPLY, 0);
-    push(wire::DMA_UNMAP, &dma_unmap_fields(0, 1 << 20), 0, 0);
-    push(wire::DEVICE_RESET, &[], 0, 0);
+    push(vfio_wire::REGION_WRITE, &db, vfio_wire::FLAG_NO_REPLY, 0);
+    push(vfio_wire::DMA_UNMAP, &dma_unmap_fields(0, 1 << 20), 0, 0);
+    push(vfio_wire::DEVICE_RESET, &[], 0, 0);
     vec![("qemu-bring-up".into(), wire_session::encode(&segments))]
 }
 

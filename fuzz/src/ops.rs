@@ -10,7 +10,7 @@
 use crate::input::Input;
 use crate::support::{Driver, Traced, RAM_SIZE};
 use device_model::bar::Bar0Handler;
-use device_model::regs::{DB_PAGE_OFFSET, DB_PAGE_SIZE, SHM_OFFSET};
+use device_model::device::regs::{DB_PAGE_OFFSET, DB_PAGE_SIZE, SHM_OFFSET};
 
 /// Kinds of [`Op`] (tags are taken modulo this).
 const KINDS: u8 = 10;

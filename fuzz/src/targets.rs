@@ -6,9 +6,9 @@
 use crate::input::Input;
 use crate::ops::{decode_all, Op};
 use crate::support::{Driver, Kernel};
-use device_model::config::DeviceConfig;
-use device_model::msix::MsixVectors;
-use device_model::server::ManaFunction;
+use mana_device_api::config::DeviceConfig;
+use device_model::shell::msix::MsixVectors;
+use device_model::shell::server::ManaFunction;
 use std::fs::File;
 use vmm_sys_util::eventfd::{EventFd, EFD_NONBLOCK};
 

@@ -6,7 +6,7 @@
 
 use crate::input::Input;
 use crate::targets::config;
-use device_model::server::DeviceServer;
+use device_model::shell::server::DeviceServer;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;

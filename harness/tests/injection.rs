@@ -146,7 +146,7 @@ fn a_bad_inject_entry_in_the_topology_file_names_the_file_and_the_entry() {
 /// Bad owner bits on the 20th EQE (on the HWC EQ): 6.12's
 /// mana_gd_process_eq_events() logs "EQ 0: overflow detected" and re-arms the
 /// EQ without consuming the entry, so the device (an armed EQ with an entry
-/// pending notifies again: device-model/src/queues.rs) raises the vector
+/// pending notifies again: device-model/src/queues/mod.rs) raises the vector
 /// again: an interrupt storm until the pending request times out (the 2 s the
 /// device set), the probe fails and the HWC is destroyed. The driver survives.
 #[test]

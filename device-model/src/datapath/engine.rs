@@ -3,8 +3,11 @@
 //!
 //! Batching. An SQ doorbell only records the producer and marks the SQ
 //! pending; the device then serves pending SQs round-robin, at most
-//! [`TX_BATCH`] WQEs in all per BAR0 write (and per [`Engine::run_tx`] call
-//! of an event loop). An SQ with WQEs left stays pending and is continued by
+//! [`TX_BATCH`] WQEs and about [`TX_FRAME_BATCH`] frames in all per BAR0
+//! write (and per [`Engine::run_tx`] call of an event loop): a TSO WQE can
+//! make up to [`super::tso::MAX_SEGMENTS`] frames, so 64 of them at a tiny
+//! MSS would otherwise send 65,024 frames (each a `write()` to a TAP) in
+//! one doorbell, under the core's lock. An SQ with WQEs left stays pending and is continued by
 //! the next doorbell the driver rings (any SQ, RQ, CQ or EQ doorbell: the
 //! TX completions of the batch interrupt the driver, whose NAPI poll rings
 //! the CQ doorbell), or by an event loop calling `ManaDevice::poll` while
@@ -27,12 +30,21 @@
 
 use super::backend::PacketBackend;
 use super::rx::{self, RxScratch, RxVerdict};
-use super::tx::{self, TxScratch};
+use super::tx::{self, TxBudget, TxScratch};
 use super::{Env, Fault};
 use std::collections::VecDeque;
 
 /// WQEs served per doorbell / [`Engine::run_tx`] call, across all pending SQs.
 pub const TX_BATCH: u32 = 64;
+/// Frames handed to the backend per doorbell / [`Engine::run_tx`] call: no
+/// WQE is started once this many went out, and a WQE is never split, so one
+/// call sends fewer than `TX_FRAME_BATCH + tso::MAX_SEGMENTS` (2048) frames.
+pub const TX_FRAME_BATCH: u32 = 1024;
+
+/// What one doorbell (or one event-loop poll) may do: [`TX_BATCH`] WQEs,
+/// [`TX_FRAME_BATCH`] frames.
+pub const PER_DOORBELL: TxBudget = TxBudget { wqes: TX_BATCH, frames: TX_FRAME_BATCH };
+
 /// Frames pulled from the backend per call.
 pub const RX_BATCH: usize = 64;
 /// Largest frame taken from a backend: `ppi.pkt_len` is 16 bits.
@@ -91,6 +103,12 @@ impl Engine {
         !self.pending.is_empty() || self.backend.rx_pending()
     }
 
+    /// How many SQs wait to be continued, and how many faults wait for
+    /// [`Engine::take_faults`].
+    pub fn sizes(&self) -> (usize, usize) {
+        (self.pending.len(), self.faults.len())
+    }
+
     /// Whether the backend may hold frames ([`PacketBackend::rx_pending`]).
     pub fn rx_pending(&self) -> bool {
         self.backend.rx_pending()
@@ -101,20 +119,22 @@ impl Engine {
         self.pending.clear();
     }
 
-    /// Serves pending SQs round-robin, at most `budget` WQEs; returns the WQEs consumed.
-    pub fn run_tx(&mut self, env: &mut Env<'_>, budget: u32) -> u32 {
-        let mut done = 0;
-        while done < budget {
+    /// Serves pending SQs round-robin within `budget`; returns the WQEs consumed.
+    pub fn run_tx(&mut self, env: &mut Env<'_>, budget: TxBudget) -> u32 {
+        let (mut done, mut frames) = (0, 0);
+        while done < budget.wqes && frames < budget.frames {
             let Some(sq_id) = self.pending.pop_front() else {
                 break;
             };
             if !env.datapath.is_data_sq(sq_id) {
                 continue;
             }
+            let left = TxBudget { wqes: budget.wqes - done, frames: budget.frames - frames };
             let mut faults = Vec::new();
-            let run = tx::service(env, self.backend.as_mut(), &mut self.tx, sq_id, budget - done, &mut faults);
+            let run = tx::service(env, self.backend.as_mut(), &mut self.tx, sq_id, left, &mut faults);
             self.keep(faults);
             done += run.completed;
+            frames += run.frames;
             if run.more {
                 self.pending.push_back(sq_id);
             }

@@ -10,14 +10,14 @@
 //! Modules, one concern each (none imports a sibling that imports it back):
 //! - [`frame`]: Ethernet/VLAN/IPv4/IPv6/TCP/UDP header layouts;
 //! - [`headers`]: where a frame's headers are;
-//! - [`toeplitz`]: the RSS hash; [`rss`]: per-vPort steering;
+//! - [`rss`]: per-vPort steering (the Toeplitz hash is
+//!   [`mana_device_api::toeplitz`], which the rig computes too);
 //! - [`checksum`]: RFC 1071 checksums (TX insertion, RX verification);
 //!   [`tso`]: TCP segmentation;
 //! - [`tx`]: SQ WQEs to frames; [`rx`]: frames to RQ buffers;
 //! - [`engine`]: batching per doorbell, pending queues, backend polling;
 //! - [`backend`]: the [`backend::PacketBackend`] trait and in-memory backends;
-//! - [`stats`]: traffic counters; [`flows`]: per-flow records (queue, RSS
-//!   hash), off unless enabled;
+//! - [`flows`]: per-flow records (queue, RSS hash), off unless enabled;
 //! - [`tap`]: a TAP device as the backend.
 //!
 //! Bad guest input never panics and never reaches outside guest memory: it
@@ -33,17 +33,17 @@ pub mod frame;
 pub mod headers;
 pub mod rss;
 pub mod rx;
-pub mod stats;
 pub mod tap;
-pub mod toeplitz;
 pub mod tso;
 pub mod tx;
 
 use crate::interrupt::InterruptSink;
-use crate::queues::{Mem, QueueError, Queues, WqKind};
+use crate::queues::{Mem, QueueError, Queues};
 use headers::Headers;
-use rss::{Selection, Steering, SteeringSnapshot, SteeringUpdate};
-use stats::Traffic;
+use mana_device_api::rss::SteeringSnapshot;
+use mana_device_api::snapshot::WqKind;
+use mana_device_api::traffic::{Totals, Traffic};
+use rss::{Selection, Steering, SteeringUpdate};
 use std::collections::BTreeMap;
 
 /// Largest frame without FCS and VLAN tags the vPort sends or accepts: the
@@ -77,18 +77,6 @@ impl Fault {
             Self::Completion(_) => "data-path completion",
         }
     }
-}
-
-/// Device-wide traffic totals (kept across queue and HWC teardown).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Totals {
-    /// Every SQ.
-    pub tx: Traffic,
-    /// Every RQ.
-    pub rx: Traffic,
-    /// Received frames no RQ was chosen for (vPort RX off, no RQ configured,
-    /// the RQ gone, a runt).
-    pub rx_unsteered: u64,
 }
 
 /// A data-path queue: its vPort and counters.
@@ -154,6 +142,11 @@ impl DataPath {
     /// Where vPort `vport` steers `frame`; `None` for a vPort never configured.
     pub fn select(&self, vport: u16, frame: &[u8], headers: &Headers) -> Option<Selection> {
         self.vports.get(&vport).map(|s| s.select(frame, headers))
+    }
+
+    /// How many vPorts are steered, and how many Ethernet SQs and RQs are known.
+    pub fn sizes(&self) -> (usize, usize, usize) {
+        (self.vports.len(), self.sqs.len(), self.rqs.len())
     }
 
     /// Steering of every configured vPort.

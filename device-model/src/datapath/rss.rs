@@ -6,7 +6,7 @@
 //!
 //! Steering of one frame: the hash input is the source and destination
 //! address, then the source and destination port when the frame is TCP or
-//! UDP and that 4-tuple type is enabled (NDIS order, see [`super::toeplitz`]);
+//! UDP and that 4-tuple type is enabled (NDIS order, see [`mana_device_api::toeplitz`]);
 //! the RQ is `table[hash % table.len()]` (the driver's table is a power of
 //! two, `MANA_INDIRECT_TABLE_DEF_SIZE` = 64, so this is also `hash & (n - 1)`,
 //! the mask `mana_select_queue()`'s software table uses). Frames without a
@@ -15,8 +15,9 @@
 #![forbid(unsafe_code)]
 
 use super::headers::{Headers, Network, Transport};
-use super::toeplitz::{ToeplitzTable, KEY_SIZE};
 use crate::defs::NdisHashTypes;
+use mana_device_api::rss::SteeringSnapshot;
+use mana_device_api::toeplitz::{ToeplitzTable, KEY_SIZE};
 
 /// The hash types used when the request enables none: 6.x requests have no
 /// `rss_hash_types` field (reserved zero) and 7.3 sends these six
@@ -85,25 +86,6 @@ impl Default for Steering {
             table: Vec::new(),
         }
     }
-}
-
-/// The serializable view of a vPort's steering.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct SteeringSnapshot {
-    /// vPort index.
-    pub vport: u16,
-    /// RX enabled.
-    pub rx_enabled: bool,
-    /// RSS enabled.
-    pub rss_enabled: bool,
-    /// Default RQ id.
-    pub default_rq: Option<u32>,
-    /// Enabled NDIS hash-type bits.
-    pub hash_types: u16,
-    /// The Toeplitz key, hex.
-    pub key: String,
-    /// The indirection table as RQ ids (`None`: the RQ was destroyed).
-    pub table: Vec<Option<u32>>,
 }
 
 impl Steering {
@@ -206,7 +188,7 @@ mod tests {
     use super::*;
 
     /// Key of Microsoft's RSS verification suite (source cited there).
-    use super::super::toeplitz::tests::KEY;
+    use mana_device_api::toeplitz::VERIFICATION_KEY as KEY;
 
     fn steering(table: Vec<u32>) -> Steering {
         let mut s = Steering::default();

@@ -33,7 +33,8 @@ use crate::defs::{
     Le16, Le32, ManaCqeHeader, ManaCqeType, ManaRxCompOob, RxCompFlags, Sge, INLINE_OOB_SMALL_SIZE,
     MANA_CQE_COMPLETION, MAX_RX_WQE_SGL_ENTRIES,
 };
-use crate::queues::{completion, QueueError, WqKind, WqeSlot, MAX_RQE_SIZE};
+use crate::queues::{completion, QueueError, WqeSlot, MAX_RQE_SIZE};
+use mana_device_api::snapshot::WqKind;
 use vm_memory::{Bytes, GuestAddress, GuestMemory, Permissions};
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 

@@ -43,7 +43,8 @@ use crate::defs::{
     ManaCqeHeader, ManaCqeType, ManaTxCompOob, Sge, TxLongOob, TxShortOob, INLINE_OOB_LARGE_SIZE,
     INLINE_OOB_SMALL_SIZE, MANA_CQE_COMPLETION, MANA_LONG_PKT_FMT, MANA_SHORT_PKT_FMT, MAX_TX_WQE_SGL_ENTRIES,
 };
-use crate::queues::{completion, Mem, QueueError, WqKind, WqeSlot, MAX_SQE_SIZE};
+use crate::queues::{completion, Mem, QueueError, WqeSlot, MAX_SQE_SIZE};
+use mana_device_api::snapshot::WqKind;
 use vm_memory::{Bytes, GuestAddress};
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
@@ -146,17 +147,30 @@ impl Default for TxScratch {
     }
 }
 
+/// How much TX work one [`service`] call (or one `Engine::run_tx`) may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxBudget {
+    /// WQEs consumed at most.
+    pub wqes: u32,
+    /// No WQE is started once this many frames went to the backend (a WQE
+    /// is never split).
+    pub frames: u32,
+}
+
 /// The result of one [`service`] call.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct TxRun {
     /// WQEs consumed (completed, with or without a CQE).
     pub completed: u32,
+    /// Frames handed to the backend (a TSO WQE makes one per segment).
+    pub frames: u32,
     /// Entries remain posted (the budget ran out).
     pub more: bool,
 }
 
-/// Consumes up to `budget` WQEs of Ethernet SQ `sq_id`, handing frames to
-/// `backend` and posting one CQE per WQE; guest errors go to `faults`.
+/// Consumes WQEs of Ethernet SQ `sq_id` within `budget` (no WQE is started
+/// once `budget.frames` frames went out), handing frames to `backend` and
+/// posting one CQE per WQE; guest errors go to `faults`.
 /// A completion that cannot be written (CQ ring outside guest memory,
 /// backlog overrun) ends the run with a [`Fault::Completion`].
 pub fn service(
@@ -164,11 +178,11 @@ pub fn service(
     backend: &mut dyn PacketBackend,
     scratch: &mut TxScratch,
     sq_id: u32,
-    budget: u32,
+    budget: TxBudget,
     faults: &mut Vec<Fault>,
 ) -> TxRun {
     let mut run = TxRun::default();
-    while run.completed < budget {
+    while run.completed < budget.wqes && run.frames < budget.frames {
         let Some(sq) = env.queues.sqs.get_mut(&sq_id) else {
             return run;
         };
@@ -185,7 +199,7 @@ pub fn service(
         sq.consume(slot.size);
         run.completed += 1;
         let suppress = short_oob(&scratch.wqe, &slot).is_some_and(|o| o.supress_txcqe_gen());
-        let cqe_type = match transmit(env, backend, scratch, sq_id, cq_id, &slot) {
+        let cqe_type = match transmit(env, backend, scratch, sq_id, cq_id, &slot, &mut run.frames) {
             Ok(()) => ManaCqeType::TX_OKAY,
             Err(err) => {
                 env.dropped(WqKind::Sq, sq_id, true);
@@ -292,7 +306,8 @@ fn gather(
     Ok(())
 }
 
-/// Gathers, offloads and hands one WQE's frame(s) to the backend.
+/// Gathers, offloads and hands one WQE's frame(s) to the backend, counting
+/// each in `frames`.
 fn transmit(
     env: &mut Env<'_>,
     backend: &mut dyn PacketBackend,
@@ -300,6 +315,7 @@ fn transmit(
     sq_id: u32,
     cq_id: u32,
     slot: &WqeSlot,
+    frames: &mut u32,
 ) -> Result<(), TxError> {
     let request = validate(&scratch.wqe, slot, sq_id, cq_id)?;
     gather(env.mem, &scratch.wqe, slot, sq_id, env.mem_key, &mut scratch.frame)?;
@@ -312,6 +328,7 @@ fn transmit(
     let max_frame = headers.l3_offset + MAX_FRAME - ETH_HLEN;
     let vport = env.datapath.queue(WqKind::Sq, sq_id).map_or(0, |q| q.vport);
     let mut send = |out: &mut Vec<u8>| {
+        *frames += 1;
         if let Some(tci) = request.vlan {
             insert_vlan(out, tci);
         }

@@ -20,63 +20,26 @@
 #![forbid(unsafe_code)]
 
 use crate::defs::{Eqe, EqeType, HwcInitTypeData, Le32};
+use mana_device_api::inject::DeviceEvent;
 use std::time::{Duration, Instant};
 
 /// `HWC_DATA_HW_LINK_CONNECT` (include/net/mana/hw_channel.h, Linux 7.3).
 const HWC_DATA_HW_LINK_CONNECT: u8 = 2;
 /// `HWC_DATA_HW_LINK_DISCONNECT` (include/net/mana/hw_channel.h, Linux 7.3).
 const HWC_DATA_HW_LINK_DISCONNECT: u8 = 3;
-/// The latest S an `@S` event may name (seconds).
-const MAX_SECONDS: u64 = 600;
 
-/// A device event raised at a time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DeviceEvent {
-    /// `reset`: a reset request, then everything forgotten.
-    Reset,
-    /// `link-down`: the link is lost.
-    LinkDown,
-    /// `link-up`: the link is back.
-    LinkUp,
-}
-
-impl DeviceEvent {
-    /// Every event, by its SPEC name.
-    pub const ALL: [(&'static str, DeviceEvent); 3] =
-        [("reset", Self::Reset), ("link-down", Self::LinkDown), ("link-up", Self::LinkUp)];
-
-    /// The SPEC name.
-    pub fn name(self) -> &'static str {
-        Self::ALL.iter().find(|(_, e)| *e == self).map_or("?", |(n, _)| n)
-    }
-
-    /// The EQE the device posts on the HWC EQ for it.
-    pub fn eqe(self) -> Eqe {
-        let link = |state| HwcInitTypeData::new().with_data_type(state).into_bits();
-        let (eqe_type, detail) = match self {
-            Self::Reset => (EqeType::HWC_RESET_REQUEST, 0),
-            Self::LinkDown => (EqeType::HWC_SOC_RECONFIG_DATA, link(HWC_DATA_HW_LINK_DISCONNECT)),
-            Self::LinkUp => (EqeType::HWC_SOC_RECONFIG_DATA, link(HWC_DATA_HW_LINK_CONNECT)),
-        };
-        let mut eqe = Eqe::default();
-        eqe.details[0] = Le32::new(detail);
-        eqe.info.set_eqe_type(eqe_type.0);
-        eqe
-    }
-}
-
-/// Parses `NAME@S` when `kind` (the SPEC before any `:`) names a device
-/// event: None when it does not, else the event and S, or one error line.
-pub fn parse(spec: &str, kind: &str, args: &str) -> Option<Result<(DeviceEvent, Duration), String>> {
-    let (name, seconds) = kind.split_once('@').map_or((kind, None), |(n, s)| (n, Some(s)));
-    let (name, event) = DeviceEvent::ALL.into_iter().find(|(n, _)| *n == name)?;
-    let form =
-        || format!("{spec:?}: expected {name}@S (S: seconds after the driver opens the vPort, 0..={MAX_SECONDS})");
-    let seconds = match seconds {
-        Some(s) if args.is_empty() => s.parse::<u64>().ok().filter(|&s| s <= MAX_SECONDS),
-        _ => None,
+/// The EQE the device posts on the HWC EQ for `event`.
+pub fn eqe(event: DeviceEvent) -> Eqe {
+    let link = |state| HwcInitTypeData::new().with_data_type(state).into_bits();
+    let (eqe_type, detail) = match event {
+        DeviceEvent::Reset => (EqeType::HWC_RESET_REQUEST, 0),
+        DeviceEvent::LinkDown => (EqeType::HWC_SOC_RECONFIG_DATA, link(HWC_DATA_HW_LINK_DISCONNECT)),
+        DeviceEvent::LinkUp => (EqeType::HWC_SOC_RECONFIG_DATA, link(HWC_DATA_HW_LINK_CONNECT)),
     };
-    Some(seconds.map(|s| (event, Duration::from_secs(s))).ok_or_else(form))
+    let mut eqe = Eqe::default();
+    eqe.details[0] = Le32::new(detail);
+    eqe.info.set_eqe_type(eqe_type.0);
+    eqe
 }
 
 /// The timed events of a device and when the driver opened its first vPort.
@@ -141,7 +104,7 @@ mod tests {
 
     #[test]
     fn the_eqes_carry_the_driver_s_types() {
-        let bytes = |e: DeviceEvent| e.eqe().as_bytes().to_vec();
+        let bytes = |e: DeviceEvent| eqe(e).as_bytes().to_vec();
         // EQE layout (gdma.h): details[0] at byte 0, the type in bits 0-7 of the dword at 12.
         assert_eq!(bytes(DeviceEvent::Reset)[12], 135);
         assert_eq!(bytes(DeviceEvent::LinkDown)[12], 133);

@@ -16,11 +16,11 @@ pub mod net;
 
 use anyhow::{anyhow, bail, ensure, Context, Result};
 use device_model::bar::{Bar0Handler, DmaMemory};
-use device_model::config::DeviceConfig;
 use device_model::datapath::backend::{PacketBackend, Recorder as NetRecorder, RecorderHandle};
 use device_model::defs::*;
 use device_model::interrupt::InterruptSink;
 use device_model::ManaDevice;
+use mana_device_api::config::DeviceConfig;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use vm_memory::{Bytes, GuestAddress, GuestAddressSpace, GuestMemoryAtomic, GuestMemoryMmap};
@@ -53,6 +53,11 @@ impl Recorder {
     /// Every vector raised so far, in order.
     pub fn all(&self) -> Vec<u16> {
         self.raised.lock().expect("recorder lock").clone()
+    }
+
+    /// Forgets the vectors raised so far.
+    pub fn clear(&self) {
+        self.raised.lock().expect("recorder lock").clear();
     }
 }
 
@@ -1076,6 +1081,16 @@ impl Driver {
     /// Marks every raised vector as serviced without running handlers.
     pub fn drop_interrupts(&mut self) {
         self.irq_cursor = self.irqs.all().len();
+    }
+
+    /// Forgets what the model recorded (responses, EQE types, raised
+    /// vectors, all serviced), so that a long run measures the device's
+    /// memory and not the model's.
+    pub fn forget_history(&mut self) {
+        self.seen.responses.clear();
+        self.seen.eqe_types.clear();
+        self.irqs.clear();
+        self.irq_cursor = 0;
     }
 }
 

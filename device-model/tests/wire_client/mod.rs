@@ -3,7 +3,7 @@
 //! see the error replies that the `vfio_user` crate's own client ignores.
 #![allow(dead_code)]
 
-use device_model::wire::{self, Header, HEADER_SIZE};
+use device_model::shell::vfio_wire::{self, Header, HEADER_SIZE};
 use std::io::{Read, Write};
 use std::os::fd::RawFd;
 use std::os::unix::net::UnixStream;
@@ -88,7 +88,7 @@ pub fn version_fields(json: &str) -> Vec<u8> {
 
 /// The fields of a DMA_MAP (read-write) of `size` bytes at `iova`, file offset `offset`.
 pub fn dma_map_fields(iova: u64, size: u64, offset: u64) -> Vec<u8> {
-    let map = wire::DmaMap {
+    let map = vfio_wire::DmaMap {
         argsz: 32.into(),
         flags: 3.into(),
         offset: offset.into(),
@@ -101,13 +101,13 @@ pub fn dma_map_fields(iova: u64, size: u64, offset: u64) -> Vec<u8> {
 
 /// The fields of a DMA_UNMAP of `size` bytes at `iova`.
 pub fn dma_unmap_fields(iova: u64, size: u64) -> Vec<u8> {
-    let unmap = wire::DmaUnmap { argsz: 24.into(), iova: iova.into(), size: size.into(), ..Default::default() };
+    let unmap = vfio_wire::DmaUnmap { argsz: 24.into(), iova: iova.into(), size: size.into(), ..Default::default() };
     unmap.as_bytes()[HEADER_SIZE..].to_vec()
 }
 
 /// The fields of a SET_IRQS.
 pub fn set_irqs_fields(index: u32, flags: u32, start: u32, count: u32) -> Vec<u8> {
-    let set = wire::SetIrqs {
+    let set = vfio_wire::SetIrqs {
         argsz: 20.into(),
         flags: flags.into(),
         index: index.into(),
@@ -120,7 +120,11 @@ pub fn set_irqs_fields(index: u32, flags: u32, start: u32, count: u32) -> Vec<u8
 
 /// The fields of a REGION_READ / REGION_WRITE header (data follows for a write).
 pub fn region_fields(region: u32, offset: u64, count: u32) -> Vec<u8> {
-    let access =
-        wire::RegionAccess { offset: offset.into(), region: region.into(), count: count.into(), ..Default::default() };
+    let access = vfio_wire::RegionAccess {
+        offset: offset.into(),
+        region: region.into(),
+        count: count.into(),
+        ..Default::default()
+    };
     access.as_bytes()[HEADER_SIZE..].to_vec()
 }

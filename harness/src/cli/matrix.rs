@@ -73,7 +73,7 @@ pub struct MatrixArgs {
     /// model oracle's verdict; other oracles are refused). Part of the
     /// matrix's spec: shards with other injections do not merge.
     #[arg(long = "inject", value_name = "SPEC")]
-    pub inject: Vec<device_model::inject::InjectSpec>,
+    pub inject: Vec<mana_device_api::inject::InjectSpec>,
     /// The seed of --random (same seed, same topologies).
     #[arg(long, value_name = "S", default_value_t = 0, requires = "random")]
     pub seed: u64,
@@ -328,7 +328,7 @@ fn finish(report: &MatrixReport, output: &OutputArgs) -> anyhow::Result<Exit> {
 fn rig_settings(
     rig: &RigOptions,
     out: Option<&Path>,
-    inject: &[device_model::inject::InjectSpec],
+    inject: &[mana_device_api::inject::InjectSpec],
 ) -> anyhow::Result<RigSettings> {
     let console_dir = match out {
         Some(dir) => {

@@ -174,7 +174,7 @@ pub struct RunArgs {
     /// then judged by `driver_survived` alone (no oops, no hang, `rmmod
     /// mana` succeeds at the end): exit 1 when the driver did not survive.
     #[arg(long = "inject", value_name = "SPEC")]
-    pub inject: Vec<device_model::inject::InjectSpec>,
+    pub inject: Vec<mana_device_api::inject::InjectSpec>,
     /// One-off `[scenario]` fields (each replaces the file's; topologies/README.md).
     #[command(flatten)]
     pub scenario: ScenarioArgs,
@@ -280,7 +280,7 @@ pub struct CompareArgs {
     /// Make the emulated NIC misbehave in both runs, as `run --inject SPEC`
     /// (repeatable): each run is then judged by `driver_survived` alone.
     #[arg(long = "inject", value_name = "SPEC")]
-    pub inject: Vec<device_model::inject::InjectSpec>,
+    pub inject: Vec<mana_device_api::inject::InjectSpec>,
     /// Rig options.
     #[command(flatten)]
     pub rig: RigOptions,
@@ -369,7 +369,7 @@ fn traffic_line(t: &crate::rig::TrafficBoot) -> String {
 }
 
 /// Test only: `MANARIG_DEVICE_FAULT=KIND:N` makes `run`'s emulated NIC fail on
-/// purpose (`mana-device --inject-fault`, device-model/src/fault.rs), to check
+/// purpose (`mana-device --inject-fault`, device-model/src/process/fault.rs), to check
 /// the rig's handling of a broken device from the command line.
 pub const DEVICE_FAULT_ENV: &str = "MANARIG_DEVICE_FAULT";
 
@@ -377,7 +377,7 @@ pub const DEVICE_FAULT_ENV: &str = "MANARIG_DEVICE_FAULT";
 ///
 /// # Errors
 /// A value that is not `KIND:N`.
-fn device_fault_from_env() -> anyhow::Result<Option<device_model::fault::DeviceFault>> {
+fn device_fault_from_env() -> anyhow::Result<Option<mana_device_api::fault::DeviceFault>> {
     match std::env::var(DEVICE_FAULT_ENV) {
         Ok(v) if !v.is_empty() => v.parse().map(Some).map_err(|e| anyhow::anyhow!("{DEVICE_FAULT_ENV}: {e}")),
         _ => Ok(None),

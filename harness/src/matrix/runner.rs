@@ -88,7 +88,7 @@ pub struct RigSettings {
     /// Keep each pair's console as `<dir>/<pair>.console.log`.
     pub console_dir: Option<PathBuf>,
     /// Faults every pair's device shows the driver (`--inject SPEC`).
-    pub inject: Vec<device_model::inject::InjectSpec>,
+    pub inject: Vec<mana_device_api::inject::InjectSpec>,
 }
 
 /// Boots every pair with [`run_one`].

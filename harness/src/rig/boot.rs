@@ -15,7 +15,7 @@ use crate::topology::Topology;
 use crate::traffic;
 use crate::traffic::peer::{PeerOptions, PeerProcess};
 use anyhow::{Context, Result};
-use device_model::server::DeviceStatus;
+use mana_device_api::status::DeviceStatus;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -37,7 +37,7 @@ pub(super) struct NicBoot<'a> {
     /// The run's temporary folder (device sockets).
     pub(super) dir: &'a Path,
     /// The injections (file and request, [`injections`](super::injections)).
-    pub(super) inject: &'a [device_model::inject::InjectSpec],
+    pub(super) inject: &'a [mana_device_api::inject::InjectSpec],
 }
 
 /// A boot's result and the device's snapshots at the report markers.

@@ -33,10 +33,10 @@
 //! The binary is found by [`device_binary`].
 
 use crate::qemu::BootAbort;
-use device_model::config::DeviceConfig;
-use device_model::control::{Op, Reply, Request, Response};
-use device_model::fault::DeviceFault;
-use device_model::server::DeviceStatus;
+use mana_device_api::config::DeviceConfig;
+use mana_device_api::control::{Op, Reply, Request, Response};
+use mana_device_api::fault::DeviceFault;
+use mana_device_api::status::DeviceStatus;
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -177,7 +177,7 @@ pub struct DeviceOptions {
     pub record_flows: usize,
     /// Faults the device shows the guest driver (`--inject SPEC`, each;
     /// device_model::inject).
-    pub inject: Vec<device_model::inject::InjectSpec>,
+    pub inject: Vec<mana_device_api::inject::InjectSpec>,
 }
 
 /// What the device's stdout reader passes on.
@@ -325,7 +325,7 @@ impl DeviceProcess {
             .arg(socket)
             .arg("--config")
             .arg(&config_file)
-            .args(["--control", device_model::control::STDIO]);
+            .args(["--control", mana_device_api::control::STDIO]);
         if let Some(fault) = options.fault {
             cmd.arg("--inject-fault").arg(fault.to_string());
         }

@@ -19,8 +19,8 @@ use crate::verdict::{
     check_cpu_state, judge, judge_irqbalance, judge_traffic, DebugLog, IrqbalanceInput, Observed, TrafficInput,
 };
 use anyhow::{Context, Result};
-use device_model::inject::InjectSpec;
-use device_model::server::DeviceStatus;
+use mana_device_api::inject::InjectSpec;
+use mana_device_api::status::DeviceStatus;
 use std::time::{Duration, Instant};
 
 /// How a run names its accelerator in reports: QEMU's `-accel` value and the

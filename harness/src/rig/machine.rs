@@ -3,7 +3,7 @@
 use crate::accel::AccelChoice;
 use crate::qemu::{MachineSpec, NicPlacement, NodeSpec};
 use crate::topology::Topology;
-use device_model::config::DeviceConfig;
+use mana_device_api::config::DeviceConfig;
 use thiserror::Error;
 
 /// A topology the rig cannot build.

@@ -3,7 +3,7 @@
 //! the guest's (MSI-X index → Linux IRQ → `smp_affinity_list`).
 //!
 //! The device status is device-model's own [`DeviceStatus`] (its `core` is
-//! [`device_model::snapshot::Snapshot`]), read from the device process while the
+//! [`mana_device_api::snapshot::Snapshot`]), read from the device process while the
 //! guest printed its report (see [`crate::qemu::BootRequest::on_marker`] and
 //! [`super::device::DeviceStatusHandle::snapshot`]): after `ethtool -L`, before
 //! the shutdown path destroys the queues.
@@ -14,10 +14,10 @@
 use crate::model::KernelGen;
 use crate::verdict::{ObservedVector, VectorName};
 pub use crate::verdict::{QueueRow, QueueTable};
-use device_model::defs::DeviceType;
-use device_model::queues::WqKind;
-use device_model::server::DeviceStatus;
-use device_model::snapshot::EqSnapshot;
+use mana_device_api::codes::DeviceType;
+use mana_device_api::snapshot::EqSnapshot;
+use mana_device_api::snapshot::WqKind;
+use mana_device_api::status::DeviceStatus;
 
 /// Errors reading the device status.
 #[derive(Debug, thiserror::Error)]
@@ -75,8 +75,8 @@ pub fn queue_table(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use device_model::queues::Owner;
-    use device_model::snapshot::{Snapshot, WqSnapshot};
+    use mana_device_api::snapshot::Owner;
+    use mana_device_api::snapshot::{Snapshot, WqSnapshot};
 
     fn vector(irq: u32, name: &str, cpus: &[u32]) -> ObservedVector {
         ObservedVector {

@@ -51,7 +51,7 @@ pub struct RunRequest {
     pub label: Option<String>,
     /// Test only: make the emulated NIC fail on purpose (see [`device::DeviceOptions::fault`](super::device::DeviceOptions::fault);
     /// the CLI reads it from `MANARIG_DEVICE_FAULT`).
-    pub device_fault: Option<device_model::fault::DeviceFault>,
+    pub device_fault: Option<mana_device_api::fault::DeviceFault>,
     /// Drive traffic through the NIC after the probe ([`crate::traffic`]): a
     /// peer in a private network namespace, flows planned from the driver's
     /// RSS state, the guest's counters before and after.
@@ -65,7 +65,7 @@ pub struct RunRequest {
     /// device_model::inject), besides the topology file's `[nic] inject`. A
     /// run with injections is judged by `driver_survived` alone
     /// ([`crate::verdict::driver_survived`]).
-    pub inject: Vec<device_model::inject::InjectSpec>,
+    pub inject: Vec<mana_device_api::inject::InjectSpec>,
     /// `[scenario]` fields that replace the topology file's (`run --maxcpus`, …).
     pub scenario: crate::topology::ScenarioFile,
 }
@@ -107,8 +107,8 @@ impl RunRequest {
 pub fn injections(
     file: &Path,
     topo: &Topology,
-    requested: &[device_model::inject::InjectSpec],
-) -> Result<Vec<device_model::inject::InjectSpec>> {
+    requested: &[mana_device_api::inject::InjectSpec],
+) -> Result<Vec<mana_device_api::inject::InjectSpec>> {
     let mut specs = Vec::new();
     for (i, text) in topo.nic().inject.iter().enumerate() {
         let spec = text.parse().map_err(|e: String| anyhow::anyhow!("{}: nic.inject[{i}]: {e}", file.display()))?;

@@ -1,12 +1,12 @@
 //! Whether the timed device events a run asked for (`--inject reset@S`,
-//! `link-down@S`, `link-up@S`; device_model::inject::timed) happened. The
+//! `link-down@S`, `link-up@S`; mana_device_api::inject::timed) happened. The
 //! device raises each S seconds (host clock) after the driver first opens its
 //! vPort; a guest that finishes its work and unloads `mana` sooner never sees
 //! it, and its run says nothing about the fault. Such a run is a rig error,
 //! not a PASS.
 
 use anyhow::{bail, Result};
-use device_model::inject::InjectSpec;
+use mana_device_api::inject::InjectSpec;
 use std::collections::BTreeMap;
 
 /// Errors when a timed event of `inject` is not among the injections the

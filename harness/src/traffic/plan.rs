@@ -6,7 +6,7 @@
 //! The model: a frame from the peer to the guest (the direction RSS steers)
 //! is hashed over source address, destination address, source port and
 //! destination port, in network byte order, with the NDIS Toeplitz function
-//! (`device_model::datapath::toeplitz::hash`, the bit-by-bit reference);
+//! (`mana_device_api::toeplitz::hash`, the bit-by-bit reference);
 //! the indirection slot is `hash mod n` (n = the table's size, a power of two
 //! in every driver: also `hash & (n - 1)`, what `mana_get_tx_queue()` uses);
 //! the RQ is the table's entry there (docs/mana-protocol.md §6.5). Flows
@@ -16,9 +16,9 @@
 //!
 //! Pure: no I/O. Same inputs, same plan.
 
-use device_model::datapath::rss::SteeringSnapshot;
-use device_model::datapath::toeplitz::{self, KEY_SIZE};
-use device_model::defs::NdisHashTypes;
+use mana_device_api::rss::NdisHashTypes;
+use mana_device_api::rss::SteeringSnapshot;
+use mana_device_api::toeplitz::{self, KEY_SIZE};
 use manarig_flows::proto::{FlowSpec, Plan, Side, PROTOCOL_VERSION};
 use serde::Serialize;
 use std::net::Ipv4Addr;

@@ -26,7 +26,7 @@ use crate::cpulist::CpuMask;
 use crate::guest_protocol::{GuestTraffic, TrafficCounts};
 use crate::text::plural;
 use crate::traffic::plan::PlannedFlow;
-use device_model::datapath::flows::{Direction, FlowRecord};
+use mana_device_api::flows::{Direction, FlowRecord};
 use manarig_flows::proto::{Outcome, Side};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};

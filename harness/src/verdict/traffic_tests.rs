@@ -9,8 +9,8 @@ use super::traffic::{judge_traffic, TrafficInput, FLOWS_CHECK, INTERRUPTS_CHECK,
 use super::*;
 use crate::guest_protocol::GuestTraffic;
 use crate::traffic::plan::{plan, PlanRequest, PlannedFlow};
-use device_model::datapath::flows::{Direction, FlowKey, FlowRecord};
-use device_model::datapath::rss::SteeringSnapshot;
+use mana_device_api::flows::{Direction, FlowKey, FlowRecord};
+use mana_device_api::rss::SteeringSnapshot;
 use manarig_flows::proto::{FlowResult, Outcome, Plan};
 use std::net::{IpAddr, Ipv4Addr};
 
