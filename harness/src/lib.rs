@@ -20,22 +20,15 @@
 //!   topology file; [`picture`]: the machine with its IRQs as SVG and an HTML report;
 //! - [`cli`]: the command line, the only layer that knows exit codes.
 
-pub mod accel;
-pub mod children;
 pub mod cli;
-pub mod guest_protocol;
-pub mod guest_topology;
-pub mod import;
-pub mod initramfs;
-pub mod kbuild;
-pub mod matrix;
-pub mod picture;
-pub mod provision;
-pub mod qemu;
-pub mod rig;
-pub mod scratch;
-pub mod traffic;
-pub mod verdict;
-pub mod workspace_bin;
 
-pub use manarig_model::{cpulist, model, random, text, topology};
+pub use manarig_guest::guest_protocol;
+pub use manarig_import::import;
+pub use manarig_matrix::matrix;
+pub use manarig_model::{cpulist, model, packages, random, text, topology};
+pub use manarig_proc::{children, scratch, workspace_bin};
+pub use manarig_provision::{kbuild, provision};
+pub use manarig_qemu::{accel, guest_topology, initramfs, qemu};
+pub use manarig_rig::rig;
+pub use manarig_traffic::traffic;
+pub use manarig_verdict::{picture, verdict};

@@ -1,6 +1,9 @@
-//! The house rules of ARCHITECTURE.md, checked on the sources: no import cycles
-//! between the modules of a crate (siblings under one parent, at every level), no
-//! module but the command line imports `cli`, and the model crate stays pure.
+//! The house rules of ARCHITECTURE.md the compiler cannot see, checked on the
+//! sources and manifests: the harness crates depend only downward in their
+//! layer order, none of them links the device's vfio-user or guest-memory
+//! stacks, only the command line knows exit codes, no import cycles between the
+//! modules of a crate (siblings under one parent, at every level), and the
+//! model crate stays pure.
 //!
 //! An import is any `crate::a::b` or `super::…` path in code (comments and the
 //! `#[cfg(test)] mod tests` block at the end of a file are left out: tests may
@@ -165,30 +168,138 @@ fn find_cycle(edges: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> Option<Ve
     None
 }
 
-const CRATES: [&str; 6] = ["device-api", "device-model", "flows", "harness", "model", "xtask"];
+/// Every crate's folder (the workspace's members, `harness/crates/*` expanded).
+fn crates() -> Vec<PathBuf> {
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml")).expect("Cargo.toml");
+    let doc: toml::Value = toml::from_str(&manifest).expect("workspace manifest");
+    let members = doc["workspace"]["members"].as_array().expect("members");
+    let mut out = Vec::new();
+    for m in members.iter().filter_map(toml::Value::as_str) {
+        match m.strip_suffix("/*") {
+            Some(dir) => {
+                let mut sub: Vec<PathBuf> = std::fs::read_dir(root().join(dir))
+                    .expect("members folder")
+                    .flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.join("Cargo.toml").is_file())
+                    .collect();
+                sub.sort();
+                out.extend(sub);
+            }
+            None => out.push(root().join(m)),
+        }
+    }
+    out
+}
 
 #[test]
 fn no_crate_has_an_import_cycle_between_its_modules() {
-    for krate in CRATES {
-        let graph = imports(&root().join(krate).join("src"));
+    let all = crates();
+    assert!(all.len() >= 16, "the workspace's crates: {all:?}");
+    for krate in all {
+        let graph = imports(&krate.join("src"));
         if let Some(cycle) = find_cycle(&sibling_edges(&graph)) {
             let names: Vec<String> = cycle.iter().map(|m| m.join("::")).collect();
-            panic!("{krate}: modules import each other in a circle: {} -> (back to the first)", names.join(" -> "));
+            panic!(
+                "{}: modules import each other in a circle: {} -> (back to the first)",
+                krate.display(),
+                names.join(" -> ")
+            );
+        }
+    }
+}
+
+/// The harness's crates from the bottom up (ARCHITECTURE.md, *Crates*): each may
+/// depend on the ones before it only.
+const HARNESS_LAYERS: [&str; 11] = [
+    "manarig-model",
+    "manarig-proc",
+    "manarig-guest",
+    "manarig-provision",
+    "manarig-qemu",
+    "manarig-traffic",
+    "manarig-verdict",
+    "manarig-import",
+    "manarig-rig",
+    "manarig-matrix",
+    "harness",
+];
+
+/// (package name, its normal dependencies) of a crate folder.
+fn manifest_deps(dir: &Path) -> (String, Vec<String>) {
+    let text = std::fs::read_to_string(dir.join("Cargo.toml")).expect("manifest");
+    let doc: toml::Value = toml::from_str(&text).expect("manifest parses");
+    let name = doc["package"]["name"].as_str().expect("name").to_owned();
+    let deps = doc
+        .get("dependencies")
+        .and_then(toml::Value::as_table)
+        .map(|t| t.keys().cloned().collect())
+        .unwrap_or_default();
+    (name, deps)
+}
+
+#[test]
+fn the_harness_crates_depend_only_on_the_layers_below_them() {
+    let mut seen = 0;
+    for dir in crates() {
+        let (name, deps) = manifest_deps(&dir);
+        let Some(level) = HARNESS_LAYERS.iter().position(|l| *l == name) else { continue };
+        seen += 1;
+        for d in deps.iter().filter(|d| HARNESS_LAYERS.contains(&d.as_str())) {
+            let dl = HARNESS_LAYERS.iter().position(|l| l == d).unwrap_or(usize::MAX);
+            assert!(dl < level, "{name} depends on {d}, which is not below it in HARNESS_LAYERS");
+        }
+    }
+    assert_eq!(seen, HARNESS_LAYERS.len(), "every layer is a workspace crate");
+}
+
+#[test]
+fn no_harness_crate_links_the_devices_vfio_user_or_guest_memory_stacks() {
+    // The dependency closure of each harness crate, from Cargo.lock.
+    let lock = std::fs::read_to_string(root().join("Cargo.lock")).expect("Cargo.lock");
+    let doc: toml::Value = toml::from_str(&lock).expect("lock parses");
+    let mut graph: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for p in doc["package"].as_array().expect("packages") {
+        let name = p["name"].as_str().expect("name").to_owned();
+        let deps = p.get("dependencies").and_then(toml::Value::as_array).map_or_else(Vec::new, |a| {
+            a.iter().filter_map(toml::Value::as_str).map(|d| d.split(' ').next().unwrap_or(d).to_owned()).collect()
+        });
+        graph.entry(name).or_default().extend(deps);
+    }
+    for krate in HARNESS_LAYERS {
+        let mut stack = vec![krate.to_owned()];
+        let mut reach = BTreeSet::new();
+        while let Some(n) = stack.pop() {
+            if reach.insert(n.clone()) {
+                stack.extend(graph.get(&n).cloned().unwrap_or_default());
+            }
+        }
+        for banned in ["device-model", "vfio_user", "vfio-user", "vm-memory", "vfio-bindings"] {
+            assert!(!reach.contains(banned), "{krate} links {banned}: use mana-device-api's types instead");
         }
     }
 }
 
 #[test]
-fn only_the_command_line_imports_cli() {
-    let graph = imports(&root().join("harness/src"));
-    let offenders: Vec<String> = graph
-        .iter()
-        .filter(|(m, targets)| {
-            m.first().is_none_or(|f| f != "cli") && targets.iter().any(|t| t.first().is_some_and(|f| f == "cli"))
-        })
-        .map(|(m, _)| m.join("::"))
-        .collect();
-    assert!(offenders.is_empty(), "domain modules import the CLI: {offenders:?}");
+fn only_the_command_line_knows_exit_codes() {
+    for dir in crates() {
+        let (name, _) = manifest_deps(&dir);
+        if !HARNESS_LAYERS.contains(&name.as_str()) || name == "harness" {
+            continue;
+        }
+        let mut files = Vec::new();
+        rust_files(&dir.join("src"), &mut files);
+        for f in files {
+            let text = code(&std::fs::read_to_string(&f).expect("source"));
+            // children.rs ends the process on Ctrl-C after reaping its children: a signal's exit, not a verdict's.
+            let allowed = f.ends_with("children.rs") && !text.contains("ExitCode");
+            assert!(
+                allowed || !(text.contains("ExitCode") || text.contains("process::exit")),
+                "{}: exit codes belong to harness/src/cli",
+                f.display()
+            );
+        }
+    }
 }
 
 #[test]

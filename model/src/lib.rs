@@ -7,7 +7,8 @@
 //!   hops, `cpumask_local_spread()` and MANA's `irq_setup()` family, each naming the kernel
 //!   function and versions it follows;
 //! - [`random`]: random valid topologies and a shrinker to a minimal disagreeing machine;
-//! - [`text`]: words for user-facing text (a count with its noun in the right number).
+//! - [`text`]: words for user-facing text (a count with its noun in the right number);
+//! - [`packages`]: the Debian packages a run used, against their pins (a report fact).
 //!
 //! Pure: no processes, no QEMU, no sockets, no environment. The only I/O is
 //! [`topology::Topology::load`] reading the file it is given. The harness re-exports the
@@ -17,6 +18,7 @@
 
 pub mod cpulist;
 pub mod model;
+pub mod packages;
 pub mod random;
 pub mod text;
 pub mod topology;

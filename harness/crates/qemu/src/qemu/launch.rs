@@ -1,0 +1,696 @@
+//! Boot a `MachineSpec` in QEMU, read the serial console live until the guest
+//! agent's report ends ([`crate::guest_protocol::markers`]), and return the
+//! report, parsed once by [`crate::guest_protocol::parse()`]. QEMU is always
+//! reaped: on success, error, deadline, guest panic, panic of the caller (drop
+//! guard), SIGINT/SIGTERM, and a [`BootAbort`] from the caller (the emulated
+//! NIC's process failed).
+
+use super::abort::BootAbort;
+use super::report_port::ReportPort;
+use super::spec::{MachineSpec, SpecError};
+use super::speed::{self, Speedups, SPEED_CMDLINE};
+use super::watch::{self, MarkerHook, Msg, Source, Step, Watch};
+use crate::accel::{self, Accel, AccelError};
+use crate::guest_protocol::{self, options, AgentOptions, GuestReport, ReportChannel, ReportError, Stage};
+use crate::initramfs::{self, Compression, InitramfsError, InitramfsSpec};
+use crate::provision::{KernelInstall, QemuInstall};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+/// How long a KVM guest may stay silent on the console before the boot is
+/// given up (see [`LaunchError::KvmSilent`]).
+const KVM_SILENCE_LIMIT: Duration = Duration::from_secs(30);
+
+/// Kernel command line, each item for speed or for failing fast:
+/// - `console=ttyS0`: the only console is the captured serial port;
+/// - `quiet`: fewer console lines (serial output is emulated byte by byte);
+///   dmesg keeps everything for the report;
+/// - `panic=-1`: reboot at once on panic, which `-no-reboot` turns into a QEMU exit;
+/// - `oops=panic`: an oops in the driver fails the run fast with its trace;
+/// - `i8042.noaux i8042.nokbd`: skip probing the legacy keyboard controller;
+/// - `tsc=reliable`: no clocksource watchdog switching under TCG's jittery TSC.
+pub const BASE_CMDLINE: &str = "console=ttyS0 quiet panic=-1 oops=panic i8042.noaux i8042.nokbd tsc=reliable";
+
+/// A boot to run.
+#[derive(Debug, Clone)]
+pub struct BootRequest<'a> {
+    /// The machine.
+    pub spec: &'a MachineSpec,
+    /// The guest kernel.
+    pub kernel: &'a KernelInstall,
+    /// busybox for the initramfs.
+    pub busybox: &'a Path,
+    /// What the guest agent does (the `manarig.*` command-line items): load
+    /// mana, its deadline, channels, re-probe, where it reports. The speed-ups
+    /// may pin it ([`Speedups::agent`]); with [`ReportChannel::Ttys1`] the
+    /// launcher gives QEMU the second serial port ([`super::report_port`]).
+    pub agent: AgentOptions,
+    /// Extra `-device` values (JSON or key=value), e.g. the vfio-user-pci NIC
+    /// with `"bus":"rp0"` (the device process is the caller's).
+    pub extra_devices: Vec<String>,
+    /// Extra kernel command-line items; not the agent's (`manarig.*`: those come
+    /// from [`BootRequest::agent`]).
+    pub extra_cmdline: Vec<String>,
+    /// Wall-clock limit for the whole boot, host side.
+    pub deadline: Duration,
+    /// Also write the console, and the report channel's lines, to this file as they arrive.
+    pub console_log: Option<PathBuf>,
+    /// Initramfs compression.
+    pub compression: Compression,
+    /// QEMU `-cpu` value.
+    pub cpu_model: String,
+    /// More files for the initramfs (e.g. [`crate::provision::Provisioned::ethtool`]).
+    pub extra_files: Vec<crate::provision::tools::GuestFile>,
+    /// Called with the marker line when the console shows the start of a
+    /// stage or of the report (`MANARIG-STAGE-BEGIN …`, `MANARIG-REPORT-BEGIN …`):
+    /// the guest is quiet from there to the end marker, so the caller can take
+    /// the device's state that goes with it.
+    pub on_marker: Option<MarkerHook>,
+    /// Boot speed-ups (default: all; see [`super::speed`]).
+    pub speedups: Speedups,
+    /// Lets another thread end the boot (see [`BootAbort`]).
+    pub abort: Option<BootAbort>,
+}
+
+impl<'a> BootRequest<'a> {
+    /// A request with the defaults: the agent's defaults (no mana load, 60 s guest
+    /// deadline) but its report on its own channel (ttyS1: no kernel message
+    /// interleaves there, and it is no slower: docs/boot-speed.md), no extra
+    /// devices, a 600 s host deadline, uncompressed initramfs.
+    pub fn new(spec: &'a MachineSpec, kernel: &'a KernelInstall, busybox: &'a Path) -> Self {
+        BootRequest {
+            spec,
+            kernel,
+            busybox,
+            agent: AgentOptions { report: ReportChannel::Ttys1, ..AgentOptions::default() },
+            extra_devices: Vec::new(),
+            extra_cmdline: Vec::new(),
+            deadline: Duration::from_secs(600),
+            console_log: None,
+            compression: Compression::None,
+            cpu_model: super::spec::DEFAULT_CPU.to_string(),
+            extra_files: Vec::new(),
+            on_marker: None,
+            speedups: Speedups::default(),
+            abort: None,
+        }
+    }
+}
+
+/// A finished boot.
+#[derive(Debug, Clone)]
+pub struct BootOutcome {
+    /// The parsed report.
+    pub report: GuestReport,
+    /// The stages the agent printed before the report, in order (`first-probe`
+    /// with [`AgentOptions::reprobe`]).
+    pub stages: Vec<Stage>,
+    /// The whole console: kernel messages and the agent's notes (its stages and
+    /// report only when it printed them there, see [`ReportChannel`]).
+    pub console: String,
+    /// The accelerator used.
+    pub accel: Accel,
+    /// Host wall time from QEMU start to the report's end marker.
+    pub to_report: Duration,
+    /// The QEMU arguments (after the binary).
+    pub qemu_args: Vec<String>,
+    /// The speed-ups this boot really used (PVH falls back to the bzImage
+    /// when the kernel has no PVH entry).
+    pub speedups: Speedups,
+}
+
+/// Errors of a boot.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    /// Bad machine.
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    /// Accelerator unavailable.
+    #[error(transparent)]
+    Accel(#[from] AccelError),
+    /// Initramfs could not be built.
+    #[error(transparent)]
+    Initramfs(#[from] InitramfsError),
+    /// Filesystem or process error on the host.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The guest kernel panicked.
+    #[error("guest kernel panicked; last console lines:\n{tail}")]
+    GuestPanic {
+        /// Last console lines.
+        tail: String,
+    },
+    /// The deadline passed before the report ended.
+    #[error("no guest report within {secs} s (QEMU killed); last console lines:\n{tail}")]
+    Deadline {
+        /// The deadline.
+        secs: u64,
+        /// Last console lines.
+        tail: String,
+    },
+    /// Under KVM the guest printed nothing at all in time: on hosts where
+    /// /dev/kvm opens and runs a test vCPU but real guests hang (the build
+    /// machines), this fails fast instead of waiting for the whole deadline.
+    #[error(
+        "the KVM guest printed nothing in {secs} s (QEMU killed): KVM is not usable for guests here; use --accel tcg"
+    )]
+    KvmSilent {
+        /// The limit.
+        secs: u64,
+    },
+    /// QEMU exited before the report ended.
+    #[error(
+        "QEMU exited ({status}) before the guest report ended\nQEMU stderr:\n{stderr}\nlast console lines:\n{tail}"
+    )]
+    Exited {
+        /// Exit status.
+        status: String,
+        /// QEMU's stderr.
+        stderr: String,
+        /// Last console lines.
+        tail: String,
+    },
+    /// The report was there but does not parse.
+    #[error("guest report: {source}; last console lines:\n{tail}")]
+    Report {
+        /// Parse error.
+        #[source]
+        source: ReportError,
+        /// Last console lines.
+        tail: String,
+    },
+    /// An extra kernel command-line item is one of the guest agent's.
+    #[error("kernel command-line item {0:?}: the guest agent's items are set through BootRequest::agent")]
+    AgentItem(String),
+    /// The guest is too large for TCG on this host (see [`accel::check_tcg_size`]).
+    #[error("machine: {0}")]
+    TooLargeForTcg(String),
+    /// SIGINT or SIGTERM arrived; QEMU was killed and reaped.
+    #[error("interrupted by a signal; QEMU was stopped")]
+    Interrupted,
+    /// The caller ended the boot through [`BootRequest::abort`]; QEMU was killed and reaped.
+    #[error("{reason}\nQEMU was stopped; last console lines:\n{tail}")]
+    Aborted {
+        /// Why, as the caller said.
+        reason: String,
+        /// Last console lines.
+        tail: String,
+    },
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> LaunchError {
+    let what = what.into();
+    move |source| LaunchError::Io { what, source }
+}
+
+/// Owns the QEMU child: a thread waits for its exit (the event), and
+/// [`Reaper::finish`] kills it if it does not exit in time; kill + reap on drop.
+struct Reaper {
+    pid: i32,
+    exited: mpsc::Receiver<String>,
+    status: Option<String>,
+}
+
+impl Reaper {
+    fn new(mut child: Child) -> Reaper {
+        let pid = child.id() as i32;
+        crate::children::track(pid);
+        let (tx, exited) = mpsc::channel();
+        std::thread::spawn(move || {
+            crate::children::wait_exit_unreaped(pid);
+            // Untrack, then reap: a tracked pid is never a recycled one.
+            crate::children::untrack(pid);
+            let st = child.wait().map(|s| s.to_string()).unwrap_or_else(|e| format!("wait: {e}"));
+            let _ = tx.send(st);
+        });
+        Reaper { pid, exited, status: None }
+    }
+
+    /// Wait up to `grace` for QEMU to exit, then kill it; returns once it is
+    /// reaped, with the exit status as text.
+    fn finish(&mut self, grace: Duration) -> String {
+        if let Some(s) = &self.status {
+            return s.clone();
+        }
+        let status = match self.exited.recv_timeout(grace) {
+            Ok(st) => st,
+            Err(_) => {
+                crate::children::kill_if_tracked(self.pid);
+                let st = self.exited.recv().unwrap_or_else(|_| "lost".into());
+                format!("killed ({st})")
+            }
+        };
+        self.status = Some(status.clone());
+        status
+    }
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        self.finish(Duration::ZERO);
+    }
+}
+
+/// Boot `req.spec` with `req.kernel` and return the guest's report.
+///
+/// # Errors
+/// [`LaunchError`]: invalid spec, KVM forced but unusable, QEMU failing to
+/// start or exiting early (with its stderr), guest panic, deadline, a report
+/// that does not parse (each with the last console lines), or a signal.
+pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, LaunchError> {
+    // A Ctrl-C or SIGTERM during an earlier boot of this process stops the
+    // whole command (compare, bench, test loops), not only that boot.
+    if crate::children::interrupted() {
+        return Err(LaunchError::Interrupted);
+    }
+    req.spec.validate()?;
+    let accel = accel::choose(req.spec.accel, req.spec.vcpus())?;
+    accel::check_tcg_size(accel, req.spec.vcpus(), accel::host_cores(), req.speedups.cmdline)
+        .map_err(LaunchError::TooLargeForTcg)?;
+    crate::children::install_signal_thread();
+
+    let tmp = crate::scratch::ScratchDir::new("manarig-boot-").map_err(io("temp dir"))?;
+    let initrd = tmp.path().join("initramfs.cpio");
+    initramfs::write(
+        &InitramfsSpec {
+            busybox: req.busybox,
+            modules: &req.kernel.modules,
+            compression: req.compression,
+            extra_files: &req.extra_files,
+        },
+        &initrd,
+    )?;
+
+    let mut used = req.speedups;
+    let kernel_image = boot_image(req.kernel, &mut used);
+    let mut port = match req.agent.report {
+        ReportChannel::Console => None,
+        ReportChannel::Ttys1 => Some(ReportPort::create(tmp.path()).map_err(io("report channel FIFOs"))?),
+    };
+    let args = qemu_args(req, accel, used, &kernel_image, &initrd, port.as_ref())?;
+
+    let log = match &req.console_log {
+        Some(p) => Some(std::fs::File::create(p).map_err(io(format!("console log {}", p.display())))?),
+        None => None,
+    };
+    let mut cmd = qemu.command();
+    cmd.args(&args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    {
+        use std::os::unix::process::CommandExt;
+        // Own process group: a terminal's Ctrl-C reaches us, and we stop QEMU.
+        cmd.process_group(0);
+    }
+    crate::children::die_with_parent(&mut cmd);
+    let start = Instant::now();
+    let mut child = cmd.spawn().map_err(io("start QEMU"))?;
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let mut reaper = Reaper::new(child);
+
+    let (tx, rx) = mpsc::channel();
+    if let Some(abort) = &req.abort {
+        abort.attach(tx.clone());
+    }
+    if let Some(p) = port.as_mut() {
+        p.start(tx.clone(), req.on_marker.clone());
+    }
+    let reader = match stdout {
+        Some(out) => watch::spawn_reader(Source::Console, out, tx, req.on_marker.clone()),
+        None => std::thread::spawn(move || drop(tx.send(Msg::Eof(Source::Console)))),
+    };
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        if let Some(mut e) = stderr {
+            let _ = e.read_to_string(&mut s);
+        }
+        s
+    });
+
+    let mut watch = Watch::new(log);
+    // A working KVM guest prints its first console line within a second or two.
+    let silence_limit = (accel == Accel::Kvm).then(|| start + KVM_SILENCE_LIMIT);
+    let waited = wait(&rx, &mut watch, start + req.deadline, silence_limit);
+    // After the report nothing the guest does is read: QEMU is stopped at once
+    // rather than waiting for the guest's `poweroff -f`, which would first shut
+    // the driver down (tens of ms under TCG). After a panic QEMU exits by itself
+    // (panic=-1, -no-reboot): give it a moment, then kill.
+    let qemu_exiting = matches!(waited, Waited::Panicked | Waited::ConsoleClosed);
+    // QEMU closed its console: it is exiting (or crashed); collect its status.
+    let grace = if qemu_exiting { Duration::from_secs(2) } else { Duration::ZERO };
+    let to_report = start.elapsed();
+    // An abort counts until QEMU is stopped here, or, when QEMU exits by itself
+    // (perhaps because the device died), until it has: a device that fails
+    // because we killed QEMU is not the boot's cause.
+    let detach = || req.abort.as_ref().and_then(BootAbort::detach);
+    let mut abort_reason = if qemu_exiting { None } else { detach() };
+    let status = reaper.finish(grace);
+    if qemu_exiting {
+        abort_reason = detach();
+    }
+    let _ = reader.join();
+    if let Some(p) = port {
+        p.finish();
+    }
+    let mut stderr = err_reader.join().unwrap_or_default();
+    if stderr.trim().is_empty() {
+        stderr = "(empty)".to_string();
+    }
+    if crate::children::interrupted() {
+        return Err(LaunchError::Interrupted);
+    }
+    if let Some(reason) = abort_reason.filter(|_| waited != Waited::ReportEnded) {
+        return Err(LaunchError::Aborted { reason, tail: watch.tail() });
+    }
+    if watch.panicked() {
+        return Err(LaunchError::GuestPanic { tail: watch.tail() });
+    }
+    match waited {
+        Waited::ReportEnded => {}
+        // An abort without a reason cannot happen (abort() stores it first); say so plainly.
+        Waited::Aborted => {
+            return Err(LaunchError::Aborted { reason: "the boot was aborted".into(), tail: watch.tail() })
+        }
+        Waited::KvmSilent => return Err(LaunchError::KvmSilent { secs: KVM_SILENCE_LIMIT.as_secs() }),
+        Waited::Deadline => return Err(LaunchError::Deadline { secs: req.deadline.as_secs(), tail: watch.tail() }),
+        Waited::Panicked | Waited::ConsoleClosed => {
+            return Err(LaunchError::Exited { status, stderr, tail: watch.tail() })
+        }
+    }
+    let (source, text) = watch.agent_output();
+    if req.agent.report == ReportChannel::Ttys1 && source == Source::Console {
+        tracing::warn!(
+            "the guest agent reported on the console, not on ttyS1 (its `manarig:` line on the console says why)"
+        );
+    }
+    let transcript =
+        guest_protocol::parse(text).map_err(|source| LaunchError::Report { source, tail: watch.tail() })?;
+    Ok(BootOutcome {
+        report: transcript.report,
+        stages: transcript.stages,
+        console: watch.into_console(),
+        accel,
+        to_report,
+        qemu_args: args,
+        speedups: used,
+    })
+}
+
+/// How [`wait`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Waited {
+    /// The report's end marker arrived.
+    ReportEnded,
+    /// The kernel panicked and its message was collected (or its time ran out).
+    Panicked,
+    /// QEMU closed the console before the report ended.
+    ConsoleClosed,
+    /// The host deadline passed.
+    Deadline,
+    /// Under KVM the console stayed empty past the silence limit.
+    KvmSilent,
+    /// The caller ended the boot through its [`BootAbort`].
+    Aborted,
+}
+
+/// Feed the readers' lines to `watch` until the report ends, the console closes,
+/// the deadline passes, a KVM guest stays silent past `silence_limit`, or 2 s
+/// after a kernel panic (the rest of its message).
+fn wait(rx: &mpsc::Receiver<Msg>, watch: &mut Watch, deadline: Instant, silence_limit: Option<Instant>) -> Waited {
+    let mut panic_until: Option<Instant> = None;
+    loop {
+        let now = Instant::now();
+        let mut until = panic_until.map_or(deadline, |p| p.min(deadline));
+        if let Some(limit) = silence_limit.filter(|_| watch.silent()) {
+            if now >= limit {
+                return Waited::KvmSilent;
+            }
+            until = until.min(limit);
+        }
+        if now >= until {
+            return if panic_until.is_some() { Waited::Panicked } else { Waited::Deadline };
+        }
+        match rx.recv_timeout(until - now) {
+            Ok(Msg::Line(source, line)) => match watch.line(source, &line) {
+                Step::ReportEnded => return Waited::ReportEnded,
+                // Collect the rest of the panic message (QEMU exits at once
+                // with panic=-1 and -no-reboot), at most 2 s more.
+                Step::Panicked => panic_until = Some(Instant::now() + Duration::from_secs(2)),
+                Step::Wait => {}
+            },
+            Ok(Msg::Eof(Source::Console)) | Err(RecvTimeoutError::Disconnected) => {
+                return if panic_until.is_some() { Waited::Panicked } else { Waited::ConsoleClosed };
+            }
+            Ok(Msg::Abort) => return Waited::Aborted,
+            // The report channel closes with QEMU; the console's end says so.
+            Ok(Msg::Eof(Source::Report)) | Err(RecvTimeoutError::Timeout) => {}
+        }
+    }
+}
+
+/// The kernel file QEMU boots: the PVH image when that speed-up is on and the
+/// kernel has a PVH entry, else the bzImage (and `used.pvh` off).
+fn boot_image(kernel: &KernelInstall, used: &mut Speedups) -> PathBuf {
+    if !used.pvh {
+        return kernel.vmlinuz.clone();
+    }
+    speed::pvh_image(&kernel.vmlinuz).unwrap_or_else(|e| {
+        tracing::warn!("PVH boot not possible, booting the bzImage: {e}");
+        used.pvh = false;
+        kernel.vmlinuz.clone()
+    })
+}
+
+/// QEMU's arguments: the machine, the caller's devices, kernel, initramfs and
+/// command line, the console on the first serial port and, with `port`, the
+/// report channel on the second.
+///
+/// # Errors
+/// As [`kernel_cmdline`].
+fn qemu_args(
+    req: &BootRequest<'_>,
+    accel: Accel,
+    used: Speedups,
+    kernel_image: &Path,
+    initrd: &Path,
+    port: Option<&ReportPort>,
+) -> Result<Vec<String>, LaunchError> {
+    let cmdline = kernel_cmdline(req)?;
+    let mut args = req.spec.qemu_args(accel, &used.cpu_model(&req.cpu_model));
+    for d in &req.extra_devices {
+        args.push("-device".into());
+        args.push(d.clone());
+    }
+    args.extend(
+        [
+            "-kernel",
+            &kernel_image.to_string_lossy(),
+            "-initrd",
+            &initrd.to_string_lossy(),
+            "-append",
+            &cmdline,
+            "-nodefaults",
+            "-no-user-config",
+            "-display",
+            "none",
+            "-monitor",
+            "none",
+            "-chardev",
+            "stdio,id=con0,signal=off",
+            "-serial",
+            "chardev:con0",
+            "-no-reboot",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    if let Some(p) = port {
+        args.extend(p.qemu_args());
+    }
+    Ok(args)
+}
+
+/// The kernel command line: [`BASE_CMDLINE`], the agent's items (with the
+/// speed-ups' pin), [`SPEED_CMDLINE`] when that speed-up is on, then the caller's items.
+///
+/// # Errors
+/// [`LaunchError::AgentItem`] for an extra item that is one of the agent's.
+fn kernel_cmdline(req: &BootRequest<'_>) -> Result<String, LaunchError> {
+    if let Some(item) = req.extra_cmdline.iter().find(|c| c.split(' ').any(options::is_agent_item)) {
+        return Err(LaunchError::AgentItem(item.clone()));
+    }
+    let mut items = vec![BASE_CMDLINE.to_string()];
+    items.extend(req.speedups.agent(&req.agent).cmdline_items());
+    if req.speedups.cmdline {
+        items.push(SPEED_CMDLINE.to_string());
+    }
+    items.extend(req.extra_cmdline.iter().cloned());
+    Ok(items.join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provision::{KoCompression, QemuSource};
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A stand-in for qemu-system-x86_64: a shell script that ignores its
+    /// arguments and behaves as `body` says.
+    fn fake(dir: &Path, name: &str, body: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).expect("write");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        p
+    }
+
+    fn run_fake(body: &str, deadline: Duration) -> Result<BootOutcome, LaunchError> {
+        run_fake_with(body, deadline, None)
+    }
+
+    fn run_fake_with(
+        body: &str,
+        deadline: Duration,
+        on_marker: Option<MarkerHook>,
+    ) -> Result<BootOutcome, LaunchError> {
+        run_fake_full(body, deadline, on_marker, None)
+    }
+
+    fn run_fake_full(
+        body: &str,
+        deadline: Duration,
+        on_marker: Option<MarkerHook>,
+        abort: Option<BootAbort>,
+    ) -> Result<BootOutcome, LaunchError> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let qemu_bin = fake(dir.path(), "qemu", body);
+        let busybox = fake(dir.path(), "busybox", "echo sh");
+        let kernel = KernelInstall {
+            id: "t".into(),
+            release: "t".into(),
+            vmlinuz: dir.path().join("vmlinuz"),
+            modules: vec![],
+            compression: KoCompression::None,
+            packages: vec![],
+        };
+        let qemu = QemuInstall {
+            source: QemuSource::System { binary: qemu_bin },
+            version_line: String::new(),
+            version: (11, 1, 0),
+            package: None,
+        };
+        let spec = super::super::machines::seed_002(256);
+        let mut req = BootRequest::new(&spec, &kernel, &busybox);
+        req.deadline = deadline;
+        req.on_marker = on_marker;
+        req.abort = abort;
+        boot(&qemu, &req)
+    }
+
+    #[test]
+    fn the_marker_hook_sees_each_stage_and_the_report_begin_once() {
+        let (hook, seen) = super::super::watch::recording_hook();
+        let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/console-seed002-6.1-reprobe.txt");
+        let out = run_fake_with(&format!("cat '{fixture}'"), Duration::from_secs(60), Some(hook)).expect("report");
+        assert_eq!(out.report.rmmod_status, Some(0));
+        assert_eq!(out.stages.len(), 1, "the first-probe stage");
+        assert_eq!(*seen.lock().expect("lock"), ["MANARIG-STAGE-BEGIN first-probe", "MANARIG-REPORT-BEGIN 1"]);
+    }
+
+    #[test]
+    fn the_agents_items_come_from_its_options_only() {
+        let kernel = KernelInstall {
+            id: "t".into(),
+            release: "t".into(),
+            vmlinuz: PathBuf::from("vmlinuz"),
+            modules: vec![],
+            compression: KoCompression::None,
+            packages: vec![],
+        };
+        let spec = super::super::machines::seed_002(256);
+        let mut req = BootRequest::new(&spec, &kernel, Path::new("busybox"));
+        req.agent.load_mana = true;
+        req.agent.channels = Some(4);
+        req.extra_cmdline.push("ignore_loglevel".into());
+        let line = kernel_cmdline(&req).expect("cmdline");
+        assert!(line.starts_with(BASE_CMDLINE), "{line}");
+        assert!(line.contains(" manarig.load=mana manarig.deadline=60 manarig.channels=4 manarig.pin=0 "), "{line}");
+        assert!(line.ends_with(&format!("{SPEED_CMDLINE} ignore_loglevel")), "{line}");
+        req.speedups = Speedups::NONE;
+        assert!(!kernel_cmdline(&req).expect("cmdline").contains("manarig.pin"));
+        req.extra_cmdline.push("x=\"y manarig.reprobe=1\"".into());
+        assert!(matches!(kernel_cmdline(&req), Err(LaunchError::AgentItem(i)) if i.contains("manarig.reprobe")));
+    }
+
+    /// A guest that could not open ttyS1 reports on the console (guest-images/init.sh
+    /// `block_open`); the recorded consoles are of agents without the channel.
+    #[test]
+    fn a_report_on_the_console_is_returned() {
+        let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/console-seed002-6.12.txt");
+        let out = run_fake(&format!("cat '{fixture}'"), Duration::from_secs(60)).expect("report");
+        assert_eq!(out.report.kernel, "6.12.117+deb13-cloud-amd64");
+        assert!(out.qemu_args.iter().any(|a| a == "-no-reboot"));
+        assert!(out.qemu_args.iter().any(|a| a.starts_with("pipe,id=report,path=")), "{:?}", out.qemu_args);
+    }
+
+    /// The report on its own channel: a kernel line on the console in the middle
+    /// of it changes nothing, and the stages come from the channel too.
+    #[test]
+    fn a_report_on_the_report_channel_is_returned_and_the_console_is_kept_apart() {
+        let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/console-seed002-6.1-reprobe.txt");
+        let (hook, seen) = super::super::watch::recording_hook();
+        // QEMU's pipe chardev writes to <path>.out.
+        let body = format!(
+            "for a; do case \"$a\" in pipe,id=report,path=*) p=\"${{a#pipe,id=report,path=}}\" ;; esac; done\n\
+             echo '[    1.0] booting'\nhead -n 100 '{fixture}' > \"$p.out\"\necho 'irq 9: nobody cared'\n\
+             tail -n +101 '{fixture}' > \"$p.out\"\nexec sleep 600"
+        );
+        let out = run_fake_with(&body, Duration::from_secs(60), Some(hook)).expect("report");
+        assert_eq!((out.report.rmmod_status, out.stages.len()), (Some(0), 1));
+        // (The console's reader need not have passed its lines on before the end marker.)
+        assert!(!out.console.contains("MANARIG"), "{}", out.console);
+        assert_eq!(*seen.lock().expect("lock"), ["MANARIG-STAGE-BEGIN first-probe", "MANARIG-REPORT-BEGIN 1"]);
+    }
+
+    #[test]
+    fn a_guest_panic_fails_fast_with_the_last_console_lines() {
+        let err = run_fake(
+            "echo 'Kernel panic - not syncing: VFS: Unable to mount root fs'; echo '---[ end Kernel panic'; exec sleep 600",
+            Duration::from_secs(300),
+        )
+        .expect_err("panic");
+        match err {
+            LaunchError::GuestPanic { tail } => assert!(tail.contains("Unable to mount root fs"), "{tail}"),
+            other => panic!("expected GuestPanic, got {other}"),
+        }
+    }
+
+    #[test]
+    fn a_silent_guest_hits_the_deadline_and_qemu_is_killed() {
+        let err = run_fake("echo booting; exec sleep 600", Duration::from_secs(1)).expect_err("deadline");
+        match err {
+            LaunchError::Deadline { secs, tail } => {
+                assert_eq!(secs, 1);
+                assert!(tail.contains("booting"));
+            }
+            other => panic!("expected Deadline, got {other}"),
+        }
+    }
+
+    #[test]
+    fn qemu_exiting_early_reports_its_stderr() {
+        let err = run_fake("echo 'qemu-system-x86_64: -device foo: not found' >&2; exit 1", Duration::from_secs(60))
+            .expect_err("exit");
+        match err {
+            LaunchError::Exited { stderr, .. } => assert!(stderr.contains("-device foo")),
+            other => panic!("expected Exited, got {other}"),
+        }
+    }
+}

@@ -1,0 +1,54 @@
+//! What the harness crates' tests share (a dev-dependency only).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The repository's root folder (where `topologies/` and `guest-images/` are).
+pub fn repo_root() -> PathBuf {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    here.ancestors().nth(3).map_or_else(|| here.to_path_buf(), Path::to_path_buf)
+}
+
+/// Run git in `repo` with no user or system config (fixed identity and dates);
+/// its trimmed stdout.
+///
+/// # Panics
+/// When git cannot run or fails: a test's own setup is broken.
+pub fn git_in(repo: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["-c", "user.name=Tester", "-c", "user.email=t@example.org", "-c", "init.defaultBranch=main"])
+        .args(args)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_DATE", "2024-01-09T10:51:00Z")
+        .env("GIT_COMMITTER_DATE", "2024-01-09T10:51:00Z")
+        .output()
+        .unwrap_or_else(|e| panic!("git {args:?}: {e}"));
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// Whether `tools` are all on PATH. A missing one makes the calling test a
+/// SKIP (this returns false and says so on stderr), except under `CI=true`,
+/// where it fails the test: CI must run every test.
+///
+/// # Panics
+/// Under `CI=true` when a tool is missing.
+pub fn tools_present(test: &str, tools: &[&str]) -> bool {
+    let missing: Vec<&str> = tools
+        .iter()
+        .copied()
+        .filter(|t| {
+            Command::new("sh").args(["-c", &format!("command -v {t}")]).output().map_or(true, |o| !o.status.success())
+        })
+        .collect();
+    if missing.is_empty() {
+        return true;
+    }
+    let why = format!("{test}: SKIP: {} not on PATH", missing.join(", "));
+    assert!(std::env::var("CI").map_or(true, |v| v != "true"), "{why} (CI=true: a missing tool fails the test)");
+    eprintln!("{why}");
+    false
+}
