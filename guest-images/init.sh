@@ -47,7 +47,7 @@
 # 6. powers off.
 #
 # The protocol (command-line items, markers, report lines, versions) is written
-# down in guest-images/README.md and parsed by harness/src/guest_protocol/.
+# down in guest-images/README.md and parsed by harness/crates/guest/src/guest_protocol/.
 #
 # Waiting is by polling the event's evidence (/proc, /sys) at a short interval
 # against a deadline: the guest has no inotify on procfs, and each check is the

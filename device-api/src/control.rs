@@ -1,5 +1,5 @@
 //! The control channel of `mana-device --control stdio`: how the process
-//! that started the device (the rig, harness/src/rig/device.rs) asks it for
+//! that started the device (the rig, harness/crates/rig/src/rig/device.rs) asks it for
 //! its status and checks that it still answers.
 //!
 //! Framing: after the `ready <socket>` line, the device reads one JSON

@@ -2,7 +2,7 @@
 //! KIND:N` makes the device fail at the N-th guest write to BAR0 (SMC dwords
 //! and doorbells, so in the middle of the driver's probe for N of a few
 //! dozen), to check that whoever runs the device (the rig,
-//! harness/src/rig/device.rs) turns a broken device into a clear error.
+//! harness/crates/rig/src/rig/device.rs) turns a broken device into a clear error.
 //!
 //! Kinds: `panic` (a panic in the serving thread: the binary's panic hook
 //! ends the process with exit status 101), `exit` (the process exits with

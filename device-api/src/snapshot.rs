@@ -2,7 +2,7 @@
 //! `ManaDevice::snapshot`): queues, registered devices, steering, flows and
 //! counters. Serialized by `mana-device` inside its [`crate::status`]
 //! (status file, control channel: [`crate::control`]) and deserialized into
-//! these same types by the rig (harness/src/rig/device.rs).
+//! these same types by the rig (harness/crates/rig/src/rig/device.rs).
 #![forbid(unsafe_code)]
 
 use crate::flows::FlowsSnapshot;

@@ -7,7 +7,7 @@
 //! SIGUSR1 writes the status file. With `--control stdio` it also answers
 //! status and ping requests on stdin/stdout (`device_model::process::control`), and
 //! end of file on stdin ends it like SIGTERM: this is how the rig runs it
-//! (harness/src/rig/device.rs).
+//! (harness/crates/rig/src/rig/device.rs).
 //!
 //! Network: without `--tap-fd` transmitted frames are dropped and nothing is
 //! received. With `--tap-fd N` (an inherited TAP descriptor: the rig's

@@ -83,7 +83,7 @@ fn leak_fails(gen: KernelGen) {
 /// the copy was handed out again, the model's per-vector `affinity_hint`
 /// checks, as the hints read whatever lies there now. KASAN does not see
 /// 6.12's `memcpy()` of the mask with Debian 12's GCC 12
-/// (harness/src/verdict/debug_reports.rs).
+/// (harness/crates/verdict/src/verdict/debug_reports.rs).
 fn freed_hint_fails(gen: KernelGen) {
     let (outcome, status, message) = debug_run(gen, &debug_kernel(gen, Some("freed-affinity-hint")));
     assert_eq!(outcome.verdict.status, Status::Fail);

@@ -23,7 +23,7 @@
 //! The commands that boot a guest (`run`, `compare`, `boot`, `matrix`, `bench`, `test`)
 //! first build the emulated NIC's binary, `mana-device`, in this program's
 //! profile ([`build_device`]): the rig runs it from beside this executable
-//! (harness/src/rig/device.rs), and `cargo run -p xtask` builds only xtask.
+//! (harness/crates/rig/src/rig/device.rs), and `cargo run -p xtask` builds only xtask.
 
 use std::process::{Command, ExitCode};
 

@@ -1,7 +1,7 @@
 //! The device's end of the control channel of `mana-device --control stdio`
 //! ([`mana_device_api::control`]: framing and types): answers the status and
 //! liveness requests of whoever started the device (the rig,
-//! harness/src/rig/device.rs) on stdin/stdout.
+//! harness/crates/rig/src/rig/device.rs) on stdin/stdout.
 #![forbid(unsafe_code)]
 
 use crate::shell::server::StatusHandle;

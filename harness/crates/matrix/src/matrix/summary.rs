@@ -196,7 +196,7 @@ fn shards(out: &mut String, m: &MatrixReport) {
         let _ = writeln!(out, "| {k}/{} | {n} | {} | — | — | not in this document |", m.header.spec.shards, secs(cost));
     }
     let _ =
-        writeln!(out, "\nPlanned cost: estimated seconds on the 2-core reference host (harness/src/matrix/cost.rs).");
+        writeln!(out, "\nPlanned cost: estimated seconds on the 2-core reference host (harness/crates/matrix/src/matrix/cost.rs).");
 }
 
 fn problems(out: &mut String, m: &MatrixReport) {

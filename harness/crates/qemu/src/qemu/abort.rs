@@ -4,7 +4,7 @@ use super::watch::Msg;
 use std::sync::mpsc;
 
 /// Ends a [`super::boot`] from another thread, e.g. when a process the guest
-/// depends on (the emulated NIC, harness/src/rig/device.rs) fails: QEMU is
+/// depends on (the emulated NIC, harness/crates/rig/src/rig/device.rs) fails: QEMU is
 /// killed and reaped at once and the boot returns [`super::LaunchError::Aborted`]
 /// with the reason. An abort that comes before the boot has started QEMU ends
 /// the boot as soon as it has; one that comes after the boot returned changes

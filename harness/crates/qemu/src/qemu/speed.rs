@@ -135,7 +135,7 @@ pub const SPEED_AGENT_PIN: u32 = 0;
 /// 2.8 s of seed 001's. Without them the guest maps memory with the plain cache
 /// bits (the rig does no I/O where write-combining would matter); neither takes
 /// part in IRQ placement. Debug kernels' runs keep MTRRs: without them kmemleak
-/// turns itself off at boot (`speedups()` in harness/src/rig/debug_kernel.rs).
+/// turns itself off at boot (`speedups()` in harness/crates/rig/src/rig/debug_kernel.rs).
 pub const SPEED_CPU_FLAGS: &str = "mtrr=off,pat=off";
 
 /// Errors making the PVH image.
