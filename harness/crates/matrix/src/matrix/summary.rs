@@ -195,8 +195,10 @@ fn shards(out: &mut String, m: &MatrixReport) {
         let n = m.header.plan.iter().filter(|p| p.shard == k).count();
         let _ = writeln!(out, "| {k}/{} | {n} | {} | — | — | not in this document |", m.header.spec.shards, secs(cost));
     }
-    let _ =
-        writeln!(out, "\nPlanned cost: estimated seconds on the 2-core reference host (harness/crates/matrix/src/matrix/cost.rs).");
+    let _ = writeln!(
+        out,
+        "\nPlanned cost: estimated seconds on the 2-core reference host (harness/crates/matrix/src/matrix/cost.rs)."
+    );
 }
 
 fn problems(out: &mut String, m: &MatrixReport) {
