@@ -33,6 +33,7 @@ mod bench_matrix;
 mod bench_traffic;
 mod fuzz;
 mod lint;
+mod test_kernels;
 mod workflow_check;
 
 /// The subcommands that boot a guest with the emulated NIC (or may: `bench`, `test`).
@@ -117,13 +118,57 @@ fn build_device() -> Result<(), String> {
     }
 }
 
-/// `cargo xtask test [nextest args]`: the lint gates, provisioning, then the whole
-/// suite with nextest.
+/// The test tiers (`.config/nextest.toml` has each profile's filter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tier {
+    /// Unit, model, device and CLI tests: no guest, no kernel, no provisioning.
+    Quick,
+    /// What CI runs: the quick tier and the VM tests (nextest's default profile).
+    Default,
+    /// Everything: also the 96-vCPU+ machines and the debug kernels.
+    Slow,
+}
+
+impl Tier {
+    fn profile(self) -> &'static str {
+        match self {
+            Tier::Quick => "quick",
+            Tier::Default => "default",
+            Tier::Slow => "slow",
+        }
+    }
+}
+
+/// `cargo xtask test [--quick | --slow] [nextest args]`.
+///
+/// - `--quick`: nextest's `quick` profile alone (no lint, no provisioning, no
+///   kernel, no fuzzing): the loop for a change to the model, the verdict or
+///   the device.
+/// - default (CI): the lint gates, provisioning, every kernel the tests boot
+///   built first and said so ([`test_kernels`]), the default profile with
+///   kernel builds refused inside tests, then the fuzz smoke run.
+/// - `--slow`: the same with the slow profile and the debug kernels.
 fn run_tests(extra: &[std::ffi::OsString]) -> ExitCode {
     let wants_help = extra.iter().any(|a| a == "--help" || a == "-h");
     if wants_help {
-        println!("cargo xtask test [NEXTEST ARGS]: provision (cargo xtask setup), then `cargo nextest run --workspace` with these arguments.\n");
-        return nextest(extra);
+        println!(
+            "cargo xtask test [--quick | --slow] [NEXTEST ARGS]\n  --quick  unit, model, device and CLI tests \
+             without a guest (nextest profile quick)\n  (none)   lint, setup, test kernels, the default profile \
+             (quick + VM tests), fuzz smoke (what CI runs)\n  --slow   also the 96-vCPU+ machines and the debug \
+             kernels (nextest profile slow)\n"
+        );
+        return nextest(Tier::Default, extra);
+    }
+    let tier = if extra.iter().any(|a| a == "--quick") {
+        Tier::Quick
+    } else if extra.iter().any(|a| a == "--slow") {
+        Tier::Slow
+    } else {
+        Tier::Default
+    };
+    let extra: Vec<std::ffi::OsString> = extra.iter().filter(|a| *a != "--quick" && *a != "--slow").cloned().collect();
+    if tier == Tier::Quick {
+        return nextest(tier, &extra);
     }
     // The gates first: a formatting or clippy failure must not wait for a kernel build.
     // All of them run, and the tests too, so that one CI run shows every problem.
@@ -141,11 +186,14 @@ fn run_tests(extra: &[std::ffi::OsString]) -> ExitCode {
         eprintln!("cargo xtask test: setup failed (see above); the boot tests cannot run without it");
         return ExitCode::from(2);
     }
-    if let Err(e) = build_test_kernels() {
+    let kernels = harness::provision::cache_dir(None)
+        .map_err(anyhow::Error::from)
+        .and_then(|cache| test_kernels::ensure(&cache, tier == Tier::Slow));
+    if let Err(e) = kernels {
         eprintln!("cargo xtask test: kernel build failed: {e:#}");
         return ExitCode::from(2);
     }
-    let tests = nextest(extra);
+    let tests = nextest(tier, &extra);
     // Every fuzz target briefly (fuzz/, docs/fuzzing.md): a crash the seeds
     // or a short run find fails the suite like a test would. Only for the
     // whole suite (CI), not when nextest arguments pick some tests.
@@ -170,31 +218,16 @@ fn run_tests(extra: &[std::ffi::OsString]) -> ExitCode {
     tests
 }
 
-/// The kernels the built-kernel tests boot (harness/tests/kbuild.rs), built
-/// before the tests so that no test waits on a build another one runs: the
-/// minimal 6.12 kernel (`--kernel 6.12-min`) and README's worked example
-/// (the same source with examples/patches/revert-irq-setup). A cold build
-/// takes about 8 minutes on a 2-core machine, the patched one then about
-/// 15 s (same work copy, only what the patch touches); cached afterwards.
-fn build_test_kernels() -> anyhow::Result<()> {
-    use harness::kbuild::{build, minimal};
-    let cache = harness::provision::cache_dir(None)?;
-    let mut progress = |line: &str| eprintln!("kernel: {line}");
-    let stock = minimal::ensure(harness::model::KernelGen::V6_12, &cache, false, &mut progress)?;
-    let mut req = minimal::request(harness::model::KernelGen::V6_12, &cache, false)?;
-    req.patches = Some(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/patches/revert-irq-setup"));
-    let patched = build(&req, &mut progress)?;
-    eprintln!(
-        "kernel: test kernels ready: {} (6.12-min), {} (revert-irq-setup)",
-        stock.stamp.release, patched.stamp.release
-    );
-    Ok(())
-}
-
-/// `cargo nextest run --workspace --no-fail-fast EXTRA`.
-fn nextest(extra: &[std::ffi::OsString]) -> ExitCode {
+/// `cargo nextest run --workspace --no-fail-fast --profile P EXTRA`, with
+/// kernel builds refused inside the tests (`MANARIG_NO_KERNEL_BUILD`: the
+/// kernels were built first).
+fn nextest(tier: Tier, extra: &[std::ffi::OsString]) -> ExitCode {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo).args(["nextest", "run", "--workspace", "--no-fail-fast"]).args(extra).status();
+    let status = Command::new(cargo)
+        .args(["nextest", "run", "--workspace", "--no-fail-fast", "--profile", tier.profile()])
+        .args(extra)
+        .env(harness::kbuild::NO_BUILD_ENV, "1")
+        .status();
     match status {
         Ok(s) if s.success() => ExitCode::SUCCESS,
         Ok(_) => ExitCode::from(1),

@@ -1,6 +1,6 @@
-//! The workflow's tests: GitHub's schema (check-jsonschema, skipped only when
-//! it cannot be installed) and every `cargo xtask …` line of its `run:` steps
-//! parsed by manarig's real command line.
+//! The workflow's tests: GitHub's schema (check-jsonschema: a SKIP when it
+//! cannot be installed, a failure under `CI=true`) and every `cargo xtask …`
+//! line of its `run:` steps parsed by manarig's real command line.
 
 use super::*;
 use clap::Parser;
@@ -17,13 +17,16 @@ fn workflow() -> Yaml {
     YamlLoader::load_from_str(&text).unwrap_or_else(|e| panic!("{WORKFLOW}: {e}")).remove(0)
 }
 
-/// The installed validator, or `None` (and a note why) when it cannot be installed here.
+/// The installed validator, or `None` (and a SKIP line saying why) when it
+/// cannot be installed here; under `CI=true` that is a failure.
 fn tool() -> Option<PathBuf> {
     let cache = harness::provision::cache_dir(None).expect("cache folder");
     match validator(&cache, &mut |l| eprintln!("{l}")) {
         Ok(t) => Some(t),
         Err(e) => {
-            eprintln!("SKIPPED: the workflow schema check needs {CHECK_JSONSCHEMA_PIN} from PyPI: {e}");
+            let why = format!("SKIP: the workflow schema check needs {CHECK_JSONSCHEMA_PIN} from PyPI: {e}");
+            assert!(std::env::var("CI").map_or(true, |v| v != "true"), "{why} (CI=true: a missing tool fails)");
+            eprintln!("{why}");
             None
         }
     }

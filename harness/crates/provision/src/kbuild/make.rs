@@ -154,7 +154,7 @@ mod tests {
 
     #[test]
     fn a_make_past_its_deadline_is_killed_and_reported() {
-        if !have("make") {
+        if !manarig_test_support::tools_present("kbuild::make", &["make"]) {
             return;
         }
         let d = tempfile::tempdir().expect("tmp");

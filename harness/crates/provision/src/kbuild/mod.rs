@@ -57,6 +57,9 @@ pub const DEBUG_FRAGMENT_NAME: &str = "guest-images/kernel-config/debug.config";
 /// Errors of kernel builds and of loading built or user kernels.
 #[derive(Debug, thiserror::Error)]
 pub enum KbuildError {
+    /// A build that is not cached, refused by [`NO_BUILD_ENV`].
+    #[error("{0}")]
+    Refused(String),
     /// A filesystem operation failed.
     #[error("{path}: {source}")]
     Io {
@@ -319,57 +322,115 @@ fn read_stamp(dir: &Path) -> Option<BuildStamp> {
     serde_json::from_slice(&std::fs::read(dir.join("build.json")).ok()?).ok()
 }
 
-/// Build (or reuse) the kernel `req` describes. `progress` gets one line per step.
+/// Environment variable that turns every kernel build that is not already in
+/// the cache into an error ([`KbuildError::Refused`]): `cargo xtask test` sets
+/// it for the tests, having built every kernel they boot first.
+pub const NO_BUILD_ENV: &str = "MANARIG_NO_KERNEL_BUILD";
+
+/// What a request builds, before anything is downloaded or compiled: its
+/// patch series and config fragments read and checked, and its cache key.
+struct Plan {
+    series: Vec<patches::Patch>,
+    /// (name, text) of every fragment, manarig's first.
+    fragments: Vec<(String, String)>,
+    /// The fragments' settings, for the check after `olddefconfig`.
+    parsed: Vec<(String, Vec<config::Setting>)>,
+    inputs: key::KeyInputs,
+    full_key: String,
+    short: String,
+    /// `<cache>/kbuild/builds/<short key>`.
+    dir: PathBuf,
+}
+
+impl Plan {
+    /// Read the inputs of `req` (a bad patch folder or fragment fails here,
+    /// before any download) and compute its key.
+    fn of(req: &BuildRequest) -> Result<Plan, KbuildError> {
+        let series = match &req.patches {
+            Some(p) => patches::read_series(p)?,
+            None => Vec::new(),
+        };
+        let mut fragments = vec![(BASE_FRAGMENT_NAME.to_string(), BASE_FRAGMENT.to_string())];
+        if req.debug {
+            fragments.push((DEBUG_FRAGMENT_NAME.to_string(), DEBUG_FRAGMENT.to_string()));
+        }
+        if let Some(f) = &req.fragment {
+            let text = std::fs::read_to_string(f).map_err(|e| KbuildError::io(f, e))?;
+            fragments.push((f.display().to_string(), text));
+        }
+        let mut parsed = Vec::new();
+        for (name, text) in &fragments {
+            parsed.push((name.clone(), config::parse_fragment(text, name)?));
+        }
+        let inputs = key::KeyInputs {
+            source: req.source.identity(),
+            patches: series.iter().map(|p| (p.name.clone(), p.text.clone())).collect(),
+            fragments: fragments.clone(),
+            toolchain: toolchain()?,
+        };
+        let full_key = key::cache_key(&inputs);
+        let short = key::short(&full_key).to_string();
+        let dir = builds_dir(&req.cache).join(&short);
+        Ok(Plan { series, fragments, parsed, inputs, full_key, short, dir })
+    }
+
+    /// The finished build of this key, if its outputs are all there. A stamp
+    /// from older detection rules goes through the build again: `make` finds
+    /// nothing to do, and the model is detected anew.
+    fn finished(&self) -> Option<BuildStamp> {
+        read_stamp(&self.dir).filter(|s| {
+            s.key == self.full_key
+                && !s.detected.is_stale()
+                && self.dir.join("bzImage").is_file()
+                && s.modules.iter().all(|m| self.dir.join(m).is_file())
+        })
+    }
+}
+
+/// Whether the kernel `req` describes is built in its cache (a pinned source,
+/// or the fallback a build of it took): no download, no apt.
 ///
 /// # Errors
-/// Any [`KbuildError`]: source, patch, fragment, config, host tools, make.
+/// A bad patch folder or fragment; the compiler cannot be asked its version.
+pub fn is_cached(req: &BuildRequest) -> Result<bool, KbuildError> {
+    if Plan::of(req)?.finished().is_some() {
+        return Ok(true);
+    }
+    match source::remembered_fallback(&req.source, &req.cache) {
+        Some(used) => Ok(Plan::of(&BuildRequest { source: used, ..req.clone() })?.finished().is_some()),
+        None => Ok(false),
+    }
+}
+
+/// Build (or reuse) the kernel `req` describes: read its inputs and key,
+/// reuse a finished build of a Debian source, else resolve the source (a gone
+/// pin falls back), prepare the tree (a work copy with the series switched
+/// in), configure, `make`, and collect the outputs with their stamp. `progress` gets one
+/// line per step.
+///
+/// # Errors
+/// Any [`KbuildError`]: source, patch, fragment, config, host tools, make;
+/// [`KbuildError::Refused`] for a build that is not cached under [`NO_BUILD_ENV`].
 pub fn build(req: &BuildRequest, progress: &mut dyn FnMut(&str)) -> Result<Built, KbuildError> {
-    // Inputs first: a bad patch folder or fragment fails before any download.
-    let series = match &req.patches {
-        Some(p) => patches::read_series(p)?,
-        None => Vec::new(),
-    };
-    let mut fragments = vec![(BASE_FRAGMENT_NAME.to_string(), BASE_FRAGMENT.to_string())];
-    if req.debug {
-        fragments.push((DEBUG_FRAGMENT_NAME.to_string(), DEBUG_FRAGMENT.to_string()));
-    }
-    if let Some(f) = &req.fragment {
-        let text = std::fs::read_to_string(f).map_err(|e| KbuildError::io(f, e))?;
-        fragments.push((f.display().to_string(), text));
-    }
-    let mut parsed = Vec::new();
-    for (name, text) in &fragments {
-        parsed.push((name.clone(), config::parse_fragment(text, name)?));
-    }
-    let inputs = key::KeyInputs {
-        source: req.source.identity(),
-        patches: series.iter().map(|p| (p.name.clone(), p.text.clone())).collect(),
-        fragments: fragments.clone(),
-        toolchain: toolchain()?,
-    };
-    let full_key = key::cache_key(&inputs);
-    let short = key::short(&full_key).to_string();
-    let dir = builds_dir(&req.cache).join(&short);
+    let plan = Plan::of(req)?;
     let immutable = matches!(req.source, source::SourceSpec::Debian(_));
-    if req.fresh && dir.exists() {
-        progress(&format!("build {short}: --fresh: removing {}", dir.display()));
-        std::fs::remove_dir_all(&dir).map_err(|e| KbuildError::io(&dir, e))?;
+    if req.fresh && plan.dir.exists() {
+        progress(&format!("build {}: --fresh: removing {}", plan.short, plan.dir.display()));
+        std::fs::remove_dir_all(&plan.dir).map_err(|e| KbuildError::io(&plan.dir, e))?;
     }
-    // A stamp from older detection rules goes through the build again: `make`
-    // finds nothing to do, and the model is detected anew.
-    let finished = |dir: &Path| {
-        read_stamp(dir).filter(|s| {
-            s.key == full_key
-                && !s.detected.is_stale()
-                && dir.join("bzImage").is_file()
-                && s.modules.iter().all(|m| dir.join(m).is_file())
-        })
-    };
     if immutable {
-        if let Some(stamp) = finished(&dir) {
-            progress(&format!("build {short}: cached ({}, {})", stamp.release, dir.display()));
-            return Ok(Built { dir, stamp, cached: true });
+        if let Some(stamp) = plan.finished() {
+            progress(&format!("build {}: cached ({}, {})", plan.short, stamp.release, plan.dir.display()));
+            return Ok(Built { dir: plan.dir, stamp, cached: true });
         }
+    }
+    if std::env::var_os(NO_BUILD_ENV).is_some_and(|v| !v.is_empty() && v != "0") {
+        return Err(KbuildError::Refused(format!(
+            "{} ({}) is not built and {NO_BUILD_ENV} is set: the tests boot only kernels `cargo xtask test` \
+             built before them (its list: xtask/src/test_kernels.rs)",
+            req.source.label(),
+            plan.short
+        )));
     }
     // A pinned source gone from the archive builds the newest of its package
     // instead, under that source's own key.
@@ -379,86 +440,13 @@ pub fn build(req: &BuildRequest, progress: &mut dyn FnMut(&str)) -> Result<Built
     }
     ensure_build_deps(req.install_deps, progress)?;
     let src = source::prepare(&req.source, &req.cache, progress)?;
-    std::fs::create_dir_all(&dir).map_err(|e| KbuildError::io(&dir, e))?;
+    std::fs::create_dir_all(&plan.dir).map_err(|e| KbuildError::io(&plan.dir, e))?;
     let mut timings = BuildTimings::default();
 
-    // The tree and object folder. A user's tree without patches is built in
-    // place (obj in the build folder). Otherwise the build runs in a work
-    // folder per (source, fragments, compiler): a hard-link copy of the source
-    // whose patch series is switched in place, so that building another series
-    // of the same source only recompiles what the patches change.
     let t0 = Instant::now();
-    let in_place = series.is_empty() && matches!(req.source, source::SourceSpec::Tree(_));
-    let _lock;
-    let (tree, obj) = if in_place {
-        (src.clone(), dir.join("obj"))
-    } else {
-        let work_key = key::cache_key(&key::KeyInputs {
-            source: format!("{} (work copy)", inputs.source),
-            patches: Vec::new(),
-            fragments: inputs.fragments.clone(),
-            toolchain: inputs.toolchain.clone(),
-        });
-        let work = req.cache.join("kbuild/work").join(key::short(&work_key));
-        std::fs::create_dir_all(&work).map_err(|e| KbuildError::io(&work, e))?;
-        _lock = WorkLock::take(&work, req.deadline, progress)?;
-        // A build of the same key that held the lock may have just finished it
-        // (unless this one is to be cold: --fresh).
-        if immutable && !req.fresh {
-            if let Some(stamp) = finished(&dir) {
-                progress(&format!("build {short}: finished by the build waited for ({})", dir.display()));
-                return Ok(Built { dir, stamp, cached: true });
-            }
-        }
-        if req.fresh {
-            for stale in [work.join("obj"), work.join("fragments.config")] {
-                if stale.is_dir() {
-                    std::fs::remove_dir_all(&stale).map_err(|e| KbuildError::io(&stale, e))?;
-                } else if stale.exists() {
-                    std::fs::remove_file(&stale).map_err(|e| KbuildError::io(&stale, e))?;
-                }
-            }
-        }
-        let tree = work.join("src");
-        let state = work.join("applied.json");
-        // A missing or unreadable record (a crash while switching) means the
-        // copy's state is unknown: start it again.
-        let current: Option<Vec<patches::Patch>> =
-            std::fs::read(&state).ok().and_then(|b| serde_json::from_slice(&b).ok());
-        let current = match current {
-            Some(c) if tree.join("Makefile").is_file() => c,
-            _ => {
-                if tree.exists() {
-                    std::fs::remove_dir_all(&tree).map_err(|e| KbuildError::io(&tree, e))?;
-                }
-                progress(&format!("work: hard-link copy of {} in {}", req.source.label(), tree.display()));
-                copy_tree(&src, &tree)?;
-                Vec::new()
-            }
-        };
-        let record = |series: &[patches::Patch]| -> Result<(), KbuildError> {
-            let text = serde_json::to_vec(series).map_err(|e| KbuildError::Image(e.to_string()))?;
-            std::fs::write(&state, text).map_err(|e| KbuildError::io(&state, e))
-        };
-        if current != series {
-            let _ = std::fs::remove_file(&state);
-            match patches::switch_series(&tree, &src, &current, &series) {
-                Ok(()) => record(&series)?,
-                Err(e) => {
-                    record(&[])?;
-                    return Err(e.into());
-                }
-            }
-            for p in &series {
-                progress(&format!("patches: applied {}", p.name));
-            }
-            if series.is_empty() && !current.is_empty() {
-                progress("patches: none (the work copy is back to the pristine source)");
-            }
-        } else if !series.is_empty() {
-            progress(&format!("patches: {} patch(es) already applied in {}", series.len(), tree.display()));
-        }
-        (tree, work.join("obj"))
+    let (tree, obj, _lock) = match work_tree(req, &plan, &src, progress)? {
+        WorkTree::Ready { tree, obj, lock } => (tree, obj, lock),
+        WorkTree::FinishedMeanwhile(stamp) => return Ok(Built { dir: plan.dir, stamp: *stamp, cached: true }),
     };
     timings.patch_s = t0.elapsed().as_secs_f64();
     let detected = detect::detect_tree(&tree)?;
@@ -472,15 +460,139 @@ pub fn build(req: &BuildRequest, progress: &mut dyn FnMut(&str)) -> Result<Built
         jobs: req.jobs,
         ccache_dir: ccache.then(|| req.cache.join("kbuild/ccache")),
         deadline: req.deadline,
-        log: dir.join("build.log"),
-        localversion: Some(short[..8].to_string()),
+        log: plan.dir.join("build.log"),
+        localversion: Some(plan.short[..8].to_string()),
     };
     let _ = std::fs::remove_file(&mk.log);
+    configure(&plan, &mk, &mut timings, progress)?;
+    progress(&format!(
+        "make: bzImage modules in {} (-j{}, nice, {}; log {})",
+        obj.display(),
+        req.jobs,
+        if ccache { "ccache" } else { "no ccache" },
+        mk.log.display()
+    ));
+    timings.make_s = mk.run(&["bzImage", "modules"], &[])?.as_secs_f64();
+    collect(req, plan, &obj, detected, ccache, timings)
+}
 
-    // Config.
-    let merged: String = fragments.iter().map(|(n, t)| format!("# ---- {n}\n{t}\n")).collect();
-    let merged_path = obj.with_file_name("fragments.config");
-    let unchanged = std::fs::read_to_string(&merged_path).is_ok_and(|t| t == merged) && obj.join(".config").is_file();
+/// The tree a build compiles, or the build that finished while this one
+/// waited for the work copy's lock.
+enum WorkTree {
+    /// The tree, its object folder, and the work copy's lock (held while they are used).
+    Ready { tree: PathBuf, obj: PathBuf, lock: Option<WorkLock> },
+    /// A build of the same key finished while this one waited.
+    FinishedMeanwhile(Box<BuildStamp>),
+}
+
+/// The tree and object folder of a build. A user's tree without patches is
+/// built in place (obj in the build folder). Otherwise the build runs in a
+/// work folder per (source, fragments, compiler): a hard-link copy of the
+/// source whose patch series is switched in place, so that building another
+/// series of the same source only recompiles what the patches change.
+fn work_tree(
+    req: &BuildRequest,
+    plan: &Plan,
+    src: &Path,
+    progress: &mut dyn FnMut(&str),
+) -> Result<WorkTree, KbuildError> {
+    if plan.series.is_empty() && matches!(req.source, source::SourceSpec::Tree(_)) {
+        return Ok(WorkTree::Ready { tree: src.to_path_buf(), obj: plan.dir.join("obj"), lock: None });
+    }
+    let work_key = key::cache_key(&key::KeyInputs {
+        source: format!("{} (work copy)", plan.inputs.source),
+        patches: Vec::new(),
+        fragments: plan.inputs.fragments.clone(),
+        toolchain: plan.inputs.toolchain.clone(),
+    });
+    let work = req.cache.join("kbuild/work").join(key::short(&work_key));
+    std::fs::create_dir_all(&work).map_err(|e| KbuildError::io(&work, e))?;
+    let lock = WorkLock::take(&work, req.deadline, progress)?;
+    // A build of the same key that held the lock may have just finished it
+    // (unless this one is to be cold: --fresh).
+    if matches!(req.source, source::SourceSpec::Debian(_)) && !req.fresh {
+        if let Some(stamp) = plan.finished() {
+            progress(&format!("build {}: finished by the build waited for ({})", plan.short, plan.dir.display()));
+            return Ok(WorkTree::FinishedMeanwhile(Box::new(stamp)));
+        }
+    }
+    if req.fresh {
+        for stale in [work.join("obj"), work.join("fragments.config")] {
+            if stale.is_dir() {
+                std::fs::remove_dir_all(&stale).map_err(|e| KbuildError::io(&stale, e))?;
+            } else if stale.exists() {
+                std::fs::remove_file(&stale).map_err(|e| KbuildError::io(&stale, e))?;
+            }
+        }
+    }
+    let tree = work.join("src");
+    switch_series(req, plan, src, &tree, &work.join("applied.json"), progress)?;
+    Ok(WorkTree::Ready { tree, obj: work.join("obj"), lock: Some(lock) })
+}
+
+/// Bring the work copy `tree` of `src` to the plan's patch series, recording
+/// which series it holds in `state`. A missing or unreadable record (a crash
+/// while switching) means the copy's state is unknown: it is made again.
+fn switch_series(
+    req: &BuildRequest,
+    plan: &Plan,
+    src: &Path,
+    tree: &Path,
+    state: &Path,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), KbuildError> {
+    let series = &plan.series;
+    let current: Option<Vec<patches::Patch>> = std::fs::read(state).ok().and_then(|b| serde_json::from_slice(&b).ok());
+    let current = match current {
+        Some(c) if tree.join("Makefile").is_file() => c,
+        _ => {
+            if tree.exists() {
+                std::fs::remove_dir_all(tree).map_err(|e| KbuildError::io(tree, e))?;
+            }
+            progress(&format!("work: hard-link copy of {} in {}", req.source.label(), tree.display()));
+            copy_tree(src, tree)?;
+            Vec::new()
+        }
+    };
+    let record = |series: &[patches::Patch]| -> Result<(), KbuildError> {
+        let text = serde_json::to_vec(series).map_err(|e| KbuildError::Image(e.to_string()))?;
+        std::fs::write(state, text).map_err(|e| KbuildError::io(state, e))
+    };
+    if &current != series {
+        let _ = std::fs::remove_file(state);
+        match patches::switch_series(tree, src, &current, series) {
+            Ok(()) => record(series)?,
+            Err(e) => {
+                record(&[])?;
+                return Err(e.into());
+            }
+        }
+        for p in series {
+            progress(&format!("patches: applied {}", p.name));
+        }
+        if series.is_empty() && !current.is_empty() {
+            progress("patches: none (the work copy is back to the pristine source)");
+        }
+    } else if !series.is_empty() {
+        progress(&format!("patches: {} patch(es) already applied in {}", series.len(), tree.display()));
+    }
+    Ok(())
+}
+
+/// `make allnoconfig` with the plan's fragments, then `olddefconfig`, unless
+/// the object folder already has that config (an incremental build); then
+/// check that every fragment setting survived (a symbol the tree does not
+/// know is allowed for the version-dependent ones) and that MANA is a module.
+fn configure(
+    plan: &Plan,
+    mk: &make::Make,
+    timings: &mut BuildTimings,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), KbuildError> {
+    let merged: String = plan.fragments.iter().map(|(n, t)| format!("# ---- {n}\n{t}\n")).collect();
+    let merged_path = mk.obj.with_file_name("fragments.config");
+    let unchanged =
+        std::fs::read_to_string(&merged_path).is_ok_and(|t| t == merged) && mk.obj.join(".config").is_file();
     if unchanged {
         progress("config: unchanged (make goes on from the objects of an earlier build)");
         timings.incremental = true;
@@ -492,9 +604,10 @@ pub fn build(req: &BuildRequest, progress: &mut dyn FnMut(&str)) -> Result<Built
         mk.run(&["olddefconfig"], &[])?;
         timings.config_s = c0.elapsed().as_secs_f64();
     }
-    let dot_path = obj.join(".config");
+    let dot_path = mk.obj.join(".config");
     let dot = config::parse_dot_config(&std::fs::read_to_string(&dot_path).map_err(|e| KbuildError::io(&dot_path, e))?);
     // Later fragments override earlier ones: check each symbol against its last setting.
+    let parsed = &plan.parsed;
     let mut lost = Vec::new();
     for (i, (name, settings)) in parsed.iter().enumerate() {
         let overridden = |sym: &str| parsed[i + 1..].iter().any(|(_, s)| s.iter().any(|x| x.symbol == sym));
@@ -504,7 +617,7 @@ pub fn build(req: &BuildRequest, progress: &mut dyn FnMut(&str)) -> Result<Built
     lost.retain(|d| {
         let skip = d.file == BASE_FRAGMENT_NAME
             && config::VERSION_DEPENDENT.contains(&d.wanted.symbol.as_str())
-            && !config::symbol_defined(&tree, &d.wanted.symbol);
+            && !config::symbol_defined(&mk.tree, &d.wanted.symbol);
         if skip {
             progress(&format!("config: CONFIG_{} is not a symbol of this tree; built without it", d.wanted.symbol));
         }
@@ -521,30 +634,34 @@ pub fn build(req: &BuildRequest, progress: &mut dyn FnMut(&str)) -> Result<Built
                 .into(),
         ));
     }
+    Ok(())
+}
 
-    progress(&format!(
-        "make: bzImage modules in {} (-j{}, nice, {}; log {})",
-        obj.display(),
-        req.jobs,
-        if ccache { "ccache" } else { "no ccache" },
-        mk.log.display()
-    ));
-    timings.make_s = mk.run(&["bzImage", "modules"], &[])?.as_secs_f64();
-
+/// Copy the bzImage and the modules out of `obj` into the build folder, check
+/// their vermagic against the image, and write the stamp.
+fn collect(
+    req: &BuildRequest,
+    plan: Plan,
+    obj: &Path,
+    detected: detect::Detected,
+    ccache: bool,
+    timings: BuildTimings,
+) -> Result<Built, KbuildError> {
+    let dir = plan.dir;
     let bz = obj.join("arch/x86/boot/bzImage");
     let out_bz = dir.join("bzImage");
     std::fs::copy(&bz, &out_bz).map_err(|e| KbuildError::io(&bz, e))?;
     let release = image::bzimage_release(&out_bz)?;
-    let found = crate::provision::kernel::collect_modules(&obj, &release, &dir)?;
+    let found = crate::provision::kernel::collect_modules(obj, &release, &dir)?;
     let module_paths: Vec<PathBuf> = found.modules.iter().map(|m| dir.join(m)).collect();
     image::check_vermagic(&module_paths, &release, &out_bz, &|p| p.display().to_string())?;
     let stamp = BuildStamp {
-        key: full_key,
+        key: plan.full_key,
         source: req.source.label(),
         source_identity: req.source.identity(),
-        patches: series.iter().map(|p| p.name.clone()).collect(),
-        fragments: fragments.iter().map(|(n, _)| n.clone()).collect(),
-        toolchain: inputs.toolchain,
+        patches: plan.series.iter().map(|p| p.name.clone()).collect(),
+        fragments: plan.fragments.iter().map(|(n, _)| n.clone()).collect(),
+        toolchain: plan.inputs.toolchain,
         release,
         detected,
         modules: found.modules,

@@ -136,10 +136,8 @@ pub fn resolve(spec: &SourceSpec, cache: &Path, progress: &mut dyn FnMut(&str)) 
         return Ok(spec.clone());
     }
     let locked = fallback::locked();
-    if !locked {
-        if let Some(used) = crate::provision::read_stamp::<SourcePin>(&fallback_record(cache, pin)) {
-            return Ok(SourceSpec::Debian(used));
-        }
+    if let Some(used) = remembered_fallback(spec, cache) {
+        return Ok(used);
     }
     let apt = AptRoot::prepare(&cache.join("apt"), &provision::apt::Archive::from_env()?)?;
     apt.update(false)?;
@@ -163,6 +161,16 @@ pub fn resolve(spec: &SourceSpec, cache: &Path, progress: &mut dyn FnMut(&str)) 
     std::fs::create_dir_all(cache.join("kbuild/src")).map_err(|e| KbuildError::io(&cache.join("kbuild/src"), e))?;
     crate::provision::write_stamp(&fallback_record(cache, pin), &used)?;
     Ok(SourceSpec::Debian(used))
+}
+
+/// The fallback a build of the gone pin `spec` took before, as remembered in
+/// the cache (no apt); `None` for a tree, a pin never resolved, or `--locked`.
+pub fn remembered_fallback(spec: &SourceSpec, cache: &Path) -> Option<SourceSpec> {
+    let SourceSpec::Debian(pin) = spec else { return None };
+    if fallback::locked() {
+        return None;
+    }
+    crate::provision::read_stamp::<SourcePin>(&fallback_record(cache, pin)).map(SourceSpec::Debian)
 }
 
 /// The Debian source package a build's source identity names, against its pin
