@@ -16,7 +16,7 @@
 #    mana MSI-X vector to have fired once (on x86 without interrupt remapping an
 #    affinity change is applied when the vector next fires, so
 #    effective_affinity_list only means something after that: see
-#    device-model/tests/guest-smoke.md on the devshell branch);
+#    docs/rig-pitfalls.md, "effective_affinity_list lags behind smp_affinity_list");
 #    `manarig.channels=N` then runs `ethtool -L <netdev> combined N` (Debian's
 #    ethtool, in the initramfs with its libraries when the rig provides it);
 # 4. with `manarig.addr=A.B.C.D/P`, adds that address to the netdev; with

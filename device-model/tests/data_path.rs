@@ -120,7 +120,7 @@ fn a_transmitted_frame_reaches_the_backend_byte_for_byte_with_a_tx_cqe_an_eqe_an
     let before = drv.irqs.all().len();
     drv.xmit(pair, &frame, &TxOpts::default()).unwrap();
     // The doorbell did the work: frame out, CQE on the SQ's CQ, COMPLETION
-    // EQE on the pair's EQ, its vector raised (mana-gdma.md §3.6 arming).
+    // EQE on the pair's EQ, its vector raised (docs/mana-protocol.md, arming).
     assert_eq!(sent(&drv), vec![frame.clone()]);
     assert_eq!(drv.irqs.all()[before..], [drv.vector_of(pair)]);
     let eqes_before = drv.seen.eqe_types[&pair.eq].len();

@@ -332,3 +332,45 @@ fn the_checker_sees_a_cycle_when_there_is_one() {
     graph.remove(&m("verdict::observed"));
     assert!(find_cycle(&sibling_edges(&graph)).is_none());
 }
+
+#[test]
+fn no_text_in_the_repository_points_outside_it() {
+    // Code and docs stand on their own: no tracker numbers, no private notes, no
+    // files of another checkout. Checked on every tracked text file.
+    let out = std::process::Command::new("git")
+        .args(["ls-files", "*.rs", "*.md", "*.sh", "*.toml", "*.yml"])
+        .current_dir(root())
+        .output()
+        .expect("git ls-files");
+    let files = String::from_utf8_lossy(&out.stdout).into_owned();
+    let patterns = [
+        "issue 1",
+        "issue 2",
+        "issue 3",
+        "issue 4",
+        "issue 5",
+        "issue 6",
+        "issue 7",
+        "issue 8",
+        "issue 9",
+        "the brief",
+        "devshell",
+        "/work/scratch",
+        "/work/main",
+        "../shared/",
+        "DESIGN.md",
+        "mana-gdma.md",
+        "cases/public-reports.md",
+    ];
+    let mut found = Vec::new();
+    for f in files.lines().filter(|f| !f.ends_with("architecture.rs")) {
+        let Ok(text) = std::fs::read_to_string(root().join(f)) else { continue };
+        for (n, line) in text.lines().enumerate() {
+            let lower = line.to_lowercase();
+            if let Some(p) = patterns.iter().find(|p| lower.contains(&p.to_lowercase())) {
+                found.push(format!("{f}:{}: {p}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "text pointing outside the repository:\n{}", found.join("\n"));
+}

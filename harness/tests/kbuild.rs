@@ -135,7 +135,7 @@ fn compare_hints(stdout: &str, label: &str) -> Vec<u32> {
         .collect()
 }
 
-/// Issue 15: `compare seed-003 --before 6.1-min --after build:<reverted 6.12>`.
+/// `compare seed-003 --before 6.1-min --after build:<reverted 6.12>`.
 /// The reverted 6.12 tree gives each vector one CPU from its own, NUMA-hop-aware
 /// `cpumask_local_spread()` (the 6.3 model), so its hints follow seed 003's
 /// "After" list (node 14, then 12, 13, 15, then 8-11, then 0-7); 6.1's flat

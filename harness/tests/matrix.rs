@@ -118,7 +118,7 @@ matrix! {
     r08_four_nodes_on_linux_6_12_min: "r08-four-nodes" on "6.12-min";
     r15_memory_only_small_on_linux_6_12_min: "r15-memory-only-small" on "6.12-min";
     r23_no_node_on_linux_6_12_min: "r23-no-node" on "6.12-min";
-    // Issue 21, part 6: an asymmetric SLIT; node 0's hops come from row 0.
+    // An asymmetric SLIT; node 0's hops come from row 0.
     scen_asymmetric_slit_on_linux_6_12_min: "scen-asymmetric-slit" on "6.12-min";
     slow_seed_001_azure_128_on_linux_6_12_min: "seed-001-azure-128" on "6.12-min";
     // 7.x's minimal kernel (Debian's linux-source-7.3): a second kernel build

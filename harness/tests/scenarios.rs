@@ -1,4 +1,4 @@
-//! Scenarios around the probe (issue 21) in a real guest: several MANA NICs,
+//! Scenarios around the probe in a real guest: several MANA NICs,
 //! several vPorts per NIC. Each test boots one small topology with the emulated
 //! NIC(s) (TCG) and asserts what a user of the rig would check; no timing
 //! assertions. They need the cache that `cargo xtask setup` fills.
@@ -96,7 +96,7 @@ fn two_vports_share_the_devices_four_eqs_on_linux_6_12() {
 }
 
 /// A scenario that cannot happen stops before anything starts: one error line naming
-/// the file and the field, exit 2 (issue 21's bad-input rule), for a NIC on a node the
+/// the file and the field, exit 2 (bad input is one line), for a NIC on a node the
 /// file does not have and for two NICs with one MAC.
 #[test]
 fn impossible_nic_scenarios_are_one_line_errors_with_exit_2() {

@@ -21,7 +21,7 @@ use std::time::Duration;
 struct Row {
     /// Topology file stem under topologies/.
     file: &'static str,
-    /// Target for the whole run, seconds (docs/boot-speed.md, project issue 8).
+    /// Target for the whole run, seconds (docs/boot-speed.md, *Targets*).
     target_s: f64,
     /// Only with `--slow`.
     slow: bool,

@@ -22,7 +22,7 @@ use harness::text::{plural, plural_as};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// The target for the whole fast matrix, seconds (issue 18).
+/// The target for the whole fast matrix, seconds (README *Patch CI*).
 const TARGET_S: f64 = 600.0;
 /// Topologies from this many vCPUs on are not in the fast matrix.
 const FAST_BELOW_VCPUS: u32 = 96;

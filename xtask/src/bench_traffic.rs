@@ -1,7 +1,7 @@
 //! `cargo xtask bench traffic`: what `run --traffic` costs. Seed 002 on the
 //! fast path (`6.12-min`), each run without traffic followed at once by one
 //! with the default traffic (twice the channel count of flows,
-//! `harness::traffic::DEFAULT_BYTES` each way), the median of the pairs' ratios against the target (issue 17: under
+//! `harness::traffic::DEFAULT_BYTES` each way), the median of the pairs' ratios against the target (README *Traffic*: under
 //! twice the run without traffic), with the guest's time in the traffic
 //! phase. Wall times depend on the host and its load: a benchmark, never a
 //! test.

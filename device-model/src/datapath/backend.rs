@@ -9,7 +9,7 @@
 //! - a TAP device (or a user-space TCP/IP peer) in the rig's private network
 //!   namespace: `transmit` writes one frame per `write()`; `receive` is a
 //!   non-blocking `read()`; [`PacketBackend::readiness_fd`] gives the fd
-//!   the device's event loop (rust-vmm `event-manager`, DESIGN.md) polls for
+//!   the device's event loop (rust-vmm `event-manager`) polls for
 //!   EPOLLIN, upon which the loop calls `ManaDevice::poll_backend`.
 //!   `rx_pending` then returns what the last readiness event said.
 //! - the in-memory backends here: [`Discard`] (the default), [`Recorder`]

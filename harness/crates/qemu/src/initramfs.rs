@@ -16,7 +16,7 @@ pub const MODULE_DIR: &str = "lib/modules/manarig";
 /// Compression of the archive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Compression {
-    /// Plain cpio (measured faster to boot under TCG; see the report of issue 3).
+    /// Plain cpio (measured faster to boot under TCG: docs/boot-speed.md).
     #[default]
     None,
     /// gzip (default level): smaller, but decompressed by emulated guest code.

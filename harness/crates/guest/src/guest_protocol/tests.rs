@@ -205,7 +205,7 @@ fn affinities(r: &GuestReport) -> Vec<String> {
 }
 
 /// Captured console of a real run: seed 002's machine, Debian 6.12.117,
-/// the devshell branch's mana-device over vfio-user, mana probed, eth0 up.
+/// the emulated NIC (mana-device) over vfio-user, mana probed, eth0 up.
 /// The table is seed 002's (docs/seeds.md, seed 002: IRQ 0..7 -> 0-1, 2-3, 0-1,
 /// 2-3, 4-5, 6-7, 4-5, 6-7), after mana_hwc on CPU 0.
 #[test]
@@ -242,7 +242,7 @@ fn captured_mana_probe_on_7_names_vectors_msi() {
     assert_eq!(r.settle, "probe-returned fired=yes");
 }
 
-/// Captured run of R17's machine (cases/public-reports.md: nodes 0-1, 2-3,
+/// Captured run of R17's machine (topologies/r17-diameter.toml: nodes 0-1, 2-3,
 /// 4-5, 6-7; from node 0 the distances 12, 20, 22 give the hops {0}, {1},
 /// {2}, {3}) on 6.12 with the NIC on node 0: no SMT, so each queue gets one
 /// CPU, in hop order 0-1, 2-3, 4-5, 6-7; the guest's distance rows are R17's.

@@ -469,7 +469,7 @@ fn a_machine_no_qemu_guest_can_number_is_refused_naming_a_cpu() {
     assert!(e.message.contains("the core of CPU 2 has 1 thread, the first core has 2"), "{e}");
 }
 
-/// Issue 21 part 6: a firmware SLIT that is not symmetric is what the user's machine has;
+/// A firmware SLIT that is not symmetric is what the user's machine has;
 /// the kernel accepts it (model/src/topology/validate.rs says how), so the import keeps it
 /// and the topology carries the same warning a hand-written file gets.
 #[test]

@@ -154,7 +154,7 @@ mod tests {
 
     /// two-nics-small with CPU 3 (node 1, NIC 1's node) offlined after the probe:
     /// NIC 1 is judged at the probe against the probe's table and at the report
-    /// against the table after the hotplug, as NIC 0 is (issue 21 leftover).
+    /// against the table after the hotplug, as NIC 0 is.
     #[test]
     fn a_second_nic_is_judged_at_every_hotplug_stage() {
         use crate::model::expected_stages;
