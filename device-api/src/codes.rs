@@ -25,6 +25,9 @@ macro_rules! open_enum {
         impl $name {
             $( $(#[$vmeta])* pub const $variant: Self = Self($value); )*
 
+            /// Every value with a name.
+            pub const KNOWN: &'static [Self] = &[$( Self::$variant, )*];
+
             /// The constant's name, or `None` for a value this device does not know.
             pub fn name(self) -> Option<&'static str> {
                 match self {

@@ -66,7 +66,8 @@ fn a_hundred_thousand_distinct_command_codes_leave_the_device_the_size_it_was() 
         send(&mut drv, code);
     }
     assert_eq!(drv.dev.footprint(), footprint, "no collection grew over 90,000 more codes");
-    assert_eq!(footprint["inject.commands_counted"], 2, "create_queue and query_gf_stat only");
+    assert_eq!(footprint.len("inject.commands_counted"), 2, "create_queue and query_gf_stat only");
+    assert!(footprint.over_bounds().is_empty(), "{:?}", footprint.over_bounds());
     let grown = resident_bytes().saturating_sub(resident);
     // Before: 90,000 × 29 bytes = 2.6 MB for those codes alone.
     assert!(grown < 512 << 10, "resident memory grew {grown} bytes over 90,000 codes");
@@ -89,7 +90,8 @@ fn hwc_delay_without_an_occurrence_holds_one_ring_of_responses_and_answers_the_r
         query(&mut drv).unwrap();
     }
     let footprint = drv.dev.footprint();
-    assert_eq!(footprint["inject.held_responses"], MAX_HELD_RESPONSES);
+    assert_eq!(footprint.len("inject.held_responses"), MAX_HELD_RESPONSES);
+    assert!(footprint.over_bounds().is_empty(), "{:?}", footprint.over_bounds());
     let snapshot = drv.dev.snapshot();
     assert_eq!(snapshot.counters.guest_errors["hwc-delay: held responses full"], 1000);
     assert_eq!(snapshot.counters.injected["hwc-delay:query_max_resources=60000"], 1000 + MAX_HELD_RESPONSES as u64);
@@ -125,4 +127,27 @@ fn one_doorbell_of_64_tso_wqes_at_mss_64_sends_one_frame_batch_and_the_rest_foll
     assert_eq!(sent(&drv), 65_024);
     assert_eq!(drv.data.tx_cqe_types[&pair.sq.id].len(), 64, "one CQE per WQE");
     assert!(!drv.dev.has_pending_work());
+}
+
+#[test]
+fn every_collection_of_a_working_device_is_within_the_bound_it_states() {
+    for (kernel, queues) in [(Kernel::V6_1, 4), (Kernel::V6_12, 4), (Kernel::V7_3, 8)] {
+        let config = DeviceConfig { max_queues: 8, num_vports: 2, ..DeviceConfig::default() };
+        let mut drv = Driver::new(kernel, config);
+        let eqs = drv.probe().unwrap();
+        // 6.x opens on the probe's EQs (4 here); 7.3 makes one per queue.
+        let queues = if kernel == Kernel::V7_3 { queues } else { queues.min(eqs.len()) };
+        let pairs = drv.open(&eqs, queues).unwrap();
+        drv.dev.record_flows(16);
+        for (i, pair) in pairs.iter().enumerate() {
+            let flow = Flow::tcp("10.0.0.1", 1000 + i as u16, "10.0.0.2", 80);
+            let frame = frames::frame(DeviceConfig::default().mac, &flow, &[1; 100]);
+            drv.xmit(pair, &frame, &TxOpts::default()).unwrap();
+        }
+        drv.pump().unwrap();
+        let footprint = drv.dev.footprint();
+        assert!(footprint.over_bounds().is_empty(), "{kernel:?}: {:?}", footprint.over_bounds());
+        assert_eq!(footprint.len("queues.sqs"), pairs.len() + 1, "{kernel:?}: the HWC SQ and the Ethernet ones");
+        assert_eq!(footprint.len("flows"), pairs.len());
+    }
 }

@@ -5,12 +5,15 @@
 //! while it brings the device up. `record_corpus` writes them into
 //! `fuzz/corpus/<target>/`.
 
-use crate::ops::{encode_all, Op};
+use crate::machine::{Prepared, Spec};
+use crate::ops::{decode_all, encode_all, Op};
+use crate::support::checkpoint::DmaView;
 use crate::support::frames::{frame, Flow};
 use crate::support::net::TxOpts;
 use crate::support::{start_trace, take_trace, Driver, Kernel, Traced};
-use crate::targets::config;
+use crate::targets::{config, spec, TWO_QUEUES};
 use crate::wire_session::{self, Segment};
+use device_model::defs::Command;
 use device_model::shell::vfio_wire::{self, Header, HEADER_SIZE};
 use vfio_bindings::bindings::vfio::{
     VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_IRQ_SET_DATA_EVENTFD, VFIO_IRQ_SET_DATA_NONE, VFIO_PCI_BAR0_REGION_INDEX,
@@ -94,17 +97,16 @@ pub fn smc() -> Vec<Seed> {
     vec![("establish-destroy-establish".into(), out)]
 }
 
-/// `queues`: transmits (plain, checksum offloads, several SGEs, TSO, VLAN)
-/// and receives after a 6.12 probe and an open of 2 queue pairs.
-pub fn queues() -> Vec<Seed> {
-    let mut drv = Driver::new(Kernel::V6_12, config());
-    let Ok(eqs) = drv.probe() else {
+/// Transmits (plain, checksum offloads, several SGEs, TSO with a VLAN tag)
+/// and receives, recorded on the machine of `spec` as a fuzz input starts
+/// it (its checkpoint), one seed each.
+fn traffic(spec: &Spec) -> Vec<Seed> {
+    let mut prepared = Prepared::build(spec);
+    let machine = prepared.rewound();
+    if machine.pairs.is_empty() {
         return Vec::new();
-    };
-    let Ok(pairs) = drv.open(&eqs, 2) else {
-        return Vec::new();
-    };
-    let mac = config().mac;
+    }
+    let mac = spec.config.mac;
     let tcp = Flow::tcp("10.0.0.1", 1234, "10.0.0.2", 80);
     let udp = Flow::tcp("fe80::1", 5353, "fe80::2", 53).udp();
     let plain = frame(mac, &tcp, &[0x42; 64]);
@@ -124,9 +126,11 @@ pub fn queues() -> Vec<Seed> {
     ];
     let mut seeds = Vec::new();
     for (i, (name, bytes, opts)) in cases.into_iter().enumerate() {
+        let machine = prepared.rewound();
+        let pair = machine.pairs[i % machine.pairs.len()].clone();
         start_trace();
-        let _ = drv.xmit(&pairs[i % pairs.len()], &bytes, &opts);
-        let _ = drv.pump();
+        let _ = machine.drv.xmit(&pair, &bytes, &opts);
+        let _ = machine.drv.pump();
         let mut ops = device_ops(&take_trace());
         ops.push(Op::Pump);
         seeds.push((name.to_owned(), encode_all(&ops)));
@@ -137,6 +141,178 @@ pub fn queues() -> Vec<Seed> {
         Op::Pump,
     ];
     seeds.push(("rx".into(), encode_all(&rx)));
+    seeds
+}
+
+/// `queues`: [`traffic`] on its machine, and the same with the device's
+/// DMA map changed under the live queues (unmapped, other memory, half).
+pub fn queues() -> Vec<Seed> {
+    let mut seeds = traffic(&spec(TWO_QUEUES));
+    let remapped: Vec<Seed> = seeds
+        .iter()
+        .flat_map(|(name, bytes)| {
+            (1..DmaView::ALL.len() as u8).map(move |view| {
+                let mut ops = decode_all(bytes);
+                ops.insert(ops.len() / 2, Op::Remap { view });
+                ops.push(Op::Remap { view: 0 });
+                ops.push(Op::Poll);
+                (format!("{name}-remap-{view}"), encode_all(&ops))
+            })
+        })
+        .collect();
+    seeds.extend(remapped);
+    seeds
+}
+
+/// Frames every path of RX parses: TCP and UDP over IPv4 and IPv6, a VLAN
+/// tag, ARP, an IPv4 fragment, a runt, 9000 bytes, 65,535 bytes and more
+/// than the TAP reads at once.
+fn rx_frames(mac: [u8; 6]) -> Vec<(&'static str, Vec<u8>)> {
+    let tcp = Flow::tcp("10.0.0.1", 1234, "10.0.0.2", 80);
+    let tcp6 = Flow::tcp("fe80::1", 4000, "fe80::2", 22);
+    let udp = Flow::tcp("10.0.0.9", 53, "10.0.0.2", 5353).udp();
+    let mut vlan = frame(mac, &tcp, &[3; 100]);
+    vlan.splice(12..12, [0x81, 0x00, 0x00, 0x05]);
+    let mut fragment = frame(mac, &udp, &[4; 200]);
+    fragment[20] = 0x20; // IPv4 more-fragments
+    vec![
+        ("tcp4", frame(mac, &tcp, &[1; 100])),
+        ("tcp6", frame(mac, &tcp6, &[2; 1400])),
+        ("udp4", frame(mac, &udp, &[5; 512])),
+        ("vlan", vlan),
+        ("arp", crate::support::frames::arp(mac)),
+        ("fragment", fragment),
+        ("runt", vec![0xff; 10]),
+        ("jumbo-9000", frame(mac, &tcp, &[6; 9000 - 54])),
+        ("max-65535", frame(mac, &tcp, &[7; 65_535 - 54])),
+    ]
+}
+
+/// `backend`: each frame of [`rx_frames`] arriving in the TAP and pulled
+/// by the event loop; a train of 64 frames; one longer than 65,535 bytes;
+/// and [`traffic`] on the TAP machine.
+pub fn backend() -> Vec<Seed> {
+    let spec = crate::targets::backend_spec();
+    let mut seeds: Vec<Seed> = rx_frames(spec.config.mac)
+        .into_iter()
+        .map(|(name, bytes)| {
+            let len = bytes.len() as u16;
+            let ops = [
+                Op::Frames {
+                    vport: 0,
+                    count: 1,
+                    len,
+                    pattern: bytes[..bytes.len().min(crate::ops::MAX_BYTES)].to_vec(),
+                },
+                Op::PollBackend { budget: 64 },
+                Op::Poll,
+            ];
+            (format!("rx-{name}"), encode_all(&ops))
+        })
+        .collect();
+    let train = frame(spec.config.mac, &Flow::tcp("10.0.0.1", 7, "10.0.0.2", 8), &[8; 60]);
+    let ops: Vec<Op> = (0..8)
+        .map(|_| Op::Frames { vport: 0, count: 8, len: train.len() as u16, pattern: train.clone() })
+        .chain([Op::PollBackend { budget: 32 }, Op::PollBackend { budget: 32 }, Op::Pump])
+        .collect();
+    seeds.push(("rx-train-64".into(), encode_all(&ops)));
+    let ops =
+        [Op::Frames { vport: 0, count: 1, len: u16::MAX, pattern: vec![0xab; 64] }, Op::PollBackend { budget: 1 }];
+    seeds.push(("rx-cut-by-the-tap".into(), encode_all(&ops)));
+    seeds.extend(traffic(&spec).into_iter().map(|(name, bytes)| (format!("tap-{name}"), bytes)));
+    seeds
+}
+
+/// One [`crate::targets::decode_specs`] entry: kind byte, `a` (u32), `b`
+/// (u16), status code (u32).
+type SpecFields = (u8, u32, u16, u32);
+
+/// Appends the bytes of one [`SpecFields`] entry.
+fn spec_bytes(out: &mut Vec<u8>, (kind, a, b, code): SpecFields) {
+    out.push(kind);
+    out.extend_from_slice(&a.to_le_bytes());
+    out.extend_from_slice(&b.to_le_bytes());
+    out.extend_from_slice(&code.to_le_bytes());
+}
+
+/// The index of `command` in `command_names()` (what [`spec_bytes`]'s `a` picks).
+fn command_index(command: Command) -> u32 {
+    mana_device_api::inject::command_names().iter().position(|(_, c)| *c == command).unwrap_or(0) as u32
+}
+
+/// `inject`: each kind of fault with the requests of a whole 6.12 probe,
+/// open and close, and the clock ticking (a second, then ten minutes)
+/// after the open and at the end.
+pub fn inject() -> Vec<Seed> {
+    let requests = hwc().into_iter().find(|(name, _)| name.ends_with("6.12")).map(|(_, b)| b).unwrap_or_default();
+    let mut ops = decode_all(&requests);
+    let open_at = ops
+        .iter()
+        .position(|op| matches!(op, Op::Request(r) if r.get(4..8) == Some(&0x20007u32.to_le_bytes()[..])))
+        .map_or(ops.len(), |i| i + 1);
+    ops.insert(open_at, Op::Tick { ms: 1000 });
+    ops.push(Op::Tick { ms: 600_000 });
+    let tail = encode_all(&ops);
+    let faults: Vec<(&str, Vec<SpecFields>)> = vec![
+        ("status-create-queue-2", vec![(0, command_index(Command::CREATE_QUEUE), 2, 0xc000_009a)]),
+        ("hwc-delay-query-max-resources", vec![(1, command_index(Command::QUERY_MAX_RESOURCES), 504, 0)]),
+        ("hwc-delay-every-config-vport-rx", vec![(1, command_index(Command::MANA_CONFIG_VPORT_RX), 9, 0)]),
+        ("spurious-irq-eq0-vector1", vec![(2, 0, 0, 0), (3, 1, 0, 0)]),
+        ("owner-bits-eqe-12-cqe-3", vec![(4, 0, 12, 0), (5, 0, 3, 0)]),
+        ("silent-vector-1", vec![(6, 1, 0, 0)]),
+        ("rx-cqe-corrupt-1", vec![(7, 0, 1, 0)]),
+        ("link-down-up-reset", vec![(8, 1, 0, 0), (8, 2, 1, 0), (8, 0, 2, 0)]),
+    ];
+    faults
+        .into_iter()
+        .map(|(name, specs)| {
+            let mut out = vec![specs.len() as u8];
+            for fields in specs {
+                spec_bytes(&mut out, fields);
+            }
+            out.extend_from_slice(&tail);
+            (name.to_owned(), out)
+        })
+        .collect()
+}
+
+/// `configs`: on every machine of [`crate::targets::CONFIGS`], frames to
+/// every vPort, the event loop, and the 6.12 probe's requests again.
+pub fn configs() -> Vec<Seed> {
+    let mac = config().mac;
+    let mut ops: Vec<Op> = rx_frames(mac)
+        .into_iter()
+        .take(4)
+        .enumerate()
+        .map(|(i, (_, frame))| Op::Receive { vport: i as u8, frame })
+        .collect();
+    ops.extend([Op::Pump, Op::Poll]);
+    let requests = hwc().into_iter().find(|(name, _)| name.ends_with("6.12")).map(|(_, b)| b).unwrap_or_default();
+    ops.extend(decode_all(&requests).into_iter().take(12));
+    let tail = encode_all(&ops);
+    (0..crate::targets::CONFIGS.len() as u8)
+        .map(|index| {
+            let mut bytes = vec![index];
+            bytes.extend_from_slice(&tail);
+            (format!("config-{index}"), bytes)
+        })
+        .collect()
+}
+
+/// `persistent`: the traffic and remaps of `queues` and the requests of
+/// whole probes, opens and closes (which, replayed on one device again and
+/// again, fill its tables up to their bounds).
+pub fn persistent() -> Vec<Seed> {
+    let mut seeds = queues();
+    seeds.extend(hwc());
+    seeds
+}
+
+/// `threads`: the traffic and remaps of `queues` (its machine is the one
+/// this target replays), and `backend`'s frames arriving in the TAP.
+pub fn threads() -> Vec<Seed> {
+    let mut seeds = queues();
+    seeds.extend(backend().into_iter().filter(|(name, _)| name.starts_with("rx-")));
     seeds
 }
 
@@ -284,6 +460,11 @@ pub fn all() -> Vec<(&'static str, Vec<Seed>)> {
         ("smc", smc()),
         ("hwc", hwc()),
         ("queues", queues()),
+        ("backend", backend()),
+        ("inject", inject()),
+        ("configs", configs()),
+        ("persistent", persistent()),
+        ("threads", threads()),
         ("msix", msix()),
         ("vfio_region", vfio_region()),
         ("vfio_wire", vfio_wire()),
@@ -293,7 +474,7 @@ pub fn all() -> Vec<(&'static str, Vec<Seed>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::decode_all;
+    use crate::machine::Machine;
 
     #[test]
     fn a_recorded_probe_replayed_as_ops_leaves_the_device_as_the_driver_did() {
@@ -301,11 +482,11 @@ mod tests {
         drv.probe().expect("probe");
         let expected = drv.dev.snapshot();
         let (_, seed) = bar0().remove(1);
-        let mut replay = Driver::new(Kernel::V6_12, config());
+        let mut replay = Machine { drv: Driver::new(Kernel::V6_12, config()), tap_peer: None, pairs: Vec::new() };
         for op in decode_all(&seed) {
             op.apply(&mut replay);
         }
-        let got = replay.dev.snapshot();
+        let got = replay.drv.dev.snapshot();
         assert_eq!(got.eqs, expected.eqs);
         assert_eq!(got.devices, expected.devices);
         assert_eq!(got.counters.commands, expected.counters.commands);
@@ -324,6 +505,11 @@ mod tests {
             Op::Pump,
             Op::Request(vec![5; 40]),
             Op::Receive { vport: 0, frame: vec![0xff; 60] },
+            Op::Tick { ms: 1000 },
+            Op::Remap { view: 2 },
+            Op::Frames { vport: 1, count: 3, len: 65_535, pattern: vec![1, 2, 3] },
+            Op::PollBackend { budget: 64 },
+            Op::Poll,
         ];
         assert_eq!(decode_all(&encode_all(&ops)), ops);
     }
@@ -334,5 +520,57 @@ mod tests {
             let requests = decode_all(&seed).into_iter().filter(|op| matches!(op, Op::Request(_))).count();
             assert!(requests > 10, "{name}: {requests} requests");
         }
+    }
+
+    #[test]
+    fn recorded_traffic_replayed_on_the_targets_machine_sends_and_receives() {
+        for (spec, seeds) in [(spec(TWO_QUEUES), queues()), (crate::targets::backend_spec(), backend())] {
+            let mut prepared = Prepared::build(&spec);
+            for (name, seed) in seeds {
+                let machine = prepared.rewound();
+                for op in decode_all(&seed) {
+                    op.apply(machine);
+                }
+                let snapshot = machine.drv.dev.snapshot();
+                let traffic = snapshot.counters.traffic;
+                let moved = traffic.tx.packets + traffic.rx.packets + traffic.rx.drops;
+                if name.contains("remap") {
+                    continue;
+                }
+                assert!(moved > 0 || name.contains("runt") || name.contains("arp"), "{name}: {traffic:?}");
+                if !name.contains("runt") && !name.contains("fragment") {
+                    assert!(snapshot.counters.guest_errors.is_empty(), "{name}: {:?}", snapshot.counters.guest_errors);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_inject_seeds_name_their_faults_and_the_timed_ones_strike() {
+        for (name, seed) in inject() {
+            let specs = crate::targets::decode_specs(&mut crate::input::Input::new(&seed));
+            assert!(!specs.is_empty(), "{name}");
+        }
+        let (_, seed) = inject().into_iter().find(|(name, _)| name == "link-down-up-reset").expect("seed");
+        let mut input = crate::input::Input::new(&seed);
+        let specs = crate::targets::decode_specs(&mut input);
+        let mut prepared = Prepared::build(&spec(crate::machine::Stage::HwcUp));
+        let machine = prepared.rewound();
+        machine.drv.dev.inject(&specs);
+        for op in decode_all(input.take_up_to(usize::MAX)) {
+            op.apply(machine);
+        }
+        let injected = machine.drv.dev.snapshot().counters.injected;
+        for spec in ["link-down@0", "link-up@1", "reset@2"] {
+            assert_eq!(injected.get(spec), Some(&1), "{injected:?}");
+        }
+    }
+
+    #[test]
+    fn most_config_machines_come_up_with_their_queues_open() {
+        let opened = (0..crate::targets::CONFIGS.len() as u8)
+            .filter(|&i| !Prepared::build(&crate::targets::config_spec(i)).rewound().pairs.is_empty())
+            .count();
+        assert!(opened >= 12, "{opened} of {} configurations opened queues", crate::targets::CONFIGS.len());
     }
 }

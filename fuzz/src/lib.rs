@@ -20,7 +20,11 @@ pub mod support;
 pub mod wire_client;
 
 pub mod corpus;
+pub mod growth;
+pub mod heap;
 pub mod input;
+pub mod machine;
 pub mod ops;
 pub mod targets;
+pub mod threads;
 pub mod wire_session;

@@ -1,19 +1,27 @@
-//! The operations a guest driver performs on the device, as fuzz input:
-//! BAR0 accesses (registers, SMC, doorbells), writes of guest memory,
-//! work-queue entries, HWC requests, interrupt servicing and frames from the
-//! network. [`Op::decode`] and [`Op::encode`] are inverse, so a recorded
-//! driver session ([`crate::corpus`]) is a seed the fuzzer can mutate.
+//! The operations a guest driver, the network and the device's
+//! surroundings perform on the device, as fuzz input: BAR0 accesses
+//! (registers, SMC, doorbells), writes of guest memory, work-queue entries,
+//! HWC requests, interrupt servicing, frames from the network (pushed, or
+//! waiting in the packet backend, up to 65,535 bytes), the event loop's
+//! polls, the clock of timed injections, and DMA remaps under live queues.
+//! [`Op::decode`] and [`Op::encode`] are inverse, so a recorded driver
+//! session ([`crate::corpus`]) is a seed the fuzzer can mutate.
 //!
 //! Encoding: a tag byte (taken modulo the number of kinds, so every byte
 //! decodes), then the fields, little-endian.
 
 use crate::input::Input;
+use crate::machine::Machine;
+use crate::support::checkpoint::DmaView;
 use crate::support::{Driver, Traced, RAM_SIZE};
 use device_model::bar::Bar0Handler;
 use device_model::device::regs::{DB_PAGE_OFFSET, DB_PAGE_SIZE, SHM_OFFSET};
+use std::time::{Duration, Instant};
 
 /// Kinds of [`Op`] (tags are taken modulo this).
-const KINDS: u8 = 10;
+const KINDS: u8 = 15;
+/// Frames one [`Op::Frames`] queues at most.
+const MAX_FRAMES_PER_OP: u8 = 8;
 /// Largest memory write or request one op carries.
 pub const MAX_BYTES: usize = 4096;
 /// Largest zeroed range one op clears.
@@ -90,6 +98,40 @@ pub enum Op {
         /// The frame.
         frame: Vec<u8>,
     },
+    /// The clock of timed injections (`hwc-delay`, `reset@S`, …): the
+    /// device's `tick` at `ms` milliseconds from now.
+    Tick {
+        /// How far ahead of now.
+        ms: u32,
+    },
+    /// What guest RAM the device sees changes (DMA_UNMAP / DMA_MAP while
+    /// the queues are live): `view` picks a [`DmaView`].
+    Remap {
+        /// Index into [`DmaView::ALL`] (modulo).
+        view: u8,
+    },
+    /// Frames arrive in the packet backend (a TAP's socket, or the
+    /// in-memory inbox) for vPort `vport`: `count` (modulo 9) frames of
+    /// `len` bytes, `pattern` repeated to fill them.
+    Frames {
+        /// vPort index.
+        vport: u8,
+        /// How many.
+        count: u8,
+        /// Bytes each (up to 65,535).
+        len: u16,
+        /// What fills them (zeroes when empty).
+        pattern: Vec<u8>,
+    },
+    /// The event loop pulls up to `budget` frames from the backend
+    /// (`ManaDevice::poll_backend`), then the driver services interrupts.
+    PollBackend {
+        /// Frames at most.
+        budget: u8,
+    },
+    /// The event loop continues pending data-path work
+    /// (`ManaDevice::poll`, a few rounds), then the driver services interrupts.
+    Poll,
 }
 
 fn width(code: u8) -> usize {
@@ -136,7 +178,15 @@ impl Op {
             }
             7 => Op::Pump,
             8 => Op::Request(bytes(input)?),
-            _ => Op::Receive { vport: input.u8()?, frame: bytes(input)? },
+            9 => Op::Receive { vport: input.u8()?, frame: bytes(input)? },
+            10 => Op::Tick { ms: input.u32()? },
+            11 => Op::Remap { view: input.u8()? },
+            12 => {
+                let (vport, count, len) = (input.u8()?, input.u8()?, input.u16()?);
+                Op::Frames { vport, count, len, pattern: bytes(input)? }
+            }
+            13 => Op::PollBackend { budget: input.u8()? },
+            _ => Op::Poll,
         };
         Some(op)
     }
@@ -188,6 +238,18 @@ impl Op {
                 out.extend_from_slice(&[9, *vport]);
                 put_bytes(out, frame);
             }
+            Op::Tick { ms } => {
+                out.push(10);
+                out.extend_from_slice(&ms.to_le_bytes());
+            }
+            Op::Remap { view } => out.extend_from_slice(&[11, *view]),
+            Op::Frames { vport, count, len, pattern } => {
+                out.extend_from_slice(&[12, *vport, *count]);
+                out.extend_from_slice(&len.to_le_bytes());
+                put_bytes(out, pattern);
+            }
+            Op::PollBackend { budget } => out.extend_from_slice(&[13, *budget]),
+            Op::Poll => out.push(14),
         }
     }
 
@@ -212,10 +274,11 @@ impl Op {
         }
     }
 
-    /// Performs the op on the device behind `drv` (errors of the driver
-    /// model are ignored: a confused driver is part of the game; only the
-    /// device must not panic, hang or leak).
-    pub fn apply(&self, drv: &mut Driver) {
+    /// Performs the op on the machine (errors of the driver model are
+    /// ignored: a confused driver is part of the game; only the device must
+    /// not panic, hang or leak).
+    pub fn apply(&self, machine: &mut Machine) {
+        let drv = &mut machine.drv;
         match self {
             Op::BarWrite { offset, data } => drv.dev.write(u64::from(*offset), data),
             Op::BarRead { offset, len } => {
@@ -246,8 +309,41 @@ impl Op {
                 let _ = drv.dev.receive(u16::from(*vport % 4), frame);
                 let _ = drv.pump();
             }
+            Op::Tick { ms } => {
+                drv.dev.tick(Instant::now() + Duration::from_millis(u64::from(*ms)));
+                let _ = drv.pump();
+            }
+            Op::Remap { view } => {
+                drv.remap_dma(DmaView::ALL[usize::from(*view) % DmaView::ALL.len()]);
+            }
+            Op::Frames { vport, count, len, pattern } => {
+                let frame = fill(pattern, usize::from(*len));
+                for _ in 0..count % (MAX_FRAMES_PER_OP + 1) {
+                    machine.arrive(u16::from(*vport % 4), &frame);
+                }
+            }
+            Op::PollBackend { budget } => {
+                machine.drv.dev.poll_backend(usize::from(*budget));
+                let _ = machine.drv.pump();
+            }
+            Op::Poll => {
+                for _ in 0..4 {
+                    if !drv.dev.poll() {
+                        break;
+                    }
+                }
+                let _ = drv.pump();
+            }
         }
     }
+}
+
+/// `len` bytes of `pattern` repeated (zeroes for an empty pattern).
+pub fn fill(pattern: &[u8], len: usize) -> Vec<u8> {
+    if pattern.is_empty() {
+        return vec![0; len];
+    }
+    pattern.iter().copied().cycle().take(len).collect()
 }
 
 /// Writes `bytes` at `addr` modulo the RAM, cut at its end.

@@ -1,8 +1,9 @@
 //! `cargo xtask fuzz`: builds the libFuzzer targets of `fuzz/` with stable
 //! Rust and runs them (docs/fuzzing.md).
 //!
-//! - `cargo xtask fuzz --smoke [--time S]`: every target for S seconds
-//!   (default [`SMOKE_SECONDS`]); part of `cargo xtask test`.
+//! - `cargo xtask fuzz --smoke [--time S]`: the fuzz crate's tests, then
+//!   every target for S seconds (default [`SMOKE_SECONDS`]); part of
+//!   `cargo xtask test`.
 //! - `cargo xtask fuzz TARGET [--time S]`: one target (default 600 s).
 //! - `cargo xtask fuzz --list`: the targets.
 //! - `cargo xtask fuzz --record`: rewrites the seed corpus from the driver
@@ -25,7 +26,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-/// Seconds each target runs in a smoke run (7 targets: about 2.5 minutes).
+/// Seconds each target runs in a smoke run (12 targets: about 2.5 minutes,
+/// plus the fuzz crate's tests).
 pub const SMOKE_SECONDS: u64 = 10;
 /// Seconds a single-target run lasts unless `--time` says otherwise.
 const DEFAULT_SECONDS: u64 = 600;
@@ -155,19 +157,34 @@ fn report(outcomes: &[Outcome], seconds: u64) -> bool {
     outcomes.iter().all(|o| o.ok)
 }
 
-/// `cargo xtask fuzz --smoke` as a gate: `Ok(true)` when every target ran
-/// [`SMOKE_SECONDS`] without a finding.
+/// The fuzz crate's own tests (seeds line up with the machines they are
+/// replayed on, checkpoints, the growth watch, the threads target's setup):
+/// `cargo test --lib` in fuzz/, without the coverage flags.
+fn unit_tests() -> anyhow::Result<bool> {
+    eprintln!("fuzz: the fuzz crate's tests (cargo test --lib in fuzz/)");
+    let status = Command::new(cargo()).args(["test", "--quiet", "--lib"]).current_dir(fuzz_dir()).status()?;
+    if !status.success() {
+        eprintln!("fuzz: the fuzz crate's tests failed ({status})");
+    }
+    Ok(status.success())
+}
+
+/// `cargo xtask fuzz --smoke` as a gate: `Ok(true)` when the fuzz crate's
+/// tests pass and every target ran [`SMOKE_SECONDS`] without a finding
+/// (the `persistent` target included: one device for every input, failing
+/// when a collection or the heap keeps growing).
 ///
 /// # Errors
 /// The build fails or a target cannot run.
 pub fn smoke(seconds: u64) -> anyhow::Result<bool> {
+    let tests_ok = unit_tests()?;
     build()?;
     let mut outcomes = Vec::new();
     for target in targets()? {
         eprintln!("fuzz: {target} for {seconds} s");
         outcomes.push(run_one(&target, seconds)?);
     }
-    Ok(report(&outcomes, seconds))
+    Ok(report(&outcomes, seconds) && tests_ok)
 }
 
 /// `cargo xtask fuzz [...]`.

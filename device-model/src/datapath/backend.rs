@@ -165,6 +165,11 @@ impl RecorderHandle {
         lock(&self.state).sent.clear();
     }
 
+    /// Forgets the frames waiting to be received.
+    pub fn clear_waiting(&self) {
+        lock(&self.state).inbox.frames.clear();
+    }
+
     /// Queues `frame` for the guest on vPort `vport`.
     ///
     /// # Errors

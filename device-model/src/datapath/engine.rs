@@ -50,7 +50,7 @@ pub const RX_BATCH: usize = 64;
 /// Largest frame taken from a backend: `ppi.pkt_len` is 16 bits.
 pub const MAX_RX_FRAME: usize = u16::MAX as usize;
 /// Faults kept between two [`Engine::take_faults`] calls (later ones are only counted).
-const MAX_FAULTS: usize = 256;
+pub const MAX_FAULTS: usize = 256;
 
 /// The data path's scheduler: the backend, the pending SQs, reused buffers.
 pub struct Engine {
@@ -112,6 +112,19 @@ impl Engine {
     /// Whether the backend may hold frames ([`PacketBackend::rx_pending`]).
     pub fn rx_pending(&self) -> bool {
         self.backend.rx_pending()
+    }
+
+    /// The SQs waiting to be continued, in the order they will be.
+    pub fn pending_sqs(&self) -> &VecDeque<u32> {
+        &self.pending
+    }
+
+    /// Makes `pending` the SQs waiting to be continued and forgets the faults
+    /// not taken yet (a device put back into a saved state).
+    pub fn restore_pending(&mut self, pending: &VecDeque<u32>) {
+        self.pending.clone_from(pending);
+        self.faults.clear();
+        self.faults_dropped = 0;
     }
 
     /// Forgets pending SQs (DESTROY_HWC, reset: the queues are gone).

@@ -66,6 +66,11 @@ impl FlowTable {
         self.capacity > 0
     }
 
+    /// Flows kept at most (0: recording is off).
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
     /// Flows kept.
     pub fn len(&self) -> usize {
         self.flows.len()

@@ -90,7 +90,7 @@ pub struct QueueInfo {
 
 /// Data-path state that lives as long as the queues (dropped with them on
 /// DESTROY_HWC and reset): per-vPort steering and per-queue counters.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct DataPath {
     vports: BTreeMap<u16, Steering>,
     sqs: BTreeMap<u32, QueueInfo>,

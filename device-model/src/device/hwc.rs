@@ -78,7 +78,7 @@ pub struct Request {
 }
 
 /// The established channel.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Hwc {
     ids: HwcIds,
     msix_index: u16,

@@ -19,25 +19,27 @@
 
 use crate::bar::{Bar0Factory, Bar0Handler, DmaMemory};
 use crate::datapath::backend::{Discard, PacketBackend};
+use crate::datapath::engine::MAX_FAULTS;
 use crate::datapath::engine::{Engine, PER_DOORBELL, RX_BATCH};
 use crate::datapath::flows::FlowTable;
 use crate::datapath::rx::RxVerdict;
 use crate::datapath::Env;
 use crate::defs::{Command, CqDoorbell, DeviceType, EqDoorbell, GdmaReqHdr, SmcMsgType, WqDoorbell};
-use crate::device::hwc::{Hwc, InitParams};
+use crate::device::budget::{self, MAX_REGIONS};
+use crate::device::hwc::{Hwc, InitParams, MAX_PENDING_RESPONSES};
 use crate::device::regs::{self, Bar0Target, DoorbellKind};
-use crate::device::resources::{Ctx, Resources, DOORBELL_PAGE, MAX_NUM_CQS};
+use crate::device::resources::{Ctx, Resources, DOORBELL_PAGE, LISTED_DEVICES, MAX_NUM_CQS};
 use crate::device::smc::{HwcRings, Smc, SmcRequest};
 use crate::device::{commands, framing};
 use crate::inject::{timed, CommandFate, Injector, QueueFaults, MAX_HELD_RESPONSES};
 use crate::interrupt::InterruptSink;
-use crate::queues::Mem;
+use crate::queues::{Mem, MAX_BACKLOG};
 use mana_device_api::config::DeviceConfig;
 use mana_device_api::inject::{DeviceEvent, InjectSpec, SpuriousTarget};
 use mana_device_api::snapshot::HwcIds;
 use mana_device_api::snapshot::UNKNOWN_COMMAND;
 use mana_device_api::snapshot::{Counters, CqSnapshot, DeviceSnapshot, EqSnapshot, HwcSnapshot, Snapshot, WqSnapshot};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Display;
 use std::sync::Arc;
 use std::time::Instant;
@@ -78,6 +80,58 @@ pub struct ManaDevice {
     injector: Injector,
 }
 
+/// A copy of a [`ManaDevice`]'s own state (SMC, HWC, queues, regions,
+/// registrations, steering, counters, pending data-path work, flow records,
+/// injections), without what surrounds it: guest memory, the interrupt sink
+/// and the packet backend. [`ManaDevice::save`] takes it and
+/// [`ManaDevice::restore`] puts it back, so that many runs can start from
+/// one device that is already up (the fuzz targets, docs/fuzzing.md).
+#[derive(Debug, Clone)]
+pub struct SavedState {
+    config: DeviceConfig,
+    smc: Smc,
+    hwc: Option<Hwc>,
+    res: Resources,
+    counters: Counters,
+    pending_sqs: VecDeque<u32>,
+    flows: FlowTable,
+    injector: Injector,
+}
+
+/// The kinds of guest error the device counts (`Counters::guest_errors`
+/// keys: the names passed to `ManaDevice::guest_error`, 19 of them, and
+/// room for more), the bound [`ManaDevice::footprint`] gives that map.
+pub const GUEST_ERROR_KINDS: usize = 32;
+
+/// One collection's size and the bound the device keeps it under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fill {
+    /// Entries now.
+    pub len: usize,
+    /// Entries at most.
+    pub bound: usize,
+}
+
+/// Every collection a guest can fill, by name ([`ManaDevice::footprint`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Footprint(pub BTreeMap<&'static str, Fill>);
+
+impl Footprint {
+    /// The entries of collection `name` (0 for a name it does not have).
+    pub fn len(&self, name: &str) -> usize {
+        self.0.get(name).map_or(0, |fill| fill.len)
+    }
+
+    /// The collections holding more than their bound, as `name: len > bound`.
+    pub fn over_bounds(&self) -> Vec<String> {
+        self.0
+            .iter()
+            .filter(|(_, fill)| fill.len > fill.bound)
+            .map(|(name, fill)| format!("{name}: {} > {}", fill.len, fill.bound))
+            .collect()
+    }
+}
+
 /// A [`Bar0Factory`] that builds a [`ManaDevice`] with `config`.
 pub fn factory(config: DeviceConfig) -> Bar0Factory {
     Box::new(move |mem, irq| Box::new(ManaDevice::new(config, mem, irq)))
@@ -109,6 +163,35 @@ impl ManaDevice {
             flows: FlowTable::default(),
             injector: Injector::default(),
         }
+    }
+
+    /// A copy of the device's state (see [`SavedState`]). Faults of the
+    /// data path not logged yet are not part of it.
+    pub fn save(&self) -> SavedState {
+        SavedState {
+            config: self.config.clone(),
+            smc: self.smc.clone(),
+            hwc: self.hwc.clone(),
+            res: self.res.clone(),
+            counters: self.counters.clone(),
+            pending_sqs: self.engine.pending_sqs().clone(),
+            flows: self.flows.clone(),
+            injector: self.injector.clone(),
+        }
+    }
+
+    /// Puts the device back into `state` (taken from this device or one
+    /// with the same guest memory layout); guest memory, the interrupt sink
+    /// and the backend stay as they are.
+    pub fn restore(&mut self, state: &SavedState) {
+        self.config.clone_from(&state.config);
+        self.smc.clone_from(&state.smc);
+        self.hwc.clone_from(&state.hwc);
+        self.res.clone_from(&state.res);
+        self.counters.clone_from(&state.counters);
+        self.engine.restore_pending(&state.pending_sqs);
+        self.flows.clone_from(&state.flows);
+        self.injector.clone_from(&state.injector);
     }
 
     /// Misbehaves from now on as `specs` say ([`crate::inject`]): failed or
@@ -297,43 +380,52 @@ impl ManaDevice {
         }
     }
 
-    /// The number of entries in every collection the guest's actions can
-    /// fill, by name: counters' keys, queues and their backlogs, DMA regions,
-    /// registered devices, work-queue objects, steered vPorts, data-path
-    /// queues, flow records, pending SQs and faults, held and pending HWC
-    /// responses, injection counts. Each has a bound (the resource budget,
-    /// [`crate::device::budget`], or a constant next to it); a fuzzer that
-    /// drives one device for many inputs checks that none keeps growing.
-    pub fn footprint(&self) -> BTreeMap<&'static str, usize> {
+    /// Every collection the guest's actions can fill, by name, with its
+    /// size and the bound the device keeps it under: counters' keys, queues
+    /// and their backlogs, DMA regions, registered devices, work-queue
+    /// objects, steered vPorts, data-path queues, flow records, pending SQs
+    /// and faults, held and pending HWC responses, injection counts. The
+    /// bounds come from the resource budget ([`crate::device::budget`]),
+    /// the configuration and the constants next to each collection; a
+    /// fuzzer that drives one device for many inputs checks them (fuzz/,
+    /// the `persistent` target).
+    pub fn footprint(&self) -> Footprint {
+        let config = &self.config;
         let queues = &self.res.queues;
         let backlog = queues.eqs.values().map(|eq| eq.ring.backlog()).sum::<usize>()
             + queues.cqs.values().map(|cq| cq.ring.backlog()).sum::<usize>();
         let (steered, data_sqs, data_rqs) = self.res.datapath.sizes();
         let (pending_sqs, faults) = self.engine.sizes();
-        BTreeMap::from([
-            ("counters.commands", self.counters.commands.len()),
-            ("counters.command_errors", self.counters.command_errors.len()),
-            ("counters.guest_errors", self.counters.guest_errors.len()),
-            ("queues.eqs", queues.eqs.len()),
-            ("queues.cqs", queues.cqs.len()),
-            ("queues.sqs", queues.sqs.len()),
-            ("queues.rqs", queues.rqs.len()),
-            ("queues.backlog", backlog),
-            ("queues.vectors_raised", queues.raised.len()),
-            ("dma_regions", self.res.regions.len()),
-            ("registered_devices", self.res.registered.len()),
-            ("wq_objs", self.res.wq_objs.len()),
-            ("datapath.vports", steered),
-            ("datapath.sqs", data_sqs),
-            ("datapath.rqs", data_rqs),
-            ("datapath.pending_sqs", pending_sqs),
-            ("datapath.faults", faults),
-            ("flows", self.flows.len()),
-            ("hwc.pending_responses", self.hwc.as_ref().map_or(0, Hwc::pending_responses)),
-            ("inject.commands_counted", self.injector.counted_commands()),
-            ("inject.held_responses", self.injector.held()),
-            ("inject.struck", self.injector.struck.len()),
-        ])
+        let vports = usize::from(config.num_vports.max(1));
+        let per_kind = config.max_queues as usize * vports;
+        let eqs = usize::try_from(budget::eq_limit(config)).unwrap_or(usize::MAX).saturating_add(1);
+        let commands = Command::KNOWN.len() + 1;
+        let specs = self.injector.specs();
+        let fill = |len: usize, bound: usize| Fill { len, bound };
+        Footprint(BTreeMap::from([
+            ("counters.commands", fill(self.counters.commands.len(), commands)),
+            ("counters.command_errors", fill(self.counters.command_errors.len(), commands)),
+            ("counters.guest_errors", fill(self.counters.guest_errors.len(), GUEST_ERROR_KINDS)),
+            ("queues.eqs", fill(queues.eqs.len(), eqs)),
+            ("queues.cqs", fill(queues.cqs.len(), 2 * per_kind + 1)),
+            ("queues.sqs", fill(queues.sqs.len(), per_kind + 1)),
+            ("queues.rqs", fill(queues.rqs.len(), per_kind + 1)),
+            ("queues.backlog", fill(backlog, MAX_BACKLOG * (eqs + 2 * per_kind + 1))),
+            ("queues.vectors_raised", fill(queues.raised.len(), usize::from(config.msix_table_size))),
+            ("dma_regions", fill(self.res.regions.len(), MAX_REGIONS)),
+            ("registered_devices", fill(self.res.registered.len(), LISTED_DEVICES.len())),
+            ("wq_objs", fill(self.res.wq_objs.len(), 2 * per_kind)),
+            ("datapath.vports", fill(steered, vports)),
+            ("datapath.sqs", fill(data_sqs, per_kind)),
+            ("datapath.rqs", fill(data_rqs, per_kind)),
+            ("datapath.pending_sqs", fill(pending_sqs, per_kind)),
+            ("datapath.faults", fill(faults, MAX_FAULTS)),
+            ("flows", fill(self.flows.len(), self.flows.capacity())),
+            ("hwc.pending_responses", fill(self.hwc.as_ref().map_or(0, Hwc::pending_responses), MAX_PENDING_RESPONSES)),
+            ("inject.commands_counted", fill(self.injector.counted_commands(), specs)),
+            ("inject.held_responses", fill(self.injector.held(), MAX_HELD_RESPONSES)),
+            ("inject.struck", fill(self.injector.struck.len(), specs)),
+        ]))
     }
 
     fn counters_with_injections(&self) -> Counters {

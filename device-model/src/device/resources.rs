@@ -35,7 +35,7 @@ pub const LISTED_DEVICES: [DevId; 2] = [
 ];
 
 /// Device state that commands act on; dropped as a whole on DESTROY_HWC and reset.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Resources {
     /// Every queue, HWC ones included.
     pub queues: Queues,

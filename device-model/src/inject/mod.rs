@@ -52,7 +52,7 @@ pub enum CommandFate {
 /// The command-level injections of a device ([`crate::ManaDevice`]): which
 /// command fails or waits, which EQ gets spurious interrupts, and the
 /// responses being held. Kept across HWC teardowns (counts go on).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Injector {
     specs: Vec<InjectSpec>,
     /// How often each command an injection names has come, by code: only
@@ -203,6 +203,11 @@ impl Injector {
     /// Drops the held responses (the channel they were for is gone).
     pub fn forget_held(&mut self) {
         self.held.clear();
+    }
+
+    /// How many injections there are.
+    pub fn specs(&self) -> usize {
+        self.specs.len()
     }
 
     /// How many command codes are counted (those the injections name).

@@ -43,7 +43,7 @@ pub fn eqe(event: DeviceEvent) -> Eqe {
 }
 
 /// The timed events of a device and when the driver opened its first vPort.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Timeline {
     /// Each event, its delay and whether it was raised.
     events: Vec<(DeviceEvent, Duration, bool)>,

@@ -103,7 +103,7 @@ impl DmaRegion {
 }
 
 /// The region table.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct DmaRegions {
     regions: BTreeMap<u64, DmaRegion>,
     next_handle: u64,

@@ -209,7 +209,7 @@ impl Entry for Cqe {
 }
 
 /// The producer side of an EQ or CQ.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Producer<E: Entry> {
     id: u32,
     ring: Ring,
@@ -368,7 +368,7 @@ impl<E: Entry> Producer<E> {
 }
 
 /// An event queue: a producer plus its MSI-X vector.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct EventQueue {
     /// Ring and arming state.
     pub ring: Producer<Eqe>,
@@ -379,7 +379,7 @@ pub struct EventQueue {
 }
 
 /// A completion queue: a producer plus its parent EQ.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct CompletionQueue {
     /// Ring and arming state.
     pub ring: Producer<Cqe>,
@@ -399,7 +399,7 @@ pub struct Wqe {
 }
 
 /// A work queue the device consumes.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct WorkQueue {
     id: u32,
     kind: WqKind,
@@ -569,7 +569,7 @@ impl WqeSlot {
 }
 
 /// Every queue the device knows, by id, and the vectors it raised.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Queues {
     /// Event queues by EQ id (< 65536).
     pub eqs: BTreeMap<u32, EventQueue>,

@@ -11,6 +11,7 @@
 //! reposts it), `mana_hwc_send_request()` and `mana_gd_read_cqe()`.
 #![allow(dead_code)]
 
+pub mod checkpoint;
 pub mod frames;
 pub mod net;
 
@@ -28,8 +29,9 @@ use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
 /// Guest RAM size of the test machine.
 pub const RAM_SIZE: usize = 64 << 20;
-/// Interrupts serviced before a run is declared an interrupt storm.
-const MAX_INTERRUPTS: usize = 100_000;
+/// Interrupts one [`Driver::pump`] services before it declares an interrupt
+/// storm, unless [`Driver::interrupt_budget`] says otherwise.
+pub const MAX_INTERRUPTS: usize = 100_000;
 /// BAR0 offsets (docs/mana-protocol.md §1.2 / gdma.h GDMA_REG_*).
 pub const REG_DB_PAGE_OFFSET: u64 = 0x08;
 /// GDMA_REG_DB_PAGE_SIZE
@@ -124,7 +126,7 @@ pub struct DrvWorkQueue {
 }
 
 /// Events seen while servicing interrupts.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Seen {
     /// EQE types processed, per EQ id, in order.
     pub eqe_types: BTreeMap<u32, Vec<u8>>,
@@ -164,7 +166,14 @@ pub struct DrvQueuePair {
 pub struct Driver {
     pub kernel: Kernel,
     pub dev: ManaDevice,
+    /// Guest RAM as the driver (the guest's CPUs) sees it.
     pub mem: DmaMemory,
+    /// Guest RAM as the device sees it (its DMA map): the same RAM until
+    /// [`Driver::remap_dma`] changes it.
+    pub dma: DmaMemory,
+    /// The ranges the driver wrote since the last checkpoint
+    /// ([`checkpoint`]), when one was taken.
+    dirty: std::cell::RefCell<Option<Vec<(u64, usize)>>>,
     pub irqs: Arc<Recorder>,
     irq_cursor: usize,
     next_page: u64,
@@ -194,6 +203,12 @@ pub struct Driver {
     deferred: Vec<u16>,
     /// The MANA device's `gpa_mkey` (GDMA_REGISTER_DEVICE), put in every Ethernet SGE.
     pub gpa_mkey: u32,
+    /// The vPort `open`, `close` and steering act on (0 unless a test opens another).
+    pub vport_index: u32,
+    /// Interrupts one [`Driver::pump`] services at most ([`MAX_INTERRUPTS`]
+    /// by default; fuzzing, where a corrupted ring can make the device and
+    /// the model interrupt each other forever, sets less).
+    pub interrupt_budget: usize,
     /// The network behind the device when it is the recording backend.
     pub net: Option<RecorderHandle>,
     /// Data-path state (support/net.rs).
@@ -250,14 +265,17 @@ impl Driver {
     /// [`Driver::new`] with the device's vPorts on `backend`.
     pub fn with_backend(kernel: Kernel, config: DeviceConfig, backend: Box<dyn PacketBackend>) -> Self {
         let ram = GuestMemoryMmap::<()>::from_ranges(&[(GuestAddress(0), RAM_SIZE)]).expect("guest RAM");
-        let mem = GuestMemoryAtomic::new(ram);
+        let mem = GuestMemoryAtomic::new(ram.clone());
+        let dma = GuestMemoryAtomic::new(ram);
         let irqs = Arc::new(Recorder::default());
         let sink: Arc<dyn InterruptSink> = irqs.clone();
-        let dev = ManaDevice::with_backend(config, mem.clone(), sink, backend);
+        let dev = ManaDevice::with_backend(config, dma.clone(), sink, backend);
         Self {
             kernel,
             dev,
             mem,
+            dma,
+            dirty: std::cell::RefCell::new(None),
             irqs,
             irq_cursor: 0,
             next_page: 0x10_0000,
@@ -280,6 +298,8 @@ impl Driver {
             masked: Default::default(),
             deferred: Vec::new(),
             gpa_mkey: 0,
+            vport_index: 0,
+            interrupt_budget: MAX_INTERRUPTS,
             net: None,
             data: net::DataState::default(),
         }
@@ -306,6 +326,9 @@ impl Driver {
 
     pub fn write(&self, addr: u64, bytes: &[u8]) {
         trace(|| Traced::Mem { addr, bytes: bytes.to_vec() });
+        if let Some(dirty) = self.dirty.borrow_mut().as_mut() {
+            dirty.push((addr, bytes.len()));
+        }
         self.mem.memory().write_slice(bytes, GuestAddress(addr)).expect("guest write");
     }
 
@@ -458,7 +481,7 @@ impl Driver {
     /// Services every raised vector (and those raised meanwhile) like
     /// `mana_gd_intr()`; fails on an interrupt storm.
     pub fn pump(&mut self) -> Result<()> {
-        for _ in 0..MAX_INTERRUPTS {
+        for _ in 0..self.interrupt_budget {
             let raised = self.irqs.all();
             let Some(&vector) = raised.get(self.irq_cursor) else {
                 return Ok(());
@@ -470,7 +493,7 @@ impl Driver {
             }
             self.service(vector)?;
         }
-        bail!("interrupt storm: more than {MAX_INTERRUPTS} interrupts")
+        bail!("interrupt storm: more than {} interrupts", self.interrupt_budget)
     }
 
     /// Unmasks `vector`, delivers its held-back interrupts, then pumps.
@@ -947,8 +970,9 @@ impl Driver {
         Ok((wq, cq, resp.wq_obj.get()))
     }
 
+    /// The handle of vPort [`Driver::vport_index`] (`mana_query_vport_cfg()`).
     pub fn vport_handle(&mut self) -> Result<u64> {
-        Ok(self.query_vport(0)?.vport.get())
+        Ok(self.query_vport(self.vport_index)?.vport.get())
     }
 
     /// `mana_open()` → `mana_alloc_queues()` for `queues` queue pairs.
@@ -1089,6 +1113,14 @@ impl Driver {
     pub fn forget_history(&mut self) {
         self.seen.responses.clear();
         self.seen.eqe_types.clear();
+        self.seen.rx_cqe_types.clear();
+        self.seen.init_data.clear();
+        self.seen.test_events.clear();
+        self.data.rx_frames.clear();
+        self.data.tx_cqe_types.clear();
+        if let Some(net) = &self.net {
+            net.clear_sent();
+        }
         self.irqs.clear();
         self.irq_cursor = 0;
     }

@@ -81,7 +81,7 @@ pub struct RxBufs {
 }
 
 /// Data-path state of the model.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct DataState {
     /// RX buffers per RQ id.
     pub rx: BTreeMap<u32, RxBufs>,
