@@ -105,3 +105,24 @@ fn msix_vectors_of_the_slot_device_are_reported_on_linux_6_12() {
     assert_eq!(covered, (0..8).collect::<Vec<_>>(), "I/O vectors cover all CPUs");
     assert!(r.msix.iter().all(|v| v.name.starts_with("nvme0q")), "{:?}", r.msix);
 }
+
+/// `--accel auto` always ends with a result: on a host where KVM really runs
+/// guests the run is KVM's; where KVM's guest stays silent, hangs, panics or
+/// QEMU dies under it (the build machines), the run says why in one line and is
+/// TCG's. Either way seed 002 passes.
+#[test]
+fn accel_auto_ends_with_a_verdict_and_says_which_accelerator_ran() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_manarig"))
+        .args(["run", "topologies/seed-002.toml", "--kernel", "6.12-min", "--accel", "auto", "--format", "json"])
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .output()
+        .expect("run manarig");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let accel = v["run"]["accel"].as_str().expect("accel").to_owned();
+    let kvm_ran = accel.starts_with("kvm");
+    let fell_back = stderr.contains("--accel auto: ") && stderr.contains("running the guest again under TCG");
+    assert!(kvm_ran != fell_back, "KVM ran ({accel}) xor the run fell back with a reason: {stderr}");
+    assert!(kvm_ran || accel.starts_with("tcg"), "{accel}");
+}

@@ -291,6 +291,10 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
     )?;
 
     let mut used = req.speedups;
+    if accel == Accel::Kvm {
+        // The CPU flags are TCG's speed-ups; KVM gets the host's CPU model.
+        used.cpu = false;
+    }
     let kernel_image = boot_image(req.kernel, &mut used);
     let mut port = match req.agent.report {
         ReportChannel::Console => None,
@@ -484,7 +488,15 @@ fn qemu_args(
     port: Option<&ReportPort>,
 ) -> Result<Vec<String>, LaunchError> {
     let cmdline = kernel_cmdline(req)?;
-    let mut args = req.spec.qemu_args(accel, &used.cpu_model(&req.cpu_model));
+    // Under KVM the default model is the host's CPU: `max` asks for features a
+    // nested KVM may not give (QEMU aborts: "host doesn't support requested
+    // feature: vPMU", MSR 0x10a). A model the user chose stays.
+    let model = if accel == Accel::Kvm && req.cpu_model == super::spec::DEFAULT_CPU {
+        super::spec::KVM_CPU
+    } else {
+        req.cpu_model.as_str()
+    };
+    let mut args = req.spec.qemu_args(accel, &used.cpu_model(model));
     for d in &req.extra_devices {
         args.push("-device".into());
         args.push(d.clone());

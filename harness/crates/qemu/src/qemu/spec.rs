@@ -14,6 +14,10 @@ pub use super::nic_slots::{NicPlacement, PXB_BUS_NR};
 /// declared sibling groups.
 pub const DEFAULT_CPU: &str = "max,vendor=GenuineIntel";
 
+/// The CPU model a KVM guest gets instead of [`DEFAULT_CPU`]: the host's own
+/// (KVM gives what the host has; `max`'s extra features may be refused).
+pub const KVM_CPU: &str = "host";
+
 /// One guest NUMA node.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct NodeSpec {

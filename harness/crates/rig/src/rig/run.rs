@@ -55,12 +55,17 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     let inject = injections(&req.topology, &topo, &req.inject)?;
     let packages = run_packages(req, &topo, &prov, kernel, channels);
     let attempt = NicBoot { req, topo: &topo, prov: &prov, kernel, channels, dir: scratch.path(), inject: &inject };
-    let (mut spec, mut booted) = attempt.boot(req.accel, "nic.sock")?;
-    if req.accel == AccelChoice::Auto && matches!(booted.result, Err(qemu::LaunchError::KvmSilent { .. })) {
-        // The KVM probe runs a vCPU, yet on some hosts real guests hang
-        // (the build machines): `auto` means "KVM where it really works".
-        eprintln!("manarig: KVM passed the vCPU probe but the guest printed nothing: --accel auto falls back to TCG");
-        (spec, booted) = attempt.boot(AccelChoice::Tcg, "nic-tcg.sock")?;
+    // `auto` is KVM when its probe runs a vCPU, yet on some hosts real guests
+    // hang or QEMU dies (the build machines): it means "KVM where it really
+    // works", so a KVM boot that fails is run again under TCG.
+    let kvm_first = req.accel == AccelChoice::Auto && crate::accel::probe_kvm().is_ok();
+    let first = if kvm_first { AccelChoice::Kvm } else { req.accel };
+    let (mut spec, mut booted) = attempt.boot(first, "nic.sock")?;
+    if kvm_first {
+        if let Some(why) = booted.result.as_ref().err().and_then(kvm_failure) {
+            eprintln!("manarig: --accel auto: {why}; running the guest again under TCG");
+            (spec, booted) = attempt.boot(AccelChoice::Tcg, "nic-tcg.sock")?;
+        }
     }
     let NicBootOutcome { result, marks, traffic } = booted;
     let specs: Vec<String> = inject.iter().map(ToString::to_string).collect();
@@ -98,6 +103,25 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         outcome.verdict = judge_without_model(&outcome.verdict, &topo.to_qemu_numbering(), &outcome.observed, why);
     }
     Ok(outcome)
+}
+
+/// Why a boot under KVM failed, in one line, when `--accel auto` should run
+/// it again under TCG: QEMU died or the guest never finished (silent, hung,
+/// panicked). `None` for what TCG would not change: a signal, the rig's own
+/// abort (a device failure), a bad machine or report.
+pub(crate) fn kvm_failure(e: &qemu::LaunchError) -> Option<String> {
+    use qemu::LaunchError as L;
+    let first = |s: &str| s.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("").to_owned();
+    match e {
+        L::KvmSilent { secs } => Some(format!("KVM passed the vCPU probe but the guest printed nothing in {secs} s")),
+        L::Exited { status, stderr, .. } => Some(format!("QEMU died under KVM ({status}: {})", first(stderr))),
+        L::Io { what, source } => Some(format!("QEMU could not run under KVM ({what}: {source})")),
+        L::Deadline { secs, .. } => Some(format!("the KVM guest sent no report within {secs} s")),
+        L::GuestPanic { tail } => {
+            Some(format!("the KVM guest panicked ({})", first(&tail.lines().rev().collect::<Vec<_>>().join("\n"))))
+        }
+        _ => None,
+    }
 }
 
 /// The Debian packages a run uses: QEMU (when private), the kernel's
@@ -163,5 +187,37 @@ fn unsurvived(
         guest_times: Default::default(),
         speedups: req.speedups,
         traffic,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use qemu::LaunchError as L;
+
+    #[test]
+    fn a_kvm_boot_that_qemu_dies_in_or_the_guest_never_finishes_is_run_again_under_tcg() {
+        // QEMU 11.1's abort under a nested KVM that lacks a vPMU (seen on the build machines).
+        let died = L::Exited {
+            status: "signal: 6 (SIGABRT) (core dumped)".into(),
+            stderr:
+                "\nqemu-system-x86_64: host doesn't support requested feature: vPMU\nqemu: failed to set MSR 0x10a\n"
+                    .into(),
+            tail: String::new(),
+        };
+        assert_eq!(
+            kvm_failure(&died).as_deref(),
+            Some(
+                "QEMU died under KVM (signal: 6 (SIGABRT) (core dumped): qemu-system-x86_64: host doesn't support \
+                 requested feature: vPMU)"
+            )
+        );
+        assert!(kvm_failure(&L::KvmSilent { secs: 30 }).is_some_and(|w| w.contains("printed nothing in 30 s")));
+        assert!(kvm_failure(&L::Deadline { secs: 120, tail: String::new() }).is_some());
+        let panic = L::GuestPanic { tail: "a\nKernel panic - not syncing: Fatal exception\n".into() };
+        assert!(kvm_failure(&panic).is_some_and(|w| w.contains("Kernel panic")), "{:?}", kvm_failure(&panic));
+        // Not KVM's doing: a signal, the rig's own abort.
+        assert_eq!(kvm_failure(&L::Interrupted), None);
+        assert_eq!(kvm_failure(&L::Aborted { reason: "the device died".into(), tail: String::new() }), None);
     }
 }
