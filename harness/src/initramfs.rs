@@ -61,6 +61,9 @@ pub struct InitramfsSpec<'a> {
     /// More files under their guest paths (ethtool and its libraries:
     /// [`crate::provision::tools`]); their parent folders are created.
     pub extra_files: &'a [crate::provision::tools::GuestFile],
+    /// Symbolic links under their guest paths (a package's own links); their
+    /// parent folders are created.
+    pub extra_links: &'a [crate::provision::tools::GuestLink],
 }
 
 enum Body {
@@ -154,15 +157,26 @@ pub fn build(spec: &InitramfsSpec<'_>) -> Result<Vec<u8>, InitramfsError> {
         entries.push((format!("{MODULE_DIR}/{name}"), Body::File(read(m)?, 0o644)));
     }
     entries.push((format!("{MODULE_DIR}/order"), Body::File(order.into_bytes(), 0o644)));
-    for f in spec.extra_files {
+    // Folders already there: thousands of extra files (a Python standard
+    // library) would make a scan of the entries per file quadratic.
+    let mut dirs: std::collections::HashSet<String> =
+        entries.iter().filter(|(_, b)| matches!(b, Body::Dir)).map(|(n, _)| n.clone()).collect();
+    let mut parents = |entries: &mut Vec<(String, Body)>, path: &str| {
         let mut parent = String::new();
-        for part in f.guest_path.split('/').rev().skip(1).collect::<Vec<_>>().into_iter().rev() {
+        for part in path.split('/').rev().skip(1).collect::<Vec<_>>().into_iter().rev() {
             parent = if parent.is_empty() { part.to_string() } else { format!("{parent}/{part}") };
-            if !entries.iter().any(|(name, _)| *name == parent) {
+            if dirs.insert(parent.clone()) {
                 entries.push((parent.clone(), Body::Dir));
             }
         }
+    };
+    for f in spec.extra_files {
+        parents(&mut entries, &f.guest_path);
         entries.push((f.guest_path.clone(), Body::File(read(&f.host)?, f.mode)));
+    }
+    for l in spec.extra_links {
+        parents(&mut entries, &l.guest_path);
+        entries.push((l.guest_path.clone(), Body::Symlink(l.target.clone())));
     }
     entries.push(("init".into(), Body::File(INIT_SCRIPT.as_bytes().to_vec(), 0o755)));
 
@@ -237,7 +251,7 @@ mod tests {
         let ko = dir.path().join("mana.ko");
         std::fs::write(&ko, b"\x7fELF-not-really").expect("write");
         let mods = [ko];
-        let spec = InitramfsSpec { busybox: &bb, modules: &mods, compression: Compression::None, extra_files: &[] };
+        let spec = InitramfsSpec { busybox: &bb, modules: &mods, compression: Compression::None, extra_files: &[], extra_links: &[] };
         let a = build(&spec).expect("build");
         let b = build(&spec).expect("build");
         assert_eq!(a, b);
@@ -288,7 +302,7 @@ mod tests {
     fn gzip_output_is_gzip_and_reproducible() {
         let dir = tempfile::tempdir().expect("tempdir");
         let bb = fake_busybox(dir.path());
-        let spec = InitramfsSpec { busybox: &bb, modules: &[], compression: Compression::Gzip, extra_files: &[] };
+        let spec = InitramfsSpec { busybox: &bb, modules: &[], compression: Compression::Gzip, extra_files: &[], extra_links: &[] };
         let a = build(&spec).expect("build");
         assert_eq!(&a[..2], &[0x1f, 0x8b]);
         assert_eq!(a, build(&spec).expect("build"));
@@ -299,7 +313,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let bb = fake_busybox(dir.path());
         let mods = [dir.path().join("absent.ko")];
-        let spec = InitramfsSpec { busybox: &bb, modules: &mods, compression: Compression::None, extra_files: &[] };
+        let spec = InitramfsSpec { busybox: &bb, modules: &mods, compression: Compression::None, extra_files: &[], extra_links: &[] };
         let err = build(&spec).expect_err("must fail").to_string();
         assert!(err.contains("absent.ko"), "{err}");
     }

@@ -16,6 +16,7 @@
 //! <cache>/busybox/             busybox, stamp.json
 //! <cache>/ethtool/             sbin/ethtool, lib*/ (its libraries and loader), stamp.json
 //! <cache>/irqbalance/          sbin/irqbalance, lib*/ (its libraries and loader), stamp.json
+//! <cache>/selftest-tools/      root/ (the [selftests] packages unpacked: selftest_tools), stamp.json
 //! ```
 
 pub mod apt;
@@ -24,6 +25,7 @@ pub mod kernel;
 pub mod lock;
 pub mod pyvenv;
 pub mod qemu_install;
+pub mod selftest_tools;
 
 pub use kernel::KoCompression;
 pub use lock::Lock;
@@ -171,6 +173,9 @@ pub struct Provisioned {
     /// predates the lock's `[irqbalance]` (only `run --irqbalance` needs them:
     /// it says to run `cargo xtask setup`).
     pub irqbalance: Option<Vec<tools::GuestFile>>,
+    /// The folder of the selftest runs' guest tools ([`selftest_tools`]);
+    /// `None` when the cache predates the lock's `[selftests]`.
+    pub selftest_tools: Option<PathBuf>,
 }
 
 impl Provisioned {
@@ -318,6 +323,15 @@ pub fn setup(cache: &Path, opts: &SetupOptions, progress: &mut dyn FnMut(&str)) 
         let debs = tools::fetch(&a, cache, &lock.irqbalance, progress)?;
         tools::install_tool(tools::IRQBALANCE, cache, &debs, &lock.irqbalance, &ib_dir)?;
         progress(&format!("irqbalance: ready in {}", ib_dir.display()));
+    }
+    let st_dir = cache.join(selftest_tools::DIR);
+    if selftest_tools::ready(&st_dir, &lock.selftests) {
+        progress("selftest tools: cached");
+    } else {
+        let a = apt.get(progress)?;
+        let debs = tools::fetch(&a, cache, &lock.selftests, progress)?;
+        selftest_tools::install(cache, &debs, &lock.selftests, &st_dir)?;
+        progress(&format!("selftest tools: ready in {}", st_dir.display()));
     }
 
     // Kernels.
@@ -544,6 +558,10 @@ fn load_with(cache: &Path, lock: &Lock) -> Result<Provisioned, ProvisionError> {
         ethtool: tools::ethtool_files(&et_dir),
         irqbalance: tools::tool_ready(tools::IRQBALANCE, &ib_dir, &lock.irqbalance)
             .then(|| tools::tool_files(tools::IRQBALANCE, &ib_dir)),
+        selftest_tools: {
+            let dir = cache.join(selftest_tools::DIR);
+            selftest_tools::ready(&dir, &lock.selftests).then_some(dir)
+        },
     })
 }
 

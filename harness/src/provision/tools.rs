@@ -71,6 +71,16 @@ pub struct GuestFile {
     pub mode: u32,
 }
 
+/// A symbolic link to put into the initramfs (a package's own links, e.g.
+/// `libffi.so.8 -> libffi.so.8.1.4`, or the ELF interpreter path).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GuestLink {
+    /// Path in the guest, relative to `/`.
+    pub guest_path: String,
+    /// What the link points to, as the package has it (relative or absolute).
+    pub target: String,
+}
+
 #[derive(Serialize, Deserialize, PartialEq)]
 struct ToolStamp {
     pin: ToolPin,

@@ -64,6 +64,8 @@ pub struct BootRequest<'a> {
     pub cpu_model: String,
     /// More files for the initramfs (e.g. [`crate::provision::Provisioned::ethtool`]).
     pub extra_files: Vec<crate::provision::tools::GuestFile>,
+    /// Symbolic links for the initramfs (the selftest tools' packages' links).
+    pub extra_links: Vec<crate::provision::tools::GuestLink>,
     /// Called with the marker line when the console shows the start of a
     /// stage or of the report (`MANARIG-STAGE-BEGIN …`, `MANARIG-REPORT-BEGIN …`):
     /// the guest is quiet from there to the end marker, so the caller can take
@@ -93,6 +95,7 @@ impl<'a> BootRequest<'a> {
             compression: Compression::None,
             cpu_model: super::spec::DEFAULT_CPU.to_string(),
             extra_files: Vec::new(),
+            extra_links: Vec::new(),
             on_marker: None,
             speedups: Speedups::default(),
             abort: None,
@@ -286,6 +289,7 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
             modules: &req.kernel.modules,
             compression: req.compression,
             extra_files: &req.extra_files,
+            extra_links: &req.extra_links,
         },
         &initrd,
     )?;
