@@ -13,6 +13,8 @@
 //!   checked against the machine QEMU was given;
 //! - [`rig`]: one run, end to end; [`traffic`]: packets through the emulated NIC
 //!   in a run (the peer in a private network namespace, the flow plan);
+//!   [`selftests`]: the kernel's drivers/net selftests run in the guest against
+//!   the emulated NIC (their tree, helpers, KTAP and baselines);
 //!   [`verdict`]: the judgement and its formats; [`workspace_bin`]: finding the
 //!   workspace's helper binaries; [`matrix`]: many runs (topologies × kernels),
 //!   sharded, merged, reported;
@@ -34,6 +36,7 @@ pub mod provision;
 pub mod qemu;
 pub mod rig;
 pub mod scratch;
+pub mod selftests;
 pub mod traffic;
 pub mod verdict;
 pub mod workspace_bin;

@@ -1,0 +1,89 @@
+//! The guest modules of the remote end's NIC: `virtio_net` and the modules
+//! it depends on (`net_failover`, `failover`), from the pinned kernel's own
+//! packages (Debian builds virtio_net as a module: CONFIG_VIRTIO_NET=m in
+//! the cloud kernels' configs). Extracted once per kernel pin into
+//! `<cache>/selftests/modules/<id>/`, decompressed, in `insmod` order.
+
+use crate::provision::kernel::collect_module_closure;
+use crate::provision::lock::KernelPin;
+use crate::provision::{apt, ProvisionError};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The remote NIC's driver.
+pub const REMOTE_DRIVER: &str = "virtio_net";
+
+#[derive(Serialize, Deserialize, PartialEq)]
+struct Stamp {
+    pin: KernelPin,
+    modules: Vec<String>,
+}
+
+/// The `.deb` of `name`/`version` as setup stored it in `<cache>/debs`.
+fn cached_deb(cache: &Path, name: &str, version: &str) -> PathBuf {
+    cache.join("debs").join(format!("{name}_{}_amd64.deb", version.replace(':', "%3a")))
+}
+
+/// [`REMOTE_DRIVER`] and its dependencies for the pinned kernel `pin`, as
+/// files in `insmod` order.
+///
+/// # Errors
+/// [`ProvisionError::NotProvisioned`] when setup's copy of a kernel package
+/// is gone or altered; unpack and module errors.
+pub fn remote_modules(cache: &Path, pin: &KernelPin) -> Result<Vec<PathBuf>, ProvisionError> {
+    let dir = cache.join("selftests/modules").join(&pin.id);
+    let stamp_path = dir.join("stamp.json");
+    if let Some(s) = std::fs::read(&stamp_path).ok().and_then(|b| serde_json::from_slice::<Stamp>(&b).ok()) {
+        let files: Vec<PathBuf> = s.modules.iter().map(|m| dir.join(m)).collect();
+        if &s.pin == pin && files.iter().all(|f| f.is_file()) {
+            return Ok(files);
+        }
+    }
+    let tmp = tempfile::tempdir_in(cache).map_err(|e| ProvisionError::io(cache, e))?;
+    for p in &pin.packages {
+        let deb = cached_deb(cache, &p.name, &p.version);
+        if !deb.is_file() || apt::sha256_file(&deb)? != p.sha256 {
+            return Err(ProvisionError::NotProvisioned {
+                what: format!("{} {} (the kernel's {REMOTE_DRIVER} module)", p.name, p.version),
+                cache: cache.to_path_buf(),
+                why: format!("{} is missing or differs from its pin", deb.display()),
+            });
+        }
+        apt::extract_deb(&deb, tmp.path())?;
+    }
+    let moddir = ["lib/modules", "usr/lib/modules"]
+        .iter()
+        .map(|d| tmp.path().join(d).join(&pin.release).join("kernel"))
+        .find(|d| d.is_dir())
+        .ok_or_else(|| ProvisionError::Package(format!("kernel {}: no modules folder in its packages", pin.release)))?;
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).map_err(|e| ProvisionError::io(&dir, e))?;
+    }
+    let extracted = collect_module_closure(&moddir, REMOTE_DRIVER, &pin.release, &dir)?;
+    let text = serde_json::to_string_pretty(&Stamp { pin: pin.clone(), modules: extracted.modules.clone() })
+        .map_err(|e| ProvisionError::Package(e.to_string()))?;
+    std::fs::write(&stamp_path, text).map_err(|e| ProvisionError::io(&stamp_path, e))?;
+    Ok(extracted.modules.iter().map(|m| dir.join(m)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_kernel_package_says_to_run_setup() {
+        let cache = tempfile::tempdir().expect("tempdir");
+        let pin = KernelPin {
+            id: "7".into(),
+            release: "7.3.4+deb13-cloud-amd64".into(),
+            track: "x".into(),
+            packages: vec![crate::provision::lock::PackagePin {
+                name: "linux-modules-7.3.4+deb13-cloud-amd64".into(),
+                version: "7.3.4-1~bpo13+1".into(),
+                sha256: "0".repeat(64),
+            }],
+        };
+        let e = remote_modules(cache.path(), &pin).expect_err("not there").to_string();
+        assert!(e.contains("cargo xtask setup") && e.contains("virtio_net"), "{e}");
+    }
+}
