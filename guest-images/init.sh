@@ -92,6 +92,8 @@ OFFLINE=
 OFFLINE_AFTER=
 ONLINE_AFTER=
 IRQBALANCE=
+SELFTESTS=
+SELFTEST_TIMEOUT=600
 read -r CMDLINE < /proc/cmdline
 for arg in $CMDLINE; do
 	case "$arg" in
@@ -112,6 +114,8 @@ for arg in $CMDLINE; do
 	manarig.offline_after=*) OFFLINE_AFTER=${arg#manarig.offline_after=} ;;
 	manarig.online_after=*) ONLINE_AFTER=${arg#manarig.online_after=} ;;
 	manarig.irqbalance=*) IRQBALANCE=${arg#manarig.irqbalance=} ;;
+	manarig.selftests=*) SELFTESTS=${arg#manarig.selftests=} ;;
+	manarig.selftest_timeout=*) SELFTEST_TIMEOUT=${arg#manarig.selftest_timeout=} ;;
 	esac
 done
 
@@ -489,6 +493,74 @@ run_traffic() {
 	traffic_counts after > /tmp/traffic.after
 }
 
+# manarig.selftests=FILE,…: the kernel's drivers/net selftests (copied by
+# the host under /ksrc with their source's layout, with net.config in each
+# test folder). First the remote end as netdev's CI sets it up: the second
+# NIC's driver (virtio_net, /lib/modules/manarig/remote/order) is loaded
+# now, after mana, so that the MANA netdev keeps its name; its netdev moves
+# into netns $REMOTE_ARGS with the REMOTE_ addresses, the MANA netdev gets the
+# LOCAL_ ones (IPv6 without duplicate address detection, as NIPA's runner).
+# Then each test runs from its folder with Debian's tools first on PATH (the
+# initramfs's busybox `ip` cannot `ip netns`), stopped after
+# manarig.selftest_timeout guest seconds; its output (stdout and stderr) goes
+# to /tmp/selftest.N.
+ST_DIR=/ksrc/tools/testing/selftests/drivers/net
+ST_PATH=/usr/sbin:/usr/bin:/sbin:/bin
+ST_SETUP=- T_SELFTESTS=- T_SELFTESTS_END=-
+selftest_remote() {
+	# shellcheck disable=SC1091 # written by the host into the initramfs
+	. "$ST_DIR/net.config" || return 1
+	[ "$NETDEV" = "$NETIF" ] || { echo "the MANA netdev is $NETDEV, net.config says NETIF=$NETIF"; return 1; }
+	while read -r m; do
+		insmod "/lib/modules/manarig/remote/$m" || { echo "insmod $m failed"; return 1; }
+	done < /lib/modules/manarig/remote/order
+	RIF=
+	for n in /sys/class/net/*; do
+		d=$(readlink "$n/device/driver" 2>/dev/null)
+		[ "${d##*/}" = virtio_net ] && RIF=${n##*/} && break
+	done
+	[ -n "$RIF" ] || { echo "no virtio_net netdev: the remote end's NIC is missing"; return 1; }
+	PATH=$ST_PATH
+	mkdir -p /run/netns
+	ip netns add "$REMOTE_ARGS" &&
+		ip link set "$RIF" netns "$REMOTE_ARGS" &&
+		ip -n "$REMOTE_ARGS" link set lo up &&
+		ip -n "$REMOTE_ARGS" addr add "$REMOTE_V4/24" dev "$RIF" &&
+		ip -n "$REMOTE_ARGS" -6 addr add "$REMOTE_V6/64" dev "$RIF" nodad &&
+		ip -n "$REMOTE_ARGS" link set "$RIF" up &&
+		ip addr add "$LOCAL_V4/24" dev "$NETIF" &&
+		ip -6 addr add "$LOCAL_V6/64" dev "$NETIF" nodad
+	rc=$?
+	PATH=/bin:/sbin
+	return $rc
+}
+run_selftests() {
+	[ -n "$NETDEV" ] || return 0
+	snapshot_nic_irqs
+	up; T_SELFTESTS=$UP
+	selftest_remote > /tmp/selftest-setup.err 2>&1
+	ST_SETUP=$?
+	n=0
+	old_ifs=$IFS
+	IFS=,
+	for t in $SELFTESTS; do
+		IFS=$old_ifs
+		n=$((n + 1))
+		case "$t" in */*) d=$ST_DIR/${t%/*} ;; *) d=$ST_DIR ;; esac
+		up; t0=$UP
+		( cd "$d" && PATH=$ST_PATH HOME=/tmp timeout "$SELFTEST_TIMEOUT" python3 -u "${t##*/}" ) > "/tmp/selftest.$n" 2>&1 < /dev/null
+		rc=$?
+		up
+		secs=$(awk -v a="$t0" -v b="$UP" 'BEGIN { printf "%.1f", b - a }')
+		# busybox timeout sends SIGTERM, which ksft catches to print its
+		# results and exit 1: a run that lasted the limit was stopped.
+		[ "${secs%.*}" -ge "$SELFTEST_TIMEOUT" ] && rc=timeout
+		echo "$t $rc $secs" >> /tmp/selftest.exits
+	done
+	IFS=$old_ifs
+	up; T_SELFTESTS_END=$UP
+}
+
 IRQB=- T_IRQB=- T_IRQB_END=-
 # awk program (variable pre): one `irqbalance-sample` line from the files
 # /proc/irq/N/smp_affinity_list and effective_affinity_list, `pre N=SMP/EFF …`
@@ -607,11 +679,22 @@ report_body() {
 	echo "time irqbalance: $T_IRQB"
 	echo "time irqbalance-end: $T_IRQB_END"
 	echo "irqbalance: $IRQB"
+	echo "time selftests: $T_SELFTESTS"
+	echo "time selftests-end: $T_SELFTESTS_END"
+	echo "selftest-setup: $ST_SETUP"
+	if [ -s /tmp/selftest.exits ]; then
+		k=0
+		while read -r t rc secs; do
+			k=$((k + 1))
+			while IFS= read -r l; do echo "selftest $t: $l"; done < "/tmp/selftest.$k"
+			echo "selftest-exit $t: $rc $secs"
+		done < /tmp/selftest.exits
+	fi
 	[ -s /tmp/irqbalance.samples ] && while read -r l; do echo "$l"; done < /tmp/irqbalance.samples
 	for t in before after; do
 		[ -s "/tmp/traffic.$t" ] && while read -r l; do echo "$l"; done < "/tmp/traffic.$t"
 	done
-	for t in ethtool rmmod addr traffic unload hotplug irqbalance; do
+	for t in ethtool rmmod addr traffic unload hotplug irqbalance selftest-setup; do
 		[ -s "/tmp/$t.err" ] && while read -r l; do echo "stderr $t: $l"; done < "/tmp/$t.err"
 	done
 	echo "netdev: ${NETDEV:--}"
@@ -695,6 +778,7 @@ if [ -n "$LOAD" ] && [ -n "$OFFLINE_AFTER$ONLINE_AFTER" ]; then
 	[ -n "$ONLINE_AFTER" ] && set_cpus 1 "$ONLINE_AFTER"
 fi
 
+[ -n "$LOAD" ] && [ -n "$SELFTESTS" ] && run_selftests
 [ -n "$LOAD" ] && run_traffic
 [ -n "$LOAD" ] && [ -n "$IRQBALANCE" ] && run_irqbalance
 # Debug kernels: every affinity_hint read once more (a hint mask freed while

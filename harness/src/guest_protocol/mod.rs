@@ -19,6 +19,7 @@ pub mod markers;
 pub mod options;
 mod parse;
 pub mod report;
+pub mod selftests;
 #[cfg(test)]
 mod spec_tests;
 #[cfg(test)]
@@ -26,6 +27,7 @@ mod tests;
 
 pub use irqbalance::{GuestIrqbalance, IrqbalanceSample, IrqbalanceState};
 pub use markers::{Marker, Version};
+pub use selftests::{GuestSelftestRun, GuestSelftests, SelftestExit};
 pub use options::{AgentOptions, PciId, ReportChannel};
 pub use parse::{parse, Key};
 pub use report::{
