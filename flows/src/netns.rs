@@ -131,6 +131,43 @@ pub fn configure(name: &str, addr: Option<(Ipv4Addr, u8)>) -> io::Result<()> {
     ioctl(&sock, libc::SIOCSIFFLAGS, &mut req, "SIOCSIFFLAGS")
 }
 
+/// Creates bridge `name` (`SIOCBRADDBR`, the bridge ioctls of
+/// net/bridge/br_ioctl.c): no STP, so its ports forward as soon as they are up.
+///
+/// # Errors
+/// The ioctl's error (EEXIST, no bridge support in the host kernel).
+pub fn create_bridge(name: &str) -> io::Result<()> {
+    let sock = control_socket()?;
+    let c = std::ffi::CString::new(name).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in name"))?;
+    request(name)?;
+    // SAFETY: SIOCBRADDBR reads a NUL-terminated name, which `c` is, for the call's duration.
+    if unsafe { libc::ioctl(sock.as_raw_fd(), SIOCBRADDBR, c.as_ptr()) } != 0 {
+        let e = io::Error::last_os_error();
+        return Err(io::Error::new(e.kind(), format!("SIOCBRADDBR: {e}")));
+    }
+    Ok(())
+}
+
+/// Makes interface `port` a port of bridge `bridge` (`SIOCBRADDIF`).
+///
+/// # Errors
+/// An interface that does not exist, the ioctl's error.
+pub fn add_to_bridge(bridge: &str, port: &str) -> io::Result<()> {
+    let sock = control_socket()?;
+    let mut req = request(port)?;
+    ioctl(&sock, libc::SIOCGIFINDEX, &mut req, "SIOCGIFINDEX")?;
+    // SAFETY: SIOCGIFINDEX filled the union's index member.
+    let index = unsafe { req.ifr_ifru.ifru_ifindex };
+    let mut req = request(bridge)?;
+    req.ifr_ifru.ifru_ifindex = index;
+    ioctl(&sock, SIOCBRADDIF, &mut req, "SIOCBRADDIF")
+}
+
+/// `SIOCBRADDBR` (include/uapi/linux/sockios.h).
+const SIOCBRADDBR: libc::Ioctl = 0x89a0;
+/// `SIOCBRADDIF` (include/uapi/linux/sockios.h).
+const SIOCBRADDIF: libc::Ioctl = 0x89a2;
+
 /// Turns IPv6 off on interface `name` (no router or neighbour solicitations,
 /// no MLD reports: only the flows and ARP cross the wire). A host without
 /// IPv6 has nothing to turn off.

@@ -74,12 +74,13 @@ impl NicBoot<'_> {
                 let bin = traffic::flows_binary()?;
                 let opts = PeerOptions {
                     tap: traffic::TAP.into(),
+                    remote_tap: None,
                     host: (traffic::HOST, traffic::PREFIX),
                     port: traffic::CONTROL_PORT,
                     deadline: req.deadline + Duration::from_secs(60),
                 };
-                let (peer, tap) = PeerProcess::start(&bin, &opts)?;
-                (Some(peer), Some(Arc::new(tap)), Some(bin))
+                let (peer, taps) = PeerProcess::start(&bin, &opts)?;
+                (Some(peer), Some(Arc::new(taps.tap)), Some(bin))
             }
             None => (None, None, None),
         };

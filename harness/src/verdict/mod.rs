@@ -48,6 +48,7 @@ pub mod nics;
 mod outcome;
 pub mod properties;
 mod row;
+pub mod selftests;
 mod stage_checks;
 mod stages;
 mod summary;
@@ -74,6 +75,7 @@ pub use stages::{
 };
 pub use summary::{CoreCount, NodeCount, RemoteIrq, SiblingShare, Summary};
 pub use survival::{driver_did_not_survive, driver_survived, DRIVER_SURVIVED};
+pub use selftests::{judge_selftests, SelftestsInput, SelftestsReport};
 pub use traffic::{judge_traffic, TrafficInput, TrafficReport};
 
 /// Serde for [`KernelGen`](crate::model::KernelGen) as its short name (`6.1`, `6.12`,
