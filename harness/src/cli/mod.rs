@@ -43,6 +43,10 @@ enum Command {
     /// Boot a topology with the emulated MANA NIC, check the guest's IRQ
     /// affinities against the model, and report (exit 0 pass, 1 mismatch, 2 rig error).
     Run(run::RunArgs),
+    /// Run the kernel's own drivers/net selftests (from the guest kernel's
+    /// source) in the guest against the emulated MANA: `run --selftests`
+    /// (every case a check, judged against the series' baseline).
+    Selftests(Box<run::RunArgs>),
     /// Run a topology on two kernels and print the before/after table.
     Compare(run::CompareArgs),
     /// Build a guest kernel from a source tree + patches (`kernel build`), list builds.
@@ -95,6 +99,10 @@ where
         Command::Setup(args) => setup::run(&args),
         Command::Boot(args) => boot::run(&args),
         Command::Run(args) => run::run(&args),
+        Command::Selftests(mut args) => {
+            args.selftests.selftests = true;
+            run::run(&args)
+        }
         Command::Compare(args) => run::compare(&args),
         Command::Kernel(args) => kernel::run(&args),
         Command::Matrix(args) => matrix::run(&args),

@@ -36,7 +36,20 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         crate::scratch::ScratchDir::new("manarig-run-").context("cannot create a temporary folder for the run")?;
     let channels = req.channels.or(topo.nic().channels);
     let inject = injections(&req.topology, &topo, &req.inject)?;
-    let attempt = NicBoot { req, topo: &topo, prov: &prov, kernel, channels, dir: scratch.path(), inject: &inject };
+    let selftests = match &req.selftests {
+        Some(s) => Some(super::selftests::prepare(s, &prov, kernel, scratch.path())?),
+        None => None,
+    };
+    let attempt = NicBoot {
+        req,
+        topo: &topo,
+        prov: &prov,
+        kernel,
+        channels,
+        dir: scratch.path(),
+        inject: &inject,
+        selftests: selftests.as_ref(),
+    };
     let (mut spec, mut booted) = attempt.boot(req.accel, "nic.sock")?;
     if req.accel == AccelChoice::Auto && matches!(booted.result, Err(qemu::LaunchError::KvmSilent { .. })) {
         // The KVM probe runs a vCPU, yet on some hosts real guests hang
@@ -60,8 +73,17 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         other => other,
     };
     let booted = result.with_context(|| format!("booting {} on Linux {}", topo.name(), kernel.release))?;
-    let judging =
-        Judging { req, topo: &topo, spec: &spec, channels, inject: &inject, specs: &specs, start, provision_time };
+    let judging = Judging {
+        req,
+        topo: &topo,
+        spec: &spec,
+        channels,
+        inject: &inject,
+        specs: &specs,
+        start,
+        provision_time,
+        selftests: selftests.as_ref(),
+    };
     judging.outcome(booted, marks, traffic)
 }
 

@@ -5,8 +5,8 @@
 //! `<cache>/selftests/modules/<id>/`, decompressed, in `insmod` order.
 
 use crate::provision::kernel::collect_module_closure;
-use crate::provision::lock::KernelPin;
-use crate::provision::{apt, ProvisionError};
+use crate::provision::lock::PackagePin;
+use crate::provision::{apt, KernelInstall, ProvisionError};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -15,7 +15,8 @@ pub const REMOTE_DRIVER: &str = "virtio_net";
 
 #[derive(Serialize, Deserialize, PartialEq)]
 struct Stamp {
-    pin: KernelPin,
+    release: String,
+    packages: Vec<PackagePin>,
     modules: Vec<String>,
 }
 
@@ -24,18 +25,24 @@ fn cached_deb(cache: &Path, name: &str, version: &str) -> PathBuf {
     cache.join("debs").join(format!("{name}_{}_amd64.deb", version.replace(':', "%3a")))
 }
 
-/// [`REMOTE_DRIVER`] and its dependencies for the pinned kernel `pin`, as
+/// [`REMOTE_DRIVER`] and its dependencies for the pinned kernel `kernel`, as
 /// files in `insmod` order.
 ///
 /// # Errors
 /// [`ProvisionError::NotProvisioned`] when setup's copy of a kernel package
 /// is gone or altered; unpack and module errors.
-pub fn remote_modules(cache: &Path, pin: &KernelPin) -> Result<Vec<PathBuf>, ProvisionError> {
+pub fn remote_modules(cache: &Path, pin: &KernelInstall) -> Result<Vec<PathBuf>, ProvisionError> {
+    if pin.packages.is_empty() {
+        return Err(ProvisionError::Package(format!(
+            "kernel {}: selftest runs load {REMOTE_DRIVER} from a pinned kernel's packages; this kernel has none",
+            pin.release
+        )));
+    }
     let dir = cache.join("selftests/modules").join(&pin.id);
     let stamp_path = dir.join("stamp.json");
     if let Some(s) = std::fs::read(&stamp_path).ok().and_then(|b| serde_json::from_slice::<Stamp>(&b).ok()) {
         let files: Vec<PathBuf> = s.modules.iter().map(|m| dir.join(m)).collect();
-        if &s.pin == pin && files.iter().all(|f| f.is_file()) {
+        if s.release == pin.release && s.packages == pin.packages && files.iter().all(|f| f.is_file()) {
             return Ok(files);
         }
     }
@@ -60,7 +67,8 @@ pub fn remote_modules(cache: &Path, pin: &KernelPin) -> Result<Vec<PathBuf>, Pro
         std::fs::remove_dir_all(&dir).map_err(|e| ProvisionError::io(&dir, e))?;
     }
     let extracted = collect_module_closure(&moddir, REMOTE_DRIVER, &pin.release, &dir)?;
-    let text = serde_json::to_string_pretty(&Stamp { pin: pin.clone(), modules: extracted.modules.clone() })
+    let stamp = Stamp { release: pin.release.clone(), packages: pin.packages.clone(), modules: extracted.modules.clone() };
+    let text = serde_json::to_string_pretty(&stamp)
         .map_err(|e| ProvisionError::Package(e.to_string()))?;
     std::fs::write(&stamp_path, text).map_err(|e| ProvisionError::io(&stamp_path, e))?;
     Ok(extracted.modules.iter().map(|m| dir.join(m)).collect())
@@ -73,11 +81,13 @@ mod tests {
     #[test]
     fn a_missing_kernel_package_says_to_run_setup() {
         let cache = tempfile::tempdir().expect("tempdir");
-        let pin = KernelPin {
+        let pin = KernelInstall {
             id: "7".into(),
             release: "7.3.4+deb13-cloud-amd64".into(),
-            track: "x".into(),
-            packages: vec![crate::provision::lock::PackagePin {
+            vmlinuz: PathBuf::new(),
+            modules: Vec::new(),
+            compression: crate::provision::KoCompression::Xz,
+            packages: vec![PackagePin {
                 name: "linux-modules-7.3.4+deb13-cloud-amd64".into(),
                 version: "7.3.4-1~bpo13+1".into(),
                 sha256: "0".repeat(64),
