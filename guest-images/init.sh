@@ -1,5 +1,9 @@
-#!/bin/sh
-# manarig guest agent: PID 1 of the initramfs (busybox sh).
+#!/bin/busybox sh
+# shellcheck shell=sh
+# manarig guest agent: PID 1 of the initramfs (busybox sh, named as such:
+# selftest runs make /bin/sh bash, the shell of Python's `shell=True`, since
+# Debian's busybox runs its own applets before any program on PATH and the
+# tests want iproute2's `ip`, iputils' `ping`, …).
 #
 # 1. mounts proc, sysfs, devtmpfs (no udev, no irqbalance unless asked for:
 #    nothing moves IRQs but the kernel and the driver); with `manarig.pin=CPULIST` it first pins
@@ -520,19 +524,23 @@ selftest_remote() {
 		[ "${d##*/}" = virtio_net ] && RIF=${n##*/} && break
 	done
 	[ -n "$RIF" ] || { echo "no virtio_net netdev: the remote end's NIC is missing"; return 1; }
-	PATH=$ST_PATH
+	# iproute2's ip by its path: busybox's shell runs its own `ip` applet
+	# whatever PATH says.
+	ipr=/usr/sbin/ip
 	mkdir -p /run/netns
-	ip netns add "$REMOTE_ARGS" &&
-		ip link set "$RIF" netns "$REMOTE_ARGS" &&
-		ip -n "$REMOTE_ARGS" link set lo up &&
-		ip -n "$REMOTE_ARGS" addr add "$REMOTE_V4/24" dev "$RIF" &&
-		ip -n "$REMOTE_ARGS" -6 addr add "$REMOTE_V6/64" dev "$RIF" nodad &&
-		ip -n "$REMOTE_ARGS" link set "$RIF" up &&
-		ip addr add "$LOCAL_V4/24" dev "$NETIF" &&
-		ip -6 addr add "$LOCAL_V6/64" dev "$NETIF" nodad
-	rc=$?
-	PATH=/bin:/sbin
-	return $rc
+	# The tests take the interface down and up (queues.py, `ethtool -L`):
+	# keep the addresses over it, as a managed host re-adds them (Linux
+	# flushes IPv6 addresses on down by default).
+	echo 1 > /proc/sys/net/ipv6/conf/all/keep_addr_on_down
+	echo 1 > "/proc/sys/net/ipv6/conf/$NETIF/keep_addr_on_down"
+	$ipr netns add "$REMOTE_ARGS" &&
+		$ipr link set "$RIF" netns "$REMOTE_ARGS" &&
+		$ipr -n "$REMOTE_ARGS" link set lo up &&
+		$ipr -n "$REMOTE_ARGS" addr add "$REMOTE_V4/24" dev "$RIF" &&
+		$ipr -n "$REMOTE_ARGS" -6 addr add "$REMOTE_V6/64" dev "$RIF" nodad &&
+		$ipr -n "$REMOTE_ARGS" link set "$RIF" up &&
+		$ipr addr add "$LOCAL_V4/24" dev "$NETIF" &&
+		$ipr -6 addr add "$LOCAL_V6/64" dev "$NETIF" nodad
 }
 run_selftests() {
 	[ -n "$NETDEV" ] || return 0
@@ -548,7 +556,7 @@ run_selftests() {
 		n=$((n + 1))
 		case "$t" in */*) d=$ST_DIR/${t%/*} ;; *) d=$ST_DIR ;; esac
 		up; t0=$UP
-		( cd "$d" && PATH=$ST_PATH HOME=/tmp timeout "$SELFTEST_TIMEOUT" python3 -u "${t##*/}" ) > "/tmp/selftest.$n" 2>&1 < /dev/null
+		( cd "$d" && PATH=$ST_PATH HOME=/tmp timeout "$SELFTEST_TIMEOUT" /usr/bin/python3 -u "${t##*/}" ) > "/tmp/selftest.$n" 2>&1 < /dev/null
 		rc=$?
 		up
 		secs=$(awk -v a="$t0" -v b="$UP" 'BEGIN { printf "%.1f", b - a }')

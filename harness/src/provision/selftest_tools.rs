@@ -58,7 +58,12 @@ const LEFT_OUT: &[&str] = &[
 /// needed otherwise) and the ELF interpreter path every binary names
 /// (`/lib64/ld-linux-x86-64.so.2`; Debian's base-files makes `/lib64` a link
 /// to `usr/lib64`, the initramfs has no base-files).
+///
+/// And `/bin/sh` as bash: Python's `shell=True` runs `/bin/sh`, and Debian's
+/// busybox shell runs its own applets (`ip`, `ping`, `timeout`) before any
+/// program on `PATH`; the agent names busybox in its first line.
 pub const EXTRA_LINKS: &[(&str, &str)] = &[
+    ("bin/sh", "/usr/bin/bash"),
     ("usr/bin/python3", "python3.13"),
     ("lib64/ld-linux-x86-64.so.2", "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"),
 ];

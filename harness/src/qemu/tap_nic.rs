@@ -23,14 +23,15 @@ pub struct TapNic {
 impl TapNic {
     /// QEMU's arguments for NIC `index`: the netdev on the inherited
     /// descriptor and a `virtio-net-pci` device on it (no vhost: the TAP was
-    /// not opened for it; checksum and segmentation in the guest's software).
+    /// not opened for it; checksum and segmentation in the guest's software),
+    /// on the root bus (q35's `pcie.0`: the NUMA expander buses take bridges only).
     pub fn qemu_args(&self, index: usize) -> Vec<String> {
         let fd = FIRST_FD + index as i32;
         vec![
             "-netdev".into(),
             format!("tap,id=tapnic{index},fd={fd},vhost=off"),
             "-device".into(),
-            format!("virtio-net-pci,netdev=tapnic{index},mac={}", self.mac),
+            format!("virtio-net-pci,netdev=tapnic{index},mac={},bus=pcie.0", self.mac),
         ]
     }
 }
@@ -79,7 +80,7 @@ mod tests {
                 "-netdev",
                 "tap,id=tapnic1,fd=21,vhost=off",
                 "-device",
-                "virtio-net-pci,netdev=tapnic1,mac=02:00:00:00:0e:02"
+                "virtio-net-pci,netdev=tapnic1,mac=02:00:00:00:0e:02,bus=pcie.0"
             ]
         );
     }

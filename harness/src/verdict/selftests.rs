@@ -153,9 +153,24 @@ fn case_check(c: &CaseVerdict) -> Check {
     };
     let mut check = Check::new(format!("selftests.{}", c.name), c.status, message);
     if c.status == CheckStatus::Fail {
-        check.detail = c.diagnostics.iter().rev().take(30).rev().cloned().collect();
+        check.detail = c.diagnostics.iter().rev().take(30).rev().map(|l| clip(l)).collect();
     }
     check
+}
+
+/// Longest diagnostic line a check keeps (ping.py echoes a 64 KB payload in
+/// its failed command line).
+const LINE_MAX: usize = 300;
+
+fn clip(line: &str) -> String {
+    if line.len() <= LINE_MAX {
+        return line.to_owned();
+    }
+    let mut end = LINE_MAX;
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", &line[..end], line.len())
 }
 
 /// `skip: reason` → `SKIP: reason` for the message of an expected result.
@@ -251,7 +266,7 @@ pub fn judge_selftests(input: &SelftestsInput<'_>) -> (SelftestsReport, Vec<Chec
         };
         let mut check = Check::new(format!("selftests.{name}"), status, message);
         if status == CheckStatus::Fail {
-            check.detail = k.other.iter().rev().take(20).rev().cloned().collect();
+            check.detail = k.other.iter().rev().take(20).rev().map(|l| clip(l)).collect();
         }
         checks.push(check);
         checks.extend(cases.iter().map(case_check));
@@ -278,7 +293,7 @@ pub fn judge_selftests(input: &SelftestsInput<'_>) -> (SelftestsReport, Vec<Chec
             complete,
             counts,
             cases,
-            other_output: k.other.iter().rev().take(40).rev().cloned().collect(),
+            other_output: k.other.iter().rev().take(40).rev().map(|l| clip(l)).collect(),
         });
     }
     let baseline = if input.baseline.series.is_empty() {
