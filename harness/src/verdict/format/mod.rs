@@ -4,6 +4,7 @@
 mod compare;
 mod human;
 mod irqbalance_text;
+mod selftests_text;
 pub mod json;
 mod junit;
 mod ktap;
