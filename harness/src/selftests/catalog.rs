@@ -96,7 +96,7 @@ pub fn select(tests: &[String], patterns: &[String], source_label: &str) -> Resu
 }
 
 /// Shell-style matching of `name` against `pattern` (`*`, `?`).
-fn glob(pattern: &str, name: &str) -> bool {
+pub fn glob(pattern: &str, name: &str) -> bool {
     let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
     // Backtracking on the last `*`: linear in practice for short names.
     let (mut i, mut j, mut star, mut mark) = (0, 0, None, 0);

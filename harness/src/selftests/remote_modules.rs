@@ -1,8 +1,10 @@
-//! The guest modules of the remote end's NIC: `virtio_net` and the modules
-//! it depends on (`net_failover`, `failover`), from the pinned kernel's own
-//! packages (Debian builds virtio_net as a module: CONFIG_VIRTIO_NET=m in
-//! the cloud kernels' configs). Extracted once per kernel pin into
-//! `<cache>/selftests/modules/<id>/`, decompressed, in `insmod` order.
+//! The guest modules selftest runs load besides mana: the remote end's NIC
+//! driver `virtio_net` with the modules it depends on (`net_failover`,
+//! `failover`), and the `fq` qdisc ring_reconfig.py installs (Debian builds
+//! both as modules: CONFIG_VIRTIO_NET=m, CONFIG_NET_SCH_FQ=m in the cloud
+//! kernels' configs), from the pinned kernel's own packages. Extracted once
+//! per kernel pin into `<cache>/selftests/modules/<id>/`, decompressed, in
+//! `insmod` order.
 
 use crate::provision::kernel::collect_module_closure;
 use crate::provision::lock::PackagePin;
@@ -12,9 +14,15 @@ use std::path::{Path, PathBuf};
 
 /// The remote NIC's driver.
 pub const REMOTE_DRIVER: &str = "virtio_net";
+/// The modules loaded, each after its dependencies: the remote NIC's driver,
+/// then the qdiscs the tests install.
+pub const MODULES: &[&str] = &[REMOTE_DRIVER, "sch_fq"];
+/// Raised when [`MODULES`] changes, so that cached extractions are made again.
+const SET: u32 = 2;
 
 #[derive(Serialize, Deserialize, PartialEq)]
 struct Stamp {
+    set: u32,
     release: String,
     packages: Vec<PackagePin>,
     modules: Vec<String>,
@@ -25,7 +33,7 @@ fn cached_deb(cache: &Path, name: &str, version: &str) -> PathBuf {
     cache.join("debs").join(format!("{name}_{}_amd64.deb", version.replace(':', "%3a")))
 }
 
-/// [`REMOTE_DRIVER`] and its dependencies for the pinned kernel `kernel`, as
+/// [`MODULES`] and their dependencies for the pinned kernel `kernel`, as
 /// files in `insmod` order.
 ///
 /// # Errors
@@ -42,7 +50,8 @@ pub fn remote_modules(cache: &Path, pin: &KernelInstall) -> Result<Vec<PathBuf>,
     let stamp_path = dir.join("stamp.json");
     if let Some(s) = std::fs::read(&stamp_path).ok().and_then(|b| serde_json::from_slice::<Stamp>(&b).ok()) {
         let files: Vec<PathBuf> = s.modules.iter().map(|m| dir.join(m)).collect();
-        if s.release == pin.release && s.packages == pin.packages && files.iter().all(|f| f.is_file()) {
+        if s.set == SET && s.release == pin.release && s.packages == pin.packages && files.iter().all(|f| f.is_file())
+        {
             return Ok(files);
         }
     }
@@ -66,12 +75,19 @@ pub fn remote_modules(cache: &Path, pin: &KernelInstall) -> Result<Vec<PathBuf>,
     if dir.exists() {
         std::fs::remove_dir_all(&dir).map_err(|e| ProvisionError::io(&dir, e))?;
     }
-    let extracted = collect_module_closure(&moddir, REMOTE_DRIVER, &pin.release, &dir)?;
-    let stamp = Stamp { release: pin.release.clone(), packages: pin.packages.clone(), modules: extracted.modules.clone() };
+    let mut modules: Vec<String> = Vec::new();
+    for m in MODULES {
+        for file in collect_module_closure(&moddir, m, &pin.release, &dir)?.modules {
+            if !modules.contains(&file) {
+                modules.push(file);
+            }
+        }
+    }
+    let stamp = Stamp { set: SET, release: pin.release.clone(), packages: pin.packages.clone(), modules };
     let text = serde_json::to_string_pretty(&stamp)
         .map_err(|e| ProvisionError::Package(e.to_string()))?;
     std::fs::write(&stamp_path, text).map_err(|e| ProvisionError::io(&stamp_path, e))?;
-    Ok(extracted.modules.iter().map(|m| dir.join(m)).collect())
+    Ok(stamp.modules.iter().map(|m| dir.join(m)).collect())
 }
 
 #[cfg(test)]
