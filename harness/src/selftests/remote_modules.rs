@@ -1,8 +1,11 @@
 //! The guest modules selftest runs load besides mana: the remote end's NIC
 //! driver `virtio_net` with the modules it depends on (`net_failover`,
-//! `failover`), and the `fq` qdisc ring_reconfig.py installs (Debian builds
-//! both as modules: CONFIG_VIRTIO_NET=m, CONFIG_NET_SCH_FQ=m in the cloud
-//! kernels' configs), from the pinned kernel's own packages. Extracted once
+//! `failover`), and the traffic control ring_reconfig.py installs (the `fq`
+//! and `clsact` qdiscs, flower and matchall filters, the skbedit action;
+//! Debian builds all of them as modules: CONFIG_VIRTIO_NET=m,
+//! CONFIG_NET_SCH_FQ=m, CONFIG_NET_SCH_INGRESS=m, CONFIG_NET_CLS_FLOWER=m,
+//! CONFIG_NET_CLS_MATCHALL=m, CONFIG_NET_ACT_SKBEDIT=m in the cloud kernels'
+//! configs), from the pinned kernel's own packages. Extracted once
 //! per kernel pin into `<cache>/selftests/modules/<id>/`, decompressed, in
 //! `insmod` order.
 
@@ -16,9 +19,9 @@ use std::path::{Path, PathBuf};
 pub const REMOTE_DRIVER: &str = "virtio_net";
 /// The modules loaded, each after its dependencies: the remote NIC's driver,
 /// then the qdiscs the tests install.
-pub const MODULES: &[&str] = &[REMOTE_DRIVER, "sch_fq"];
+pub const MODULES: &[&str] = &[REMOTE_DRIVER, "sch_fq", "sch_ingress", "cls_flower", "cls_matchall", "act_skbedit"];
 /// Raised when [`MODULES`] changes, so that cached extractions are made again.
-const SET: u32 = 2;
+const SET: u32 = 3;
 
 #[derive(Serialize, Deserialize, PartialEq)]
 struct Stamp {
