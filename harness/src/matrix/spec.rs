@@ -164,6 +164,11 @@ pub struct MatrixSpec {
     /// absent from the JSON, so older digests stand) without.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub inject: Vec<String>,
+    /// `--selftests [--tests …]`: every pair's guest also runs the kernel's
+    /// drivers/net selftests (the patterns; empty: the rig's set). Absent
+    /// from the JSON without.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selftests: Option<Vec<String>>,
 }
 
 /// What `--random` generated: part of the matrix's spec.
@@ -291,6 +296,9 @@ impl MatrixSpec {
         if self.oracle != other.oracle {
             out.push(format!("oracles differ: {} vs {}", self.oracle, other.oracle));
         }
+        if self.selftests != other.selftests {
+            out.push(format!("selftests differ: {:?} vs {:?}", self.selftests, other.selftests));
+        }
         if self.inject != other.inject {
             out.push(format!("injections differ: {:?} vs {:?}", self.inject, other.inject));
         }
@@ -332,6 +340,7 @@ mod tests {
             shards,
             random: None,
             inject: vec![],
+            selftests: None,
         }
     }
 
