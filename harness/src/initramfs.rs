@@ -229,6 +229,11 @@ mod tests {
         p
     }
 
+    /// A spec of busybox and `modules` only.
+    fn plain<'a>(bb: &'a Path, modules: &'a [PathBuf], compression: Compression) -> InitramfsSpec<'a> {
+        InitramfsSpec { busybox: bb, modules, compression, extra_files: &[], extra_links: &[] }
+    }
+
     fn names(archive: &[u8]) -> Vec<(String, u32, u32)> {
         let mut r = std::io::Cursor::new(archive.to_vec());
         let mut out = Vec::new();
@@ -251,7 +256,7 @@ mod tests {
         let ko = dir.path().join("mana.ko");
         std::fs::write(&ko, b"\x7fELF-not-really").expect("write");
         let mods = [ko];
-        let spec = InitramfsSpec { busybox: &bb, modules: &mods, compression: Compression::None, extra_files: &[], extra_links: &[] };
+        let spec = plain(&bb, &mods, Compression::None);
         let a = build(&spec).expect("build");
         let b = build(&spec).expect("build");
         assert_eq!(a, b);
@@ -302,10 +307,27 @@ mod tests {
     fn gzip_output_is_gzip_and_reproducible() {
         let dir = tempfile::tempdir().expect("tempdir");
         let bb = fake_busybox(dir.path());
-        let spec = InitramfsSpec { busybox: &bb, modules: &[], compression: Compression::Gzip, extra_files: &[], extra_links: &[] };
+        let spec = plain(&bb, &[], Compression::Gzip);
         let a = build(&spec).expect("build");
         assert_eq!(&a[..2], &[0x1f, 0x8b]);
         assert_eq!(a, build(&spec).expect("build"));
+    }
+
+    #[test]
+    fn extra_links_are_symlinks_after_their_parent_folders() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let bb = fake_busybox(dir.path());
+        let links = [crate::provision::tools::GuestLink {
+            guest_path: "usr/lib/x86_64-linux-gnu/libffi.so.8".into(),
+            target: "libffi.so.8.1.4".into(),
+        }];
+        let spec = InitramfsSpec { extra_links: &links, ..plain(&bb, &[], Compression::None) };
+        let n = names(&build(&spec).expect("build"));
+        let at = |name: &str| n.iter().position(|(x, _, _)| x == name).unwrap_or_else(|| panic!("{name} in {n:?}"));
+        assert!(
+            at("usr") < at("usr/lib/x86_64-linux-gnu") && at("usr/lib/x86_64-linux-gnu") < at(&links[0].guest_path)
+        );
+        assert_eq!(n[at(&links[0].guest_path)].1, 0o120_777);
     }
 
     #[test]
@@ -313,7 +335,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let bb = fake_busybox(dir.path());
         let mods = [dir.path().join("absent.ko")];
-        let spec = InitramfsSpec { busybox: &bb, modules: &mods, compression: Compression::None, extra_files: &[], extra_links: &[] };
+        let spec = plain(&bb, &mods, Compression::None);
         let err = build(&spec).expect_err("must fail").to_string();
         assert!(err.contains("absent.ko"), "{err}");
     }

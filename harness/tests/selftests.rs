@@ -1,7 +1,7 @@
 //! The kernel's own drivers/net selftests against the emulated MANA
 //! (`cargo xtask selftests`): the tests come from the pinned kernel's Debian
 //! source, run in the guest with the remote end in netns `remote`, and every
-//! case is a check judged against guest-images/selftests/baseline-<series>.toml.
+//! case is a check judged against `guest-images/selftests/baseline-<series>.toml`.
 //! Needs the cache that `cargo xtask setup` fills (the kernel sources are
 //! downloaded on first use).
 

@@ -191,7 +191,7 @@ pub struct RunArgs {
 pub struct SelftestArgs {
     /// After the probe, run the kernel's own drivers/net selftests against the
     /// MANA netdev (the remote end in a guest netns, as netdev's CI): every
-    /// case a check, judged against guest-images/selftests/baseline-<series>.toml.
+    /// case a check, judged against `guest-images/selftests/baseline-<series>.toml`.
     #[arg(long)]
     pub selftests: bool,
     /// Which tests (relative to drivers/net, shell globs, comma-separated;

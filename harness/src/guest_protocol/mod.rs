@@ -27,13 +27,13 @@ mod tests;
 
 pub use irqbalance::{GuestIrqbalance, IrqbalanceSample, IrqbalanceState};
 pub use markers::{Marker, Version};
-pub use selftests::{GuestSelftestRun, GuestSelftests, SelftestExit};
 pub use options::{AgentOptions, PciId, ReportChannel};
 pub use parse::{parse, Key};
 pub use report::{
     format_cpulist, GuestCpu, GuestCpuState, GuestIrq, GuestNode, GuestPci, GuestReport, GuestTraffic, Stage,
     TrafficCounts, Transcript, Unload,
 };
+pub use selftests::{GuestSelftestRun, GuestSelftests, SelftestExit};
 
 /// Errors reading the agent's output. Line numbers are 1-based, in the text
 /// given to [`parse()`] (the console, or the report channel).

@@ -154,7 +154,8 @@ impl Lock {
                 return Err(invalid(format!("kernel {}: no packages", k.id)));
             }
         }
-        for (tool, pin) in [("ethtool", &lock.ethtool), ("irqbalance", &lock.irqbalance), ("selftests", &lock.selftests)]
+        for (tool, pin) in
+            [("ethtool", &lock.ethtool), ("irqbalance", &lock.irqbalance), ("selftests", &lock.selftests)]
         {
             if pin.packages.is_empty() {
                 return Err(invalid(format!("{tool}: no packages")));

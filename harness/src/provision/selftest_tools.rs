@@ -84,7 +84,7 @@ fn left_out(rel: &str) -> bool {
 }
 
 /// Unpack `debs` (the pinned packages, verified) into `dir/root` without the
-/// parts in [`LEFT_OUT`], check the ELF `NEEDED` closure, write the stamp.
+/// parts the module's docs name, check the ELF `NEEDED` closure, write the stamp.
 ///
 /// # Errors
 /// [`ProvisionError::Package`] naming an ELF file whose library is in no
@@ -114,8 +114,7 @@ fn prune(root: &Path, at: &Path) -> Result<(), ProvisionError> {
         let rel = relative(root, &path);
         let kind = entry.file_type().map_err(|e| ProvisionError::io(&path, e))?;
         if left_out(&rel) {
-            let gone =
-                if kind.is_dir() { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) };
+            let gone = if kind.is_dir() { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) };
             gone.map_err(|e| ProvisionError::io(&path, e))?;
         } else if kind.is_dir() {
             prune(root, &path)?;

@@ -105,7 +105,11 @@ pub fn prepare(
         let name = m.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         names.push_str(&name);
         names.push('\n');
-        files.push(GuestFile { guest_path: format!("lib/modules/manarig/remote/{name}"), host: m.clone(), mode: 0o644 });
+        files.push(GuestFile {
+            guest_path: format!("lib/modules/manarig/remote/{name}"),
+            host: m.clone(),
+            mode: 0o644,
+        });
     }
     std::fs::write(&order, names).with_context(|| format!("{}", order.display()))?;
     files.push(GuestFile { guest_path: "lib/modules/manarig/remote/order".into(), host: order, mode: 0o644 });

@@ -110,11 +110,7 @@ pub fn build(source: &Path, work: &Path) -> Result<Vec<(String, PathBuf)>, Helpe
     for h in helpers {
         let dir = ksft.join(h.dir);
         let target = dir.join(h.name);
-        make(
-            niced_make().arg("-C").arg(&dir).arg(&khdr).arg(&target),
-            &format!("make {}/{}", h.dir, h.name),
-            &log,
-        )?;
+        make(niced_make().arg("-C").arg(&dir).arg(&khdr).arg(&target), &format!("make {}/{}", h.dir, h.name), &log)?;
         out.push((format!("{}/{}", h.dir, h.name), target));
     }
     Ok(out)

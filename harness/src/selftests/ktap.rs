@@ -150,7 +150,14 @@ pub fn parse(text: &str) -> Ktap {
             continue;
         }
         if let Some((ok, number, name, directive, reason)) = result_line(line) {
-            k.results.push(CaseResult { number, ok, name, directive, reason, diagnostics: std::mem::take(&mut pending) });
+            k.results.push(CaseResult {
+                number,
+                ok,
+                name,
+                directive,
+                reason,
+                diagnostics: std::mem::take(&mut pending),
+            });
             continue;
         }
         if !line.trim().is_empty() {
@@ -197,7 +204,9 @@ mod tests {
 
     #[test]
     fn a_program_that_died_is_incomplete_and_keeps_its_traceback() {
-        let k = parse("TAP version 13\n1..3\nok 1 x.a\nTraceback (most recent call last):\n  File \"x.py\"\nOSError: boom\n");
+        let k = parse(
+            "TAP version 13\n1..3\nok 1 x.a\nTraceback (most recent call last):\n  File \"x.py\"\nOSError: boom\n",
+        );
         assert!(!k.complete());
         assert_eq!(k.results.len(), 1);
         assert_eq!(k.other, ["Traceback (most recent call last):", "OSError: boom"]);

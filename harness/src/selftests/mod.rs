@@ -68,8 +68,7 @@ pub fn net_config() -> String {
 pub fn series(source: &Path) -> Option<String> {
     let text = std::fs::read_to_string(source.join("Makefile")).ok()?;
     let field = |name: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name)?.trim_start().strip_prefix('=').map(|v| v.trim().to_owned()))
+        text.lines().find_map(|l| l.strip_prefix(name)?.trim_start().strip_prefix('=').map(|v| v.trim().to_owned()))
     };
     Some(format!("{}.{}", field("VERSION")?, field("PATCHLEVEL")?))
 }

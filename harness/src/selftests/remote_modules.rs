@@ -53,8 +53,7 @@ pub fn remote_modules(cache: &Path, pin: &KernelInstall) -> Result<Vec<PathBuf>,
     let stamp_path = dir.join("stamp.json");
     if let Some(s) = std::fs::read(&stamp_path).ok().and_then(|b| serde_json::from_slice::<Stamp>(&b).ok()) {
         let files: Vec<PathBuf> = s.modules.iter().map(|m| dir.join(m)).collect();
-        if s.set == SET && s.release == pin.release && s.packages == pin.packages && files.iter().all(|f| f.is_file())
-        {
+        if s.set == SET && s.release == pin.release && s.packages == pin.packages && files.iter().all(|f| f.is_file()) {
             return Ok(files);
         }
     }
@@ -87,8 +86,7 @@ pub fn remote_modules(cache: &Path, pin: &KernelInstall) -> Result<Vec<PathBuf>,
         }
     }
     let stamp = Stamp { set: SET, release: pin.release.clone(), packages: pin.packages.clone(), modules };
-    let text = serde_json::to_string_pretty(&stamp)
-        .map_err(|e| ProvisionError::Package(e.to_string()))?;
+    let text = serde_json::to_string_pretty(&stamp).map_err(|e| ProvisionError::Package(e.to_string()))?;
     std::fs::write(&stamp_path, text).map_err(|e| ProvisionError::io(&stamp_path, e))?;
     Ok(stamp.modules.iter().map(|m| dir.join(m)).collect())
 }

@@ -132,10 +132,8 @@ pub fn prepare(
     }
     let tests = test_files(&root.join(DRIVERS_NET))?;
     let stamp = Stamp { identity: identity.to_owned(), layout: LAYOUT, tests: tests.clone(), helpers: helper_names };
-    let text = serde_json::to_string_pretty(&stamp).map_err(|e| TreeError::Io {
-        path: stamp_path.clone(),
-        source: std::io::Error::other(e),
-    })?;
+    let text = serde_json::to_string_pretty(&stamp)
+        .map_err(|e| TreeError::Io { path: stamp_path.clone(), source: std::io::Error::other(e) })?;
     std::fs::write(&stamp_path, text).map_err(io(&stamp_path))?;
     progress(&format!(
         "selftests: {} tests, helpers {} ready in {}",
@@ -282,7 +280,8 @@ mod tests {
         ] {
             assert!(out.path().join(kept).is_file(), "{kept}");
         }
-        for left in ["tools/testing/selftests/drivers/net/README.rst", "tools/testing/selftests/drivers/net/hw/ethtool.sh"]
+        for left in
+            ["tools/testing/selftests/drivers/net/README.rst", "tools/testing/selftests/drivers/net/hw/ethtool.sh"]
         {
             assert!(!out.path().join(left).exists(), "{left}");
         }

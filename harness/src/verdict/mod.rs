@@ -69,13 +69,13 @@ pub use judge::judge;
 pub use nics::{combined_load, judge_staged, table_at};
 pub use outcome::{CpuLoad, NicVerdict, NicsReport, RunInfo, Verdict, SCHEMA_VERSION};
 pub use row::{ExpectedSide, ObservedSide, RowOutcome, VectorRow};
+pub use selftests::{judge_selftests, SelftestsInput, SelftestsReport};
 pub use stage_checks::{same_irq_table_check, same_queue_table_check, stage_irq_table_check};
 pub use stages::{
     QueueRow, QueueStage, QueueTable, StageFacts, StageLink, HOTPLUG_STAGES, QUEUE_IRQS_CHECK, REPORT_STAGE,
 };
 pub use summary::{CoreCount, NodeCount, RemoteIrq, SiblingShare, Summary};
 pub use survival::{driver_did_not_survive, driver_survived, DRIVER_SURVIVED};
-pub use selftests::{judge_selftests, SelftestsInput, SelftestsReport};
 pub use traffic::{judge_traffic, TrafficInput, TrafficReport};
 
 /// Serde for [`KernelGen`](crate::model::KernelGen) as its short name (`6.1`, `6.12`,

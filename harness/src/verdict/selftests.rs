@@ -302,13 +302,8 @@ pub fn judge_selftests(input: &SelftestsInput<'_>) -> (SelftestsReport, Vec<Chec
     } else {
         format!("guest-images/selftests/baseline-{}.toml", input.baseline.series)
     };
-    let report = SelftestsReport {
-        source: input.source.to_owned(),
-        baseline,
-        setup: g.setup,
-        programs,
-        stale_baseline: stale,
-    };
+    let report =
+        SelftestsReport { source: input.source.to_owned(), baseline, setup: g.setup, programs, stale_baseline: stale };
     (report, checks)
 }
 
@@ -364,7 +359,8 @@ mod tests {
     #[test]
     fn an_unexplained_skip_fails_and_a_baseline_entry_with_another_result_is_stale() {
         let g = guest("stats.py", STATS, SelftestExit::Status(1));
-        let b = baseline("[[expect]]\ncase = \"stats.pkt_byte_sum\"\nresult = \"fail\"\nreason = \"r (mana, 7.3.4)\"\n");
+        let b =
+            baseline("[[expect]]\ncase = \"stats.pkt_byte_sum\"\nresult = \"fail\"\nreason = \"r (mana, 7.3.4)\"\n");
         let asked = vec!["stats.py".to_owned()];
         let input = SelftestsInput { guest: &g, asked: &asked, baseline: &b, source: "s", setup_errors: &[] };
         let (report, checks) = judge_selftests(&input);
@@ -376,7 +372,11 @@ mod tests {
 
     #[test]
     fn a_program_that_died_or_timed_out_fails_with_its_traceback() {
-        let g = guest("ping.py", "TAP version 13\n1..2\nok 1 ping.test_default_v4\nTraceback (most recent call last):\nOSError: x", SelftestExit::Status(1));
+        let g = guest(
+            "ping.py",
+            "TAP version 13\n1..2\nok 1 ping.test_default_v4\nTraceback (most recent call last):\nOSError: x",
+            SelftestExit::Status(1),
+        );
         let asked = vec!["ping.py".to_owned()];
         let b = Baseline::default();
         let input = SelftestsInput { guest: &g, asked: &asked, baseline: &b, source: "s", setup_errors: &[] };

@@ -4,11 +4,11 @@
 mod compare;
 mod human;
 mod irqbalance_text;
-mod selftests_text;
 pub mod json;
 mod junit;
 mod ktap;
 mod nics_text;
+mod selftests_text;
 mod text;
 mod traffic_text;
 

@@ -39,7 +39,8 @@ pub(super) fn selftests(v: &Verdict) -> Vec<String> {
 /// `program  ok skip xfail fail  seconds  exit` rows.
 fn table(r: &SelftestsReport) -> Vec<String> {
     let width = r.programs.iter().map(|p| p.file.len()).max().unwrap_or(4).max(4);
-    let mut out = vec![format!("  {:width$}  {:>4} {:>4} {:>5} {:>4}  {:>6}  exit", "test", "ok", "skip", "xfail", "fail", "s")];
+    let mut out =
+        vec![format!("  {:width$}  {:>4} {:>4} {:>5} {:>4}  {:>6}  exit", "test", "ok", "skip", "xfail", "fail", "s")];
     for p in &r.programs {
         let c = p.counts;
         let secs = p.seconds.map_or("-".to_owned(), |s| format!("{s:.0}"));
