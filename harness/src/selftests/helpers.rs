@@ -72,15 +72,32 @@ pub fn present(source: &Path) -> Vec<Helper> {
     HELPERS.iter().copied().filter(|h| ksft.join(h.dir).join(format!("{}.c", h.name)).is_file()).collect()
 }
 
+/// The BPF programs of `net/lib` a source has (`xdp_dummy.bpf.o`, …: the
+/// objects `net/bpf.mk` builds from `*.bpf.c`), sorted.
+pub fn bpf_programs(source: &Path) -> Vec<String> {
+    let dir = source.join("tools/testing/selftests/net/lib");
+    let mut out: Vec<String> = std::fs::read_dir(&dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.file_name().to_str()?.strip_suffix(".bpf.c").map(|n| format!("{n}.bpf.o")))
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
 /// Build the helpers [`present`] in `source` inside `work` (created; the
-/// log is `work/build.log`) and return each binary's path, relative to
-/// `tools/testing/selftests/`, with its file in `work`.
+/// log is `work/build.log`), and with `clang` the BPF programs of `net/lib`
+/// ([`bpf_programs`]); return each file's path relative to
+/// `tools/testing/selftests/` with its file in `work`.
 ///
 /// # Errors
 /// [`HelperError::Make`] with the log's tail when a make step fails.
-pub fn build(source: &Path, work: &Path) -> Result<Vec<(String, PathBuf)>, HelperError> {
+pub fn build(source: &Path, work: &Path, clang: Option<&Path>) -> Result<Vec<(String, PathBuf)>, HelperError> {
     let helpers = present(source);
-    if helpers.is_empty() {
+    let bpf = if clang.is_some() { bpf_programs(source) } else { Vec::new() };
+    if helpers.is_empty() && bpf.is_empty() {
         return Ok(Vec::new());
     }
     std::fs::create_dir_all(work).map_err(io(work))?;
@@ -112,6 +129,16 @@ pub fn build(source: &Path, work: &Path) -> Result<Vec<(String, PathBuf)>, Helpe
         let target = dir.join(h.name);
         make(niced_make().arg("-C").arg(&dir).arg(&khdr).arg(&target), &format!("make {}/{}", h.dir, h.name), &log)?;
         out.push((format!("{}/{}", h.dir, h.name), target));
+    }
+    if let (Some(clang), false) = (clang, bpf.is_empty()) {
+        let dir = ksft.join("net/lib");
+        let targets: Vec<PathBuf> = bpf.iter().map(|b| dir.join(b)).collect();
+        make(
+            niced_make().arg("-C").arg(&dir).arg(&khdr).arg(format!("CLANG={}", clang.display())).args(&targets),
+            "make net/lib/*.bpf.o",
+            &log,
+        )?;
+        out.extend(bpf.iter().zip(targets).map(|(b, t)| (format!("net/lib/{b}"), t)));
     }
     Ok(out)
 }
@@ -169,6 +196,8 @@ mod tests {
         std::fs::create_dir_all(&lib).expect("mkdir");
         std::fs::write(lib.join("csum.c"), "").expect("write");
         assert_eq!(present(dir.path()), [Helper { dir: "net/lib", name: "csum" }]);
+        std::fs::write(lib.join("xdp_dummy.bpf.c"), "").expect("write");
+        assert_eq!(bpf_programs(dir.path()), ["xdp_dummy.bpf.o"]);
     }
 
     #[test]

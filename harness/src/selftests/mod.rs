@@ -22,6 +22,7 @@
 
 pub mod baseline;
 pub mod catalog;
+pub mod clang;
 pub mod helpers;
 pub mod ktap;
 pub mod remote_modules;

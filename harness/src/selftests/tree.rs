@@ -14,7 +14,8 @@
 //! - `tools/testing/selftests/net/lib/py/`;
 //! - every `*.py` of `tools/net/ynl/` (the Python YNL library: `pyynl/` from 6.16, `lib/` before);
 //! - `Documentation/netlink/specs/*.yaml`;
-//! - the helpers, beside their sources' folders (`net/lib/csum`, `drivers/net/hw/toeplitz`, …).
+//! - the helpers, beside their sources' folders (`net/lib/csum`, `drivers/net/hw/toeplitz`, …),
+//!   and the BPF programs of `net/lib` built with Debian's clang ([`super::clang`]).
 
 use super::helpers::{self, HelperError};
 use crate::provision::tools::GuestFile;
@@ -27,7 +28,7 @@ pub const GUEST_ROOT: &str = "ksrc";
 /// The drivers/net tests' folder, relative to [`GUEST_ROOT`].
 pub const DRIVERS_NET: &str = "tools/testing/selftests/drivers/net";
 /// Raised when what is copied or built changes, so that cached trees are made again.
-pub const LAYOUT: u32 = 1;
+pub const LAYOUT: u32 = 2;
 
 /// Errors preparing a tree.
 #[derive(Debug, thiserror::Error)]
@@ -117,7 +118,16 @@ pub fn prepare(
     }
     let root = guest.join(GUEST_ROOT);
     copy_tests(source, &root)?;
-    let built = helpers::build(source, &dir.join("work"))
+    // The BPF programs need clang; without it the tests that load them fail,
+    // and this says why.
+    let clang = match super::clang::clang(cache, progress) {
+        Ok(c) => Some(c),
+        Err(why) => {
+            progress(&format!("selftests: the BPF programs (net/lib/*.bpf.o) are not built: {why}"));
+            None
+        }
+    };
+    let built = helpers::build(source, &dir.join("work"), clang.as_deref())
         .map_err(|error| TreeError::Helpers { source_label: label.to_owned(), error })?;
     let mut helper_names = Vec::new();
     for (rel, file) in built {
@@ -232,7 +242,8 @@ pub fn guest_files(tree: &SelftestTree) -> Result<Vec<GuestFile>, TreeError> {
             }
             let rel = path.strip_prefix(&guest).unwrap_or(&path).to_string_lossy().into_owned();
             let helper = tree.helpers.iter().any(|h| rel.ends_with(&format!("selftests/{h}")));
-            let mode = if helper || rel.ends_with(".py") && !rel.contains("/lib/") { 0o755 } else { 0o644 };
+            let program = helper && !rel.ends_with(".o");
+            let mode = if program || rel.ends_with(".py") && !rel.contains("/lib/") { 0o755 } else { 0o644 };
             out.push(GuestFile { guest_path: rel, host: path, mode });
         }
     }
