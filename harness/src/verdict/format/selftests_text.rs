@@ -12,7 +12,8 @@ pub(super) fn selftests(v: &Verdict) -> Vec<String> {
     let Some(r) = &v.selftests else { return Vec::new() };
     let mut lines = vec![format!("Kernel selftests from {} (baseline {}):", r.source, r.baseline)];
     lines.extend(table(r));
-    let mut notes = Vec::new();
+    // Consecutive cases with the same result, reason and judgement share a line.
+    let mut groups: Vec<(Vec<&str>, String)> = Vec::new();
     for p in &r.programs {
         for c in p.cases.iter().filter(|c| c.status != CheckStatus::Pass || c.expected.is_some()) {
             let why = if c.reason.is_empty() { String::new() } else { format!(": {}", c.reason) };
@@ -22,9 +23,21 @@ pub(super) fn selftests(v: &Verdict) -> Vec<String> {
                 (_, Some(_)) => "FAIL: the baseline expects another result".to_owned(),
                 _ => "FAIL: not in the baseline".to_owned(),
             };
-            notes.push(format!("  {} {:?}{why} — {judged}", c.name, c.outcome));
+            let text = format!("{:?}{why} — {judged}", c.outcome);
+            match groups.last_mut() {
+                Some((names, last)) if *last == text => names.push(&c.name),
+                _ => groups.push((vec![&c.name], text)),
+            }
         }
     }
+    let notes: Vec<String> = groups
+        .into_iter()
+        .map(|(names, text)| match names.as_slice() {
+            [one] => format!("  {one} {text}"),
+            [first, .., last] => format!("  {first} … {last} ({} cases) {text}", names.len()),
+            [] => String::new(),
+        })
+        .collect();
     if !notes.is_empty() {
         lines.push("Cases that did not pass:".to_owned());
         lines.extend(notes);
@@ -34,6 +47,57 @@ pub(super) fn selftests(v: &Verdict) -> Vec<String> {
         lines.extend(r.stale_baseline.iter().map(|s| format!("  {s}")));
     }
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::super::selftests::{CaseVerdict, Counts, ProgramResult};
+    use super::*;
+    use crate::selftests::ktap::Outcome;
+
+    fn case(name: &str, outcome: Outcome, status: CheckStatus, why: Option<&str>) -> CaseVerdict {
+        CaseVerdict {
+            name: name.into(),
+            outcome,
+            reason: String::new(),
+            expected: why.map(|_| crate::selftests::baseline::Expected::Fail),
+            baseline_reason: why.map(str::to_owned),
+            status,
+            diagnostics: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_table_counts_each_program_and_cases_with_one_reason_share_a_line() {
+        let cases = vec![
+            case("csum.a", Outcome::Fail, CheckStatus::Skip, Some("r")),
+            case("csum.b", Outcome::Fail, CheckStatus::Skip, Some("r")),
+            case("csum.c", Outcome::Fail, CheckStatus::Skip, Some("r")),
+            case("csum.d", Outcome::Fail, CheckStatus::Fail, None),
+        ];
+        let report = SelftestsReport {
+            source: "s".into(),
+            baseline: "b".into(),
+            setup: Some(0),
+            programs: vec![ProgramResult {
+                file: "hw/csum.py".into(),
+                exit: "1".into(),
+                seconds: Some(2.0),
+                complete: true,
+                counts: Counts { ok: 0, skip: 0, xfail: 0, fail: 4 },
+                cases,
+                other_output: Vec::new(),
+            }],
+            stale_baseline: Vec::new(),
+        };
+        let rows = table(&report);
+        assert!(rows[1].contains("hw/csum.py") && rows[1].trim_end().ends_with("2  1"), "{rows:?}");
+        let mut v = crate::verdict::fixtures::Run::new("seed-002", "6.12").judge();
+        v.selftests = Some(report);
+        let text = selftests(&v).join("\n");
+        assert!(text.contains("csum.a … csum.c (3 cases) Fail — expected (r)"), "{text}");
+        assert!(text.contains("csum.d Fail — FAIL: not in the baseline"), "{text}");
+    }
 }
 
 /// `program  ok skip xfail fail  seconds  exit` rows.
