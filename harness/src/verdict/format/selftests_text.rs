@@ -49,6 +49,23 @@ pub(super) fn selftests(v: &Verdict) -> Vec<String> {
     lines
 }
 
+/// `program  ok skip xfail fail  seconds  exit` rows.
+fn table(r: &SelftestsReport) -> Vec<String> {
+    let width = r.programs.iter().map(|p| p.file.len()).max().unwrap_or(4).max(4);
+    let mut out =
+        vec![format!("  {:width$}  {:>4} {:>4} {:>5} {:>4}  {:>6}  exit", "test", "ok", "skip", "xfail", "fail", "s")];
+    for p in &r.programs {
+        let c = p.counts;
+        let secs = p.seconds.map_or("-".to_owned(), |s| format!("{s:.0}"));
+        let done = if p.complete { String::new() } else { " (incomplete)".to_owned() };
+        out.push(format!(
+            "  {:width$}  {:>4} {:>4} {:>5} {:>4}  {secs:>6}  {}{done}",
+            p.file, c.ok, c.skip, c.xfail, c.fail, p.exit
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::super::selftests::{CaseVerdict, Counts, ProgramResult};
@@ -98,21 +115,4 @@ mod tests {
         assert!(text.contains("csum.a … csum.c (3 cases) Fail — expected (r)"), "{text}");
         assert!(text.contains("csum.d Fail — FAIL: not in the baseline"), "{text}");
     }
-}
-
-/// `program  ok skip xfail fail  seconds  exit` rows.
-fn table(r: &SelftestsReport) -> Vec<String> {
-    let width = r.programs.iter().map(|p| p.file.len()).max().unwrap_or(4).max(4);
-    let mut out =
-        vec![format!("  {:width$}  {:>4} {:>4} {:>5} {:>4}  {:>6}  exit", "test", "ok", "skip", "xfail", "fail", "s")];
-    for p in &r.programs {
-        let c = p.counts;
-        let secs = p.seconds.map_or("-".to_owned(), |s| format!("{s:.0}"));
-        let done = if p.complete { String::new() } else { " (incomplete)".to_owned() };
-        out.push(format!(
-            "  {:width$}  {:>4} {:>4} {:>5} {:>4}  {secs:>6}  {}{done}",
-            p.file, c.ok, c.skip, c.xfail, c.fail, p.exit
-        ));
-    }
-    out
 }
