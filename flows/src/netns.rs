@@ -163,6 +163,28 @@ pub fn add_to_bridge(bridge: &str, port: &str) -> io::Result<()> {
     ioctl(&sock, SIOCBRADDIF, &mut req, "SIOCBRADDIF")
 }
 
+/// Turns bridge netfilter off in this process's namespace: with
+/// br_netfilter in the host kernel, a new namespace starts with
+/// `bridge-nf-call-iptables` (and `-ip6tables`, `-arptables`) at 1, and
+/// bridged IPv4 then passes netfilter's checks, which drop a frame whose IP
+/// header checksum is bad and defragment and refragment IP fragments
+/// (net/bridge/br_netfilter_hooks.c): the wire must carry the guest's frames
+/// as they are. The sysctls are per namespace (they show in a new one);
+/// without br_netfilter there is nothing to turn off.
+///
+/// # Errors
+/// A sysctl file exists but cannot be written.
+pub fn disable_bridge_netfilter() -> io::Result<()> {
+    for name in ["bridge-nf-call-iptables", "bridge-nf-call-ip6tables", "bridge-nf-call-arptables"] {
+        let path = format!("/proc/sys/net/bridge/{name}");
+        match std::fs::write(&path, "0") {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            other => other.map_err(|e| io::Error::new(e.kind(), format!("{path}: {e}")))?,
+        }
+    }
+    Ok(())
+}
+
 /// `SIOCBRADDBR` (include/uapi/linux/sockios.h).
 const SIOCBRADDBR: libc::Ioctl = 0x89a0;
 /// `SIOCBRADDIF` (include/uapi/linux/sockios.h).

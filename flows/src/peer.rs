@@ -147,10 +147,12 @@ fn serve(cfg: PeerConfig, commands: impl BufRead + Send + 'static, events: &mut 
 
 /// The remote TAP `remote` and the bridge [`BRIDGE`] with it and `tap`
 /// (created before), all up, without IPv6 (no router or neighbour
-/// solicitations of the namespace's own on the guest's wire).
+/// solicitations of the namespace's own on the guest's wire) and without
+/// bridge netfilter (frames cross as they are: [`netns::disable_bridge_netfilter`]).
 fn bridge(tap: &str, remote: &str) -> Result<OwnedFd, String> {
     let fd = netns::create_tap(remote).map_err(|e| format!("TAP {remote}: {e}"))?;
     netns::create_bridge(BRIDGE).map_err(|e| format!("bridge {BRIDGE}: {e}"))?;
+    netns::disable_bridge_netfilter().map_err(|e| format!("bridge {BRIDGE}: {e}"))?;
     for port in [tap, remote] {
         netns::disable_ipv6(port).map_err(|e| format!("{port}: {e}"))?;
         netns::add_to_bridge(BRIDGE, port).map_err(|e| format!("{port} into {BRIDGE}: {e}"))?;
