@@ -15,6 +15,8 @@ pub(super) fn selftests(v: &Verdict) -> Vec<String> {
     // Consecutive cases with the same result, reason and judgement share a line.
     let mut groups: Vec<(Vec<&str>, String)> = Vec::new();
     for p in &r.programs {
+        // A program's first case never joins the previous program's line.
+        let first = groups.len();
         for c in p.cases.iter().filter(|c| c.status != CheckStatus::Pass || c.expected.is_some()) {
             let why = if c.reason.is_empty() { String::new() } else { format!(": {}", c.reason) };
             let judged = match (c.status, &c.baseline_reason) {
@@ -24,8 +26,9 @@ pub(super) fn selftests(v: &Verdict) -> Vec<String> {
                 _ => "FAIL: not in the baseline".to_owned(),
             };
             let text = format!("{:?}{why} — {judged}", c.outcome);
+            let own = groups.len() > first;
             match groups.last_mut() {
-                Some((names, last)) if *last == text => names.push(&c.name),
+                Some((names, last)) if own && *last == text => names.push(&c.name),
                 _ => groups.push((vec![&c.name], text)),
             }
         }
