@@ -345,6 +345,20 @@ mod tests {
     }
 
     #[test]
+    fn shards_with_other_selftests_do_not_merge_and_a_plain_spec_keeps_its_digest() {
+        let plain = spec(1);
+        let mut with = spec(1);
+        with.selftests = Some(vec!["quick".into()]);
+        assert!(
+            plain.differences(&with).iter().any(|d| d.starts_with("selftests differ")),
+            "{:?}",
+            plain.differences(&with)
+        );
+        let json = serde_json::to_string(&plain).expect("json");
+        assert!(!json.contains("selftests"), "absent without --selftests: {json}");
+    }
+
+    #[test]
     fn a_folder_expands_to_its_topology_files_by_name() {
         let files = expand(&[topologies(), topologies().join("seed-002.toml")]).expect("expand");
         assert!(files.len() >= 17, "{files:?}");
