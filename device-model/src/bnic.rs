@@ -27,8 +27,8 @@ use crate::queues::{completion, free_id, CompletionQueue, Producer, Ring, WorkQu
 use crate::resources::{Ctx, WqObj, MAX_NUM_CQS, MAX_WQ_ID};
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
-/// Frame size reported as `adapter_mtu` (ETH_FRAME_LEN; 7.3 rejects < 74):
-/// the data path's [`MAX_FRAME`].
+/// Frame size reported as `adapter_mtu` (7.3 rejects < 74): the data path's
+/// [`MAX_FRAME`], 9014 (MTU 9000).
 pub const ADAPTER_MTU: u16 = MAX_FRAME as u16;
 /// RSS indirection table size reported by QUERY_VPORT_CONFIG
 /// (`MANA_INDIRECT_TABLE_DEF_SIZE`; 512 would overflow CONFIG_VPORT_RX's 4 KiB request).

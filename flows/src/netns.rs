@@ -163,6 +163,17 @@ pub fn add_to_bridge(bridge: &str, port: &str) -> io::Result<()> {
     ioctl(&sock, SIOCBRADDIF, &mut req, "SIOCBRADDIF")
 }
 
+/// Sets interface `name`'s MTU (`SIOCSIFMTU`).
+///
+/// # Errors
+/// The ioctl's error (a value the device does not take).
+pub fn set_mtu(name: &str, mtu: u32) -> io::Result<()> {
+    let sock = control_socket()?;
+    let mut req = request(name)?;
+    req.ifr_ifru.ifru_mtu = i32::try_from(mtu).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "MTU"))?;
+    ioctl(&sock, libc::SIOCSIFMTU, &mut req, "SIOCSIFMTU")
+}
+
 /// Turns bridge netfilter off in this process's namespace: with
 /// br_netfilter in the host kernel, a new namespace starts with
 /// `bridge-nf-call-iptables` (and `-ip6tables`, `-arptables`) at 1, and

@@ -29,6 +29,11 @@ pub const RESULTS_GRACE: Duration = Duration::from_secs(5);
 /// The bridge of the two TAPs when there is a remote TAP: the peer's
 /// address goes on it.
 pub const BRIDGE: &str = "br0";
+/// The bridged TAPs' MTU: the largest the emulated MANA takes
+/// (device-model's `adapter_mtu` less the Ethernet header), so that the
+/// guest's jumbo frames cross the bridge (a bridge drops a frame above its
+/// output port's MTU).
+pub const WIRE_MTU: u32 = 9000;
 
 /// What the peer is asked to set up.
 #[derive(Debug)]
@@ -155,6 +160,7 @@ fn bridge(tap: &str, remote: &str) -> Result<OwnedFd, String> {
     netns::disable_bridge_netfilter().map_err(|e| format!("bridge {BRIDGE}: {e}"))?;
     for port in [tap, remote] {
         netns::disable_ipv6(port).map_err(|e| format!("{port}: {e}"))?;
+        netns::set_mtu(port, WIRE_MTU).map_err(|e| format!("{port}: MTU {WIRE_MTU}: {e}"))?;
         netns::add_to_bridge(BRIDGE, port).map_err(|e| format!("{port} into {BRIDGE}: {e}"))?;
         netns::configure(port, None).map_err(|e| format!("{port}: {e}"))?;
     }
