@@ -1,5 +1,9 @@
-#!/bin/sh
-# manarig guest agent: PID 1 of the initramfs (busybox sh).
+#!/bin/busybox sh
+# shellcheck shell=sh
+# manarig guest agent: PID 1 of the initramfs (busybox sh, named as such:
+# selftest runs make /bin/sh bash, the shell of Python's `shell=True`, since
+# Debian's busybox runs its own applets before any program on PATH and the
+# tests want iproute2's `ip`, iputils' `ping`, …).
 #
 # 1. mounts proc, sysfs, devtmpfs (no udev, no irqbalance unless asked for:
 #    nothing moves IRQs but the kernel and the driver); with `manarig.pin=CPULIST` it first pins
@@ -92,6 +96,8 @@ OFFLINE=
 OFFLINE_AFTER=
 ONLINE_AFTER=
 IRQBALANCE=
+SELFTESTS=
+SELFTEST_TIMEOUT=600
 read -r CMDLINE < /proc/cmdline
 for arg in $CMDLINE; do
 	case "$arg" in
@@ -112,6 +118,8 @@ for arg in $CMDLINE; do
 	manarig.offline_after=*) OFFLINE_AFTER=${arg#manarig.offline_after=} ;;
 	manarig.online_after=*) ONLINE_AFTER=${arg#manarig.online_after=} ;;
 	manarig.irqbalance=*) IRQBALANCE=${arg#manarig.irqbalance=} ;;
+	manarig.selftests=*) SELFTESTS=${arg#manarig.selftests=} ;;
+	manarig.selftest_timeout=*) SELFTEST_TIMEOUT=${arg#manarig.selftest_timeout=} ;;
 	esac
 done
 
@@ -489,6 +497,78 @@ run_traffic() {
 	traffic_counts after > /tmp/traffic.after
 }
 
+# manarig.selftests=FILE,…: the kernel's drivers/net selftests (copied by
+# the host under /ksrc with their source's layout, with net.config in each
+# test folder). First the remote end as netdev's CI sets it up: the second
+# NIC's driver (virtio_net, /lib/modules/manarig/remote/order) is loaded
+# now, after mana, so that the MANA netdev keeps its name; its netdev moves
+# into netns $REMOTE_ARGS with the REMOTE_ addresses, the MANA netdev gets the
+# LOCAL_ ones (IPv6 without duplicate address detection, as NIPA's runner).
+# Then each test runs from its folder with Debian's tools first on PATH (the
+# initramfs's busybox `ip` cannot `ip netns`), stopped after
+# manarig.selftest_timeout guest seconds; its output (stdout and stderr) goes
+# to /tmp/selftest.N.
+ST_DIR=/ksrc/tools/testing/selftests/drivers/net
+ST_PATH=/usr/sbin:/usr/bin:/sbin:/bin
+ST_SETUP=- T_SELFTESTS=- T_SELFTESTS_END=-
+selftest_remote() {
+	# shellcheck disable=SC1091 # written by the host into the initramfs
+	. "$ST_DIR/net.config" || return 1
+	[ "$NETDEV" = "$NETIF" ] || { echo "the MANA netdev is $NETDEV, net.config says NETIF=$NETIF"; return 1; }
+	while read -r m; do
+		insmod "/lib/modules/manarig/remote/$m" || { echo "insmod $m failed"; return 1; }
+	done < /lib/modules/manarig/remote/order
+	RIF=
+	for n in /sys/class/net/*; do
+		d=$(readlink "$n/device/driver" 2>/dev/null)
+		[ "${d##*/}" = virtio_net ] && RIF=${n##*/} && break
+	done
+	[ -n "$RIF" ] || { echo "no virtio_net netdev: the remote end's NIC is missing"; return 1; }
+	# iproute2's ip by its path: busybox's shell runs its own `ip` applet
+	# whatever PATH says.
+	ipr=/usr/sbin/ip
+	mkdir -p /run/netns
+	# The tests take the interface down and up (queues.py, `ethtool -L`):
+	# keep the addresses over it, as a managed host re-adds them (Linux
+	# flushes IPv6 addresses on down by default).
+	echo 1 > /proc/sys/net/ipv6/conf/all/keep_addr_on_down
+	echo 1 > "/proc/sys/net/ipv6/conf/$NETIF/keep_addr_on_down"
+	$ipr netns add "$REMOTE_ARGS" &&
+		$ipr link set "$RIF" netns "$REMOTE_ARGS" &&
+		$ipr -n "$REMOTE_ARGS" link set lo up &&
+		$ipr -n "$REMOTE_ARGS" addr add "$REMOTE_V4/24" dev "$RIF" &&
+		$ipr -n "$REMOTE_ARGS" -6 addr add "$REMOTE_V6/64" dev "$RIF" nodad &&
+		$ipr -n "$REMOTE_ARGS" link set "$RIF" up &&
+		$ipr addr add "$LOCAL_V4/24" dev "$NETIF" &&
+		$ipr -6 addr add "$LOCAL_V6/64" dev "$NETIF" nodad
+}
+run_selftests() {
+	[ -n "$NETDEV" ] || return 0
+	snapshot_nic_irqs
+	up; T_SELFTESTS=$UP
+	selftest_remote > /tmp/selftest-setup.err 2>&1
+	ST_SETUP=$?
+	n=0
+	old_ifs=$IFS
+	IFS=,
+	for t in $SELFTESTS; do
+		IFS=$old_ifs
+		n=$((n + 1))
+		case "$t" in */*) d=$ST_DIR/${t%/*} ;; *) d=$ST_DIR ;; esac
+		up; t0=$UP
+		( cd "$d" && PATH=$ST_PATH HOME=/tmp timeout "$SELFTEST_TIMEOUT" /usr/bin/python3 -u "${t##*/}" ) > "/tmp/selftest.$n" 2>&1 < /dev/null
+		rc=$?
+		up
+		secs=$(awk -v a="$t0" -v b="$UP" 'BEGIN { printf "%.1f", b - a }')
+		# busybox timeout sends SIGTERM, which ksft catches to print its
+		# results and exit 1: a run that lasted the limit was stopped.
+		[ "${secs%.*}" -ge "$SELFTEST_TIMEOUT" ] && rc=timeout
+		echo "$t $rc $secs" >> /tmp/selftest.exits
+	done
+	IFS=$old_ifs
+	up; T_SELFTESTS_END=$UP
+}
+
 IRQB=- T_IRQB=- T_IRQB_END=-
 # awk program (variable pre): one `irqbalance-sample` line from the files
 # /proc/irq/N/smp_affinity_list and effective_affinity_list, `pre N=SMP/EFF …`
@@ -607,11 +687,22 @@ report_body() {
 	echo "time irqbalance: $T_IRQB"
 	echo "time irqbalance-end: $T_IRQB_END"
 	echo "irqbalance: $IRQB"
+	echo "time selftests: $T_SELFTESTS"
+	echo "time selftests-end: $T_SELFTESTS_END"
+	echo "selftest-setup: $ST_SETUP"
+	if [ -s /tmp/selftest.exits ]; then
+		k=0
+		while read -r t rc secs; do
+			k=$((k + 1))
+			while IFS= read -r l; do echo "selftest $t: $l"; done < "/tmp/selftest.$k"
+			echo "selftest-exit $t: $rc $secs"
+		done < /tmp/selftest.exits
+	fi
 	[ -s /tmp/irqbalance.samples ] && while read -r l; do echo "$l"; done < /tmp/irqbalance.samples
 	for t in before after; do
 		[ -s "/tmp/traffic.$t" ] && while read -r l; do echo "$l"; done < "/tmp/traffic.$t"
 	done
-	for t in ethtool rmmod addr traffic unload hotplug irqbalance; do
+	for t in ethtool rmmod addr traffic unload hotplug irqbalance selftest-setup; do
 		[ -s "/tmp/$t.err" ] && while read -r l; do echo "stderr $t: $l"; done < "/tmp/$t.err"
 	done
 	echo "netdev: ${NETDEV:--}"
@@ -695,6 +786,7 @@ if [ -n "$LOAD" ] && [ -n "$OFFLINE_AFTER$ONLINE_AFTER" ]; then
 	[ -n "$ONLINE_AFTER" ] && set_cpus 1 "$ONLINE_AFTER"
 fi
 
+[ -n "$LOAD" ] && [ -n "$SELFTESTS" ] && run_selftests
 [ -n "$LOAD" ] && run_traffic
 [ -n "$LOAD" ] && [ -n "$IRQBALANCE" ] && run_irqbalance
 # Debug kernels: every affinity_hint read once more (a hint mask freed while

@@ -135,6 +135,19 @@ fn a_transmitted_frame_reaches_the_backend_byte_for_byte_with_a_tx_cqe_an_eqe_an
 }
 
 #[test]
+fn a_frame_of_mtu_9000_leaves_whole_as_azure_s_mana_sends_jumbo_frames() {
+    let (mut drv, pairs) = opened();
+    let pair = &pairs[0];
+    // 8960 bytes of TCP payload: 9000 after the Ethernet header, the largest the vPort sends.
+    let frame = frames::frame(mac(), &Flow::tcp("10.0.0.1", 40000, "10.0.0.2", 5201), &[0x5A; 8960]);
+    assert_eq!(frame.len(), device_model::datapath::MAX_FRAME);
+    drv.xmit(pair, &frame, &TxOpts::default()).unwrap();
+    drv.pump().unwrap();
+    assert_eq!(drv.data.tx_cqe_types[&pair.sq.id], vec![TX_OKAY]);
+    assert_eq!(sent(&drv), vec![frame]);
+}
+
+#[test]
 fn a_frame_split_over_sges_that_wrap_the_ring_end_arrives_whole() {
     let (mut drv, pairs) = opened();
     let pair = &pairs[0];
@@ -220,7 +233,8 @@ fn tx_wqes_the_driver_got_wrong_complete_with_the_error_the_driver_counts() {
     let pair = pairs[0].clone();
     let frame = frames::frame(mac(), &Flow::tcp("10.0.0.1", 1, "10.0.0.2", 2), &[0; 40]);
     let udp = frames::frame(mac(), &Flow::tcp("10.0.0.1", 1, "10.0.0.2", 2).udp(), &[0; 40]);
-    let jumbo = frames::frame(mac(), &Flow::tcp("10.0.0.1", 1, "10.0.0.2", 2), &[0; 2000]);
+    // 9000 bytes of TCP payload: 9040 bytes after the Ethernet header, above MTU 9000.
+    let jumbo = frames::frame(mac(), &Flow::tcp("10.0.0.1", 1, "10.0.0.2", 2), &[0; 9000]);
     let cases: Vec<(&str, &[u8], TxOpts, u8)> = vec![
         ("foreign memory key", &frame, TxOpts { mem_key: Some(0xBAD), ..TxOpts::default() }, TX_HDR_PROCESSING_ERROR),
         (

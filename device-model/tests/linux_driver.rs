@@ -146,7 +146,8 @@ fn probe_7_3_order_answers_dev_config_before_register_device() {
     let (mut drv, eqs) = probed(Kernel::V7_3);
     assert!(eqs.is_empty());
     let cfg = drv.query_dev_config(3).unwrap();
-    assert_eq!(cfg.adapter_mtu.get(), 1514);
+    // MTU 9000 (Azure's largest for MANA) plus the Ethernet header: the driver's max_mtu is 9000.
+    assert_eq!(cfg.adapter_mtu.get(), 9014);
     let snap = drv.dev.snapshot();
     assert_eq!(snap.counters.commands["MANA_QUERY_DEV_CONFIG"], 3);
     assert_eq!(snap.counters.commands["MANA_QUERY_GF_STAT"], 1);

@@ -5,7 +5,7 @@
 //!   stdout; exit 0 when every flow was verified, 1 when some was not, 2 when
 //!   it could not run (the reason on stderr).
 //! - `manarig-flows peer --fd-socket FD --host IP/PREFIX [--tap NAME]
-//!   [--port PORT] [--deadline S]`: the host's end, started by the rig (see
+//!   [--remote-tap NAME] [--port PORT] [--deadline S]`: the host's end, started by the rig (see
 //!   `manarig_flows::peer`); exit 0, or 2 with the reason on stderr.
 //!
 //! In the guest this binary finds only `libc.so.6` and the loader (the
@@ -58,6 +58,9 @@ enum Role {
         /// The TAP's name in the namespace.
         #[arg(long, default_value = "tap0")]
         tap: String,
+        /// A second TAP, bridged with the first (its descriptor is sent second).
+        #[arg(long)]
+        remote_tap: Option<String>,
         /// The peer's address and prefix length, e.g. 192.0.2.1/24.
         #[arg(long, value_parser = parse_cidr)]
         host: (Ipv4Addr, u8),
@@ -118,7 +121,7 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Role::Peer { fd_socket, tap, host, port, deadline } => {
+        Role::Peer { fd_socket, tap, remote_tap, host, port, deadline } => {
             let fd_socket = match inherited(fd_socket) {
                 Ok(fd) => fd,
                 Err(e) => {
@@ -126,8 +129,8 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            let cfg =
-                PeerConfig { tap, host, port, fd_socket, deadline: Instant::now() + Duration::from_secs(deadline) };
+            let deadline = Instant::now() + Duration::from_secs(deadline);
+            let cfg = PeerConfig { tap, remote_tap, host, port, fd_socket, deadline };
             let stdin = std::io::BufReader::new(std::io::stdin());
             match run_peer(cfg, stdin, std::io::stdout()) {
                 Ok(()) => ExitCode::SUCCESS,

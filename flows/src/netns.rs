@@ -131,6 +131,76 @@ pub fn configure(name: &str, addr: Option<(Ipv4Addr, u8)>) -> io::Result<()> {
     ioctl(&sock, libc::SIOCSIFFLAGS, &mut req, "SIOCSIFFLAGS")
 }
 
+/// Creates bridge `name` (`SIOCBRADDBR`, the bridge ioctls of
+/// net/bridge/br_ioctl.c): no STP, so its ports forward as soon as they are up.
+///
+/// # Errors
+/// The ioctl's error (EEXIST, no bridge support in the host kernel).
+pub fn create_bridge(name: &str) -> io::Result<()> {
+    let sock = control_socket()?;
+    let c = std::ffi::CString::new(name).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in name"))?;
+    request(name)?;
+    // SAFETY: SIOCBRADDBR reads a NUL-terminated name, which `c` is, for the call's duration.
+    if unsafe { libc::ioctl(sock.as_raw_fd(), SIOCBRADDBR, c.as_ptr()) } != 0 {
+        let e = io::Error::last_os_error();
+        return Err(io::Error::new(e.kind(), format!("SIOCBRADDBR: {e}")));
+    }
+    Ok(())
+}
+
+/// Makes interface `port` a port of bridge `bridge` (`SIOCBRADDIF`).
+///
+/// # Errors
+/// An interface that does not exist, the ioctl's error.
+pub fn add_to_bridge(bridge: &str, port: &str) -> io::Result<()> {
+    let sock = control_socket()?;
+    let mut req = request(port)?;
+    ioctl(&sock, libc::SIOCGIFINDEX, &mut req, "SIOCGIFINDEX")?;
+    // SAFETY: SIOCGIFINDEX filled the union's index member.
+    let index = unsafe { req.ifr_ifru.ifru_ifindex };
+    let mut req = request(bridge)?;
+    req.ifr_ifru.ifru_ifindex = index;
+    ioctl(&sock, SIOCBRADDIF, &mut req, "SIOCBRADDIF")
+}
+
+/// Sets interface `name`'s MTU (`SIOCSIFMTU`).
+///
+/// # Errors
+/// The ioctl's error (a value the device does not take).
+pub fn set_mtu(name: &str, mtu: u32) -> io::Result<()> {
+    let sock = control_socket()?;
+    let mut req = request(name)?;
+    req.ifr_ifru.ifru_mtu = i32::try_from(mtu).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "MTU"))?;
+    ioctl(&sock, libc::SIOCSIFMTU, &mut req, "SIOCSIFMTU")
+}
+
+/// Turns bridge netfilter off in this process's namespace: with
+/// br_netfilter in the host kernel, a new namespace starts with
+/// `bridge-nf-call-iptables` (and `-ip6tables`, `-arptables`) at 1, and
+/// bridged IPv4 then passes netfilter's checks, which drop a frame whose IP
+/// header checksum is bad and defragment and refragment IP fragments
+/// (net/bridge/br_netfilter_hooks.c): the wire must carry the guest's frames
+/// as they are. The sysctls are per namespace (they show in a new one);
+/// without br_netfilter there is nothing to turn off.
+///
+/// # Errors
+/// A sysctl file exists but cannot be written.
+pub fn disable_bridge_netfilter() -> io::Result<()> {
+    for name in ["bridge-nf-call-iptables", "bridge-nf-call-ip6tables", "bridge-nf-call-arptables"] {
+        let path = format!("/proc/sys/net/bridge/{name}");
+        match std::fs::write(&path, "0") {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            other => other.map_err(|e| io::Error::new(e.kind(), format!("{path}: {e}")))?,
+        }
+    }
+    Ok(())
+}
+
+/// `SIOCBRADDBR` (include/uapi/linux/sockios.h).
+const SIOCBRADDBR: libc::Ioctl = 0x89a0;
+/// `SIOCBRADDIF` (include/uapi/linux/sockios.h).
+const SIOCBRADDIF: libc::Ioctl = 0x89a2;
+
 /// Turns IPv6 off on interface `name` (no router or neighbour solicitations,
 /// no MLD reports: only the flows and ARP cross the wire). A host without
 /// IPv6 has nothing to turn off.

@@ -26,11 +26,23 @@ use std::time::{Duration, Instant};
 /// How long the peer waits for the guest's results after the plan's limit.
 pub const RESULTS_GRACE: Duration = Duration::from_secs(5);
 
+/// The bridge of the two TAPs when there is a remote TAP: the peer's
+/// address goes on it.
+pub const BRIDGE: &str = "br0";
+/// The bridged TAPs' MTU: the largest the emulated MANA takes
+/// (device-model's `adapter_mtu` less the Ethernet header), so that the
+/// guest's jumbo frames cross the bridge (a bridge drops a frame above its
+/// output port's MTU).
+pub const WIRE_MTU: u32 = 9000;
+
 /// What the peer is asked to set up.
 #[derive(Debug)]
 pub struct PeerConfig {
     /// The TAP's name inside the namespace.
     pub tap: String,
+    /// A second TAP (a guest's second NIC: the selftests' remote end), bridged
+    /// with the first in the namespace ([`BRIDGE`]); its descriptor follows the first's.
+    pub remote_tap: Option<String>,
     /// The peer's address and prefix length on the TAP.
     pub host: (Ipv4Addr, u8),
     /// The control port.
@@ -74,10 +86,20 @@ fn serve(cfg: PeerConfig, commands: impl BufRead + Send + 'static, events: &mut 
     let tap = netns::create_tap(&cfg.tap).map_err(|e| format!("TAP {}: {e}", cfg.tap))?;
     netns::disable_ipv6(&cfg.tap).map_err(|e| format!("TAP {}: {e}", cfg.tap))?;
     netns::configure("lo", None).map_err(|e| format!("lo: {e}"))?;
-    netns::configure(&cfg.tap, Some((host, prefix))).map_err(|e| format!("TAP {}: {host}/{prefix}: {e}", cfg.tap))?;
+    let remote = match &cfg.remote_tap {
+        Some(name) => Some(bridge(&cfg.tap, name)?),
+        None => None,
+    };
+    let addressed = if remote.is_some() { BRIDGE } else { cfg.tap.as_str() };
+    netns::configure(addressed, Some((host, prefix))).map_err(|e| format!("{addressed}: {host}/{prefix}: {e}"))?;
     send_fd(cfg.fd_socket.as_fd(), tap.as_fd()).map_err(|e| format!("sending the TAP's descriptor to the rig: {e}"))?;
-    // The TAP lives on in the rig's (then the device's) copy.
+    if let Some(remote) = &remote {
+        send_fd(cfg.fd_socket.as_fd(), remote.as_fd())
+            .map_err(|e| format!("sending the remote TAP's descriptor to the rig: {e}"))?;
+    }
+    // The TAPs live on in the rig's (then the device's and QEMU's) copies.
     drop(tap);
+    drop(remote);
     drop(cfg.fd_socket);
     let listener = control_listener(SocketAddrV4::new(host, cfg.port), cfg.deadline)
         .map_err(|e| format!("control port {host}:{}: {e}", cfg.port))?;
@@ -128,6 +150,24 @@ fn serve(cfg: PeerConfig, commands: impl BufRead + Send + 'static, events: &mut 
     Ok(())
 }
 
+/// The remote TAP `remote` and the bridge [`BRIDGE`] with it and `tap`
+/// (created before), all up, without IPv6 (no router or neighbour
+/// solicitations of the namespace's own on the guest's wire) and without
+/// bridge netfilter (frames cross as they are: [`netns::disable_bridge_netfilter`]).
+fn bridge(tap: &str, remote: &str) -> Result<OwnedFd, String> {
+    let fd = netns::create_tap(remote).map_err(|e| format!("TAP {remote}: {e}"))?;
+    netns::create_bridge(BRIDGE).map_err(|e| format!("bridge {BRIDGE}: {e}"))?;
+    netns::disable_bridge_netfilter().map_err(|e| format!("bridge {BRIDGE}: {e}"))?;
+    for port in [tap, remote] {
+        netns::disable_ipv6(port).map_err(|e| format!("{port}: {e}"))?;
+        netns::set_mtu(port, WIRE_MTU).map_err(|e| format!("{port}: MTU {WIRE_MTU}: {e}"))?;
+        netns::add_to_bridge(BRIDGE, port).map_err(|e| format!("{port} into {BRIDGE}: {e}"))?;
+        netns::configure(port, None).map_err(|e| format!("{port}: {e}"))?;
+    }
+    netns::disable_ipv6(BRIDGE).map_err(|e| format!("{BRIDGE}: {e}"))?;
+    Ok(fd)
+}
+
 /// The control port, listening, with `accept()` bounded by `deadline`.
 fn control_listener(addr: SocketAddrV4, deadline: Instant) -> std::io::Result<TcpListener> {
     let socket = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
@@ -168,6 +208,7 @@ mod tests {
         let (a, _b) = std::os::unix::net::UnixDatagram::pair().expect("pair");
         let cfg = PeerConfig {
             tap: "a-name-that-is-far-too-long".into(),
+            remote_tap: None,
             host: (Ipv4Addr::new(192, 0, 2, 1), 24),
             port: 7000,
             fd_socket: OwnedFd::from(a),

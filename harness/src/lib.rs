@@ -13,6 +13,8 @@
 //!   checked against the machine QEMU was given;
 //! - [`rig`]: one run, end to end; [`traffic`]: packets through the emulated NIC
 //!   in a run (the peer in a private network namespace, the flow plan);
+//!   [`selftests`]: the kernel's drivers/net selftests run in the guest against
+//!   the emulated NIC (their tree, helpers, KTAP and baselines);
 //!   [`verdict`]: the judgement and its formats; [`workspace_bin`]: finding the
 //!   workspace's helper binaries; [`matrix`]: many runs (topologies × kernels),
 //!   sharded, merged, reported;
@@ -30,5 +32,6 @@ pub use manarig_proc::{children, scratch, workspace_bin};
 pub use manarig_provision::{kbuild, provision};
 pub use manarig_qemu::{accel, guest_topology, initramfs, qemu};
 pub use manarig_rig::rig;
+pub use manarig_selftests::selftests;
 pub use manarig_traffic::traffic;
 pub use manarig_verdict::{picture, verdict};

@@ -104,6 +104,8 @@ fn publish() -> Published {
     // The pins' own versions that stay: ethtool 1.0-1, irqbalance 1.9-1.
     add(STABLE, deb("ethtool", "1:1.0-1", tool_files(harness::provision::tools::ETHTOOL)));
     add(STABLE, deb("irqbalance", "1.9-1", tool_files(harness::provision::tools::IRQBALANCE)));
+    // The selftest runs' tools are unpacked whole: one package with Python's path is enough here.
+    add(STABLE, deb("python3.13-minimal", "3.13.5-1", vec![FileSpec::text("usr/bin/python3.13", "not a python")]));
     // Newer versions of the pins that are gone.
     add(STABLE, libc6("2.41-2"));
     add(STABLE, deb("busybox-static", "1:1.1-2", vec![FileSpec::text("usr/bin/busybox", "#!/bin/sh\n")]));
@@ -149,6 +151,13 @@ packages = [
   {{ name = "libc6", version = "2.41-1", sha256 = "{zero}" }},
 ]
 
+[selftests]
+suite = "stable"
+packages = [
+  {{ name = "python3.13-minimal", version = "3.13.5-1", sha256 = "{python}" }},
+  {{ name = "libc6", version = "2.41-1", sha256 = "{zero}" }},
+]
+
 [[kernel]]
 id = "6.12"
 release = "6.12.1+deb13-cloud-amd64"
@@ -159,6 +168,7 @@ packages = [
 "#,
         ethtool = p.sum("ethtool", "1:1.0-1"),
         irqbalance = p.sum("irqbalance", "1.9-1"),
+        python = p.sum("python3.13-minimal", "3.13.5-1"),
     );
     let sources = format!(
         r#"# test sources
@@ -236,6 +246,7 @@ fn gone_pins_fall_back_to_their_tracks_and_say_so_and_locked_refuses() {
             "busybox-static 1:1.1-2",
             "libc6 2.41-2",
             "libc6 2.41-2",
+            "libc6 2.41-2",
         ]
     );
     // The tools' shared libc comes from one resolution: ethtool's pin stays, its libc moved with irqbalance's.
@@ -274,6 +285,7 @@ fn update_lock_moves_every_section_of_both_lock_files() {
         "lock: busybox-static: 1:1.1-1 -> 1:1.1-2",
         "lock: ethtool: libc6: 2.41-1 -> 2.41-2",
         "lock: irqbalance: libc6: 2.41-1 -> 2.41-2",
+        "lock: selftests: libc6: 2.41-1 -> 2.41-2",
         "lock: kernel 6.12: 6.12.1+deb13-cloud-amd64 -> 6.12.2+deb13-cloud-amd64 (6.12.2-1)",
         "lock: linux-source-6.12: 6.12.1-1 -> 6.12.2-1",
     ] {

@@ -65,6 +65,7 @@ pub fn run(opts: &Options) -> Result<bool> {
         shards: 1,
         random: None,
         inject: Vec::new(),
+        selftests: None,
     };
     let pairs = spec.plan();
     let planned: f64 = pairs.iter().map(|p| p.cost_s).sum();
@@ -100,6 +101,7 @@ pub fn run(opts: &Options) -> Result<bool> {
             extra_cmdline: Vec::new(),
             console_dir: Some(out.join("console")),
             inject: Vec::new(),
+            selftests: None,
         },
     };
     let mut display = Display::new(&pairs, jobs.limits.jobs);

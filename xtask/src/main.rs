@@ -30,6 +30,7 @@ use std::process::{Command, ExitCode};
 mod bench_boot;
 mod bench_kernel;
 mod bench_matrix;
+mod bench_selftests;
 mod bench_traffic;
 mod fuzz;
 mod lint;
@@ -254,7 +255,8 @@ const BENCHES: &[(&str, &str, &str)] = &[
 /// remaining arguments (a run count); the `boot` section runs [`bench_boot`]
 /// (`--slow` adds the 128- and 256-CPU rows, `--runs N` the repetitions,
 /// `--update-baseline` rewrites benches/baseline.json); the `traffic` section
-/// (only when named) runs [`bench_traffic`]; `bench kernel` is
+/// (only when named) runs [`bench_traffic`], the `selftests` section (only
+/// when named) [`bench_selftests`]; `bench kernel` is
 /// [`run_kernel_bench`].
 fn run_benches(args: &[std::ffi::OsString]) -> ExitCode {
     if args.first().is_some_and(|a| a == "kernel") {
@@ -269,7 +271,7 @@ fn run_benches(args: &[std::ffi::OsString]) -> ExitCode {
     let mut it = args.iter().map(|a| a.to_string_lossy().into_owned());
     while let Some(a) = it.next() {
         match a.as_str() {
-            "model" | "boot" | "traffic" => sections.push(a),
+            "model" | "boot" | "traffic" | "selftests" => sections.push(a),
             "--slow" => opts.slow = true,
             "--update-baseline" => opts.update_baseline = true,
             "--runs" => match it.next().and_then(|n| n.parse().ok()) {
@@ -291,6 +293,15 @@ fn run_benches(args: &[std::ffi::OsString]) -> ExitCode {
             match run_model_benches(&extra) {
                 Some(ok) => ok,
                 None => return ExitCode::from(2),
+            }
+        } else if section == "selftests" {
+            println!("== selftests: seed 002 on 7.x with --tests quick (CI's set; target: a few minutes)");
+            match bench_selftests::run(opts.runs.min(3)) {
+                Ok(ok) => ok,
+                Err(e) => {
+                    eprintln!("cargo xtask bench selftests: {e:#}");
+                    return ExitCode::from(2);
+                }
             }
         } else if section == "traffic" {
             println!("== traffic: seed 002 on 6.12-min without and with run --traffic (target: under twice as long)");

@@ -47,9 +47,13 @@ use rss::{Selection, Steering, SteeringUpdate};
 use std::collections::BTreeMap;
 
 /// Largest frame without FCS and VLAN tags the vPort sends or accepts: the
-/// `adapter_mtu` MANA_QUERY_DEV_CONFIG reports (ETH_FRAME_LEN; the driver's
-/// MTU is this minus the 14-byte Ethernet header).
-pub const MAX_FRAME: usize = 1514;
+/// `adapter_mtu` MANA_QUERY_DEV_CONFIG reports, an MTU of 9000 (Azure
+/// documents 9000 as MANA's largest MTU: docs/selftests.md) plus the 14-byte
+/// Ethernet header; the driver's `max_mtu` is this minus that header
+/// (mana_en.c). The netdev starts at 1500 all the same; the kernel's own
+/// tests raise it (gro.py's large segments at 4096, ping.py's multi-buffer
+/// XDP at 9000).
+pub const MAX_FRAME: usize = 9014;
 /// The vPort offset MANA_CONFIG_VPORT_TX answers (`tx_vport_offset`); TX
 /// OOBs must carry it.
 pub const TX_VPORT_OFFSET: u16 = 0;

@@ -21,7 +21,7 @@
 //!   length or outside guest memory, more than [`MAX_GATHER`] bytes in all, a
 //!   frame shorter than an Ethernet header, a checksum or TSO request the
 //!   frame's headers do not allow (mana.h has no closer code);
-//! - CQE_TX_MTU_DROP: a frame (or TSO segment) longer than 1500 bytes after
+//! - CQE_TX_MTU_DROP: a frame (or TSO segment) longer than 9000 bytes after
 //!   its Ethernet header and VLAN tags.
 //!
 //! Offloads: IPv4 header, TCP and UDP checksums ([`super::checksum`]), TSO

@@ -29,8 +29,8 @@ use mana_device_api::snapshot::WqKind;
 use mana_device_api::snapshot::WqObj;
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
-/// Frame size reported as `adapter_mtu` (ETH_FRAME_LEN; 7.3 rejects < 74):
-/// the data path's [`MAX_FRAME`].
+/// Frame size reported as `adapter_mtu` (7.3 rejects < 74): the data path's
+/// [`MAX_FRAME`], 9014 (MTU 9000).
 pub const ADAPTER_MTU: u16 = MAX_FRAME as u16;
 /// RSS indirection table size reported by QUERY_VPORT_CONFIG
 /// (`MANA_INDIRECT_TABLE_DEF_SIZE`; 512 would overflow CONFIG_VPORT_RX's 4 KiB request).

@@ -74,6 +74,14 @@ pub struct MatrixArgs {
     /// matrix's spec: shards with other injections do not merge.
     #[arg(long = "inject", value_name = "SPEC")]
     pub inject: Vec<mana_device_api::inject::InjectSpec>,
+    /// Also run the kernel's drivers/net selftests in every pair's guest, as
+    /// `selftests` does (each case a check, judged against the kernel series'
+    /// baseline). Part of the matrix's spec.
+    #[arg(long)]
+    pub selftests: bool,
+    /// Which selftests (as `selftests --tests`; default: the rig's set).
+    #[arg(long, value_name = "GLOB,...", value_delimiter = ',', requires = "selftests")]
+    pub tests: Vec<String>,
     /// The seed of --random (same seed, same topologies).
     #[arg(long, value_name = "S", default_value_t = 0, requires = "random")]
     pub seed: u64,
@@ -157,7 +165,13 @@ fn run_inner(args: &MatrixArgs) -> anyhow::Result<Exit> {
     let readiness = if args.dry_run { Readiness::ModelOnly } else { Readiness::Boot };
     let settings = match args.dry_run {
         true => None,
-        false => Some(rig_settings(&args.rig, args.output.out.as_deref(), &args.inject)?),
+        false => Some(RigSettings {
+            selftests: args.selftests.then(|| crate::rig::SelftestsRequest {
+                patterns: args.tests.clone(),
+                ..crate::rig::SelftestsRequest::default()
+            }),
+            ..rig_settings(&args.rig, args.output.out.as_deref(), &args.inject)?
+        }),
     };
     let make_runner = || -> Box<dyn PairRunner> {
         match &settings {
@@ -188,6 +202,7 @@ fn run_inner(args: &MatrixArgs) -> anyhow::Result<Exit> {
         shards: shard.count,
         random,
         inject: args.inject.iter().map(ToString::to_string).collect(),
+        selftests: args.selftests.then(|| args.tests.clone()),
     };
     let jobs = shard_jobs(&spec, shard, args.jobs, crate::accel::host_cores());
     let pairs = spec.shard_plan(shard);
@@ -349,6 +364,7 @@ fn rig_settings(
         extra_cmdline: rig.cmdline.clone(),
         console_dir,
         inject: inject.to_vec(),
+        selftests: None,
     })
 }
 
@@ -361,6 +377,7 @@ fn empty_report() -> MatrixReport {
         shards: 1,
         random: None,
         inject: Vec::new(),
+        selftests: None,
     };
     MatrixReport {
         schema_version: crate::matrix::report::MATRIX_SCHEMA_VERSION,

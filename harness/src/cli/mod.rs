@@ -47,9 +47,13 @@ enum Command {
     Boot(boot::BootArgs),
     /// Boot a topology with the emulated MANA NIC, check the guest's IRQ
     /// affinities against the model, and report (exit 0 pass, 1 mismatch, 2 rig error).
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
+    /// Run the kernel's own drivers/net selftests (from the guest kernel's
+    /// source) in the guest against the emulated MANA: `run --selftests`
+    /// (every case a check, judged against the series' baseline).
+    Selftests(Box<run::RunArgs>),
     /// Run a topology on two kernels and print the before/after table.
-    Compare(run::CompareArgs),
+    Compare(Box<run::CompareArgs>),
     /// Build a guest kernel from a source tree + patches (`kernel build`), list builds.
     Kernel(kernel::KernelArgs),
     /// Run every topology × kernel pair (up to --jobs guests at once, or one
@@ -103,6 +107,10 @@ where
         Command::Setup(args) => setup::run(&args),
         Command::Boot(args) => boot::run(&args),
         Command::Run(args) => run::run(&args),
+        Command::Selftests(mut args) => {
+            args.selftests.selftests = true;
+            run::run(&args)
+        }
         Command::Compare(args) => run::compare(&args),
         Command::Kernel(args) => kernel::run(&args),
         Command::Matrix(args) => matrix::run(&args),

@@ -178,9 +178,51 @@ pub struct RunArgs {
     /// One-off `[scenario]` fields (each replaces the file's; topologies/README.md).
     #[command(flatten)]
     pub scenario: ScenarioArgs,
+    /// The kernel's drivers/net selftests.
+    #[command(flatten)]
+    pub selftests: SelftestArgs,
     /// Rig options.
     #[command(flatten)]
     pub rig: RigOptions,
+}
+
+/// The kernel's drivers/net selftests in the guest (`run --selftests`, `selftests`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SelftestArgs {
+    /// After the probe, run the kernel's own drivers/net selftests against the
+    /// MANA netdev (the remote end in a guest netns, as netdev's CI): every
+    /// case a check, judged against `guest-images/selftests/baseline-<series>.toml`.
+    #[arg(long)]
+    pub selftests: bool,
+    /// Which tests (relative to drivers/net, shell globs, comma-separated;
+    /// `quick`: the local-only ones, ping.py and hw/toeplitz.py). Default: the
+    /// tests the rig knows (docs/selftests.md) that the source has.
+    #[arg(long, value_name = "GLOB,...", value_delimiter = ',')]
+    pub tests: Vec<String>,
+    /// The tests' kernel tree: a path or debian:linux-source-6.12|7.3 (default:
+    /// the pinned kernel's own Debian source).
+    #[arg(long, value_name = "TREE|debian:PKG")]
+    pub source: Option<String>,
+    /// Guest seconds one test program may take.
+    #[arg(long, value_name = "S", default_value_t = crate::selftests::DEFAULT_TEST_TIMEOUT_S)]
+    pub test_timeout: u32,
+}
+
+impl SelftestArgs {
+    /// The run's selftests, when asked for (`--selftests`, or the `selftests` command).
+    ///
+    /// # Errors
+    /// A `--source` that is neither a kernel tree nor a pinned Debian source.
+    pub fn request(&self) -> anyhow::Result<Option<crate::rig::SelftestsRequest>> {
+        if !self.selftests {
+            if !self.tests.is_empty() || self.source.is_some() {
+                anyhow::bail!("--tests and --source choose selftests: add --selftests (or use `selftests`)");
+            }
+            return Ok(None);
+        }
+        let source = self.source.as_deref().map(crate::kbuild::source::SourceSpec::parse).transpose()?;
+        Ok(Some(crate::rig::SelftestsRequest { patterns: self.tests.clone(), source, timeout_s: self.test_timeout }))
+    }
 }
 
 /// `run`'s one-off `[scenario]` fields: the same names and values as the table.
@@ -455,6 +497,11 @@ pub fn run(args: &RunArgs) -> ExitCode {
                 _ => crate::rig::injections(topology, &topo, &[]).map(drop),
             }
         });
+    let selftests = checked.and_then(|()| args.selftests.request());
+    let (checked, selftests) = match selftests {
+        Ok(s) => (Ok(()), s),
+        Err(e) => (Err(e), None),
+    };
     let device_fault = checked.and_then(|()| device_fault_from_env());
     let device_fault = match device_fault {
         Ok(fault) => fault,
@@ -476,6 +523,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
     request.device_fault = device_fault;
     request.traffic = traffic_options(args.traffic, args.traffic_bytes, args.traffic_seconds);
     request.inject.clone_from(&args.inject);
+    request.selftests = selftests;
     match run_one(&request) {
         Ok(outcome) => match render(&outcome.verdict, args.format) {
             Ok(text) => {

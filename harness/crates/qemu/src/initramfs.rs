@@ -61,6 +61,9 @@ pub struct InitramfsSpec<'a> {
     /// More files under their guest paths (ethtool and its libraries:
     /// [`crate::provision::tools`]); their parent folders are created.
     pub extra_files: &'a [crate::provision::tools::GuestFile],
+    /// Symbolic links under their guest paths (a package's own links); their
+    /// parent folders are created.
+    pub extra_links: &'a [crate::provision::tools::GuestLink],
 }
 
 enum Body {
@@ -154,15 +157,26 @@ pub fn build(spec: &InitramfsSpec<'_>) -> Result<Vec<u8>, InitramfsError> {
         entries.push((format!("{MODULE_DIR}/{name}"), Body::File(read(m)?, 0o644)));
     }
     entries.push((format!("{MODULE_DIR}/order"), Body::File(order.into_bytes(), 0o644)));
-    for f in spec.extra_files {
+    // Folders already there: thousands of extra files (a Python standard
+    // library) would make a scan of the entries per file quadratic.
+    let mut dirs: std::collections::HashSet<String> =
+        entries.iter().filter(|(_, b)| matches!(b, Body::Dir)).map(|(n, _)| n.clone()).collect();
+    let mut parents = |entries: &mut Vec<(String, Body)>, path: &str| {
         let mut parent = String::new();
-        for part in f.guest_path.split('/').rev().skip(1).collect::<Vec<_>>().into_iter().rev() {
+        for part in path.split('/').rev().skip(1).collect::<Vec<_>>().into_iter().rev() {
             parent = if parent.is_empty() { part.to_string() } else { format!("{parent}/{part}") };
-            if !entries.iter().any(|(name, _)| *name == parent) {
+            if dirs.insert(parent.clone()) {
                 entries.push((parent.clone(), Body::Dir));
             }
         }
+    };
+    for f in spec.extra_files {
+        parents(&mut entries, &f.guest_path);
         entries.push((f.guest_path.clone(), Body::File(read(&f.host)?, f.mode)));
+    }
+    for l in spec.extra_links {
+        parents(&mut entries, &l.guest_path);
+        entries.push((l.guest_path.clone(), Body::Symlink(l.target.clone())));
     }
     entries.push(("init".into(), Body::File(INIT_SCRIPT.as_bytes().to_vec(), 0o755)));
 
@@ -215,6 +229,11 @@ mod tests {
         p
     }
 
+    /// A spec of busybox and `modules` only.
+    fn plain<'a>(bb: &'a Path, modules: &'a [PathBuf], compression: Compression) -> InitramfsSpec<'a> {
+        InitramfsSpec { busybox: bb, modules, compression, extra_files: &[], extra_links: &[] }
+    }
+
     fn names(archive: &[u8]) -> Vec<(String, u32, u32)> {
         let mut r = std::io::Cursor::new(archive.to_vec());
         let mut out = Vec::new();
@@ -237,7 +256,7 @@ mod tests {
         let ko = dir.path().join("mana.ko");
         std::fs::write(&ko, b"\x7fELF-not-really").expect("write");
         let mods = [ko];
-        let spec = InitramfsSpec { busybox: &bb, modules: &mods, compression: Compression::None, extra_files: &[] };
+        let spec = plain(&bb, &mods, Compression::None);
         let a = build(&spec).expect("build");
         let b = build(&spec).expect("build");
         assert_eq!(a, b);
@@ -288,10 +307,27 @@ mod tests {
     fn gzip_output_is_gzip_and_reproducible() {
         let dir = tempfile::tempdir().expect("tempdir");
         let bb = fake_busybox(dir.path());
-        let spec = InitramfsSpec { busybox: &bb, modules: &[], compression: Compression::Gzip, extra_files: &[] };
+        let spec = plain(&bb, &[], Compression::Gzip);
         let a = build(&spec).expect("build");
         assert_eq!(&a[..2], &[0x1f, 0x8b]);
         assert_eq!(a, build(&spec).expect("build"));
+    }
+
+    #[test]
+    fn extra_links_are_symlinks_after_their_parent_folders() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let bb = fake_busybox(dir.path());
+        let links = [crate::provision::tools::GuestLink {
+            guest_path: "usr/lib/x86_64-linux-gnu/libffi.so.8".into(),
+            target: "libffi.so.8.1.4".into(),
+        }];
+        let spec = InitramfsSpec { extra_links: &links, ..plain(&bb, &[], Compression::None) };
+        let n = names(&build(&spec).expect("build"));
+        let at = |name: &str| n.iter().position(|(x, _, _)| x == name).unwrap_or_else(|| panic!("{name} in {n:?}"));
+        assert!(
+            at("usr") < at("usr/lib/x86_64-linux-gnu") && at("usr/lib/x86_64-linux-gnu") < at(&links[0].guest_path)
+        );
+        assert_eq!(n[at(&links[0].guest_path)].1, 0o120_777);
     }
 
     #[test]
@@ -299,7 +335,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let bb = fake_busybox(dir.path());
         let mods = [dir.path().join("absent.ko")];
-        let spec = InitramfsSpec { busybox: &bb, modules: &mods, compression: Compression::None, extra_files: &[] };
+        let spec = plain(&bb, &mods, Compression::None);
         let err = build(&spec).expect_err("must fail").to_string();
         assert!(err.contains("absent.ko"), "{err}");
     }

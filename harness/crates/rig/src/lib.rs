@@ -10,5 +10,6 @@ use manarig_model::{cpulist, model, text, topology};
 use manarig_proc::{children, scratch, workspace_bin};
 use manarig_provision::{kbuild, provision};
 use manarig_qemu::{accel, guest_topology, qemu};
+use manarig_selftests::selftests;
 use manarig_traffic::traffic;
 use manarig_verdict::verdict;

@@ -10,4 +10,5 @@ use manarig_guest::guest_protocol;
 #[cfg(test)]
 use manarig_model::random;
 use manarig_model::{cpulist, model, packages, text, topology};
+use manarig_selftests::selftests;
 use manarig_traffic::traffic;

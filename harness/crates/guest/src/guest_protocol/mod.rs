@@ -19,6 +19,7 @@ pub mod markers;
 pub mod options;
 mod parse;
 pub mod report;
+pub mod selftests;
 #[cfg(test)]
 mod spec_tests;
 #[cfg(test)]
@@ -32,6 +33,7 @@ pub use report::{
     format_cpulist, GuestCpu, GuestCpuState, GuestIrq, GuestNode, GuestPci, GuestReport, GuestTraffic, Stage,
     TrafficCounts, Transcript, Unload,
 };
+pub use selftests::{GuestSelftestRun, GuestSelftests, SelftestExit};
 
 /// Errors reading the agent's output. Line numbers are 1-based, in the text
 /// given to [`parse()`] (the console, or the report channel).

@@ -12,7 +12,7 @@ pub const PREFIX: &str = "manarig.";
 
 /// The name of every item [`AgentOptions`] renders (after [`PREFIX`]), in the
 /// order it renders them.
-pub const NAMES: [&str; 17] = [
+pub const NAMES: [&str; 19] = [
     "load",
     "deadline",
     "poll",
@@ -30,6 +30,8 @@ pub const NAMES: [&str; 17] = [
     "offline_after",
     "online_after",
     "irqbalance",
+    "selftests",
+    "selftest_timeout",
 ];
 
 /// The value of `manarig.load`: what `/init` loads (`/lib/modules/manarig/order`,
@@ -167,6 +169,15 @@ pub struct AgentOptions {
     /// IRQ's smp_affinity_list and effective_affinity_list about once a guest
     /// second for S guest seconds, then stop it.
     pub irqbalance: Option<u32>,
+    /// `manarig.selftests=FILE,…`: after the probe (and before hotplug,
+    /// traffic and irqbalance), set up the selftests' remote end (the
+    /// second NIC's driver, netns `remote`, the addresses of the tests'
+    /// `net.config`) and run each kernel selftest (paths relative to
+    /// `/ksrc/tools/testing/selftests/drivers/net/`), reporting its output.
+    pub selftests: Option<Vec<String>>,
+    /// `manarig.selftest_timeout=S`: guest seconds one selftest may take
+    /// (agent default 600); past it the test is stopped (`timeout`).
+    pub selftest_timeout: Option<u32>,
 }
 
 impl Default for AgentOptions {
@@ -189,6 +200,8 @@ impl Default for AgentOptions {
             offline_after: None,
             online_after: None,
             irqbalance: None,
+            selftests: None,
+            selftest_timeout: None,
         }
     }
 }
@@ -197,7 +210,7 @@ impl AgentOptions {
     /// The `manarig.*` items, in the order of [`NAMES`]: `manarig.deadline` always,
     /// the others only when they differ from the agent's defaults.
     pub fn cmdline_items(&self) -> Vec<String> {
-        let values: [(&str, Option<String>); 17] = [
+        let values: [(&str, Option<String>); 19] = [
             ("load", self.load_mana.then(|| LOAD_MANA.to_string())),
             ("deadline", Some(self.deadline_s.to_string())),
             ("poll", self.poll.map(|d| format!("{:.3}", d.as_secs_f64()))),
@@ -215,6 +228,8 @@ impl AgentOptions {
             ("offline_after", self.offline_after.as_ref().map(CpuMask::to_cpulist)),
             ("online_after", self.online_after.as_ref().map(CpuMask::to_cpulist)),
             ("irqbalance", self.irqbalance.map(|s| s.to_string())),
+            ("selftests", self.selftests.as_ref().map(|t| t.join(","))),
+            ("selftest_timeout", self.selftest_timeout.map(|s| s.to_string())),
         ];
         debug_assert!(values.iter().map(|(n, _)| *n).eq(NAMES));
         values.into_iter().filter_map(|(name, v)| Some(format!("{PREFIX}{name}={}", v?))).collect()
@@ -255,13 +270,15 @@ mod tests {
             offline_after: Some(CpuMask::parse_cpulist("2,4").expect("cpulist")),
             online_after: Some(CpuMask::parse_cpulist("2-4").expect("cpulist")),
             irqbalance: Some(6),
+            selftests: Some(vec!["queues.py".into(), "hw/csum.py".into()]),
+            selftest_timeout: Some(300),
         };
         assert_eq!(
             all.cmdline(),
             "manarig.load=mana manarig.deadline=90 manarig.poll=0.050 manarig.nic=0x1b36:0x0010 manarig.ifup=0 \
              manarig.channels=4 manarig.pin=0-1,4 manarig.reprobe=1 manarig.report=ttyS1 manarig.addr=192.0.2.2/24 \
              manarig.traffic=192.0.2.1:7000 manarig.debug=1 manarig.unload=1 manarig.offline=3 manarig.offline_after=2,4 manarig.online_after=2-4 \
-             manarig.irqbalance=6"
+             manarig.irqbalance=6 manarig.selftests=queues.py,hw/csum.py manarig.selftest_timeout=300"
         );
         let names: Vec<String> = all
             .cmdline_items()

@@ -89,11 +89,17 @@ pub enum Key {
     Irqbalance,
     /// With `manarig.irqbalance=S`: `irqbalance-sample <k>: <uptime> <IRQ>=<smp>/<effective> …`.
     IrqbalanceSample,
+    /// With `manarig.selftests`: `selftest-setup: <exit status of the remote end's setup>`.
+    SelftestSetup,
+    /// With `manarig.selftests`: `selftest <file>: <a line of the test's output>`.
+    Selftest,
+    /// With `manarig.selftests`: `selftest-exit <file>: <status>|timeout <guest seconds>`.
+    SelftestExit,
 }
 
 impl Key {
     /// Every key, in the order guest-images/README.md lists them.
-    pub const ALL: [Key; 36] = [
+    pub const ALL: [Key; 39] = [
         Key::Kernel,
         Key::Cmdline,
         Key::InitEnv,
@@ -130,6 +136,9 @@ impl Key {
         Key::Irqbalance,
         Key::IrqbalanceSample,
         Key::CarrierUnload,
+        Key::SelftestSetup,
+        Key::Selftest,
+        Key::SelftestExit,
     ];
 
     /// The key as the line spells it.
@@ -171,6 +180,9 @@ impl Key {
             Key::Unload => "unload",
             Key::Irqbalance => "irqbalance",
             Key::IrqbalanceSample => "irqbalance-sample",
+            Key::SelftestSetup => "selftest-setup",
+            Key::Selftest => "selftest",
+            Key::SelftestExit => "selftest-exit",
         }
     }
 
@@ -346,6 +358,9 @@ fn parse_block(lines: &[&str], begin: usize, end: usize, version: Version) -> Re
                 let sample = IrqbalanceSample::parse(id, value).map_err(|what| bad(idx + 1, what, line))?;
                 r.irqbalance.samples.push(sample);
             }
+            Key::SelftestSetup => r.selftests.setup = status(value),
+            Key::Selftest => r.selftests.run_mut(id).output.push(value.to_string()),
+            Key::SelftestExit => r.selftests.exit_line(id, value).map_err(|what| bad(idx + 1, what, line))?,
         }
     }
     if r.kernel.is_empty() {

@@ -178,6 +178,8 @@ pub struct GuestReport {
     pub traffic: GuestTraffic,
     /// What `manarig.irqbalance` did (empty without it).
     pub irqbalance: super::irqbalance::GuestIrqbalance,
+    /// What `manarig.selftests` did (empty without it).
+    pub selftests: super::selftests::GuestSelftests,
 }
 
 /// How the final `rmmod mana` (`manarig.unload=1`) ended.

@@ -146,6 +146,20 @@ fn excerpt(s: &str) -> String {
     s.replace('\0', "").chars().take(EXCERPT_MAX).collect()
 }
 
+/// A check's test path: `<pair path>.<check>`, except the kernel's selftests,
+/// whose cases keep their own hierarchy as KernelCI knows it from other
+/// labs' kselftest runs: `manarig.selftests.<program>.<case>` (their pair is
+/// in the test's `misc` and id).
+fn check_path(pair_path: &str, check: &str) -> String {
+    match check.strip_prefix("selftests.") {
+        Some(rest) => {
+            let parts: Vec<String> = rest.split('.').map(path_part).collect();
+            format!("manarig.selftests.{}", parts.join("."))
+        }
+        None => format!("{pair_path}.{}", path_part(check)),
+    }
+}
+
 /// Percent-encode a URL path (RFC 3986 unreserved characters and `/` kept).
 fn url_path(s: &str) -> String {
     s.bytes()
@@ -396,7 +410,7 @@ fn pair_tests(m: &MatrixReport, r: &PairRecord, origin: &str, run: &str) -> Vec<
             id: format!("{id}-{}", id_part(&c.name)),
             origin: origin.to_owned(),
             build_id: build.clone(),
-            path: format!("{path}.{}", path_part(&c.name)),
+            path: check_path(&path, &c.name),
             status,
             comment: c.message.lines().next().unwrap_or("").to_owned(),
             start_time: r.started.clone(),
@@ -418,6 +432,11 @@ mod tests {
         assert_eq!(path_part("seed-002"), "seed-002");
         assert_eq!(path_part("a.b c"), "a_b_c");
         assert_eq!(path_part(""), "_");
+        assert_eq!(check_path("manarig.seed-002", "probe"), "manarig.seed-002.probe");
+        assert_eq!(
+            check_path("manarig.seed-002", "selftests.toeplitz.test.tcp_ipv4"),
+            "manarig.selftests.toeplitz.test.tcp_ipv4"
+        );
         assert_eq!(id_part("build:79684e84 x"), "build:79684e84_x");
         assert_eq!(url_path("/tmp/a b/0001-x.patch"), "/tmp/a%20b/0001-x.patch");
         assert_eq!(excerpt(&"x".repeat(20000)).len(), EXCERPT_MAX);

@@ -235,6 +235,7 @@ mod tests {
             shards: 1,
             random: None,
             inject: Vec::new(),
+            selftests: None,
         };
         let mut ready = Ready::default();
         for i in &spec.inputs {

@@ -89,6 +89,8 @@ pub struct RigSettings {
     pub console_dir: Option<PathBuf>,
     /// Faults every pair's device shows the driver (`--inject SPEC`).
     pub inject: Vec<mana_device_api::inject::InjectSpec>,
+    /// Run the kernel's selftests in every pair's guest (`--selftests`).
+    pub selftests: Option<crate::rig::SelftestsRequest>,
 }
 
 /// Boots every pair with [`run_one`].
@@ -116,6 +118,7 @@ impl PairRunner for BootRunner {
         req.label = Some(pair.kernel.clone());
         req.console_log = s.console_dir.as_ref().map(|d| d.join(format!("{}.console.log", file_name(&pair.name))));
         req.inject.clone_from(&s.inject);
+        req.selftests.clone_from(&s.selftests);
         Ok(Observation::Boot(Box::new(run_one(&req)?)))
     }
 

@@ -191,6 +191,7 @@ pub(crate) fn dry_report(files: &[&str], kernels: &[&str], shard: Shard) -> Matr
         shards: shard.count,
         random: None,
         inject: Vec::new(),
+        selftests: None,
     };
     let req = ShardRequest {
         spec: &spec,

@@ -164,6 +164,11 @@ pub struct MatrixSpec {
     /// absent from the JSON, so older digests stand) without.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub inject: Vec<String>,
+    /// `--selftests [--tests …]`: every pair's guest also runs the kernel's
+    /// drivers/net selftests (the patterns; empty: the rig's set). Absent
+    /// from the JSON without.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selftests: Option<Vec<String>>,
 }
 
 /// What `--random` generated: part of the matrix's spec.
@@ -291,6 +296,9 @@ impl MatrixSpec {
         if self.oracle != other.oracle {
             out.push(format!("oracles differ: {} vs {}", self.oracle, other.oracle));
         }
+        if self.selftests != other.selftests {
+            out.push(format!("selftests differ: {:?} vs {:?}", self.selftests, other.selftests));
+        }
         if self.inject != other.inject {
             out.push(format!("injections differ: {:?} vs {:?}", self.inject, other.inject));
         }
@@ -332,7 +340,22 @@ mod tests {
             shards,
             random: None,
             inject: vec![],
+            selftests: None,
         }
+    }
+
+    #[test]
+    fn shards_with_other_selftests_do_not_merge_and_a_plain_spec_keeps_its_digest() {
+        let plain = spec(1);
+        let mut with = spec(1);
+        with.selftests = Some(vec!["quick".into()]);
+        assert!(
+            plain.differences(&with).iter().any(|d| d.starts_with("selftests differ")),
+            "{:?}",
+            plain.differences(&with)
+        );
+        let json = serde_json::to_string(&plain).expect("json");
+        assert!(!json.contains("\"selftests\":"), "absent without --selftests: {json}");
     }
 
     #[test]

@@ -34,6 +34,31 @@ pub struct SourcePin {
 #[serde(deny_unknown_fields)]
 struct SourcesLock {
     source: Vec<SourcePin>,
+    /// The clang of the selftests' BPF programs (`crate::selftests::clang`).
+    clang: Option<ClangPin>,
+}
+
+/// The host clang the selftests' BPF programs are built with (`[clang]`):
+/// a Debian package, its dependency closure resolved by apt.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClangPin {
+    /// Debian binary package, e.g. `clang-14`.
+    pub package: String,
+    /// Exact Debian version.
+    pub version: String,
+    /// Suite it comes from.
+    pub suite: String,
+}
+
+/// The `[clang]` pin of [`SOURCES_LOCK`], if any.
+///
+/// # Errors
+/// [`KbuildError::Source`] if the embedded lock does not parse (a build bug).
+pub fn clang_pin() -> Result<Option<ClangPin>, KbuildError> {
+    toml::from_str::<SourcesLock>(SOURCES_LOCK)
+        .map(|l| l.clang)
+        .map_err(|e| KbuildError::Source(format!("guest-images/kernel-sources.lock: {e}")))
 }
 
 /// The pins of [`SOURCES_LOCK`].

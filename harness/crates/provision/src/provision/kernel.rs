@@ -61,6 +61,20 @@ pub fn extract_kernel(root: &Path, release: &str, out: &Path) -> Result<Extracte
 /// # Errors
 /// [`ProvisionError::Package`] when a module is missing or unreadable.
 pub fn collect_modules(dir: &Path, release: &str, out: &Path) -> Result<ExtractedKernel, ProvisionError> {
+    collect_module_closure(dir, MANA_MODULE, release, out)
+}
+
+/// As [`collect_modules`], for the module `module` (e.g. `virtio_net`, which
+/// selftest runs load for their second NIC) instead of [`MANA_MODULE`].
+///
+/// # Errors
+/// As [`collect_modules`].
+pub fn collect_module_closure(
+    dir: &Path,
+    module: &str,
+    release: &str,
+    out: &Path,
+) -> Result<ExtractedKernel, ProvisionError> {
     let pkg_err = |what: String| ProvisionError::Package(format!("kernel {release}: {what}"));
     let moddir = dir;
     std::fs::create_dir_all(out).map_err(|e| ProvisionError::io(out, e))?;
@@ -68,7 +82,7 @@ pub fn collect_modules(dir: &Path, release: &str, out: &Path) -> Result<Extracte
     index_modules(moddir, &mut index)?;
     let mut order = Vec::new();
     let mut compression = KoCompression::None;
-    let mut stack = vec![(MANA_MODULE.to_string(), false)];
+    let mut stack = vec![(module.to_string(), false)];
     // Depth-first post-order: a module is emitted after all its dependencies.
     while let Some((name, expanded)) = stack.pop() {
         if order.iter().any(|(n, _): &(String, Vec<u8>)| n == &name) {

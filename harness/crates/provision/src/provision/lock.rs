@@ -36,6 +36,9 @@ pub struct Lock {
     pub ethtool: ToolPin,
     /// irqbalance and its shared libraries for the initramfs (`run --irqbalance`).
     pub irqbalance: ToolPin,
+    /// The guest tools of selftest runs (Python, bash, iproute2, ethtool,
+    /// socat, iperf3, ping and their libraries: [`super::selftest_tools`]).
+    pub selftests: ToolPin,
     /// Guest kernels, selected by [`KernelPin::id`] (e.g. `--kernel 6.12`).
     #[serde(rename = "kernel")]
     pub kernels: Vec<KernelPin>,
@@ -164,7 +167,9 @@ impl Lock {
                 return Err(invalid(format!("kernel {}: no packages", k.id)));
             }
         }
-        for (tool, pin) in [("ethtool", &lock.ethtool), ("irqbalance", &lock.irqbalance)] {
+        for (tool, pin) in
+            [("ethtool", &lock.ethtool), ("irqbalance", &lock.irqbalance), ("selftests", &lock.selftests)]
+        {
             if pin.packages.is_empty() {
                 return Err(invalid(format!("{tool}: no packages")));
             }
@@ -176,6 +181,7 @@ impl Lock {
             .chain(std::iter::once(&lock.busybox.package))
             .chain(lock.ethtool.packages.iter())
             .chain(lock.irqbalance.packages.iter())
+            .chain(lock.selftests.packages.iter())
         {
             if p.sha256.len() != 64 || !p.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
                 return Err(invalid(format!(

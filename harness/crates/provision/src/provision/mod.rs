@@ -20,16 +20,19 @@
 //! <cache>/busybox/             busybox, stamp.json
 //! <cache>/ethtool/             sbin/ethtool, lib*/ (its libraries and loader), stamp.json
 //! <cache>/irqbalance/          sbin/irqbalance, lib*/ (its libraries and loader), stamp.json
+//! <cache>/selftest-tools/      root/ (the [selftests] packages unpacked: selftest_tools), stamp.json
 //! ```
 
 pub mod apt;
 mod debian_kernel;
 pub mod fallback;
+pub mod guest_files;
 pub mod host_packages;
 pub mod kernel;
 pub mod lock;
 pub mod pyvenv;
 pub mod qemu_install;
+pub mod selftest_tools;
 pub mod used;
 
 pub use kernel::KoCompression;
@@ -143,7 +146,8 @@ pub enum ProvisionError {
 }
 
 impl ProvisionError {
-    pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
+    /// [`ProvisionError::Io`] for `path`.
+    pub fn io(path: &Path, source: std::io::Error) -> Self {
         ProvisionError::Io { path: path.to_path_buf(), source }
     }
     pub(crate) fn spawn(what: &str, source: std::io::Error) -> Self {
@@ -193,6 +197,9 @@ pub struct Provisioned {
     /// predates the lock's `[irqbalance]` (only `run --irqbalance` needs them:
     /// it says to run `cargo xtask setup`).
     pub irqbalance: Option<tools::InstalledTool>,
+    /// The selftest runs' guest tools ([`selftest_tools`], unpacked whole in
+    /// its `dir`/root); `None` when the cache predates the lock's `[selftests]`.
+    pub selftest_tools: Option<tools::InstalledTool>,
 }
 
 impl Provisioned {
@@ -216,6 +223,7 @@ impl Provisioned {
             .chain(std::iter::once(&self.busybox.package))
             .chain(self.ethtool.packages.iter())
             .chain(self.irqbalance.iter().flat_map(|t| t.packages.iter()))
+            .chain(self.selftest_tools.iter().flat_map(|t| t.packages.iter()))
             .filter(|p| p.locked.is_some())
             .cloned()
             .collect()
@@ -232,6 +240,9 @@ impl Provisioned {
         }
         if tools.contains(&"irqbalance") {
             out.extend(self.irqbalance.iter().flat_map(|t| t.packages.iter().cloned()));
+        }
+        if tools.contains(&"selftests") {
+            out.extend(self.selftest_tools.iter().flat_map(|t| t.packages.iter().cloned()));
         }
         out
     }
@@ -336,7 +347,10 @@ pub fn setup(cache: &Path, opts: &SetupOptions, progress: &mut dyn FnMut(&str)) 
     let qemu = qemu_install::ensure(&mut p, &lock.qemu, opts.private_qemu)?;
     write_stamp(&cache.join("qemu.json"), &qemu)?;
     tools::ensure_busybox(&mut p, &lock.busybox)?;
-    tools::ensure_tools(&mut p, &[(tools::ETHTOOL, &lock.ethtool), (tools::IRQBALANCE, &lock.irqbalance)])?;
+    tools::ensure_tools(
+        &mut p,
+        &[(tools::ETHTOOL, &lock.ethtool), (tools::IRQBALANCE, &lock.irqbalance), (tools::SELFTESTS, &lock.selftests)],
+    )?;
     for pin in &lock.kernels {
         debian_kernel::ensure(&mut p, pin)?;
     }
@@ -504,7 +518,8 @@ fn load_with(cache: &Path, lock: &Lock, locked: bool) -> Result<Provisioned, Pro
         let k = debian_kernel::load(cache, pin).map_err(|why| missing(&format!("kernel {}", pin.name()), &why))?;
         kernels.insert(pin.id.clone(), k);
     }
-    let p = Provisioned { cache: cache.to_path_buf(), qemu, kernels, busybox, ethtool, irqbalance };
+    let selftest_tools = tools::load_tool(tools::SELFTESTS, cache, &lock.selftests).ok();
+    let p = Provisioned { cache: cache.to_path_buf(), qemu, kernels, busybox, ethtool, irqbalance, selftest_tools };
     if locked {
         if let Some(f) = p.fallbacks().into_iter().next() {
             return Err(ProvisionError::LockedFallback { what: f.describe(), cache: cache.to_path_buf() });

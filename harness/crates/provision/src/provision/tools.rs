@@ -15,6 +15,7 @@
 
 use super::apt;
 use super::fallback::{self, Fallback};
+pub use super::guest_files::{GuestFile, GuestLink};
 use super::lock::{BusyboxPin, PackagePin, ToolPin};
 use super::used::{self, UsedPackage};
 use super::{read_stamp, write_stamp, ProvisionError, Provisioner};
@@ -62,23 +63,19 @@ pub struct Tool {
     pub name: &'static str,
     /// (path in the unpacked packages, path in the guest).
     pub files: &'static [(&'static str, &'static str)],
+    /// Instead of `files`, the packages unpacked whole into `<cache>/<name>/root`
+    /// ([`super::selftest_tools`]); the file named here shows the root is there.
+    pub whole_root: Option<&'static str>,
 }
 
 /// ethtool ([`ETHTOOL_FILES`]).
-pub const ETHTOOL: Tool = Tool { name: "ethtool", files: ETHTOOL_FILES };
+pub const ETHTOOL: Tool = Tool { name: "ethtool", files: ETHTOOL_FILES, whole_root: None };
 /// irqbalance ([`IRQBALANCE_FILES`]).
-pub const IRQBALANCE: Tool = Tool { name: "irqbalance", files: IRQBALANCE_FILES };
-
-/// A file to put into the initramfs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GuestFile {
-    /// Path in the guest, relative to `/` (`sbin/ethtool`).
-    pub guest_path: String,
-    /// The file on the host.
-    pub host: PathBuf,
-    /// Permission bits (0o755 for programs and the loader, 0o644 for libraries).
-    pub mode: u32,
-}
+pub const IRQBALANCE: Tool = Tool { name: "irqbalance", files: IRQBALANCE_FILES, whole_root: None };
+/// The selftest runs' guest tools: Python, bash, iproute2, ethtool, socat,
+/// iperf3, ping and their libraries, unpacked whole ([`super::selftest_tools`]).
+pub const SELFTESTS: Tool =
+    Tool { name: super::selftest_tools::DIR, files: &[], whole_root: Some("usr/bin/python3.13") };
 
 /// A tool's stamp: the pin it stands for and, after a fallback, what it was
 /// unpacked from instead.
@@ -98,7 +95,9 @@ impl ToolStamp {
 /// A provisioned guest tool: its initramfs files and the packages they came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InstalledTool {
-    /// The files, in the tool's order (the binary first).
+    /// Its folder, `<cache>/<name>` (a whole-root tool's files are in `root/`).
+    pub dir: PathBuf,
+    /// The files, in the tool's order (the binary first); empty for a whole-root tool.
     pub files: Vec<GuestFile>,
     /// The packages, against their pins.
     pub packages: Vec<UsedPackage>,
@@ -147,7 +146,10 @@ pub(crate) fn load_tool(tool: Tool, cache: &Path, pin: &ToolPin) -> Result<Insta
     if let Some(f) = files.iter().find(|f| !f.host.is_file()) {
         return Err(format!("{} is gone", f.host.display()));
     }
-    Ok(InstalledTool { files, packages: used::pair(tool.name, stamp.used(), &pin.packages) })
+    if let Some(marker) = tool.whole_root.map(|m| dir.join("root").join(m)).filter(|m| !m.is_file()) {
+        return Err(format!("{} is gone", marker.display()));
+    }
+    Ok(InstalledTool { dir, files, packages: used::pair(tool.name, stamp.used(), &pin.packages) })
 }
 
 /// busybox as provisioned in `<cache>/busybox` for `pin`, or why not.
@@ -242,7 +244,11 @@ pub(crate) fn ensure_tools(p: &mut Provisioner<'_>, tools: &[(Tool, &ToolPin)]) 
             continue;
         }
         let debs = using.iter().map(|u| p.fetch(u)).collect::<Result<Vec<_>, _>>()?;
-        install_tool(*tool, &p.cache, &debs, &dir)?;
+        if tool.whole_root.is_some() {
+            super::selftest_tools::install(&p.cache, &debs, &dir)?;
+        } else {
+            install_tool(*tool, &p.cache, &debs, &dir)?;
+        }
         let used = (using != pin.packages).then_some(using);
         write_stamp(&dir.join("stamp.json"), &ToolStamp { pin: (*pin).clone(), used })?;
         p.say(&format!("{}: ready in {}", tool.name, dir.display()));

@@ -100,7 +100,8 @@ fn update_kernels_lock(
         doc["busybox"]["package"] = Item::Value(Value::InlineTable(inline(&bb_new)));
     }
 
-    for (section, pin) in [("ethtool", &lock.ethtool), ("irqbalance", &lock.irqbalance)] {
+    for (section, pin) in [("ethtool", &lock.ethtool), ("irqbalance", &lock.irqbalance), ("selftests", &lock.selftests)]
+    {
         let using = fallback::newest_list_in_suite(a, &pin.packages, &pin.suite)?;
         if using != pin.packages {
             for (old, new) in pin.packages.iter().zip(&using).filter(|(o, n)| o != n) {

@@ -64,6 +64,10 @@ pub struct BootRequest<'a> {
     pub cpu_model: String,
     /// More files for the initramfs (e.g. [`crate::provision::Provisioned::ethtool`]).
     pub extra_files: Vec<crate::provision::tools::GuestFile>,
+    /// QEMU's own NICs on TAPs the caller opened (the selftests' remote end).
+    pub tap_nics: Vec<super::tap_nic::TapNic>,
+    /// Symbolic links for the initramfs (the selftest tools' packages' links).
+    pub extra_links: Vec<crate::provision::tools::GuestLink>,
     /// Called with the marker line when the console shows the start of a
     /// stage or of the report (`MANARIG-STAGE-BEGIN …`, `MANARIG-REPORT-BEGIN …`):
     /// the guest is quiet from there to the end marker, so the caller can take
@@ -93,6 +97,8 @@ impl<'a> BootRequest<'a> {
             compression: Compression::None,
             cpu_model: super::spec::DEFAULT_CPU.to_string(),
             extra_files: Vec::new(),
+            extra_links: Vec::new(),
+            tap_nics: Vec::new(),
             on_marker: None,
             speedups: Speedups::default(),
             abort: None,
@@ -286,6 +292,7 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
             modules: &req.kernel.modules,
             compression: req.compression,
             extra_files: &req.extra_files,
+            extra_links: &req.extra_links,
         },
         &initrd,
     )?;
@@ -312,6 +319,11 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
         use std::os::unix::process::CommandExt;
         // Own process group: a terminal's Ctrl-C reaches us, and we stop QEMU.
         cmd.process_group(0);
+        if !req.tap_nics.is_empty() {
+            let raw = super::tap_nic::raw_fds(&req.tap_nics);
+            // SAFETY: runs between fork and exec; inherit() calls only dup2 and fcntl.
+            unsafe { cmd.pre_exec(move || super::tap_nic::inherit(&raw)) };
+        }
     }
     crate::children::die_with_parent(&mut cmd);
     let start = Instant::now();
@@ -500,6 +512,9 @@ fn qemu_args(
     for d in &req.extra_devices {
         args.push("-device".into());
         args.push(d.clone());
+    }
+    for (k, nic) in req.tap_nics.iter().enumerate() {
+        args.extend(nic.qemu_args(k));
     }
     args.extend(
         [

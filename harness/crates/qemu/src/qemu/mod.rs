@@ -6,6 +6,7 @@ pub mod nic_slots;
 pub mod report_port;
 pub mod spec;
 pub mod speed;
+pub mod tap_nic;
 pub mod watch;
 
 pub use abort::BootAbort;

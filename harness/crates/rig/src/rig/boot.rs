@@ -38,6 +38,9 @@ pub(super) struct NicBoot<'a> {
     pub(super) dir: &'a Path,
     /// The injections (file and request, [`injections`](super::injections)).
     pub(super) inject: &'a [mana_device_api::inject::InjectSpec],
+    /// The run's selftests, prepared: the peer then bridges a second TAP,
+    /// QEMU's virtio-net NIC on it (the tests' remote end).
+    pub(super) selftests: Option<&'a super::selftests::PreparedSelftests>,
 }
 
 /// A boot's result and the device's snapshots at the report markers.
@@ -68,20 +71,22 @@ impl NicBoot<'_> {
         })?;
         let socket = self.dir.join(socket);
         let abort = qemu::BootAbort::default();
-        // Traffic: the peer first, its TAP goes to the device.
-        let (peer, tap, flows_bin) = match &req.traffic {
-            Some(_) => {
-                let bin = traffic::flows_binary()?;
-                let opts = PeerOptions {
-                    tap: traffic::TAP.into(),
-                    host: (traffic::HOST, traffic::PREFIX),
-                    port: traffic::CONTROL_PORT,
-                    deadline: req.deadline + Duration::from_secs(60),
-                };
-                let (peer, tap) = PeerProcess::start(&bin, &opts)?;
-                (Some(peer), Some(Arc::new(tap)), Some(bin))
-            }
-            None => (None, None, None),
+        // Traffic or selftests: the peer first, its TAP goes to the device
+        // (and the remote TAP, bridged with it, to QEMU's second NIC).
+        let (peer, tap, remote_tap, flows_bin) = if req.traffic.is_some() || self.selftests.is_some() {
+            let bin = traffic::flows_binary()?;
+            let opts = PeerOptions {
+                tap: traffic::TAP.into(),
+                remote_tap: self.selftests.map(|_| crate::selftests::REMOTE_TAP.to_owned()),
+                host: (traffic::HOST, traffic::PREFIX),
+                port: traffic::CONTROL_PORT,
+                deadline: req.deadline + Duration::from_secs(60),
+            };
+            let (peer, taps) = PeerProcess::start(&bin, &opts)?;
+            let flows_bin = req.traffic.is_some().then_some(bin);
+            (Some(peer), Some(Arc::new(taps.tap)), taps.remote, flows_bin)
+        } else {
+            (None, None, None, None)
         };
         let options = device::DeviceOptions {
             abort: Some(abort.clone()),
@@ -118,6 +123,12 @@ impl NicBoot<'_> {
             flows_bin: flows_bin.as_deref(),
         };
         setup.apply(&mut boot)?;
+        if let Some(prepared) = self.selftests {
+            super::selftests::add_to_boot(&mut boot, prepared);
+        }
+        if let Some(fd) = remote_tap {
+            boot.tap_nics.push(qemu::tap_nic::TapNic { fd: Arc::new(fd), mac: crate::selftests::REMOTE_MAC.into() });
+        }
         // The device's state as each stage and the report begin (the guest changes
         // nothing until the end marker; after the report it shuts the driver down).
         let marks: Marks = Default::default();
@@ -137,6 +148,8 @@ impl NicBoot<'_> {
             device.stop();
         }
         // The guest sent its results before it printed the report: they are in.
+        // A selftest run's peer only carried the wire: nothing to report.
+        let peer = peer.filter(|_| req.traffic.is_some());
         let traffic = peer.map(|peer| {
             let (planned, plan_error) = plan_slot.lock().unwrap_or_else(|e| e.into_inner()).clone();
             TrafficBoot { peer: peer.finish(PEER_RESULTS_WAIT), planned, plan_error }

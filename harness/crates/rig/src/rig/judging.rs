@@ -49,6 +49,8 @@ pub(super) struct Judging<'a> {
     pub(super) provision_time: Duration,
     /// The packages the run used ([`Provisioned::run_packages`](crate::provision::Provisioned::run_packages)).
     pub(super) packages: &'a [crate::provision::UsedPackage],
+    /// The run's selftests, prepared (their cases become checks).
+    pub(super) selftests: Option<&'a super::selftests::PreparedSelftests>,
 }
 
 impl Judging<'_> {
@@ -179,6 +181,18 @@ impl Judging<'_> {
             };
             let (report, check) = judge_irqbalance(&input);
             verdict.add_irqbalance(report, check);
+        }
+        if let Some(prepared) = self.selftests {
+            let r = &booted.report;
+            let input = crate::verdict::SelftestsInput {
+                guest: &r.selftests,
+                asked: &prepared.tests,
+                baseline: &prepared.baseline,
+                source: &prepared.source_label,
+                setup_errors: r.stderr.get("selftest-setup").map_or(&[], Vec::as_slice),
+            };
+            let (report, checks) = crate::verdict::judge_selftests(&input);
+            verdict.add_selftests(report, checks);
         }
         if !inject.is_empty() {
             verdict.judge_by_survival(crate::verdict::driver_survived(&booted.report, specs));

@@ -24,7 +24,9 @@
 //! - `run`: [`run_one`], the sequence from topology file to [`RunOutcome`];
 //!   `judging`: the booted guest judged (rig errors first, then the model at
 //!   every stage and the run's other checks; [`accel_label`]); `other_nics`:
-//!   the verdicts of NIC 1, 2, … of a `[[nic]]` machine;
+//!   the verdicts of NIC 1, 2, … of a `[[nic]]` machine; `selftests`: a
+//!   selftest run's guest side ([`SelftestsRequest`]: the kernel's drivers/net
+//!   tests, their tools and the remote NIC's driver);
 //! - `outcome`: what a run gives back ([`RunOutcome`], [`StageOutcome`],
 //!   [`TrafficBoot`], [`RunTimings`]).
 
@@ -45,6 +47,7 @@ pub mod queues;
 pub mod report_to_verdict;
 mod request;
 mod run;
+pub mod selftests;
 pub mod timed_injections;
 
 pub use boot_request::INJECT_AGENT_DEADLINE_S;
@@ -54,3 +57,4 @@ pub use judging::accel_label;
 pub use outcome::{RunOutcome, RunTimings, StageOutcome, TrafficBoot};
 pub use request::{injections, RunRequest};
 pub use run::run_one;
+pub use selftests::SelftestsRequest;

@@ -68,6 +68,10 @@ pub struct RunRequest {
     pub inject: Vec<mana_device_api::inject::InjectSpec>,
     /// `[scenario]` fields that replace the topology file's (`run --maxcpus`, …).
     pub scenario: crate::topology::ScenarioFile,
+    /// Run the kernel's drivers/net selftests in the guest after the probe
+    /// ([`super::selftests`]): every case a check, judged against the
+    /// series' baseline.
+    pub selftests: Option<super::selftests::SelftestsRequest>,
 }
 
 impl RunRequest {
@@ -94,6 +98,7 @@ impl RunRequest {
             debug: false,
             inject: Vec::new(),
             scenario: crate::topology::ScenarioFile::default(),
+            selftests: None,
         }
     }
 }

@@ -54,7 +54,20 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     let channels = req.channels.or(topo.nic().channels);
     let inject = injections(&req.topology, &topo, &req.inject)?;
     let packages = run_packages(req, &topo, &prov, kernel, channels);
-    let attempt = NicBoot { req, topo: &topo, prov: &prov, kernel, channels, dir: scratch.path(), inject: &inject };
+    let selftests = match &req.selftests {
+        Some(s) => Some(super::selftests::prepare(s, &prov, kernel, scratch.path())?),
+        None => None,
+    };
+    let attempt = NicBoot {
+        req,
+        topo: &topo,
+        prov: &prov,
+        kernel,
+        channels,
+        dir: scratch.path(),
+        inject: &inject,
+        selftests: selftests.as_ref(),
+    };
     // `auto` is KVM when its probe runs a vCPU, yet on some hosts real guests
     // hang or QEMU dies (the build machines): it means "KVM where it really
     // works", so a KVM boot that fails is run again under TCG.
@@ -97,6 +110,7 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         start,
         provision_time,
         packages: &packages,
+        selftests: selftests.as_ref(),
     };
     let mut outcome = judging.outcome(booted, marks, traffic)?;
     if let ImageFit::Unmodelled(why) = &fit {
@@ -140,6 +154,9 @@ fn run_packages(
     }
     if topo.scenario().irqbalance {
         tools.push("irqbalance");
+    }
+    if req.selftests.is_some() {
+        tools.push("selftests");
     }
     prov.run_packages(kernel, &tools)
 }

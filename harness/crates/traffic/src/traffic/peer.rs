@@ -142,6 +142,9 @@ pub struct PeerProcess {
 pub struct PeerOptions {
     /// The TAP's name in the namespace.
     pub tap: String,
+    /// A second TAP, bridged with the first in the namespace (the selftests'
+    /// remote NIC); its descriptor is [`PeerTaps::remote`].
+    pub remote_tap: Option<String>,
     /// The peer's address and prefix length.
     pub host: (Ipv4Addr, u8),
     /// The control port.
@@ -150,14 +153,23 @@ pub struct PeerOptions {
     pub deadline: Duration,
 }
 
+/// The TAP descriptors a peer sends.
+#[derive(Debug)]
+pub struct PeerTaps {
+    /// The NIC's wire (for the `mana-device` process).
+    pub tap: OwnedFd,
+    /// The remote TAP, with [`PeerOptions::remote_tap`] (for QEMU's second NIC).
+    pub remote: Option<OwnedFd>,
+}
+
 impl PeerProcess {
-    /// Starts `bin` as the peer and waits for its TAP descriptor and its
+    /// Starts `bin` as the peer and waits for its TAP descriptors and its
     /// readiness (within [`READY_DEADLINE`]).
     ///
     /// # Errors
     /// [`PeerError::Io`] (socket pair, spawn), [`PeerError::NotReady`] (it
     /// exited or said nothing in time; it is reaped either way).
-    pub fn start(bin: &Path, opts: &PeerOptions) -> Result<(Self, OwnedFd), PeerError> {
+    pub fn start(bin: &Path, opts: &PeerOptions) -> Result<(Self, PeerTaps), PeerError> {
         let io = |what: &str| {
             let what = what.to_string();
             move |source| PeerError::Io { what, source }
@@ -168,6 +180,7 @@ impl PeerProcess {
         cmd.args(["peer", "--fd-socket", &theirs_raw.to_string(), "--tap", &opts.tap])
             .args(["--host", &format!("{}/{}", opts.host.0, opts.host.1), "--port", &opts.port.to_string()])
             .args(["--deadline", &opts.deadline.as_secs().max(1).to_string()])
+            .args(opts.remote_tap.iter().flat_map(|r| ["--remote-tap", r.as_str()]))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -235,8 +248,15 @@ impl PeerProcess {
             Ok(fd) => fd,
             Err(e) => return Err(not_ready(&mut peer, format!("sent no TAP descriptor ({e})"))),
         };
+        let remote = match &opts.remote_tap {
+            Some(name) => match recv_fd(ours.as_fd(), READY_DEADLINE) {
+                Ok(fd) => Some(fd),
+                Err(e) => return Err(not_ready(&mut peer, format!("sent no descriptor of TAP {name} ({e})"))),
+            },
+            None => None,
+        };
         match peer.events.recv_timeout(READY_DEADLINE) {
-            Ok(PeerEvent::Ready { .. }) => Ok((peer, tap)),
+            Ok(PeerEvent::Ready { .. }) => Ok((peer, PeerTaps { tap, remote })),
             Ok(PeerEvent::Failed(why)) => Err(not_ready(&mut peer, format!("failed: {why}"))),
             Ok(other) => Err(not_ready(&mut peer, format!("said {other:?} before it was ready"))),
             Err(_) => Err(not_ready(&mut peer, format!("was not ready within {READY_DEADLINE:?}"))),
@@ -343,6 +363,7 @@ mod tests {
     fn options() -> PeerOptions {
         PeerOptions {
             tap: "tap0".into(),
+            remote_tap: None,
             host: (Ipv4Addr::new(192, 0, 2, 1), 24),
             port: 7000,
             deadline: Duration::from_secs(30),

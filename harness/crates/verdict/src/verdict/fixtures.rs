@@ -37,21 +37,21 @@ pub(super) fn guest_table(t: &Topology, k: &str) -> ExpectedTable {
 
 /// One (topology, kernel) run: the topology, the model's table and a guest report that
 /// starts as exactly what the model predicts.
-pub(super) struct Run {
+pub(crate) struct Run {
     pub(super) topo: Topology,
     pub(super) table: ExpectedTable,
     pub(super) observed: Observed,
 }
 
 impl Run {
-    pub(super) fn new(name: &str, k: &str) -> Self {
+    pub(crate) fn new(name: &str, k: &str) -> Self {
         let topo = topo(name);
         let table = guest_table(&topo, k);
         let observed = Observed::as_model_predicts(&table, BDF, FIRST_IRQ);
         Self { topo, table, observed }
     }
 
-    pub(super) fn judge(&self) -> Verdict {
+    pub(crate) fn judge(&self) -> Verdict {
         judge(&self.topo, &self.observed, &self.table)
     }
 

@@ -163,6 +163,7 @@ pub fn judge(topo: &Topology, observed: &Observed, expected: &ExpectedTable) -> 
         traffic: None,
         nics: None,
         irqbalance: None,
+        selftests: None,
     }
 }
 

@@ -48,6 +48,7 @@ pub mod nics;
 mod outcome;
 pub mod properties;
 mod row;
+pub mod selftests;
 mod stage_checks;
 mod stages;
 mod summary;
@@ -68,6 +69,7 @@ pub use judge::judge;
 pub use nics::{combined_load, judge_staged, table_at};
 pub use outcome::{CpuLoad, NicVerdict, NicsReport, RunInfo, Verdict, SCHEMA_VERSION};
 pub use row::{ExpectedSide, ObservedSide, RowOutcome, VectorRow};
+pub use selftests::{judge_selftests, SelftestsInput, SelftestsReport};
 pub use stage_checks::{same_irq_table_check, same_queue_table_check, stage_irq_table_check};
 pub use stages::{
     QueueRow, QueueStage, QueueTable, StageFacts, StageLink, HOTPLUG_STAGES, QUEUE_IRQS_CHECK, REPORT_STAGE,

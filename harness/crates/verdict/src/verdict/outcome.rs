@@ -117,6 +117,10 @@ pub struct Verdict {
     /// [`Verdict::add_irqbalance`]); absent from the JSON otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub irqbalance: Option<super::irqbalance::IrqbalanceReport>,
+    /// The kernel's drivers/net selftests (`selftests`, [`Verdict::add_selftests`]);
+    /// absent from the JSON otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selftests: Option<super::selftests::SelftestsReport>,
 }
 
 impl Verdict {
@@ -143,6 +147,16 @@ impl Verdict {
         }
         self.checks.push(check);
         self.irqbalance = Some(report);
+    }
+
+    /// Attaches [`super::selftests::judge_selftests`]'s report and checks; the
+    /// status becomes Fail when one of them fails.
+    pub fn add_selftests(&mut self, report: super::selftests::SelftestsReport, checks: Vec<Check>) {
+        if checks.iter().any(|c| c.status == CheckStatus::Fail) {
+            self.status = Status::Fail;
+        }
+        self.checks.extend(checks);
+        self.selftests = Some(report);
     }
 
     /// Whether this outcome is what the topology file's `[expect] verdict` says

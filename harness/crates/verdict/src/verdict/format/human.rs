@@ -51,6 +51,11 @@ pub(super) fn render(v: &Verdict) -> String {
         lines.push(String::new());
         lines.extend(irqbalance);
     }
+    let selftests = super::selftests_text::selftests(v);
+    if !selftests.is_empty() {
+        lines.push(String::new());
+        lines.extend(selftests);
+    }
     // The evidence behind a passing survival or debug-report check (a failed one is
     // among the differences above, with its evidence).
     let evidence =

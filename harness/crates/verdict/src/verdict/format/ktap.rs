@@ -36,12 +36,14 @@ fn run(out: &mut Vec<String>, number: usize, v: &Verdict) {
     out.push(format!("{INDENT}KTAP version 1"));
     let traffic = traffic_text::traffic(v);
     let nics = super::nics_text::nics(v);
+    let selftests = super::selftests_text::selftests(v);
     for line in text::header(v)
         .iter()
         .chain(text::table(v).iter())
         .chain(text::stages(v).iter())
         .chain(traffic.iter())
         .chain(nics.iter())
+        .chain(selftests.iter())
     {
         diagnostics(out, INDENT, line);
     }

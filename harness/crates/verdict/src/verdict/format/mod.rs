@@ -8,6 +8,7 @@ pub mod json;
 mod junit;
 mod ktap;
 mod nics_text;
+mod selftests_text;
 mod text;
 mod traffic_text;
 

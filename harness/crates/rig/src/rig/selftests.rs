@@ -1,0 +1,130 @@
+//! A selftest run's guest side (`run --selftests`, `cargo xtask selftests`):
+//! the kernel source's test tree, the tests chosen, the series' baseline,
+//! the guest tools and the remote NIC's driver, prepared before the boot
+//! ([`prepare`]) and put into the boot request ([`add_to_boot`]).
+
+use crate::kbuild::source::{self, SourceSpec};
+use crate::provision::tools::{GuestFile, GuestLink};
+use crate::provision::{selftest_tools, KernelInstall, Provisioned};
+use crate::qemu::BootRequest;
+use crate::selftests::baseline::Baseline;
+use crate::selftests::{self as st, catalog, remote_modules, tree};
+use anyhow::{anyhow, bail, Context, Result};
+use std::path::Path;
+use std::time::Duration;
+
+/// What a run's selftests are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SelftestsRequest {
+    /// `--tests` patterns (empty: the tests the rig knows, [`catalog::KNOWN`]).
+    pub patterns: Vec<String>,
+    /// `--source`: the tree the tests come from (None: the pinned kernel's
+    /// Debian `linux-source-*` of the same version).
+    pub source: Option<SourceSpec>,
+    /// Guest seconds one test program may take.
+    pub timeout_s: u32,
+}
+
+impl Default for SelftestsRequest {
+    fn default() -> Self {
+        SelftestsRequest { patterns: Vec::new(), source: None, timeout_s: st::DEFAULT_TEST_TIMEOUT_S }
+    }
+}
+
+/// A selftest run, prepared.
+#[derive(Debug, Clone)]
+pub struct PreparedSelftests {
+    /// The test programs, in the order they run (relative to drivers/net).
+    pub tests: Vec<String>,
+    /// The series' baseline.
+    pub baseline: Baseline,
+    /// The tests' source.
+    pub source_label: String,
+    /// Guest seconds one program may take.
+    pub timeout_s: u32,
+    files: Vec<GuestFile>,
+    links: Vec<GuestLink>,
+}
+
+/// Prepare the tests of `kernel` for a run whose temporary folder is `dir`:
+/// the source (downloaded and unpacked on first use), its tree and helpers,
+/// the selection, the baseline, the guest tools and the remote NIC's modules.
+///
+/// # Errors
+/// Tools not provisioned, a kernel without a pinned source (and no
+/// `--source`), a source without the tests, a helper that does not build, a
+/// `--tests` pattern that matches nothing.
+pub fn prepare(
+    req: &SelftestsRequest,
+    prov: &Provisioned,
+    kernel: &KernelInstall,
+    dir: &Path,
+) -> Result<PreparedSelftests> {
+    let tools = prov.selftest_tools.as_ref().ok_or_else(|| {
+        anyhow!(
+            "the selftests' guest tools are not provisioned in {} (the cache predates the lock's [selftests]): run \
+             `cargo xtask setup`",
+            prov.cache.display()
+        )
+    })?;
+    let spec = match &req.source {
+        Some(s) => s.clone(),
+        None if kernel.release.starts_with("6.1.") => bail!(
+            "Linux 6.1 has almost none of the drivers/net selftests (no drivers/net/lib/py: the Python library and \
+             its tests came in 6.10): selftest runs take 6.12 or 7.x"
+        ),
+        None => {
+            let version = kernel.packages.first().map(|p| p.version.as_str()).unwrap_or_default();
+            let pin = st::debian_source_of(version).ok_or_else(|| {
+                anyhow!(
+                    "kernel {} has no pinned Debian source of its version {version:?} in \
+                     guest-images/kernel-sources.lock: name the tests' tree with --source",
+                    kernel.release
+                )
+            })?;
+            SourceSpec::Debian(pin)
+        }
+    };
+    let mut progress = |line: &str| eprintln!("manarig: {line}");
+    let src = source::prepare(&spec, &prov.cache, &mut progress)
+        .with_context(|| format!("the selftests' source {}", spec.label()))?;
+    let series = st::series(&src).unwrap_or_default();
+    let t = tree::prepare(&src, &spec.identity(), &spec.label(), &prov.cache, &mut progress)?;
+    let tests = catalog::select(&t.tests, &req.patterns, &t.source_label)?;
+    if tests.is_empty() {
+        bail!("{} has none of the tests the rig runs ({})", t.source_label, t.tests.join(", "));
+    }
+    let baseline = Baseline::shipped(&series)?;
+    let modules = remote_modules::remote_modules(&prov.cache, kernel)?;
+    let (mut files, links) = selftest_tools::guest_entries(&tools.dir)?;
+    files.extend(tree::guest_files(&t)?);
+    files.extend(st::net_config_files(dir).with_context(|| format!("net.config in {}", dir.display()))?);
+    let order = dir.join("remote-order");
+    let mut names = String::new();
+    for m in &modules {
+        let name = m.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        names.push_str(&name);
+        names.push('\n');
+        files.push(GuestFile {
+            guest_path: format!("lib/modules/manarig/remote/{name}"),
+            host: m.clone(),
+            mode: 0o644,
+        });
+    }
+    std::fs::write(&order, names).with_context(|| format!("{}", order.display()))?;
+    files.push(GuestFile { guest_path: "lib/modules/manarig/remote/order".into(), host: order, mode: 0o644 });
+    Ok(PreparedSelftests { tests, baseline, source_label: t.source_label, timeout_s: req.timeout_s, files, links })
+}
+
+/// The selftests into `boot`: their files and links (a link where the
+/// initramfs already has a file, ethtool's loader, is left out), the agent's
+/// `manarig.selftests`, and the host deadline stretched by each program's timeout.
+pub fn add_to_boot(boot: &mut BootRequest<'_>, prepared: &PreparedSelftests) {
+    let taken: std::collections::HashSet<String> = boot.extra_files.iter().map(|f| f.guest_path.clone()).collect();
+    boot.extra_files.extend(prepared.files.iter().filter(|f| !taken.contains(&f.guest_path)).cloned());
+    boot.extra_links.extend(prepared.links.iter().filter(|l| !taken.contains(&l.guest_path)).cloned());
+    boot.agent.selftests = Some(prepared.tests.clone());
+    boot.agent.selftest_timeout = Some(prepared.timeout_s);
+    let n = u64::try_from(prepared.tests.len()).unwrap_or(u64::MAX);
+    boot.deadline += Duration::from_secs(n.saturating_mul(u64::from(prepared.timeout_s)) + 120);
+}

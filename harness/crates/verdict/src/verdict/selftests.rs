@@ -1,0 +1,394 @@
+//! The kernel's drivers/net selftests as checks (`cargo xtask selftests`,
+//! `run --selftests`): every case a check `selftests.<case>` (its name as the
+//! test's KTAP prints it, `selftests.queues.get_queues`), every test program a
+//! check `selftests.<program>` (it ran to its end, its plan complete), and
+//! the remote end's setup `selftests.setup`; the [`SelftestsReport`] keeps
+//! the per-program counts and each case's result for every format.
+//!
+//! A case passes when it passes. A case that skips, fails or fails as
+//! expected (XFAIL) passes only when the series' baseline
+//! ([`crate::selftests::baseline`]) names that result with the driver fact
+//! that explains it: the check is then a SKIP whose message quotes the
+//! baseline. Anything else fails: an unexplained skip too, since every case
+//! that did not pass needs its reason.
+
+use super::check::{Check, CheckStatus};
+use crate::guest_protocol::{GuestSelftests, SelftestExit};
+use crate::selftests::baseline::{Baseline, Expected};
+use crate::selftests::ktap::{self, Outcome};
+use serde::{Deserialize, Serialize};
+
+/// What a selftest run judged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SelftestsReport {
+    /// Where the tests came from (`linux-source-7.3 7.3.4-1~bpo13+1`, a tree's path).
+    pub source: String,
+    /// The baseline that judged them (`guest-images/selftests/baseline-7.3.toml`), or `none`.
+    pub baseline: String,
+    /// The remote end's setup status in the guest (0: ready), None if it did not run.
+    pub setup: Option<i32>,
+    /// One entry per test program, in the order they ran.
+    pub programs: Vec<ProgramResult>,
+    /// Baseline entries of programs that ran whose case gave another result
+    /// or did not appear: `case: expected <result>, got <result>|absent`.
+    pub stale_baseline: Vec<String>,
+}
+
+/// Counts of a program's cases, as ksft's `# Totals` counts them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Counts {
+    /// `ok` without a directive.
+    pub ok: u32,
+    /// `# SKIP`.
+    pub skip: u32,
+    /// `# XFAIL` (and `# TODO`).
+    pub xfail: u32,
+    /// `not ok`.
+    pub fail: u32,
+}
+
+/// One test program's run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProgramResult {
+    /// Relative to drivers/net (`hw/csum.py`).
+    pub file: String,
+    /// Exit status, `timeout`, or `none` (no exit line).
+    pub exit: String,
+    /// Guest seconds it took.
+    pub seconds: Option<f64>,
+    /// Whether its KTAP plan was complete (one result per planned case).
+    pub complete: bool,
+    /// Its cases' results as the test printed them.
+    pub counts: Counts,
+    /// Each case.
+    pub cases: Vec<CaseVerdict>,
+    /// Output lines that are not KTAP (a traceback), at most the last 40.
+    pub other_output: Vec<String>,
+}
+
+/// One case's result and its judgement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseVerdict {
+    /// The name as printed (`queues.get_queues`).
+    pub name: String,
+    /// Its result.
+    pub outcome: Outcome,
+    /// The directive's reason (`SKIP <reason>`).
+    pub reason: String,
+    /// What the baseline expects of it, if it names it.
+    pub expected: Option<Expected>,
+    /// The baseline's reason.
+    pub baseline_reason: Option<String>,
+    /// The check's status.
+    pub status: CheckStatus,
+    /// The case's diagnostic lines (kept for cases that did not pass).
+    pub diagnostics: Vec<String>,
+}
+
+/// Everything the judgement reads.
+pub struct SelftestsInput<'a> {
+    /// The report's selftest items.
+    pub guest: &'a GuestSelftests,
+    /// The programs the run asked for, in order.
+    pub asked: &'a [String],
+    /// The series' baseline.
+    pub baseline: &'a Baseline,
+    /// The tests' source label.
+    pub source: &'a str,
+    /// The setup's error lines (`stderr selftest-setup`).
+    pub setup_errors: &'a [String],
+}
+
+fn outcome_word(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Pass => "ok",
+        Outcome::Skip => "skip",
+        Outcome::Xfail => "xfail",
+        Outcome::Fail => "fail",
+    }
+}
+
+fn expected_word(e: Expected) -> &'static str {
+    match e {
+        Expected::Skip => "skip",
+        Expected::Xfail => "xfail",
+        Expected::Fail => "fail",
+    }
+}
+
+/// A program's name in check names: its file without `.py` and folder
+/// (`hw/csum.py` → `csum`), as ksft names its cases.
+pub fn program_name(file: &str) -> &str {
+    let base = file.rsplit('/').next().unwrap_or(file);
+    base.strip_suffix(".py").unwrap_or(base)
+}
+
+fn judge_case(r: &ktap::CaseResult, baseline: &Baseline) -> CaseVerdict {
+    let outcome = r.outcome();
+    let entry = baseline.entry(&r.name);
+    let status = match (outcome, entry) {
+        (Outcome::Pass, _) => CheckStatus::Pass,
+        (o, Some(e)) if e.result.matches(o) => CheckStatus::Skip,
+        _ => CheckStatus::Fail,
+    };
+    CaseVerdict {
+        name: r.name.clone(),
+        outcome,
+        reason: r.reason.clone(),
+        expected: entry.map(|e| e.result),
+        baseline_reason: entry.map(|e| e.reason.clone()),
+        status,
+        diagnostics: if outcome == Outcome::Pass { Vec::new() } else { r.diagnostics.clone() },
+    }
+}
+
+fn case_check(c: &CaseVerdict) -> Check {
+    let got = outcome_word(c.outcome);
+    let with_reason = if c.reason.is_empty() { got.to_owned() } else { format!("{got}: {}", c.reason) };
+    let message = match (c.status, &c.baseline_reason, c.expected) {
+        (CheckStatus::Pass, _, _) => "ok".to_owned(),
+        (CheckStatus::Skip, Some(why), _) => format!("expected {with_reason} (baseline: {why})"),
+        (_, Some(_), Some(e)) => format!("{with_reason}; the baseline expects {}", expected_word(e)),
+        _ => format!("{with_reason}; not in the baseline"),
+    };
+    let mut check = Check::new(format!("selftests.{}", c.name), c.status, message);
+    if c.status == CheckStatus::Fail {
+        check.detail = c.diagnostics.iter().rev().take(30).rev().map(|l| clip(l)).collect();
+    }
+    check
+}
+
+/// Longest diagnostic line a check keeps (ping.py echoes a 64 KB payload in
+/// its failed command line).
+const LINE_MAX: usize = 300;
+
+fn clip(line: &str) -> String {
+    if line.len() <= LINE_MAX {
+        return line.to_owned();
+    }
+    let mut end = LINE_MAX;
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", &line[..end], line.len())
+}
+
+/// The report and the checks of a selftest run.
+pub fn judge_selftests(input: &SelftestsInput<'_>) -> (SelftestsReport, Vec<Check>) {
+    let mut checks = Vec::new();
+    let g = input.guest;
+    match g.setup {
+        Some(0) => checks.push(Check::new(
+            "selftests.setup",
+            CheckStatus::Pass,
+            "the remote end is ready: the second NIC in netns remote, both ends addressed",
+        )),
+        Some(rc) => {
+            let mut c = Check::new(
+                "selftests.setup",
+                CheckStatus::Fail,
+                format!("setting up the remote end failed (status {rc}): the endpoint tests cannot reach it"),
+            );
+            c.detail = input.setup_errors.to_vec();
+            checks.push(c);
+        }
+        None => checks.push(Check::new(
+            "selftests.setup",
+            CheckStatus::Fail,
+            "the guest did not run the selftests (no MANA netdev, or an agent without manarig.selftests)",
+        )),
+    }
+    let mut programs = Vec::new();
+    let mut stale = Vec::new();
+    for file in input.asked {
+        let run = g.runs.iter().find(|r| &r.file == file);
+        let text = run.map(|r| r.output.join("\n")).unwrap_or_default();
+        let k = ktap::parse(&text);
+        let cases: Vec<CaseVerdict> = k.results.iter().map(|r| judge_case(r, input.baseline)).collect();
+        let mut counts = Counts::default();
+        for c in &cases {
+            match c.outcome {
+                Outcome::Pass => counts.ok += 1,
+                Outcome::Skip => counts.skip += 1,
+                Outcome::Xfail => counts.xfail += 1,
+                Outcome::Fail => counts.fail += 1,
+            }
+        }
+        let exit = run.and_then(|r| r.exit);
+        let seconds = run.and_then(|r| r.seconds);
+        let complete = k.complete();
+        let name = program_name(file);
+        // The program ran to its end: a complete plan and ksft's exit status
+        // (0 all passed or skipped, 1 some case failed).
+        let (status, message) = match exit {
+            None => (CheckStatus::Fail, format!("{file}: the guest reported no end of it")),
+            Some(SelftestExit::Timeout) => {
+                (CheckStatus::Fail, format!("{file}: stopped at the timeout after {} s", seconds.unwrap_or(0.0)))
+            }
+            Some(SelftestExit::Status(rc)) if !complete => (
+                CheckStatus::Fail,
+                format!(
+                    "{file}: exited with status {rc} after {} of {} planned cases{}",
+                    k.results.len(),
+                    k.plan.map_or("no".to_owned(), |n| n.to_string()),
+                    if rc == 4 { " (status 4: the tests' Python library could not be imported)" } else { "" }
+                ),
+            ),
+            Some(SelftestExit::Status(rc)) if rc != 0 && rc != 1 => {
+                (CheckStatus::Fail, format!("{file}: exited with status {rc}"))
+            }
+            Some(SelftestExit::Status(_)) => (
+                CheckStatus::Pass,
+                format!(
+                    "{file}: {} cases, {} ok, {} skip, {} xfail, {} fail in {:.0} s",
+                    k.results.len(),
+                    counts.ok,
+                    counts.skip,
+                    counts.xfail,
+                    counts.fail,
+                    seconds.unwrap_or(0.0)
+                ),
+            ),
+        };
+        let mut check = Check::new(format!("selftests.{name}"), status, message);
+        if status == CheckStatus::Fail {
+            check.detail = k.other.iter().rev().take(20).rev().map(|l| clip(l)).collect();
+        }
+        checks.push(check);
+        checks.extend(cases.iter().map(case_check));
+        for e in input.baseline.entries.iter().filter(|e| e.case.split('.').next() == Some(name)) {
+            // The cases this entry judges (a pattern's cases without an exact entry of their own).
+            let judged: Vec<&CaseVerdict> = cases
+                .iter()
+                .filter(|c| input.baseline.entry(&c.name).is_some_and(|owner| std::ptr::eq(owner, e)))
+                .collect();
+            if judged.is_empty() {
+                stale.push(format!("{}: expected {}, absent", e.case, expected_word(e.result)));
+            }
+            for c in judged.into_iter().filter(|c| !e.result.matches(c.outcome) && c.outcome == Outcome::Pass) {
+                stale.push(format!("{}: expected {}, got ok", c.name, expected_word(e.result)));
+            }
+        }
+        programs.push(ProgramResult {
+            file: file.clone(),
+            exit: match exit {
+                Some(SelftestExit::Status(rc)) => rc.to_string(),
+                Some(SelftestExit::Timeout) => "timeout".into(),
+                None => "none".into(),
+            },
+            seconds,
+            complete,
+            counts,
+            cases,
+            other_output: k.other.iter().rev().take(40).rev().map(|l| clip(l)).collect(),
+        });
+    }
+    let baseline = if input.baseline.series.is_empty() {
+        "none".to_owned()
+    } else {
+        format!("guest-images/selftests/baseline-{}.toml", input.baseline.series)
+    };
+    let report =
+        SelftestsReport { source: input.source.to_owned(), baseline, setup: g.setup, programs, stale_baseline: stale };
+    (report, checks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::guest_protocol::GuestSelftestRun;
+
+    fn guest(file: &str, out: &str, exit: SelftestExit) -> GuestSelftests {
+        GuestSelftests {
+            setup: Some(0),
+            runs: vec![GuestSelftestRun {
+                file: file.into(),
+                output: out.lines().map(str::to_owned).collect(),
+                exit: Some(exit),
+                seconds: Some(12.0),
+            }],
+        }
+    }
+
+    fn baseline(text: &str) -> Baseline {
+        Baseline::parse("7.3", text, "b.toml").expect("baseline")
+    }
+
+    fn status_of<'a>(checks: &'a [Check], name: &str) -> &'a Check {
+        checks.iter().find(|c| c.name == name).unwrap_or_else(|| panic!("{name} in {checks:?}"))
+    }
+
+    const STATS: &str = "TAP version 13\n1..3\nok 1 stats.check_pause # SKIP pause not supported by the device\n\
+        ok 2 stats.pkt_byte_sum\nnot ok 3 stats.qstat_by_ifindex\n# Totals: pass:1 fail:1 xfail:0 xpass:0 skip:1 error:0";
+
+    #[test]
+    fn a_baseline_explains_non_passing_cases_and_anything_unexplained_fails() {
+        let g = guest("stats.py", STATS, SelftestExit::Status(1));
+        let b = baseline(
+            "[[expect]]\ncase = \"stats.check_pause\"\nresult = \"skip\"\nreason = \"mana_ethtool_ops has no get_pauseparam (drivers/net/ethernet/microsoft/mana/mana_ethtool.c, 7.3.4)\"\n",
+        );
+        let asked = vec!["stats.py".to_owned()];
+        let input = SelftestsInput { guest: &g, asked: &asked, baseline: &b, source: "s", setup_errors: &[] };
+        let (report, checks) = judge_selftests(&input);
+        assert_eq!(status_of(&checks, "selftests.setup").status, CheckStatus::Pass);
+        assert_eq!(status_of(&checks, "selftests.stats").status, CheckStatus::Pass, "it ran to its end");
+        let pause = status_of(&checks, "selftests.stats.check_pause");
+        assert_eq!(pause.status, CheckStatus::Skip);
+        assert!(pause.message.starts_with("expected skip: pause not supported"), "{}", pause.message);
+        assert!(pause.message.contains("get_pauseparam"), "{}", pause.message);
+        assert_eq!(status_of(&checks, "selftests.stats.pkt_byte_sum").status, CheckStatus::Pass);
+        let q = status_of(&checks, "selftests.stats.qstat_by_ifindex");
+        assert_eq!((q.status, q.message.as_str()), (CheckStatus::Fail, "fail; not in the baseline"));
+        assert_eq!(report.programs[0].counts, Counts { ok: 1, skip: 1, xfail: 0, fail: 1 });
+        assert!(report.stale_baseline.is_empty());
+    }
+
+    #[test]
+    fn an_unexplained_skip_fails_and_a_baseline_entry_with_another_result_is_stale() {
+        let g = guest("stats.py", STATS, SelftestExit::Status(1));
+        let b =
+            baseline("[[expect]]\ncase = \"stats.pkt_byte_sum\"\nresult = \"fail\"\nreason = \"r (mana, 7.3.4)\"\n");
+        let asked = vec!["stats.py".to_owned()];
+        let input = SelftestsInput { guest: &g, asked: &asked, baseline: &b, source: "s", setup_errors: &[] };
+        let (report, checks) = judge_selftests(&input);
+        let pause = status_of(&checks, "selftests.stats.check_pause");
+        assert_eq!(pause.status, CheckStatus::Fail);
+        assert!(pause.message.contains("not in the baseline"), "{}", pause.message);
+        assert_eq!(report.stale_baseline, ["stats.pkt_byte_sum: expected fail, got ok"]);
+    }
+
+    #[test]
+    fn a_program_that_died_or_timed_out_fails_with_its_traceback() {
+        let g = guest(
+            "ping.py",
+            "TAP version 13\n1..2\nok 1 ping.test_default_v4\nTraceback (most recent call last):\nOSError: x",
+            SelftestExit::Status(1),
+        );
+        let asked = vec!["ping.py".to_owned()];
+        let b = Baseline::default();
+        let input = SelftestsInput { guest: &g, asked: &asked, baseline: &b, source: "s", setup_errors: &[] };
+        let (_, checks) = judge_selftests(&input);
+        let p = status_of(&checks, "selftests.ping");
+        assert_eq!(p.status, CheckStatus::Fail);
+        assert!(p.message.contains("after 1 of 2 planned cases"), "{}", p.message);
+        assert!(p.detail.iter().any(|l| l.contains("OSError")));
+        let g = guest("ping.py", "TAP version 13\n1..1\nok 1 ping.a\n", SelftestExit::Timeout);
+        let input = SelftestsInput { guest: &g, asked: &asked, baseline: &b, source: "s", setup_errors: &[] };
+        let (report, checks) = judge_selftests(&input);
+        assert!(status_of(&checks, "selftests.ping").message.contains("stopped at the timeout"));
+        assert_eq!(report.programs[0].exit, "timeout");
+    }
+
+    #[test]
+    fn a_program_the_guest_never_ran_fails() {
+        let g = GuestSelftests { setup: Some(2), runs: vec![] };
+        let asked = vec!["hw/csum.py".to_owned()];
+        let b = Baseline::default();
+        let errs = vec!["no virtio_net netdev".to_owned()];
+        let input = SelftestsInput { guest: &g, asked: &asked, baseline: &b, source: "s", setup_errors: &errs };
+        let (_, checks) = judge_selftests(&input);
+        let s = status_of(&checks, "selftests.setup");
+        assert_eq!((s.status, s.detail.clone()), (CheckStatus::Fail, errs));
+        assert_eq!(status_of(&checks, "selftests.csum").status, CheckStatus::Fail);
+    }
+}
