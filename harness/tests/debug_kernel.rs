@@ -4,8 +4,13 @@
 //! examples/patches written for that source (`leak-irq-array-VERSION`,
 //! `freed-affinity-hint-VERSION`), each booted on seed 000's 4-channel machine
 //! (8 CPUs) and judged. The stock kernel passes with a passing `debug_reports`
-//! check; the leak fails that check naming kmemleak; the freed hint fails it
-//! naming KASAN or slub_debug's free poison, or fails the hint checks.
+//! check (7.x with its own rmmod WARNs listed as the kernel's known findings);
+//! the leak fails that check naming kmemleak; the freed hint fails it naming
+//! KASAN or slub_debug's free poison, or fails the hint checks. Every debug run
+//! unloads the driver after the report's snapshot, so a use-after-free in the
+//! teardown (`uaf-in-teardown`) fails a plain run; a patched build is judged
+//! against its stock build's run, so a leak of what the core allocated
+//! (`leak-tx-skb`, with traffic) fails with no mana frame in its trace.
 //!
 //! All `slow_`: each needs a debug kernel build (about an hour on a loaded
 //! 2-core machine; a patched one after the stock one rebuilds mana only) and
@@ -45,11 +50,21 @@ fn debug_kernel(gen: KernelGen, patch: Option<&str>) -> Built {
 /// seed 000 on `built` as a debug kernel of `gen`; returns the outcome and the
 /// `debug_reports` check's status and message.
 fn debug_run(gen: KernelGen, built: &Built) -> (RunOutcome, CheckStatus, String) {
+    debug_run_with(gen, built, |_| {})
+}
+
+/// [`debug_run`] with the request changed by `more` (traffic, …).
+fn debug_run_with(
+    gen: KernelGen,
+    built: &Built,
+    more: impl FnOnce(&mut RunRequest),
+) -> (RunOutcome, CheckStatus, String) {
     assert!(built.is_debug(), "{:?}", built.stamp.fragments);
     let mut run = RunRequest::new(root().join("topologies/seed-000-4ch.toml"), gen);
     run.custom_kernel = Some(built.install());
     run.model_basis = built.model_basis();
     run.debug = true;
+    more(&mut run);
     let outcome = run_one(&run).expect("the debug kernel boots and reports");
     eprintln!("{}", render(&outcome.verdict, Format::Human).unwrap_or_default());
     let check = outcome.verdict.checks.iter().find(|c| c.name == DEBUG_REPORTS_CHECK).expect("debug_reports check");
@@ -60,9 +75,12 @@ fn debug_run(gen: KernelGen, built: &Built) -> (RunOutcome, CheckStatus, String)
 fn stock_passes(gen: KernelGen) {
     let (outcome, status, message) = debug_run(gen, &debug_kernel(gen, None));
     // seed-000-4ch.toml [expect]: pass; and no report of KASAN, kmemleak, lockdep,
-    // WARN or BUG names a mana frame.
+    // WARN or BUG names a mana frame but the kernel's known findings
+    // (guest-images/debug-findings.toml: 7.3.4's rmmod WARNs), and the driver unloads.
     assert_eq!(status, CheckStatus::Pass, "{message}");
     assert_eq!(outcome.verdict.status, Status::Pass);
+    let unloaded = outcome.verdict.checks.iter().find(|c| c.name == harness::verdict::DRIVER_UNLOADED);
+    assert_eq!(unloaded.map(|c| c.status), Some(CheckStatus::Pass), "{unloaded:?}");
     assert!(outcome.report.debug.as_deref().is_some_and(|d| d.starts_with("kmemleak=")), "{:?}", outcome.report.debug);
 }
 
@@ -103,6 +121,44 @@ fn freed_hint_fails(gen: KernelGen) {
         .map(|c| c.name.as_str())
         .collect();
     assert!(!wrong_hints.is_empty(), "neither debug_reports ({message}) nor a hint check failed");
+}
+
+/// A use-after-free in the driver's teardown: the default unload after the
+/// report's snapshot runs it, KASAN reports it with mana_destroy_rxq() in its
+/// trace, and a plain run fails (no --reprobe, no --channels). On 7.x the
+/// stock kernel's own rmmod WARNs do not count: the patched build is judged
+/// against the stock build's run.
+fn uaf_in_teardown_fails(gen: KernelGen) {
+    let (outcome, status, message) = debug_run(gen, &debug_kernel(gen, Some("uaf-in-teardown")));
+    assert_eq!(status, CheckStatus::Fail, "{message}");
+    assert!(message.contains("KASAN") && message.contains("mana_destroy_rxq"), "{message}");
+    assert!(!message.contains("netdev_lock.h"), "the stock kernel's WARNs are not the patch's: {message}");
+    assert_eq!(outcome.verdict.status, Status::Fail);
+}
+
+#[test]
+fn slow_uaf_in_teardown_6_12_fails_a_plain_run_naming_kasan_in_mana_destroy_rxq() {
+    uaf_in_teardown_fails(KernelGen::V6_12);
+}
+
+#[test]
+fn slow_uaf_in_teardown_7_x_fails_on_its_kasan_report_not_on_the_stock_kernels_warns() {
+    uaf_in_teardown_fails(KernelGen::V7);
+}
+
+/// skbs the TCP stack allocated and the patched driver never releases: the
+/// kmemleak reports have no mana frame, and the run fails because the stock
+/// build's run with the same traffic shows no such report.
+#[test]
+fn slow_leak_tx_skb_6_12_fails_with_traffic_without_a_mana_frame() {
+    let gen = KernelGen::V6_12;
+    let (outcome, status, message) = debug_run_with(gen, &debug_kernel(gen, Some("leak-tx-skb")), |r| {
+        r.traffic = Some(harness::traffic::TrafficOptions::default());
+    });
+    assert_eq!(status, CheckStatus::Fail, "{message}");
+    assert!(message.contains("kmemleak: unreferenced object") && message.contains("no mana frame"), "{message}");
+    assert!(message.contains("the stock run of"), "{message}");
+    assert_eq!(outcome.verdict.status, Status::Fail);
 }
 
 #[test]

@@ -68,7 +68,7 @@ impl TestKernel {
 
 /// The kernels every tier boots, in build order (a patched build reuses its
 /// stock build's work copy).
-pub const TEST_KERNELS: [TestKernel; 13] = [
+pub const TEST_KERNELS: [TestKernel; 16] = [
     TestKernel::stock(KernelGen::V6_12),
     TestKernel { patches: Some("revert-irq-setup"), ..TestKernel::stock(KernelGen::V6_12) },
     TestKernel::stock(KernelGen::V6_1),
@@ -76,12 +76,15 @@ pub const TEST_KERNELS: [TestKernel; 13] = [
     TestKernel::debug(KernelGen::V6_12, None),
     TestKernel::debug(KernelGen::V6_12, Some("leak-irq-array-6.12")),
     TestKernel::debug(KernelGen::V6_12, Some("freed-affinity-hint-6.12")),
+    TestKernel::debug(KernelGen::V6_12, Some("uaf-in-teardown-6.12")),
+    TestKernel::debug(KernelGen::V6_12, Some("leak-tx-skb-6.12")),
     TestKernel::debug(KernelGen::V6_1, None),
     TestKernel::debug(KernelGen::V6_1, Some("leak-irq-array-6.1")),
     TestKernel::debug(KernelGen::V6_1, Some("freed-affinity-hint-6.1")),
     TestKernel::debug(KernelGen::V7, None),
     TestKernel::debug(KernelGen::V7, Some("leak-irq-array-7.3")),
     TestKernel::debug(KernelGen::V7, Some("freed-affinity-hint-7.3")),
+    TestKernel::debug(KernelGen::V7, Some("uaf-in-teardown-7.3")),
 ];
 
 /// Whether `k`'s build is in `cache` already.

@@ -233,7 +233,7 @@ impl Built {
     /// The kernel as the rig boots it.
     pub fn install(&self) -> KernelInstall {
         let mut k = image::built_kernel(&self.stamp.key, &self.stamp.release, &self.dir, &self.stamp.modules);
-        k.packages.extend(source::used_package(&self.stamp.source));
+        k.packages.extend(source::used_package(&self.stamp.source_identity));
         k
     }
 

@@ -51,7 +51,8 @@ impl GuestSetup<'_> {
             load_mana: true,
             channels: self.channels,
             reprobe: req.reprobe,
-            unload: self.injecting,
+            // A debug kernel unloads the driver too: its teardown is checked like its probe.
+            unload: self.injecting || req.debug,
             offline: cpus(&scenario.offline),
             offline_after: cpus(&scenario.offline_after),
             online_after: cpus(&scenario.online_after),

@@ -49,6 +49,8 @@ pub(super) struct Judging<'a> {
     pub(super) provision_time: Duration,
     /// The packages the run used ([`Provisioned::run_packages`](crate::provision::Provisioned::run_packages)).
     pub(super) packages: &'a [crate::provision::UsedPackage],
+    /// What a debug kernel's reports are judged against (debug runs without injections).
+    pub(super) against: Option<&'a crate::verdict::debug_reports::Against>,
     /// The run's selftests, prepared (their cases become checks).
     pub(super) selftests: Option<&'a super::selftests::PreparedSelftests>,
 }
@@ -147,13 +149,19 @@ impl Judging<'_> {
         verdict.add_stages(earlier, report_to_verdict::stage_facts(&booted.report, queues.clone()));
         if req.debug {
             let r = &booted.report;
-            verdict.add_debug_reports(&DebugLog {
+            let mana_frames = crate::verdict::debug_reports::Against::default();
+            let log = DebugLog {
                 state: r.debug.as_deref(),
                 kmemleak: &r.kmemleak,
                 klog: &r.klog,
                 vectors: &observed.vectors,
                 nr_cpus: topo.ncpu(),
-            });
+            };
+            verdict.add_debug_reports(&log, self.against.unwrap_or(&mana_frames));
+            if inject.is_empty() {
+                // The teardown the agent ran after the report's snapshot.
+                verdict.add_check(crate::verdict::driver_unloaded(r));
+            }
         }
         if let Some(t) = &traffic {
             let input = TrafficInput {

@@ -33,6 +33,7 @@
 mod boot;
 mod boot_request;
 mod cache;
+mod debug_baseline;
 pub mod debug_kernel;
 pub mod device;
 mod guest_checks;

@@ -54,6 +54,11 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     let channels = req.channels.or(topo.nic().channels);
     let inject = injections(&req.topology, &topo, &req.inject)?;
     let packages = run_packages(req, &topo, &prov, kernel, channels);
+    // A patched debug build is judged against its stock build's reports (run once, then cached).
+    let against = match req.debug && inject.is_empty() {
+        true => Some(super::debug_baseline::against(req, kernel, &prov.cache)?),
+        false => None,
+    };
     let selftests = match &req.selftests {
         Some(s) => Some(super::selftests::prepare(s, &prov, kernel, scratch.path())?),
         None => None,
@@ -111,6 +116,7 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         provision_time,
         packages: &packages,
         selftests: selftests.as_ref(),
+        against: against.as_ref(),
     };
     let mut outcome = judging.outcome(booted, marks, traffic)?;
     if let ImageFit::Unmodelled(why) = &fit {

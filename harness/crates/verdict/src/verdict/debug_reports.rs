@@ -22,6 +22,7 @@
 //! (scripts/Makefile.kasan), which GCC 12 (Debian 12) lacks.
 
 use super::check::{Check, CheckStatus, Status};
+pub use super::debug_against::{Against, KnownFinding};
 use super::guest_irqs::ObservedVector;
 use super::outcome::Verdict;
 use crate::cpulist::CpuMask;
@@ -93,25 +94,47 @@ impl DebugReport {
         !self.mana_frames.is_empty()
     }
 
-    /// What makes two reports the same bug: the checker, the title line (past
-    /// a WARN's `cut here` rule) with its addresses masked (a KASAN report's
-    /// `addr`, a kmemleak object's address), and the mana frames. The task, PID
-    /// and taint flags on later lines differ from report to report and are left out.
+    /// What makes two reports the same bug: its [`DebugReport::class`] and
+    /// its mana frames. The task, PID and taint flags on later lines differ
+    /// from report to report and are left out.
     fn signature(&self) -> String {
+        format!("{}|{}", self.class(), self.mana_frames.join(","))
+    }
+
+    /// The report's class, by which a patched kernel's run is compared with
+    /// the stock kernel's: the checker and the title line (past a WARN's `cut
+    /// here` rule) with what differs from run to run and build to build
+    /// masked: addresses (`ADDR`), function offsets (`f+0x1b/0x60` → `f`), and
+    /// the CPU and PID numbers of a WARN's line (`WARNING: CPU: 1 PID: 97 at …`
+    /// before Linux 6.15, `WARNING: … at f+0x1/0x2, CPU#1: rmmod/97` after).
+    pub fn class(&self) -> String {
         let title =
             self.lines.iter().map(|l| l.trim()).find(|l| !l.starts_with("------------[ cut here")).unwrap_or("");
-        let masked: Vec<&str> = title
-            .split_whitespace()
-            .map(|w| {
+        let words: Vec<&str> = title.split_whitespace().collect();
+        let masked: Vec<String> = words
+            .iter()
+            .enumerate()
+            .map(|(i, w)| {
                 let hex = w.trim_start_matches("0x").trim_end_matches([':', ',', ')']);
+                let after = i.checked_sub(1).and_then(|j| words.get(j)).copied();
                 if hex.len() >= 8 && hex.chars().all(|c| c.is_ascii_hexdigit()) {
-                    "ADDR"
+                    "ADDR".to_owned()
+                } else if let Some((func, _)) = w.split_once("+0x") {
+                    func.to_owned()
+                } else if matches!(after, Some("CPU:" | "PID:")) && w.chars().all(|c| c.is_ascii_digit()) {
+                    "N".to_owned()
+                } else if w.starts_with("CPU#") {
+                    // 6.15 on: `WARNING: file:line at f+0x1/0x2, CPU#1: rmmod/97` (kernel/panic.c).
+                    "CPU#N:".to_owned()
+                } else if after.is_some_and(|a| a.starts_with("CPU#")) {
+                    let comm = w.rsplit_once('/').map_or(*w, |(comm, _)| comm);
+                    format!("{comm}/N")
                 } else {
-                    w
+                    (*w).to_owned()
                 }
             })
             .collect();
-        format!("{}|{}|{}", self.kind, masked.join(" "), self.mana_frames.join(","))
+        format!("{}: {}", self.kind, masked.join(" "))
     }
 
     /// `KIND: first line / second line / third line`.
@@ -271,11 +294,26 @@ pub struct DebugLog<'a> {
     pub nr_cpus: u32,
 }
 
-/// The `debug_reports` check: Fail when a report touches mana (naming the
-/// report's kind, its first lines and its mana frames), else Pass with every
-/// other report as a `note:` line; Skip when the agent did not run in debug mode,
-/// or when kmemleak disabled itself and no other report touches mana.
+/// The `debug_reports` check against [`Against::ManaFrames`] with no known
+/// findings: Fail when a report touches mana, else Pass with every other
+/// report as a `note:` line; Skip when the agent did not run in debug mode, or
+/// when kmemleak disabled itself and no other report touches mana.
 pub fn debug_reports(log: &DebugLog<'_>) -> Check {
+    debug_reports_against(log, &Against::default())
+}
+
+/// The `debug_reports` check (see the module's docs) judged `against` the
+/// stock kernel or the mana frames:
+/// - [`Against::ManaFrames`] (a stock debug kernel, or a build with no stock
+///   run to compare with): a report that touches mana fails unless it is one
+///   of the kernel's own known findings (guest-images/debug-findings.toml),
+///   which are listed as such;
+/// - [`Against::Stock`] (a patched build): a report whose [`DebugReport::class`]
+///   the stock build's run on the same topology and options did not show is
+///   the patch's and fails, whether or not a mana frame is in its trace (a
+///   leak of what the networking core allocated has none); the classes the
+///   stock run shows too are listed as such.
+pub fn debug_reports_against(log: &DebugLog<'_>, against: &Against) -> Check {
     let Some(state) = log.state else {
         return Check::new(
             DEBUG_REPORTS_CHECK,
@@ -293,37 +331,67 @@ pub fn debug_reports(log: &DebugLog<'_>) -> Check {
         Some(n) => format!("kmemleak scanned at {n} point(s)"),
         None => format!("debug state {state:?}"),
     };
-    let mut reports = split_klog(log.klog);
-    reports.extend(split_kmemleak(log.kmemleak));
-    reports.extend(poisoned_hints(log.vectors, log.nr_cpus));
-    let (mana, other): (Vec<&DebugReport>, Vec<&DebugReport>) = reports.iter().partition(|r| r.touches_mana());
-    let notes = other.iter().map(|r| format!("note (no mana frame): {}", r.headline()));
-    let Some(first) = mana.first() else {
+    let reports = all_reports(log);
+    let mut failing: Vec<&DebugReport> = Vec::new();
+    let mut explained: Vec<String> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
+    for r in &reports {
+        match against {
+            Against::ManaFrames { known } => match known.iter().find(|k| k.matches(r)) {
+                Some(k) if r.touches_mana() => {
+                    explained.push(format!("known finding of this kernel: {} ({})", r.headline(), k.why))
+                }
+                _ if r.touches_mana() => failing.push(r),
+                _ => notes.push(format!("note (no mana frame): {}", r.headline())),
+            },
+            Against::Stock { label, classes } => {
+                if classes.contains(&r.class()) {
+                    explained.push(format!("also in the stock run of {label}: {}", r.headline()));
+                } else {
+                    failing.push(r);
+                }
+            }
+        }
+    }
+    let explained = dedup(explained);
+    let Some(first) = failing.first() else {
+        let (what, elsewhere) = match against {
+            Against::ManaFrames { .. } => (
+                "no KASAN, kmemleak, lockdep, WARN or BUG report touches mana and no hint reads freed memory",
+                format!("{} report(s) elsewhere", notes.len()),
+            ),
+            Against::Stock { label, .. } => (
+                "no KASAN, kmemleak, lockdep, WARN or BUG report the stock run does not show",
+                format!("stock: {label}"),
+            ),
+        };
+        let known = if explained.is_empty() { String::new() } else { format!("; {} explained below", explained.len()) };
         let mut c = Check::new(
             DEBUG_REPORTS_CHECK,
             // Not a pass: one of the checkers did not run.
             if disabled { CheckStatus::Skip } else { CheckStatus::Pass },
-            format!(
-                "no KASAN, kmemleak, lockdep, WARN or BUG report touches mana and no hint reads freed memory ({kmemleak}; {} report(s) elsewhere)",
-                other.len()
-            ),
+            format!("{what} ({kmemleak}; {elsewhere}{known})"),
         );
-        c.detail = notes.collect();
+        c.detail = explained.into_iter().chain(notes).collect();
         return c;
+    };
+    let why = match against {
+        Against::ManaFrames { .. } => "touch mana".to_owned(),
+        Against::Stock { label, .. } => format!("the stock run of {label} does not show"),
+    };
+    let frames = if first.mana_frames.is_empty() {
+        "no mana frame".to_owned()
+    } else {
+        format!("mana frames: {}", first.mana_frames.join(", "))
     };
     let mut c = Check::new(
         DEBUG_REPORTS_CHECK,
         CheckStatus::Fail,
-        format!(
-            "{} report(s) touch mana; first: {} (mana frames: {})",
-            mana.len(),
-            first.headline(),
-            first.mana_frames.join(", ")
-        ),
+        format!("{} report(s) {why}; first: {} ({frames})", failing.len(), first.headline()),
     );
     // The same report from every queue (one WARN per NAPI on rmmod) is listed once, with its count.
     let mut distinct: Vec<(String, String, String, usize)> = Vec::new();
-    for r in &mana {
+    for r in &failing {
         let signature = r.signature();
         match distinct.iter_mut().find(|(sig, ..)| *sig == signature) {
             Some(seen) => seen.3 += 1,
@@ -332,18 +400,45 @@ pub fn debug_reports(log: &DebugLog<'_>) -> Check {
     }
     for (_, headline, frames, times) in distinct {
         c.detail.push(if times > 1 { format!("{headline} ({times} times)") } else { headline });
-        c.detail.push(format!("  mana frames: {frames}"));
+        c.detail.push(if frames.is_empty() {
+            "  no mana frame".to_owned()
+        } else {
+            format!("  mana frames: {frames}")
+        });
     }
     c.detail.push(kmemleak);
+    c.detail.extend(explained);
     c.detail.extend(notes);
     c
 }
 
+/// Every report of a debug run: the kernel log's, kmemleak's, and the hints
+/// that read freed memory.
+pub fn all_reports(log: &DebugLog<'_>) -> Vec<DebugReport> {
+    let mut reports = split_klog(log.klog);
+    reports.extend(split_kmemleak(log.kmemleak));
+    reports.extend(poisoned_hints(log.vectors, log.nr_cpus));
+    reports
+}
+
+/// `lines` with repeats counted: `line (N times)`, in first-seen order.
+fn dedup(lines: Vec<String>) -> Vec<String> {
+    let mut out: Vec<(String, usize)> = Vec::new();
+    for l in lines {
+        match out.iter_mut().find(|(s, _)| *s == l) {
+            Some(seen) => seen.1 += 1,
+            None => out.push((l, 1)),
+        }
+    }
+    out.into_iter().map(|(l, n)| if n > 1 { format!("{l} ({n} times)") } else { l }).collect()
+}
+
 impl Verdict {
-    /// Append the [`DEBUG_REPORTS_CHECK`] of a debug kernel's run; the status
-    /// becomes Fail when it fails.
-    pub fn add_debug_reports(&mut self, log: &DebugLog<'_>) {
-        let c = debug_reports(log);
+    /// Append the [`DEBUG_REPORTS_CHECK`] of a debug kernel's run, judged
+    /// `against` the stock kernel or the mana frames
+    /// ([`debug_reports_against`]); the status becomes Fail when it fails.
+    pub fn add_debug_reports(&mut self, log: &DebugLog<'_>, against: &Against) {
+        let c = debug_reports_against(log, against);
         if c.status == CheckStatus::Fail {
             self.status = Status::Fail;
         }
@@ -354,6 +449,7 @@ impl Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
 
     fn lines(text: &str) -> Vec<String> {
         text.lines().map(str::to_string).collect()
@@ -589,5 +685,81 @@ in_atomic(): 1, irqs_disabled(): 0",
         assert!(mana_frames_of("mana 0000:41:00.0: probe done").is_empty());
         assert!(mana_frames_of("irq_setup+0x5/0x9 [virtio_net]").is_empty());
         assert!(mana_frames_of("manage_workers+0x5/0x9").is_empty());
+    }
+
+    /// The shape of a WARN on rmmod of Debian 7.3.4's mana (include/linux/netdev_lock.h:17),
+    /// with made-up addresses; the 7.x stock debug kernel prints one per queue.
+    const WARN_ON_RMMOD: &str = "------------[ cut here ]------------
+WARNING: include/linux/netdev_lock.h:17 at napi_disable_locked+0x8a/0xb0, CPU#1: rmmod/97
+Modules linked in: mana(-)
+Call Trace:
+ mana_destroy_rxq+0x51/0x3e0 [mana]
+ mana_detach+0x1c5/0x2a0 [mana]
+ mana_remove+0x1b4/0x2f0 [mana]
+---[ end trace 0000000000000000 ]---";
+
+    /// kmemleak's report of an skb the TCP stack allocated and a driver never
+    /// released: no mana frame in its allocation backtrace.
+    const SKB_LEAK: &str = "unreferenced object 0xffff888005b2c780 (size 232):
+comm \"manarig-flows\", pid 120, jiffies 4294900000
+backtrace (crc 1):
+kmemleak_alloc+0x4a/0x80
+kmem_cache_alloc_node_noprof+0x1c5/0x3c0
+__alloc_skb+0x1d1/0x260
+tcp_stream_alloc_skb+0x3c/0x1d0
+tcp_sendmsg_locked+0x8ba/0x1750";
+
+    #[test]
+    fn a_class_masks_the_cpu_and_task_of_the_newer_warn_line_too() {
+        let l = lines("------------[ cut here ]------------\nWARNING: include/linux/netdev_lock.h:17 at napi_disable_locked+0x8a/0xb0, CPU#1: rmmod/97\n---[ end trace 0000000000000000 ]---");
+        let w = split_klog(&l);
+        assert_eq!(w[0].kind, ReportKind::Warn);
+        assert_eq!(w[0].class(), "WARN: WARNING: include/linux/netdev_lock.h:17 at napi_disable_locked CPU#N: rmmod/N");
+    }
+
+    #[test]
+    fn a_class_masks_addresses_offsets_cpus_and_pids() {
+        // Linux 6.12's WARN line (kernel/panic.c __warn()).
+        let w = split_klog(&lines(
+            "------------[ cut here ]------------\nWARNING: CPU: 1 PID: 97 at net/core/dev.c:6900 napi_disable+0x8a/0xb0\n---[ end trace 0000000000000000 ]---",
+        ));
+        assert_eq!(w[0].class(), "WARN: WARNING: CPU: N PID: N at net/core/dev.c:6900 napi_disable");
+        let k = split_kmemleak(&lines(SKB_LEAK));
+        assert_eq!(k[0].class(), "kmemleak: unreferenced object ADDR (size 232):");
+        assert!(!k[0].touches_mana());
+    }
+
+    #[test]
+    fn against_the_stock_run_a_new_class_fails_without_a_mana_frame_and_a_stock_one_passes() {
+        let kmemleak = lines(SKB_LEAK);
+        let log = DebugLog { state: Some("kmemleak=2"), kmemleak: &kmemleak, klog: &[], vectors: &[], nr_cpus: 8 };
+        let label = "linux-source-6.12 6.12.117-1 stock (build 1a2b3c4d) on seed-002".to_owned();
+        let c = debug_reports_against(&log, &Against::Stock { label: label.clone(), classes: BTreeSet::new() });
+        assert_eq!(c.status, CheckStatus::Fail, "{c:?}");
+        assert!(c.message.contains("does not show") && c.message.contains("no mana frame"), "{}", c.message);
+        // By the mana frames alone the same leak would pass: the core allocated it.
+        assert_eq!(debug_reports(&log).status, CheckStatus::Pass);
+        let classes: BTreeSet<String> = split_kmemleak(&kmemleak).iter().map(DebugReport::class).collect();
+        let c = debug_reports_against(&log, &Against::Stock { label, classes });
+        assert_eq!(c.status, CheckStatus::Pass, "{c:?}");
+        assert!(c.detail.iter().any(|d| d.starts_with("also in the stock run of")), "{:?}", c.detail);
+    }
+
+    #[test]
+    fn a_stock_kernels_known_finding_is_listed_not_failed() {
+        let klog = lines(&format!("{WARN_ON_RMMOD}\n{WARN_ON_RMMOD}"));
+        let log = DebugLog { state: Some("kmemleak=2"), kmemleak: &[], klog: &klog, vectors: &[], nr_cpus: 8 };
+        assert_eq!(debug_reports(&log).status, CheckStatus::Fail, "a mana frame without a known finding fails");
+        let known = crate::verdict::debug_against::known_findings("7.3.4+deb13-cloud-amd64").expect("findings");
+        let c = debug_reports_against(&log, &Against::ManaFrames { known });
+        assert_eq!(c.status, CheckStatus::Pass, "{c:?}");
+        assert!(
+            c.detail[0].starts_with("known finding of this kernel: WARN:") && c.detail[0].ends_with("(2 times)"),
+            "{:?}",
+            c.detail
+        );
+        // The 6.12 kernel has no such finding: the same WARN fails there.
+        let known = crate::verdict::debug_against::known_findings("6.12.117+deb13-cloud-amd64").expect("findings");
+        assert_eq!(debug_reports_against(&log, &Against::ManaFrames { known }).status, CheckStatus::Fail);
     }
 }

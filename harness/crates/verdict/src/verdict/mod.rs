@@ -38,6 +38,7 @@
 pub mod baseline;
 mod check;
 mod cpu_state;
+pub mod debug_against;
 pub mod debug_reports;
 pub mod format;
 mod geometry;
@@ -75,7 +76,7 @@ pub use stages::{
     QueueRow, QueueStage, QueueTable, StageFacts, StageLink, HOTPLUG_STAGES, QUEUE_IRQS_CHECK, REPORT_STAGE,
 };
 pub use summary::{CoreCount, NodeCount, RemoteIrq, SiblingShare, Summary};
-pub use survival::{driver_did_not_survive, driver_survived, DRIVER_SURVIVED};
+pub use survival::{driver_did_not_survive, driver_survived, driver_unloaded, DRIVER_SURVIVED, DRIVER_UNLOADED};
 pub use traffic::{judge_traffic, TrafficInput, TrafficReport};
 
 /// Serde for [`KernelGen`](crate::model::KernelGen) as its short name (`6.1`, `6.12`,

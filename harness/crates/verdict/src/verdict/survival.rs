@@ -24,6 +24,9 @@ use super::check::{Check, CheckStatus, Status};
 use super::outcome::Verdict;
 use crate::guest_protocol::{GuestReport, Unload};
 
+/// The check a debug kernel's run adds for its teardown ([`driver_unloaded`]).
+pub const DRIVER_UNLOADED: &str = "driver_unloaded";
+
 /// The check's name.
 pub const DRIVER_SURVIVED: &str = "driver_survived";
 
@@ -74,6 +77,29 @@ pub fn driver_survived(report: &GuestReport, specs: &[String]) -> Check {
     let mut check = Check::pass_if(DRIVER_SURVIVED, broke.is_empty(), message);
     check.detail = unhandled_events(&report.kernel, specs).into_iter().chain(evidence(report)).collect();
     check
+}
+
+/// The check a debug kernel's run adds for its teardown ([`DRIVER_UNLOADED`]):
+/// the agent's final `rmmod mana` returned 0 before its deadline. What the
+/// teardown printed (KASAN, lockdep, WARN) is `debug_reports`'.
+pub fn driver_unloaded(report: &GuestReport) -> Check {
+    let said = report.stderr.get("unload").map_or(String::new(), |l| format!(": {}", l.join(" / ")));
+    match report.unload {
+        Some(Unload::Exit(0)) => {
+            Check::new(DRIVER_UNLOADED, CheckStatus::Pass, "`rmmod mana` returned 0 after the report's snapshot")
+        }
+        Some(Unload::Exit(rc)) => {
+            Check::new(DRIVER_UNLOADED, CheckStatus::Fail, format!("`rmmod mana` failed (exit {rc}){said}"))
+        }
+        Some(Unload::Hung) => Check::new(
+            DRIVER_UNLOADED,
+            CheckStatus::Fail,
+            "`rmmod mana` had not returned at the agent's deadline: the teardown hung",
+        ),
+        None => {
+            Check::new(DRIVER_UNLOADED, CheckStatus::Skip, "the agent ran no final `rmmod mana` (no `unload:` line)")
+        }
+    }
 }
 
 /// A note for each timed device event (`reset@S`, `link-down@S`,
