@@ -50,7 +50,8 @@ fn check(file: &str, kernel: &str) {
         }
     }
     req.deadline = Duration::from_secs(if topo.slow() { 3600 } else { 900 });
-    let outcome = match (run_one(&req), topo.expect().verdict) {
+    let (expected, source) = topo.expect().on(gen.as_str());
+    let outcome = match (run_one(&req), expected) {
         (Err(e), ExpectedVerdict::RigError) => {
             eprintln!("{file} on {kernel}: rig error, as the file expects: {e:#}");
             return;
@@ -61,14 +62,25 @@ fn check(file: &str, kernel: &str) {
     let report = render(&outcome.verdict, Format::Human).unwrap_or_else(|e| format!("(cannot render: {e})"));
     eprintln!("{report}");
     let got = outcome.verdict.status;
-    let want = match topo.expect().verdict {
+    let want = match expected {
         ExpectedVerdict::Pass => Status::Pass,
         ExpectedVerdict::Mismatch => Status::Fail,
+        ExpectedVerdict::KernelFinding => {
+            // The kernel's own words are the file's source: the finding names them.
+            let finding = outcome
+                .verdict
+                .kernel_finding()
+                .unwrap_or_else(|| panic!("{file} on {kernel}: no kernel finding:\n{report}"));
+            let warning = source.split_once("WARNING: ").map(|(_, w)| w.split(" at ").next().unwrap_or(w));
+            assert!(warning.is_none_or(|w| finding.message.contains(w)), "{file} on {kernel}: {}", finding.message);
+            assert!(outcome.verdict.as_topology_expects());
+            return;
+        }
         ExpectedVerdict::RigError => {
             panic!("{file} on {kernel}: the file expects a rig error, the run worked:\n{report}")
         }
     };
-    assert_eq!(got, want, "{file} on {kernel} ({}): verdict differs from the file's expectation", topo.expect().source);
+    assert_eq!(got, want, "{file} on {kernel} ({source}): verdict differs from the file's expectation");
     // Whatever the table, the driver must not upset the kernel, and a netdev
     // that probed must get its carrier after `ip link set up` (mana_open()).
     let r = &outcome.report;

@@ -5,7 +5,7 @@ use std::fmt;
 use std::str::FromStr;
 
 /// A family of kernels that share MANA's IRQ code and the spreading helpers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum KernelGen {
     /// Linux 6.1 as Debian ships it (6.1.192-3, bookworm-security): one CPU per vector
     /// from the flat `cpumask_local_spread()`; no `irq_setup()`.

@@ -169,6 +169,7 @@ pub(crate) fn draft(seed: u64, index: u64, max_cpus: u32) -> TopologyDraft {
         nic,
         more_nics: Vec::new(),
         expect: Expectation {
+            on: std::collections::BTreeMap::new(),
             verdict: ExpectedVerdict::Pass,
             source: "a random machine: the reference model's table is the expectation".to_owned(),
         },

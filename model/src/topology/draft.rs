@@ -80,7 +80,7 @@ impl Eq for Source {}
 
 impl PartialEq for Expectation {
     fn eq(&self, other: &Self) -> bool {
-        (self.verdict, &self.source) == (other.verdict, &other.source)
+        (self.verdict, &self.source, &self.on) == (other.verdict, &other.source, &other.on)
     }
 }
 impl Eq for Expectation {}
@@ -104,6 +104,7 @@ fn verdict_name(v: ExpectedVerdict) -> &'static str {
         ExpectedVerdict::Pass => "pass",
         ExpectedVerdict::Mismatch => "mismatch",
         ExpectedVerdict::RigError => "rig-error",
+        ExpectedVerdict::KernelFinding => "kernel-finding",
     }
 }
 
@@ -165,6 +166,14 @@ impl TopologyDraft {
         self.nic_toml(&mut out);
         let e = &self.expect;
         let _ = writeln!(out, "\n[expect]\nverdict = \"{}\"\nsource = {}", verdict_name(e.verdict), quoted(&e.source));
+        for (gen, (verdict, source)) in &e.on {
+            let _ = writeln!(
+                out,
+                "\n[expect.on.\"{gen}\"]\nverdict = \"{}\"\nsource = {}",
+                verdict_name(*verdict),
+                quoted(source)
+            );
+        }
         out.push_str(&self.scenario.to_toml());
         out
     }

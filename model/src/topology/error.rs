@@ -198,6 +198,12 @@ pub enum Problem {
         /// The string given.
         value: String,
     },
+    /// An `[expect.on]` key that is not a kernel generation.
+    #[error("{value:?} is not a kernel generation: use 6.1, 6.3, 6.12 or 7.x")]
+    KernelGen {
+        /// The key as written.
+        value: String,
+    },
     /// Two vPorts (of one NIC or of two) would have the same MAC address.
     #[error(
         "{mac} (vPort {port}) is also {other}'s vPort {other_port} address; two NICs with one MAC \

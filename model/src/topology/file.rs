@@ -157,10 +157,25 @@ pub struct NicFile {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExpectFile {
-    /// `pass` (guest matches the model), `mismatch` (a known kernel/model difference)
-    /// or `rig-error` (the rig cannot run it, e.g. it needs KVM).
+    /// `pass` (guest matches the model), `mismatch` (a known kernel/model difference),
+    /// `rig-error` (the rig cannot run it, e.g. it needs KVM) or `kernel-finding`
+    /// (the kernel does not bring up the declared machine).
     pub verdict: ExpectedVerdict,
     /// Why this outcome is expected (seed, report id, kernel algorithm).
+    pub source: String,
+    /// `[expect.on."7.x"]`: what one kernel generation (`6.1`, `6.3`, `6.12`,
+    /// `7.x`) is expected to do instead, with its own source.
+    #[serde(default)]
+    pub on: std::collections::BTreeMap<String, ExpectOnFile>,
+}
+
+/// `[expect.on."GEN"]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectOnFile {
+    /// As [`ExpectFile::verdict`], for this generation.
+    pub verdict: ExpectedVerdict,
+    /// Why (the kernel's own words for a kernel finding).
     pub source: String,
 }
 
@@ -174,6 +189,9 @@ pub enum ExpectedVerdict {
     Mismatch,
     /// The rig cannot run this machine here.
     RigError,
+    /// The kernel does not bring up the declared machine (CPUs that never come
+    /// online): a finding about the kernel, with its own words as the source.
+    KernelFinding,
 }
 
 /// The `nic` key as the file spells it.

@@ -90,6 +90,24 @@ pub struct Expectation {
     pub verdict: ExpectedVerdict,
     /// Why (seed, report, kernel algorithm).
     pub source: String,
+    /// What one kernel generation is expected to do instead (`[expect.on."7.x"]`),
+    /// keyed by the generation's name ([`GENERATIONS`]): its verdict and source.
+    pub on: std::collections::BTreeMap<String, (ExpectedVerdict, String)>,
+}
+
+/// The kernel generations `[expect.on]` takes, by the names the model gives
+/// them (`KernelGen::as_str`).
+pub const GENERATIONS: [&str; 4] = ["6.1", "6.3", "6.12", "7.x"];
+
+impl Expectation {
+    /// The expectation of a run on the generation named `gen` (`7.x`): its
+    /// `[expect.on]` entry, else the file's.
+    pub fn on(&self, gen: &str) -> (ExpectedVerdict, &str) {
+        match self.on.get(gen) {
+            Some((v, s)) => (*v, s.as_str()),
+            None => (self.verdict, self.source.as_str()),
+        }
+    }
 }
 
 /// What a topology file declares, validated (see [`Topology`] for the derived parts).

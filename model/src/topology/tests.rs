@@ -327,3 +327,22 @@ fn inject_specs_are_kept_as_written_and_default_to_none() {
     let t = Topology::from_toml_str("x", &with("numa_node = 0", "numa_node = 0")).expect("plain");
     assert!(t.nic().inject.is_empty());
 }
+
+#[test]
+fn a_kernel_generation_can_be_expected_to_do_otherwise_and_a_bad_one_is_named() {
+    let text = format!(
+        "{BASE}\n[expect.on.\"7.x\"]\nverdict = \"kernel-finding\"\nsource = \"WARNING: kernel/time/timer_migration.c:1850\"\n"
+    );
+    let t = Topology::from_toml_str("topologies/x.toml", &text).expect("valid");
+    assert_eq!(t.expect().on("6.12"), (ExpectedVerdict::Pass, "test"));
+    assert_eq!(
+        t.expect().on("7.x"),
+        (ExpectedVerdict::KernelFinding, "WARNING: kernel/time/timer_migration.c:1850")
+    );
+    // Written back as read.
+    let again = Topology::from_toml_str("topologies/x.toml", &TopologyDraft::from(&t).to_toml()).expect("round trip");
+    assert_eq!(again.expect(), t.expect());
+    let bad = text.replace("[expect.on.\"7.x\"]", "[expect.on.\"7.9\"]");
+    let (problem, line) = invalid(&bad, "expect.on.\"7.9\"");
+    assert!(matches!(problem, Problem::KernelGen { .. }), "{line}");
+}

@@ -72,7 +72,7 @@ pub(super) fn validate(path: &str, mut file: TopologyFile) -> Result<Topology, T
         nodes,
         distances,
         nics,
-        expect: Expectation { verdict: file.expect.verdict, source: file.expect.source },
+        expect: expectation(path, file.expect)?,
         slow: file.slow.unwrap_or(ncpu >= SLOW_FROM_CPUS),
         scenario,
         warnings,
@@ -287,4 +287,20 @@ fn parse_mac(s: &str) -> Option<[u8; 6]> {
 /// Linux 6.1-7.3).
 pub(crate) fn max_channels(ncpu: u32, max_queues: u32, msix_table_size: u32, max_msix: u32) -> u32 {
     ncpu.min(MANA_MAX_NUM_QUEUES).min(max_queues).min(msix_table_size.min(max_msix).saturating_sub(1))
+}
+
+/// `[expect]` with its `[expect.on."GEN"]` entries, each key a kernel generation.
+fn expectation(path: &str, e: super::file::ExpectFile) -> Result<Expectation, TopologyError> {
+    let mut on = std::collections::BTreeMap::new();
+    for (key, o) in e.on {
+        if !super::GENERATIONS.contains(&key.as_str()) {
+            return Err(TopologyError::Invalid {
+                path: path.to_owned(),
+                field: format!("expect.on.\"{key}\""),
+                problem: super::error::Problem::KernelGen { value: key.clone() },
+            });
+        }
+        on.insert(key, (o.verdict, o.source));
+    }
+    Ok(Expectation { verdict: e.verdict, source: e.source, on })
 }

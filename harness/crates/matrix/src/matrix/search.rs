@@ -113,8 +113,9 @@ pub struct Shrinker<'a> {
 
 impl Shrinker<'_> {
     /// Whether the guest still disagrees with the oracle on `t` (a rig error
-    /// is not a disagreement).
-    fn disagrees(&self, pair: &PlannedPair, t: &Topology) -> bool {
+    /// is not a disagreement); for a kernel finding (`finding`), whether the
+    /// kernel still does not bring up the machine.
+    fn disagrees(&self, pair: &PlannedPair, t: &Topology, finding: bool) -> bool {
         if (self.stop)() {
             return false;
         }
@@ -130,7 +131,9 @@ impl Shrinker<'_> {
         p.file = path.display().to_string();
         let Ok(observation) = self.runner.run(&p, t, kernel) else { return false };
         let evidence = Evidence { pair: &p, topology: t, kernel, kernel_spec, observation: &observation };
-        self.oracle.judge(&evidence).is_ok_and(|j| j.verdict.status == crate::verdict::Status::Fail)
+        self.oracle.judge(&evidence).is_ok_and(|j| {
+            j.verdict.status == crate::verdict::Status::Fail && (!finding || j.verdict.kernel_finding().is_some())
+        })
     }
 
     /// Shrink every failed pair of a random topology in `records`; write each
@@ -143,8 +146,11 @@ impl Shrinker<'_> {
                 continue;
             }
             let Some(Ok(topo)) = self.ready.topologies.get(&r.pair.file) else { continue };
+            // A kernel that did not bring up the machine is shrunk to a machine it
+            // still does not bring up, not to any disagreement.
+            let finding = r.verdict().and_then(|v| v.kernel_finding()).map(|c| c.message.clone());
             on_note(&format!("shrinking {} (at most {})", r.pair.name, plural(self.max_tries, "run")));
-            let shrunk = shrink_within(topo, self.max_tries, |t| self.disagrees(&r.pair, t));
+            let shrunk = shrink_within(topo, self.max_tries, |t| self.disagrees(&r.pair, t, finding.is_some()));
             let mut draft = TopologyDraft::from(&shrunk.topology);
             if several_kernels {
                 draft.name = format!("{}-{}", draft.name, file_name(&r.pair.kernel).replace(['@', '.', ':'], "_"));
@@ -152,14 +158,22 @@ impl Shrinker<'_> {
             let random = self.spec.random.map_or_else(String::new, |s| {
                 format!(" (--random {} --seed {} --max-cpus {})", s.count, s.seed, s.max_cpus)
             });
-            draft.expect = Expectation {
-                verdict: ExpectedVerdict::Mismatch,
-                source: format!(
-                    "manarig matrix{random}: on kernel {} the guest disagrees with oracle {}: {}",
-                    r.pair.kernel,
-                    self.spec.oracle,
-                    r.first_mismatch.as_deref().unwrap_or("a failed check")
-                ),
+            draft.expect = match &finding {
+                Some(words) => Expectation {
+                    verdict: ExpectedVerdict::KernelFinding,
+                    source: format!("manarig matrix{random}: on kernel {}: {words}", r.pair.kernel),
+                    on: std::collections::BTreeMap::new(),
+                },
+                None => Expectation {
+                    verdict: ExpectedVerdict::Mismatch,
+                    source: format!(
+                        "manarig matrix{random}: on kernel {} the guest disagrees with oracle {}: {}",
+                        r.pair.kernel,
+                        self.spec.oracle,
+                        r.first_mismatch.as_deref().unwrap_or("a failed check")
+                    ),
+                    on: std::collections::BTreeMap::new(),
+                },
             };
             let rel = format!("{FOUND_DIR}/{}.toml", draft.name);
             if let Err(e) = write(&self.root.join(&rel), &draft.to_toml()) {

@@ -8,8 +8,8 @@
 //! build, topology and options, so only the first patched run of a
 //! combination pays for the stock boot.
 
+use super::outcome::RunOutcome;
 use super::request::RunRequest;
-use super::run::run_one;
 use crate::kbuild::{self, source::SourceSpec, BuildRequest};
 use crate::provision::KernelInstall;
 use crate::verdict::debug_against::known_findings;
@@ -34,12 +34,18 @@ struct Baseline {
 
 /// What `req`'s run on `kernel` (a debug kernel) is judged against: the stock
 /// build's classes when `kernel` is a patched build of a Debian source (the
-/// stock build is built, and run once on this topology and these options,
-/// when not cached), else the mana frames with the kernel's known findings.
+/// stock build is built, and run once with `run_one` on this topology and
+/// these options, when not cached), else the mana frames with the kernel's
+/// known findings.
 ///
 /// # Errors
 /// The stock build cannot be made, or its run fails to report.
-pub fn against(req: &RunRequest, kernel: &KernelInstall, cache: &Path) -> Result<Against> {
+pub fn against(
+    req: &RunRequest,
+    kernel: &KernelInstall,
+    cache: &Path,
+    run_one: &dyn Fn(&RunRequest) -> Result<RunOutcome>,
+) -> Result<Against> {
     let known = || -> Result<Against> {
         Ok(Against::ManaFrames { known: known_findings(&kernel.release).map_err(anyhow::Error::msg)? })
     };

@@ -40,6 +40,7 @@ mod guest_checks;
 mod irqbalance;
 mod judging;
 pub mod kernel_choice;
+mod kernel_finding;
 pub mod machine;
 mod other_nics;
 mod outcome;

@@ -7,6 +7,7 @@ use super::boot::{NicBoot, NicBootOutcome};
 use super::cache::{kernel_lock_id, provisioned};
 use super::judging::Judging;
 use super::kernel_choice::{image_fit, ImageFit};
+use super::kernel_finding::cpus_not_brought_up;
 use super::outcome::{RunOutcome, RunTimings, TrafficBoot};
 use super::request::{injections, RunRequest};
 use crate::accel::AccelChoice;
@@ -56,7 +57,7 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     let packages = run_packages(req, &topo, &prov, kernel, channels);
     // A patched debug build is judged against its stock build's reports (run once, then cached).
     let against = match req.debug && inject.is_empty() {
-        true => Some(super::debug_baseline::against(req, kernel, &prov.cache)?),
+        true => Some(super::debug_baseline::against(req, kernel, &prov.cache, &run_one)?),
         false => None,
     };
     let selftests = match &req.selftests {
@@ -118,6 +119,11 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         selftests: selftests.as_ref(),
         against: against.as_ref(),
     };
+    // A kernel that did not bring up the declared machine is a finding, not a rig error.
+    let guest = topo.to_qemu_numbering();
+    if let Some(f) = cpus_not_brought_up(&spec, &guest, &booted.report, &booted.report.kernel) {
+        return judging.kernel_finding_outcome(booted, &f);
+    }
     let mut outcome = judging.outcome(booted, marks, traffic)?;
     if let ImageFit::Unmodelled(why) = &fit {
         outcome.verdict = judge_without_model(&outcome.verdict, &topo.to_qemu_numbering(), &outcome.observed, why);

@@ -2,7 +2,6 @@
 //! build's report classes for a patched build, or the mana frames with the
 //! stock kernel's own known findings (guest-images/debug-findings.toml).
 
-use super::debug_reports::DebugReport;
 use serde::Deserialize;
 use std::collections::BTreeSet;
 
@@ -17,16 +16,15 @@ pub struct KnownFinding {
     pub series: String,
     /// The checker (`KASAN`, `kmemleak`, `lockdep`, `WARN`, `BUG`).
     pub checker: String,
-    /// Text the report's [`DebugReport::class`] contains.
+    /// Text the report's class (`DebugReport::class`) contains.
     pub class_contains: String,
     /// The driver fact that explains it, with the file and kernel version.
     pub why: String,
 }
 
 impl KnownFinding {
-    /// Whether `r` is this finding.
-    pub fn matches(&self, r: &DebugReport) -> bool {
-        let class = r.class();
+    /// Whether a report of this `class` (`DebugReport::class`) is this finding.
+    pub fn matches(&self, class: &str) -> bool {
         class.starts_with(&format!("{}: ", self.checker)) && class.contains(&self.class_contains)
     }
 }
@@ -61,7 +59,7 @@ pub enum Against {
         /// The kernel's own known findings ([`known_findings`]).
         known: Vec<KnownFinding>,
     },
-    /// A patched build: the report classes ([`DebugReport::class`]) of the
+    /// A patched build: the report classes (`DebugReport::class`) of the
     /// stock build of the same source on the same topology and options.
     Stock {
         /// The stock run, for messages (`6.12-debug (build 1a2b3c4d) on seed-002`).

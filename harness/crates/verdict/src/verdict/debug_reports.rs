@@ -337,7 +337,7 @@ pub fn debug_reports_against(log: &DebugLog<'_>, against: &Against) -> Check {
     let mut notes: Vec<String> = Vec::new();
     for r in &reports {
         match against {
-            Against::ManaFrames { known } => match known.iter().find(|k| k.matches(r)) {
+            Against::ManaFrames { known } => match known.iter().find(|k| k.matches(&r.class())) {
                 Some(k) if r.touches_mana() => {
                     explained.push(format!("known finding of this kernel: {} ({})", r.headline(), k.why))
                 }

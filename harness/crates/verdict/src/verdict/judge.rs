@@ -133,7 +133,7 @@ pub fn judge(topo: &Topology, observed: &Observed, expected: &ExpectedTable) -> 
             name: format!("{}@{}", topo.name(), expected.kernel),
             topology: topo.name().to_owned(),
             source: format!("{kind} {}", src.id).trim().to_owned(),
-            topology_expects: topo.expect().verdict,
+            topology_expects: topo.expect().on(expected.kernel.as_str()).0,
             kernel: expected.kernel,
             kernel_release: observed.kernel_release.clone(),
             model_version: expected.kernel.model_version().to_owned(),

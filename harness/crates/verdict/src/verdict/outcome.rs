@@ -160,12 +160,14 @@ impl Verdict {
     }
 
     /// Whether this outcome is what the topology file's `[expect] verdict` says
-    /// (`pass` ↔ PASS, `mismatch` ↔ FAIL; `rig-error` never matches a verdict).
+    /// for the run's kernel (`pass` ↔ PASS, `mismatch` ↔ FAIL, `kernel-finding`
+    /// ↔ FAIL by the `guest_machine` check; `rig-error` never matches a verdict).
     pub fn as_topology_expects(&self) -> bool {
-        matches!(
-            (self.run.topology_expects, self.status),
-            (ExpectedVerdict::Pass, Status::Pass) | (ExpectedVerdict::Mismatch, Status::Fail)
-        )
+        match (self.run.topology_expects, self.status) {
+            (ExpectedVerdict::Pass, Status::Pass) | (ExpectedVerdict::Mismatch, Status::Fail) => true,
+            (ExpectedVerdict::KernelFinding, Status::Fail) => self.kernel_finding().is_some(),
+            _ => false,
+        }
     }
 }
 

@@ -1,0 +1,116 @@
+//! A guest that is not the declared machine because its kernel did not bring
+//! it up is a finding about the kernel ([`KernelFinding`]), not a rig error:
+//! QEMU gave every CPU (the guest's `present` mask is the machine's), yet some
+//! never came online, without a scenario taking them offline.
+
+use super::judging::Judging;
+use super::outcome::{RunOutcome, RunTimings};
+use super::report_to_verdict;
+use crate::cpulist::CpuMask;
+use crate::guest_protocol::GuestReport;
+use crate::qemu;
+use crate::topology::Topology;
+use crate::verdict::{judge, KernelFinding};
+use anyhow::Result;
+
+/// The CPUs `report`'s kernel never brought up on `spec` (guest numbering:
+/// `guest`), when that is all that differs in the CPU set: the present CPUs
+/// are the machine's and no CPU is online that should not be. `None` when the
+/// guest is the machine, or differs otherwise (a rig error then).
+pub(super) fn cpus_not_brought_up(
+    spec: &qemu::MachineSpec,
+    guest: &Topology,
+    report: &GuestReport,
+    release: &str,
+) -> Option<KernelFinding> {
+    let n = spec.vcpus();
+    let all: CpuMask = (0..n).collect();
+    if report.cpu_state.present.as_ref().is_some_and(|p| p.iter().copied().collect::<CpuMask>() != all) {
+        return None;
+    }
+    let declared: CpuMask = guest.online_at(guest.last_stage()).iter().filter(|&c| c < n).collect();
+    let online: CpuMask = report.cpus.keys().copied().collect();
+    let missing = declared.andnot(&online);
+    if missing.is_empty() || !online.andnot(&declared).is_empty() {
+        return None;
+    }
+    let warnings = report
+        .warnings
+        .iter()
+        .map(|w| strip_timestamp(w))
+        .filter(|w| w.starts_with("WARNING:") || w.starts_with("BUG:"))
+        .map(str::to_owned)
+        .collect();
+    Some(KernelFinding { release: release.to_owned(), missing, online, warnings })
+}
+
+/// `[    2.496279] WARNING: …` → `WARNING: …`.
+fn strip_timestamp(line: &str) -> &str {
+    let t = line.trim_start();
+    match t.strip_prefix('[').and_then(|r| r.split_once(']')) {
+        Some((stamp, rest)) if stamp.trim().parse::<f64>().is_ok() => rest.trim_start(),
+        _ => t,
+    }
+}
+
+impl Judging<'_> {
+    /// The outcome of a run whose kernel did not bring up the machine: the
+    /// model's verdict on what the guest showed, its checks not judged, and
+    /// the failing `guest_machine` check ([`KernelFinding::check`]).
+    ///
+    /// # Errors
+    /// An `affinity_hint` in the report that is not a hex cpumask.
+    pub(super) fn kernel_finding_outcome(
+        &self,
+        booted: qemu::BootOutcome,
+        finding: &KernelFinding,
+    ) -> Result<RunOutcome> {
+        let (req, topo) = (self.req, self.topo);
+        let model = req.model.unwrap_or(req.kernel);
+        let accel = super::judging::accel_label(booted.accel, booted.speedups);
+        let observed = report_to_verdict::observed_of(
+            &booted.report,
+            booted.report.nic.as_deref(),
+            model,
+            &req.model_basis,
+            &accel,
+        )?;
+        let guest = topo.to_qemu_numbering();
+        let expected = crate::model::expected_table(&guest, model);
+        let mut verdict = judge(topo, &observed, &expected);
+        if let Some(label) = &req.label {
+            verdict.run.name = format!("{}@{label}", topo.name());
+        }
+        verdict.run.packages = self.packages.to_vec();
+        verdict.judge_by_kernel_finding(finding);
+        Ok(RunOutcome {
+            verdict,
+            observed,
+            timings: RunTimings {
+                provision: self.provision_time,
+                boot_to_report: booted.to_report,
+                total: self.start.elapsed(),
+            },
+            queues: None,
+            guest_times: booted.report.times.clone(),
+            speedups: booted.speedups,
+            report: booted.report,
+            stages: Vec::new(),
+            traffic: None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_timestamps_are_stripped_from_warnings() {
+        assert_eq!(
+            strip_timestamp("[    2.496279] WARNING: kernel/time/timer_migration.c:1850 at tmigr_setup_groups"),
+            "WARNING: kernel/time/timer_migration.c:1850 at tmigr_setup_groups"
+        );
+        assert_eq!(strip_timestamp("WARNING: x"), "WARNING: x");
+    }
+}
