@@ -335,10 +335,7 @@ fn a_kernel_generation_can_be_expected_to_do_otherwise_and_a_bad_one_is_named() 
     );
     let t = Topology::from_toml_str("topologies/x.toml", &text).expect("valid");
     assert_eq!(t.expect().on("6.12"), (ExpectedVerdict::Pass, "test"));
-    assert_eq!(
-        t.expect().on("7.x"),
-        (ExpectedVerdict::KernelFinding, "WARNING: kernel/time/timer_migration.c:1850")
-    );
+    assert_eq!(t.expect().on("7.x"), (ExpectedVerdict::KernelFinding, "WARNING: kernel/time/timer_migration.c:1850"));
     // Written back as read.
     let again = Topology::from_toml_str("topologies/x.toml", &TopologyDraft::from(&t).to_toml()).expect("round trip");
     assert_eq!(again.expect(), t.expect());
