@@ -103,6 +103,10 @@ macro_rules! matrix {
 // (topologies/README.md lists them).
 matrix! {
     seed_002_on_linux_6_1: "seed-002" on "6.1";
+    // A kernel finding: Linux 7.3 does not bring up CPU 15 of this machine (6.1 does;
+    // 6.12 does too, with timer-migration warnings this test would count as the driver's).
+    k01_tmigr_uneven_nodes_on_linux_6_1: "k01-tmigr-uneven-nodes" on "6.1";
+    k01_tmigr_uneven_nodes_on_linux_7: "k01-tmigr-uneven-nodes" on "7.x";
     seed_002_on_linux_6_12: "seed-002" on "6.12";
     seed_002_on_linux_7: "seed-002" on "7.x";
     seed_000_4ch_on_linux_6_1: "seed-000-4ch" on "6.1";

@@ -260,3 +260,36 @@ fn an_injection_reaches_a_real_pair_which_is_judged_by_driver_survived() {
     let summary = std::fs::read_to_string(tmp.path().join("m/summary.md")).expect("summary.md");
     assert!(summary.contains("Fault injection in every pair: `status:config_vport_tx=0xc000000d`"), "{summary}");
 }
+
+/// `matrix --random` on 7.x meets a machine its kernel does not bring up
+/// (seed 1's third machine: 56 CPUs in 8 uneven nodes, Debian 7.3.4's timer
+/// migration hierarchy) and shrinks it to a topology file that expects a
+/// kernel finding in the kernel's own words.
+#[test]
+fn slow_a_random_machine_7_x_does_not_bring_up_is_shrunk_into_a_kernel_finding() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let o = out.path().display().to_string();
+    let run = manarig(&[
+        "matrix",
+        "--random",
+        "3",
+        "--seed",
+        "1",
+        "--max-cpus",
+        "64",
+        "--kernel",
+        "7.x",
+        "--jobs",
+        "1",
+        "--out",
+        &o,
+    ]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "random machines fail on 7.x: {stderr}");
+    let found = out.path().join("found/random-s1-2-min.toml");
+    let text = std::fs::read_to_string(&found).unwrap_or_else(|e| panic!("{}: {e}\n{stderr}", found.display()));
+    assert!(text.contains("verdict = \"kernel-finding\""), "{text}");
+    assert!(text.contains("never came up") && text.contains("timer_migration.c"), "{text}");
+    let t = harness::topology::Topology::from_toml_str(&found.display().to_string(), &text).expect("a valid file");
+    assert!(t.ncpu() <= 56, "shrunk: {} CPUs", t.ncpu());
+}

@@ -115,7 +115,7 @@ impl Shrinker<'_> {
     /// Whether the guest still disagrees with the oracle on `t` (a rig error
     /// is not a disagreement); for a kernel finding (`finding`), whether the
     /// kernel still does not bring up the machine.
-    fn disagrees(&self, pair: &PlannedPair, t: &Topology, finding: bool) -> bool {
+    fn disagrees(&self, pair: &PlannedPair, t: &Topology, finding: &std::cell::RefCell<Option<String>>) -> bool {
         if (self.stop)() {
             return false;
         }
@@ -131,9 +131,21 @@ impl Shrinker<'_> {
         p.file = path.display().to_string();
         let Ok(observation) = self.runner.run(&p, t, kernel) else { return false };
         let evidence = Evidence { pair: &p, topology: t, kernel, kernel_spec, observation: &observation };
-        self.oracle.judge(&evidence).is_ok_and(|j| {
-            j.verdict.status == crate::verdict::Status::Fail && (!finding || j.verdict.kernel_finding().is_some())
-        })
+        let Ok(j) = self.oracle.judge(&evidence) else { return false };
+        if j.verdict.status != crate::verdict::Status::Fail {
+            return false;
+        }
+        if finding.borrow().is_none() {
+            return true;
+        }
+        // A finding must stay one; the shrunk machine's own words are kept.
+        match j.verdict.kernel_finding() {
+            Some(c) => {
+                *finding.borrow_mut() = Some(c.message.clone());
+                true
+            }
+            None => false,
+        }
     }
 
     /// Shrink every failed pair of a random topology in `records`; write each
@@ -148,9 +160,11 @@ impl Shrinker<'_> {
             let Some(Ok(topo)) = self.ready.topologies.get(&r.pair.file) else { continue };
             // A kernel that did not bring up the machine is shrunk to a machine it
             // still does not bring up, not to any disagreement.
-            let finding = r.verdict().and_then(|v| v.kernel_finding()).map(|c| c.message.clone());
+            let finding =
+                std::cell::RefCell::new(r.verdict().and_then(|v| v.kernel_finding()).map(|c| c.message.clone()));
             on_note(&format!("shrinking {} (at most {})", r.pair.name, plural(self.max_tries, "run")));
-            let shrunk = shrink_within(topo, self.max_tries, |t| self.disagrees(&r.pair, t, finding.is_some()));
+            let shrunk = shrink_within(topo, self.max_tries, |t| self.disagrees(&r.pair, t, &finding));
+            let finding = finding.into_inner();
             let mut draft = TopologyDraft::from(&shrunk.topology);
             if several_kernels {
                 draft.name = format!("{}-{}", draft.name, file_name(&r.pair.kernel).replace(['@', '.', ':'], "_"));
