@@ -37,6 +37,11 @@ pub enum Op {
     Ping,
     /// Answer [`Reply::Status`] with the device's status now.
     Status,
+    /// Raise this device event now, as `--inject EVENT@S` does when its time
+    /// comes (one EQE on the HWC EQ; `reset` then forgets everything), and
+    /// answer [`Reply::Raised`]. The rig's soak raises link events this way
+    /// at the moments the guest asks for them.
+    Raise(crate::inject::DeviceEvent),
 }
 
 /// One response, one line of JSON on the device's stdout.
@@ -55,6 +60,10 @@ pub enum Reply {
     Pong,
     /// To [`Op::Status`]: the shell's state and the core's snapshot.
     Status(Box<DeviceStatus>),
+    /// To [`Op::Raise`]: whether the event reached the driver (false: there
+    /// was no HWC to post it on, e.g. while the driver is unloaded; the
+    /// device then did nothing).
+    Raised(bool),
     /// The request line could not be read as a [`Request`] (the reason).
     Error(String),
 }

@@ -55,8 +55,11 @@ pub const INJECT_HWC_TIMEOUT_MS: u32 = 2000;
 /// The latest S an `@S` event may name (seconds).
 pub const MAX_SECONDS: u64 = 600;
 
-/// A device event raised at a time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A device event raised at a time (`--inject EVENT@S`) or on the
+/// controller's request ([`crate::control::Op::Raise`]); on the control
+/// channel by its SPEC name (`"link-down"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum DeviceEvent {
     /// `reset`: a reset request, then everything forgotten.
     Reset,

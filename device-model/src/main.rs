@@ -211,6 +211,8 @@ fn run(args: Args) -> Result<()> {
     if delays {
         start_ticker(core.clone())?;
     }
+    // The control channel's device events (`Op::Raise`) go to the same core.
+    let core_events = core.clone();
     let factory = match args.inject_fault {
         Some(fault) => device_model::process::fault::inject(factory, fault),
         None => factory,
@@ -252,9 +254,15 @@ fn run(args: Args) -> Result<()> {
     if args.control.is_some() {
         let control_tx = tx.clone();
         let control_handle = handle.clone();
+        let control_core = core_events.clone();
         std::thread::Builder::new().name("control".into()).spawn(move || {
-            let result =
-                device_model::process::control::serve(std::io::stdin().lock(), std::io::stdout(), &control_handle);
+            let raise = |event| control_core.with_mut(|device| device.raise_event(event)).unwrap_or(false);
+            let result = device_model::process::control::serve(
+                std::io::stdin().lock(),
+                std::io::stdout(),
+                &control_handle,
+                &raise,
+            );
             let _ = control_tx.send(Event::ControllerGone(result));
         })?;
     }

@@ -55,7 +55,9 @@ pub struct PeerConfig {
 
 /// Runs the peer: set up, tell the rig ([`PeerEvent`] lines on `events`),
 /// take [`RigCommand`]s from `commands` (end of file there ends the process
-/// at once), serve one guest.
+/// at once), serve guest sessions one after another (each with its
+/// [`PeerEvent::Hello`] and [`PeerEvent::Done`], or [`PeerEvent::Dropped`]
+/// when its connection broke before the flows).
 ///
 /// # Errors
 /// A line naming the step that failed; it was also sent as
@@ -105,16 +107,48 @@ fn serve(cfg: PeerConfig, commands: impl BufRead + Send + 'static, events: &mut 
         .map_err(|e| format!("control port {host}:{}: {e}", cfg.port))?;
     emit(events, &PeerEvent::Ready { tap: cfg.tap.clone(), host, port: cfg.port })?;
     let rig = rig_commands(commands);
+    // One guest session after another (a soak's guest runs rounds back to
+    // back), until the rig closes stdin (the process ends then) or the deadline.
+    loop {
+        let (control, _) = match listener.accept() {
+            Ok(c) => c,
+            Err(e) if Instant::now() >= cfg.deadline => return Err(format!("no guest before the deadline: {e}")),
+            Err(e) => return Err(format!("waiting for the guest's control connection: {e}")),
+        };
+        match session(control, &rig, cfg.deadline, events)? {
+            Ok(outcome) => emit(events, &PeerEvent::Done(Box::new(outcome)))?,
+            Err(why) => emit(events, &PeerEvent::Dropped(why))?,
+        }
+    }
+}
 
-    let (control, _) = listener.accept().map_err(|e| format!("waiting for the guest's control connection: {e}"))?;
-    let mut reader = BufReader::new(control.try_clone().map_err(|e| format!("control connection: {e}"))?);
+/// One guest session on `control`: hello, the rig's plan, both sides of the
+/// flows, the guest's results. The inner error is this session's end before
+/// any flow ran (the connection broke before the plan: the peer waits for the
+/// next guest); the outer one ends the peer (the rig made no plan).
+fn session(
+    control: std::net::TcpStream,
+    rig: &mpsc::Receiver<String>,
+    deadline: Instant,
+    events: &mut impl Write,
+) -> Result<Result<Outcome, String>, String> {
+    let clone = match control.try_clone() {
+        Ok(c) => c,
+        Err(e) => return Ok(Err(format!("control connection: {e}"))),
+    };
+    let mut reader = BufReader::new(clone);
     let mut writer = control;
-    let hello: GuestHello = decode(&read_line(&mut reader, cfg.deadline, "the guest's hello")?, "the guest's hello")?;
+    let hello = match read_line(&mut reader, deadline, "the guest's hello")
+        .and_then(|l| decode::<GuestHello>(&l, "the guest's hello"))
+    {
+        Ok(h) => h,
+        Err(e) => return Ok(Err(e)),
+    };
     if hello.version != PROTOCOL_VERSION {
         return Err(format!("the guest speaks version {}, this peer {PROTOCOL_VERSION}", hello.version));
     }
     emit(events, &PeerEvent::Hello(hello))?;
-    let left = cfg.deadline.saturating_duration_since(Instant::now());
+    let left = deadline.saturating_duration_since(Instant::now());
     let plan = match rig.recv_timeout(left) {
         Ok(line) => match decode::<RigCommand>(&line, "a command from the rig")? {
             RigCommand::Plan(plan) => plan,
@@ -127,27 +161,30 @@ fn serve(cfg: PeerConfig, commands: impl BufRead + Send + 'static, events: &mut 
     };
     // Listeners before the guest hears the plan: its connections find them open.
     let (listeners, host_failed) = run::listen(&plan, Side::Host);
-    writer.write_all(encode(&plan).as_bytes()).map_err(|e| format!("sending the plan: {e}"))?;
-    let listening: GuestListening =
-        decode(&read_line(&mut reader, cfg.deadline, "the guest's listeners")?, "the guest's listeners")?;
+    let listening = writer
+        .write_all(encode(&plan).as_bytes())
+        .map_err(|e| format!("sending the plan: {e}"))
+        .and_then(|()| read_line(&mut reader, deadline, "the guest's listeners"))
+        .and_then(|l| decode::<GuestListening>(&l, "the guest's listeners"));
+    let listening = match listening {
+        Ok(l) => l,
+        Err(e) => return Ok(Err(e)),
+    };
     let started = Instant::now();
-    let limit = (started + Duration::from_millis(plan.limit_ms)).min(cfg.deadline);
+    let limit = (started + Duration::from_millis(plan.limit_ms)).min(deadline);
     let mut failed: BTreeMap<u32, String> = host_failed.into_iter().collect();
     for id in listening.failed {
         failed.entry(id).or_insert_with(|| "the guest could not listen on its port".into());
     }
     let host_results = run::run(&plan, Side::Host, listeners, &failed, limit);
-    let (guest, error) = match read_line(&mut reader, (limit + RESULTS_GRACE).min(cfg.deadline), "the guest's results")
+    let (guest, error) = match read_line(&mut reader, (limit + RESULTS_GRACE).min(deadline), "the guest's results")
         .and_then(|l| decode::<GuestResults>(&l, "the guest's results"))
     {
         Ok(r) => (r.flows, None),
         Err(e) => (Vec::new(), Some(e)),
     };
     let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    emit(events, &PeerEvent::Done(Box::new(Outcome { plan, host: host_results, guest, error, elapsed_ms })))?;
-    // Stay (the namespace with us) until the rig closes stdin or the deadline.
-    let _ = rig.recv_timeout(cfg.deadline.saturating_duration_since(Instant::now()));
-    Ok(())
+    Ok(Ok(Outcome { plan, host: host_results, guest, error, elapsed_ms }))
 }
 
 /// The remote TAP `remote` and the bridge [`BRIDGE`] with it and `tap`

@@ -3,7 +3,8 @@
 //! - the **guest** tool and the **peer** (inside the run's network namespace),
 //!   over the control TCP connection through the emulated NIC:
 //!   [`GuestHello`] →, ← [`Plan`], [`GuestListening`] →, both run their
-//!   sides of the flows, [`GuestResults`] →;
+//!   sides of the flows, [`GuestResults`] →; one such session per guest
+//!   tool run (a soak's guest runs it again and again);
 //! - the **peer** and the **rig** that started it, over the peer's
 //!   stdout ([`PeerEvent`]) and stdin ([`RigCommand`]).
 //!
@@ -134,6 +135,9 @@ pub enum PeerEvent {
     Hello(GuestHello),
     /// The flows are over (or failed): both ends' results.
     Done(Box<Outcome>),
+    /// A guest's control connection ended before its flows ran (the
+    /// reason); the peer waits for the next guest.
+    Dropped(String),
     /// The peer gave up (the reason); it exits after this line.
     Failed(String),
 }

@@ -208,7 +208,7 @@ impl ManaDevice {
     /// periodically while such injections are on (`mana-device` every 50 ms).
     pub fn tick(&mut self, now: Instant) -> usize {
         for event in self.injector.due_events(now) {
-            self.raise(event);
+            let _ = self.raise(event);
         }
         let due = self.injector.due(now);
         if !due.is_empty() {
@@ -511,23 +511,35 @@ impl ManaDevice {
         Ok(())
     }
 
+    /// Raises `event` now, as its `--inject EVENT@S` would when due (whoever
+    /// runs the device asks for it: `mana-device`'s control channel,
+    /// [`mana_device_api::control::Op::Raise`]). Returns whether the event
+    /// reached the driver: false when there is no HWC to post it on (no driver
+    /// bound, or between an unload and the next probe), nothing done then.
+    pub fn raise_event(&mut self, event: DeviceEvent) -> bool {
+        self.raise(event)
+    }
+
     /// Posts `event`'s EQE on the HWC EQ ([`crate::inject::timed`]); a
     /// reset then forgets everything, SMC included, as a function-level
-    /// reset does. Without an HWC there is no one to tell: logged, nothing done.
-    fn raise(&mut self, event: DeviceEvent) {
+    /// reset does. Without an HWC there is no one to tell: logged, nothing
+    /// done, false returned.
+    fn raise(&mut self, event: DeviceEvent) -> bool {
         let Some(eq) = self.res.hwc_eq.filter(|_| self.hwc.is_some()) else {
             tracing::info!(event = event.name(), "mana device: injected event not raised: no HWC");
-            return;
+            return false;
         };
         tracing::info!(event = event.name(), eq, "mana device: injected fault: device event");
         let mem = self.mem.memory();
-        if let Err(err) = self.res.queues.post_eqe(&mem, self.irq.as_ref(), eq, timed::eqe(event)) {
-            self.guest_error("hwc event", &err);
+        let posted = self.res.queues.post_eqe(&mem, self.irq.as_ref(), eq, timed::eqe(event));
+        if let Err(err) = &posted {
+            self.guest_error("hwc event", err);
         }
         if event == DeviceEvent::Reset {
             self.teardown();
             self.smc = Smc::default();
         }
+        posted.is_ok()
     }
 
     /// Forgets the HWC and everything the commands created.

@@ -1,19 +1,28 @@
 //! The device's end of the control channel of `mana-device --control stdio`
 //! ([`mana_device_api::control`]: framing and types): answers the status and
 //! liveness requests of whoever started the device (the rig,
-//! harness/crates/rig/src/rig/device.rs) on stdin/stdout.
+//! harness/crates/rig/src/rig/device.rs) on stdin/stdout, and raises the
+//! device events it asks for.
 #![forbid(unsafe_code)]
 
 use crate::shell::server::StatusHandle;
 use mana_device_api::control::{Op, Reply, Request, Response};
+use mana_device_api::inject::DeviceEvent;
 use std::io::{self, BufRead, Write};
 
 /// Answers requests from `input` on `output` until `input` ends (returns
-/// `Ok`), flushing after each response.
+/// `Ok`), flushing after each response. [`Op::Raise`] calls `raise`, which
+/// returns whether the event reached the driver
+/// ([`crate::ManaDevice::raise_event`]; false before the core exists).
 ///
 /// # Errors
 /// Reading `input` or writing `output` fails (the controller is gone).
-pub fn serve(input: impl BufRead, mut output: impl Write, device: &StatusHandle) -> io::Result<()> {
+pub fn serve(
+    input: impl BufRead,
+    mut output: impl Write,
+    device: &StatusHandle,
+    raise: &dyn Fn(DeviceEvent) -> bool,
+) -> io::Result<()> {
     for line in input.lines() {
         let line = line?;
         if line.trim().is_empty() {
@@ -27,6 +36,7 @@ pub fn serve(input: impl BufRead, mut output: impl Write, device: &StatusHandle)
             Ok(Request { id, op: Op::Status }) => {
                 Response { id, reply: Reply::Status(Box::new(device.device_status())) }
             }
+            Ok(Request { id, op: Op::Raise(event) }) => Response { id, reply: Reply::Raised(raise(event)) },
             Err(err) => Response { id: 0, reply: Reply::Error(format!("not a control request: {err}")) },
         };
         let mut text = serde_json::to_string(&response).map_err(io::Error::other)?;
@@ -68,7 +78,7 @@ mod tests {
             .map(|r| serde_json::to_string(&r).expect("json"))
             .join("\n");
         let mut output = Vec::new();
-        serve(input.as_bytes(), &mut output, &server.status_handle()).expect("serve");
+        serve(input.as_bytes(), &mut output, &server.status_handle(), &|_| false).expect("serve");
         let got = responses(&output);
         assert_eq!(got.len(), 2);
         assert_eq!(got[0], Response { id: 7, reply: Reply::Pong });
@@ -89,7 +99,7 @@ mod tests {
         let server = server(dir.path());
         let input = "status please\n{\"id\":3,\"op\":\"Ping\"}\n";
         let mut output = Vec::new();
-        serve(input.as_bytes(), &mut output, &server.status_handle()).expect("serve");
+        serve(input.as_bytes(), &mut output, &server.status_handle(), &|_| false).expect("serve");
         let got = responses(&output);
         assert_eq!(got.len(), 2);
         assert!(
@@ -97,5 +107,24 @@ mod tests {
             "{got:?}"
         );
         assert_eq!(got[1], Response { id: 3, reply: Reply::Pong });
+    }
+
+    #[test]
+    fn a_raise_request_reaches_the_device_and_says_whether_the_driver_got_the_event() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let server = server(dir.path());
+        let input = "{\"id\":4,\"op\":{\"Raise\":\"link-down\"}}\n{\"id\":5,\"op\":{\"Raise\":\"link-up\"}}\n";
+        let asked = std::cell::RefCell::new(Vec::new());
+        let raise = |e: DeviceEvent| {
+            asked.borrow_mut().push(e);
+            e == DeviceEvent::LinkDown
+        };
+        let mut output = Vec::new();
+        serve(input.as_bytes(), &mut output, &server.status_handle(), &raise).expect("serve");
+        assert_eq!(
+            responses(&output),
+            [Response { id: 4, reply: Reply::Raised(true) }, Response { id: 5, reply: Reply::Raised(false) }]
+        );
+        assert_eq!(*asked.borrow(), [DeviceEvent::LinkDown, DeviceEvent::LinkUp]);
     }
 }

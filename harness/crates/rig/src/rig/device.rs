@@ -36,6 +36,7 @@ use crate::qemu::BootAbort;
 use mana_device_api::config::DeviceConfig;
 use mana_device_api::control::{Op, Reply, Request, Response};
 use mana_device_api::fault::DeviceFault;
+use mana_device_api::inject::DeviceEvent;
 use mana_device_api::status::DeviceStatus;
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
@@ -272,6 +273,27 @@ impl DeviceStatusHandle {
             }
             Err(e) => Err(self.0.control_error(Op::Status, e)),
         }
+    }
+
+    /// Has the device raise `event` now (`Op::Raise`: one EQE on the HWC EQ,
+    /// as `--inject EVENT@S` when due); whether it reached the driver (false:
+    /// no HWC then, e.g. the driver unloaded). Waits at most [`ANSWER_DEADLINE`].
+    ///
+    /// # Errors
+    /// [`DeviceError::Control`]: no answer in time, the device is gone, or it
+    /// refused the request.
+    pub fn raise(&self, event: DeviceEvent) -> Result<bool, DeviceError> {
+        let op = Op::Raise(event);
+        match self.0.request(op, ANSWER_DEADLINE) {
+            Ok(Reply::Raised(reached)) => Ok(reached),
+            Ok(other) => Err(DeviceError::Control { pid: self.0.pid, op, problem: format!("answered {other:?}") }),
+            Err(e) => Err(self.0.control_error(op, e)),
+        }
+    }
+
+    /// The device process's pid (its `/proc/<pid>` files: a soak samples them).
+    pub fn pid(&self) -> u32 {
+        self.0.pid
     }
 }
 

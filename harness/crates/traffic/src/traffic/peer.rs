@@ -8,7 +8,9 @@
 //! - Plan: when the guest says hello the peer prints [`PeerEvent::Hello`];
 //!   a thread calls the [`Planner`] set with [`PeerProcess::set_planner`]
 //!   and writes [`RigCommand::Plan`] (or `Refuse`) on the peer's stdin.
-//! - Results: [`PeerEvent::Done`] with both ends' [`Outcome`].
+//! - Results: [`PeerEvent::Done`] with both ends' [`Outcome`], once per guest
+//!   session (a soak's guest runs sessions, rounds, back to back); a session
+//!   whose connection broke before its flows is [`PeerEvent::Dropped`].
 //! - Lifetime: tracked in [`crate::children`] (Ctrl-C kills it), SIGKILL when
 //!   the rig dies ([`crate::children::die_with_parent`]); closing its stdin
 //!   ends it at once; [`PeerProcess::finish`] (or drop) reaps it. Its
@@ -24,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long the peer may take to send the TAP and say it is ready.
 pub const READY_DEADLINE: Duration = Duration::from_secs(10);
@@ -119,10 +121,23 @@ impl Shared {
 pub struct PeerReport {
     /// The guest said hello (the guest tool ran and reached the peer).
     pub hello: Option<GuestHello>,
-    /// Both ends' results, when the peer got that far.
+    /// Both ends' results of the first session, when the peer got that far.
     pub outcome: Option<Outcome>,
-    /// Why there is no outcome (the peer's `Failed` line or its exit), if so.
+    /// Why there is no outcome (the peer's `Failed` line or its exit, or a
+    /// session that ended without one), or why the last session has none.
     pub error: Option<String>,
+    /// Every session's end, in order (one for a plain traffic run; a soak's
+    /// rounds): [`PeerReport::outcome`] is the first one's.
+    pub sessions: Vec<SessionEnd>,
+}
+
+/// One guest session as the rig saw it end.
+#[derive(Debug, Clone)]
+pub struct SessionEnd {
+    /// When the rig read its end (host clock).
+    pub at: Instant,
+    /// Both ends' results, or why the session ended before its flows ran.
+    pub result: Result<Outcome, String>,
 }
 
 /// A running peer; [`PeerProcess::finish`] (or drop) stops and reaps it.
@@ -130,7 +145,7 @@ pub struct PeerProcess {
     child: Option<Child>,
     pid: u32,
     shared: Arc<Shared>,
-    events: mpsc::Receiver<PeerEvent>,
+    events: mpsc::Receiver<(Instant, PeerEvent)>,
     exited: mpsc::Receiver<()>,
     /// Closes when the stderr reader has read everything.
     stderr_done: mpsc::Receiver<()>,
@@ -236,7 +251,7 @@ impl PeerProcess {
             // A Failed line says why better than a missing descriptor; the
             // stdout reader ends (and the channel closes) once the peer is gone.
             let mut failed = None;
-            while let Ok(event) = peer.events.recv_timeout(DRAIN) {
+            while let Ok((_, event)) = peer.events.recv_timeout(DRAIN) {
                 if let PeerEvent::Failed(why) = event {
                     failed = Some(why);
                 }
@@ -255,7 +270,7 @@ impl PeerProcess {
             },
             None => None,
         };
-        match peer.events.recv_timeout(READY_DEADLINE) {
+        match peer.events.recv_timeout(READY_DEADLINE).map(|(_, e)| e) {
             Ok(PeerEvent::Ready { .. }) => Ok((peer, PeerTaps { tap, remote })),
             Ok(PeerEvent::Failed(why)) => Err(not_ready(&mut peer, format!("failed: {why}"))),
             Ok(other) => Err(not_ready(&mut peer, format!("said {other:?} before it was ready"))),
@@ -273,36 +288,49 @@ impl PeerProcess {
         *lock(&self.shared.planner) = Some(planner);
     }
 
-    /// Waits up to `within` for the flows' results (only once the guest said
-    /// hello: without it nothing will come), then stops and reaps the peer.
+    /// Takes every session's end the peer reported; waits up to `within` for
+    /// the results of a session still running (one whose guest said hello:
+    /// without a hello nothing will come), then stops and reaps the peer.
     pub fn finish(mut self, within: Duration) -> PeerReport {
         let mut report = PeerReport::default();
-        let deadline = std::time::Instant::now() + within;
+        let deadline = Instant::now() + within;
+        let mut running = false;
         loop {
-            let hello = lock(&self.shared.hello).is_some();
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            let wait = if hello { left } else { Duration::ZERO };
+            let left = deadline.saturating_duration_since(Instant::now());
+            let wait = if running { left } else { Duration::ZERO };
             match self.events.recv_timeout(wait) {
-                Ok(PeerEvent::Done(outcome)) => {
-                    report.outcome = Some(*outcome);
-                    break;
+                Ok((_, PeerEvent::Hello(_))) => running = true,
+                Ok((at, PeerEvent::Done(outcome))) => {
+                    running = false;
+                    report.sessions.push(SessionEnd { at, result: Ok(*outcome) });
                 }
-                Ok(PeerEvent::Failed(why)) => {
+                Ok((at, PeerEvent::Dropped(why))) => {
+                    running = false;
+                    report.sessions.push(SessionEnd { at, result: Err(why) });
+                }
+                Ok((_, PeerEvent::Failed(why))) => {
                     report.error = Some(why);
                     break;
                 }
-                Ok(_) => {}
+                Ok((_, PeerEvent::Ready { .. })) => {}
                 Err(RecvTimeoutError::Timeout) => {
-                    if hello {
+                    if running {
                         report.error = Some(format!("no results from the peer within {within:?} of the report"));
                     }
                     break;
                 }
                 Err(RecvTimeoutError::Disconnected) => {
-                    report.error = Some(format!("the peer ended before its results{}", log_lines(&self.shared.tail())));
+                    if running || report.sessions.is_empty() {
+                        let tail = log_lines(&self.shared.tail());
+                        report.error = Some(format!("the peer ended before its results{tail}"));
+                    }
                     break;
                 }
             }
+        }
+        report.outcome = report.sessions.iter().find_map(|s| s.result.as_ref().ok()).cloned();
+        if report.outcome.is_none() && report.error.is_none() {
+            report.error = report.sessions.iter().find_map(|s| s.result.as_ref().err()).cloned();
         }
         report.hello = lock(&self.shared.hello).clone();
         self.stop();
@@ -332,13 +360,16 @@ impl Drop for PeerProcess {
     }
 }
 
-/// The peer's stdout: events on, hellos answered here.
-fn read_events(stdout: std::process::ChildStdout, shared: &Shared, events: &mpsc::Sender<PeerEvent>) {
+/// The peer's stdout: events on with the moment they were read, hellos
+/// answered here first.
+fn read_events(stdout: std::process::ChildStdout, shared: &Shared, events: &mpsc::Sender<(Instant, PeerEvent)>) {
     for line in BufReader::new(stdout).lines().map_while(Result::ok) {
         match decode::<PeerEvent>(&line, "a peer event") {
-            Ok(PeerEvent::Hello(hello)) => shared.answer(hello),
             Ok(event) => {
-                if events.send(event).is_err() {
+                if let PeerEvent::Hello(hello) = &event {
+                    shared.answer(hello.clone());
+                }
+                if events.send((Instant::now(), event)).is_err() {
                     return;
                 }
             }

@@ -21,6 +21,7 @@ use mana_device_api::rss::SteeringSnapshot;
 use mana_device_api::toeplitz::{self, KEY_SIZE};
 use manarig_flows::proto::{FlowSpec, Plan, Side, PROTOCOL_VERSION};
 use serde::Serialize;
+use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 
 /// Ports flows use on either end: below the guest's ephemeral range
@@ -46,6 +47,14 @@ pub struct PlanRequest {
     pub to_host: u64,
     /// Milliseconds the flows may take.
     pub limit_ms: u64,
+    /// Mixed into the ports' random seed, so that each round of a soak
+    /// (`rig::soak`) gets other ports (0 for a plain run).
+    pub round: u32,
+    /// (guest port, host port) pairs not to use: earlier rounds' 4-tuples,
+    /// which the end that closed first may still hold in TIME_WAIT for a
+    /// minute (a `connect()` from the same 4-tuple then fails with
+    /// EADDRNOTAVAIL).
+    pub avoid: BTreeSet<(u16, u16)>,
 }
 
 /// Errors planning.
@@ -217,6 +226,7 @@ pub fn plan(steering: Option<&SteeringSnapshot>, req: &PlanRequest) -> Result<(P
         return Err(PlanError::TooMany(n));
     }
     let seed = model.key.iter().fold(0u64, |acc, &b| acc.rotate_left(8) ^ u64::from(b));
+    let seed = seed ^ u64::from(req.round).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     let mut random = Random(seed);
     let (mut guest_ports, mut host_ports) = (Vec::new(), Vec::new());
     let mut planned = Vec::new();
@@ -236,7 +246,7 @@ pub fn plan(steering: Option<&SteeringSnapshot>, req: &PlanRequest) -> Result<(P
                 Side::Host => (fixed, port, host_ports.contains(&port)),
                 Side::Guest => (port, fixed, guest_ports.contains(&port)),
             };
-            if taken {
+            if taken || req.avoid.contains(&(g, h)) {
                 continue;
             }
             let (hash, hash_type) = model.hash(req.host, h, req.guest, g);
@@ -298,6 +308,8 @@ mod tests {
             to_guest: 1000,
             to_host: 2000,
             limit_ms: 3000,
+            round: 0,
+            avoid: BTreeSet::new(),
         }
     }
 
@@ -354,5 +366,17 @@ mod tests {
         assert!(planned.iter().all(|p| p.rq == Some(1) && p.slot.is_none()), "{planned:?}");
         let bad = SteeringSnapshot { key: "zz".into(), ..snapshot(vec![Some(3)]) };
         assert!(matches!(super::plan(Some(&bad), &request(None)), Err(PlanError::BadKey(_))));
+    }
+
+    #[test]
+    fn a_later_round_avoids_the_earlier_rounds_4_tuples_and_still_reaches_every_rq() {
+        let table = || (0..64).map(|i| Some(10 + i % 8)).collect::<Vec<_>>();
+        let (first, _) = super::plan(Some(&snapshot(table())), &request(None)).expect("round 0");
+        let used: BTreeSet<(u16, u16)> = first.flows.iter().map(|f| (f.guest_port, f.host_port)).collect();
+        let next = PlanRequest { round: 1, avoid: used.clone(), ..request(None) };
+        let (second, planned) = super::plan(Some(&snapshot(table())), &next).expect("round 1");
+        assert!(second.flows.iter().all(|f| !used.contains(&(f.guest_port, f.host_port))), "{second:?}");
+        let targeted: Vec<Option<u32>> = planned.iter().filter(|p| p.targeted).map(|p| p.rq).collect();
+        assert_eq!(targeted, (10..18).map(Some).collect::<Vec<_>>());
     }
 }

@@ -76,7 +76,16 @@ impl Traffic {
             key: KEY.into(),
             table: (0..64).map(|i| Some(30 + i % 8)).collect(),
         };
-        let req = PlanRequest { host: HOST, guest: GUEST, flows: None, to_guest: 4096, to_host: 2048, limit_ms: 5000 };
+        let req = PlanRequest {
+            host: HOST,
+            guest: GUEST,
+            flows: None,
+            to_guest: 4096,
+            to_host: 2048,
+            limit_ms: 5000,
+            round: 0,
+            avoid: Default::default(),
+        };
         let (plan, planned) = plan(Some(&steering), &req).expect("plan");
         let records = planned
             .iter()
