@@ -98,6 +98,8 @@ ONLINE_AFTER=
 IRQBALANCE=
 SELFTESTS=
 SELFTEST_TIMEOUT=600
+SOAK=
+SOAK_CHANNELS=
 read -r CMDLINE < /proc/cmdline
 for arg in $CMDLINE; do
 	case "$arg" in
@@ -120,6 +122,8 @@ for arg in $CMDLINE; do
 	manarig.irqbalance=*) IRQBALANCE=${arg#manarig.irqbalance=} ;;
 	manarig.selftests=*) SELFTESTS=${arg#manarig.selftests=} ;;
 	manarig.selftest_timeout=*) SELFTEST_TIMEOUT=${arg#manarig.selftest_timeout=} ;;
+	manarig.soak=*) SOAK=${arg#manarig.soak=} ;;
+	manarig.soak_channels=*) SOAK_CHANNELS=${arg#manarig.soak_channels=} ;;
 	esac
 done
 
@@ -152,8 +156,11 @@ past_deadline() { up; [ "${UP%.*}" -ge "$DEADLINE_AT" ]; }
 if mkfifo /tmp/nap 2>/dev/null && exec 3<>/tmp/nap; then
 	# shellcheck disable=SC3045 # busybox ash's read has -t and -u
 	nap() { read -r -t "$POLL" -u 3 _; }
+	# shellcheck disable=SC3045
+	nap1() { read -r -t 1 -u 3 _; }
 else
 	nap() { sleep "$POLL"; }
+	nap1() { sleep 1; }
 fi
 
 # NICS: every device that matches NIC_ID, in PCI address order (a machine may
@@ -486,7 +493,9 @@ run_traffic() {
 	while read -r l; do
 		case "$l" in *"packets transmitted"*) PING="$PING $l" ;; esac
 	done < /tmp/ping.out
-	if [ -x /sbin/manarig-flows ]; then
+	if [ -x /sbin/manarig-flows ] && [ -n "$SOAK" ]; then
+		run_soak
+	elif [ -x /sbin/manarig-flows ]; then
 		manarig-flows guest --peer "$TRAFFIC" --guest "${ADDR%/*}" --deadline "$DEADLINE" > /tmp/flows.out 2>/tmp/traffic.err
 		TRAFFIC_RC=$?
 	else
@@ -495,6 +504,120 @@ run_traffic() {
 	fi
 	up; T_TRAFFIC_END=$UP
 	traffic_counts after > /tmp/traffic.after
+}
+
+# manarig.soak=M (with manarig.traffic; instead of one run of the flows): M
+# guest minutes of traffic rounds (`manarig-flows guest` again and again, in
+# the background: each round the flows the rig plans then) while, every
+# minute k, at these guest seconds from the soak's start:
+#   60k     `MANARIG-SOAK sample k` (the rig samples the device process)
+#   60k+5   ethtool -L <netdev> combined <entry k mod n of manarig.soak_channels>
+#   60k+20  `MANARIG-SOAK link-down k` (the rig has the device raise the link
+#           event), the carrier read 5 s later; 60k+25 the same for link-up
+#   60k+40  rmmod mana, mana loaded again (probe, link up, carrier, the
+#           vectors fired), ip addr add
+# then `MANARIG-SOAK sample M` at 60M, and the loop stops after its round.
+# Each step is a `soak <k> <step>:` line of the report, each round a
+# `soak-round <n>:` line; the tools' errors go to `stderr soak:` (the last 40).
+T_SOAK=- T_SOAK_END=- SOAK_T0=0
+soak_mark() {
+	block_open
+	echo "MANARIG-SOAK $1 $2" >&5
+	block_close
+}
+# soak_step MINUTE STEP STATUS [DETAIL]: the step's report line, stamped now.
+soak_step() {
+	up
+	echo "soak $1 $2: $3 $UP ${4:--}" >> /tmp/soak.steps
+}
+# Until guest second SOAK_T0 + $1 (at once when that is past).
+soak_until() {
+	while up; [ "${UP%.*}" -lt $((SOAK_T0 + $1)) ]; do nap1; done
+}
+# CARRIER_NOW: the netdev's carrier now (`-` when it cannot be read: no netdev, or down).
+carrier_now() {
+	CARRIER_NOW=-
+	c=
+	[ -n "$NETDEV" ] && read -r c < "/sys/class/net/$NETDEV/carrier" 2>/dev/null
+	[ -n "$c" ] && CARRIER_NOW=$c
+}
+# The traffic loop: rounds until /tmp/soak.stop exists, each bounded by the
+# agent's deadline (the rig's plan bounds its flows); a round that could not
+# run (status 2) waits a second before the next.
+soak_rounds() {
+	n=0
+	while [ ! -e /tmp/soak.stop ]; do
+		up
+		left=$((DEADLINE_AT - ${UP%.*}))
+		[ "$left" -ge 1 ] || break
+		n=$((n + 1))
+		manarig-flows guest --peer "$TRAFFIC" --guest "${ADDR%/*}" --deadline "$left" > /dev/null 2>/tmp/soak-round.err
+		rc=$?
+		up
+		echo "soak-round $n: $rc $UP" >> /tmp/soak.rounds
+		if [ "$rc" != 0 ]; then
+			while read -r l; do echo "round $n: $l"; done < /tmp/soak-round.err >> /tmp/soak.err
+		fi
+		[ "$rc" = 2 ] && sleep 1
+	done
+}
+run_soak() {
+	rm -f /tmp/soak.stop /tmp/soak.steps /tmp/soak.rounds /tmp/soak.err
+	soak_rounds &
+	loop=$!
+	up
+	SOAK_T0=${UP%.*} T_SOAK=$UP
+	old_ifs=$IFS
+	IFS=,
+	# shellcheck disable=SC2086 # split at the commas
+	set -- $SOAK_CHANNELS
+	IFS=$old_ifs
+	k=0
+	while [ "$k" -lt "$SOAK" ]; do
+		soak_until $((60 * k))
+		soak_mark sample "$k"
+		if [ $# -gt 0 ]; then
+			soak_until $((60 * k + 5))
+			eval "c=\${$((k % $# + 1))}"
+			ethtool -L "$NETDEV" combined "$c" 2>>/tmp/soak.err
+			rc=$?
+			now=0
+			for q in "/sys/class/net/$NETDEV/queues/tx-"*; do [ -e "$q" ] && now=$((now + 1)); done
+			soak_step "$k" channels "$rc" "$now"
+		fi
+		soak_until $((60 * k + 20))
+		soak_mark link-down "$k"
+		soak_until $((60 * k + 25))
+		carrier_now
+		soak_step "$k" link-down - "$CARRIER_NOW"
+		soak_mark link-up "$k"
+		soak_until $((60 * k + 30))
+		carrier_now
+		soak_step "$k" link-up - "$CARRIER_NOW"
+		soak_until $((60 * k + 40))
+		rmmod "${LAST_MOD%.ko}" 2>>/tmp/soak.err
+		soak_step "$k" rmmod $?
+		probe_and_settle
+		soak_step "$k" insmod "$INSMOD_RC" "$CARRIER"
+		ip addr add "$ADDR" dev "$NETDEV" 2>>/tmp/soak.err
+		soak_step "$k" addr $?
+		k=$((k + 1))
+	done
+	soak_until $((60 * SOAK))
+	soak_mark sample "$SOAK"
+	up
+	T_SOAK_END=$UP
+	: > /tmp/soak.stop
+	# The loop ends after its round (the plan's limit bounds it), at the
+	# latest at the agent's deadline.
+	while proc_state "$loop"; [ "$ST" != - ] && [ "$ST" != Z ] && ! past_deadline; do nap1; done
+	proc_state "$loop"
+	if [ "$ST" != - ] && [ "$ST" != Z ]; then
+		echo "the traffic loop was still running at the deadline: stopped" >> /tmp/soak.err
+		kill "$loop" 2>/dev/null
+	fi
+	wait "$loop" 2>/dev/null
+	if [ -s /tmp/soak.err ]; then tail -n 40 /tmp/soak.err > /tmp/soak.err.new && mv /tmp/soak.err.new /tmp/soak.err; fi
 }
 
 # manarig.selftests=FILE,…: the kernel's drivers/net selftests (copied by
@@ -688,6 +811,8 @@ report_body() {
 	echo "time irqbalance-end: $T_IRQB_END"
 	echo "irqbalance: $IRQB"
 	echo "time selftests: $T_SELFTESTS"
+	echo "time soak: $T_SOAK"
+	echo "time soak-end: $T_SOAK_END"
 	echo "time selftests-end: $T_SELFTESTS_END"
 	echo "selftest-setup: $ST_SETUP"
 	if [ -s /tmp/selftest.exits ]; then
@@ -699,10 +824,13 @@ report_body() {
 		done < /tmp/selftest.exits
 	fi
 	[ -s /tmp/irqbalance.samples ] && while read -r l; do echo "$l"; done < /tmp/irqbalance.samples
+	for t in steps rounds; do
+		[ -s "/tmp/soak.$t" ] && while read -r l; do echo "$l"; done < "/tmp/soak.$t"
+	done
 	for t in before after; do
 		[ -s "/tmp/traffic.$t" ] && while read -r l; do echo "$l"; done < "/tmp/traffic.$t"
 	done
-	for t in ethtool rmmod addr traffic unload hotplug irqbalance selftest-setup; do
+	for t in ethtool rmmod addr traffic soak unload hotplug irqbalance selftest-setup; do
 		[ -s "/tmp/$t.err" ] && while read -r l; do echo "stderr $t: $l"; done < "/tmp/$t.err"
 	done
 	echo "netdev: ${NETDEV:--}"

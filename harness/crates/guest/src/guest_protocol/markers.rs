@@ -1,6 +1,7 @@
 //! The lines that frame the agent's output, and the protocol version the report's
 //! first line carries (guest-images/README.md, "Markers" and "Versions").
 
+use super::soak::SoakMark;
 use super::ReportError;
 
 /// First line of the report, followed by a space and the [`Version`]
@@ -14,6 +15,9 @@ pub const REPORT_END: &str = "MANARIG-REPORT-END";
 pub const STAGE_BEGIN: &str = "MANARIG-STAGE-BEGIN";
 /// Last line of a stage.
 pub const STAGE_END: &str = "MANARIG-STAGE-END";
+/// A soak's moment (`MANARIG-SOAK link-down 3`, [`SoakMark`]): outside any
+/// block, on the report channel; the rig acts on it as soon as it arrives.
+pub const SOAK: &str = "MANARIG-SOAK";
 
 /// A report format version (the number after [`REPORT_BEGIN`]).
 ///
@@ -86,6 +90,8 @@ pub enum Marker {
     StageBegin(String),
     /// [`STAGE_END`].
     StageEnd,
+    /// [`SOAK`] with its step and minute.
+    Soak(SoakMark),
 }
 
 impl Marker {
@@ -101,7 +107,10 @@ impl Marker {
         match line {
             REPORT_END => Some(Marker::ReportEnd),
             STAGE_END => Some(Marker::StageEnd),
-            _ => word(REPORT_BEGIN).map(Marker::ReportBegin).or_else(|| word(STAGE_BEGIN).map(Marker::StageBegin)),
+            _ => word(REPORT_BEGIN)
+                .map(Marker::ReportBegin)
+                .or_else(|| word(STAGE_BEGIN).map(Marker::StageBegin))
+                .or_else(|| line.strip_prefix(SOAK)?.strip_prefix(' ').and_then(SoakMark::parse).map(Marker::Soak)),
         }
     }
 
@@ -109,6 +118,13 @@ impl Marker {
     /// matching end line (the moments the rig snapshots the device at).
     pub fn is_begin(&self) -> bool {
         matches!(self, Marker::ReportBegin(_) | Marker::StageBegin(_))
+    }
+
+    /// True for the lines the rig acts on as soon as they are read (the
+    /// launcher's marker hook): the begin lines (a device snapshot) and a
+    /// soak's marks.
+    pub fn is_live(&self) -> bool {
+        self.is_begin() || matches!(self, Marker::Soak(_))
     }
 }
 
@@ -129,6 +145,10 @@ mod tests {
         }
         assert!(Marker::parse("MANARIG-STAGE-BEGIN a").is_some_and(|m| m.is_begin()));
         assert!(!Marker::ReportEnd.is_begin());
+        let soak = Marker::parse("MANARIG-SOAK sample 4\r").expect("a soak mark");
+        assert_eq!(soak, Marker::Soak(SoakMark { step: super::super::soak::SoakStep::Sample, minute: 4 }));
+        assert!(soak.is_live() && !soak.is_begin() && !Marker::StageEnd.is_live());
+        assert_eq!(Marker::parse("MANARIG-SOAK sample"), None);
     }
 
     #[test]

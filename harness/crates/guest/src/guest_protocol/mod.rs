@@ -5,8 +5,8 @@
 //!
 //! - [`options`]: [`AgentOptions`], the only writer of the `manarig.*` kernel
 //!   command-line items;
-//! - [`markers`]: the begin/end lines of the report and of the stages, and the
-//!   report's [`Version`];
+//! - [`markers`]: the begin/end lines of the report and of the stages, a
+//!   soak's marks ([`soak`]), and the report's [`Version`];
 //! - [`parse()`] (`parse.rs`): the agent's output → [`Transcript`] (stages, then the
 //!   report), once, with [`report`]'s types and the line [`Key`]s;
 //! - `assemble`, `interrupts`: sysfs/procfs paths and `/proc/interrupts` lines
@@ -20,6 +20,7 @@ pub mod options;
 mod parse;
 pub mod report;
 pub mod selftests;
+pub mod soak;
 #[cfg(test)]
 mod spec_tests;
 #[cfg(test)]
@@ -34,6 +35,7 @@ pub use report::{
     TrafficCounts, Transcript, Unload,
 };
 pub use selftests::{GuestSelftestRun, GuestSelftests, SelftestExit};
+pub use soak::{GuestSoak, SoakMark, SoakRound, SoakStep, SoakStepResult};
 
 /// Errors reading the agent's output. Line numbers are 1-based, in the text
 /// given to [`parse()`] (the console, or the report channel).

@@ -12,7 +12,7 @@ pub const PREFIX: &str = "manarig.";
 
 /// The name of every item [`AgentOptions`] renders (after [`PREFIX`]), in the
 /// order it renders them.
-pub const NAMES: [&str; 19] = [
+pub const NAMES: [&str; 21] = [
     "load",
     "deadline",
     "poll",
@@ -32,6 +32,8 @@ pub const NAMES: [&str; 19] = [
     "irqbalance",
     "selftests",
     "selftest_timeout",
+    "soak",
+    "soak_channels",
 ];
 
 /// The value of `manarig.load`: what `/init` loads (`/lib/modules/manarig/order`,
@@ -178,6 +180,15 @@ pub struct AgentOptions {
     /// `manarig.selftest_timeout=S`: guest seconds one selftest may take
     /// (agent default 600); past it the test is stopped (`timeout`).
     pub selftest_timeout: Option<u32>,
+    /// `manarig.soak=M` (with `manarig.traffic`): instead of one run of the
+    /// flows, M guest minutes of traffic rounds (`manarig-flows guest` again
+    /// and again) while each minute the agent prints `MANARIG-SOAK sample`,
+    /// changes the channels, has the rig raise link-down and link-up, and
+    /// unloads and loads mana again (guest-images/README.md).
+    pub soak: Option<u32>,
+    /// `manarig.soak_channels=A,B,…`: the combined channels each soak minute's
+    /// `ethtool -L` sets, in turn (minute k: entry k mod n).
+    pub soak_channels: Option<Vec<u32>>,
 }
 
 impl Default for AgentOptions {
@@ -202,6 +213,8 @@ impl Default for AgentOptions {
             irqbalance: None,
             selftests: None,
             selftest_timeout: None,
+            soak: None,
+            soak_channels: None,
         }
     }
 }
@@ -210,7 +223,7 @@ impl AgentOptions {
     /// The `manarig.*` items, in the order of [`NAMES`]: `manarig.deadline` always,
     /// the others only when they differ from the agent's defaults.
     pub fn cmdline_items(&self) -> Vec<String> {
-        let values: [(&str, Option<String>); 19] = [
+        let values: [(&str, Option<String>); 21] = [
             ("load", self.load_mana.then(|| LOAD_MANA.to_string())),
             ("deadline", Some(self.deadline_s.to_string())),
             ("poll", self.poll.map(|d| format!("{:.3}", d.as_secs_f64()))),
@@ -230,6 +243,11 @@ impl AgentOptions {
             ("irqbalance", self.irqbalance.map(|s| s.to_string())),
             ("selftests", self.selftests.as_ref().map(|t| t.join(","))),
             ("selftest_timeout", self.selftest_timeout.map(|s| s.to_string())),
+            ("soak", self.soak.map(|m| m.to_string())),
+            (
+                "soak_channels",
+                self.soak_channels.as_ref().map(|c| c.iter().map(u32::to_string).collect::<Vec<_>>().join(",")),
+            ),
         ];
         debug_assert!(values.iter().map(|(n, _)| *n).eq(NAMES));
         values.into_iter().filter_map(|(name, v)| Some(format!("{PREFIX}{name}={}", v?))).collect()
@@ -272,13 +290,16 @@ mod tests {
             irqbalance: Some(6),
             selftests: Some(vec!["queues.py".into(), "hw/csum.py".into()]),
             selftest_timeout: Some(300),
+            soak: Some(10),
+            soak_channels: Some(vec![4, 2]),
         };
         assert_eq!(
             all.cmdline(),
             "manarig.load=mana manarig.deadline=90 manarig.poll=0.050 manarig.nic=0x1b36:0x0010 manarig.ifup=0 \
              manarig.channels=4 manarig.pin=0-1,4 manarig.reprobe=1 manarig.report=ttyS1 manarig.addr=192.0.2.2/24 \
              manarig.traffic=192.0.2.1:7000 manarig.debug=1 manarig.unload=1 manarig.offline=3 manarig.offline_after=2,4 manarig.online_after=2-4 \
-             manarig.irqbalance=6 manarig.selftests=queues.py,hw/csum.py manarig.selftest_timeout=300"
+             manarig.irqbalance=6 manarig.selftests=queues.py,hw/csum.py manarig.selftest_timeout=300 \
+             manarig.soak=10 manarig.soak_channels=4,2"
         );
         let names: Vec<String> = all
             .cmdline_items()

@@ -7,6 +7,7 @@ use super::interrupts::{parse_cpu_counts, parse_irq_counts};
 use super::irqbalance::{IrqbalanceSample, IrqbalanceState};
 use super::markers::{Marker, Version, REPORT_END, STAGE_END};
 use super::report::{GuestReport, Stage, Transcript, Unload};
+use super::soak::{SoakRound, SoakStepResult};
 use super::ReportError;
 
 /// The key of a report line: the word before `: ` (`kernel: …`), before the
@@ -95,11 +96,15 @@ pub enum Key {
     Selftest,
     /// With `manarig.selftests`: `selftest-exit <file>: <status>|timeout <guest seconds>`.
     SelftestExit,
+    /// With `manarig.soak`: `soak <minute> <step>: <status|-> <uptime> <detail|->`.
+    Soak,
+    /// With `manarig.soak`: `soak-round <n>: <status> <uptime>`.
+    SoakRound,
 }
 
 impl Key {
     /// Every key, in the order guest-images/README.md lists them.
-    pub const ALL: [Key; 39] = [
+    pub const ALL: [Key; 41] = [
         Key::Kernel,
         Key::Cmdline,
         Key::InitEnv,
@@ -139,6 +144,8 @@ impl Key {
         Key::SelftestSetup,
         Key::Selftest,
         Key::SelftestExit,
+        Key::Soak,
+        Key::SoakRound,
     ];
 
     /// The key as the line spells it.
@@ -183,6 +190,8 @@ impl Key {
             Key::SelftestSetup => "selftest-setup",
             Key::Selftest => "selftest",
             Key::SelftestExit => "selftest-exit",
+            Key::Soak => "soak",
+            Key::SoakRound => "soak-round",
         }
     }
 
@@ -361,6 +370,14 @@ fn parse_block(lines: &[&str], begin: usize, end: usize, version: Version) -> Re
             Key::SelftestSetup => r.selftests.setup = status(value),
             Key::Selftest => r.selftests.run_mut(id).output.push(value.to_string()),
             Key::SelftestExit => r.selftests.exit_line(id, value).map_err(|what| bad(idx + 1, what, line))?,
+            Key::Soak => {
+                let step = SoakStepResult::parse(id, value).map_err(|what| bad(idx + 1, what, line))?;
+                r.soak.steps.push(step);
+            }
+            Key::SoakRound => {
+                let round = SoakRound::parse(id, value).map_err(|what| bad(idx + 1, what, line))?;
+                r.soak.rounds.push(round);
+            }
         }
     }
     if r.kernel.is_empty() {

@@ -180,6 +180,8 @@ pub struct GuestReport {
     pub irqbalance: super::irqbalance::GuestIrqbalance,
     /// What `manarig.selftests` did (empty without it).
     pub selftests: super::selftests::GuestSelftests,
+    /// What `manarig.soak` did (empty without it).
+    pub soak: super::soak::GuestSoak,
 }
 
 /// How the final `rmmod mana` (`manarig.unload=1`) ended.

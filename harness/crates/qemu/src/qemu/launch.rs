@@ -71,7 +71,8 @@ pub struct BootRequest<'a> {
     /// Called with the marker line when the console shows the start of a
     /// stage or of the report (`MANARIG-STAGE-BEGIN …`, `MANARIG-REPORT-BEGIN …`):
     /// the guest is quiet from there to the end marker, so the caller can take
-    /// the device's state that goes with it.
+    /// the device's state that goes with it; and with a soak's marks
+    /// (`MANARIG-SOAK <step> <minute>`), which the caller acts on.
     pub on_marker: Option<MarkerHook>,
     /// Boot speed-ups (default: all; see [`super::speed`]).
     pub speedups: Speedups,

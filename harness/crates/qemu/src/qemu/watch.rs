@@ -129,8 +129,9 @@ impl Watch {
 
 /// Read `stream` line by line into `tx` as `source` until it ends (or until a line
 /// ends with `stop`: what came before it on that line is the last), calling `hook`
-/// with every begin marker as soon as it is read (so that the caller's snapshot
-/// is as close to the guest's moment as the stream allows); [`Msg::Eof`] at the
+/// with every begin marker and soak mark ([`Marker::is_live`]) as soon as it is
+/// read (so that the caller's snapshot is as close to the guest's moment as the
+/// stream allows, and a soak's link event comes when the guest asks); [`Msg::Eof`] at the
 /// end. Once `tx`'s receiver is gone the stream is still read to its end, so that
 /// its writer never waits on it.
 pub fn forward_lines(
@@ -154,7 +155,7 @@ pub fn forward_lines(
             }
         }
         if let Some(hook) = hook {
-            if Marker::parse(&line).is_some_and(|m| m.is_begin()) {
+            if Marker::parse(&line).is_some_and(|m| m.is_live()) {
                 (hook.0)(line.trim_end());
             }
         }
