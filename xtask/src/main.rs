@@ -20,7 +20,7 @@
 //! and runs the libFuzzer targets of fuzz/ on stable Rust ([`fuzz`]); `test`
 //! ends with the smoke run.
 //!
-//! The commands that boot a guest (`run`, `compare`, `boot`, `matrix`, `bench`, `test`)
+//! The commands that boot a guest (`run`, `compare`, `boot`, `matrix`, `soak`, `bench`, `test`)
 //! first build the emulated NIC's binary, `mana-device`, in this program's
 //! profile ([`build_device`]): the rig runs it from beside this executable
 //! (harness/crates/rig/src/rig/device.rs), and `cargo run -p xtask` builds only xtask.
@@ -38,7 +38,7 @@ mod test_kernels;
 mod workflow_check;
 
 /// The subcommands that boot a guest with the emulated NIC (or may: `bench`, `test`).
-const BOOTING: [&str; 6] = ["run", "compare", "boot", "bench", "test", "matrix"];
+const BOOTING: [&str; 7] = ["run", "compare", "boot", "bench", "test", "matrix", "soak"];
 
 fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();

@@ -14,6 +14,7 @@ pub mod matrix_progress;
 pub mod pictures;
 pub mod run;
 pub mod setup;
+pub mod soak;
 
 pub use exit::Exit;
 
@@ -62,6 +63,11 @@ enum Command {
     Matrix(Box<matrix::MatrixArgs>),
     /// Merge the JSON documents of a matrix's shards into one and write every format.
     MatrixMerge(matrix::MergeArgs),
+    /// Soak the emulated NIC: minutes of TCP flows while every minute the
+    /// guest changes the channels, the link goes down and up and mana is
+    /// reloaded; judged by the device process staying flat (memory,
+    /// descriptors) and every byte verified (exit 0 pass, 1 a check failed, 2 a rig error).
+    Soak(Box<soak::SoakArgs>),
 }
 
 /// Warnings (the emulated device's "bad guest input", a PVH fallback, …) go to
@@ -115,5 +121,6 @@ where
         Command::Kernel(args) => kernel::run(&args),
         Command::Matrix(args) => matrix::run(&args),
         Command::MatrixMerge(args) => matrix::merge_cmd(&args),
+        Command::Soak(args) => soak::run(&args),
     }
 }

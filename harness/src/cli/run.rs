@@ -72,7 +72,7 @@ pub fn rig_cmdline_item(s: &str) -> Result<String, String> {
 impl RigOptions {
     /// The request for a resolved kernel choice: a custom kernel is judged by
     /// its resolved generation; a pinned one by `model` if given.
-    fn request_for(
+    pub(super) fn request_for(
         &self,
         topology: &std::path::Path,
         k: &ResolvedKernel,
@@ -328,7 +328,7 @@ pub struct CompareArgs {
     pub rig: RigOptions,
 }
 
-fn run_name(topology: &std::path::Path, kernel_label: &str) -> String {
+pub(super) fn run_name(topology: &std::path::Path, kernel_label: &str) -> String {
     let stem =
         topology.file_stem().map_or_else(|| topology.display().to_string(), |s| s.to_string_lossy().into_owned());
     format!("{stem}@{kernel_label}")
@@ -336,7 +336,7 @@ fn run_name(topology: &std::path::Path, kernel_label: &str) -> String {
 
 /// Resolve a kernel choice, printing which model judges it; on failure a rig
 /// error in `format` (named `<topology>@<kernel>`), and the error's text (for a picture).
-fn resolve_or_report(
+pub(super) fn resolve_or_report(
     choice: &KernelChoice,
     model: Option<crate::model::KernelGen>,
     rig: &RigOptions,
@@ -359,19 +359,19 @@ fn resolve_or_report(
 }
 
 /// A rig error: the format's error document on stdout (human: one line on stderr).
-fn report_rig_error(err: &anyhow::Error, name: &str, format: Format) {
+pub(super) fn report_rig_error(err: &anyhow::Error, name: &str, format: Format) {
     match render_rig_error(err, name, format) {
         Ok(text) if format != Format::Human => print(&text),
         _ => eprintln!("manarig: {name}: rig error: {}", error_text(err)),
     }
 }
 
-fn print(text: &str) {
+pub(super) fn print(text: &str) {
     // A closed pipe (`| head`) is not worth a panic.
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
 
-fn timings_line(outcome: &RunOutcome) -> String {
+pub(super) fn timings_line(outcome: &RunOutcome) -> String {
     let t = &outcome.timings;
     format!(
         "manarig: {} on {}: boot to report {:.1} s, whole run {:.1} s",

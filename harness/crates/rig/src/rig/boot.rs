@@ -7,8 +7,10 @@ use super::boot_request::GuestSetup;
 use super::outcome::TrafficBoot;
 use super::planner::{planner, PlanSlot};
 use super::request::RunRequest;
+use super::soak::{SoakLog, SoakWatch};
 use super::{device, machine};
 use crate::accel::AccelChoice;
+use crate::guest_protocol::Marker;
 use crate::provision::{self, Provisioned};
 use crate::qemu::{self, BootRequest};
 use crate::topology::Topology;
@@ -49,6 +51,8 @@ pub(super) struct NicBootOutcome {
     pub(super) marks: Marks,
     /// What the traffic peer saw, and the plan's predictions (with `--traffic`).
     pub(super) traffic: Option<TrafficBoot>,
+    /// What the rig gathered at a soak's marks.
+    pub(super) soak: Option<SoakLog>,
 }
 
 impl NicBoot<'_> {
@@ -80,7 +84,7 @@ impl NicBoot<'_> {
                 remote_tap: self.selftests.map(|_| crate::selftests::REMOTE_TAP.to_owned()),
                 host: (traffic::HOST, traffic::PREFIX),
                 port: traffic::CONTROL_PORT,
-                deadline: req.deadline + Duration::from_secs(60),
+                deadline: req.host_deadline() + Duration::from_secs(60),
             };
             let (peer, taps) = PeerProcess::start(&bin, &opts)?;
             let flows_bin = req.traffic.is_some().then_some(bin);
@@ -91,7 +95,9 @@ impl NicBoot<'_> {
         let options = device::DeviceOptions {
             abort: Some(abort.clone()),
             fault: req.device_fault,
-            record_flows: if tap.is_some() { traffic::RECORD_FLOWS } else { 0 },
+            // A soak's thousands of flows would fill the records (and grow
+            // the process it samples); it judges no steering.
+            record_flows: if tap.is_some() && req.soak.is_none() { traffic::RECORD_FLOWS } else { 0 },
             tap,
             inject: self.inject.to_vec(),
         };
@@ -132,10 +138,19 @@ impl NicBoot<'_> {
         // The device's state as each stage and the report begin (the guest changes
         // nothing until the end marker; after the report it shuts the driver down).
         let marks: Marks = Default::default();
+        // A soak's marks: the rig samples the device and raises its link events.
+        let soak = req.soak.as_ref().map(|_| SoakWatch::new(nic.status_handle()));
         {
             let marks = std::sync::Arc::clone(&marks);
             let status = nic.status_handle();
+            let soak = soak.clone();
             boot.on_marker = Some(qemu::MarkerHook(std::sync::Arc::new(move |line: &str| {
+                if let Some(Marker::Soak(mark)) = Marker::parse(line) {
+                    if let Some(soak) = &soak {
+                        soak.on_mark(mark);
+                    }
+                    return;
+                }
                 let asked = Instant::now();
                 let snapshot = status.snapshot().map_err(|e| tracing::warn!("device status at {line:?}: {e}")).ok();
                 tracing::debug!("device status at {line:?} in {:?}", asked.elapsed());
@@ -154,6 +169,7 @@ impl NicBoot<'_> {
             let (planned, plan_error) = plan_slot.lock().unwrap_or_else(|e| e.into_inner()).clone();
             TrafficBoot { peer: peer.finish(PEER_RESULTS_WAIT), planned, plan_error }
         });
-        Ok((spec, NicBootOutcome { result, marks, traffic }))
+        let soak = soak.map(SoakWatch::finish);
+        Ok((spec, NicBootOutcome { result, marks, traffic, soak }))
     }
 }

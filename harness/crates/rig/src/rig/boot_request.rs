@@ -76,6 +76,11 @@ impl GuestSetup<'_> {
             if let Some(t) = &req.traffic {
                 let needed = u32::try_from(t.limit.as_secs()).unwrap_or(u32::MAX).saturating_add(60);
                 boot.agent.deadline_s = boot.agent.deadline_s.max(needed);
+                if let Some(soak) = &req.soak {
+                    boot.agent.soak = Some(soak.minutes);
+                    boot.agent.soak_channels = (!soak.channels.is_empty()).then(|| soak.channels.clone());
+                    boot.agent.deadline_s = boot.agent.deadline_s.max(soak.agent_deadline_s(t.limit));
+                }
             }
         }
         if scenario.irqbalance {
@@ -93,7 +98,7 @@ impl GuestSetup<'_> {
             boot.agent.deadline_s = boot.agent.deadline_s.max(INJECT_AGENT_DEADLINE_S);
         }
         boot.extra_cmdline.extend(req.extra_cmdline.iter().cloned());
-        boot.deadline = if req.debug { debug_kernel::host_deadline(req.deadline) } else { req.deadline };
+        boot.deadline = if req.debug { debug_kernel::host_deadline(req.deadline) } else { req.host_deadline() };
         if scenario.irqbalance {
             // The sampling, irqbalance's stop (at most 5 s) and TCG's slower guest seconds.
             boot.deadline += Duration::from_secs(u64::from(IRQBALANCE_SAMPLE_S) * 3 + 15);

@@ -57,7 +57,8 @@ pub(super) struct Judging<'a> {
 
 impl Judging<'_> {
     /// The run's outcome from the boot's result, the device's status at the
-    /// report's markers (`marks`) and the traffic side.
+    /// report's markers (`marks`), the traffic side and what the rig gathered
+    /// at a soak's marks.
     ///
     /// # Errors
     /// A rig error in the report ([`Judging::rig_errors`]), an `affinity_hint`
@@ -67,6 +68,7 @@ impl Judging<'_> {
         booted: qemu::BootOutcome,
         marks: Marks,
         traffic: Option<TrafficBoot>,
+        soak: Option<super::soak::SoakLog>,
     ) -> Result<RunOutcome> {
         let (req, topo, spec, inject, specs) = (self.req, self.topo, self.spec, self.inject, self.specs);
         let (channels, start, provision_time) = (self.channels, self.start, self.provision_time);
@@ -163,7 +165,13 @@ impl Judging<'_> {
                 verdict.add_check(crate::verdict::driver_unloaded(r));
             }
         }
-        if let Some(t) = &traffic {
+        if let Some(options) = &req.soak {
+            // A soak's rounds are judged as a whole; the one-run traffic
+            // checks (one plan, one RSS state) do not apply.
+            let (report, checks) =
+                super::soak::judge(options, &soak.unwrap_or_default(), traffic.as_ref(), &booted.report);
+            verdict.add_soak(report, checks);
+        } else if let Some(t) = &traffic {
             let input = TrafficInput {
                 planned: t.planned.as_deref().unwrap_or_default(),
                 plan_error: t.plan_error.as_deref(),

@@ -27,6 +27,8 @@
 //!   the verdicts of NIC 1, 2, … of a `[[nic]]` machine; `selftests`: a
 //!   selftest run's guest side ([`SelftestsRequest`]: the kernel's drivers/net
 //!   tests, their tools and the remote NIC's driver);
+//! - [`soak`]: a soak's host side (its options, the device process sampled
+//!   and the link events raised at the guest's marks, its verdict's input);
 //! - `outcome`: what a run gives back ([`RunOutcome`], [`StageOutcome`],
 //!   [`TrafficBoot`], [`RunTimings`]).
 
@@ -50,6 +52,7 @@ pub mod report_to_verdict;
 mod request;
 mod run;
 pub mod selftests;
+pub mod soak;
 pub mod timed_injections;
 
 pub use boot_request::INJECT_AGENT_DEADLINE_S;

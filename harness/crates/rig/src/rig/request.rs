@@ -72,6 +72,11 @@ pub struct RunRequest {
     /// ([`super::selftests`]): every case a check, judged against the
     /// series' baseline.
     pub selftests: Option<super::selftests::SelftestsRequest>,
+    /// Instead of one run of the flows, a soak ([`super::soak`]): rounds of
+    /// [`RunRequest::traffic`]'s flows for minutes while the guest changes the
+    /// channels, the device's link goes down and up and mana is reloaded,
+    /// every minute; the device process sampled once a minute.
+    pub soak: Option<super::soak::SoakOptions>,
 }
 
 impl RunRequest {
@@ -99,6 +104,16 @@ impl RunRequest {
             inject: Vec::new(),
             scenario: crate::topology::ScenarioFile::default(),
             selftests: None,
+            soak: None,
+        }
+    }
+
+    /// The host's deadline for the boot: [`RunRequest::deadline`], or a
+    /// soak's when longer ([`super::soak::SoakOptions::host_deadline`]).
+    pub fn host_deadline(&self) -> Duration {
+        match (&self.soak, &self.traffic) {
+            (Some(soak), Some(t)) => soak.host_deadline(self.deadline, t.limit),
+            _ => self.deadline,
         }
     }
 }

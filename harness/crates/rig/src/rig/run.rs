@@ -86,7 +86,7 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
             (spec, booted) = attempt.boot(AccelChoice::Tcg, "nic-tcg.sock")?;
         }
     }
-    let NicBootOutcome { result, marks, traffic } = booted;
+    let NicBootOutcome { result, marks, traffic, soak } = booted;
     let specs: Vec<String> = inject.iter().map(ToString::to_string).collect();
     let result = match result {
         // With injections, a guest that panicked or never finished its report
@@ -124,7 +124,7 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     if let Some(f) = cpus_not_brought_up(&spec, &guest, &booted.report, &booted.report.kernel) {
         return judging.kernel_finding_outcome(booted, &f);
     }
-    let mut outcome = judging.outcome(booted, marks, traffic)?;
+    let mut outcome = judging.outcome(booted, marks, traffic, soak)?;
     if let ImageFit::Unmodelled(why) = &fit {
         outcome.verdict = judge_without_model(&outcome.verdict, &topo.to_qemu_numbering(), &outcome.observed, why);
     }

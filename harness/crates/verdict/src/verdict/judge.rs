@@ -164,6 +164,7 @@ pub fn judge(topo: &Topology, observed: &Observed, expected: &ExpectedTable) -> 
         nics: None,
         irqbalance: None,
         selftests: None,
+        soak: None,
     }
 }
 

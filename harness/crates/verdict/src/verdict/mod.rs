@@ -18,6 +18,9 @@
 //! - [`judge_irqbalance`] and [`Verdict::add_irqbalance`]: a run with `--irqbalance`, how
 //!   irqbalance moved each NIC IRQ after the driver placed it ([`IrqbalanceReport`]),
 //!   reported, with the `irqbalance_ran` check;
+//! - [`judge_soak`] and [`Verdict::add_soak`]: a soak (`cargo xtask soak`), its device
+//!   process's samples judged by the [`flatness`] rule, its rounds' bytes, its
+//!   disruptions and the kernel log ([`SoakReport`]);
 //! - [`driver_survived`] and [`Verdict::judge_by_survival`]: a run with fault injection
 //!   (`--inject`) is judged by whether the driver survived (no oops, no hang, it unloads);
 //! - [`render`]`(&Verdict, Format)`: the human table, KTAP, JUnit XML or JSON
@@ -40,6 +43,7 @@ mod check;
 mod cpu_state;
 pub mod debug_against;
 pub mod debug_reports;
+pub mod flatness;
 pub mod format;
 mod geometry;
 mod guest_irqs;
@@ -51,6 +55,7 @@ mod outcome;
 pub mod properties;
 mod row;
 pub mod selftests;
+pub mod soak;
 mod stage_checks;
 mod stages;
 mod summary;
@@ -73,6 +78,7 @@ pub use nics::{combined_load, judge_staged, table_at};
 pub use outcome::{CpuLoad, NicVerdict, NicsReport, RunInfo, Verdict, SCHEMA_VERSION};
 pub use row::{ExpectedSide, ObservedSide, RowOutcome, VectorRow};
 pub use selftests::{judge_selftests, SelftestsInput, SelftestsReport};
+pub use soak::{judge_soak, RaisedEvent, RoundEnd, SoakInput, SoakReport};
 pub use stage_checks::{same_irq_table_check, same_queue_table_check, stage_irq_table_check};
 pub use stages::{
     QueueRow, QueueStage, QueueTable, StageFacts, StageLink, HOTPLUG_STAGES, QUEUE_IRQS_CHECK, REPORT_STAGE,

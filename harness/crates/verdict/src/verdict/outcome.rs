@@ -121,6 +121,10 @@ pub struct Verdict {
     /// absent from the JSON otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selftests: Option<super::selftests::SelftestsReport>,
+    /// A soak's figures (`cargo xtask soak`, [`Verdict::add_soak`]); absent
+    /// from the JSON otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soak: Option<super::soak::SoakReport>,
 }
 
 impl Verdict {
@@ -157,6 +161,16 @@ impl Verdict {
         }
         self.checks.extend(checks);
         self.selftests = Some(report);
+    }
+
+    /// Attaches [`super::soak::judge_soak`]'s report and checks; the status
+    /// becomes Fail when one of them fails.
+    pub fn add_soak(&mut self, report: super::soak::SoakReport, checks: Vec<Check>) {
+        if checks.iter().any(|c| c.status == CheckStatus::Fail) {
+            self.status = Status::Fail;
+        }
+        self.checks.extend(checks);
+        self.soak = Some(report);
     }
 
     /// Whether this outcome is what the topology file's `[expect] verdict` says

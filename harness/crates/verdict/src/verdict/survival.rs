@@ -31,7 +31,7 @@ pub const DRIVER_UNLOADED: &str = "driver_unloaded";
 pub const DRIVER_SURVIVED: &str = "driver_survived";
 
 /// Kernel log patterns that mean the kernel or the driver broke.
-const FATAL: [&str; 7] = [
+pub(super) const FATAL: [&str; 7] = [
     "BUG:",
     "Oops",
     "general protection",
@@ -110,7 +110,7 @@ pub fn driver_unloaded(report: &GuestReport) -> Check {
 /// 6.12.117) drops GDMA_EQE_HWC_SOC_RECONFIG_DATA and knows no
 /// GDMA_EQE_HWC_RESET_REQUEST; 7.3.4 handles both (hw_channel.c
 /// `mana_hwc_init_event_handler()`, gdma_main.c `mana_serv_reset()`).
-fn unhandled_events(kernel: &str, specs: &[String]) -> Vec<String> {
+pub(super) fn unhandled_events(kernel: &str, specs: &[String]) -> Vec<String> {
     let major: Option<u32> = kernel.split('.').next().and_then(|m| m.parse().ok());
     if major.is_none_or(|m| m >= 7) {
         return Vec::new();

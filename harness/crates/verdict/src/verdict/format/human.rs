@@ -1,6 +1,7 @@
 //! `--format human`: the seeds' table, the differences, the summary block, a rig run's
 //! stages (link and queue table of each), a traffic run's flows, per-CPU table and
-//! summary, a `--irqbalance` run's samples per IRQ, and a last line `verdict: PASS|FAIL (…)`.
+//! summary, a `--irqbalance` run's samples per IRQ, a soak's samples and counts, and a last
+//! line `verdict: PASS|FAIL (…)`.
 
 use super::super::check::Status;
 use super::super::outcome::Verdict;
@@ -55,6 +56,11 @@ pub(super) fn render(v: &Verdict) -> String {
     if !selftests.is_empty() {
         lines.push(String::new());
         lines.extend(selftests);
+    }
+    let soak = super::soak_text::soak(v);
+    if !soak.is_empty() {
+        lines.push(String::new());
+        lines.extend(soak);
     }
     // The evidence behind a passing survival or debug-report check (a failed one is
     // among the differences above, with its evidence).

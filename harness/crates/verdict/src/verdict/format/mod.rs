@@ -9,6 +9,7 @@ mod junit;
 mod ktap;
 mod nics_text;
 mod selftests_text;
+mod soak_text;
 mod text;
 mod traffic_text;
 
