@@ -537,34 +537,34 @@ soak_until() {
 # CARRIER_NOW: the netdev's carrier now (`-` when it cannot be read: no netdev, or down).
 carrier_now() {
 	CARRIER_NOW=-
-	c=
-	[ -n "$NETDEV" ] && read -r c < "/sys/class/net/$NETDEV/carrier" 2>/dev/null
-	[ -n "$c" ] && CARRIER_NOW=$c
+	soak_c=
+	[ -n "$NETDEV" ] && read -r soak_c < "/sys/class/net/$NETDEV/carrier" 2>/dev/null
+	[ -n "$soak_c" ] && CARRIER_NOW=$soak_c
 }
 # The traffic loop: rounds until /tmp/soak.stop exists, each bounded by the
 # agent's deadline (the rig's plan bounds its flows); a round that could not
 # run (status 2) waits a second before the next.
 soak_rounds() {
-	n=0
+	soak_n=0
 	while [ ! -e /tmp/soak.stop ]; do
 		up
-		left=$((DEADLINE_AT - ${UP%.*}))
-		[ "$left" -ge 1 ] || break
-		n=$((n + 1))
-		manarig-flows guest --peer "$TRAFFIC" --guest "${ADDR%/*}" --deadline "$left" > /dev/null 2>/tmp/soak-round.err
-		rc=$?
+		soak_left=$((DEADLINE_AT - ${UP%.*}))
+		[ "$soak_left" -ge 1 ] || break
+		soak_n=$((soak_n + 1))
+		manarig-flows guest --peer "$TRAFFIC" --guest "${ADDR%/*}" --deadline "$soak_left" > /dev/null 2>/tmp/soak-round.err
+		soak_rc=$?
 		up
-		echo "soak-round $n: $rc $UP" >> /tmp/soak.rounds
-		if [ "$rc" != 0 ]; then
-			while read -r l; do echo "round $n: $l"; done < /tmp/soak-round.err >> /tmp/soak.err
+		echo "soak-round $soak_n: $soak_rc $UP" >> /tmp/soak.rounds
+		if [ "$soak_rc" != 0 ]; then
+			while read -r l; do echo "round $soak_n: $l"; done < /tmp/soak-round.err >> /tmp/soak.err
 		fi
-		[ "$rc" = 2 ] && sleep 1
+		[ "$soak_rc" = 2 ] && sleep 1
 	done
 }
 run_soak() {
 	rm -f /tmp/soak.stop /tmp/soak.steps /tmp/soak.rounds /tmp/soak.err
 	soak_rounds &
-	loop=$!
+	SOAK_LOOP=$!
 	up
 	SOAK_T0=${UP%.*} T_SOAK=$UP
 	old_ifs=$IFS
@@ -572,36 +572,36 @@ run_soak() {
 	# shellcheck disable=SC2086 # split at the commas
 	set -- $SOAK_CHANNELS
 	IFS=$old_ifs
-	k=0
-	while [ "$k" -lt "$SOAK" ]; do
-		soak_until $((60 * k))
-		soak_mark sample "$k"
+	SOAK_K=0
+	while [ "$SOAK_K" -lt "$SOAK" ]; do
+		soak_until $((60 * SOAK_K))
+		soak_mark sample "$SOAK_K"
 		if [ $# -gt 0 ]; then
-			soak_until $((60 * k + 5))
-			eval "c=\${$((k % $# + 1))}"
-			ethtool -L "$NETDEV" combined "$c" 2>>/tmp/soak.err
-			rc=$?
-			now=0
-			for q in "/sys/class/net/$NETDEV/queues/tx-"*; do [ -e "$q" ] && now=$((now + 1)); done
-			soak_step "$k" channels "$rc" "$now"
+			soak_until $((60 * SOAK_K + 5))
+			eval "soak_c=\${$((SOAK_K % $# + 1))}"
+			ethtool -L "$NETDEV" combined "$soak_c" 2>>/tmp/soak.err
+			soak_rc=$?
+			soak_now=0
+			for q in "/sys/class/net/$NETDEV/queues/tx-"*; do [ -e "$q" ] && soak_now=$((soak_now + 1)); done
+			soak_step "$SOAK_K" channels "$soak_rc" "$soak_now"
 		fi
-		soak_until $((60 * k + 20))
-		soak_mark link-down "$k"
-		soak_until $((60 * k + 25))
+		soak_until $((60 * SOAK_K + 20))
+		soak_mark link-down "$SOAK_K"
+		soak_until $((60 * SOAK_K + 25))
 		carrier_now
-		soak_step "$k" link-down - "$CARRIER_NOW"
-		soak_mark link-up "$k"
-		soak_until $((60 * k + 30))
+		soak_step "$SOAK_K" link-down - "$CARRIER_NOW"
+		soak_mark link-up "$SOAK_K"
+		soak_until $((60 * SOAK_K + 30))
 		carrier_now
-		soak_step "$k" link-up - "$CARRIER_NOW"
-		soak_until $((60 * k + 40))
+		soak_step "$SOAK_K" link-up - "$CARRIER_NOW"
+		soak_until $((60 * SOAK_K + 40))
 		rmmod "${LAST_MOD%.ko}" 2>>/tmp/soak.err
-		soak_step "$k" rmmod $?
+		soak_step "$SOAK_K" rmmod $?
 		probe_and_settle
-		soak_step "$k" insmod "$INSMOD_RC" "$CARRIER"
+		soak_step "$SOAK_K" insmod "$INSMOD_RC" "$CARRIER"
 		ip addr add "$ADDR" dev "$NETDEV" 2>>/tmp/soak.err
-		soak_step "$k" addr $?
-		k=$((k + 1))
+		soak_step "$SOAK_K" addr $?
+		SOAK_K=$((SOAK_K + 1))
 	done
 	soak_until $((60 * SOAK))
 	soak_mark sample "$SOAK"
@@ -610,13 +610,13 @@ run_soak() {
 	: > /tmp/soak.stop
 	# The loop ends after its round (the plan's limit bounds it), at the
 	# latest at the agent's deadline.
-	while proc_state "$loop"; [ "$ST" != - ] && [ "$ST" != Z ] && ! past_deadline; do nap1; done
-	proc_state "$loop"
+	while proc_state "$SOAK_LOOP"; [ "$ST" != - ] && [ "$ST" != Z ] && ! past_deadline; do nap1; done
+	proc_state "$SOAK_LOOP"
 	if [ "$ST" != - ] && [ "$ST" != Z ]; then
 		echo "the traffic loop was still running at the deadline: stopped" >> /tmp/soak.err
-		kill "$loop" 2>/dev/null
+		kill "$SOAK_LOOP" 2>/dev/null
 	fi
-	wait "$loop" 2>/dev/null
+	wait "$SOAK_LOOP" 2>/dev/null
 	if [ -s /tmp/soak.err ]; then tail -n 40 /tmp/soak.err > /tmp/soak.err.new && mv /tmp/soak.err.new /tmp/soak.err; fi
 }
 
