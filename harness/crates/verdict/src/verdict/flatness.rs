@@ -32,7 +32,11 @@ pub fn warmup_minutes(minutes: u32) -> u32 {
 }
 
 /// How much `RssAnon` may grow between the first and the last judged
-/// sample, KiB. TODO-SOAK: the measured figures.
+/// sample, KiB. Measured: +12 KiB (1052 to 1064) from minute 2 to 10 of
+/// seed 002's 16-flow soak on Debian 6.12 (the recorded samples in the
+/// tests); over 8 judged minutes the limit is crossed by a leak of 64 KiB
+/// per disruption cycle or of about 3 KiB per traffic round (about 22 a
+/// minute there).
 pub const RSS_GROWTH_LIMIT_KIB: u64 = 512;
 
 /// Fewest judged samples for the trend rule (three rises in a row).
@@ -149,34 +153,33 @@ mod tests {
             .collect()
     }
 
-    /// TODO-SOAK: replace with a real run's samples.
-    /// A 10-minute soak of seed 002 with 16 flows on Debian 6.12 (the
-    /// device's /proc/<pid>/status and fd count at each `MANARIG-SOAK
-    /// sample`): RssAnon settles after the first minutes while RssShmem (the
-    /// guest RAM the device touched) keeps growing; the descriptors are the
-    /// same at every sample.
+    /// A 10-minute soak of seed 002 with 16 flows a round on Debian 6.12.117
+    /// under TCG (`cargo xtask soak --format json`, the `soak.samples`): the
+    /// device's `RssAnon` settles after the first minute (1052 to 1064 KiB
+    /// from minute 2) while `RssShmem`, the guest RAM the device touched,
+    /// keeps growing; the descriptors are 33 at every sample.
     const RECORDED: [(u32, u64, u64, u64, u32); 11] = [
-        (0, 14_632, 3_112, 6_168, 32),
-        (1, 17_420, 3_844, 8_224, 32),
-        (2, 18_088, 3_900, 8_836, 32),
-        (3, 18_532, 3_900, 9_280, 32),
-        (4, 18_904, 3_936, 9_616, 32),
-        (5, 19_172, 3_904, 9_916, 32),
-        (6, 19_500, 3_920, 10_228, 32),
-        (7, 19_804, 3_936, 10_516, 32),
-        (8, 20_052, 3_908, 10_792, 32),
-        (9, 20_312, 3_928, 11_032, 32),
-        (10, 20_560, 3_936, 11_272, 32),
+        (0, 8_776, 980, 612, 33),
+        (1, 41_996, 1_052, 33_760, 33),
+        (2, 43_936, 1_052, 35_700, 33),
+        (3, 46_572, 1_052, 38_336, 33),
+        (4, 46_584, 1_056, 38_344, 33),
+        (5, 47_748, 1_056, 39_508, 33),
+        (6, 47_820, 1_060, 39_576, 33),
+        (7, 47_828, 1_064, 39_580, 33),
+        (8, 48_016, 1_064, 39_768, 33),
+        (9, 48_120, 1_064, 39_872, 33),
+        (10, 48_264, 1_064, 40_016, 33),
     ];
 
     #[test]
     fn a_recorded_soak_is_flat_although_its_vm_rss_grows_with_the_guest_ram_it_touched() {
         let f = flatness(&samples(&RECORDED), 10).expect("judged");
         assert_eq!((f.judged_from_minute, f.judged), (2, 9));
-        assert_eq!((f.rss_first_kib, f.rss_last_kib, f.rss_max_kib, f.rss_growth_kib), (3_900, 3_936, 3_936, 36));
+        assert_eq!((f.rss_first_kib, f.rss_last_kib, f.rss_max_kib, f.rss_growth_kib), (1_052, 1_064, 1_064, 12));
         assert!(!f.rss_monotone_rise && f.memory_flat(), "{f:?}");
-        assert!(f.vm_rss_last_kib > f.vm_rss_first_kib + 2_000, "VmRSS grew, not judged");
-        assert!(f.fds_flat() && f.fds_first == 32);
+        assert!(f.vm_rss_last_kib > f.vm_rss_first_kib + 4_000, "VmRSS grew, not judged");
+        assert!(f.fds_flat() && f.fds_first == 33);
     }
 
     #[test]
@@ -192,7 +195,7 @@ mod tests {
         let mut fd = RECORDED;
         fd[7].4 += 1;
         let f = flatness(&samples(&fd), 10).expect("judged");
-        assert!(f.memory_flat() && !f.fds_flat() && (f.fds_min, f.fds_max) == (32, 33), "{f:?}");
+        assert!(f.memory_flat() && !f.fds_flat() && (f.fds_min, f.fds_max) == (33, 34), "{f:?}");
     }
 
     #[test]
@@ -206,7 +209,7 @@ mod tests {
         // Two minutes: samples 1 and 2 judged, the trend rule needs more.
         let short = samples(&RECORDED[..3]);
         let f = flatness(&short, 2).expect("judged");
-        assert_eq!((f.judged_from_minute, f.judged, f.rss_growth_kib), (1, 2, 56));
+        assert_eq!((f.judged_from_minute, f.judged, f.rss_growth_kib), (1, 2, 0));
         assert!(!f.rss_monotone_rise && f.memory_flat());
         assert_eq!(flatness(&short[..1], 2), None, "one sample after the warm-up: nothing to judge");
         assert_eq!(flatness(&[], 10), None);
