@@ -50,6 +50,7 @@ mod guest_irqs;
 pub mod irqbalance;
 mod judge;
 mod kernel_finding;
+mod kernel_log;
 pub mod nics;
 mod outcome;
 pub mod properties;

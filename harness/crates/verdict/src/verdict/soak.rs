@@ -149,7 +149,7 @@ pub fn judge_soak(input: &SoakInput<'_>) -> (SoakReport, Vec<Check>) {
     let flat = flatness(input.samples, input.minutes);
     let traffic = traffic(input);
     let disruptions = disruptions(input);
-    let notes = super::survival::unhandled_events(&input.report.kernel, &["link-down@0".to_owned()]);
+    let notes = super::kernel_log::unhandled_events(&input.report.kernel, &["link-down@0".to_owned()]);
     let times = &input.report.times;
     let report = SoakReport {
         minutes: input.minutes,
@@ -386,7 +386,7 @@ fn disruptions(input: &SoakInput<'_>) -> (Vec<DisruptionCount>, Check) {
     if let Some(errors) = input.report.stderr.get("soak").filter(|_| !ok) {
         check.detail.extend(errors.iter().map(|l| format!("stderr: {l}")));
     }
-    check.detail.extend(super::survival::unhandled_events(&input.report.kernel, &["link-down@0".to_owned()]));
+    check.detail.extend(super::kernel_log::unhandled_events(&input.report.kernel, &["link-down@0".to_owned()]));
     (counts, check)
 }
 
@@ -394,7 +394,7 @@ fn kernel_log_check(report: &GuestReport) -> Check {
     let bad: Vec<&String> = report
         .warnings
         .iter()
-        .filter(|w| w.contains("WARNING:") || super::survival::FATAL.iter().any(|f| w.contains(f)))
+        .filter(|w| w.contains("WARNING:") || super::kernel_log::FATAL.iter().any(|f| w.contains(f)))
         .collect();
     let message = match bad.first() {
         None => "no kernel warning, oops, lockdep or hung-task report".to_string(),
