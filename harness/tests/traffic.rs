@@ -241,19 +241,12 @@ fn a_ctrl_c_in_the_middle_of_the_traffic_stops_the_run_and_leaves_no_process_nam
 #[test]
 fn slow_a_two_minute_soak_keeps_the_device_flat_and_verifies_every_byte_across_its_disruptions() {
     use harness::rig::soak::{SoakOptions, DEFAULT_ROUND_BYTES, ROUND_LIMIT};
-    use harness::verdict::soak::*;
+    use harness::verdict::soak::SOAK_CHECKS;
     let mut req = request("seed-002", "6.12");
     req.traffic = Some(TrafficOptions { flows: Some(16), bytes: DEFAULT_ROUND_BYTES, limit: ROUND_LIMIT });
     req.soak = Some(SoakOptions { minutes: 2, channels: vec![4, 2] });
     let o = run_printed(&req, "a two-minute soak of seed-002 on 6.12");
-    for name in [
-        SOAK_DEVICE_MEMORY,
-        SOAK_DEVICE_FDS,
-        SOAK_BYTES_VERIFIED,
-        SOAK_TRAFFIC_FLOWED,
-        SOAK_DISRUPTIONS,
-        SOAK_KERNEL_LOG,
-    ] {
+    for name in SOAK_CHECKS {
         assert_eq!(check_status(&o, name), CheckStatus::Pass, "{name}");
     }
     assert_eq!(o.verdict.status, Status::Pass, "{:#?}", o.verdict.failures().collect::<Vec<_>>());

@@ -33,6 +33,9 @@ pub const SOAK_TRAFFIC_FLOWED: &str = "soak_traffic_flowed";
 pub const SOAK_DISRUPTIONS: &str = "soak_disruptions";
 /// The kernel logged no warning or crash.
 pub const SOAK_KERNEL_LOG: &str = "soak_kernel_log";
+/// Every check of a soak, in report order.
+pub const SOAK_CHECKS: [&str; 6] =
+    [SOAK_DEVICE_MEMORY, SOAK_DEVICE_FDS, SOAK_BYTES_VERIFIED, SOAK_TRAFFIC_FLOWED, SOAK_DISRUPTIONS, SOAK_KERNEL_LOG];
 
 /// Failures a check lists in its detail, at most.
 const DETAIL_LINES: usize = 20;
@@ -495,6 +498,16 @@ mod tests {
             .collect()
     }
 
+    /// A 2-minute soak's input, channels 4 then 2.
+    fn input<'a>(
+        samples: &'a [DeviceSample],
+        raised: &'a [RaisedEvent],
+        rounds: &'a [RoundEnd<'a>],
+        report: &'a GuestReport,
+    ) -> SoakInput<'a> {
+        SoakInput { minutes: 2, channels: &[4, 2], samples, sample_errors: &[], raised, rounds, report }
+    }
+
     fn status(checks: &[Check], name: &str) -> CheckStatus {
         checks.iter().find(|c| c.name == name).unwrap_or_else(|| panic!("no {name}")).status
     }
@@ -510,16 +523,8 @@ mod tests {
             RoundEnd { at_s: 100.0, result: Ok(&o2) },
         ];
         let (report, raised) = (report(), raised());
-        let input = SoakInput {
-            minutes: 2,
-            channels: &[4, 2],
-            samples: &samples,
-            sample_errors: &[],
-            raised: &raised,
-            rounds: &rounds,
-            report: &report,
-        };
-        let (soak, checks) = judge_soak(&input);
+        let (soak, checks) = judge_soak(&input(&samples, &raised, &rounds, &report));
+        assert_eq!(checks.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), SOAK_CHECKS);
         for c in &checks {
             assert_eq!(c.status, CheckStatus::Pass, "{c:?}");
         }
@@ -543,24 +548,9 @@ mod tests {
         report.warnings.push("WARNING: CPU: 1 PID: 80 at drivers/net/ethernet/microsoft/mana/mana_en.c:1".into());
         let mut raised = raised();
         raised[3].reached = Some(false);
-        let input = SoakInput {
-            minutes: 2,
-            channels: &[4, 2],
-            samples: &samples,
-            sample_errors: &[],
-            raised: &raised,
-            rounds: &rounds,
-            report: &report,
-        };
+        let input = input(&samples, &raised, &rounds, &report);
         let (soak, checks) = judge_soak(&input);
-        for name in [
-            SOAK_DEVICE_MEMORY,
-            SOAK_DEVICE_FDS,
-            SOAK_BYTES_VERIFIED,
-            SOAK_TRAFFIC_FLOWED,
-            SOAK_DISRUPTIONS,
-            SOAK_KERNEL_LOG,
-        ] {
+        for name in SOAK_CHECKS {
             assert_eq!(status(&checks, name), CheckStatus::Fail, "{name}: {checks:#?}");
         }
         let bytes = checks.iter().find(|c| c.name == SOAK_BYTES_VERIFIED).expect("check");
