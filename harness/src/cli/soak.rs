@@ -14,6 +14,10 @@ use crate::verdict::{render, Format};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// The most flows a round takes (each round's 4-tuples are new: thousands
+/// of rounds must still find ports).
+const MAX_FLOWS: u32 = 256;
+
 /// Arguments of `soak`.
 #[derive(Debug, clap::Args)]
 pub struct SoakArgs {
@@ -26,7 +30,7 @@ pub struct SoakArgs {
     /// Guest minutes of the soak (at least 2: a minute of warm-up and one judged).
     #[arg(long, default_value_t = DEFAULT_MINUTES)]
     pub minutes: u32,
-    /// TCP flows per traffic round.
+    /// TCP flows per traffic round (1 to 256).
     #[arg(long, default_value_t = DEFAULT_FLOWS)]
     pub flows: u32,
     /// Bytes each flow of a round carries each way.
@@ -76,8 +80,11 @@ pub fn run(args: &SoakArgs) -> ExitCode {
         if !(MIN_MINUTES..=MAX_MINUTES).contains(&args.minutes) {
             anyhow::bail!("--minutes {}: a soak runs {MIN_MINUTES} to {MAX_MINUTES} minutes", args.minutes);
         }
-        if args.flows == 0 || args.round_bytes == 0 || args.round_seconds == 0 {
-            anyhow::bail!("--flows, --round-bytes and --round-seconds must be above 0");
+        if !(1..=MAX_FLOWS).contains(&args.flows) {
+            anyhow::bail!("--flows {}: a soak's rounds take 1 to {MAX_FLOWS} flows", args.flows);
+        }
+        if args.round_bytes == 0 || args.round_seconds == 0 {
+            anyhow::bail!("--round-bytes and --round-seconds must be above 0");
         }
         channels(args.channels.as_deref(), topo.max_channels()).map_err(anyhow::Error::msg)
     });
