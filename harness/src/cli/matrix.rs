@@ -275,8 +275,9 @@ fn make_oracle(
                 crate::matrix::kernels::prepare(k0, readiness, args.rig.cache_dir.as_deref(), &mut |l| {
                     eprintln!("matrix: baseline kernel {label}: {l}")
                 });
-            let kernel = resolved
-                .map_err(|e| anyhow::anyhow!("baseline kernel {label}: {}", crate::verdict::format::error_text(&e)))?;
+            let kernel = resolved.map_err(|e| {
+                anyhow::anyhow!("baseline kernel {label}: {}", crate::verdict::format::error_text(e.as_ref()))
+            })?;
             Ok(Box::new(BaselineOracle::new(kernel, spec, make_runner())))
         }
         (other, Some(_)) => anyhow::bail!("--baseline is for --oracle baseline, not --oracle {other}"),
@@ -300,7 +301,7 @@ fn prepare_only(kernels: &[KernelRequest], cache_dir: Option<&Path>) -> Exit {
                 facts.prepare_s.unwrap_or_default()
             ),
             Err(e) => {
-                eprintln!("matrix: {}", crate::verdict::format::error_text(&e));
+                eprintln!("matrix: {}", crate::verdict::format::error_text(e.as_ref()));
                 exit = Exit::RigError;
             }
         }

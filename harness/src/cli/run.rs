@@ -353,16 +353,16 @@ fn resolve_or_report(
         Err(e) => {
             let err = anyhow::Error::new(e).context(format!("kernel {choice}"));
             report_rig_error(&err, &run_name(topology, &choice.to_string()), format);
-            Err(error_text(&err))
+            Err(error_text(err.as_ref()))
         }
     }
 }
 
 /// A rig error: the format's error document on stdout (human: one line on stderr).
 fn report_rig_error(err: &anyhow::Error, name: &str, format: Format) {
-    match render_rig_error(err, name, format) {
+    match render_rig_error(err.as_ref(), name, format) {
         Ok(text) if format != Format::Human => print(&text),
-        _ => eprintln!("manarig: {name}: rig error: {}", error_text(err)),
+        _ => eprintln!("manarig: {name}: rig error: {}", error_text(err.as_ref())),
     }
 }
 
@@ -508,7 +508,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
         Err(err) => {
             let name = run_name(topology, &args.kernel_choice().to_string());
             report_rig_error(&err, &name, args.format);
-            return rig_error(&name, &error_text(&err));
+            return rig_error(&name, &error_text(err.as_ref()));
         }
     };
     let kernel = match resolve_or_report(&args.kernel_choice(), model, &args.rig, topology, args.format) {
@@ -552,7 +552,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
         },
         Err(err) => {
             report_rig_error(&err, &name, args.format);
-            rig_error(&name, &error_text(&err))
+            rig_error(&name, &error_text(err.as_ref()))
         }
     }
 }
@@ -586,7 +586,7 @@ pub fn compare(args: &CompareArgs) -> ExitCode {
     let imported = match imported_topology(&args.from) {
         Ok(i) => i,
         Err(err) => {
-            eprintln!("manarig: {}", error_text(&err));
+            eprintln!("manarig: {}", error_text(err.as_ref()));
             return Exit::RigError.into();
         }
     };
@@ -652,8 +652,8 @@ pub fn compare(args: &CompareArgs) -> ExitCode {
                 sides.push(Side::Judged(Box::new(outcome.verdict)));
             }
             Err(err) => {
-                eprintln!("manarig: {name}: rig error: {}", error_text(&err));
-                sides.push(Side::NoData { name, reason: error_text(&err) });
+                eprintln!("manarig: {name}: rig error: {}", error_text(err.as_ref()));
+                sides.push(Side::NoData { name, reason: error_text(err.as_ref()) });
                 if sides.len() == 1 {
                     sides.push(not_run(&after, "not run: the before run failed"));
                 }

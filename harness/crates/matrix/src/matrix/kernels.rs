@@ -110,15 +110,14 @@ pub struct KernelSpec {
 pub enum PlanKernelError {
     /// `--source` is not a tree or a pinned Debian source.
     #[error("--source {0}")]
-    Source(#[source] KbuildError),
+    Source(KbuildError),
     /// `--patches` cannot be read.
-    #[error("--patches {path}: {source}")]
+    #[error("--patches {path}: {error}")]
     Patches {
         /// The path.
         path: String,
         /// Why.
-        #[source]
-        source: patches::PatchError,
+        error: patches::PatchError,
     },
 }
 
@@ -169,7 +168,7 @@ impl KernelRequest {
                 let patchset = match patches {
                     Some(p) => Some(
                         Patchset::read(p)
-                            .map_err(|e| PlanKernelError::Patches { path: p.display().to_string(), source: e })?,
+                            .map_err(|e| PlanKernelError::Patches { path: p.display().to_string(), error: e })?,
                     ),
                     None => None,
                 };
@@ -292,7 +291,7 @@ pub fn prepare(
                 facts.release = k.custom.as_ref().map(|c| c.release.clone());
             }
         }
-        Err(e) => facts.error = Some(crate::verdict::format::error_text(e).replace(['\n', '\r'], " ")),
+        Err(e) => facts.error = Some(crate::verdict::format::error_text(e.as_ref()).replace(['\n', '\r'], " ")),
     }
     (facts, result)
 }

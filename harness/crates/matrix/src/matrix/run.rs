@@ -193,7 +193,7 @@ fn run_pair(x: &Executor<'_>, pair: &PlannedPair, topo: &Topology, kernel: &Reso
         Ok(Err(e)) if (x.stop)() => {
             let mut r = PairRecord::not_run(
                 pair.clone(),
-                &format!("stopped while it ran: {}", crate::verdict::format::error_text(&e)),
+                &format!("stopped while it ran: {}", crate::verdict::format::error_text(e.as_ref())),
             );
             r.started = Some(started);
             r.duration_s = Some(secs);

@@ -43,18 +43,17 @@ pub enum SearchError {
         message: String,
     },
     /// A file or folder cannot be written.
-    #[error("{path}: cannot write: {source}")]
+    #[error("{path}: cannot write: {error}")]
     Write {
         /// The path.
         path: String,
         /// The OS error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
 fn write(path: &Path, text: &str) -> Result<(), SearchError> {
-    let fail = |source| SearchError::Write { path: path.display().to_string(), source };
+    let fail = |source| SearchError::Write { path: path.display().to_string(), error: source };
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(fail)?;
     }

@@ -49,13 +49,12 @@ impl Detected {
 #[derive(Debug, thiserror::Error)]
 pub enum DetectError {
     /// The tree has no MANA driver (not a kernel tree, or older than 5.13).
-    #[error("{path}: cannot read the MANA driver ({source}); is this a Linux source tree with MANA (5.13 or later)?")]
+    #[error("{path}: cannot read the MANA driver ({error}); is this a Linux source tree with MANA (5.13 or later)?")]
     NoDriver {
         /// The file looked for.
         path: String,
         /// The OS error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The driver spreads IRQs in a way none of the models recognise.
     #[error(
@@ -304,7 +303,7 @@ pub fn detect_module(
 pub fn detect_tree(tree: &Path) -> Result<Detected, DetectError> {
     let p = tree.join(GDMA_MAIN);
     let gdma_main = std::fs::read_to_string(&p)
-        .map_err(|source| DetectError::NoDriver { path: p.display().to_string(), source })?;
+        .map_err(|source| DetectError::NoDriver { path: p.display().to_string(), error: source })?;
     let cpumask_c = std::fs::read_to_string(tree.join(CPUMASK_C)).ok();
     let makefile = std::fs::read_to_string(tree.join("Makefile")).ok();
     let path = tree.display().to_string();

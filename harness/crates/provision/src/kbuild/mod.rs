@@ -61,22 +61,20 @@ pub enum KbuildError {
     #[error("{0}")]
     Refused(String),
     /// A filesystem operation failed.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The path.
         path: PathBuf,
         /// The OS error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// A tool could not be started.
-    #[error("cannot run {tool}: {source}")]
+    #[error("cannot run {tool}: {error}")]
     Tool {
         /// The tool.
         tool: String,
         /// The OS error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The source is unknown or unusable.
     #[error("source: {0}")]
@@ -99,6 +97,28 @@ pub enum KbuildError {
     /// The host lacks build tools.
     #[error("host: {0}")]
     Host(String),
+    /// The missing build tools could not be installed.
+    #[error("host: {0}")]
+    HostPackages(crate::provision::host_packages::HostPackageError),
+    /// The embedded guest-images/kernel-sources.lock does not parse (a build bug).
+    #[error("guest-images/kernel-sources.lock: {0}")]
+    SourcesLock(toml::de::Error),
+    /// A build's stamp names a generation the model does not know.
+    #[error("{}: {error}", dir.display())]
+    StampModel {
+        /// The build's folder.
+        dir: PathBuf,
+        /// The generation's error.
+        error: crate::model::UnknownKernel,
+    },
+    /// A build's record (its stamp, its applied series) cannot be written as JSON.
+    #[error("{what}: {error}")]
+    Record {
+        /// Which record.
+        what: &'static str,
+        /// serde_json's error.
+        error: serde_json::Error,
+    },
     /// A make step failed.
     #[error("{what} failed (full log: {}):\n{tail}", log.display())]
     Make {
@@ -144,7 +164,7 @@ impl From<patches::PatchError> for KbuildError {
 
 impl KbuildError {
     pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
-        KbuildError::Io { path: path.to_path_buf(), source }
+        KbuildError::Io { path: path.to_path_buf(), error: source }
     }
 }
 
@@ -240,9 +260,9 @@ impl Built {
     /// The model generation the build's source runs.
     ///
     /// # Errors
-    /// [`KbuildError::Image`] for a stamp naming an unknown generation.
+    /// [`KbuildError::StampModel`] for a stamp naming an unknown generation.
     pub fn model(&self) -> Result<crate::model::KernelGen, KbuildError> {
-        self.stamp.detected.generation().map_err(|e| KbuildError::Image(format!("{}: {e}", self.dir.display())))
+        self.stamp.detected.generation().map_err(|error| KbuildError::StampModel { dir: self.dir.clone(), error })
     }
 
     /// True when the build has the debug fragment ([`BuildRequest::debug`]).
@@ -297,7 +317,7 @@ pub fn ensure_build_deps(install: bool, progress: &mut dyn FnMut(&str)) -> Resul
         pkgs.push("ccache");
     }
     crate::provision::host_packages::apt_install(&pkgs, "a kernel build", install, progress)
-        .map_err(|e| KbuildError::Host(e.to_string()))?;
+        .map_err(KbuildError::HostPackages)?;
     let still = missing_build_deps();
     if !still.is_empty() {
         return Err(KbuildError::Host(format!("still missing after apt-get: {}", still.join(" "))));
@@ -309,7 +329,7 @@ fn toolchain() -> Result<String, KbuildError> {
     let out = Command::new("gcc")
         .arg("--version")
         .output()
-        .map_err(|e| KbuildError::Tool { tool: "gcc".into(), source: e })?;
+        .map_err(|e| KbuildError::Tool { tool: "gcc".into(), error: e })?;
     Ok(String::from_utf8_lossy(&out.stdout).lines().next().unwrap_or("gcc").to_string())
 }
 
@@ -555,7 +575,8 @@ fn switch_series(
         }
     };
     let record = |series: &[patches::Patch]| -> Result<(), KbuildError> {
-        let text = serde_json::to_vec(series).map_err(|e| KbuildError::Image(e.to_string()))?;
+        let text =
+            serde_json::to_vec(series).map_err(|error| KbuildError::Record { what: "the applied series", error })?;
         std::fs::write(state, text).map_err(|e| KbuildError::io(state, e))
     };
     if &current != series {
@@ -668,7 +689,8 @@ fn collect(
         ccache,
         timings,
     };
-    let text = serde_json::to_string_pretty(&stamp).map_err(|e| KbuildError::Image(e.to_string()))?;
+    let text =
+        serde_json::to_string_pretty(&stamp).map_err(|error| KbuildError::Record { what: "build.json", error })?;
     std::fs::write(dir.join("build.json"), text).map_err(|e| KbuildError::io(&dir, e))?;
     Ok(Built { dir, stamp, cached: false })
 }
@@ -732,7 +754,7 @@ pub fn copy_tree(src: &Path, dst: &Path) -> Result<(), KbuildError> {
         .arg(src)
         .arg(dst)
         .output()
-        .map_err(|e| KbuildError::Tool { tool: "cp".into(), source: e })?;
+        .map_err(|e| KbuildError::Tool { tool: "cp".into(), error: e })?;
     if !out.status.success() {
         return Err(KbuildError::Source(format!(
             "cp -al {} {}: {}",

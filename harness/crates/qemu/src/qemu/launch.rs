@@ -141,13 +141,12 @@ pub enum LaunchError {
     #[error(transparent)]
     Initramfs(#[from] InitramfsError),
     /// Filesystem or process error on the host.
-    #[error("{what}: {source}")]
+    #[error("{what}: {error}")]
     Io {
         /// What was being done.
         what: String,
         /// The OS error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The guest kernel panicked.
     #[error("guest kernel panicked; last console lines:\n{tail}")]
@@ -186,11 +185,10 @@ pub enum LaunchError {
         tail: String,
     },
     /// The report was there but does not parse.
-    #[error("guest report: {source}; last console lines:\n{tail}")]
+    #[error("guest report: {error}; last console lines:\n{tail}")]
     Report {
         /// Parse error.
-        #[source]
-        source: ReportError,
+        error: ReportError,
         /// Last console lines.
         tail: String,
     },
@@ -215,7 +213,7 @@ pub enum LaunchError {
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> LaunchError {
     let what = what.into();
-    move |source| LaunchError::Io { what, source }
+    move |source| LaunchError::Io { what, error: source }
 }
 
 /// Owns the QEMU child: a thread waits for its exit (the event), and
@@ -408,7 +406,7 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
         );
     }
     let transcript =
-        guest_protocol::parse(text).map_err(|source| LaunchError::Report { source, tail: watch.tail() })?;
+        guest_protocol::parse(text).map_err(|source| LaunchError::Report { error: source, tail: watch.tail() })?;
     Ok(BootOutcome {
         report: transcript.report,
         stages: transcript.stages,

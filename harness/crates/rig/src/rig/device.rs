@@ -88,13 +88,12 @@ pub enum DeviceError {
         path: PathBuf,
     },
     /// Host I/O: the device's configuration file, spawning it.
-    #[error("{what}: {source}")]
+    #[error("{what}: {error}")]
     Io {
         /// What was being done.
         what: String,
         /// The OS error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The device did not get ready.
     #[error("the emulated NIC ({bin}) {what} before it was ready{}", log_lines(tail))]
@@ -152,7 +151,7 @@ pub fn device_binary() -> Result<PathBuf, DeviceError> {
         return if path.is_file() { Ok(path) } else { Err(DeviceError::BadOverride { path }) };
     }
     let exe = std::env::current_exe()
-        .map_err(|source| DeviceError::Io { what: "the running executable's path".into(), source })?;
+        .map_err(|source| DeviceError::Io { what: "the running executable's path".into(), error: source })?;
     find_beside(&exe)
 }
 
@@ -317,9 +316,9 @@ impl DeviceProcess {
     ) -> Result<Self, DeviceError> {
         let config_file = socket.with_extension("json");
         let json = serde_json::to_vec(config)
-            .map_err(|e| DeviceError::Io { what: "device configuration".into(), source: e.into() })?;
+            .map_err(|e| DeviceError::Io { what: "device configuration".into(), error: e.into() })?;
         std::fs::write(&config_file, json)
-            .map_err(|source| DeviceError::Io { what: format!("writing {}", config_file.display()), source })?;
+            .map_err(|source| DeviceError::Io { what: format!("writing {}", config_file.display()), error: source })?;
         let mut cmd = Command::new(bin);
         cmd.arg("--socket")
             .arg(socket)
@@ -363,7 +362,7 @@ impl DeviceProcess {
         let spawned = Instant::now();
         let mut child = cmd.spawn().map_err(|source| {
             let _ = std::fs::remove_file(&config_file);
-            DeviceError::Io { what: format!("starting {}", bin.display()), source }
+            DeviceError::Io { what: format!("starting {}", bin.display()), error: source }
         })?;
         let pid = child.id();
         crate::children::track(pid as i32);

@@ -141,7 +141,7 @@ pub(crate) fn kvm_failure(e: &qemu::LaunchError) -> Option<String> {
     match e {
         L::KvmSilent { secs } => Some(format!("KVM passed the vCPU probe but the guest printed nothing in {secs} s")),
         L::Exited { status, stderr, .. } => Some(format!("QEMU died under KVM ({status}: {})", first(stderr))),
-        L::Io { what, source } => Some(format!("QEMU could not run under KVM ({what}: {source})")),
+        L::Io { what, error: source } => Some(format!("QEMU could not run under KVM ({what}: {source})")),
         L::Deadline { secs, .. } => Some(format!("the KVM guest sent no report within {secs} s")),
         L::GuestPanic { tail } => {
             Some(format!("the KVM guest panicked ({})", first(&tail.lines().rev().collect::<Vec<_>>().join("\n"))))
