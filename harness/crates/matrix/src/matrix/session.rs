@@ -74,9 +74,9 @@ pub fn run_shard(
     let mut facts = Vec::new();
     // QEMU, busybox and the pinned kernels once, before guests start side by side.
     let unprovisioned = match req.readiness {
-        Readiness::Boot if !pairs.is_empty() => crate::rig::provisioned(req.cache_dir.as_deref()).err().map(|e| {
-            format!("provisioning: {}", crate::verdict::format::error_text(e.as_ref()).replace(['\n', '\r'], " "))
-        }),
+        Readiness::Boot if !pairs.is_empty() => crate::rig::provisioned(req.cache_dir.as_deref())
+            .err()
+            .map(|e| format!("provisioning: {}", crate::verdict::format::error_text(&e).replace(['\n', '\r'], " "))),
         _ => None,
     };
     if let Some(e) = &unprovisioned {

@@ -374,7 +374,7 @@ mod tests {
         assert_eq!(d.model, "6.3");
         assert!(d.evidence.contains("Linux 6.5"), "{}", d.evidence);
         let e = detect(PER_VECTOR, None, None).expect_err("nothing tells");
-        assert!(e.to_string().contains("--model 6.1 or --model 6.3"), "{e}");
+        assert!(matches!(e, DetectError::NoSpread { .. }), "{e}");
     }
 
     #[test]
@@ -393,7 +393,7 @@ mod tests {
     #[test]
     fn unknown_code_says_to_pass_model() {
         let e = detect("int main(void) { return 0; }\n", None, None).expect_err("unknown");
-        assert!(e.to_string().contains("--model"), "{e}");
+        assert!(matches!(e, DetectError::Unknown { .. }), "{e}");
     }
 
     #[test]
@@ -419,7 +419,7 @@ mod tests {
     fn a_tree_without_the_driver_is_a_clear_error() {
         let d = tempfile::tempdir().expect("tmp");
         let e = detect_tree(d.path()).expect_err("no driver");
-        assert!(e.to_string().contains("Linux source tree"), "{e}");
+        assert!(matches!(e, DetectError::NoDriver { .. }), "{e}");
         let f = d.path().join(GDMA_MAIN);
         std::fs::create_dir_all(f.parent().expect("parent")).expect("mkdir");
         std::fs::write(&f, V612).expect("write");

@@ -145,9 +145,62 @@ pub enum KbuildError {
     /// A kernel image or module is unusable.
     #[error("{0}")]
     Image(String),
-    /// `--kernel-build` names no build, or several.
-    #[error("{0}")]
-    NoBuild(String),
+    /// `--kernel-build` names no build, or several, or one that cannot be used.
+    #[error(transparent)]
+    NoBuild(#[from] NoBuild),
+}
+
+/// `--kernel-build WHAT` names no usable build.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoBuild {
+    /// Neither a folder nor a key prefix.
+    #[error(
+        "--kernel-build {what}: neither a build folder nor a build key (hex, 4+ digits; see `cargo xtask kernel list`)"
+    )]
+    NotAKey {
+        /// What was given.
+        what: String,
+    },
+    /// No build has that key prefix.
+    #[error("no kernel build {what} in {} (build one with `cargo xtask kernel build`)", builds.display())]
+    NoMatch {
+        /// What was given.
+        what: String,
+        /// The builds' folder.
+        builds: PathBuf,
+    },
+    /// Several builds have that key prefix.
+    #[error("{what} matches {count} builds; give more digits")]
+    Ambiguous {
+        /// What was given.
+        what: String,
+        /// How many match.
+        count: usize,
+    },
+    /// The folder holds no finished build.
+    #[error("{}: no finished build (build.json missing or unreadable)", dir.display())]
+    Unfinished {
+        /// The folder.
+        dir: PathBuf,
+    },
+    /// The build's image is gone.
+    #[error("{}: bzImage missing; rebuild it", dir.display())]
+    NoImage {
+        /// The folder.
+        dir: PathBuf,
+    },
+    /// The build's model was detected by rules that could be wrong for it.
+    #[error(
+        "{}: its model ({model}) was detected by an older manarig that did not read lib/cpumask.c; run the \
+         `cargo xtask kernel build` command that made it again (nothing is recompiled), or pass --model 6.1|6.3",
+        dir.display()
+    )]
+    StaleModel {
+        /// The folder.
+        dir: PathBuf,
+        /// The model its stamp names.
+        model: String,
+    },
 }
 
 impl From<ProvisionError> for KbuildError {
@@ -781,9 +834,7 @@ pub fn load_build(what: &str, cache: &Path) -> Result<Built, KbuildError> {
         }
     } else {
         if what.len() < 4 || !what.chars().all(|c| c.is_ascii_hexdigit()) {
-            return Err(KbuildError::NoBuild(format!(
-                "--kernel-build {what}: neither a build folder nor a build key (hex, 4+ digits; see `cargo xtask kernel list`)"
-            )));
+            return Err(NoBuild::NotAKey { what: what.to_owned() }.into());
         }
         let builds = builds_dir(cache);
         let matches: Vec<PathBuf> = std::fs::read_dir(&builds)
@@ -796,22 +847,13 @@ pub fn load_build(what: &str, cache: &Path) -> Result<Built, KbuildError> {
             .unwrap_or_default();
         match matches.as_slice() {
             [one] => one.clone(),
-            [] => {
-                return Err(KbuildError::NoBuild(format!(
-                    "no kernel build {what} in {} (build one with `cargo xtask kernel build`)",
-                    builds.display()
-                )))
-            }
-            _ => {
-                return Err(KbuildError::NoBuild(format!("{what} matches {} builds; give more digits", matches.len())))
-            }
+            [] => return Err(NoBuild::NoMatch { what: what.to_owned(), builds }.into()),
+            _ => return Err(NoBuild::Ambiguous { what: what.to_owned(), count: matches.len() }.into()),
         }
     };
-    let stamp = read_stamp(&dir).ok_or_else(|| {
-        KbuildError::NoBuild(format!("{}: no finished build (build.json missing or unreadable)", dir.display()))
-    })?;
+    let Some(stamp) = read_stamp(&dir) else { return Err(NoBuild::Unfinished { dir }.into()) };
     if !dir.join("bzImage").is_file() {
-        return Err(KbuildError::NoBuild(format!("{}: bzImage missing; rebuild it", dir.display())));
+        return Err(NoBuild::NoImage { dir }.into());
     }
     Ok(Built { dir, stamp, cached: true })
 }
@@ -857,10 +899,10 @@ mod tests {
     #[test]
     fn an_unknown_build_says_how_to_make_one() {
         let d = tempfile::tempdir().expect("tmp");
-        let e = load_build("abcd", d.path()).expect_err("none").to_string();
-        assert!(e.contains("cargo xtask kernel build"), "{e}");
-        let e = load_build("not-hex", d.path()).expect_err("bad").to_string();
-        assert!(e.contains("neither a build folder nor a build key"), "{e}");
+        let e = load_build("abcd", d.path()).expect_err("none");
+        assert!(matches!(&e, KbuildError::NoBuild(NoBuild::NoMatch { what, .. }) if what == "abcd"), "{e}");
+        let e = load_build("not-hex", d.path()).expect_err("bad");
+        assert!(matches!(&e, KbuildError::NoBuild(NoBuild::NotAKey { .. })), "{e}");
     }
 
     #[test]
@@ -882,8 +924,8 @@ mod tests {
             timings: BuildTimings::default(),
         };
         std::fs::write(b.join("build.json"), serde_json::to_string(&stamp).expect("json")).expect("w");
-        let e = load_build("0123", d.path()).expect_err("no bzImage").to_string();
-        assert!(e.contains("bzImage missing"), "{e}");
+        let e = load_build("0123", d.path()).expect_err("no bzImage");
+        assert!(matches!(&e, KbuildError::NoBuild(NoBuild::NoImage { dir }) if *dir == b), "{e}");
         std::fs::write(b.join("bzImage"), b"x").expect("w");
         let built = load_build("0123", d.path()).expect("by key");
         assert_eq!(built.stamp, stamp);

@@ -4,8 +4,8 @@
 //! the driver's survival under fault injection) into one [`RunOutcome`].
 
 use super::boot::Marks;
-use super::guest_checks::{guest_topology_matches, hotplug_ran, lifecycle_steps_ran};
-use super::irqbalance::irqbalance_usable;
+use super::guest_checks::{guest_topology_matches, hotplug_ran, lifecycle_steps_ran, GuestCheckError};
+use super::irqbalance::{irqbalance_usable, IrqbalanceError};
 use super::other_nics::OtherNics;
 use super::outcome::{RunOutcome, RunTimings, StageOutcome, TrafficBoot};
 use super::request::RunRequest;
@@ -18,7 +18,6 @@ use crate::traffic;
 use crate::verdict::{
     check_cpu_state, judge, judge_irqbalance, judge_traffic, DebugLog, IrqbalanceInput, Observed, TrafficInput,
 };
-use anyhow::{Context, Result};
 use mana_device_api::inject::InjectSpec;
 use mana_device_api::status::DeviceStatus;
 use std::time::{Duration, Instant};
@@ -30,6 +29,32 @@ pub fn accel_label(accel: crate::accel::Accel, speedups: qemu::Speedups) -> Stri
     let names = speedups.names();
     let names = if names.is_empty() { "none".to_string() } else { names.join(", ") };
     format!("{} (speed-ups: {names})", accel.qemu_arg())
+}
+
+/// A booted guest whose report shows a rig error, or cannot be judged.
+#[derive(Debug, thiserror::Error)]
+pub enum JudgeError {
+    /// The report shows a rig error.
+    #[error(transparent)]
+    Guest(#[from] GuestCheckError),
+    /// A stage's report (before the last) shows a rig error.
+    #[error("stage {stage}")]
+    Stage {
+        /// The stage (`probe`, …).
+        stage: String,
+        /// The rig error.
+        #[source]
+        source: GuestCheckError,
+    },
+    /// irqbalance could not run in the guest.
+    #[error(transparent)]
+    Irqbalance(#[from] IrqbalanceError),
+    /// An IRQ's `affinity_hint` is not a cpumask.
+    #[error(transparent)]
+    Hint(#[from] report_to_verdict::BadHint),
+    /// A timed injection never struck.
+    #[error(transparent)]
+    TimedInjections(#[from] timed_injections::TimedInjectionsMissed),
 }
 
 /// What the run knows about a guest that booted and printed its report.
@@ -60,14 +85,15 @@ impl Judging<'_> {
     /// report's markers (`marks`) and the traffic side.
     ///
     /// # Errors
-    /// A rig error in the report ([`Judging::rig_errors`]), an `affinity_hint`
-    /// that is not a hex cpumask, or a timed injection that never struck.
+    /// [`JudgeError`]: a rig error in the report ([`Judging::rig_errors`]), an
+    /// `affinity_hint` that is not a hex cpumask, or a timed injection that
+    /// never struck.
     pub(super) fn outcome(
         &self,
         booted: qemu::BootOutcome,
         marks: Marks,
         traffic: Option<TrafficBoot>,
-    ) -> Result<RunOutcome> {
+    ) -> Result<RunOutcome, JudgeError> {
         let (req, topo, spec, inject, specs) = (self.req, self.topo, self.spec, self.inject, self.specs);
         let (channels, start, provision_time) = (self.channels, self.start, self.provision_time);
         let guest = topo.to_qemu_numbering();
@@ -107,7 +133,8 @@ impl Judging<'_> {
         for crate::guest_protocol::Stage { name, report } in booted.stages {
             // rmmod runs after the first stage.
             if inject.is_empty() {
-                lifecycle_steps_ran(&report, channels, false).with_context(|| format!("stage {name}"))?;
+                lifecycle_steps_ran(&report, channels, false)
+                    .map_err(|source| JudgeError::Stage { stage: name.clone(), source })?;
             }
             let observed =
                 report_to_verdict::observed_of(&report, bdfs[0].as_deref(), model, &req.model_basis, &accel)?;
@@ -224,12 +251,12 @@ impl Judging<'_> {
     ///
     /// # Errors
     /// The first rig error, naming the stage where it was not the report.
-    fn rig_errors(&self, guest: &Topology, booted: &qemu::BootOutcome) -> Result<()> {
+    fn rig_errors(&self, guest: &Topology, booted: &qemu::BootOutcome) -> Result<(), JudgeError> {
         let (req, spec, inject, channels) = (self.req, self.spec, self.inject, self.channels);
         guest_topology_matches(&req.topology, spec, guest, guest.last_stage(), &booted.report)?;
         for stage in &booted.stages {
             guest_topology_matches(&req.topology, spec, guest, &stage.name, &stage.report)
-                .with_context(|| format!("stage {}", stage.name))?;
+                .map_err(|source| JudgeError::Stage { stage: stage.name.clone(), source })?;
         }
         hotplug_ran(&booted.report)?;
         if guest.scenario().irqbalance {
