@@ -2,8 +2,9 @@
 //! sources and manifests: the harness crates depend only downward in their
 //! layer order, none of them links the device's vfio-user or guest-memory
 //! stacks, only the command line knows exit codes, no import cycles between the
-//! modules of a crate (siblings under one parent, at every level), and the
-//! model crate stays pure.
+//! modules of a crate (siblings under one parent, at every level), the
+//! model crate stays pure, and no error prints a cause it also returns as its
+//! source.
 //!
 //! An import is any `crate::a::b` or `super::…` path in code (comments and the
 //! `#[cfg(test)] mod tests` block at the end of a file are left out: tests may
@@ -374,4 +375,153 @@ fn no_text_in_the_repository_points_outside_it() {
         }
     }
     assert!(found.is_empty(), "text pointing outside the repository:\n{}", found.join("\n"));
+}
+
+/// The end of the bracketed text that opens at `open` (`(`, `[`, `{` or `<`
+/// counted alike), skipping string literals: the index just past its closer.
+fn closing(text: &str, open: usize) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let (mut depth, mut i, mut in_str) = (0i32, open, false);
+    while i < bytes.len() {
+        let c = bytes[i];
+        if in_str {
+            match c {
+                b'\\' => i += 1,
+                b'"' => in_str = false,
+                _ => {}
+            }
+        } else {
+            match c {
+                b'"' => in_str = true,
+                b'(' | b'[' | b'{' | b'<' => depth += 1,
+                b')' | b']' | b'}' => depth -= 1,
+                b'>' if i > 0 && bytes[i - 1] != b'-' && bytes[i - 1] != b'=' => depth -= 1,
+                _ => {}
+            }
+            if depth == 0 {
+                return Some(i + 1);
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
+/// `text`'s error types (`#[error("…")]` on a struct or a variant) whose message
+/// prints a field that the type also returns as its source (`#[source]`,
+/// `#[from]`, or a field named `source`): `Name.field` each.
+fn printed_and_returned(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(i) = text[at..].find("#[error(").map(|i| at + i) {
+        at = i + 1;
+        let Some(end) = closing(text, i + "#[error".len()) else { continue };
+        let message = &text[i + "#[error(".len()..end - 1];
+        if message.trim() == "transparent" {
+            continue;
+        }
+        // Past doc comments and other attributes to the item: `[pub] [struct] Name {…}` or `Name(…)`.
+        let mut rest = text[end..].trim_start_matches([']', ' ', '\n']);
+        loop {
+            rest = rest.trim_start();
+            if rest.starts_with("///") || rest.starts_with("//") {
+                rest = rest.split_once('\n').map_or("", |(_, r)| r);
+            } else if rest.starts_with("#[") {
+                let close = closing(rest, 1).unwrap_or(rest.len());
+                rest = &rest[close..];
+            } else {
+                break;
+            }
+        }
+        let rest = rest.trim_start_matches("pub(crate) ").trim_start_matches("pub ").trim_start_matches("struct ");
+        let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        let after = rest[name.len()..].trim_start();
+        let offset = text.len() - after.len();
+        if !(after.starts_with('{') || after.starts_with('(')) {
+            continue;
+        }
+        let Some(close) = closing(text, offset) else { continue };
+        let body = &text[offset + 1..close - 1];
+        let tuple = after.starts_with('(');
+        let mut fields = Vec::new();
+        let (mut depth, mut start) = (0i32, 0);
+        for (k, c) in body.char_indices() {
+            match c {
+                '(' | '[' | '{' | '<' => depth += 1,
+                ')' | ']' | '}' | '>' => depth -= 1,
+                ',' if depth == 0 => {
+                    fields.push(&body[start..k]);
+                    start = k + 1;
+                }
+                _ => {}
+            }
+        }
+        fields.push(&body[start..]);
+        let fields: Vec<&str> = fields.into_iter().filter(|f| !f.trim().is_empty()).collect();
+        for (index, field) in fields.iter().enumerate() {
+            let lines: Vec<&str> = field.lines().map(str::trim).filter(|l| !l.starts_with("//")).collect();
+            let field = lines.join(" ");
+            let attribute = field.contains("#[source]") || field.contains("#[from]");
+            let field_name = if tuple {
+                index.to_string()
+            } else {
+                let decl = field.rsplit("] ").next().unwrap_or(&field).trim_start_matches("pub ");
+                decl.split(':').next().unwrap_or("").trim().to_owned()
+            };
+            let returned = attribute || (!tuple && field_name == "source");
+            let printed = message.contains(&format!("{{{field_name}}}"))
+                || message.contains(&format!("{{{field_name}:"))
+                || message.contains(&format!(".{field_name}"));
+            if returned && printed {
+                out.push(format!("{name}.{field_name}"));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_error_prints_a_cause_it_also_returns() {
+    // ARCHITECTURE.md, "Errors": a variant names its cause in its message or
+    // returns it as its source, never both, so that text::chain prints each
+    // cause once.
+    let mut found = Vec::new();
+    for dir in crates() {
+        let mut files = Vec::new();
+        rust_files(&dir.join("src"), &mut files);
+        for f in files {
+            let text = std::fs::read_to_string(&f).expect("source");
+            found.extend(printed_and_returned(&text).into_iter().map(|e| format!("{}: {e}", f.display())));
+        }
+    }
+    assert!(found.is_empty(), "errors that print their source and return it too:\n{}", found.join("\n"));
+}
+
+#[test]
+fn the_cause_checker_sees_a_cause_printed_and_returned() {
+    let both = r#"
+        #[derive(Debug, thiserror::Error)]
+        pub enum E {
+            /// Doc.
+            #[error("{path}: {source}")]
+            Io {
+                /// The path.
+                path: String,
+                source: std::io::Error,
+            },
+            #[error("cannot run make: {0}")]
+            Spawn(#[source] std::io::Error),
+            #[error("booting {name}")]
+            Boot {
+                name: String,
+                #[source]
+                cause: Inner,
+            },
+            #[error("{path}: {error}")]
+            Read { path: String, error: std::io::Error },
+            #[error(transparent)]
+            Other(#[from] Inner),
+        }
+    "#;
+    assert_eq!(printed_and_returned(both), ["Io.source", "Spawn.0"]);
 }

@@ -48,9 +48,9 @@ pub enum DebugBaselineError {
     StockRun {
         /// The stock run (`6.12-debug stock (build 1a2b3c4d) on seed-002`).
         label: String,
-        /// Why.
+        /// Why (the run's error: [`RunError`](super::RunError)).
         #[source]
-        source: Box<super::run::RunError>,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// The topology file cannot be read for the options' key.
     #[error("{}: {error}", path.display())]
@@ -85,11 +85,11 @@ impl From<KbuildError> for DebugBaselineError {
 /// # Errors
 /// [`DebugBaselineError`]: the stock build cannot be made, or its run fails
 /// to report.
-pub fn against(
+pub fn against<E: std::error::Error + Send + Sync + 'static>(
     req: &RunRequest,
     kernel: &KernelInstall,
     cache: &Path,
-    run_one: &dyn Fn(&RunRequest) -> Result<RunOutcome, super::run::RunError>,
+    run_one: &dyn Fn(&RunRequest) -> Result<RunOutcome, E>,
 ) -> Result<Against, DebugBaselineError> {
     let known = || -> Result<Against, DebugBaselineError> {
         Ok(Against::ManaFrames { known: known_findings(&kernel.release).map_err(DebugBaselineError::KnownFindings)? })

@@ -341,7 +341,7 @@ fn read_events(stdout: std::process::ChildStdout, shared: &Shared, events: &mpsc
                     return;
                 }
             }
-            Err(e) => shared.keep(e),
+            Err(e) => shared.keep(e.to_string()),
         }
     }
 }
