@@ -409,14 +409,15 @@ fn run_name(topology: &std::path::Path, kernel_label: &str) -> String {
 }
 
 /// Resolve a kernel choice, printing which model judges it; on failure a rig
-/// error in `format` (named `<topology>@<kernel>`), and the error's text (for a picture).
+/// error in `format` (named `<topology>@<kernel>`), and the error (its text goes
+/// into a picture).
 fn resolve_or_report(
     choice: &KernelChoice,
     model: Option<crate::model::KernelGen>,
     rig: &RigOptions,
     topology: &std::path::Path,
     format: Format,
-) -> Result<ResolvedKernel, String> {
+) -> Result<ResolvedKernel, RunCheckError> {
     match kernel_choice::resolve(choice, model, rig.cache_dir.as_deref()) {
         Ok(k) => {
             if k.custom.is_some() || model.is_some() {
@@ -427,7 +428,7 @@ fn resolve_or_report(
         Err(e) => {
             let err = RunCheckError::Kernel { choice: choice.to_string(), source: Box::new(e) };
             report_rig_error(&err, &run_name(topology, &choice.to_string()), format);
-            Err(error_text(&err))
+            Err(err)
         }
     }
 }
@@ -558,7 +559,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
     };
     let kernel = match resolve_or_report(&args.kernel_choice(), model, &args.rig, topology, args.format) {
         Ok(k) => k,
-        Err(reason) => return rig_error(&run_name(topology, &args.kernel_choice().to_string()), &reason),
+        Err(err) => return rig_error(&run_name(topology, &args.kernel_choice().to_string()), &error_text(&err)),
     };
     let name = run_name(topology, &kernel.label);
     let mut request = args.rig.request_for(topology, &kernel, model);
@@ -690,7 +691,8 @@ pub fn compare(args: &CompareArgs) -> ExitCode {
     for choice in [&before, &after] {
         match resolve_or_report(choice, None, &args.rig, topology, Format::Human) {
             Ok(k) => kernels.push(k),
-            Err(reason) => {
+            Err(err) => {
+                let reason = error_text(&err);
                 let (b, a) = match kernels.len() {
                     0 => (not_run(&before, &reason), not_run(&after, "not run: the before kernel failed")),
                     _ => (not_run(&before, "not run: the after kernel failed"), not_run(&after, &reason)),
