@@ -327,27 +327,7 @@ const ITEM_VARIABLES: [(&str, &str); 19] = [
 fn every_item_the_options_write_reaches_the_agents_variable() {
     let Some(bb) = busybox("every_item_the_options_write_reaches_the_agents_variable") else { return };
     assert!(ITEM_VARIABLES.iter().map(|(item, _)| *item).eq(options::NAMES), "one variable per item of NAMES");
-    let all = AgentOptions {
-        load_mana: true,
-        deadline_s: 90,
-        poll: Some(Duration::from_millis(50)),
-        nic: Some("1b36:0x10".parse().expect("id")),
-        ifup: false,
-        channels: Some(4),
-        pin: Some(crate::cpulist::CpuMask::parse_cpulist("0-1,4").expect("cpulist")),
-        reprobe: true,
-        report: ReportChannel::Ttys1,
-        addr: Some((std::net::Ipv4Addr::new(192, 0, 2, 2), 24)),
-        traffic: Some("192.0.2.1:7000".parse().expect("address")),
-        debug: true,
-        unload: true,
-        offline: Some(crate::cpulist::CpuMask::single(3)),
-        offline_after: Some(crate::cpulist::CpuMask::parse_cpulist("2,4").expect("cpulist")),
-        online_after: Some(crate::cpulist::CpuMask::parse_cpulist("2-4").expect("cpulist")),
-        irqbalance: Some(6),
-        selftests: Some(vec!["queues.py".into(), "hw/csum.py".into()]),
-        selftest_timeout: Some(300),
-    };
+    let all = options::tests::every_option_set();
     let items = all.cmdline_items();
     assert_eq!(items.len(), ITEM_VARIABLES.len(), "every item rendered");
     let g = FakeGuest::new();

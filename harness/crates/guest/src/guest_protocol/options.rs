@@ -242,7 +242,7 @@ impl AgentOptions {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     #[test]
@@ -250,9 +250,10 @@ mod tests {
         assert_eq!(AgentOptions::default().cmdline(), "manarig.deadline=60");
     }
 
-    #[test]
-    fn every_option_renders_one_item_in_the_order_of_names() {
-        let all = AgentOptions {
+    /// Every option set to something other than its default (also for
+    /// agent_tests: each of these items reaches init.sh's variable).
+    pub(in crate::guest_protocol) fn every_option_set() -> AgentOptions {
+        AgentOptions {
             load_mana: true,
             deadline_s: 90,
             poll: Some(Duration::from_millis(50)),
@@ -272,7 +273,12 @@ mod tests {
             irqbalance: Some(6),
             selftests: Some(vec!["queues.py".into(), "hw/csum.py".into()]),
             selftest_timeout: Some(300),
-        };
+        }
+    }
+
+    #[test]
+    fn every_option_renders_one_item_in_the_order_of_names() {
+        let all = every_option_set();
         assert_eq!(
             all.cmdline(),
             "manarig.load=mana manarig.deadline=90 manarig.poll=0.050 manarig.nic=0x1b36:0x0010 manarig.ifup=0 \
