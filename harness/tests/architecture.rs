@@ -407,6 +407,69 @@ fn closing(text: &str, open: usize) -> Option<usize> {
     None
 }
 
+/// The item after an attribute that ends at `end`: past doc comments and
+/// other attributes, `[pub] [struct] Name {…}` or `Name(…)`; its name, its
+/// fields' text and whether it is a tuple. None for a unit variant or an enum.
+fn item_after(text: &str, end: usize) -> Option<(String, &str, bool)> {
+    let mut rest = text[end..].trim_start_matches([']', ' ', '\n']);
+    loop {
+        rest = rest.trim_start();
+        if rest.starts_with("//") {
+            rest = rest.split_once('\n').map_or("", |(_, r)| r);
+        } else if rest.starts_with("#[") {
+            rest = &rest[closing(rest, 1).unwrap_or(rest.len())..];
+        } else {
+            break;
+        }
+    }
+    let rest = rest.trim_start_matches("pub(crate) ").trim_start_matches("pub ").trim_start_matches("struct ");
+    let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+    let after = rest[name.len()..].trim_start();
+    if !(after.starts_with('{') || after.starts_with('(')) {
+        return None;
+    }
+    let offset = text.len() - after.len();
+    let close = closing(text, offset)?;
+    Some((name, &text[offset + 1..close - 1], after.starts_with('(')))
+}
+
+/// The fields of an item's `body` (split at top-level commas, comments left
+/// out) as (name, returned as its source): a tuple's are named by index.
+fn fields(body: &str, tuple: bool) -> Vec<(String, bool)> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (k, c) in body.char_indices() {
+        match c {
+            '(' | '[' | '{' | '<' => depth += 1,
+            ')' | ']' | '}' | '>' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&body[start..k]);
+                start = k + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&body[start..]);
+    parts
+        .into_iter()
+        .filter(|f| !f.trim().is_empty())
+        .enumerate()
+        .map(|(index, field)| {
+            let field: String =
+                field.lines().map(str::trim).filter(|l| !l.starts_with("//")).collect::<Vec<_>>().join(" ");
+            let attribute = field.contains("#[source]") || field.contains("#[from]");
+            let name = if tuple {
+                index.to_string()
+            } else {
+                let decl = field.rsplit("] ").next().unwrap_or(&field).trim_start_matches("pub ");
+                decl.split(':').next().unwrap_or("").trim().to_owned()
+            };
+            let returned = attribute || (!tuple && name == "source");
+            (name, returned)
+        })
+        .collect()
+}
+
 /// `text`'s error types (`#[error("…")]` on a struct or a variant) whose message
 /// prints a field that the type also returns as its source (`#[source]`,
 /// `#[from]`, or a field named `source`): `Name.field` each.
@@ -420,60 +483,13 @@ fn printed_and_returned(text: &str) -> Vec<String> {
         if message.trim() == "transparent" {
             continue;
         }
-        // Past doc comments and other attributes to the item: `[pub] [struct] Name {…}` or `Name(…)`.
-        let mut rest = text[end..].trim_start_matches([']', ' ', '\n']);
-        loop {
-            rest = rest.trim_start();
-            if rest.starts_with("///") || rest.starts_with("//") {
-                rest = rest.split_once('\n').map_or("", |(_, r)| r);
-            } else if rest.starts_with("#[") {
-                let close = closing(rest, 1).unwrap_or(rest.len());
-                rest = &rest[close..];
-            } else {
-                break;
-            }
-        }
-        let rest = rest.trim_start_matches("pub(crate) ").trim_start_matches("pub ").trim_start_matches("struct ");
-        let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
-        let after = rest[name.len()..].trim_start();
-        let offset = text.len() - after.len();
-        if !(after.starts_with('{') || after.starts_with('(')) {
-            continue;
-        }
-        let Some(close) = closing(text, offset) else { continue };
-        let body = &text[offset + 1..close - 1];
-        let tuple = after.starts_with('(');
-        let mut fields = Vec::new();
-        let (mut depth, mut start) = (0i32, 0);
-        for (k, c) in body.char_indices() {
-            match c {
-                '(' | '[' | '{' | '<' => depth += 1,
-                ')' | ']' | '}' | '>' => depth -= 1,
-                ',' if depth == 0 => {
-                    fields.push(&body[start..k]);
-                    start = k + 1;
-                }
-                _ => {}
-            }
-        }
-        fields.push(&body[start..]);
-        let fields: Vec<&str> = fields.into_iter().filter(|f| !f.trim().is_empty()).collect();
-        for (index, field) in fields.iter().enumerate() {
-            let lines: Vec<&str> = field.lines().map(str::trim).filter(|l| !l.starts_with("//")).collect();
-            let field = lines.join(" ");
-            let attribute = field.contains("#[source]") || field.contains("#[from]");
-            let field_name = if tuple {
-                index.to_string()
-            } else {
-                let decl = field.rsplit("] ").next().unwrap_or(&field).trim_start_matches("pub ");
-                decl.split(':').next().unwrap_or("").trim().to_owned()
-            };
-            let returned = attribute || (!tuple && field_name == "source");
-            let printed = message.contains(&format!("{{{field_name}}}"))
-                || message.contains(&format!("{{{field_name}:"))
-                || message.contains(&format!(".{field_name}"));
+        let Some((name, body, tuple)) = item_after(text, end) else { continue };
+        for (field, returned) in fields(body, tuple) {
+            let printed = message.contains(&format!("{{{field}}}"))
+                || message.contains(&format!("{{{field}:"))
+                || message.contains(&format!(".{field}"));
             if returned && printed {
-                out.push(format!("{name}.{field_name}"));
+                out.push(format!("{name}.{field}"));
             }
         }
     }
