@@ -1,19 +1,19 @@
 //! The `matrix` and `matrix-merge` subcommands.
 
+use super::run::RigOptions;
 use super::matrix_output::{emit, OutputArgs};
 use super::matrix_progress::Display;
-use super::run::RigOptions;
 use super::Exit;
 use crate::matrix::kernels::{KernelRequest, Readiness};
 use crate::matrix::merge::merge;
 use crate::matrix::oracle::Oracle;
-use crate::matrix::oracles::BaselineOracle;
+use crate::matrix::other_oracles::BaselineOracle;
+use crate::matrix::pair_runner::{BootRunner, ModelRunner, PairRunner, RigSettings};
 use crate::matrix::progress::short_duration;
 use crate::matrix::report::{MatrixReport, Overall};
-use crate::matrix::runner::{BootRunner, ModelRunner, PairRunner, RigSettings};
 use crate::matrix::search::write_random;
-use crate::matrix::session::{default_run_id, run_shard, shard_jobs, Hooks, ShardRequest};
 use crate::matrix::shard::Shard;
+use crate::matrix::shard_run::{default_run_id, run_shard, shard_jobs, Hooks, ShardRequest};
 use crate::matrix::spec::{expand, read_inputs, MatrixSpec, RandomSpec};
 use crate::rig::kernel_choice::KernelChoice;
 use crate::text::plural;
@@ -161,7 +161,7 @@ pub enum MatrixError {
     },
     /// No such oracle.
     #[error(transparent)]
-    Oracle(#[from] crate::matrix::oracles::UnknownOracle),
+    Oracle(#[from] crate::matrix::other_oracles::UnknownOracle),
     /// The baseline kernel cannot be made ready.
     #[error("baseline kernel {label}")]
     BaselineKernel {
@@ -384,7 +384,7 @@ fn make_oracle(
             Ok(Box::new(BaselineOracle::new(kernel, spec, make_runner())))
         }
         (other, Some(_)) => Err(MatrixError::BaselineWithoutOracle { oracle: other.to_owned() }),
-        (other, None) => Ok(crate::matrix::oracles::by_name(other)?),
+        (other, None) => Ok(crate::matrix::other_oracles::by_name(other)?),
     }
 }
 

@@ -448,8 +448,8 @@ mod tests {
 #[cfg(test)]
 mod render_tests {
     use super::*;
-    use crate::matrix::session::dry_report;
     use crate::matrix::shard::Shard;
+    use crate::matrix::shard_run::dry_report;
 
     fn opts() -> KcidbOptions {
         KcidbOptions { origin: "manarig".into(), patch_url_base: Some("https://example.org/p/".into()) }

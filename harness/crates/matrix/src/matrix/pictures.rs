@@ -251,8 +251,8 @@ pub fn html_report(m: &MatrixReport, topologies: &Topologies) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::matrix::session::dry_report;
     use crate::matrix::shard::Shard;
+    use crate::matrix::shard_run::dry_report;
 
     fn cpus_in(svg: &str) -> Vec<roxmltree::NodeId> {
         let doc = roxmltree::Document::parse(svg).expect("an SVG document");

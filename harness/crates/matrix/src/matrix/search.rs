@@ -10,10 +10,10 @@
 //! (not the `--out` path), so shards writing to different folders are one
 //! matrix; the seed, N and C are in the spec ([`super::spec::RandomSpec`]).
 
+use super::executor::Ready;
 use super::oracle::{Evidence, Oracle};
+use super::pair_runner::{file_name, PairRunner};
 use super::report::{FoundTopology, PairRecord, PairStatus};
-use super::run::Ready;
-use super::runner::{file_name, PairRunner};
 use super::spec::{InputFile, MatrixSpec, PlannedPair, RandomSpec};
 use crate::random::{generate_one, shrink_within};
 use crate::text::plural;

@@ -226,8 +226,8 @@ fn problems(out: &mut String, m: &MatrixReport) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::matrix::session::dry_report;
     use crate::matrix::shard::Shard;
+    use crate::matrix::shard_run::dry_report;
 
     #[test]
     fn the_table_has_a_row_per_topology_and_a_column_per_kernel() {

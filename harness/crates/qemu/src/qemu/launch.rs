@@ -265,8 +265,8 @@ impl Drop for Reaper {
 }
 
 /// Boot `req.spec` with `req.kernel` and return the guest's report: the
-/// machine checked and the initramfs and QEMU's arguments made ([`prepare`]),
-/// QEMU run until the report ends ([`run`]), then its end read ([`outcome`]).
+/// machine checked and the initramfs and QEMU's arguments made (`prepare`),
+/// QEMU run until the report ends (`run`), then its end read (`outcome`).
 ///
 /// # Errors
 /// [`LaunchError`]: invalid spec, KVM forced but unusable, QEMU failing to

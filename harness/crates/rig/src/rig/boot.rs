@@ -26,7 +26,7 @@ const PEER_RESULTS_WAIT: Duration = Duration::from_secs(10);
 pub(super) type Marks = std::sync::Arc<std::sync::Mutex<Vec<(String, Option<DeviceStatus>)>>>;
 
 /// A boot that could not start (its failures once QEMU runs are in
-/// [`NicBootOutcome::result`]).
+/// `NicBootOutcome::result`).
 #[derive(Debug, thiserror::Error)]
 pub enum BootError {
     /// QEMU cannot build the topology's machine.

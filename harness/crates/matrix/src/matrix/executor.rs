@@ -6,9 +6,9 @@
 
 use super::limits::Limits;
 use super::oracle::{Evidence, Oracle};
+use super::pair_runner::PairRunner;
 use super::progress::Event;
 use super::report::{rfc3339, PairRecord};
-use super::runner::PairRunner;
 use super::spec::{MatrixSpec, PlannedPair};
 use crate::rig::kernel_choice::ResolvedKernel;
 use crate::topology::Topology;
@@ -216,8 +216,8 @@ mod tests {
     use super::*;
     use crate::matrix::kernels::KernelRequest;
     use crate::matrix::oracle::ModelOracle;
+    use crate::matrix::pair_runner::{ModelRunner, Observation};
     use crate::matrix::report::PairStatus;
-    use crate::matrix::runner::{ModelRunner, Observation};
     use crate::matrix::spec::{expand, read_inputs};
     use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
     use std::sync::Mutex;
