@@ -1,8 +1,8 @@
 //! The `matrix` and `matrix-merge` subcommands.
 
-use super::run::RigOptions;
 use super::matrix_output::{emit, OutputArgs};
 use super::matrix_progress::Display;
+use super::run::RigOptions;
 use super::Exit;
 use crate::matrix::kernels::{KernelRequest, Readiness};
 use crate::matrix::merge::merge;
