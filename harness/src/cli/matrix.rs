@@ -162,15 +162,9 @@ pub enum MatrixError {
     /// No such oracle.
     #[error(transparent)]
     Oracle(#[from] crate::matrix::other_oracles::UnknownOracle),
-    /// The baseline kernel cannot be made ready.
-    #[error("baseline kernel {label}")]
-    BaselineKernel {
-        /// Its name.
-        label: String,
-        /// Why.
-        #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
-    },
+    /// The baseline kernel cannot be made ready (the error names it).
+    #[error("the baseline (--baseline)")]
+    BaselineKernel(#[source] Box<crate::matrix::kernels::KernelPrepareError>),
     /// A kernel request cannot be planned.
     #[error(transparent)]
     PlanKernel(#[from] crate::matrix::kernels::PlanKernelError),
@@ -379,8 +373,7 @@ fn make_oracle(
                 crate::matrix::kernels::prepare(k0, readiness, args.rig.cache_dir.as_deref(), &mut |l| {
                     eprintln!("matrix: baseline kernel {label}: {l}")
                 });
-            let kernel =
-                resolved.map_err(|e| MatrixError::BaselineKernel { label: label.clone(), source: e.into() })?;
+            let kernel = resolved.map_err(|e| MatrixError::BaselineKernel(Box::new(e)))?;
             Ok(Box::new(BaselineOracle::new(kernel, spec, make_runner())))
         }
         (other, Some(_)) => Err(MatrixError::BaselineWithoutOracle { oracle: other.to_owned() }),
@@ -404,7 +397,7 @@ fn prepare_only(kernels: &[KernelRequest], cache_dir: Option<&Path>) -> Exit {
                 facts.prepare_s.unwrap_or_default()
             ),
             Err(e) => {
-                eprintln!("matrix: {}", crate::verdict::format::error_text(e.as_ref()));
+                eprintln!("matrix: {}", crate::verdict::format::error_text(&e));
                 exit = Exit::RigError;
             }
         }

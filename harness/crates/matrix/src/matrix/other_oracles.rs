@@ -106,9 +106,10 @@ impl Oracle for BaselineOracle {
     fn judge(&self, evidence: &Evidence<'_>) -> Result<Judged, OracleError> {
         let err = |message: String| OracleError { oracle: "baseline".into(), message };
         let pair = self.baseline_pair(evidence.pair);
-        let k0 = self.runner.run(&pair, evidence.topology, &self.kernel).map_err(|e| {
-            err(format!("the baseline run {}: {}", pair.name, crate::verdict::format::error_text(e.as_ref())))
-        })?;
+        let k0 = self
+            .runner
+            .run(&pair, evidence.topology, &self.kernel)
+            .map_err(|e| err(format!("the baseline run {}: {}", pair.name, crate::verdict::format::error_text(&e))))?;
         let mut before = k0.model_verdict().clone();
         before.run.name.clone_from(&pair.name);
         let after = evidence.observation.model_verdict();

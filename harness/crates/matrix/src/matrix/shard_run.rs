@@ -100,10 +100,9 @@ pub fn run_shard(
             // The error names the kernel already.
             on_note(e);
         }
-        ready.kernels.insert(
-            label,
-            resolved.map_err(|e| crate::verdict::format::error_text(e.as_ref()).replace(['\n', '\r'], " ")),
-        );
+        ready
+            .kernels
+            .insert(label, resolved.map_err(|e| crate::verdict::format::error_text(&e).replace(['\n', '\r'], " ")));
         facts.push(f);
     }
     for input in &req.spec.inputs {
