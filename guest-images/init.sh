@@ -61,13 +61,18 @@ export PATH=/bin:/sbin
 # The report's format version (guest-images/README.md, "Versions"): raise it
 # when a line the host reads changes its shape or meaning or goes away.
 PROTOCOL_VERSION=3
-mount -t proc proc /proc
+# R: the folder the agent's paths are below, empty in the guest. The host's
+# tests (harness/crates/guest/src/guest_protocol/agent_tests.rs) set
+# MANARIG_AGENT_ROOT to a fake /proc and /sys tree and MANARIG_AGENT_LIB=1:
+# sourced that way this file only defines its functions and defaults (`main`,
+# at the end, runs the steps above), which they run under the provisioned
+# busybox and parse with the host's parser.
+R=${MANARIG_AGENT_ROOT-}
 
 # Under TCG a fork costs milliseconds of the guest's only busy vCPU time, so
 # the waits and stamps below use shell builtins only: `$(…)` and `sleep` fork.
 # UP = seconds of uptime now.
-up() { read -r UP _ < /proc/uptime; }
-up; T_INIT=$UP
+up() { read -r UP _ < "$R"/proc/uptime; }
 
 LOAD=
 DEADLINE=60
@@ -100,75 +105,63 @@ SELFTESTS=
 SELFTEST_TIMEOUT=600
 SOAK=
 SOAK_CHANNELS=
-read -r CMDLINE < /proc/cmdline
-for arg in $CMDLINE; do
-	case "$arg" in
-	manarig.load=*) LOAD=${arg#manarig.load=} ;;
-	manarig.deadline=*) DEADLINE=${arg#manarig.deadline=} ;;
-	manarig.poll=*) POLL=${arg#manarig.poll=} ;;
-	manarig.nic=*) NIC_ID=${arg#manarig.nic=} ;;
-	manarig.ifup=*) IFUP=${arg#manarig.ifup=} ;;
-	manarig.channels=*) CHANNELS=${arg#manarig.channels=} ;;
-	manarig.reprobe=*) REPROBE=${arg#manarig.reprobe=} ;;
-	manarig.debug=*) DEBUG=${arg#manarig.debug=} ;;
-	manarig.pin=*) PIN=${arg#manarig.pin=} ;;
-	manarig.report=*) REPORT=${arg#manarig.report=} ;;
-	manarig.addr=*) ADDR=${arg#manarig.addr=} ;;
-	manarig.traffic=*) TRAFFIC=${arg#manarig.traffic=} ;;
-	manarig.unload=*) UNLOAD=${arg#manarig.unload=} ;;
-	manarig.offline=*) OFFLINE=${arg#manarig.offline=} ;;
-	manarig.offline_after=*) OFFLINE_AFTER=${arg#manarig.offline_after=} ;;
-	manarig.online_after=*) ONLINE_AFTER=${arg#manarig.online_after=} ;;
-	manarig.irqbalance=*) IRQBALANCE=${arg#manarig.irqbalance=} ;;
-	manarig.selftests=*) SELFTESTS=${arg#manarig.selftests=} ;;
-	manarig.selftest_timeout=*) SELFTEST_TIMEOUT=${arg#manarig.selftest_timeout=} ;;
-	manarig.soak=*) SOAK=${arg#manarig.soak=} ;;
-	manarig.soak_channels=*) SOAK_CHANNELS=${arg#manarig.soak_channels=} ;;
-	esac
-done
-
-# manarig.pin=CPULIST (a speed-up): this shell, and so every process it
-# starts, runs on those CPUs only. Under TCG a fork placed on an idle vCPU
-# costs wake-up IPIs and TLB shootdowns between vCPUs that share the host's
-# cores. Nothing here moves an IRQ: the driver places its vectors by the NIC's
-# node, whichever CPU runs the probe.
-case "$PIN" in
-"") ;;
-*[!0-9,-]*) echo "manarig: manarig.pin=$PIN is not a cpulist; not pinned" ;;
-*) taskset -p -c "$PIN" $$ > /dev/null 2>&1 || echo "manarig: taskset -p -c $PIN failed; not pinned" ;;
-esac
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev 2>/dev/null
-# Debug kernels: kmemleak's control file is in debugfs.
+# kmemleak's scans: - (not a debug run), absent, disabled, or the scans done.
 KMEMLEAK=-
-if [ "$DEBUG" = 1 ]; then
-	mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
-	KMEMLEAK=absent
-	[ -w /sys/kernel/debug/kmemleak ] && KMEMLEAK=0
-fi
+# The `manarig.*` items of the kernel command line (guest-images/README.md).
+parse_cmdline() {
+	read -r CMDLINE < "$R"/proc/cmdline
+	for arg in $CMDLINE; do
+		case "$arg" in
+		manarig.load=*) LOAD=${arg#manarig.load=} ;;
+		manarig.deadline=*) DEADLINE=${arg#manarig.deadline=} ;;
+		manarig.poll=*) POLL=${arg#manarig.poll=} ;;
+		manarig.nic=*) NIC_ID=${arg#manarig.nic=} ;;
+		manarig.ifup=*) IFUP=${arg#manarig.ifup=} ;;
+		manarig.channels=*) CHANNELS=${arg#manarig.channels=} ;;
+		manarig.reprobe=*) REPROBE=${arg#manarig.reprobe=} ;;
+		manarig.debug=*) DEBUG=${arg#manarig.debug=} ;;
+		manarig.pin=*) PIN=${arg#manarig.pin=} ;;
+		manarig.report=*) REPORT=${arg#manarig.report=} ;;
+		manarig.addr=*) ADDR=${arg#manarig.addr=} ;;
+		manarig.traffic=*) TRAFFIC=${arg#manarig.traffic=} ;;
+		manarig.unload=*) UNLOAD=${arg#manarig.unload=} ;;
+		manarig.offline=*) OFFLINE=${arg#manarig.offline=} ;;
+		manarig.offline_after=*) OFFLINE_AFTER=${arg#manarig.offline_after=} ;;
+		manarig.online_after=*) ONLINE_AFTER=${arg#manarig.online_after=} ;;
+		manarig.irqbalance=*) IRQBALANCE=${arg#manarig.irqbalance=} ;;
+		manarig.selftests=*) SELFTESTS=${arg#manarig.selftests=} ;;
+		manarig.selftest_timeout=*) SELFTEST_TIMEOUT=${arg#manarig.selftest_timeout=} ;;
+		manarig.soak=*) SOAK=${arg#manarig.soak=} ;;
+		manarig.soak_channels=*) SOAK_CHANNELS=${arg#manarig.soak_channels=} ;;
+		esac
+	done
+}
 
-# The deadline counts from /init's start (big guests take minutes to get here).
-DEADLINE_AT=$((${T_INIT%.*} + DEADLINE))
+
+# The deadline (DEADLINE_AT, set by main) counts from /init's start (big
+# guests take minutes to get here).
 past_deadline() { up; [ "${UP%.*}" -ge "$DEADLINE_AT" ]; }
 # Sleep POLL seconds without a fork: a read with a timeout on a FIFO that
 # only the background insmod writes to (fd 3, opened read-write so the open
 # does not block).
-if mkfifo /tmp/nap 2>/dev/null && exec 3<>/tmp/nap; then
-	# shellcheck disable=SC3045 # busybox ash's read has -t and -u
-	nap() { read -r -t "$POLL" -u 3 _; }
-	# shellcheck disable=SC3045
-	nap1() { read -r -t 1 -u 3 _; }
-else
-	nap() { sleep "$POLL"; }
-	nap1() { sleep 1; }
-fi
+nap_setup() {
+	if mkfifo "$R"/tmp/nap 2>/dev/null && exec 3<>"$R"/tmp/nap; then
+		# shellcheck disable=SC3045 # busybox ash's read has -t and -u
+		nap() { read -r -t "$POLL" -u 3 _; }
+		# shellcheck disable=SC3045
+		nap1() { read -r -t 1 -u 3 _; }
+	else
+		nap() { sleep "$POLL"; }
+		nap1() { sleep 1; }
+	fi
+}
 
 # NICS: every device that matches NIC_ID, in PCI address order (a machine may
 # have several MANA NICs); NIC: the first of them.
 NIC='' NICS=''
 find_nic() {
 	NIC='' NICS=''
-	for d in /sys/bus/pci/devices/*; do
+	for d in "$R"/sys/bus/pci/devices/*; do
 		read -r v < "$d/vendor"
 		read -r id < "$d/device"
 		case "$NIC_ID" in
@@ -188,8 +181,9 @@ find_nic() {
 # a raw line is kilobytes, and every byte of the report crosses an emulated UART.
 # Any other file is dumped as `f <path>: <line>`; an affinity_hint's leading
 # all-zero 32-bit words are left out (72 bytes of zeros per vector at 256 CPUs).
+# Paths are printed without the root prefix (variable root: "$R").
 # shellcheck disable=SC2016 # an awk program: its $i are awk's fields
-IRQ_AWK='FILENAME == "/proc/interrupts" {
+IRQ_AWK='FILENAME == root "/proc/interrupts" {
 		if (FNR == 1) { for (i = 1; i <= NF; i++) { c = $i; sub(/^CPU/, "", c); cpu[i] = c }; n = NF; next }
 		if ($0 !~ pat) next
 		s = ""
@@ -200,8 +194,8 @@ IRQ_AWK='FILENAME == "/proc/interrupts" {
 		next
 	}
 	FILENAME ~ /affinity_hint$/ { sub(/^(00000000,)+/, "") }
-	{ print "f " FILENAME ": " $0 }'
-irq_counts() { awk -v pat="$1" -v pre="" "$IRQ_AWK" /proc/interrupts; }
+	{ print "f " substr(FILENAME, length(root) + 1) ": " $0 }'
+irq_counts() { awk -v pat="$1" -v pre="" -v root="$R" "$IRQ_AWK" "$R"/proc/interrupts; }
 # awk program (variable pre): /proc/softirqs' NET_RX and NET_TX rows as
 # `traffic-softirq <pre> NET_RX: CPU=COUNT,…` (non-zero CPUs only, `-` for none).
 # shellcheck disable=SC2016 # an awk program: its $i are awk's fields
@@ -225,8 +219,8 @@ MANA_PAT=' mana[_a-z0-9@:.]*$'
 all_fired() {
 	[ -n "$NIC" ] || find_nic || return 1
 	m=0
-	for n in $NICS; do for d in /sys/bus/pci/devices/"$n"/msi_irqs/*; do
-		k=/sys/kernel/irq/${d##*/}
+	for n in $NICS; do for d in "$R"/sys/bus/pci/devices/"$n"/msi_irqs/*; do
+		k="$R"/sys/kernel/irq/${d##*/}
 		[ -r "$k/actions" ] || continue
 		read -r a < "$k/actions"
 		case "$a" in *mana*) m=1 ;; *) continue ;; esac
@@ -247,14 +241,14 @@ LAST_MOD=
 # Load mana (the last module) in the background and wait for the probe, bring
 # the netdev up, set the channels, wait for every vector to fire.
 probe_and_settle() {
-	rm -f /tmp/insmod.rc /tmp/insmod.rc.new /tmp/seen /tmp/ethtool.err
+	rm -f "$R"/tmp/insmod.rc "$R"/tmp/insmod.rc.new "$R"/tmp/seen "$R"/tmp/ethtool.err
 	SETTLE=none INSMOD_RC=- T_PROBE=- T_IFUP=- T_CARRIER=- T_ETHTOOL=- T_SETTLED=-
 	CARRIER=- ETHTOOL_RC=- CHANNELS_NOW=- NETDEV=
 	# The line on fd 3 ends a nap at once: the wait sees the probe's end
 	# without a poll interval's delay. The status is renamed into place, so
 	# that a reader that sees the file also sees its number.
-	( insmod "/lib/modules/manarig/$LAST_MOD"; echo $? > /tmp/insmod.rc.new
-	  mv /tmp/insmod.rc.new /tmp/insmod.rc; echo 2>/dev/null >&3 ) &
+	( insmod "$R/lib/modules/manarig/$LAST_MOD"; echo $? > "$R"/tmp/insmod.rc.new
+	  mv "$R"/tmp/insmod.rc.new "$R"/tmp/insmod.rc; echo 2>/dev/null >&3 ) &
 	SETTLE=deadline
 	polls=0
 	while ! past_deadline; do
@@ -262,23 +256,23 @@ probe_and_settle() {
 		# register_netdev(), before the probe is done with it, and an
 		# `ip link set up` or `ethtool -L` then races the probe's end (seen
 		# on 6.1 under load: ethtool returned 0 and 8 channels stayed).
-		if [ -e /tmp/insmod.rc ]; then SETTLE=probe-returned; break; fi
+		if [ -e "$R"/tmp/insmod.rc ]; then SETTLE=probe-returned; break; fi
 		# Snapshot the vectors every 0.1 s once the probe has taken 0.2 s
 		# (an awk is a fork, and a quick probe needs none): they are what is
 		# left to see when a slow, failing probe frees its IRQs.
 		if [ "$polls" -ge 10 ] && [ $((polls % 5)) = 0 ]; then
-			irq_counts "$MANA_PAT" > /tmp/seen.new 2>/dev/null && [ -s /tmp/seen.new ] && mv /tmp/seen.new /tmp/seen
+			irq_counts "$MANA_PAT" > "$R"/tmp/seen.new 2>/dev/null && [ -s "$R"/tmp/seen.new ] && mv "$R"/tmp/seen.new "$R"/tmp/seen
 		fi
 		polls=$((polls + 1))
 		nap
 	done
 	up; T_PROBE=$UP
-	for n in /sys/class/net/eth*; do [ -e "$n" ] && NETDEV=${n##*/} && break; done
+	for n in "$R"/sys/class/net/eth*; do [ -e "$n" ] && NETDEV=${n##*/} && break; done
 	if [ -n "$NETDEV" ] && [ "$IFUP" != 0 ]; then
 		# Every netdev (several NICs, several vPorts: 7.x gives a vPort its
 		# queue vectors when it opens); the first one's carrier is waited for.
 		IFUP_OK=1
-		for n in /sys/class/net/eth*; do
+		for n in "$R"/sys/class/net/eth*; do
 			[ -e "$n" ] || continue
 			ip link set "${n##*/}" up || {
 				[ "${n##*/}" = "$NETDEV" ] && IFUP_OK=0
@@ -289,20 +283,20 @@ probe_and_settle() {
 		# Carrier: netif_carrier_on() in mana_open() (via mana_attach()); a
 		# failed open never sets it: no wait then.
 		while [ "$IFUP_OK" = 1 ] && ! past_deadline; do
-			read -r CARRIER < "/sys/class/net/$NETDEV/carrier" 2>/dev/null
+			read -r CARRIER < "$R/sys/class/net/$NETDEV/carrier" 2>/dev/null
 			[ "$CARRIER" = 1 ] && break
 			nap
 		done
 		up; T_CARRIER=$UP
 	fi
 	if [ -n "$NETDEV" ] && [ -n "$CHANNELS" ]; then
-		if [ -x /sbin/ethtool ]; then
-			ethtool -L "$NETDEV" combined "$CHANNELS" 2>/tmp/ethtool.err
+		if [ -x "$R/sbin/ethtool" ]; then
+			ethtool -L "$NETDEV" combined "$CHANNELS" 2>"$R"/tmp/ethtool.err
 			ETHTOOL_RC=$?
-			while read -r l; do echo "manarig: ethtool: $l"; done < /tmp/ethtool.err
+			while read -r l; do echo "manarig: ethtool: $l"; done < "$R"/tmp/ethtool.err
 		else
-			echo "manarig.channels=$CHANNELS but no /sbin/ethtool in the initramfs" > /tmp/ethtool.err
-			echo "manarig: $(cat /tmp/ethtool.err)"
+			echo "manarig.channels=$CHANNELS but no /sbin/ethtool in the initramfs" > "$R"/tmp/ethtool.err
+			echo "manarig: $(cat "$R"/tmp/ethtool.err)"
 			ETHTOOL_RC=127
 		fi
 		up; T_ETHTOOL=$UP
@@ -311,7 +305,7 @@ probe_and_settle() {
 		# mana sets real_num_tx_queues to apc->num_queues (mana_attach(), 6.1
 		# to 7.3), which `ethtool -l` reports as Combined: one tx-N per queue.
 		CHANNELS_NOW=0
-		for q in "/sys/class/net/$NETDEV/queues/tx-"*; do [ -e "$q" ] && CHANNELS_NOW=$((CHANNELS_NOW + 1)); done
+		for q in "$R/sys/class/net/$NETDEV/queues/tx-"*; do [ -e "$q" ] && CHANNELS_NOW=$((CHANNELS_NOW + 1)); done
 	fi
 	if [ "$SETTLE" != deadline ]; then
 		FIRED=no
@@ -322,13 +316,13 @@ probe_and_settle() {
 			# (mana_gd_test_eq), inside probe, `ip link set up` (7.x) and
 			# `ethtool -L`, all done by now. E.g. 6.12 allocates an IRQ per CPU
 			# but creates only max_queues EQs (topologies/r05-dyn-skip.toml).
-			[ -e /tmp/insmod.rc ] && break
+			[ -e "$R"/tmp/insmod.rc ] && break
 			nap
 		done
 		SETTLE="$SETTLE fired=$FIRED"
 	fi
 	up; T_SETTLED=$UP
-	[ -e /tmp/insmod.rc ] && read -r INSMOD_RC < /tmp/insmod.rc
+	[ -e "$R"/tmp/insmod.rc ] && read -r INSMOD_RC < "$R"/tmp/insmod.rc
 }
 
 # fd 5 while a stage or the report is written: the console, or with
@@ -353,7 +347,7 @@ block_open() {
 block_close() { exec 5>&-; }
 
 # Read every IRQ's affinity_hint (the files a freed or stale hint would break).
-read_hints() { cat /proc/irq/*/affinity_hint > /dev/null 2>&1; }
+read_hints() { cat "$R"/proc/irq/*/affinity_hint > /dev/null 2>&1; }
 
 # Debug kernels: have kmemleak scan memory now (KMEMLEAK counts the scan points).
 # kmemleak reports an object only once it is 5 s old (MSECS_MIN_AGE in
@@ -370,9 +364,9 @@ kmemleak_scan() {
 	# boot) refuses the scan with EPERM: say so instead of counting a scan.
 	# kmemleak resolves a backtrace's symbols when the file is read: read it
 	# now, while the driver is loaded (a later rmmod would leave no [mana] frame).
-	if echo scan 2>/dev/null > /sys/kernel/debug/kmemleak && echo scan 2>/dev/null > /sys/kernel/debug/kmemleak; then
+	if echo scan 2>/dev/null > "$R"/sys/kernel/debug/kmemleak && echo scan 2>/dev/null > "$R"/sys/kernel/debug/kmemleak; then
 		KMEMLEAK=$((KMEMLEAK + 1))
-		cat /sys/kernel/debug/kmemleak > /tmp/kmemleak.txt
+		cat "$R"/sys/kernel/debug/kmemleak > "$R"/tmp/kmemleak.txt
 	else
 		KMEMLEAK=disabled
 	fi
@@ -389,9 +383,9 @@ KLOG_AWK='{ sub(/^\[ *[0-9]+\.[0-9]+\] /, "") }
 # sysfs/procfs files are dumped raw, one `f <path>: <value>` line per line of
 # each file, by one awk per group (a fork per value costs ~10 ms under TCG; one
 # awk reads hundreds of files). The host parses the paths.
-C=/sys/devices/system/cpu
-N=/sys/devices/system/node
-P=/sys/bus/pci/devices
+C="$R"/sys/devices/system/cpu
+N="$R"/sys/devices/system/node
+P="$R"/sys/bus/pci/devices
 
 # CPU hotplug through sysfs: set_cpus 0|1 CPULIST writes the value to each
 # listed CPU's `online` file in ascending order (the kernel migrates IRQs off a
@@ -405,8 +399,8 @@ set_cpus() {
 	for r in $2; do
 		a=${r%-*} b=${r#*-}
 		while [ "$a" -le "$b" ]; do
-			if ! echo "$1" 2>>/tmp/hotplug.err > "$C/cpu$a/online"; then
-				echo "echo $1 > $C/cpu$a/online failed" >> /tmp/hotplug.err
+			if ! echo "$1" 2>>"$R"/tmp/hotplug.err > "$C/cpu$a/online"; then
+				echo "echo $1 > $C/cpu$a/online failed" >> "$R"/tmp/hotplug.err
 				HOTPLUG=1
 			fi
 			a=$((a + 1))
@@ -422,28 +416,31 @@ topology_files() {
 	# The CPU masks that exist (nohz_full needs CONFIG_NO_HZ_FULL): busybox
 	# awk stops at the first file it cannot open.
 	masks=
-	for f in $C/online $C/present $C/possible $C/offline $C/isolated $C/nohz_full /proc/irq/default_smp_affinity; do
+	for f in $C/online $C/present $C/possible $C/offline $C/isolated $C/nohz_full "$R"/proc/irq/default_smp_affinity; do
 		[ -e "$f" ] && masks="$masks $f"
 	done
 	# shellcheck disable=SC2086 # $masks is a list of paths without blanks
-	awk '/^Node [0-9]+ MemTotal:/ { print "f " FILENAME ": " $4; next }
-		FILENAME !~ /meminfo$/ { print "f " FILENAME ": " $0 }' \
+	awk -v root="$R" '{ f = substr(FILENAME, length(root) + 1) }
+		/^Node [0-9]+ MemTotal:/ { print "f " f ": " $4; next }
+		f !~ /meminfo$/ { print "f " f ": " $0 }' \
 		$masks $C/cpu[0-9]*/topology/physical_package_id $C/cpu[0-9]*/topology/die_id \
 		$C/cpu[0-9]*/topology/core_id $C/cpu[0-9]*/topology/thread_siblings_list \
 		$N/node[0-9]*/cpulist $N/node[0-9]*/distance $N/node[0-9]*/meminfo \
 		$P/*/vendor $P/*/device $P/*/class $P/*/numa_node 2>/dev/null
 }
-if [ -n "$LOAD" ]; then
-	while read -r m; do MODS="$MODS $m"; done < /lib/modules/manarig/order
+# The modules in /lib/modules/manarig/order, the last (mana) in the
+# background (probe_and_settle); the CPUs of `manarig.offline` go offline first.
+load_and_probe() {
+	while read -r m; do MODS="$MODS $m"; done < "$R"/lib/modules/manarig/order
 	for m in $MODS; do LAST_MOD=$m; done
 	for m in $MODS; do
 		[ "$m" = "$LAST_MOD" ] && break
-		insmod "/lib/modules/manarig/$m" || echo "manarig: insmod $m failed"
+		insmod "$R/lib/modules/manarig/$m" || echo "manarig: insmod $m failed"
 	done
 	up; T_MODS=$UP
 	[ -n "$OFFLINE" ] && set_cpus 0 "$OFFLINE"
 	probe_and_settle
-fi
+}
 
 # F: the /proc/irq/N/* files of the NICs $1 (PCI addresses); PAT: their IRQs as
 # an awk alternation (`|25|26…`).
@@ -452,7 +449,7 @@ nic_irqs() {
 	for i in $(for n in $1; do echo "$P/$n"/msi_irqs/*; done); do
 		[ -e "$i" ] || continue
 		i=${i##*/}
-		F="$F /proc/irq/$i/smp_affinity_list /proc/irq/$i/affinity_hint /proc/irq/$i/effective_affinity_list"
+		F="$F $R/proc/irq/$i/smp_affinity_list $R/proc/irq/$i/affinity_hint $R/proc/irq/$i/effective_affinity_list"
 		PAT="$PAT|$i"
 	done
 }
@@ -464,14 +461,14 @@ ADDR_RC=- PING=- TRAFFIC_RC=- T_TRAFFIC=- T_TRAFFIC_END=-
 # mana_query_gf_stats()), an interrupt of its own: it runs outside the two
 # interrupt readings, so that they enclose the traffic alone.
 traffic_stats() {
-	if [ -x /sbin/ethtool ]; then ethtool -S "$NETDEV" 2>/dev/null | awk -v pre="$1" "$STATS_AWK"; fi
+	if [ -x "$R/sbin/ethtool" ]; then ethtool -S "$NETDEV" 2>/dev/null | awk -v pre="$1" "$STATS_AWK"; fi
 }
 traffic_counts() {
 	[ "$1" = before ] && traffic_stats "$1"
 	find_nic && nic_irqs "$NIC"
 	# shellcheck disable=SC2086 # PAT holds no blanks
-	[ -n "$PAT" ] && awk -v pat="^ *(${PAT#|}):" -v pre="traffic-irq $1: " "$IRQ_AWK" /proc/interrupts
-	awk -v pre="$1" "$SOFTIRQ_AWK" /proc/softirqs
+	[ -n "$PAT" ] && awk -v pat="^ *(${PAT#|}):" -v pre="traffic-irq $1: " -v root="$R" "$IRQ_AWK" "$R"/proc/interrupts
+	awk -v pre="$1" "$SOFTIRQ_AWK" "$R"/proc/softirqs
 	[ "$1" = after ] && traffic_stats "$1"
 }
 
@@ -482,28 +479,28 @@ traffic_counts() {
 run_traffic() {
 	[ -n "$NETDEV" ] || return 0
 	if [ -n "$ADDR" ]; then
-		ip addr add "$ADDR" dev "$NETDEV" 2>/tmp/addr.err
+		ip addr add "$ADDR" dev "$NETDEV" 2>"$R"/tmp/addr.err
 		ADDR_RC=$?
 	fi
 	[ -n "$TRAFFIC" ] || return 0
-	traffic_counts before > /tmp/traffic.before
+	traffic_counts before > "$R"/tmp/traffic.before
 	up; T_TRAFFIC=$UP
-	ping -c 3 -A -W 2 -w 10 "${TRAFFIC%:*}" > /tmp/ping.out 2>&1
+	ping -c 3 -A -W 2 -w 10 "${TRAFFIC%:*}" > "$R"/tmp/ping.out 2>&1
 	PING=$?
 	while read -r l; do
 		case "$l" in *"packets transmitted"*) PING="$PING $l" ;; esac
-	done < /tmp/ping.out
-	if [ -x /sbin/manarig-flows ] && [ -n "$SOAK" ]; then
+	done < "$R"/tmp/ping.out
+	if [ -x "$R/sbin/manarig-flows" ] && [ -n "$SOAK" ]; then
 		run_soak
-	elif [ -x /sbin/manarig-flows ]; then
-		manarig-flows guest --peer "$TRAFFIC" --guest "${ADDR%/*}" --deadline "$DEADLINE" > /tmp/flows.out 2>/tmp/traffic.err
+	elif [ -x "$R/sbin/manarig-flows" ]; then
+		manarig-flows guest --peer "$TRAFFIC" --guest "${ADDR%/*}" --deadline "$DEADLINE" > "$R"/tmp/flows.out 2>"$R"/tmp/traffic.err
 		TRAFFIC_RC=$?
 	else
-		echo "manarig.traffic=$TRAFFIC but no /sbin/manarig-flows in the initramfs" > /tmp/traffic.err
+		echo "manarig.traffic=$TRAFFIC but no /sbin/manarig-flows in the initramfs" > "$R"/tmp/traffic.err
 		TRAFFIC_RC=127
 	fi
 	up; T_TRAFFIC_END=$UP
-	traffic_counts after > /tmp/traffic.after
+	traffic_counts after > "$R"/tmp/traffic.after
 }
 
 # manarig.soak=M (with manarig.traffic; instead of one run of the flows): M
@@ -631,7 +628,7 @@ run_soak() {
 # initramfs's busybox `ip` cannot `ip netns`), stopped after
 # manarig.selftest_timeout guest seconds; its output (stdout and stderr) goes
 # to /tmp/selftest.N.
-ST_DIR=/ksrc/tools/testing/selftests/drivers/net
+ST_DIR="$R"/ksrc/tools/testing/selftests/drivers/net
 ST_PATH=/usr/sbin:/usr/bin:/sbin:/bin
 ST_SETUP=- T_SELFTESTS=- T_SELFTESTS_END=-
 selftest_remote() {
@@ -639,10 +636,10 @@ selftest_remote() {
 	. "$ST_DIR/net.config" || return 1
 	[ "$NETDEV" = "$NETIF" ] || { echo "the MANA netdev is $NETDEV, net.config says NETIF=$NETIF"; return 1; }
 	while read -r m; do
-		insmod "/lib/modules/manarig/remote/$m" || { echo "insmod $m failed"; return 1; }
-	done < /lib/modules/manarig/remote/order
+		insmod "$R/lib/modules/manarig/remote/$m" || { echo "insmod $m failed"; return 1; }
+	done < "$R"/lib/modules/manarig/remote/order
 	RIF=
-	for n in /sys/class/net/*; do
+	for n in "$R"/sys/class/net/*; do
 		d=$(readlink "$n/device/driver" 2>/dev/null)
 		[ "${d##*/}" = virtio_net ] && RIF=${n##*/} && break
 	done
@@ -650,12 +647,12 @@ selftest_remote() {
 	# iproute2's ip by its path: busybox's shell runs its own `ip` applet
 	# whatever PATH says.
 	ipr=/usr/sbin/ip
-	mkdir -p /run/netns
+	mkdir -p "$R"/run/netns
 	# The tests take the interface down and up (queues.py, `ethtool -L`):
 	# keep the addresses over it, as a managed host re-adds them (Linux
 	# flushes IPv6 addresses on down by default).
-	echo 1 > /proc/sys/net/ipv6/conf/all/keep_addr_on_down
-	echo 1 > "/proc/sys/net/ipv6/conf/$NETIF/keep_addr_on_down"
+	echo 1 > "$R"/proc/sys/net/ipv6/conf/all/keep_addr_on_down
+	echo 1 > "$R/proc/sys/net/ipv6/conf/$NETIF/keep_addr_on_down"
 	$ipr netns add "$REMOTE_ARGS" &&
 		$ipr link set "$RIF" netns "$REMOTE_ARGS" &&
 		$ipr -n "$REMOTE_ARGS" link set lo up &&
@@ -669,7 +666,7 @@ run_selftests() {
 	[ -n "$NETDEV" ] || return 0
 	snapshot_nic_irqs
 	up; T_SELFTESTS=$UP
-	selftest_remote > /tmp/selftest-setup.err 2>&1
+	selftest_remote > "$R"/tmp/selftest-setup.err 2>&1
 	ST_SETUP=$?
 	n=0
 	old_ifs=$IFS
@@ -679,14 +676,14 @@ run_selftests() {
 		n=$((n + 1))
 		case "$t" in */*) d=$ST_DIR/${t%/*} ;; *) d=$ST_DIR ;; esac
 		up; t0=$UP
-		( cd "$d" && PATH=$ST_PATH HOME=/tmp timeout "$SELFTEST_TIMEOUT" /usr/bin/python3 -u "${t##*/}" ) > "/tmp/selftest.$n" 2>&1 < /dev/null
+		( cd "$d" && PATH=$ST_PATH HOME=/tmp timeout "$SELFTEST_TIMEOUT" /usr/bin/python3 -u "${t##*/}" ) > "$R/tmp/selftest.$n" 2>&1 < /dev/null
 		rc=$?
 		up
 		secs=$(awk -v a="$t0" -v b="$UP" 'BEGIN { printf "%.1f", b - a }')
 		# busybox timeout sends SIGTERM, which ksft catches to print its
 		# results and exit 1: a run that lasted the limit was stopped.
 		[ "${secs%.*}" -ge "$SELFTEST_TIMEOUT" ] && rc=timeout
-		echo "$t $rc $secs" >> /tmp/selftest.exits
+		echo "$t $rc $secs" >> "$R"/tmp/selftest.exits
 	done
 	IFS=$old_ifs
 	up; T_SELFTESTS_END=$UP
@@ -697,19 +694,19 @@ IRQB=- T_IRQB=- T_IRQB_END=-
 # /proc/irq/N/smp_affinity_list and effective_affinity_list, `pre N=SMP/EFF …`
 # in the order the files were given.
 # shellcheck disable=SC2016 # an awk program
-IRQB_AWK='{ split(FILENAME, p, "/"); n = p[4] }
+IRQB_AWK='{ split(substr(FILENAME, length(root) + 1), p, "/"); n = p[4] }
 	FILENAME ~ /smp_affinity_list$/ { s[n] = $0; o[++k] = n }
 	FILENAME ~ /effective_affinity_list$/ { e[n] = $0 }
 	END { l = pre; for (i = 1; i <= k; i++) l = l " " o[i] "=" s[o[i]] "/" e[o[i]]; print l }'
 irqb_sample() {
 	up
 	# shellcheck disable=SC2086 # $IRQB_F is a list of paths without blanks
-	awk -v pre="irqbalance-sample $1: $UP" "$IRQB_AWK" $IRQB_F 2>/dev/null
+	awk -v pre="irqbalance-sample $1: $UP" -v root="$R" "$IRQB_AWK" $IRQB_F 2>/dev/null
 }
 # The state of process $1: its /proc/PID/stat state letter, `-` once it is gone.
 proc_state() {
 	ST=-
-	[ -r "/proc/$1/stat" ] && read -r _ _ ST _ < "/proc/$1/stat"
+	[ -r "$R/proc/$1/stat" ] && read -r _ _ ST _ < "$R/proc/$1/stat"
 }
 # manarig.irqbalance=S: the NIC's IRQ lines as they are now go to the report
 # (/tmp/nic.pre: the driver's placement), then irqbalance runs in the
@@ -722,9 +719,9 @@ proc_state() {
 snapshot_nic_irqs() {
 	find_nic || return 1
 	nic_irqs "$NICS"
-	[ -s /tmp/nic.pre ] && return 0
+	[ -s "$R"/tmp/nic.pre ] && return 0
 	# shellcheck disable=SC2086 # $F is a list of paths without blanks
-	[ -n "$PAT" ] && awk -v pat="^ *(${PAT#|}):" -v pre="irqcount: " "$IRQ_AWK" /proc/interrupts $F > /tmp/nic.pre 2>/dev/null
+	[ -n "$PAT" ] && awk -v pat="^ *(${PAT#|}):" -v pre="irqcount: " -v root="$R" "$IRQ_AWK" "$R"/proc/interrupts $F > "$R"/tmp/nic.pre 2>/dev/null
 	return 0
 }
 
@@ -732,33 +729,33 @@ run_irqbalance() {
 	snapshot_nic_irqs || return 0
 	IRQB_F=
 	for n in $NICS; do for d in "$P/$n"/msi_irqs/*; do
-		i=/proc/irq/${d##*/}
+		i="$R"/proc/irq/${d##*/}
 		if [ -e "$i/smp_affinity_list" ] && [ -e "$i/effective_affinity_list" ]; then
 			IRQB_F="$IRQB_F $i/smp_affinity_list $i/effective_affinity_list"
 		fi
 	done; done
-	if [ ! -x /sbin/irqbalance ]; then
-		echo "manarig.irqbalance=$IRQBALANCE but no /sbin/irqbalance in the initramfs" > /tmp/irqbalance.err
+	if [ ! -x "$R/sbin/irqbalance" ]; then
+		echo "manarig.irqbalance=$IRQBALANCE but no /sbin/irqbalance in the initramfs" > "$R"/tmp/irqbalance.err
 		IRQB=absent
 		return 0
 	fi
 	# irqbalance 1.9 exits at start when it cannot create its AF_UNIX socket;
 	# /proc/net/unix exists exactly when the kernel has them (CONFIG_UNIX).
-	if [ ! -e /proc/net/unix ]; then
-		echo "no /proc/net/unix: the kernel has no AF_UNIX sockets (CONFIG_UNIX), without which irqbalance exits at start" > /tmp/irqbalance.err
+	if [ ! -e "$R"/proc/net/unix ]; then
+		echo "no /proc/net/unix: the kernel has no AF_UNIX sockets (CONFIG_UNIX), without which irqbalance exits at start" > "$R"/tmp/irqbalance.err
 		IRQB=no-af-unix
 		return 0
 	fi
-	mkdir -p /run/irqbalance
-	irqb_sample 0 > /tmp/irqbalance.samples
+	mkdir -p "$R"/run/irqbalance
+	irqb_sample 0 > "$R"/tmp/irqbalance.samples
 	up; T_IRQB=$UP
-	irqbalance --foreground --interval=1 > /tmp/irqbalance.err 2>&1 &
+	irqbalance --foreground --interval=1 > "$R"/tmp/irqbalance.err 2>&1 &
 	pid=$!
 	IRQB=stopped
 	k=1
 	while [ "$k" -le "$IRQBALANCE" ]; do
 		sleep 1
-		irqb_sample "$k" >> /tmp/irqbalance.samples
+		irqb_sample "$k" >> "$R"/tmp/irqbalance.samples
 		k=$((k + 1))
 		proc_state "$pid"
 		case "$ST" in -|Z) IRQB=exited; break ;; esac
@@ -778,7 +775,7 @@ run_irqbalance() {
 
 # Everything between the report markers (also printed for a stage).
 report_body() {
-	read -r RELEASE < /proc/sys/kernel/osrelease
+	read -r RELEASE < "$R"/proc/sys/kernel/osrelease
 	echo "kernel: $RELEASE"
 	echo "cmdline: $CMDLINE"
 	# The environment the kernel gave /init: HOME and TERM, plus every
@@ -786,7 +783,7 @@ report_body() {
 	# or its handler refused the value: init/main.c unknown_bootoption()).
 	# NUL-separated; busybox ash's read splits it without a fork.
 	# shellcheck disable=SC3045 # busybox ash's read has -d
-	while IFS= read -r -d '' e; do echo "initenv: $e"; done < /proc/1/environ
+	while IFS= read -r -d '' e; do echo "initenv: $e"; done < "$R"/proc/1/environ
 	echo "time init: $T_INIT"
 	echo "time modules: $T_MODS"
 	echo "time probe: $T_PROBE"
@@ -815,54 +812,57 @@ report_body() {
 	echo "time soak-end: $T_SOAK_END"
 	echo "time selftests-end: $T_SELFTESTS_END"
 	echo "selftest-setup: $ST_SETUP"
-	if [ -s /tmp/selftest.exits ]; then
+	if [ -s "$R"/tmp/selftest.exits ]; then
 		k=0
 		while read -r t rc secs; do
 			k=$((k + 1))
-			while IFS= read -r l; do echo "selftest $t: $l"; done < "/tmp/selftest.$k"
+			while IFS= read -r l; do echo "selftest $t: $l"; done < "$R/tmp/selftest.$k"
 			echo "selftest-exit $t: $rc $secs"
-		done < /tmp/selftest.exits
+		done < "$R"/tmp/selftest.exits
 	fi
-	[ -s /tmp/irqbalance.samples ] && while read -r l; do echo "$l"; done < /tmp/irqbalance.samples
+	[ -s "$R"/tmp/irqbalance.samples ] && while read -r l; do echo "$l"; done < "$R"/tmp/irqbalance.samples
 	for t in steps rounds; do
-		[ -s "/tmp/soak.$t" ] && while read -r l; do echo "$l"; done < "/tmp/soak.$t"
+		[ -s "$R/tmp/soak.$t" ] && while read -r l; do echo "$l"; done < "$R/tmp/soak.$t"
 	done
 	for t in before after; do
-		[ -s "/tmp/traffic.$t" ] && while read -r l; do echo "$l"; done < "/tmp/traffic.$t"
+		[ -s "$R/tmp/traffic.$t" ] && while read -r l; do echo "$l"; done < "$R/tmp/traffic.$t"
 	done
 	for t in ethtool rmmod addr traffic soak unload hotplug irqbalance selftest-setup; do
-		[ -s "/tmp/$t.err" ] && while read -r l; do echo "stderr $t: $l"; done < "/tmp/$t.err"
+		[ -s "$R/tmp/$t.err" ] && while read -r l; do echo "stderr $t: $l"; done < "$R/tmp/$t.err"
 	done
 	echo "netdev: ${NETDEV:--}"
 	echo "time settled: $T_SETTLED"
 	echo "load: ${LOAD:-none}"
 	echo "settle: $SETTLE"
 	echo "insmod: $INSMOD_RC"
-	for l in "$C"/cpu[0-9]*/node[0-9]*; do [ -e "$l" ] && echo "link $l"; done
+	for l in "$C"/cpu[0-9]*/node[0-9]*; do [ -e "$l" ] && echo "link ${l#"$R"}"; done
 	topology_files
 	# Bound drivers: `ls -l` prints `… PATH -> TARGET` for every link at once.
 	# shellcheck disable=SC2012 # one ls for every link (a readlink each is a fork each)
 	ls -l "$P"/*/driver 2>/dev/null | while read -r l; do
 		# shellcheck disable=SC2086 # split into ls' fields
 		set -- $l
-		[ $# -ge 3 ] && eval "echo \"f \${$(($# - 2))}: \${$#}\""
+		[ $# -ge 3 ] || continue
+		link='' target=''
+		eval "link=\${$(($# - 2))} target=\${$#}"
+		echo "f ${link#"$R"}: $target"
 	done
 	if find_nic; then
 		for n in $NICS; do echo "nic: $n"; done
 		nic_irqs "$NICS"
 		# The vectors' counts and affinity files in one awk; after irqbalance
 		# or the final rmmod, as they were just before (snapshot_nic_irqs).
-		if [ -s /tmp/nic.pre ]; then
-			while read -r l; do echo "$l"; done < /tmp/nic.pre
+		if [ -s "$R"/tmp/nic.pre ]; then
+			while read -r l; do echo "$l"; done < "$R"/tmp/nic.pre
 		else
 			# shellcheck disable=SC2086 # $F is a list of paths without blanks
-			[ -n "$PAT" ] && awk -v pat="^ *(${PAT#|}):" -v pre="irqcount: " "$IRQ_AWK" /proc/interrupts $F 2>/dev/null
+			[ -n "$PAT" ] && awk -v pat="^ *(${PAT#|}):" -v pre="irqcount: " -v root="$R" "$IRQ_AWK" "$R"/proc/interrupts $F 2>/dev/null
 		fi
 	else
 		echo "nic: none"
 	fi
-	if [ -s /tmp/seen ]; then
-		while read -r l; do echo "seen: $l"; done < /tmp/seen
+	if [ -s "$R"/tmp/seen ]; then
+		while read -r l; do echo "seen: $l"; done < "$R"/tmp/seen
 	fi
 	# mana's messages (not the manarig.* command-line items), and kernel
 	# warnings of any origin (WARN, BUG, oops, lockdep): a clean run has none.
@@ -873,7 +873,7 @@ report_body() {
 		echo "debug: kmemleak=$KMEMLEAK"
 		case "$KMEMLEAK" in
 		-|absent|disabled) ;;
-		*) [ -f /tmp/kmemleak.txt ] && while read -r l; do echo "kmemleak: $l"; done < /tmp/kmemleak.txt ;;
+		*) [ -f "$R"/tmp/kmemleak.txt ] && while read -r l; do echo "kmemleak: $l"; done < "$R"/tmp/kmemleak.txt ;;
 		esac
 		dmesg | awk "$KLOG_AWK"
 	fi
@@ -892,75 +892,116 @@ print_stage() {
 	block_close
 }
 
-if [ -n "$LOAD" ] && [ "$REPROBE" = 1 ]; then
+# manarig.reprobe=1: the first probe as stage `first-probe`, `rmmod mana`,
+# and the probe again.
+reprobe() {
 	print_stage first-probe
 	read_hints
-	rmmod "${LAST_MOD%.ko}" 2>/tmp/rmmod.err
+	rmmod "${LAST_MOD%.ko}" 2>"$R"/tmp/rmmod.err
 	RMMOD_RC=$?
 	up; T_RMMOD=$UP
-	while read -r l; do echo "manarig: rmmod: $l"; done < /tmp/rmmod.err
+	while read -r l; do echo "manarig: rmmod: $l"; done < "$R"/tmp/rmmod.err
 	read_hints
 	kmemleak_scan
 	probe_and_settle
 	read_hints
-fi
+}
 
-if [ -n "$LOAD" ] && [ -n "$OFFLINE_AFTER$ONLINE_AFTER" ]; then
+# manarig.offline_after / online_after: the probe as stage `probe`, then the
+# CPUs off (stage `offline-after` when some come back) and on.
+hotplug_after() {
 	print_stage probe
 	if [ -n "$OFFLINE_AFTER" ]; then
 		set_cpus 0 "$OFFLINE_AFTER"
 		[ -n "$ONLINE_AFTER" ] && print_stage offline-after
 	fi
 	[ -n "$ONLINE_AFTER" ] && set_cpus 1 "$ONLINE_AFTER"
-fi
+}
 
-[ -n "$LOAD" ] && [ -n "$SELFTESTS" ] && run_selftests
-[ -n "$LOAD" ] && run_traffic
-[ -n "$LOAD" ] && [ -n "$IRQBALANCE" ] && run_irqbalance
-# Debug kernels: every affinity_hint read once more (a hint mask freed while
-# its IRQ still points at it is a KASAN report), then kmemleak's last scan.
-[ "$DEBUG" = 1 ] && read_hints
-[ -n "$LOAD" ] && kmemleak_scan
 
 # manarig.unload=1: the driver must still unload after what the device did to
 # it. rmmod runs in the background (a driver that hangs in its remove path
 # must not hang the agent) and wakes the wait through fd 3 when it returns.
-if [ -n "$LOAD" ] && [ "$UNLOAD" = 1 ]; then
+unload_driver() {
 	# The carrier now: what the device's link events (--inject link-down@S) left.
-	[ -n "$NETDEV" ] && read -r CARRIER_UNLOAD < "/sys/class/net/$NETDEV/carrier" 2>/dev/null
+	[ -n "$NETDEV" ] && read -r CARRIER_UNLOAD < "$R/sys/class/net/$NETDEV/carrier" 2>/dev/null
 	# The IRQ table as the driver left it: rmmod frees the vectors.
 	snapshot_nic_irqs
-	rm -f /tmp/unload.rc
+	rm -f "$R"/tmp/unload.rc
 	# EAGAIN ("Resource temporarily unavailable": the module's refcount is
 	# not zero, e.g. the driver's own reset cycle after --inject reset@S is
 	# still running) is tried again every second; the wait below bounds it
 	# (a driver that never lets go counts as hung).
 	(
 		while :; do
-			rmmod "${LAST_MOD%.ko}" 2>/tmp/unload.err
+			rmmod "${LAST_MOD%.ko}" 2>"$R"/tmp/unload.err
 			RC=$?
-			[ $RC -ne 0 ] && grep -q "temporarily unavailable" /tmp/unload.err && sleep 1 && continue
+			[ $RC -ne 0 ] && grep -q "temporarily unavailable" "$R"/tmp/unload.err && sleep 1 && continue
 			break
 		done
-		echo "$RC" > /tmp/unload.rc; echo 2>/dev/null >&3
+		echo "$RC" > "$R"/tmp/unload.rc; echo 2>/dev/null >&3
 	) &
 	UNLOAD_RC=hung
 	# Its own UNLOAD_WAIT seconds even when the probe's wait used up the
 	# deadline: a driver that gave up late must still get to unload.
 	up; [ $((${UP%.*} + UNLOAD_WAIT)) -gt "$DEADLINE_AT" ] && DEADLINE_AT=$((${UP%.*} + UNLOAD_WAIT))
 	while ! past_deadline; do
-		[ -s /tmp/unload.rc ] && break
+		[ -s "$R"/tmp/unload.rc ] && break
 		nap
 	done
-	[ -s /tmp/unload.rc ] && read -r UNLOAD_RC < /tmp/unload.rc
+	[ -s "$R"/tmp/unload.rc ] && read -r UNLOAD_RC < "$R"/tmp/unload.rc
 	up; T_UNLOAD=$UP
-fi
+}
 
-block_open
-{
-	echo "MANARIG-REPORT-BEGIN $PROTOCOL_VERSION"
-	report_body
-	echo "MANARIG-REPORT-END"
-} >&5
-block_close
-poweroff -f
+# The report, between its markers.
+print_report() {
+	block_open
+	{
+		echo "MANARIG-REPORT-BEGIN $PROTOCOL_VERSION"
+		report_body
+		echo "MANARIG-REPORT-END"
+	} >&5
+	block_close
+}
+
+# The steps of the header, in order.
+main() {
+	mount -t proc proc /proc
+	up; T_INIT=$UP
+	parse_cmdline
+	# manarig.pin=CPULIST (a speed-up): this shell, and so every process it
+	# starts, runs on those CPUs only. Under TCG a fork placed on an idle vCPU
+	# costs wake-up IPIs and TLB shootdowns between vCPUs that share the host's
+	# cores. Nothing here moves an IRQ: the driver places its vectors by the NIC's
+	# node, whichever CPU runs the probe.
+	case "$PIN" in
+	"") ;;
+	*[!0-9,-]*) echo "manarig: manarig.pin=$PIN is not a cpulist; not pinned" ;;
+	*) taskset -p -c "$PIN" $$ > /dev/null 2>&1 || echo "manarig: taskset -p -c $PIN failed; not pinned" ;;
+	esac
+	mount -t sysfs sysfs /sys
+	mount -t devtmpfs devtmpfs /dev 2>/dev/null
+	# Debug kernels: kmemleak's control file is in debugfs.
+	if [ "$DEBUG" = 1 ]; then
+		mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+		KMEMLEAK=absent
+		[ -w "$R"/sys/kernel/debug/kmemleak ] && KMEMLEAK=0
+	fi
+	DEADLINE_AT=$((${T_INIT%.*} + DEADLINE))
+	nap_setup
+	[ -n "$LOAD" ] && load_and_probe
+	[ -n "$LOAD" ] && [ "$REPROBE" = 1 ] && reprobe
+	[ -n "$LOAD" ] && [ -n "$OFFLINE_AFTER$ONLINE_AFTER" ] && hotplug_after
+	[ -n "$LOAD" ] && [ -n "$SELFTESTS" ] && run_selftests
+	[ -n "$LOAD" ] && run_traffic
+	[ -n "$LOAD" ] && [ -n "$IRQBALANCE" ] && run_irqbalance
+	# Debug kernels: every affinity_hint read once more (a hint mask freed while
+	# its IRQ still points at it is a KASAN report), then kmemleak's last scan.
+	[ "$DEBUG" = 1 ] && read_hints
+	[ -n "$LOAD" ] && kmemleak_scan
+	[ -n "$LOAD" ] && [ "$UNLOAD" = 1 ] && unload_driver
+	print_report
+	poweroff -f
+}
+
+[ -n "${MANARIG_AGENT_LIB-}" ] || main

@@ -21,6 +21,7 @@ use device_model::datapath::rx::RxVerdict;
 use device_model::defs::*;
 use device_model::queues::WqKind;
 use mana_device_api::config::DeviceConfig;
+use manarig_model::random::Rng;
 use support::frames::{self, checksums_ok, Flow, Proto};
 use support::net::{RxFrame, Steer, TxOpts, MS_RSS_KEY};
 use support::*;
@@ -594,46 +595,30 @@ fn a_cq_the_driver_does_not_drain_holds_completions_back_and_never_overruns_it()
     assert!(drv.received_on(rq.id).iter().all(|f| f.bytes == frame));
 }
 
-/// xorshift64, seeded: reproducible pseudo-random test input.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 /// A guest address to put in a random SGE: inside the `zone`, at the end
 /// of guest RAM, past it, or anywhere.
 fn random_address(rng: &mut Rng, zone: (u64, u64)) -> u64 {
-    match rng.below(5) {
-        0 | 1 => zone.0 + rng.below(zone.1 - zone.0),
-        2 => RAM_SIZE as u64 - rng.below(64),
-        3 => RAM_SIZE as u64 + rng.below(1 << 30),
-        _ => rng.next(),
+    match rng.below64(5) {
+        0 | 1 => zone.0 + rng.below64(zone.1 - zone.0),
+        2 => RAM_SIZE as u64 - rng.below64(64),
+        3 => RAM_SIZE as u64 + rng.below64(1 << 30),
+        _ => rng.next_u64(),
     }
 }
 
 fn random_size(rng: &mut Rng) -> u32 {
-    match rng.below(6) {
+    match rng.below64(6) {
         0 => 0,
-        1..=3 => rng.below(2048) as u32,
-        4 => rng.below(70_000) as u32,
-        _ => rng.next() as u32,
+        1..=3 => rng.below64(2048) as u32,
+        4 => rng.below64(70_000) as u32,
+        _ => rng.next_u64() as u32,
     }
 }
 
 #[test]
 fn random_wqes_never_panic_or_write_guest_memory_outside_their_buffers_and_rings() {
     let (mut drv, pairs) = opened();
-    let mut rng = Rng(0x5EED_DA7A_9A7B_0001);
+    let mut rng = Rng::new(0x5EED_DA7A_9A7B_0001);
     // Random TX and RX WQEs go to an SQ and an RQ of their own on EQ 0,
     // whose vector the model does not service (it would rightly reject
     // what the device answers to garbage).
@@ -651,26 +636,26 @@ fn random_wqes_never_panic_or_write_guest_memory_outside_their_buffers_and_rings
     let before = drv.read(0, RAM_SIZE);
     let frame = frames::frame(mac(), &suite_flow(SUITE_V4[0]), &[0x77; 200]);
     for round in 0..3000 {
-        let (wq, is_sq) = if rng.below(2) == 0 { (&mut sq, true) } else { (&mut rq, false) };
+        let (wq, is_sq) = if rng.below64(2) == 0 { (&mut sq, true) } else { (&mut rq, false) };
         let offset = u64::from(wq.head) * 32;
         // Half the time a plausible shape, to get past the header to the SGEs.
-        let num_sge = if rng.below(2) == 0 { 1 + rng.below(3) } else { rng.below(40) } as u8;
-        let oob_div4 = if rng.below(2) == 0 { 2 } else { rng.below(8) } as u8;
+        let num_sge = if rng.below64(2) == 0 { 1 + rng.below64(3) } else { rng.below64(40) } as u8;
+        let oob_div4 = if rng.below64(2) == 0 { 2 } else { rng.below64(8) } as u8;
         let header =
-            WqeHeader::from_bits(Le64::new(rng.next())).with_num_sge(num_sge).with_inline_oob_size_div4(oob_div4);
+            WqeHeader::from_bits(Le64::new(rng.next_u64())).with_num_sge(num_sge).with_inline_oob_size_div4(oob_div4);
         let mut bytes = header.as_bytes().to_vec();
-        if rng.below(3) > 0 {
+        if rng.below64(3) > 0 {
             // Often an OOB that passes validation, to reach the SGEs.
             let oob = TxShortOob::new()
                 .with_vcq_num(if is_sq { sq_cq.id } else { rq_cq })
                 .with_vsq_frame(((wq.id >> 10) & 0x3FFF) as u16)
-                .with_comp_tcp_csum(rng.below(2) == 0)
-                .with_comp_udp_csum(rng.below(4) == 0);
+                .with_comp_tcp_csum(rng.below64(2) == 0)
+                .with_comp_udp_csum(rng.below64(4) == 0);
             bytes.extend_from_slice(oob.as_bytes());
         }
         bytes.resize(8 + usize::from(oob_div4) * 4, 0);
         for _ in 0..num_sge {
-            let key = if rng.below(4) > 0 { drv.gpa_mkey } else { rng.next() as u32 };
+            let key = if rng.below64(4) > 0 { drv.gpa_mkey } else { rng.next_u64() as u32 };
             let sge = Sge {
                 address: Le64::new(random_address(&mut rng, zone)),
                 mem_key: Le32::new(key),
@@ -684,7 +669,7 @@ fn random_wqes_never_panic_or_write_guest_memory_outside_their_buffers_and_rings
         // The honest producer, or a doorbell the device must refuse (past
         // the ring, or not a whole basic unit), which leaves it in step.
         wq.head = wq.head.wrapping_add((bytes.len() as u32).div_ceil(32));
-        let tail = match rng.below(16) {
+        let tail = match rng.below64(16) {
             0 => wq.head.wrapping_mul(32).wrapping_add(wq.ring.size as u32 + 32),
             1 => wq.head.wrapping_mul(32).wrapping_add(4),
             _ => wq.head.wrapping_mul(32),
@@ -694,13 +679,13 @@ fn random_wqes_never_panic_or_write_guest_memory_outside_their_buffers_and_rings
         if !is_sq {
             // Take every posted RQ entry, so the ring never fills.
             loop {
-                let len = rng.below(frame.len() as u64) as usize;
+                let len = rng.below64(frame.len() as u64) as usize;
                 match drv.dev.receive(0, &frame[..len.max(14)]) {
                     RxVerdict::NoBuffer { .. } | RxVerdict::Unsteered => break,
                     _ => {}
                 }
             }
-            let _ = drv.dev.receive(0, &frame[..rng.below(14) as usize]);
+            let _ = drv.dev.receive(0, &frame[..rng.below64(14) as usize]);
         }
         if round % 100 == 0 {
             // The driver's CQ doorbells, so completions keep flowing.

@@ -573,14 +573,9 @@ fn wq_objects_need_a_known_vport_eq_and_regions() {
 #[test]
 fn random_bar0_traffic_never_panics_or_hangs() {
     let (mut drv, _) = probed(Kernel::V6_12);
-    // xorshift64: deterministic pseudo-random offsets, widths and values.
-    let mut x = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    // Deterministic pseudo-random offsets, widths and values.
+    let mut rng = manarig_model::random::Rng::new(0x9E37_79B9_7F4A_7C15);
+    let mut next = || rng.next_u64();
     for _ in 0..20_000 {
         let r = next();
         let width = [1usize, 2, 4, 8][(r & 3) as usize];
@@ -610,13 +605,8 @@ fn random_hwc_requests_always_get_an_answer_and_the_channel_survives() {
     drv.masked.extend(1..config().msix_table_size);
     let codes = [1u32, 2, 3, 4, 5, 10, 12, 13, 25, 26, 27, 0x54, 0x20001, 0x20002, 0x20003, 0x20004, 0x20005];
     let codes = [&codes[..], &[0x20006, 0x20007, 0x20008, 0x30001, 0xdead_beef]].concat();
-    let mut x = 0x2545_F491_4F6C_DD1Du64;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut rng = manarig_model::random::Rng::new(0x2545_F491_4F6C_DD1D);
+    let mut next = move || rng.next_u64();
     for i in 0..2000 {
         let len = (next() % 600) as usize + 1;
         let mut req: Vec<u8> = (0..len).map(|_| next() as u8).collect();

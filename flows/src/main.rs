@@ -73,24 +73,52 @@ enum Role {
     },
 }
 
-fn parse_cidr(text: &str) -> Result<(Ipv4Addr, u8), String> {
-    let (ip, prefix) = text.split_once('/').ok_or_else(|| format!("{text:?}: expected ADDRESS/PREFIX"))?;
-    let ip = ip.parse().map_err(|e| format!("{text:?}: {e}"))?;
-    let prefix: u8 = prefix.parse().map_err(|e| format!("{text:?}: {e}"))?;
+/// A `--host` that is not `ADDRESS/PREFIX`.
+#[derive(Debug, thiserror::Error)]
+enum CidrError {
+    /// No `/`.
+    #[error("{text:?}: expected ADDRESS/PREFIX")]
+    NoPrefix { text: String },
+    /// Not an IPv4 address.
+    #[error("{text:?}: {error}")]
+    Address { text: String, error: std::net::AddrParseError },
+    /// Not a number.
+    #[error("{text:?}: {error}")]
+    Prefix { text: String, error: std::num::ParseIntError },
+    /// A prefix above 32.
+    #[error("{text:?}: prefix above 32")]
+    TooLong { text: String },
+}
+
+fn parse_cidr(text: &str) -> Result<(Ipv4Addr, u8), CidrError> {
+    let (ip, prefix) = text.split_once('/').ok_or_else(|| CidrError::NoPrefix { text: text.to_owned() })?;
+    let ip = ip.parse().map_err(|error| CidrError::Address { text: text.to_owned(), error })?;
+    let prefix: u8 = prefix.parse().map_err(|error| CidrError::Prefix { text: text.to_owned(), error })?;
     if prefix > 32 {
-        return Err(format!("{text:?}: prefix above 32"));
+        return Err(CidrError::TooLong { text: text.to_owned() });
     }
     Ok((ip, prefix))
 }
 
+/// An `--fd-socket` that is not an inherited descriptor.
+#[derive(Debug, thiserror::Error)]
+enum FdError {
+    /// 0, 1 or 2.
+    #[error("--fd-socket {fd}: 0-2 are stdin, stdout and stderr")]
+    Standard { fd: i32 },
+    /// Not open.
+    #[error("--fd-socket {fd}: not an open descriptor ({error})")]
+    NotOpen { fd: i32, error: std::io::Error },
+}
+
 /// Takes ownership of the inherited descriptor `fd`.
-fn inherited(fd: i32) -> Result<OwnedFd, String> {
+fn inherited(fd: i32) -> Result<OwnedFd, FdError> {
     if fd < 3 {
-        return Err(format!("--fd-socket {fd}: 0-2 are stdin, stdout and stderr"));
+        return Err(FdError::Standard { fd });
     }
     // SAFETY: fcntl(F_GETFD) only checks that `fd` is open.
     if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
-        return Err(format!("--fd-socket {fd}: not an open descriptor ({})", std::io::Error::last_os_error()));
+        return Err(FdError::NotOpen { fd, error: std::io::Error::last_os_error() });
     }
     // SAFETY: `fd` is open, was inherited for this purpose, and nothing else owns it.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })

@@ -9,10 +9,11 @@
 //! [`crate::netns`].
 
 use crate::fdpass::send_fd;
-use crate::guest::read_line;
+use crate::guest::{read_line, ReadError};
 use crate::netns;
 use crate::proto::{
-    decode, encode, GuestHello, GuestListening, GuestResults, Outcome, PeerEvent, RigCommand, Side, PROTOCOL_VERSION,
+    decode, encode, DecodeError, GuestHello, GuestListening, GuestResults, Outcome, PeerEvent, RigCommand, Side,
+    PROTOCOL_VERSION,
 };
 use crate::run;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
@@ -53,6 +54,80 @@ pub struct PeerConfig {
     pub deadline: Instant,
 }
 
+/// The peer could not set up or serve the guest.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// No new network namespace (not root).
+    #[error("a new network namespace (unshare CLONE_NEWNET; needs root): {0}")]
+    Namespace(std::io::Error),
+    /// An interface in the namespace cannot be made or set up.
+    #[error("{what}: {error}")]
+    Interface {
+        /// The interface and the step (`TAP tap0`, `tap0: MTU 9000`, `br0: 192.0.2.1/24`).
+        what: String,
+        /// The OS error.
+        error: std::io::Error,
+    },
+    /// A TAP's descriptor cannot be sent to the rig.
+    #[error("sending {what} to the rig: {error}")]
+    SendFd {
+        /// Which descriptor.
+        what: &'static str,
+        /// The OS error.
+        error: std::io::Error,
+    },
+    /// The control port cannot listen.
+    #[error("control port {addr}: {error}")]
+    ControlPort {
+        /// Its address.
+        addr: SocketAddrV4,
+        /// The OS error.
+        error: std::io::Error,
+    },
+    /// The guest did not connect.
+    #[error("waiting for the guest's control connection: {0}")]
+    Accept(std::io::Error),
+    /// No guest connected before the deadline.
+    #[error("no guest before the deadline: {0}")]
+    NoGuest(std::io::Error),
+    /// The control connection failed.
+    #[error("control connection: {0}")]
+    Control(std::io::Error),
+    /// The plan cannot be sent to the guest.
+    #[error("sending the plan: {0}")]
+    SendPlan(std::io::Error),
+    /// A line did not come.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// A line was not the message expected.
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
+    /// The guest speaks another version of the protocol.
+    #[error("the guest speaks version {guest}, this peer {PROTOCOL_VERSION}")]
+    Version {
+        /// The guest's version.
+        guest: u32,
+    },
+    /// The rig made no plan.
+    #[error("the rig made no plan: {why}")]
+    Refused {
+        /// The rig's reason.
+        why: String,
+    },
+    /// No plan came before the deadline.
+    #[error("no plan from the rig before the deadline")]
+    NoPlan,
+    /// The rig's pipe cannot be written.
+    #[error("writing to the rig: {0}")]
+    Emit(std::io::Error),
+}
+
+/// `map_err` for a step of interface `what`.
+fn interface(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> ServeError {
+    let what = what.into();
+    move |error| ServeError::Interface { what, error }
+}
+
 /// Runs the peer: set up, tell the rig ([`PeerEvent`] lines on `events`),
 /// take [`RigCommand`]s from `commands` (end of file there ends the process
 /// at once), serve guest sessions one after another (each with its
@@ -60,51 +135,48 @@ pub struct PeerConfig {
 /// when its connection broke before the flows).
 ///
 /// # Errors
-/// A line naming the step that failed; it was also sent as
+/// [`ServeError`], naming the step that failed; its text was also sent as
 /// [`PeerEvent::Failed`].
 pub fn run_peer(
     cfg: PeerConfig,
     commands: impl BufRead + Send + 'static,
     mut events: impl Write,
-) -> Result<(), String> {
+) -> Result<(), ServeError> {
     let result = serve(cfg, commands, &mut events);
     if let Err(e) = &result {
-        let _ = emit(&mut events, &PeerEvent::Failed(e.clone()));
+        let _ = emit(&mut events, &PeerEvent::Failed(e.to_string()));
     }
     result
 }
 
-fn emit(events: &mut impl Write, event: &PeerEvent) -> Result<(), String> {
-    events
-        .write_all(encode(event).as_bytes())
-        .and_then(|()| events.flush())
-        .map_err(|e| format!("writing to the rig: {e}"))
+fn emit(events: &mut impl Write, event: &PeerEvent) -> Result<(), ServeError> {
+    events.write_all(encode(event).as_bytes()).and_then(|()| events.flush()).map_err(ServeError::Emit)
 }
 
-fn serve(cfg: PeerConfig, commands: impl BufRead + Send + 'static, events: &mut impl Write) -> Result<(), String> {
+fn serve(cfg: PeerConfig, commands: impl BufRead + Send + 'static, events: &mut impl Write) -> Result<(), ServeError> {
     let (host, prefix) = cfg.host;
-    netns::enter_new_namespace()
-        .map_err(|e| format!("a new network namespace (unshare CLONE_NEWNET; needs root): {e}"))?;
-    let tap = netns::create_tap(&cfg.tap).map_err(|e| format!("TAP {}: {e}", cfg.tap))?;
-    netns::disable_ipv6(&cfg.tap).map_err(|e| format!("TAP {}: {e}", cfg.tap))?;
-    netns::configure("lo", None).map_err(|e| format!("lo: {e}"))?;
+    netns::enter_new_namespace().map_err(ServeError::Namespace)?;
+    let tap = netns::create_tap(&cfg.tap).map_err(interface(format!("TAP {}", cfg.tap)))?;
+    netns::disable_ipv6(&cfg.tap).map_err(interface(format!("TAP {}", cfg.tap)))?;
+    netns::configure("lo", None).map_err(interface("lo"))?;
     let remote = match &cfg.remote_tap {
         Some(name) => Some(bridge(&cfg.tap, name)?),
         None => None,
     };
     let addressed = if remote.is_some() { BRIDGE } else { cfg.tap.as_str() };
-    netns::configure(addressed, Some((host, prefix))).map_err(|e| format!("{addressed}: {host}/{prefix}: {e}"))?;
-    send_fd(cfg.fd_socket.as_fd(), tap.as_fd()).map_err(|e| format!("sending the TAP's descriptor to the rig: {e}"))?;
+    netns::configure(addressed, Some((host, prefix))).map_err(interface(format!("{addressed}: {host}/{prefix}")))?;
+    send_fd(cfg.fd_socket.as_fd(), tap.as_fd())
+        .map_err(|error| ServeError::SendFd { what: "the TAP's descriptor", error })?;
     if let Some(remote) = &remote {
         send_fd(cfg.fd_socket.as_fd(), remote.as_fd())
-            .map_err(|e| format!("sending the remote TAP's descriptor to the rig: {e}"))?;
+            .map_err(|error| ServeError::SendFd { what: "the remote TAP's descriptor", error })?;
     }
     // The TAPs live on in the rig's (then the device's and QEMU's) copies.
     drop(tap);
     drop(remote);
     drop(cfg.fd_socket);
-    let listener = control_listener(SocketAddrV4::new(host, cfg.port), cfg.deadline)
-        .map_err(|e| format!("control port {host}:{}: {e}", cfg.port))?;
+    let addr = SocketAddrV4::new(host, cfg.port);
+    let listener = control_listener(addr, cfg.deadline).map_err(|error| ServeError::ControlPort { addr, error })?;
     emit(events, &PeerEvent::Ready { tap: cfg.tap.clone(), host, port: cfg.port })?;
     let rig = rig_commands(commands);
     // One guest session after another (a soak's guest runs rounds back to
@@ -112,8 +184,8 @@ fn serve(cfg: PeerConfig, commands: impl BufRead + Send + 'static, events: &mut 
     loop {
         let (control, _) = match listener.accept() {
             Ok(c) => c,
-            Err(e) if Instant::now() >= cfg.deadline => return Err(format!("no guest before the deadline: {e}")),
-            Err(e) => return Err(format!("waiting for the guest's control connection: {e}")),
+            Err(e) if Instant::now() >= cfg.deadline => return Err(ServeError::NoGuest(e)),
+            Err(e) => return Err(ServeError::Accept(e)),
         };
         match session(control, &rig, cfg.deadline, events)? {
             Ok(outcome) => emit(events, &PeerEvent::Done(Box::new(outcome)))?,
@@ -131,7 +203,7 @@ fn session(
     rig: &mpsc::Receiver<String>,
     deadline: Instant,
     events: &mut impl Write,
-) -> Result<Result<Outcome, String>, String> {
+) -> Result<Result<Outcome, String>, ServeError> {
     let clone = match control.try_clone() {
         Ok(c) => c,
         Err(e) => return Ok(Err(format!("control connection: {e}"))),
@@ -139,13 +211,14 @@ fn session(
     let mut reader = BufReader::new(clone);
     let mut writer = control;
     let hello = match read_line(&mut reader, deadline, "the guest's hello")
-        .and_then(|l| decode::<GuestHello>(&l, "the guest's hello"))
+        .map_err(|e| e.to_string())
+        .and_then(|l| decode::<GuestHello>(&l, "the guest's hello").map_err(|e| e.to_string()))
     {
         Ok(h) => h,
         Err(e) => return Ok(Err(e)),
     };
     if hello.version != PROTOCOL_VERSION {
-        return Err(format!("the guest speaks version {}, this peer {PROTOCOL_VERSION}", hello.version));
+        return Err(ServeError::Version { guest: hello.version });
     }
     emit(events, &PeerEvent::Hello(hello))?;
     let left = deadline.saturating_duration_since(Instant::now());
@@ -154,18 +227,18 @@ fn session(
             RigCommand::Plan(plan) => plan,
             RigCommand::Refuse(why) => {
                 let _ = writer.write_all(encode(&why).as_bytes());
-                return Err(format!("the rig made no plan: {why}"));
+                return Err(ServeError::Refused { why });
             }
         },
-        Err(_) => return Err("no plan from the rig before the deadline".into()),
+        Err(_) => return Err(ServeError::NoPlan),
     };
     // Listeners before the guest hears the plan: its connections find them open.
     let (listeners, host_failed) = run::listen(&plan, Side::Host);
     let listening = writer
         .write_all(encode(&plan).as_bytes())
-        .map_err(|e| format!("sending the plan: {e}"))
-        .and_then(|()| read_line(&mut reader, deadline, "the guest's listeners"))
-        .and_then(|l| decode::<GuestListening>(&l, "the guest's listeners"));
+        .map_err(|e| ServeError::SendPlan(e).to_string())
+        .and_then(|()| read_line(&mut reader, deadline, "the guest's listeners").map_err(|e| e.to_string()))
+        .and_then(|l| decode::<GuestListening>(&l, "the guest's listeners").map_err(|e| e.to_string()));
     let listening = match listening {
         Ok(l) => l,
         Err(e) => return Ok(Err(e)),
@@ -177,11 +250,12 @@ fn session(
         failed.entry(id).or_insert_with(|| "the guest could not listen on its port".into());
     }
     let host_results = run::run(&plan, Side::Host, listeners, &failed, limit);
-    let (guest, error) = match read_line(&mut reader, (limit + RESULTS_GRACE).min(deadline), "the guest's results")
-        .and_then(|l| decode::<GuestResults>(&l, "the guest's results"))
-    {
+    let results = read_line(&mut reader, (limit + RESULTS_GRACE).min(deadline), "the guest's results")
+        .map_err(ServeError::from)
+        .and_then(|l| Ok(decode::<GuestResults>(&l, "the guest's results")?));
+    let (guest, error) = match results {
         Ok(r) => (r.flows, None),
-        Err(e) => (Vec::new(), Some(e)),
+        Err(e) => (Vec::new(), Some(e.to_string())),
     };
     let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     Ok(Ok(Outcome { plan, host: host_results, guest, error, elapsed_ms }))
@@ -191,17 +265,17 @@ fn session(
 /// (created before), all up, without IPv6 (no router or neighbour
 /// solicitations of the namespace's own on the guest's wire) and without
 /// bridge netfilter (frames cross as they are: [`netns::disable_bridge_netfilter`]).
-fn bridge(tap: &str, remote: &str) -> Result<OwnedFd, String> {
-    let fd = netns::create_tap(remote).map_err(|e| format!("TAP {remote}: {e}"))?;
-    netns::create_bridge(BRIDGE).map_err(|e| format!("bridge {BRIDGE}: {e}"))?;
-    netns::disable_bridge_netfilter().map_err(|e| format!("bridge {BRIDGE}: {e}"))?;
+fn bridge(tap: &str, remote: &str) -> Result<OwnedFd, ServeError> {
+    let fd = netns::create_tap(remote).map_err(interface(format!("TAP {remote}")))?;
+    netns::create_bridge(BRIDGE).map_err(interface(format!("bridge {BRIDGE}")))?;
+    netns::disable_bridge_netfilter().map_err(interface(format!("bridge {BRIDGE}")))?;
     for port in [tap, remote] {
-        netns::disable_ipv6(port).map_err(|e| format!("{port}: {e}"))?;
-        netns::set_mtu(port, WIRE_MTU).map_err(|e| format!("{port}: MTU {WIRE_MTU}: {e}"))?;
-        netns::add_to_bridge(BRIDGE, port).map_err(|e| format!("{port} into {BRIDGE}: {e}"))?;
-        netns::configure(port, None).map_err(|e| format!("{port}: {e}"))?;
+        netns::disable_ipv6(port).map_err(interface(port))?;
+        netns::set_mtu(port, WIRE_MTU).map_err(interface(format!("{port}: MTU {WIRE_MTU}")))?;
+        netns::add_to_bridge(BRIDGE, port).map_err(interface(format!("{port} into {BRIDGE}")))?;
+        netns::configure(port, None).map_err(interface(port))?;
     }
-    netns::disable_ipv6(BRIDGE).map_err(|e| format!("{BRIDGE}: {e}"))?;
+    netns::disable_ipv6(BRIDGE).map_err(interface(BRIDGE))?;
     Ok(fd)
 }
 
@@ -260,6 +334,6 @@ mod tests {
         let (r, out) = child.join().expect("thread");
         let e = r.expect_err("cannot succeed");
         assert!(out.contains("Failed"), "{out}");
-        assert!(e.contains("namespace") || e.contains("TAP"), "{e}");
+        assert!(matches!(e, ServeError::Namespace(_) | ServeError::Interface { .. }), "{e}");
     }
 }

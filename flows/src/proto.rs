@@ -167,12 +167,28 @@ pub enum RigCommand {
     Refuse(String),
 }
 
+/// A line that is not the message expected.
+#[derive(Debug, thiserror::Error)]
+#[error("expected {what}, got {line:?}: {error}")]
+pub struct DecodeError {
+    /// What was expected (`the guest's hello`).
+    pub what: String,
+    /// The line (its first 200 characters).
+    pub line: String,
+    /// serde_json's error.
+    pub error: serde_json::Error,
+}
+
 /// A message that crossed the control connection or a pipe as one line.
 ///
 /// # Errors
-/// A JSON error naming what was expected.
-pub fn decode<T: for<'de> Deserialize<'de>>(line: &str, what: &str) -> Result<T, String> {
-    serde_json::from_str(line.trim()).map_err(|e| format!("expected {what}, got {:?}: {e}", truncate(line)))
+/// [`DecodeError`]: the JSON error, naming what was expected.
+pub fn decode<T: for<'de> Deserialize<'de>>(line: &str, what: &str) -> Result<T, DecodeError> {
+    serde_json::from_str(line.trim()).map_err(|error| DecodeError {
+        what: what.to_owned(),
+        line: truncate(line),
+        error,
+    })
 }
 
 /// One JSON line (with its newline) for `value`.
@@ -198,8 +214,8 @@ mod tests {
         let plan = Plan::one([192, 0, 2, 1].into(), [192, 0, 2, 2].into(), flow, 1000);
         let line = encode(&RigCommand::Plan(plan.clone()));
         assert_eq!(line.matches('\n').count(), 1);
-        assert_eq!(decode::<RigCommand>(&line, "a command"), Ok(RigCommand::Plan(plan)));
+        assert_eq!(decode::<RigCommand>(&line, "a command").expect("a plan"), RigCommand::Plan(plan));
         let e = decode::<GuestHello>("{\"nope\":1}", "the guest's hello").expect_err("not a hello");
-        assert!(e.starts_with("expected the guest's hello"), "{e}");
+        assert_eq!((e.what.as_str(), e.line.as_str()), ("the guest's hello", "{\"nope\":1}"));
     }
 }

@@ -2,8 +2,9 @@
 //! sources and manifests: the harness crates depend only downward in their
 //! layer order, none of them links the device's vfio-user or guest-memory
 //! stacks, only the command line knows exit codes, no import cycles between the
-//! modules of a crate (siblings under one parent, at every level), and the
-//! model crate stays pure.
+//! modules of a crate (siblings under one parent, at every level), the
+//! model crate stays pure, and no error prints a cause it also returns as its
+//! source.
 //!
 //! An import is any `crate::a::b` or `super::…` path in code (comments and the
 //! `#[cfg(test)] mod tests` block at the end of a file are left out: tests may
@@ -374,4 +375,169 @@ fn no_text_in_the_repository_points_outside_it() {
         }
     }
     assert!(found.is_empty(), "text pointing outside the repository:\n{}", found.join("\n"));
+}
+
+/// The end of the bracketed text that opens at `open` (`(`, `[`, `{` or `<`
+/// counted alike), skipping string literals: the index just past its closer.
+fn closing(text: &str, open: usize) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let (mut depth, mut i, mut in_str) = (0i32, open, false);
+    while i < bytes.len() {
+        let c = bytes[i];
+        if in_str {
+            match c {
+                b'\\' => i += 1,
+                b'"' => in_str = false,
+                _ => {}
+            }
+        } else {
+            match c {
+                b'"' => in_str = true,
+                b'(' | b'[' | b'{' | b'<' => depth += 1,
+                b')' | b']' | b'}' => depth -= 1,
+                b'>' if i > 0 && bytes[i - 1] != b'-' && bytes[i - 1] != b'=' => depth -= 1,
+                _ => {}
+            }
+            if depth == 0 {
+                return Some(i + 1);
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The item after an attribute that ends at `end`: past doc comments and
+/// other attributes, `[pub] [struct] Name {…}` or `Name(…)`; its name, its
+/// fields' text and whether it is a tuple. None for a unit variant or an enum.
+fn item_after(text: &str, end: usize) -> Option<(String, &str, bool)> {
+    let mut rest = text[end..].trim_start_matches([']', ' ', '\n']);
+    loop {
+        rest = rest.trim_start();
+        if rest.starts_with("//") {
+            rest = rest.split_once('\n').map_or("", |(_, r)| r);
+        } else if rest.starts_with("#[") {
+            rest = &rest[closing(rest, 1).unwrap_or(rest.len())..];
+        } else {
+            break;
+        }
+    }
+    let rest = rest.trim_start_matches("pub(crate) ").trim_start_matches("pub ").trim_start_matches("struct ");
+    let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+    let after = rest[name.len()..].trim_start();
+    if !(after.starts_with('{') || after.starts_with('(')) {
+        return None;
+    }
+    let offset = text.len() - after.len();
+    let close = closing(text, offset)?;
+    Some((name, &text[offset + 1..close - 1], after.starts_with('(')))
+}
+
+/// The fields of an item's `body` (split at top-level commas, comments left
+/// out) as (name, returned as its source): a tuple's are named by index.
+fn fields(body: &str, tuple: bool) -> Vec<(String, bool)> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (k, c) in body.char_indices() {
+        match c {
+            '(' | '[' | '{' | '<' => depth += 1,
+            ')' | ']' | '}' | '>' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&body[start..k]);
+                start = k + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&body[start..]);
+    parts
+        .into_iter()
+        .filter(|f| !f.trim().is_empty())
+        .enumerate()
+        .map(|(index, field)| {
+            let field: String =
+                field.lines().map(str::trim).filter(|l| !l.starts_with("//")).collect::<Vec<_>>().join(" ");
+            let attribute = field.contains("#[source]") || field.contains("#[from]");
+            let name = if tuple {
+                index.to_string()
+            } else {
+                let decl = field.rsplit("] ").next().unwrap_or(&field).trim_start_matches("pub ");
+                decl.split(':').next().unwrap_or("").trim().to_owned()
+            };
+            let returned = attribute || (!tuple && name == "source");
+            (name, returned)
+        })
+        .collect()
+}
+
+/// `text`'s error types (`#[error("…")]` on a struct or a variant) whose message
+/// prints a field that the type also returns as its source (`#[source]`,
+/// `#[from]`, or a field named `source`): `Name.field` each.
+fn printed_and_returned(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(i) = text[at..].find("#[error(").map(|i| at + i) {
+        at = i + 1;
+        let Some(end) = closing(text, i + "#[error".len()) else { continue };
+        let message = &text[i + "#[error(".len()..end - 1];
+        if message.trim() == "transparent" {
+            continue;
+        }
+        let Some((name, body, tuple)) = item_after(text, end) else { continue };
+        for (field, returned) in fields(body, tuple) {
+            let printed = message.contains(&format!("{{{field}}}"))
+                || message.contains(&format!("{{{field}:"))
+                || message.contains(&format!(".{field}"));
+            if returned && printed {
+                out.push(format!("{name}.{field}"));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_error_prints_a_cause_it_also_returns() {
+    // ARCHITECTURE.md, "Errors": a variant names its cause in its message or
+    // returns it as its source, never both, so that text::chain prints each
+    // cause once.
+    let mut found = Vec::new();
+    for dir in crates() {
+        let mut files = Vec::new();
+        rust_files(&dir.join("src"), &mut files);
+        for f in files {
+            let text = std::fs::read_to_string(&f).expect("source");
+            found.extend(printed_and_returned(&text).into_iter().map(|e| format!("{}: {e}", f.display())));
+        }
+    }
+    assert!(found.is_empty(), "errors that print their source and return it too:\n{}", found.join("\n"));
+}
+
+#[test]
+fn the_cause_checker_sees_a_cause_printed_and_returned() {
+    let both = r#"
+        #[derive(Debug, thiserror::Error)]
+        pub enum E {
+            /// Doc.
+            #[error("{path}: {source}")]
+            Io {
+                /// The path.
+                path: String,
+                source: std::io::Error,
+            },
+            #[error("cannot run make: {0}")]
+            Spawn(#[source] std::io::Error),
+            #[error("booting {name}")]
+            Boot {
+                name: String,
+                #[source]
+                cause: Inner,
+            },
+            #[error("{path}: {error}")]
+            Read { path: String, error: std::io::Error },
+            #[error(transparent)]
+            Other(#[from] Inner),
+        }
+    "#;
+    assert_eq!(printed_and_returned(both), ["Io.source", "Spawn.0"]);
 }

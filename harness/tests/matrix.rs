@@ -53,10 +53,12 @@ fn check(file: &str, kernel: &str) {
     let (expected, source) = topo.expect().on(gen.as_str());
     let outcome = match (run_one(&req), expected) {
         (Err(e), ExpectedVerdict::RigError) => {
-            eprintln!("{file} on {kernel}: rig error, as the file expects: {e:#}");
+            eprintln!("{file} on {kernel}: rig error, as the file expects: {}", harness::text::chain(&e));
             return;
         }
-        (Err(e), want) => panic!("{file} on {kernel}: rig error ({e:#}); the file expects {want:?}"),
+        (Err(e), want) => {
+            panic!("{file} on {kernel}: rig error ({}); the file expects {want:?}", harness::text::chain(&e))
+        }
         (Ok(outcome), _) => outcome,
     };
     let report = render(&outcome.verdict, Format::Human).unwrap_or_else(|e| format!("(cannot render: {e})"));
@@ -205,7 +207,8 @@ fn speedups_keep_the_placement(file: &str, kernel: &str) {
     let run = |speedups| {
         let mut req = request(&path, kernel);
         req.speedups = speedups;
-        run_one(&req).unwrap_or_else(|e| panic!("{file} on {kernel} with {speedups:?}: rig error {e:#}"))
+        run_one(&req)
+            .unwrap_or_else(|e| panic!("{file} on {kernel} with {speedups:?}: rig error {}", harness::text::chain(&e)))
     };
     let fast = run(harness::qemu::Speedups::ALL);
     let plain = run(harness::qemu::Speedups::NONE);

@@ -1,4 +1,5 @@
-//! Words for user-facing text: a count with its noun in the right number.
+//! Words for user-facing text: a count with its noun in the right number, and an
+//! error with its causes on one line.
 
 use std::fmt::Display;
 
@@ -30,9 +31,37 @@ pub fn agree<'a>(n: impl Display, one: &'a str, many: &'a str) -> &'a str {
     }
 }
 
+/// `err` and its causes (its [`source`](std::error::Error::source) chain),
+/// outermost first, joined by `: ` — `booting seed-002 on Linux 6.12: QEMU exited
+/// (exit status: 1)`: the one way an error becomes a line for a user.
+///
+/// The project's errors print a cause in their own message or return it as their
+/// source, never both (ARCHITECTURE.md, "Errors"), so each cause appears once.
+pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut cause = err.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("booting {0}")]
+    struct Booting(&'static str, #[source] std::io::Error);
+
+    #[test]
+    fn a_chain_is_every_cause_outermost_first() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no qemu");
+        assert_eq!(chain(&Booting("seed-002", io)), "booting seed-002: no qemu");
+        assert_eq!(chain(&std::io::Error::other("alone")), "alone");
+    }
 
     #[test]
     fn one_takes_the_singular_and_every_other_count_the_plural() {

@@ -48,7 +48,7 @@ impl std::fmt::Display for WorkflowCheckError {
 /// [`WorkflowCheckError::Setup`] when it cannot be installed.
 pub fn validator(cache: &Path, progress: &mut dyn FnMut(&str)) -> Result<PathBuf, WorkflowCheckError> {
     let venv = pyvenv::ensure(cache, "venv-check-jsonschema", &[CHECK_JSONSCHEMA_PIN], progress)
-        .map_err(WorkflowCheckError::Setup)?;
+        .map_err(|e| WorkflowCheckError::Setup(e.to_string()))?;
     Ok(venv.join("bin/check-jsonschema"))
 }
 

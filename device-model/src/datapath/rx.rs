@@ -53,13 +53,12 @@ pub enum RxError {
         reason: &'static str,
     },
     /// The ring itself is unusable; the posted entries were skipped.
-    #[error("RQ {rq}: {source}; the posted entries were skipped")]
+    #[error("RQ {rq}: {error}; the posted entries were skipped")]
     Ring {
         /// RQ id.
         rq: u32,
         /// The queue error.
-        #[source]
-        source: QueueError,
+        error: QueueError,
     },
 }
 
@@ -155,7 +154,7 @@ fn deliver(
         Err(source) => {
             rq.skip_to_producer();
             env.dropped(WqKind::Rq, rq_id, true);
-            faults.push(RxError::Ring { rq: rq_id, source }.into());
+            faults.push(RxError::Ring { rq: rq_id, error: source }.into());
             return RxVerdict::NoBuffer { rq: rq_id };
         }
     };

@@ -107,13 +107,12 @@ pub enum TxError {
         len: usize,
     },
     /// The ring itself is unusable; the posted entries were skipped.
-    #[error("SQ {sq}: {source}; the posted entries were skipped")]
+    #[error("SQ {sq}: {error}; the posted entries were skipped")]
     Ring {
         /// SQ id.
         sq: u32,
         /// The queue error.
-        #[source]
-        source: QueueError,
+        error: QueueError,
     },
 }
 
@@ -192,7 +191,7 @@ pub fn service(
             Ok(None) => return run,
             Err(source) => {
                 sq.skip_to_producer();
-                faults.push(TxError::Ring { sq: sq_id, source }.into());
+                faults.push(TxError::Ring { sq: sq_id, error: source }.into());
                 return run;
             }
         };

@@ -252,7 +252,7 @@ impl Hwc {
             mem.write_slice(&response[..len], GuestAddress(addr)).map_err(|source| QueueError::Guest {
                 addr,
                 len,
-                source,
+                error: source,
             })?;
             let oob = HwcRxOob {
                 wqe_offset: Le32::new(wqe.offset),
@@ -278,7 +278,7 @@ fn read_request(mem: &Mem, wqe: &crate::queues::Wqe) -> Request {
         let addr = sge.address.get();
         if let Err(source) = mem.read_slice(&mut bytes[start..], GuestAddress(addr)) {
             bytes.truncate(start);
-            let error = HwcError::Queue(QueueError::Guest { addr, len: size, source });
+            let error = HwcError::Queue(QueueError::Guest { addr, len: size, error: source });
             return Request { bytes, error: Some(error) };
         }
     }

@@ -51,15 +51,14 @@ const OWNER_LAPS: u32 = 8;
 #[derive(Debug, thiserror::Error)]
 pub enum QueueError {
     /// A guest-memory access failed (address not mapped).
-    #[error("guest memory access of {len} bytes at {addr:#x} failed: {source}")]
+    #[error("guest memory access of {len} bytes at {addr:#x} failed: {error}")]
     Guest {
         /// Guest-physical address.
         addr: u64,
         /// Access length.
         len: usize,
         /// vm-memory's error.
-        #[source]
-        source: GuestMemoryError,
+        error: GuestMemoryError,
     },
     /// A ring was described with a size that is not a non-zero multiple of
     /// the entry size, or with too few pages.
@@ -160,7 +159,7 @@ impl Ring {
             mem.read_slice(&mut buf[done..done + take], addr).map_err(|source| QueueError::Guest {
                 addr: addr.0,
                 len: take,
-                source,
+                error: source,
             })?;
             done += take;
         }
@@ -176,7 +175,7 @@ impl Ring {
     fn write_entry(&self, mem: &Mem, offset: u64, entry: &[u8]) -> Result<(), QueueError> {
         let (addr, _) = self.locate(offset);
         let split = entry.len() - 4;
-        let guest = |source| QueueError::Guest { addr: addr.0, len: entry.len(), source };
+        let guest = |source| QueueError::Guest { addr: addr.0, len: entry.len(), error: source };
         mem.write_slice(&entry[..split], addr).map_err(guest)?;
         let last = Le32::read_from_bytes(&entry[split..])
             .map(Le32::get)

@@ -814,15 +814,10 @@ mod tests {
     #[test]
     fn arbitrary_region_accesses_never_panic() {
         let mut f = function(65);
-        // Deterministic xorshift sequence: regions 0..=9, offsets near every
+        // A deterministic sequence: regions 0..=9, offsets near every
         // boundary and anywhere, lengths 0..=16 and a few large ones.
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = manarig_model::random::Rng::new(0x9e37_79b9_7f4a_7c15);
+        let mut next = || rng.next_u64();
         for _ in 0..20_000 {
             let region = (next() % 10) as u32;
             let offset = match next() % 4 {

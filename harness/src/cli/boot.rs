@@ -68,6 +68,56 @@ pub struct BootArgs {
     pub no_speedups: bool,
 }
 
+/// A `--cmdline` value that is not one item the rig may add.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CmdlineItemError {
+    /// Empty, a control character, whitespace outside quotes or other than a
+    /// space, or an odd number of quotes.
+    #[error(
+        "{item:?}: one kernel command-line item per --cmdline: no control characters, spaces only inside \
+         \"double quotes\", quotes balanced"
+    )]
+    NotOneItem {
+        /// The value given.
+        item: String,
+    },
+    /// One of the guest agent's `manarig.*` items, which the rig sets itself.
+    #[error("{item:?}: {owner}; use {instead} instead")]
+    AgentItem {
+        /// The value given.
+        item: String,
+        /// Who sets these items (`the guest agent's items are set by the rig itself`).
+        owner: &'static str,
+        /// The options that set them.
+        instead: &'static str,
+    },
+}
+
+/// A `--machine` that names no built-in machine.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MachineNameError {
+    /// A grid larger than the CPUs Linux can have.
+    #[error("machine {name:?}: more than {} CPUs (Linux's NR_CPUS limit manarig models)", crate::cpulist::MAX_CPUS)]
+    TooManyCpus {
+        /// The name given.
+        name: String,
+    },
+    /// No such machine.
+    #[error(
+        "unknown machine {name:?}: seed-002, r17, grid-SxCxT, grid-SxDxCxT (variants :nonode, :cpuonly, :memnode)"
+    )]
+    Unknown {
+        /// The name given.
+        name: String,
+    },
+    /// No such variant.
+    #[error("unknown machine variant {variant:?}: nonode, cpuonly, memnode")]
+    UnknownVariant {
+        /// The variant given.
+        variant: String,
+    },
+}
+
 /// One kernel command-line item as given to `--cmdline`: a single word, where
 /// spaces may only stand inside double quotes (`dyndbg="module mana +p"`: the
 /// kernel's parser, lib/cmdline.c `next_arg()`, keeps a quoted value whole and
@@ -76,9 +126,9 @@ pub struct BootArgs {
 /// swallow the items after it).
 ///
 /// # Errors
-/// A message for an empty item, a control character, whitespace outside
-/// quotes or other than a space, or an odd number of quotes.
-pub fn cmdline_item(s: &str) -> Result<String, String> {
+/// [`CmdlineItemError::NotOneItem`] for an empty item, a control character,
+/// whitespace outside quotes or other than a space, or an odd number of quotes.
+pub fn cmdline_item(s: &str) -> Result<String, CmdlineItemError> {
     let mut quoted = false;
     let mut ok = !s.is_empty();
     for c in s.chars() {
@@ -90,9 +140,7 @@ pub fn cmdline_item(s: &str) -> Result<String, String> {
         }
     }
     if !ok || quoted {
-        return Err(format!(
-            "{s:?}: one kernel command-line item per --cmdline: no control characters, spaces only inside \"double quotes\", quotes balanced"
-        ));
+        return Err(CmdlineItemError::NotOneItem { item: s.to_owned() });
     }
     Ok(s.to_string())
 }
@@ -101,14 +149,17 @@ pub fn cmdline_item(s: &str) -> Result<String, String> {
 /// one of the guest agent's items.
 ///
 /// # Errors
-/// As [`cmdline_item`], and for an agent item, naming the options that set them.
-pub fn boot_cmdline_item(s: &str) -> Result<String, String> {
+/// As [`cmdline_item`], and [`CmdlineItemError::AgentItem`] for an agent item,
+/// naming the options that set them.
+pub fn boot_cmdline_item(s: &str) -> Result<String, CmdlineItemError> {
     let item = cmdline_item(s)?;
     // The guest agent splits /proc/cmdline at spaces, quotes or not.
     if item.split(' ').any(crate::guest_protocol::options::is_agent_item) {
-        return Err(format!(
-            "{item:?}: the guest agent's items are set by the rig itself; use --load-mana or --nic-id"
-        ));
+        return Err(CmdlineItemError::AgentItem {
+            item,
+            owner: "the guest agent's items are set by the rig itself",
+            instead: "--load-mana or --nic-id",
+        });
     }
     Ok(item)
 }
@@ -116,8 +167,8 @@ pub fn boot_cmdline_item(s: &str) -> Result<String, String> {
 /// A built-in machine by name.
 ///
 /// # Errors
-/// A message listing the names there are.
-pub fn builtin_machine(name: &str, mem_per_node: u32) -> Result<MachineSpec, String> {
+/// [`MachineNameError`], listing the names there are.
+pub fn builtin_machine(name: &str, mem_per_node: u32) -> Result<MachineSpec, MachineNameError> {
     let (base, variants) = name.split_once(':').unwrap_or((name, ""));
     let mut m = match base {
         "seed-002" => machines::seed_002(mem_per_node),
@@ -128,10 +179,7 @@ pub fn builtin_machine(name: &str, mem_per_node: u32) -> Result<MachineSpec, Str
                 // Checked before any list is built: a typo must not allocate gigabytes.
                 let vcpus = n.iter().try_fold(1u32, |acc, x| acc.checked_mul(*x));
                 if vcpus.is_none_or(|c| c > crate::cpulist::MAX_CPUS) {
-                    return Err(format!(
-                        "machine {other:?}: more than {} CPUs (Linux's NR_CPUS limit manarig models)",
-                        crate::cpulist::MAX_CPUS
-                    ));
+                    return Err(MachineNameError::TooManyCpus { name: other.to_owned() });
                 }
                 let mut m = machines::grid(n[0], n[n.len() - 2], n[n.len() - 1], mem_per_node);
                 if n.len() == 4 {
@@ -143,7 +191,7 @@ pub fn builtin_machine(name: &str, mem_per_node: u32) -> Result<MachineSpec, Str
                 }
                 m
             }
-            _ => return Err(format!("unknown machine {other:?}: seed-002, r17, grid-SxCxT, grid-SxDxCxT (variants :nonode, :cpuonly, :memnode)")),
+            _ => return Err(MachineNameError::Unknown { name: other.to_owned() }),
         },
     };
     for variant in variants.split(':').filter(|v| !v.is_empty()) {
@@ -164,7 +212,7 @@ pub fn builtin_machine(name: &str, mem_per_node: u32) -> Result<MachineSpec, Str
                 }
                 m.distances.push((0..=k).map(|j| if j == k { 10 } else { 30 }).collect());
             }
-            v => return Err(format!("unknown machine variant {v:?}: nonode, cpuonly, memnode")),
+            v => return Err(MachineNameError::UnknownVariant { variant: v.to_owned() }),
         }
     }
     Ok(m)
@@ -172,26 +220,26 @@ pub fn builtin_machine(name: &str, mem_per_node: u32) -> Result<MachineSpec, Str
 
 /// Run `boot`: exit 0 when the observed topology matches, 1 when it differs, 2 on rig errors.
 pub fn run(args: &BootArgs) -> ExitCode {
-    let rig = |msg: String| {
-        eprintln!("boot: error: {msg}");
+    let rig = |err: &(dyn std::error::Error + 'static)| {
+        eprintln!("boot: error: {}", crate::text::chain(err));
         Exit::RigError.into()
     };
     let mut spec = match builtin_machine(&args.machine, args.mem_per_node) {
         Ok(m) => m,
-        Err(e) => return rig(e),
+        Err(e) => return rig(&e),
     };
     spec.accel = args.accel;
     let prov = match crate::provision::cache_dir(args.cache_dir.as_deref()).and_then(|c| crate::provision::load(&c)) {
         Ok(p) => p,
-        Err(e) => return rig(e.to_string()),
+        Err(e) => return rig(&e),
     };
     let resolved = match crate::rig::kernel_choice::resolve(&args.kernel, None, args.cache_dir.as_deref()) {
         Ok(r) => r,
-        Err(e) => return rig(e.to_string()),
+        Err(e) => return rig(&e),
     };
     let kernel = match resolved.install(&prov) {
         Ok(k) => k,
-        Err(e) => return rig(e.to_string()),
+        Err(e) => return rig(&e),
     };
     let mut req = BootRequest::new(&spec, kernel, &prov.busybox.binary);
     req.agent.load_mana = args.load_mana;
@@ -211,7 +259,7 @@ pub fn run(args: &BootArgs) -> ExitCode {
     }
     let out = match boot(&prov.qemu, &req) {
         Ok(o) => o,
-        Err(e) => return rig(e.to_string()),
+        Err(e) => return rig(&e),
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&out.report).unwrap_or_default());
@@ -252,7 +300,7 @@ mod tests {
     fn huge_grids_are_refused_before_anything_is_built() {
         for name in ["grid-1x65536x65536", "grid-99999999x99999x2", "grid-1x2x2x1073741824", "grid-2x4097x1"] {
             let e = builtin_machine(name, 256).expect_err(name);
-            assert!(e.contains("more than 8192 CPUs"), "{name}: {e}");
+            assert!(matches!(e, MachineNameError::TooManyCpus { .. }), "{name}: {e}");
         }
         assert_eq!(builtin_machine("grid-2x64x2", 256).expect("256 CPUs").vcpus(), 256);
     }
@@ -266,6 +314,6 @@ mod tests {
         // A quoted value keeps its spaces (lib/cmdline.c next_arg()).
         assert_eq!(cmdline_item("dyndbg=\"module mana +p\"").as_deref(), Ok("dyndbg=\"module mana +p\""));
         let e = boot_cmdline_item("manarig.nic=0x1b36").expect_err("agent item");
-        assert!(e.contains("--nic-id"), "{e}");
+        assert!(matches!(e, CmdlineItemError::AgentItem { instead, .. } if instead.contains("--nic-id")), "{e}");
     }
 }

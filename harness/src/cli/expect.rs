@@ -57,16 +57,27 @@ impl std::str::FromStr for KernelGenArg {
     }
 }
 
+/// The machine `expect` is asked about cannot be had.
+#[derive(Debug, thiserror::Error)]
+pub enum ExpectError {
+    /// The topology file does not load.
+    #[error(transparent)]
+    Topology(crate::topology::TopologyError),
+    /// The `--from-*` inputs do not import.
+    #[error(transparent)]
+    Import(crate::import::ImportError),
+}
+
 /// `expect`: exit 0 with the table on stdout, or 2 with one error line on stderr.
 pub fn run(args: &ExpectArgs) -> ExitCode {
     let loaded = match &args.topology {
-        Some(path) if !args.from.given() => Topology::load(path).map_err(|e| e.to_string()),
-        _ => args.from.import().map(|i| i.topology).map_err(|e| e.to_string()),
+        Some(path) if !args.from.given() => Topology::load(path).map_err(ExpectError::Topology),
+        _ => args.from.import().map(|i| i.topology).map_err(ExpectError::Import),
     };
     let topo = match loaded {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", crate::text::chain(&e));
             return Exit::RigError.into();
         }
     };

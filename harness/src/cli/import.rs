@@ -113,15 +113,34 @@ impl ImportedFile {
     }
 }
 
+/// A `--from-*` machine that could not be imported into a topology file.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportFileError {
+    /// The inputs do not make a topology.
+    #[error(transparent)]
+    Import(#[from] ImportError),
+    /// The temporary folder cannot be made.
+    #[error("cannot create a temporary folder for the imported topology: {0}")]
+    Scratch(std::io::Error),
+    /// The topology file cannot be written.
+    #[error("{}: cannot write the topology: {error}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        error: std::io::Error,
+    },
+}
+
 /// Import and write the topology into a temporary folder.
 ///
 /// # Errors
-/// The import's error, or the folder or file cannot be written.
-pub fn import_to_file(from: &FromArgs) -> anyhow::Result<ImportedFile> {
+/// [`ImportFileError`]: the import's error, or the folder or file cannot be written.
+pub fn import_to_file(from: &FromArgs) -> Result<ImportedFile, ImportFileError> {
     let imported = from.import()?;
-    let dir = ScratchDir::new("manarig-run-")?;
+    let dir = ScratchDir::new("manarig-run-").map_err(ImportFileError::Scratch)?;
     let path = dir.path().join(format!("{}.toml", imported.topology.name()));
-    std::fs::write(&path, &imported.toml)?;
+    std::fs::write(&path, &imported.toml).map_err(|error| ImportFileError::Write { path: path.clone(), error })?;
     eprintln!(
         "manarig: imported {} (the topology file: `cargo xtask import … -o FILE` keeps it)",
         imported.topology.name()

@@ -77,6 +77,25 @@ pub struct ListArgs {
     pub cache_dir: Option<PathBuf>,
 }
 
+/// A `kernel build` or `kernel list` that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum KernelCommandError {
+    /// No cache folder.
+    #[error(transparent)]
+    Cache(#[from] crate::provision::ProvisionError),
+    /// `--commits` with a Debian source.
+    #[error("--commits {range} needs --source to be a git tree, not {source_name}")]
+    CommitsNeedTree {
+        /// The range given.
+        range: String,
+        /// The `--source` given.
+        source_name: String,
+    },
+    /// The source, the series or the build failed.
+    #[error(transparent)]
+    Kbuild(#[from] crate::kbuild::KbuildError),
+}
+
 /// Run `kernel …`.
 pub fn run(args: &KernelArgs) -> ExitCode {
     let result = match &args.command {
@@ -86,18 +105,18 @@ pub fn run(args: &KernelArgs) -> ExitCode {
     match result {
         Ok(()) => Exit::Pass.into(),
         Err(e) => {
-            eprintln!("manarig kernel: {e:#}");
+            eprintln!("manarig kernel: {}", crate::text::chain(&e));
             Exit::RigError.into()
         }
     }
 }
 
-fn run_build(b: &BuildArgs) -> anyhow::Result<()> {
+fn run_build(b: &BuildArgs) -> Result<(), KernelCommandError> {
     let cache = crate::provision::cache_dir(b.cache_dir.as_deref())?;
     let mut progress = |line: &str| eprintln!("kernel: {line}");
     let (source, patches) = match &b.commits {
         Some(range) if b.source.starts_with("debian:") => {
-            anyhow::bail!("--commits {range} needs --source to be a git tree, not {}", b.source)
+            return Err(KernelCommandError::CommitsNeedTree { range: range.clone(), source_name: b.source.clone() })
         }
         Some(base) if !base.contains("..") => {
             (commits::prepare_base(Path::new(&b.source), base, &cache, &mut progress)?, None)
@@ -145,7 +164,7 @@ fn run_build(b: &BuildArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn run_list(l: &ListArgs) -> anyhow::Result<()> {
+fn run_list(l: &ListArgs) -> Result<(), KernelCommandError> {
     let cache = crate::provision::cache_dir(l.cache_dir.as_deref())?;
     let builds = list_builds(&cache);
     if builds.is_empty() {

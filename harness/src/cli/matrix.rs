@@ -7,13 +7,13 @@ use super::Exit;
 use crate::matrix::kernels::{KernelRequest, Readiness};
 use crate::matrix::merge::merge;
 use crate::matrix::oracle::Oracle;
-use crate::matrix::oracles::BaselineOracle;
+use crate::matrix::other_oracles::BaselineOracle;
+use crate::matrix::pair_runner::{BootRunner, ModelRunner, PairRunner, RigSettings};
 use crate::matrix::progress::short_duration;
 use crate::matrix::report::{MatrixReport, Overall};
-use crate::matrix::runner::{BootRunner, ModelRunner, PairRunner, RigSettings};
 use crate::matrix::search::write_random;
-use crate::matrix::session::{default_run_id, run_shard, shard_jobs, Hooks, ShardRequest};
 use crate::matrix::shard::Shard;
+use crate::matrix::shard_run::{default_run_id, run_shard, shard_jobs, Hooks, ShardRequest};
 use crate::matrix::spec::{expand, read_inputs, MatrixSpec, RandomSpec};
 use crate::rig::kernel_choice::KernelChoice;
 use crate::text::plural;
@@ -115,7 +115,107 @@ pub struct MergeArgs {
     pub output: OutputArgs,
 }
 
-fn kernel_requests(args: &MatrixArgs) -> Result<Vec<KernelRequest>, String> {
+/// A `matrix` or `matrix-merge` that could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum MatrixError {
+    /// `--console` (a matrix keeps each pair's console).
+    #[error("--console: a matrix keeps every pair's console in <--out>/console/ instead")]
+    Console,
+    /// The KCIDB origin is not one KCIDB takes.
+    #[error(transparent)]
+    Kcidb(#[from] crate::matrix::kcidb::BadOrigin),
+    /// A picture destination cannot be written.
+    #[error(transparent)]
+    Picture(#[from] super::pictures::PictureError),
+    /// Two kernels have the same name.
+    #[error("kernel {label} is named twice (give --label another name for --source)")]
+    DuplicateKernel {
+        /// The name.
+        label: String,
+    },
+    /// `--out`'s console folder cannot be made.
+    #[error("{}: {error}", path.display())]
+    ConsoleDir {
+        /// The folder.
+        path: PathBuf,
+        /// The OS error.
+        error: std::io::Error,
+    },
+    /// `--inject` with another oracle than the model's.
+    #[error(
+        "--inject: each pair is judged by driver_survived (--oracle model); --oracle {oracle} or --baseline cannot \
+         judge it"
+    )]
+    InjectOracle {
+        /// The oracle asked for.
+        oracle: String,
+    },
+    /// `--oracle baseline` without `--baseline`.
+    #[error("--oracle baseline needs --baseline K0 (the kernel to compare with)")]
+    BaselineNeedsKernel,
+    /// `--baseline` with another oracle.
+    #[error("--baseline is for --oracle baseline, not --oracle {oracle}")]
+    BaselineWithoutOracle {
+        /// The oracle asked for.
+        oracle: String,
+    },
+    /// No such oracle.
+    #[error(transparent)]
+    Oracle(#[from] crate::matrix::other_oracles::UnknownOracle),
+    /// The baseline kernel cannot be made ready (the error names it).
+    #[error("the baseline (--baseline)")]
+    BaselineKernel(#[source] Box<crate::matrix::kernels::KernelPrepareError>),
+    /// A kernel request cannot be planned.
+    #[error(transparent)]
+    PlanKernel(#[from] crate::matrix::kernels::PlanKernelError),
+    /// The inputs cannot be listed.
+    #[error(transparent)]
+    Inputs(#[from] crate::matrix::spec::InputError),
+    /// `--random` without `--out`.
+    #[error("--random writes its topologies to OUT/random/: give --out OUT")]
+    RandomNeedsOut,
+    /// The random topologies cannot be written.
+    #[error(transparent)]
+    Random(#[from] crate::matrix::search::SearchError),
+    /// The outputs cannot be written or checked.
+    #[error(transparent)]
+    Output(#[from] super::matrix_output::OutputError),
+    /// A `matrix-merge` folder cannot be listed.
+    #[error("{}: {error}", path.display())]
+    ResultsFolder {
+        /// The folder.
+        path: PathBuf,
+        /// The OS error.
+        error: std::io::Error,
+    },
+    /// A `matrix-merge` folder has no shard document.
+    #[error("{}: no matrix.json in the folder", path.display())]
+    NoDocuments {
+        /// The folder.
+        path: PathBuf,
+    },
+    /// A shard document cannot be read.
+    #[error("{}: {error}", path.display())]
+    ReadDocument {
+        /// The document.
+        path: PathBuf,
+        /// The OS error.
+        error: std::io::Error,
+    },
+    /// A shard document is not a matrix document.
+    #[error("{}: {reason}", path.display())]
+    BadDocument {
+        /// The document.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The shards do not merge.
+    #[error(transparent)]
+    Merge(#[from] crate::matrix::merge::MergeError),
+}
+
+fn kernel_requests(args: &MatrixArgs) -> Result<Vec<KernelRequest>, MatrixError> {
     let mut reqs: Vec<KernelRequest> = args.kernel.iter().cloned().map(KernelRequest::Choice).collect();
     if let Some(source) = &args.source {
         let patched = args.patches.is_some() || args.commits.as_deref().is_some_and(|c| c.contains(".."));
@@ -132,7 +232,7 @@ fn kernel_requests(args: &MatrixArgs) -> Result<Vec<KernelRequest>, String> {
     }
     let mut seen = std::collections::HashSet::new();
     if let Some(dup) = reqs.iter().map(KernelRequest::label).find(|l| !seen.insert(l.clone())) {
-        return Err(format!("kernel {dup} is named twice (give --label another name for --source)"));
+        return Err(MatrixError::DuplicateKernel { label: dup });
     }
     Ok(reqs)
 }
@@ -143,20 +243,20 @@ pub fn run(args: &MatrixArgs) -> ExitCode {
     match run_inner(args) {
         Ok(exit) => exit.into(),
         Err(e) => {
-            eprintln!("manarig matrix: {e:#}");
+            eprintln!("manarig matrix: {}", crate::text::chain(&e));
             Exit::RigError.into()
         }
     }
 }
 
-fn run_inner(args: &MatrixArgs) -> anyhow::Result<Exit> {
+fn run_inner(args: &MatrixArgs) -> Result<Exit, MatrixError> {
     if args.rig.console.is_some() {
-        anyhow::bail!("--console: a matrix keeps every pair's console in <--out>/console/ instead");
+        return Err(MatrixError::Console);
     }
     // Refuse a bad origin or picture path before any guest boots.
     crate::matrix::kcidb::render_kcidb(&empty_report(), &args.output.kcidb())?;
-    args.output.pictures.check().map_err(anyhow::Error::msg)?;
-    let kernels = kernel_requests(args).map_err(anyhow::Error::msg)?;
+    args.output.pictures.check()?;
+    let kernels = kernel_requests(args)?;
     let baseline = args.baseline.clone().map(KernelRequest::Choice);
     if args.prepare_only {
         let all: Vec<KernelRequest> = kernels.iter().cloned().chain(baseline).collect();
@@ -192,7 +292,7 @@ fn run_inner(args: &MatrixArgs) -> anyhow::Result<Exit> {
             inputs.extend(write_random(r, out)?);
             Some(out.clone())
         }
-        (Some(_), None) => anyhow::bail!("--random writes its topologies to OUT/random/: give --out OUT"),
+        (Some(_), None) => return Err(MatrixError::RandomNeedsOut),
         _ => None,
     };
     let spec = MatrixSpec {
@@ -255,19 +355,17 @@ fn make_oracle(
     baseline: Option<&KernelRequest>,
     readiness: Readiness,
     make_runner: &dyn Fn() -> Box<dyn PairRunner>,
-) -> anyhow::Result<Box<dyn Oracle>> {
+) -> Result<Box<dyn Oracle>, MatrixError> {
     let name = args.oracle.as_deref().unwrap_or(if baseline.is_some() { "baseline" } else { "auto" });
     if !args.inject.is_empty() {
         // A run with injections is judged by driver_survived: the run's own verdict, the model oracle's answer.
         return match args.oracle.as_deref().unwrap_or("model") {
             "model" if baseline.is_none() => Ok(Box::new(crate::matrix::oracle::ModelOracle)),
-            other => anyhow::bail!(
-                "--inject: each pair is judged by driver_survived (--oracle model); --oracle {other} or --baseline cannot judge it"
-            ),
+            other => Err(MatrixError::InjectOracle { oracle: other.to_owned() }),
         };
     }
     match (name, baseline) {
-        ("baseline", None) => anyhow::bail!("--oracle baseline needs --baseline K0 (the kernel to compare with)"),
+        ("baseline", None) => Err(MatrixError::BaselineNeedsKernel),
         ("baseline", Some(k0)) => {
             let label = k0.label();
             let spec = k0.spec()?;
@@ -275,12 +373,11 @@ fn make_oracle(
                 crate::matrix::kernels::prepare(k0, readiness, args.rig.cache_dir.as_deref(), &mut |l| {
                     eprintln!("matrix: baseline kernel {label}: {l}")
                 });
-            let kernel = resolved
-                .map_err(|e| anyhow::anyhow!("baseline kernel {label}: {}", crate::verdict::format::error_text(&e)))?;
+            let kernel = resolved.map_err(|e| MatrixError::BaselineKernel(Box::new(e)))?;
             Ok(Box::new(BaselineOracle::new(kernel, spec, make_runner())))
         }
-        (other, Some(_)) => anyhow::bail!("--baseline is for --oracle baseline, not --oracle {other}"),
-        (other, None) => Ok(crate::matrix::oracles::by_name(other)?),
+        (other, Some(_)) => Err(MatrixError::BaselineWithoutOracle { oracle: other.to_owned() }),
+        (other, None) => Ok(crate::matrix::other_oracles::by_name(other)?),
     }
 }
 
@@ -313,7 +410,7 @@ fn prepare_only(kernels: &[KernelRequest], cache_dir: Option<&Path>) -> Exit {
 
 /// Emit the report and its pictures, and say how it ended (the pictures never change
 /// the exit code).
-fn finish(report: &MatrixReport, output: &OutputArgs) -> anyhow::Result<Exit> {
+fn finish(report: &MatrixReport, output: &OutputArgs) -> Result<Exit, MatrixError> {
     let written = emit(report, output, &mut |l| eprintln!("matrix: {l}"))?;
     output.pictures.write(report, &mut |l| eprintln!("matrix: {l}"));
     let (pass, fail, err, not_run) = report.counts();
@@ -344,11 +441,11 @@ fn rig_settings(
     rig: &RigOptions,
     out: Option<&Path>,
     inject: &[mana_device_api::inject::InjectSpec],
-) -> anyhow::Result<RigSettings> {
+) -> Result<RigSettings, MatrixError> {
     let console_dir = match out {
         Some(dir) => {
             let d = dir.join("console");
-            std::fs::create_dir_all(&d).map_err(|e| anyhow::anyhow!("{}: {e}", d.display()))?;
+            std::fs::create_dir_all(&d).map_err(|error| MatrixError::ConsoleDir { path: d.clone(), error })?;
             Some(d)
         }
         None => None,
@@ -399,7 +496,7 @@ fn empty_report() -> MatrixReport {
 
 /// The matrix documents `results` name: files, or every `matrix.json` in a
 /// folder (three levels deep: CI artifact folders).
-fn documents(results: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+fn documents(results: &[PathBuf]) -> Result<Vec<PathBuf>, MatrixError> {
     fn walk(dir: &Path, depth: u32, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
         let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?.flatten().map(|e| e.path()).collect();
         entries.sort();
@@ -416,9 +513,9 @@ fn documents(results: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     for r in results {
         if r.is_dir() {
             let before = out.len();
-            walk(r, 3, &mut out).map_err(|e| anyhow::anyhow!("{}: {e}", r.display()))?;
+            walk(r, 3, &mut out).map_err(|error| MatrixError::ResultsFolder { path: r.clone(), error })?;
             if out.len() == before {
-                anyhow::bail!("{}: no matrix.json in the folder", r.display());
+                return Err(MatrixError::NoDocuments { path: r.clone() });
             }
         } else {
             out.push(r.clone());
@@ -431,13 +528,15 @@ fn documents(results: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
 /// the exit code as `matrix` would give for the whole matrix (2 when a shard
 /// is missing or was interrupted).
 pub fn merge_cmd(args: &MergeArgs) -> ExitCode {
-    let result = (|| -> anyhow::Result<Exit> {
+    let result = (|| -> Result<Exit, MatrixError> {
         crate::matrix::kcidb::render_kcidb(&empty_report(), &args.output.kcidb())?;
-        args.output.pictures.check().map_err(anyhow::Error::msg)?;
+        args.output.pictures.check()?;
         let mut docs = Vec::new();
         for path in documents(&args.results)? {
-            let text = std::fs::read_to_string(&path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-            let doc = MatrixReport::from_json(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            let text = std::fs::read_to_string(&path)
+                .map_err(|error| MatrixError::ReadDocument { path: path.clone(), error })?;
+            let doc = MatrixReport::from_json(&text)
+                .map_err(|reason| MatrixError::BadDocument { path: path.clone(), reason })?;
             docs.push((path.display().to_string(), doc));
         }
         let merged = merge(&docs, args.output.run_id.as_deref())?;
@@ -452,7 +551,7 @@ pub fn merge_cmd(args: &MergeArgs) -> ExitCode {
     match result {
         Ok(exit) => exit.into(),
         Err(e) => {
-            eprintln!("manarig matrix-merge: {e:#}");
+            eprintln!("manarig matrix-merge: {}", crate::text::chain(&e));
             Exit::RigError.into()
         }
     }

@@ -6,7 +6,6 @@ use super::pictures::MatrixPictureArgs;
 use crate::matrix::kcidb::{render_kcidb, KcidbOptions};
 use crate::matrix::report::MatrixReport;
 use crate::matrix::{junit, kcidb_check, ktap, summary};
-use anyhow::Context;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -77,16 +76,44 @@ impl OutputArgs {
     }
 }
 
+/// A matrix document that cannot be rendered, written or checked.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    /// quick-junit could not write the XML.
+    #[error("cannot write the JUnit document: {0}")]
+    Junit(quick_junit::SerializeError),
+    /// serde_json could not write the JSON.
+    #[error("cannot write the matrix document: {0}")]
+    Json(serde_json::Error),
+    /// The KCIDB origin is not one KCIDB takes.
+    #[error(transparent)]
+    Kcidb(#[from] crate::matrix::kcidb::BadOrigin),
+    /// `--out` or a file in it cannot be written.
+    #[error("{}: {error}", path.display())]
+    Write {
+        /// The folder or file.
+        path: PathBuf,
+        /// The OS error.
+        error: std::io::Error,
+    },
+    /// No cache folder for the KCIDB check's venv.
+    #[error(transparent)]
+    Cache(Box<crate::provision::ProvisionError>),
+    /// The KCIDB check could not run, or the document is not valid.
+    #[error(transparent)]
+    KcidbCheck(#[from] kcidb_check::KcidbCheckError),
+}
+
 /// The document in `format`.
 ///
 /// # Errors
-/// A renderer's error (JUnit/JSON serialisation, a bad KCIDB origin).
-pub fn render(m: &MatrixReport, format: MatrixFormat, kcidb: &KcidbOptions) -> anyhow::Result<String> {
+/// [`OutputError`]: a renderer's error (JUnit/JSON serialisation, a bad KCIDB origin).
+pub fn render(m: &MatrixReport, format: MatrixFormat, kcidb: &KcidbOptions) -> Result<String, OutputError> {
     Ok(match format {
         MatrixFormat::Markdown => summary::render(m),
-        MatrixFormat::Junit => junit::render_matrix(m)?,
+        MatrixFormat::Junit => junit::render_matrix(m).map_err(OutputError::Junit)?,
         MatrixFormat::Ktap => ktap::render_matrix(m),
-        MatrixFormat::Json => serde_json::to_string_pretty(m)? + "\n",
+        MatrixFormat::Json => serde_json::to_string_pretty(m).map_err(OutputError::Json)? + "\n",
         MatrixFormat::Kcidb => render_kcidb(m, kcidb)?,
     })
 }
@@ -95,16 +122,21 @@ pub fn render(m: &MatrixReport, format: MatrixFormat, kcidb: &KcidbOptions) -> a
 /// `--check-kcidb`, validate the KCIDB document. Returns the files written.
 ///
 /// # Errors
-/// A file cannot be written, a renderer fails, or the KCIDB document is not valid.
-pub fn emit(m: &MatrixReport, args: &OutputArgs, note: &mut dyn FnMut(&str)) -> anyhow::Result<Vec<PathBuf>> {
+/// [`OutputError`]: a file cannot be written, a renderer fails, or the KCIDB
+/// document is not valid.
+pub fn emit(m: &MatrixReport, args: &OutputArgs, note: &mut dyn FnMut(&str)) -> Result<Vec<PathBuf>, OutputError> {
     let kcidb = args.kcidb();
     let mut written = Vec::new();
+    let write_error = |path: &std::path::Path| {
+        let path = path.to_path_buf();
+        move |error| OutputError::Write { path, error }
+    };
     if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir).with_context(|| format!("--out {}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(write_error(dir))?;
         for (format, file) in MatrixFormat::FILES {
             let path = dir.join(file);
             let text = render(m, format, &kcidb)?;
-            std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+            std::fs::write(&path, text).map_err(write_error(&path))?;
             written.push(path);
         }
     }
@@ -112,13 +144,14 @@ pub fn emit(m: &MatrixReport, args: &OutputArgs, note: &mut dyn FnMut(&str)) -> 
     // A closed pipe (`| head`) is not worth a panic.
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
     if args.check_kcidb {
-        let cache = crate::provision::cache_dir(args.kcidb_cache_dir.as_deref())?;
+        let cache = crate::provision::cache_dir(args.kcidb_cache_dir.as_deref())
+            .map_err(|e| OutputError::Cache(Box::new(e)))?;
         let validator = kcidb_check::validator(&cache, &mut |l| note(l))?;
-        let tmp = tempfile::NamedTempFile::new().context("a temporary file for the KCIDB check")?;
+        let tmp = tempfile::NamedTempFile::new().map_err(write_error(&std::env::temp_dir()))?;
         let file: PathBuf = match &args.out {
             Some(dir) => dir.join("kcidb.json"),
             None => {
-                std::fs::write(tmp.path(), render(m, MatrixFormat::Kcidb, &kcidb)?)?;
+                std::fs::write(tmp.path(), render(m, MatrixFormat::Kcidb, &kcidb)?).map_err(write_error(tmp.path()))?;
                 tmp.path().to_path_buf()
             }
         };

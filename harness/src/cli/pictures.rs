@@ -10,6 +10,42 @@ use crate::picture::{html, svg, Picture};
 use crate::topology::Topology;
 use std::path::{Path, PathBuf};
 
+/// A picture that cannot be drawn or written.
+#[derive(Debug, thiserror::Error)]
+pub enum PictureError {
+    /// The folder of a picture file does not exist.
+    #[error("{option} {}: no folder {}", file.display(), folder.display())]
+    NoFolder {
+        /// The option (`--svg`, `--html`).
+        option: &'static str,
+        /// The file given.
+        file: PathBuf,
+        /// Its folder.
+        folder: PathBuf,
+    },
+    /// `matrix --svg DIR` cannot be created.
+    #[error("--svg {}: cannot create the folder: {error}", dir.display())]
+    CreateFolder {
+        /// The folder.
+        dir: PathBuf,
+        /// The OS error.
+        error: std::io::Error,
+    },
+    /// The topology to draw cannot be loaded.
+    #[error("no picture: {0}")]
+    Topology(Box<crate::topology::TopologyError>),
+    /// A picture file cannot be written.
+    #[error("{}: cannot write the {kind} picture: {error}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// `SVG` or `HTML`.
+        kind: &'static str,
+        /// The OS error.
+        error: std::io::Error,
+    },
+}
+
 /// The picture options.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct PictureArgs {
@@ -31,8 +67,9 @@ impl PictureArgs {
     /// Refuse, before anything boots, a picture file whose folder does not exist.
     ///
     /// # Errors
-    /// One line naming the option, the file and the missing folder.
-    pub fn check(&self) -> Result<(), String> {
+    /// [`PictureError::NoFolder`]: one line naming the option, the file and the
+    /// missing folder.
+    pub fn check(&self) -> Result<(), PictureError> {
         for (path, option) in [(self.svg.as_ref(), "--svg"), (self.html.as_ref(), "--html")] {
             if let Some(file) = path {
                 folder_exists(option, file)?;
@@ -45,18 +82,17 @@ impl PictureArgs {
     /// stderr what was written.
     ///
     /// # Errors
-    /// One line: the topology cannot be loaded, or a file cannot be written.
-    pub fn write(&self, topology: &Path, picture: &Picture<'_>) -> Result<(), String> {
+    /// [`PictureError`]: the topology cannot be loaded, or a file cannot be written.
+    pub fn write(&self, topology: &Path, picture: &Picture<'_>) -> Result<(), PictureError> {
         if !self.wanted() {
             return Ok(());
         }
-        let topo = Topology::load(topology).map_err(|e| format!("no picture: {e}"))?;
+        let topo = Topology::load(topology).map_err(|e| PictureError::Topology(Box::new(e)))?;
         let outputs = [(self.svg.as_ref(), "SVG"), (self.html.as_ref(), "HTML")];
         for (path, kind) in outputs {
             let Some(path) = path else { continue };
             let text = if kind == "SVG" { svg(&topo, picture) } else { html(&topo, picture) };
-            std::fs::write(path, text)
-                .map_err(|e| format!("{}: cannot write the {kind} picture: {e}", path.display()))?;
+            std::fs::write(path, text).map_err(|error| PictureError::Write { path: path.clone(), kind, error })?;
             eprintln!("manarig: wrote {} ({kind})", path.display());
         }
         Ok(())
@@ -81,11 +117,10 @@ impl MatrixPictureArgs {
     /// `--svg` folder is created, `--html`'s folder must exist.
     ///
     /// # Errors
-    /// One line naming the option and the path.
-    pub fn check(&self) -> Result<(), String> {
+    /// [`PictureError`]: one line naming the option and the path.
+    pub fn check(&self) -> Result<(), PictureError> {
         if let Some(dir) = &self.svg_dir {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("--svg {}: cannot create the folder: {e}", dir.display()))?;
+            std::fs::create_dir_all(dir).map_err(|error| PictureError::CreateFolder { dir: dir.clone(), error })?;
         }
         match &self.html {
             Some(file) => folder_exists("--html", file),
@@ -126,11 +161,11 @@ impl MatrixPictureArgs {
 }
 
 /// `option FILE`'s folder exists (the current one for a bare name), or one line saying not.
-fn folder_exists(option: &str, file: &Path) -> Result<(), String> {
+fn folder_exists(option: &'static str, file: &Path) -> Result<(), PictureError> {
     let parent = file.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     if parent.is_dir() {
         Ok(())
     } else {
-        Err(format!("{option} {}: no folder {}", file.display(), parent.display()))
+        Err(PictureError::NoFolder { option, file: file.to_path_buf(), folder: parent.to_path_buf() })
     }
 }

@@ -11,6 +11,7 @@ use crate::rig::{run_one, RunOutcome, RunRequest};
 use crate::text::plural;
 use crate::verdict::format::error_text;
 use crate::verdict::{render, render_before_after, render_rig_error, Format};
+use std::error::Error;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -57,16 +58,82 @@ pub struct RigOptions {
 /// the initramfs and without the channel check).
 ///
 /// # Errors
-/// A message naming the option to use instead.
-pub fn rig_cmdline_item(s: &str) -> Result<String, String> {
+/// [`CmdlineItemError`](super::boot::CmdlineItemError), naming the option to
+/// use instead of an agent item.
+pub fn rig_cmdline_item(s: &str) -> Result<String, super::boot::CmdlineItemError> {
     let item = super::boot::cmdline_item(s)?;
     // The guest agent splits /proc/cmdline at spaces, quotes or not.
     if item.split(' ').any(crate::guest_protocol::options::is_agent_item) {
-        return Err(format!(
-            "{item:?}: manarig.* items are set by the rig itself; use --channels N, --reprobe or --deadline instead"
-        ));
+        return Err(super::boot::CmdlineItemError::AgentItem {
+            item,
+            owner: "manarig.* items are set by the rig itself",
+            instead: "--channels N, --reprobe or --deadline",
+        });
     }
     Ok(item)
+}
+
+/// What `run` and `compare` refuse before any kernel is built or booted.
+#[derive(Debug, thiserror::Error)]
+pub enum RunCheckError {
+    /// The `--from-*` machine cannot be imported.
+    #[error(transparent)]
+    Import(#[from] super::import::ImportFileError),
+    /// The topology file does not load, or the scenario options do not fit it.
+    #[error(transparent)]
+    Topology(Box<crate::topology::TopologyError>),
+    /// irqbalance cannot run on the chosen kernel.
+    #[error("irqbalance (--irqbalance or [scenario] irqbalance in {}): {why}", topology.display())]
+    Irqbalance {
+        /// The topology file.
+        topology: PathBuf,
+        /// Why not.
+        why: String,
+    },
+    /// `--channels` outside what `ethtool -L` accepts on the machine.
+    #[error(
+        "--channels {channels}: `ethtool -L` accepts 1 to {max} combined channels on {} (the driver's \
+         max_num_queues: CPUs, max_queues, MSI-X vectors - 1)",
+        topology.display()
+    )]
+    Channels {
+        /// The count asked for.
+        channels: u32,
+        /// The most the driver takes.
+        max: u32,
+        /// The topology file.
+        topology: PathBuf,
+    },
+    /// A `[nic] inject` entry does not parse.
+    #[error(transparent)]
+    Injection(#[from] crate::rig::BadInjection),
+    /// `--tests` or `--source` without `--selftests`.
+    #[error("--tests and --source choose selftests: add --selftests (or use `selftests`)")]
+    SelftestsNotAsked,
+    /// The selftests' `--source` is neither a tree nor a pinned source.
+    #[error(transparent)]
+    SelftestsSource(Box<crate::kbuild::KbuildError>),
+    /// [`DEVICE_FAULT_ENV`] is not `KIND:N`.
+    #[error("{DEVICE_FAULT_ENV}: {reason}")]
+    DeviceFault {
+        /// The fault parser's words.
+        reason: String,
+    },
+    /// The kernel choice cannot be resolved.
+    #[error("kernel {choice}")]
+    Kernel {
+        /// The choice.
+        choice: String,
+        /// Why.
+        #[source]
+        source: Box<crate::kbuild::KbuildError>,
+    },
+}
+
+impl From<crate::topology::TopologyError> for RunCheckError {
+    fn from(e: crate::topology::TopologyError) -> Self {
+        RunCheckError::Topology(Box::new(e))
+    }
 }
 
 impl RigOptions {
@@ -212,15 +279,22 @@ impl SelftestArgs {
     /// The run's selftests, when asked for (`--selftests`, or the `selftests` command).
     ///
     /// # Errors
-    /// A `--source` that is neither a kernel tree nor a pinned Debian source.
-    pub fn request(&self) -> anyhow::Result<Option<crate::rig::SelftestsRequest>> {
+    /// [`RunCheckError::SelftestsNotAsked`] for `--tests` or `--source`
+    /// without `--selftests`; [`RunCheckError::SelftestsSource`] for a
+    /// `--source` that is neither a kernel tree nor a pinned Debian source.
+    pub fn request(&self) -> Result<Option<crate::rig::SelftestsRequest>, RunCheckError> {
         if !self.selftests {
             if !self.tests.is_empty() || self.source.is_some() {
-                anyhow::bail!("--tests and --source choose selftests: add --selftests (or use `selftests`)");
+                return Err(RunCheckError::SelftestsNotAsked);
             }
             return Ok(None);
         }
-        let source = self.source.as_deref().map(crate::kbuild::source::SourceSpec::parse).transpose()?;
+        let source = self
+            .source
+            .as_deref()
+            .map(crate::kbuild::source::SourceSpec::parse)
+            .transpose()
+            .map_err(|e| RunCheckError::SelftestsSource(Box::new(e)))?;
         Ok(Some(crate::rig::SelftestsRequest { patterns: self.tests.clone(), source, timeout_s: self.test_timeout }))
     }
 }
@@ -335,14 +409,15 @@ pub(super) fn run_name(topology: &std::path::Path, kernel_label: &str) -> String
 }
 
 /// Resolve a kernel choice, printing which model judges it; on failure a rig
-/// error in `format` (named `<topology>@<kernel>`), and the error's text (for a picture).
+/// error in `format` (named `<topology>@<kernel>`), and the error (its text goes
+/// into a picture).
 pub(super) fn resolve_or_report(
     choice: &KernelChoice,
     model: Option<crate::model::KernelGen>,
     rig: &RigOptions,
     topology: &std::path::Path,
     format: Format,
-) -> Result<ResolvedKernel, String> {
+) -> Result<ResolvedKernel, RunCheckError> {
     match kernel_choice::resolve(choice, model, rig.cache_dir.as_deref()) {
         Ok(k) => {
             if k.custom.is_some() || model.is_some() {
@@ -351,15 +426,15 @@ pub(super) fn resolve_or_report(
             Ok(k)
         }
         Err(e) => {
-            let err = anyhow::Error::new(e).context(format!("kernel {choice}"));
+            let err = RunCheckError::Kernel { choice: choice.to_string(), source: Box::new(e) };
             report_rig_error(&err, &run_name(topology, &choice.to_string()), format);
-            Err(error_text(&err))
+            Err(err)
         }
     }
 }
 
 /// A rig error: the format's error document on stdout (human: one line on stderr).
-pub(super) fn report_rig_error(err: &anyhow::Error, name: &str, format: Format) {
+pub(super) fn report_rig_error(err: &(dyn Error + 'static), name: &str, format: Format) {
     match render_rig_error(err, name, format) {
         Ok(text) if format != Format::Human => print(&text),
         _ => eprintln!("manarig: {name}: rig error: {}", error_text(err)),
@@ -418,10 +493,10 @@ pub const DEVICE_FAULT_ENV: &str = "MANARIG_DEVICE_FAULT";
 /// [`DEVICE_FAULT_ENV`], if set.
 ///
 /// # Errors
-/// A value that is not `KIND:N`.
-fn device_fault_from_env() -> anyhow::Result<Option<mana_device_api::fault::DeviceFault>> {
+/// [`RunCheckError::DeviceFault`] for a value that is not `KIND:N`.
+fn device_fault_from_env() -> Result<Option<mana_device_api::fault::DeviceFault>, RunCheckError> {
     match std::env::var(DEVICE_FAULT_ENV) {
-        Ok(v) if !v.is_empty() => v.parse().map(Some).map_err(|e| anyhow::anyhow!("{DEVICE_FAULT_ENV}: {e}")),
+        Ok(v) if !v.is_empty() => v.parse().map(Some).map_err(|reason| RunCheckError::DeviceFault { reason }),
         _ => Ok(None),
     }
 }
@@ -429,8 +504,8 @@ fn device_fault_from_env() -> anyhow::Result<Option<mana_device_api::fault::Devi
 /// The topology a `--from-*` machine was imported into (a temporary file), if any.
 ///
 /// # Errors
-/// The import's one-line error.
-fn imported_topology(from: &FromArgs) -> anyhow::Result<Option<ImportedFile>> {
+/// [`super::import::ImportFileError`]: the import's one-line error.
+fn imported_topology(from: &FromArgs) -> Result<Option<ImportedFile>, super::import::ImportFileError> {
     if from.given() {
         import_to_file(from).map(Some)
     } else {
@@ -443,7 +518,7 @@ fn write_pictures(pictures: &PictureArgs, topology: &std::path::Path, picture: &
     match pictures.write(topology, picture) {
         Ok(()) => true,
         Err(e) => {
-            eprintln!("manarig: {e}");
+            eprintln!("manarig: {}", error_text(&e));
             false
         }
     }
@@ -454,7 +529,7 @@ fn write_pictures(pictures: &PictureArgs, topology: &std::path::Path, picture: &
 /// run that fails before the guest's report is drawn without guest data (still exit 2).
 pub fn run(args: &RunArgs) -> ExitCode {
     if let Err(e) = args.pictures.check() {
-        eprintln!("manarig: {e}");
+        eprintln!("manarig: {}", error_text(&e));
         return Exit::RigError.into();
     }
     let model = args.model.as_ref().map(|m| m.0);
@@ -471,40 +546,11 @@ pub fn run(args: &RunArgs) -> ExitCode {
         Exit::RigError.into()
     };
     // The topology first: a bad file must not wait for a kernel build.
-    let checked = crate::topology::Topology::load(topology)
-        .and_then(|topo| topo.with_scenario(&topology.display().to_string(), &args.scenario.to_file()))
-        .map_err(anyhow::Error::new)
-        .and_then(|topo| {
-            for w in topo.warnings() {
-                eprintln!("manarig: warning: {w}");
-            }
-            if topo.scenario().irqbalance {
-                if let Some(why) = crate::rig::kernel_choice::irqbalance_refusal(&args.kernel_choice()) {
-                    anyhow::bail!(
-                        "irqbalance (--irqbalance or [scenario] irqbalance in {}): {why}",
-                        topology.display()
-                    );
-                }
-            }
-            match args.channels {
-                Some(c) if c == 0 || c > topo.max_channels() => anyhow::bail!(
-                "--channels {c}: `ethtool -L` accepts 1 to {} combined channels on {} (the driver's max_num_queues: \
-                 CPUs, max_queues, MSI-X vectors - 1)",
-                topo.max_channels(),
-                topology.display()
-            ),
-                // The file's `[nic] inject` specs parse, or nothing starts.
-                _ => crate::rig::injections(topology, &topo, &[]).map(drop),
-            }
-        });
-    let selftests = checked.and_then(|()| args.selftests.request());
-    let (checked, selftests) = match selftests {
-        Ok(s) => (Ok(()), s),
-        Err(e) => (Err(e), None),
-    };
-    let device_fault = checked.and_then(|()| device_fault_from_env());
-    let device_fault = match device_fault {
-        Ok(fault) => fault,
+    let checked = check_run(args, topology)
+        .and_then(|()| args.selftests.request())
+        .and_then(|selftests| Ok((selftests, device_fault_from_env()?)));
+    let (selftests, device_fault) = match checked {
+        Ok(both) => both,
         Err(err) => {
             let name = run_name(topology, &args.kernel_choice().to_string());
             report_rig_error(&err, &name, args.format);
@@ -513,7 +559,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
     };
     let kernel = match resolve_or_report(&args.kernel_choice(), model, &args.rig, topology, args.format) {
         Ok(k) => k,
-        Err(reason) => return rig_error(&run_name(topology, &args.kernel_choice().to_string()), &reason),
+        Err(err) => return rig_error(&run_name(topology, &args.kernel_choice().to_string()), &error_text(&err)),
     };
     let name = run_name(topology, &kernel.label);
     let mut request = args.rig.request_for(topology, &kernel, model);
@@ -557,6 +603,31 @@ pub fn run(args: &RunArgs) -> ExitCode {
     }
 }
 
+/// `run`'s checks of the topology file against the options (printing its
+/// warnings): irqbalance on the kernel, `--channels`, the file's `[nic] inject`.
+///
+/// # Errors
+/// [`RunCheckError`]: the first thing refused.
+fn check_run(args: &RunArgs, topology: &std::path::Path) -> Result<(), RunCheckError> {
+    let topo = crate::topology::Topology::load(topology)?
+        .with_scenario(&topology.display().to_string(), &args.scenario.to_file())?;
+    for w in topo.warnings() {
+        eprintln!("manarig: warning: {w}");
+    }
+    if topo.scenario().irqbalance {
+        if let Some(why) = crate::rig::kernel_choice::irqbalance_refusal(&args.kernel_choice()) {
+            return Err(RunCheckError::Irqbalance { topology: topology.to_path_buf(), why });
+        }
+    }
+    match args.channels {
+        Some(c) if c == 0 || c > topo.max_channels() => {
+            Err(RunCheckError::Channels { channels: c, max: topo.max_channels(), topology: topology.to_path_buf() })
+        }
+        // The file's `[nic] inject` specs parse, or nothing starts.
+        _ => Ok(crate::rig::injections(topology, &topo, &[]).map(drop)?),
+    }
+}
+
 /// One side of `compare`: its verdict, or why it has none (rig error, or not run).
 enum Side {
     Judged(Box<crate::verdict::Verdict>),
@@ -578,7 +649,7 @@ impl Side {
 /// both machines side by side (a side without a report drawn without guest data).
 pub fn compare(args: &CompareArgs) -> ExitCode {
     if let Err(e) = args.pictures.check() {
-        eprintln!("manarig: {e}");
+        eprintln!("manarig: {}", error_text(&e));
         return Exit::RigError.into();
     }
     let before = args.before_build.clone().map_or_else(|| args.before.clone(), KernelChoice::Build);
@@ -596,12 +667,12 @@ pub fn compare(args: &CompareArgs) -> ExitCode {
     };
     // The topology and its `[nic] inject` entries before either kernel: nothing starts on a bad one.
     let checked = crate::topology::Topology::load(topology)
-        .map_err(anyhow::Error::new)
-        .and_then(|topo| crate::rig::injections(topology, &topo, &args.inject));
+        .map_err(RunCheckError::from)
+        .and_then(|topo| Ok(crate::rig::injections(topology, &topo, &args.inject)?));
     let injected = match checked {
         Ok(specs) => specs,
         Err(e) => {
-            eprintln!("manarig: {e}");
+            eprintln!("manarig: {}", error_text(&e));
             return Exit::RigError.into();
         }
     };
@@ -620,7 +691,8 @@ pub fn compare(args: &CompareArgs) -> ExitCode {
     for choice in [&before, &after] {
         match resolve_or_report(choice, None, &args.rig, topology, Format::Human) {
             Ok(k) => kernels.push(k),
-            Err(reason) => {
+            Err(err) => {
+                let reason = error_text(&err);
                 let (b, a) = match kernels.len() {
                     0 => (not_run(&before, &reason), not_run(&after, "not run: the before kernel failed")),
                     _ => (not_run(&before, "not run: the after kernel failed"), not_run(&after, &reason)),
@@ -690,7 +762,10 @@ mod tests {
     fn rig_cmdline_refuses_the_agents_own_items() {
         assert_eq!(rig_cmdline_item("initcall_debug").as_deref(), Ok("initcall_debug"));
         let e = rig_cmdline_item("manarig.channels=4").expect_err("agent item");
-        assert!(e.contains("--channels N"), "{e}");
+        assert!(
+            matches!(&e, super::super::boot::CmdlineItemError::AgentItem { instead, .. } if instead.contains("--channels N")),
+            "{e}"
+        );
         assert!(rig_cmdline_item("a b").is_err());
         assert!(rig_cmdline_item("x=\"y manarig.load=z\"").is_err(), "hidden in a quoted value");
         assert!(rig_cmdline_item("dyndbg=\"module mana +p\"").is_ok());

@@ -54,11 +54,38 @@ pub struct SoakArgs {
     pub rig: RigOptions,
 }
 
+/// What `soak`'s arguments can get wrong, found before anything boots.
+#[derive(Debug, thiserror::Error)]
+pub enum SoakArgsError {
+    /// The topology file cannot be loaded.
+    #[error(transparent)]
+    Topology(#[from] crate::topology::TopologyError),
+    /// `--minutes` out of range.
+    #[error("--minutes {0}: a soak runs {MIN_MINUTES} to {MAX_MINUTES} minutes")]
+    Minutes(u32),
+    /// `--flows` out of range.
+    #[error("--flows {0}: a soak's rounds take 1 to {MAX_FLOWS} flows")]
+    Flows(u32),
+    /// `--round-bytes` or `--round-seconds` is 0.
+    #[error("--round-bytes and --round-seconds must be above 0")]
+    EmptyRound,
+    /// A `--channels` entry that is not a count the NIC has.
+    #[error("--channels {text}: {entry:?} is not a combined channel count from 1 to {max}")]
+    Channels {
+        /// The whole option.
+        text: String,
+        /// The bad entry.
+        entry: String,
+        /// The topology's maximum.
+        max: u32,
+    },
+}
+
 /// `--channels` as counts for a NIC of `max` combined channels.
 ///
 /// # Errors
-/// A count that is not a number from 1 to `max`.
-fn channels(text: Option<&str>, max: u32) -> Result<Vec<u32>, String> {
+/// [`SoakArgsError::Channels`]: a count that is not a number from 1 to `max`.
+fn channels(text: Option<&str>, max: u32) -> Result<Vec<u32>, SoakArgsError> {
     let Some(text) = text else { return Ok(SoakOptions::default_channels(max)) };
     if text == "none" {
         return Ok(Vec::new());
@@ -66,9 +93,27 @@ fn channels(text: Option<&str>, max: u32) -> Result<Vec<u32>, String> {
     text.split(',')
         .map(|c| match c.trim().parse::<u32>() {
             Ok(n) if (1..=max).contains(&n) => Ok(n),
-            _ => Err(format!("--channels {text}: {c:?} is not a combined channel count from 1 to {max}")),
+            _ => Err(SoakArgsError::Channels { text: text.to_owned(), entry: c.to_owned(), max }),
         })
         .collect()
+}
+
+/// The arguments checked against the topology: the channel counts.
+///
+/// # Errors
+/// [`SoakArgsError`]: the first bad argument.
+fn check(args: &SoakArgs) -> Result<Vec<u32>, SoakArgsError> {
+    let topo = crate::topology::Topology::load(&args.topology)?;
+    if !(MIN_MINUTES..=MAX_MINUTES).contains(&args.minutes) {
+        return Err(SoakArgsError::Minutes(args.minutes));
+    }
+    if !(1..=MAX_FLOWS).contains(&args.flows) {
+        return Err(SoakArgsError::Flows(args.flows));
+    }
+    if args.round_bytes == 0 || args.round_seconds == 0 {
+        return Err(SoakArgsError::EmptyRound);
+    }
+    channels(args.channels.as_deref(), topo.max_channels())
 }
 
 /// `soak`: one soak of a topology on one kernel; prints the verdict in the
@@ -76,18 +121,7 @@ fn channels(text: Option<&str>, max: u32) -> Result<Vec<u32>, String> {
 /// 2 rig error.
 pub fn run(args: &SoakArgs) -> ExitCode {
     let name = run_name(&args.topology, &args.kernel.to_string());
-    let checked = crate::topology::Topology::load(&args.topology).map_err(anyhow::Error::new).and_then(|topo| {
-        if !(MIN_MINUTES..=MAX_MINUTES).contains(&args.minutes) {
-            anyhow::bail!("--minutes {}: a soak runs {MIN_MINUTES} to {MAX_MINUTES} minutes", args.minutes);
-        }
-        if !(1..=MAX_FLOWS).contains(&args.flows) {
-            anyhow::bail!("--flows {}: a soak's rounds take 1 to {MAX_FLOWS} flows", args.flows);
-        }
-        if args.round_bytes == 0 || args.round_seconds == 0 {
-            anyhow::bail!("--round-bytes and --round-seconds must be above 0");
-        }
-        channels(args.channels.as_deref(), topo.max_channels()).map_err(anyhow::Error::msg)
-    });
+    let checked = check(args);
     let channels = match checked {
         Ok(c) => c,
         Err(err) => {
@@ -162,11 +196,11 @@ mod tests {
 
     #[test]
     fn channels_default_to_half_then_a_quarter_and_bad_counts_are_named() {
-        assert_eq!(channels(None, 8), Ok(vec![4, 2]));
-        assert_eq!(channels(Some("none"), 8), Ok(vec![]));
-        assert_eq!(channels(Some("3, 1"), 8), Ok(vec![3, 1]));
+        assert_eq!(channels(None, 8).expect("default"), vec![4, 2]);
+        assert_eq!(channels(Some("none"), 8).expect("none"), Vec::<u32>::new());
+        assert_eq!(channels(Some("3, 1"), 8).expect("two"), vec![3, 1]);
         let e = channels(Some("4,9"), 8).expect_err("9 > 8");
-        assert!(e.contains("\"9\" is not a combined channel count from 1 to 8"), "{e}");
+        assert!(matches!(&e, SoakArgsError::Channels { entry, max: 8, .. } if entry == "9"), "{e}");
         assert!(channels(Some("0"), 8).is_err() && channels(Some("x"), 8).is_err());
     }
 }

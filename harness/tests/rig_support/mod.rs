@@ -30,6 +30,6 @@ pub fn run_printed(req: &RunRequest, what: &str) -> RunOutcome {
             );
             outcome
         }
-        Err(e) => panic!("{what}: rig error: {e:#}"),
+        Err(e) => panic!("{what}: rig error: {}", harness::text::chain(&e)),
     }
 }

@@ -17,6 +17,7 @@ mod generate;
 mod prng;
 mod shrink;
 
+pub use prng::Rng;
 pub use shrink::{shrink, shrink_logged, shrink_within, Shrunk, MAX_TRIES};
 
 use crate::topology::{Topology, TopologyError};

@@ -1,11 +1,13 @@
-//! A small deterministic PRNG: SplitMix64 (Steele, Lea, Flood, "Fast splittable
-//! pseudorandom number generators", OOPSLA 2014; the constants are the published ones).
-//! Not for cryptography: it only has to give the same topologies for the same seed on
-//! every machine and Rust version, which a crate's generator does not promise.
+//! The workspace's one deterministic PRNG: SplitMix64 (Steele, Lea, Flood, "Fast
+//! splittable pseudorandom number generators", OOPSLA 2014; the constants are the
+//! published ones). Not for cryptography: it only has to give the same topologies for
+//! the same seed on every machine and Rust version, which a crate's generator does not
+//! promise, and the same random inputs to the tests (the device's, the importers', the
+//! traffic plan's ports) on every run.
 
 /// SplitMix64 state.
 #[derive(Debug, Clone)]
-pub(crate) struct Rng {
+pub struct Rng {
     state: u64,
 }
 
@@ -13,9 +15,14 @@ pub(crate) struct Rng {
 const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
 
 impl Rng {
+    /// A generator whose state starts at `seed`.
+    pub fn new(seed: u64) -> Self {
+        Self { state: seed }
+    }
+
     /// A generator for topology `index` of `seed`: streams of different indices are
     /// unrelated, so topology `i` does not depend on how many come before it.
-    pub(crate) fn for_item(seed: u64, index: u64) -> Self {
+    pub fn for_item(seed: u64, index: u64) -> Self {
         let mut outer = Self { state: seed };
         let base = outer.next_u64();
         let mut rng = Self { state: base ^ index.wrapping_mul(0xD1B5_4A32_D192_ED03) };
@@ -24,7 +31,7 @@ impl Rng {
     }
 
     /// The next 64 random bits.
-    pub(crate) fn next_u64(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.state = self.state.wrapping_add(GAMMA);
         let mut z = self.state;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -34,12 +41,17 @@ impl Rng {
 
     /// A value in `0..n` (0 when `n` is 0). Multiply-shift reduction: the bias is at
     /// most `n / 2^64`, nothing a topology generator can notice.
-    pub(crate) fn below(&mut self, n: u32) -> u32 {
+    pub fn below(&mut self, n: u32) -> u32 {
         ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u32
     }
 
+    /// A value in `0..n` (0 when `n` is 0), as [`Rng::below`] for 64-bit bounds.
+    pub fn below64(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
+    }
+
     /// A value in `lo..=hi` (`lo` when `hi < lo`).
-    pub(crate) fn range(&mut self, lo: u32, hi: u32) -> u32 {
+    pub fn range(&mut self, lo: u32, hi: u32) -> u32 {
         if hi <= lo {
             return lo;
         }
@@ -47,18 +59,18 @@ impl Rng {
     }
 
     /// True with probability `num / den`.
-    pub(crate) fn chance(&mut self, num: u32, den: u32) -> bool {
+    pub fn chance(&mut self, num: u32, den: u32) -> bool {
         self.below(den) < num
     }
 
     /// One element of a non-empty slice (`None` for an empty one).
-    pub(crate) fn pick<T: Copy>(&mut self, items: &[T]) -> Option<T> {
+    pub fn pick<T: Copy>(&mut self, items: &[T]) -> Option<T> {
         let n = u32::try_from(items.len()).unwrap_or(u32::MAX);
         items.get(self.below(n) as usize).copied()
     }
 
     /// Shuffle in place (Fisher-Yates).
-    pub(crate) fn shuffle<T>(&mut self, items: &mut [T]) {
+    pub fn shuffle<T>(&mut self, items: &mut [T]) {
         for i in (1..items.len()).rev() {
             let j = self.below(u32::try_from(i + 1).unwrap_or(u32::MAX)) as usize;
             items.swap(i, j);

@@ -9,13 +9,12 @@ use crate::text::{agree, plural};
 #[derive(Debug, thiserror::Error)]
 pub enum TopologyError {
     /// The file could not be read.
-    #[error("{path}: cannot read the topology file: {source}")]
+    #[error("{path}: cannot read the topology file: {error}")]
     Read {
         /// The file.
         path: String,
         /// The I/O error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The file is not valid TOML or does not have the expected fields and types
     /// (includes unknown fields).

@@ -183,8 +183,7 @@ impl Topology {
     pub fn load(path: impl AsRef<Path>) -> Result<Self, TopologyError> {
         let path = path.as_ref();
         let shown = path.display().to_string();
-        let text =
-            std::fs::read_to_string(path).map_err(|source| TopologyError::Read { path: shown.clone(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|error| TopologyError::Read { path: shown.clone(), error })?;
         Self::from_toml_str(&shown, &text)
     }
 

@@ -27,13 +27,12 @@ pub enum Compression {
 #[derive(Debug, thiserror::Error)]
 pub enum InitramfsError {
     /// An input file cannot be read or the output written.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The file.
         path: PathBuf,
         /// The OS error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// `busybox --list` failed or listed nothing.
     #[error("{busybox}: cannot list applets: {why}")]
@@ -137,7 +136,8 @@ pub fn applets_cached(busybox: &Path) -> Result<Vec<String>, InitramfsError> {
 /// # Errors
 /// [`InitramfsError`] when an input cannot be read or busybox cannot list its applets.
 pub fn build(spec: &InitramfsSpec<'_>) -> Result<Vec<u8>, InitramfsError> {
-    let read = |p: &Path| std::fs::read(p).map_err(|source| InitramfsError::Io { path: p.to_path_buf(), source });
+    let read =
+        |p: &Path| std::fs::read(p).map_err(|source| InitramfsError::Io { path: p.to_path_buf(), error: source });
     let mut entries: Vec<(String, Body)> = Vec::new();
     for d in ["bin", "dev", "lib", "lib/modules", MODULE_DIR, "proc", "sbin", "sys", "tmp"] {
         entries.push((d.to_string(), Body::Dir));
@@ -193,16 +193,16 @@ pub fn build(spec: &InitramfsSpec<'_>) -> Result<Vec<u8>, InitramfsError> {
         let mut w = b.write(&mut out, size);
         w.write_all(&data)
             .and_then(|_| w.finish().map(|_| ()))
-            .map_err(|source| InitramfsError::Io { path: PathBuf::from(name), source })?;
+            .map_err(|source| InitramfsError::Io { path: PathBuf::from(name), error: source })?;
     }
-    cpio::newc::trailer(&mut out).map_err(|source| InitramfsError::Io { path: "TRAILER!!!".into(), source })?;
+    cpio::newc::trailer(&mut out).map_err(|source| InitramfsError::Io { path: "TRAILER!!!".into(), error: source })?;
     match spec.compression {
         Compression::None => Ok(out),
         Compression::Gzip => {
             let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
             gz.write_all(&out)
                 .and_then(|_| gz.finish())
-                .map_err(|source| InitramfsError::Io { path: "gzip".into(), source })
+                .map_err(|source| InitramfsError::Io { path: "gzip".into(), error: source })
         }
     }
 }
@@ -213,7 +213,7 @@ pub fn build(spec: &InitramfsSpec<'_>) -> Result<Vec<u8>, InitramfsError> {
 /// As [`build`], plus write errors.
 pub fn write(spec: &InitramfsSpec<'_>, path: &Path) -> Result<(), InitramfsError> {
     let bytes = build(spec)?;
-    std::fs::write(path, bytes).map_err(|source| InitramfsError::Io { path: path.to_path_buf(), source })
+    std::fs::write(path, bytes).map_err(|source| InitramfsError::Io { path: path.to_path_buf(), error: source })
 }
 
 #[cfg(test)]

@@ -47,7 +47,21 @@ pub fn tools_present(test: &str, tools: &[&str]) -> bool {
     if missing.is_empty() {
         return true;
     }
-    let why = format!("{test}: SKIP: {} not on PATH", missing.join(", "));
+    skip(&format!("{test}: SKIP: {} not on PATH", missing.join(", ")))
+}
+
+/// Whether `path` (what `what` names, e.g. `the provisioned busybox`) is a
+/// file. A missing one makes the calling test a SKIP, except under `CI=true`,
+/// as [`tools_present`].
+///
+/// # Panics
+/// Under `CI=true` when the file is missing.
+pub fn file_present(test: &str, what: &str, path: &Path) -> bool {
+    path.is_file() || skip(&format!("{test}: SKIP: no {what} ({})", path.display()))
+}
+
+/// Say why a test is skipped and return false; under `CI=true`, fail instead.
+fn skip(why: &str) -> bool {
     assert!(std::env::var("CI").map_or(true, |v| v != "true"), "{why} (CI=true: a missing tool fails the test)");
     eprintln!("{why}");
     false

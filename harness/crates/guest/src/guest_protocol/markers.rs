@@ -29,11 +29,13 @@ pub const SOAK: &str = "MANARIG-SOAK";
 pub enum Version {
     /// The agents before 2026-12-01: the report's lines changed under this number
     /// (raw `interrupts-header:`/`interrupts:` lines, then compact `irqcount:` ones);
-    /// the recorded consoles in harness/tests/fixtures are of this version.
+    /// the recorded consoles in harness/tests/fixtures are of this version, but
+    /// for console-seed002-6.12-v3.txt.
     V1,
     /// Agents of 2026-12: `/proc/interrupts` only in the compact `irqcount:` form.
     V2,
-    /// The current agent (guest-images/init.sh): also the traffic items
+    /// The current agent (guest-images/init.sh; recorded in
+    /// harness/tests/fixtures/console-seed002-6.12-v3.txt): also the traffic items
     /// (`addr:`, `ping:`, `traffic:`, `traffic-irq`, `traffic-softirq`,
     /// `traffic-stats`), which a version 2 host would not read.
     V3,

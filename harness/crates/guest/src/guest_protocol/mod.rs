@@ -12,6 +12,8 @@
 //! - `assemble`, `interrupts`: sysfs/procfs paths and `/proc/interrupts` lines
 //!   → CPUs, nodes, PCI functions, MSI-X vectors.
 
+#[cfg(test)]
+mod agent_tests;
 mod assemble;
 mod interrupts;
 pub mod irqbalance;

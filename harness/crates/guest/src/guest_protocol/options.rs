@@ -260,7 +260,7 @@ impl AgentOptions {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     #[test]
@@ -268,9 +268,10 @@ mod tests {
         assert_eq!(AgentOptions::default().cmdline(), "manarig.deadline=60");
     }
 
-    #[test]
-    fn every_option_renders_one_item_in_the_order_of_names() {
-        let all = AgentOptions {
+    /// Every option set to something other than its default (also for
+    /// agent_tests: each of these items reaches init.sh's variable).
+    pub(in crate::guest_protocol) fn every_option_set() -> AgentOptions {
+        AgentOptions {
             load_mana: true,
             deadline_s: 90,
             poll: Some(Duration::from_millis(50)),
@@ -292,7 +293,12 @@ mod tests {
             selftest_timeout: Some(300),
             soak: Some(10),
             soak_channels: Some(vec![4, 2]),
-        };
+        }
+    }
+
+    #[test]
+    fn every_option_renders_one_item_in_the_order_of_names() {
+        let all = every_option_set();
         assert_eq!(
             all.cmdline(),
             "manarig.load=mana manarig.deadline=90 manarig.poll=0.050 manarig.nic=0x1b36:0x0010 manarig.ifup=0 \

@@ -1,5 +1,6 @@
 //! The parser against hand-written reports and the recorded consoles in
-//! harness/tests/fixtures (version 1 agents).
+//! harness/tests/fixtures (version 1 agents, and console-seed002-6.12-v3.txt of
+//! the current one).
 
 use super::*;
 
@@ -222,6 +223,35 @@ fn captured_mana_probe_on_6_12_gives_seed_002_table() {
         let eff = v.effective.as_deref().expect("effective");
         assert!(eff.iter().all(|c| v.affinity.as_deref().expect("affinity").contains(c)), "{v:?}");
     }
+}
+
+/// The current agent's report as `run --console` recorded it (seed 002,
+/// Debian 6.12.117, the emulated NIC; the report came on ttyS1, whose first
+/// line is the agent's empty probe write): version 3 with every item the
+/// agent prints when no traffic, hotplug or unload ran, and seed 002's table.
+#[test]
+fn a_recorded_version_3_report_parses_with_its_items() {
+    let t = parse(include_str!("../../../../tests/fixtures/console-seed002-6.12-v3.txt")).expect("transcript");
+    assert_eq!((t.version, t.stages.len()), (Version::V3, 0));
+    assert_eq!(Version::CURRENT, Version::V3, "a new version wants a new recorded report beside this one");
+    let r = t.report;
+    assert_eq!(r.kernel, "6.12.117+deb13-cloud-amd64");
+    assert_eq!(r.init_env, ["HOME=/", "TERM=linux"]);
+    assert_eq!(r.settle, "probe-returned fired=yes");
+    assert_eq!((r.insmod_status, r.carrier, r.channels), (Some(0), Some(true), Some(8)));
+    assert_eq!(r.netdev.as_deref(), Some("eth0"));
+    // Version 3's items, `-` when their step did not run.
+    assert_eq!((r.unload, r.carrier_unload, r.hotplug_status), (None, None, None));
+    assert_eq!((r.traffic.addr_status, r.traffic.ping_status, r.traffic.tool_status), (None, None, None));
+    assert_eq!(r.irqbalance.state, None);
+    assert!(r.times["probe"] < r.times["settled"] && r.times["settled"] < r.times["report"], "{:?}", r.times);
+    assert_eq!((r.cpus.len(), r.nodes.len()), (8, 2));
+    assert_eq!(r.nodes[&1].distance, [20, 10]);
+    assert_eq!(r.cpu_state.present.as_deref(), Some(&[0, 1, 2, 3, 4, 5, 6, 7][..]));
+    assert_eq!(r.pci[r.nic.as_deref().expect("nic")].driver.as_deref(), Some("mana"));
+    assert_eq!(affinities(&r), ["0", "0-1", "2-3", "0-1", "2-3", "4-5", "6-7", "4-5", "6-7"]);
+    assert_eq!(r.msix[5].hint.as_deref(), Some("30"));
+    assert!(r.warnings.is_empty() && r.stderr.is_empty(), "{:?} {:?}", r.warnings, r.stderr);
 }
 
 /// Linux 6.1 (before irq_setup): one CPU per queue from

@@ -355,20 +355,10 @@ fn odd_names_are_quoted_and_the_file_validates() {
     assert_eq!(name_from(Path::new("/x/Seed 003 (EPYC).tar.gz")), "seed-003-epyc");
 }
 
-/// A tiny deterministic generator for the garbling below (no dependency needed).
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        self.0 >> 33
-    }
-}
-
 #[test]
 fn truncated_and_garbled_inputs_give_errors_not_panics() {
     let files = Files::new();
-    let mut rng = Lcg(3);
+    let mut rng = manarig_model::random::Rng::new(3);
     let mut inputs: Vec<(String, Vec<u8>)> = Vec::new();
     for name in [
         "seed-003-lscpu-numactl.txt",
@@ -388,13 +378,13 @@ fn truncated_and_garbled_inputs_give_errors_not_panics() {
         let mut variants: Vec<Vec<u8>> = (1..bytes.len()).step_by(step).map(|n| bytes[..n].to_vec()).collect();
         for _ in 0..40 {
             let mut b = bytes.clone();
-            for _ in 0..(1 + rng.next() % 4) {
-                let i = (rng.next() as usize) % b.len();
-                b[i] = match rng.next() % 4 {
+            for _ in 0..(1 + rng.next_u64() % 4) {
+                let i = (rng.next_u64() as usize) % b.len();
+                b[i] = match rng.next_u64() % 4 {
                     0 => b'\n',
                     1 => b'9',
                     2 => b':',
-                    _ => (rng.next() % 256) as u8,
+                    _ => (rng.next_u64() % 256) as u8,
                 };
             }
             variants.push(b);

@@ -448,8 +448,8 @@ mod tests {
 #[cfg(test)]
 mod render_tests {
     use super::*;
-    use crate::matrix::session::dry_report;
     use crate::matrix::shard::Shard;
+    use crate::matrix::shard_run::dry_report;
 
     fn opts() -> KcidbOptions {
         KcidbOptions { origin: "manarig".into(), patch_url_base: Some("https://example.org/p/".into()) }
@@ -458,7 +458,7 @@ mod render_tests {
     #[test]
     fn statuses_map_to_kcidb_and_nothing_is_null() {
         let mut m = dry_report(&["seed-002", "r24-no-smt"], &["6.12-min"], Shard::WHOLE);
-        m.pairs[1] = PairRecord::rig_error(m.pairs[1].pair.clone(), &anyhow::anyhow!("QEMU exited"), None, None);
+        m.pairs[1] = PairRecord::rig_error(m.pairs[1].pair.clone(), &std::io::Error::other("QEMU exited"), None, None);
         m.header.kernels[0].error = Some("make failed".into());
         m.header.kernels[0].build_failed = true;
         let doc: Value = serde_json::from_str(&render_kcidb(&m, &opts()).expect("render")).expect("JSON");

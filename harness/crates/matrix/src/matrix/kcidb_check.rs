@@ -44,7 +44,8 @@ pub struct KcidbValidator {
 /// # Errors
 /// [`KcidbCheckError::Setup`]: no `python3`, venv or pip failed, a deadline passed.
 pub fn validator(cache: &Path, progress: &mut dyn FnMut(&str)) -> Result<KcidbValidator, KcidbCheckError> {
-    let venv = pyvenv::ensure(cache, "venv-kcidb", &[KCIDB_IO_PIN], progress).map_err(KcidbCheckError::Setup)?;
+    let venv = pyvenv::ensure(cache, "venv-kcidb", &[KCIDB_IO_PIN], progress)
+        .map_err(|e| KcidbCheckError::Setup(e.to_string()))?;
     Ok(KcidbValidator { python: venv.join("bin/python") })
 }
 

@@ -110,15 +110,14 @@ pub struct KernelSpec {
 pub enum PlanKernelError {
     /// `--source` is not a tree or a pinned Debian source.
     #[error("--source {0}")]
-    Source(#[source] KbuildError),
+    Source(KbuildError),
     /// `--patches` cannot be read.
-    #[error("--patches {path}: {source}")]
+    #[error("--patches {path}: {error}")]
     Patches {
         /// The path.
         path: String,
         /// Why.
-        #[source]
-        source: patches::PatchError,
+        error: patches::PatchError,
     },
 }
 
@@ -169,7 +168,7 @@ impl KernelRequest {
                 let patchset = match patches {
                     Some(p) => Some(
                         Patchset::read(p)
-                            .map_err(|e| PlanKernelError::Patches { path: p.display().to_string(), source: e })?,
+                            .map_err(|e| PlanKernelError::Patches { path: p.display().to_string(), error: e })?,
                     ),
                     None => None,
                 };
@@ -278,7 +277,7 @@ pub fn prepare(
     readiness: Readiness,
     cache_dir: Option<&Path>,
     progress: &mut dyn FnMut(&str),
-) -> (KernelFacts, Result<ResolvedKernel, anyhow::Error>) {
+) -> (KernelFacts, Result<ResolvedKernel, KernelPrepareError>) {
     let start = Instant::now();
     let label = req.label();
     let mut facts = KernelFacts { label: label.clone(), ..KernelFacts::default() };
@@ -303,7 +302,7 @@ fn resolve(
     cache_dir: Option<&Path>,
     facts: &mut KernelFacts,
     progress: &mut dyn FnMut(&str),
-) -> Result<ResolvedKernel, anyhow::Error> {
+) -> Result<ResolvedKernel, KernelPrepareError> {
     let label = req.label();
     match (req, readiness) {
         (
@@ -313,22 +312,21 @@ fn resolve(
         (KernelRequest::Choice(c), _) => {
             let mut k = kernel_choice::resolve(c, None, cache_dir).map_err(|e| {
                 classify(&e, facts);
-                anyhow::Error::new(e).context(format!("kernel {c}"))
+                KernelPrepareError::Resolve { label: c.to_string(), source: Box::new(e) }
             })?;
             build_facts(&k, cache_dir, facts);
             if let KernelChoice::Pinned(g) = c {
                 // Provisioned (on first use) now rather than by every pair at once.
-                let prov = crate::rig::provisioned(cache_dir)?;
-                facts.release = Some(prov.kernel(crate::rig::kernel_lock_id(*g))?.release.clone());
+                let prov = crate::rig::provisioned(cache_dir).map_err(|e| KernelPrepareError::Cache(Box::new(e)))?;
+                let pinned = prov.kernel(crate::rig::kernel_lock_id(*g)).map_err(KernelPrepareError::from)?;
+                facts.release = Some(pinned.release.clone());
             }
             k.label = label;
             Ok(k)
         }
-        (KernelRequest::Source { .. }, Readiness::ModelOnly) => Err(anyhow::anyhow!(
-            "kernel {label}: a --source kernel's model is known only once it is built; a dry run takes --kernel only"
-        )),
+        (KernelRequest::Source { .. }, Readiness::ModelOnly) => Err(KernelPrepareError::SourceInDryRun { label }),
         (KernelRequest::Source { source, patches, commits, .. }, Readiness::Boot) => {
-            let cache = crate::provision::cache_dir(cache_dir)?;
+            let cache = crate::provision::cache_dir(cache_dir).map_err(KernelPrepareError::from)?;
             let (source_spec, patches) = match commits {
                 Some(range) if range.contains("..") => {
                     let prepared = kbuild::commits::prepare(Path::new(source), range, &cache, progress)?;
@@ -351,15 +349,67 @@ fn resolve(
             };
             let built = kbuild::build(&build_req, progress).map_err(|e| {
                 classify(&e, facts);
-                anyhow::Error::new(e).context(format!("kernel {label}: building {source}"))
+                KernelPrepareError::Build { label: label.clone(), source_name: source.clone(), source: Box::new(e) }
             })?;
             stamp_facts(&built.stamp, facts);
             let choice = KernelChoice::Build(kbuild::key::short(&built.stamp.key).to_owned());
             let mut k = kernel_choice::resolve(&choice, None, cache_dir)
-                .map_err(|e| anyhow::Error::new(e).context(format!("kernel {label}")))?;
+                .map_err(|e| KernelPrepareError::Resolve { label: label.clone(), source: Box::new(e) })?;
             k.label = label;
             Ok(k)
         }
+    }
+}
+
+/// A kernel of the matrix that could not be made ready.
+#[derive(Debug, thiserror::Error)]
+pub enum KernelPrepareError {
+    /// The kernel choice does not resolve (no such build, an unusable image, …).
+    #[error("kernel {label}")]
+    Resolve {
+        /// The kernel's name.
+        label: String,
+        /// Why.
+        #[source]
+        source: Box<KbuildError>,
+    },
+    /// The cache cannot be provisioned.
+    #[error(transparent)]
+    Cache(Box<crate::rig::CacheError>),
+    /// The cache folder or the pinned kernel is not there.
+    #[error(transparent)]
+    Provision(Box<crate::provision::ProvisionError>),
+    /// A `--source` kernel in a dry run.
+    #[error("kernel {label}: a --source kernel's model is known only once it is built; a dry run takes --kernel only")]
+    SourceInDryRun {
+        /// The kernel's name.
+        label: String,
+    },
+    /// The source or its series cannot be prepared.
+    #[error(transparent)]
+    Source(Box<KbuildError>),
+    /// The build failed.
+    #[error("kernel {label}: building {source_name}")]
+    Build {
+        /// The kernel's name.
+        label: String,
+        /// The source as given.
+        source_name: String,
+        /// Why.
+        #[source]
+        source: Box<KbuildError>,
+    },
+}
+
+impl From<crate::provision::ProvisionError> for KernelPrepareError {
+    fn from(e: crate::provision::ProvisionError) -> Self {
+        KernelPrepareError::Provision(Box::new(e))
+    }
+}
+
+impl From<KbuildError> for KernelPrepareError {
+    fn from(e: KbuildError) -> Self {
+        KernelPrepareError::Source(Box::new(e))
     }
 }
 

@@ -140,8 +140,8 @@ fn merged_facts(docs: &[(String, MatrixReport)]) -> Vec<KernelFacts> {
 mod tests {
     use super::*;
     use crate::matrix::report::PairStatus;
-    use crate::matrix::session::dry_report;
     use crate::matrix::shard::Shard;
+    use crate::matrix::shard_run::dry_report;
 
     const FILES: [&str; 3] = ["seed-002", "r24-no-smt", "r06-low-vcpu"];
 

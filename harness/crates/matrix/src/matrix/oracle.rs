@@ -1,18 +1,18 @@
 //! The oracle seam: who decides whether a pair passes.
 //!
-//! A runner ([`super::runner`]) boots a pair (or asks the model, in a dry run)
+//! A runner ([`super::pair_runner`]) boots a pair (or asks the model, in a dry run)
 //! and hands the [`Evidence`] to an [`Oracle`], which returns the pair's
 //! [`Verdict`]: the one value every format (summary, JUnit, KTAP, JSON, KCIDB)
 //! renders. The default, [`ModelOracle`], is what `run` does: the guest's
 //! `/proc/irq` table against the kernel reference model, with the rig's stage
 //! and queue checks. Other oracles (invariants that must hold on any topology,
 //! a diff against a baseline run, …) judge the same evidence their own way and
-//! say so in their checks (the `oracles` module beside this one: properties,
+//! say so in their checks (the `other_oracles` module beside this one: properties,
 //! baseline, auto, and `by_name`); they plug in by implementing [`Oracle`]. An oracle's [`Oracle::identity`] is part of the
 //! matrix's spec, so shards judged differently refuse to merge.
 
 use super::kernels::KernelSpec;
-use super::runner::Observation;
+use super::pair_runner::Observation;
 use super::spec::PlannedPair;
 use crate::rig::kernel_choice::ResolvedKernel;
 use crate::topology::Topology;

@@ -251,8 +251,8 @@ pub fn html_report(m: &MatrixReport, topologies: &Topologies) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::matrix::session::dry_report;
     use crate::matrix::shard::Shard;
+    use crate::matrix::shard_run::dry_report;
 
     fn cpus_in(svg: &str) -> Vec<roxmltree::NodeId> {
         let doc = roxmltree::Document::parse(svg).expect("an SVG document");
@@ -264,7 +264,7 @@ mod tests {
     fn report() -> MatrixReport {
         let mut m = dry_report(&["seed-002", "r24-no-smt"], &["6.12-min", "6.1"], Shard::WHOLE);
         m.pairs[3] =
-            PairRecord::rig_error(m.pairs[3].pair.clone(), &anyhow::anyhow!("QEMU <exited> early"), None, None);
+            PairRecord::rig_error(m.pairs[3].pair.clone(), &std::io::Error::other("QEMU <exited> early"), None, None);
         if let Some(PairResult::Verdict(v)) = &mut m.pairs[1].result {
             v.status = crate::verdict::Status::Fail;
         }

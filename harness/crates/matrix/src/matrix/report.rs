@@ -186,7 +186,12 @@ impl PairRecord {
     }
 
     /// A pair the rig could not run or judge.
-    pub fn rig_error(pair: PlannedPair, err: &anyhow::Error, started: Option<String>, duration_s: Option<f64>) -> Self {
+    pub fn rig_error(
+        pair: PlannedPair,
+        err: &(dyn std::error::Error + 'static),
+        started: Option<String>,
+        duration_s: Option<f64>,
+    ) -> Self {
         let report = RigErrorReport::new(err, &pair.name);
         PairRecord {
             pair,

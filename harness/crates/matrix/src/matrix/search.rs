@@ -10,10 +10,10 @@
 //! (not the `--out` path), so shards writing to different folders are one
 //! matrix; the seed, N and C are in the spec ([`super::spec::RandomSpec`]).
 
+use super::executor::Ready;
 use super::oracle::{Evidence, Oracle};
+use super::pair_runner::{file_name, PairRunner};
 use super::report::{FoundTopology, PairRecord, PairStatus};
-use super::run::Ready;
-use super::runner::{file_name, PairRunner};
 use super::spec::{InputFile, MatrixSpec, PlannedPair, RandomSpec};
 use crate::random::{generate_one, shrink_within};
 use crate::text::plural;
@@ -43,18 +43,17 @@ pub enum SearchError {
         message: String,
     },
     /// A file or folder cannot be written.
-    #[error("{path}: cannot write: {source}")]
+    #[error("{path}: cannot write: {error}")]
     Write {
         /// The path.
         path: String,
         /// The OS error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
 fn write(path: &Path, text: &str) -> Result<(), SearchError> {
-    let fail = |source| SearchError::Write { path: path.display().to_string(), source };
+    let fail = |source| SearchError::Write { path: path.display().to_string(), error: source };
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(fail)?;
     }

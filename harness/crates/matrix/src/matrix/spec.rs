@@ -68,13 +68,12 @@ impl InputFile {
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
     /// A folder cannot be listed.
-    #[error("{path}: cannot list the folder: {source}")]
+    #[error("{path}: cannot list the folder: {error}")]
     Folder {
         /// The folder.
         path: String,
         /// The OS error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// A folder holds no `*.toml`.
     #[error("{0}: no topology files (*.toml) in the folder")]
@@ -95,7 +94,7 @@ pub fn expand(args: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
     for a in args {
         if a.is_dir() {
             let mut files: Vec<PathBuf> = std::fs::read_dir(a)
-                .map_err(|source| InputError::Folder { path: a.display().to_string(), source })?
+                .map_err(|source| InputError::Folder { path: a.display().to_string(), error: source })?
                 .flatten()
                 .map(|e| e.path())
                 .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "toml"))

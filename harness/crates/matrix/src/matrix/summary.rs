@@ -226,13 +226,13 @@ fn problems(out: &mut String, m: &MatrixReport) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::matrix::session::dry_report;
     use crate::matrix::shard::Shard;
+    use crate::matrix::shard_run::dry_report;
 
     #[test]
     fn the_table_has_a_row_per_topology_and_a_column_per_kernel() {
         let mut m = dry_report(&["seed-002", "r24-no-smt"], &["6.12-min", "6.1"], Shard::WHOLE);
-        m.pairs[3] = PairRecord::rig_error(m.pairs[3].pair.clone(), &anyhow::anyhow!("a | b"), None, None);
+        m.pairs[3] = PairRecord::rig_error(m.pairs[3].pair.clone(), &std::io::Error::other("a | b"), None, None);
         let text = render(&m);
         assert!(text.starts_with("# manarig matrix: ERROR\n"), "{text}");
         assert!(text.contains("| topology | 6.12-min | 6.1 |"), "{text}");

@@ -71,7 +71,7 @@ fn git(repo: &Path, args: &[&str]) -> Result<String, KbuildError> {
         .args(args)
         .env("LC_ALL", "C")
         .output()
-        .map_err(|e| KbuildError::Tool { tool: "git".into(), source: e })?;
+        .map_err(|e| KbuildError::Tool { tool: "git".into(), error: e })?;
     if !out.status.success() {
         return Err(KbuildError::Source(format!(
             "git -C {} {}: {}",
@@ -144,7 +144,7 @@ pub fn resolve(repo: &Path, spec: &str) -> Result<CommitRange, KbuildError> {
         .arg(repo)
         .args(["merge-base", "--is-ancestor", &base, &tip])
         .status()
-        .map_err(|e| KbuildError::Tool { tool: "git".into(), source: e })?;
+        .map_err(|e| KbuildError::Tool { tool: "git".into(), error: e })?;
     if !ancestor.success() {
         return Err(bad(spec, format!("{a} is not an ancestor of {b}: the series would not be based on {a}'s tree")));
     }
@@ -267,7 +267,7 @@ fn export_commit(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| KbuildError::Tool { tool: "git".into(), source: e })?;
+        .map_err(|e| KbuildError::Tool { tool: "git".into(), error: e })?;
     let tar_in = archive.stdout.take().map_or_else(Stdio::null, Stdio::from);
     let untar = Command::new("tar")
         .arg("-x")
@@ -275,8 +275,8 @@ fn export_commit(
         .arg(tmp.path())
         .stdin(tar_in)
         .output()
-        .map_err(|e| KbuildError::Tool { tool: "tar".into(), source: e })?;
-    let archived = archive.wait_with_output().map_err(|e| KbuildError::Tool { tool: "git".into(), source: e })?;
+        .map_err(|e| KbuildError::Tool { tool: "tar".into(), error: e })?;
+    let archived = archive.wait_with_output().map_err(|e| KbuildError::Tool { tool: "git".into(), error: e })?;
     if !archived.status.success() || !untar.status.success() {
         return Err(bad(
             spec,

@@ -49,13 +49,12 @@ impl Detected {
 #[derive(Debug, thiserror::Error)]
 pub enum DetectError {
     /// The tree has no MANA driver (not a kernel tree, or older than 5.13).
-    #[error("{path}: cannot read the MANA driver ({source}); is this a Linux source tree with MANA (5.13 or later)?")]
+    #[error("{path}: cannot read the MANA driver ({error}); is this a Linux source tree with MANA (5.13 or later)?")]
     NoDriver {
         /// The file looked for.
         path: String,
         /// The OS error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The driver spreads IRQs in a way none of the models recognise.
     #[error(
@@ -304,7 +303,7 @@ pub fn detect_module(
 pub fn detect_tree(tree: &Path) -> Result<Detected, DetectError> {
     let p = tree.join(GDMA_MAIN);
     let gdma_main = std::fs::read_to_string(&p)
-        .map_err(|source| DetectError::NoDriver { path: p.display().to_string(), source })?;
+        .map_err(|source| DetectError::NoDriver { path: p.display().to_string(), error: source })?;
     let cpumask_c = std::fs::read_to_string(tree.join(CPUMASK_C)).ok();
     let makefile = std::fs::read_to_string(tree.join("Makefile")).ok();
     let path = tree.display().to_string();
@@ -375,7 +374,7 @@ mod tests {
         assert_eq!(d.model, "6.3");
         assert!(d.evidence.contains("Linux 6.5"), "{}", d.evidence);
         let e = detect(PER_VECTOR, None, None).expect_err("nothing tells");
-        assert!(e.to_string().contains("--model 6.1 or --model 6.3"), "{e}");
+        assert!(matches!(e, DetectError::NoSpread { .. }), "{e}");
     }
 
     #[test]
@@ -394,7 +393,7 @@ mod tests {
     #[test]
     fn unknown_code_says_to_pass_model() {
         let e = detect("int main(void) { return 0; }\n", None, None).expect_err("unknown");
-        assert!(e.to_string().contains("--model"), "{e}");
+        assert!(matches!(e, DetectError::Unknown { .. }), "{e}");
     }
 
     #[test]
@@ -420,7 +419,7 @@ mod tests {
     fn a_tree_without_the_driver_is_a_clear_error() {
         let d = tempfile::tempdir().expect("tmp");
         let e = detect_tree(d.path()).expect_err("no driver");
-        assert!(e.to_string().contains("Linux source tree"), "{e}");
+        assert!(matches!(e, DetectError::NoDriver { .. }), "{e}");
         let f = d.path().join(GDMA_MAIN);
         std::fs::create_dir_all(f.parent().expect("parent")).expect("mkdir");
         std::fs::write(&f, V612).expect("write");

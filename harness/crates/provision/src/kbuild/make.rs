@@ -79,7 +79,7 @@ impl Make {
         crate::children::die_with_parent(&mut cmd);
         let what = format!("make {}", args.join(" "));
         let start = Instant::now();
-        let mut child = cmd.spawn().map_err(|e| KbuildError::Tool { tool: "nice make".into(), source: e })?;
+        let mut child = cmd.spawn().map_err(|e| KbuildError::Tool { tool: "nice make".into(), error: e })?;
         // A Ctrl-C (SIGINT, SIGTERM, SIGHUP) kills the whole make process group.
         crate::children::install_signal_thread();
         let pid = i32::try_from(child.id()).unwrap_or(i32::MAX);

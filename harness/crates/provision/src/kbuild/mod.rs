@@ -61,22 +61,20 @@ pub enum KbuildError {
     #[error("{0}")]
     Refused(String),
     /// A filesystem operation failed.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The path.
         path: PathBuf,
         /// The OS error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// A tool could not be started.
-    #[error("cannot run {tool}: {source}")]
+    #[error("cannot run {tool}: {error}")]
     Tool {
         /// The tool.
         tool: String,
         /// The OS error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The source is unknown or unusable.
     #[error("source: {0}")]
@@ -99,6 +97,28 @@ pub enum KbuildError {
     /// The host lacks build tools.
     #[error("host: {0}")]
     Host(String),
+    /// The missing build tools could not be installed.
+    #[error("host: {0}")]
+    HostPackages(crate::provision::host_packages::HostPackageError),
+    /// The embedded guest-images/kernel-sources.lock does not parse (a build bug).
+    #[error("guest-images/kernel-sources.lock: {0}")]
+    SourcesLock(toml::de::Error),
+    /// A build's stamp names a generation the model does not know.
+    #[error("{}: {error}", dir.display())]
+    StampModel {
+        /// The build's folder.
+        dir: PathBuf,
+        /// The generation's error.
+        error: crate::model::UnknownKernel,
+    },
+    /// A build's record (its stamp, its applied series) cannot be written as JSON.
+    #[error("{what}: {error}")]
+    Record {
+        /// Which record.
+        what: &'static str,
+        /// serde_json's error.
+        error: serde_json::Error,
+    },
     /// A make step failed.
     #[error("{what} failed (full log: {}):\n{tail}", log.display())]
     Make {
@@ -125,9 +145,62 @@ pub enum KbuildError {
     /// A kernel image or module is unusable.
     #[error("{0}")]
     Image(String),
-    /// `--kernel-build` names no build, or several.
-    #[error("{0}")]
-    NoBuild(String),
+    /// `--kernel-build` names no build, or several, or one that cannot be used.
+    #[error(transparent)]
+    NoBuild(#[from] NoBuild),
+}
+
+/// `--kernel-build WHAT` names no usable build.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoBuild {
+    /// Neither a folder nor a key prefix.
+    #[error(
+        "--kernel-build {what}: neither a build folder nor a build key (hex, 4+ digits; see `cargo xtask kernel list`)"
+    )]
+    NotAKey {
+        /// What was given.
+        what: String,
+    },
+    /// No build has that key prefix.
+    #[error("no kernel build {what} in {} (build one with `cargo xtask kernel build`)", builds.display())]
+    NoMatch {
+        /// What was given.
+        what: String,
+        /// The builds' folder.
+        builds: PathBuf,
+    },
+    /// Several builds have that key prefix.
+    #[error("{what} matches {count} builds; give more digits")]
+    Ambiguous {
+        /// What was given.
+        what: String,
+        /// How many match.
+        count: usize,
+    },
+    /// The folder holds no finished build.
+    #[error("{}: no finished build (build.json missing or unreadable)", dir.display())]
+    Unfinished {
+        /// The folder.
+        dir: PathBuf,
+    },
+    /// The build's image is gone.
+    #[error("{}: bzImage missing; rebuild it", dir.display())]
+    NoImage {
+        /// The folder.
+        dir: PathBuf,
+    },
+    /// The build's model was detected by rules that could be wrong for it.
+    #[error(
+        "{}: its model ({model}) was detected by an older manarig that did not read lib/cpumask.c; run the \
+         `cargo xtask kernel build` command that made it again (nothing is recompiled), or pass --model 6.1|6.3",
+        dir.display()
+    )]
+    StaleModel {
+        /// The folder.
+        dir: PathBuf,
+        /// The model its stamp names.
+        model: String,
+    },
 }
 
 impl From<ProvisionError> for KbuildError {
@@ -144,7 +217,7 @@ impl From<patches::PatchError> for KbuildError {
 
 impl KbuildError {
     pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
-        KbuildError::Io { path: path.to_path_buf(), source }
+        KbuildError::Io { path: path.to_path_buf(), error: source }
     }
 }
 
@@ -240,9 +313,9 @@ impl Built {
     /// The model generation the build's source runs.
     ///
     /// # Errors
-    /// [`KbuildError::Image`] for a stamp naming an unknown generation.
+    /// [`KbuildError::StampModel`] for a stamp naming an unknown generation.
     pub fn model(&self) -> Result<crate::model::KernelGen, KbuildError> {
-        self.stamp.detected.generation().map_err(|e| KbuildError::Image(format!("{}: {e}", self.dir.display())))
+        self.stamp.detected.generation().map_err(|error| KbuildError::StampModel { dir: self.dir.clone(), error })
     }
 
     /// True when the build has the debug fragment ([`BuildRequest::debug`]).
@@ -297,7 +370,7 @@ pub fn ensure_build_deps(install: bool, progress: &mut dyn FnMut(&str)) -> Resul
         pkgs.push("ccache");
     }
     crate::provision::host_packages::apt_install(&pkgs, "a kernel build", install, progress)
-        .map_err(|e| KbuildError::Host(e.to_string()))?;
+        .map_err(KbuildError::HostPackages)?;
     let still = missing_build_deps();
     if !still.is_empty() {
         return Err(KbuildError::Host(format!("still missing after apt-get: {}", still.join(" "))));
@@ -309,7 +382,7 @@ fn toolchain() -> Result<String, KbuildError> {
     let out = Command::new("gcc")
         .arg("--version")
         .output()
-        .map_err(|e| KbuildError::Tool { tool: "gcc".into(), source: e })?;
+        .map_err(|e| KbuildError::Tool { tool: "gcc".into(), error: e })?;
     Ok(String::from_utf8_lossy(&out.stdout).lines().next().unwrap_or("gcc").to_string())
 }
 
@@ -555,7 +628,8 @@ fn switch_series(
         }
     };
     let record = |series: &[patches::Patch]| -> Result<(), KbuildError> {
-        let text = serde_json::to_vec(series).map_err(|e| KbuildError::Image(e.to_string()))?;
+        let text =
+            serde_json::to_vec(series).map_err(|error| KbuildError::Record { what: "the applied series", error })?;
         std::fs::write(state, text).map_err(|e| KbuildError::io(state, e))
     };
     if &current != series {
@@ -668,7 +742,8 @@ fn collect(
         ccache,
         timings,
     };
-    let text = serde_json::to_string_pretty(&stamp).map_err(|e| KbuildError::Image(e.to_string()))?;
+    let text =
+        serde_json::to_string_pretty(&stamp).map_err(|error| KbuildError::Record { what: "build.json", error })?;
     std::fs::write(dir.join("build.json"), text).map_err(|e| KbuildError::io(&dir, e))?;
     Ok(Built { dir, stamp, cached: false })
 }
@@ -732,7 +807,7 @@ pub fn copy_tree(src: &Path, dst: &Path) -> Result<(), KbuildError> {
         .arg(src)
         .arg(dst)
         .output()
-        .map_err(|e| KbuildError::Tool { tool: "cp".into(), source: e })?;
+        .map_err(|e| KbuildError::Tool { tool: "cp".into(), error: e })?;
     if !out.status.success() {
         return Err(KbuildError::Source(format!(
             "cp -al {} {}: {}",
@@ -759,9 +834,7 @@ pub fn load_build(what: &str, cache: &Path) -> Result<Built, KbuildError> {
         }
     } else {
         if what.len() < 4 || !what.chars().all(|c| c.is_ascii_hexdigit()) {
-            return Err(KbuildError::NoBuild(format!(
-                "--kernel-build {what}: neither a build folder nor a build key (hex, 4+ digits; see `cargo xtask kernel list`)"
-            )));
+            return Err(NoBuild::NotAKey { what: what.to_owned() }.into());
         }
         let builds = builds_dir(cache);
         let matches: Vec<PathBuf> = std::fs::read_dir(&builds)
@@ -774,22 +847,13 @@ pub fn load_build(what: &str, cache: &Path) -> Result<Built, KbuildError> {
             .unwrap_or_default();
         match matches.as_slice() {
             [one] => one.clone(),
-            [] => {
-                return Err(KbuildError::NoBuild(format!(
-                    "no kernel build {what} in {} (build one with `cargo xtask kernel build`)",
-                    builds.display()
-                )))
-            }
-            _ => {
-                return Err(KbuildError::NoBuild(format!("{what} matches {} builds; give more digits", matches.len())))
-            }
+            [] => return Err(NoBuild::NoMatch { what: what.to_owned(), builds }.into()),
+            _ => return Err(NoBuild::Ambiguous { what: what.to_owned(), count: matches.len() }.into()),
         }
     };
-    let stamp = read_stamp(&dir).ok_or_else(|| {
-        KbuildError::NoBuild(format!("{}: no finished build (build.json missing or unreadable)", dir.display()))
-    })?;
+    let Some(stamp) = read_stamp(&dir) else { return Err(NoBuild::Unfinished { dir }.into()) };
     if !dir.join("bzImage").is_file() {
-        return Err(KbuildError::NoBuild(format!("{}: bzImage missing; rebuild it", dir.display())));
+        return Err(NoBuild::NoImage { dir }.into());
     }
     Ok(Built { dir, stamp, cached: true })
 }
@@ -835,10 +899,10 @@ mod tests {
     #[test]
     fn an_unknown_build_says_how_to_make_one() {
         let d = tempfile::tempdir().expect("tmp");
-        let e = load_build("abcd", d.path()).expect_err("none").to_string();
-        assert!(e.contains("cargo xtask kernel build"), "{e}");
-        let e = load_build("not-hex", d.path()).expect_err("bad").to_string();
-        assert!(e.contains("neither a build folder nor a build key"), "{e}");
+        let e = load_build("abcd", d.path()).expect_err("none");
+        assert!(matches!(&e, KbuildError::NoBuild(NoBuild::NoMatch { what, .. }) if what == "abcd"), "{e}");
+        let e = load_build("not-hex", d.path()).expect_err("bad");
+        assert!(matches!(&e, KbuildError::NoBuild(NoBuild::NotAKey { .. })), "{e}");
     }
 
     #[test]
@@ -860,8 +924,8 @@ mod tests {
             timings: BuildTimings::default(),
         };
         std::fs::write(b.join("build.json"), serde_json::to_string(&stamp).expect("json")).expect("w");
-        let e = load_build("0123", d.path()).expect_err("no bzImage").to_string();
-        assert!(e.contains("bzImage missing"), "{e}");
+        let e = load_build("0123", d.path()).expect_err("no bzImage");
+        assert!(matches!(&e, KbuildError::NoBuild(NoBuild::NoImage { dir }) if *dir == b), "{e}");
         std::fs::write(b.join("bzImage"), b"x").expect("w");
         let built = load_build("0123", d.path()).expect("by key");
         assert_eq!(built.stamp, stamp);

@@ -21,13 +21,12 @@ pub struct Patch {
 #[derive(Debug, thiserror::Error)]
 pub enum PatchError {
     /// The folder or file cannot be read.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The path.
         path: PathBuf,
         /// The OS error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The folder has no patches, or the file no diff.
     #[error("{0}: no patches (a folder of *.patch / *.diff files, or an mbox of them)")]
@@ -63,12 +62,12 @@ pub enum PatchError {
 /// # Errors
 /// [`PatchError::Io`], [`PatchError::Empty`], [`PatchError::SeriesMissing`].
 pub fn read_series(path: &Path) -> Result<Vec<Patch>, PatchError> {
-    let io = |source| PatchError::Io { path: path.to_path_buf(), source };
+    let io = |source| PatchError::Io { path: path.to_path_buf(), error: source };
     if path.is_dir() {
         let series = path.join("series");
         let names: Vec<String> = if series.is_file() {
-            let text =
-                std::fs::read_to_string(&series).map_err(|source| PatchError::Io { path: series.clone(), source })?;
+            let text = std::fs::read_to_string(&series)
+                .map_err(|source| PatchError::Io { path: series.clone(), error: source })?;
             let names: Vec<String> = text
                 .lines()
                 .map(|l| l.split('#').next().unwrap_or("").trim())
@@ -92,7 +91,8 @@ pub fn read_series(path: &Path) -> Result<Vec<Patch>, PatchError> {
         let mut out = Vec::new();
         for n in names {
             let p = path.join(&n);
-            let text = std::fs::read_to_string(&p).map_err(|source| PatchError::Io { path: p.clone(), source })?;
+            let text =
+                std::fs::read_to_string(&p).map_err(|source| PatchError::Io { path: p.clone(), error: source })?;
             out.push(Patch { name: n, text });
         }
         if out.is_empty() {
@@ -221,7 +221,7 @@ pub fn apply_series(tree: &Path, series: &[Patch]) -> Result<(), PatchError> {
                 // (patch exited early) shows in its status and output.
                 let _ = stdin.write_all(p.text.as_bytes());
             }
-            child.wait_with_output().map_err(|source| PatchError::Io { path: tree.to_path_buf(), source })
+            child.wait_with_output().map_err(|source| PatchError::Io { path: tree.to_path_buf(), error: source })
         };
         let check = run(true)?;
         let output = format!("{}{}", String::from_utf8_lossy(&check.stdout), String::from_utf8_lossy(&check.stderr));
@@ -279,7 +279,7 @@ fn restore(work: &Path, pristine: &Path, series: &[Patch]) -> Result<(), PatchEr
     for p in series {
         for f in touched_files(&p.text) {
             let (w, o) = (work.join(&f), pristine.join(&f));
-            let io = |source| PatchError::Io { path: w.clone(), source };
+            let io = |source| PatchError::Io { path: w.clone(), error: source };
             if o.is_file() {
                 let tmp = w.with_extension("manarig-restore");
                 std::fs::copy(&o, &tmp).map_err(io)?;
@@ -297,7 +297,7 @@ fn unshare(path: &Path) -> Result<(), PatchError> {
     if !path.is_file() {
         return Ok(());
     }
-    let io = |source| PatchError::Io { path: path.to_path_buf(), source };
+    let io = |source| PatchError::Io { path: path.to_path_buf(), error: source };
     let tmp = path.with_extension("manarig-unshare");
     std::fs::copy(path, &tmp).map_err(io)?;
     std::fs::rename(&tmp, path).map_err(io)
@@ -365,8 +365,9 @@ mod tests {
         // GNU patch's default fuzz would ignore the differing first context line.
         std::fs::write(t.path().join("dir/f.c"), "A\nb\nc\n").expect("write");
         let e = apply_series(t.path(), &[Patch { name: "0001-x.patch".into(), text: PATCH.into() }]).expect_err("fuzz");
-        assert!(e.to_string().contains("patch 0001-x.patch does not apply"), "{e}");
-        assert!(e.to_string().contains("dir/f.c: hunk #1 (@@ -1,3 +1,3 @@ int f(void)) FAILED at 1"), "{e}");
+        let PatchError::DoesNotApply { patch, problems, .. } = &e else { panic!("{e}") };
+        assert_eq!(patch, "0001-x.patch");
+        assert_eq!(problems, &["dir/f.c: hunk #1 (@@ -1,3 +1,3 @@ int f(void)) FAILED at 1"]);
     }
 
     #[test]
@@ -377,10 +378,18 @@ mod tests {
         let t = tree();
         std::fs::write(t.path().join("dir/f.c"), "a\nB\nc\n").expect("write");
         let e = apply_series(t.path(), &[Patch { name: "p".into(), text: PATCH.into() }]).expect_err("reversed");
-        assert!(e.to_string().contains("dir/f.c: already applied"), "{e}");
+        assert!(
+            matches!(&e, PatchError::DoesNotApply { problems, .. }
+                if problems == &["dir/f.c: already applied (patch detected it reversed)"]),
+            "{e}"
+        );
         let other = PATCH.replace("dir/f.c", "dir/absent.c");
         let e = apply_series(t.path(), &[Patch { name: "q".into(), text: other }]).expect_err("missing");
-        assert!(e.to_string().contains("cannot find the file to patch (the patch names dir/absent.c)"), "{e}");
+        assert!(
+            matches!(&e, PatchError::DoesNotApply { problems, .. }
+                if problems == &["cannot find the file to patch (the patch names dir/absent.c)"]),
+            "{e}"
+        );
     }
 
     #[test]
@@ -410,7 +419,7 @@ mod tests {
         // A series that fails leaves the pristine state behind.
         let bad = vec![a[0].clone(), Patch { name: "bad.patch".into(), text: PATCH.into() }];
         let e = switch_series(&w, pristine.path(), &[], &bad).expect_err("second fails: already applied");
-        assert!(e.to_string().contains("bad.patch"), "{e}");
+        assert!(matches!(&e, PatchError::DoesNotApply { patch, .. } if patch == "bad.patch"), "{e}");
         assert_eq!(std::fs::read_to_string(w.join("dir/f.c")).expect("r"), "a\nb\nc\n");
     }
 
@@ -442,7 +451,8 @@ mod tests {
         let names: Vec<_> = read_series(d.path()).expect("read").into_iter().map(|p| p.name).collect();
         assert_eq!(names, ["0002-b.patch", "0001-a.patch"]);
         std::fs::write(d.path().join("series"), "0003-c.patch\n").expect("w");
-        assert!(read_series(d.path()).expect_err("missing").to_string().contains("0003-c.patch"));
+        let e = read_series(d.path()).expect_err("missing");
+        assert!(matches!(&e, PatchError::SeriesMissing { name, .. } if name == "0003-c.patch"), "{e}");
         let empty = tempfile::tempdir().expect("tmp");
         assert!(matches!(read_series(empty.path()), Err(PatchError::Empty(_))));
     }

@@ -54,21 +54,17 @@ pub struct ClangPin {
 /// The `[clang]` pin of [`SOURCES_LOCK`], if any.
 ///
 /// # Errors
-/// [`KbuildError::Source`] if the embedded lock does not parse (a build bug).
+/// [`KbuildError::SourcesLock`] if the embedded lock does not parse (a build bug).
 pub fn clang_pin() -> Result<Option<ClangPin>, KbuildError> {
-    toml::from_str::<SourcesLock>(SOURCES_LOCK)
-        .map(|l| l.clang)
-        .map_err(|e| KbuildError::Source(format!("guest-images/kernel-sources.lock: {e}")))
+    toml::from_str::<SourcesLock>(SOURCES_LOCK).map(|l| l.clang).map_err(KbuildError::SourcesLock)
 }
 
 /// The pins of [`SOURCES_LOCK`].
 ///
 /// # Errors
-/// [`KbuildError::Source`] if the embedded lock does not parse (a build bug).
+/// [`KbuildError::SourcesLock`] if the embedded lock does not parse (a build bug).
 pub fn pins() -> Result<Vec<SourcePin>, KbuildError> {
-    toml::from_str::<SourcesLock>(SOURCES_LOCK)
-        .map(|l| l.source)
-        .map_err(|e| KbuildError::Source(format!("guest-images/kernel-sources.lock: {e}")))
+    toml::from_str::<SourcesLock>(SOURCES_LOCK).map(|l| l.source).map_err(KbuildError::SourcesLock)
 }
 
 /// What `--source` names.
@@ -247,7 +243,7 @@ pub fn prepare(spec: &SourceSpec, cache: &Path, progress: &mut dyn FnMut(&str)) 
         .arg("-C")
         .arg(&tree)
         .output()
-        .map_err(|e| KbuildError::Tool { tool: "tar".into(), source: e })?;
+        .map_err(|e| KbuildError::Tool { tool: "tar".into(), error: e })?;
     if !out.status.success() {
         return Err(KbuildError::Source(format!(
             "tar -xf {}: {}",

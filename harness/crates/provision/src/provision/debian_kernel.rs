@@ -8,7 +8,7 @@ use super::fallback::{self, Fallback};
 use super::kernel::{self, ExtractedKernel};
 use super::lock::{KernelPin, PackagePin};
 use super::used;
-use super::{read_stamp, write_stamp, KernelInstall, KoCompression, ProvisionError, Provisioner};
+use super::{read_stamp, write_stamp, CacheMiss, KernelInstall, KoCompression, ProvisionError, Provisioner};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -30,15 +30,15 @@ struct UsedKernel {
 }
 
 /// The kernel `pin` stands for, as provisioned in `cache`, or why not.
-pub(crate) fn load(cache: &Path, pin: &KernelPin) -> Result<KernelInstall, String> {
+pub(crate) fn load(cache: &Path, pin: &KernelPin) -> Result<KernelInstall, CacheMiss> {
     let dir = cache.join("kernels").join(&pin.id);
-    let stamp: KernelStamp = read_stamp(&dir.join("stamp.json")).ok_or("missing")?;
+    let stamp: KernelStamp = read_stamp(&dir.join("stamp.json")).ok_or(CacheMiss::Missing)?;
     if &stamp.pin != pin {
-        return Err("stale: the lock pins another version".into());
+        return Err(CacheMiss::Stale);
     }
     let files = std::iter::once("vmlinuz").chain(stamp.extracted.modules.iter().map(String::as_str));
     if let Some(f) = files.clone().find(|f| !dir.join(f).is_file()) {
-        return Err(format!("{f} is gone"));
+        return Err(CacheMiss::Gone(dir.join(f)));
     }
     let (release, packages) = match &stamp.used {
         Some(u) => (u.release.clone(), u.packages.clone()),

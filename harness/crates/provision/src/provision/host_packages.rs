@@ -19,7 +19,7 @@ pub enum HostPackageError {
     },
     /// apt-get could not be started.
     #[error("cannot run apt-get: {0}")]
-    Spawn(#[source] std::io::Error),
+    Spawn(std::io::Error),
     /// apt-get failed, with its stderr.
     #[error("apt-get {step} failed:\n{stderr}")]
     Apt {

@@ -212,13 +212,27 @@ pub fn module_symbols(path: &Path) -> Result<ModuleSymbols, ProvisionError> {
     Ok(out)
 }
 
+/// A module whose `.modinfo` cannot be read.
+#[derive(Debug, thiserror::Error)]
+enum ModinfoError {
+    /// Not an ELF file.
+    #[error("not an ELF module: {0}")]
+    NotElf(object::Error),
+    /// No `.modinfo` section.
+    #[error("no .modinfo section")]
+    NoSection,
+    /// The section's data cannot be read.
+    #[error(".modinfo: {0}")]
+    Section(object::Error),
+}
+
 /// The `depends=` list of a module's `.modinfo` section (NUL-separated
 /// `key=value` strings, see include/linux/moduleparam.h `__MODULE_INFO`).
-fn modinfo_depends(elf: &[u8]) -> Result<Vec<String>, String> {
+fn modinfo_depends(elf: &[u8]) -> Result<Vec<String>, ModinfoError> {
     use object::{Object, ObjectSection};
-    let file = object::File::parse(elf).map_err(|e| format!("not an ELF module: {e}"))?;
-    let section = file.section_by_name(".modinfo").ok_or_else(|| "no .modinfo section".to_string())?;
-    let data = section.data().map_err(|e| format!(".modinfo: {e}"))?;
+    let file = object::File::parse(elf).map_err(ModinfoError::NotElf)?;
+    let section = file.section_by_name(".modinfo").ok_or(ModinfoError::NoSection)?;
+    let data = section.data().map_err(ModinfoError::Section)?;
     Ok(data
         .split(|b| *b == 0)
         .filter_map(|kv| kv.strip_prefix(b"depends="))
@@ -242,6 +256,6 @@ mod tests {
 
     #[test]
     fn a_non_elf_module_is_an_error_not_a_panic() {
-        assert!(modinfo_depends(b"not an elf").is_err());
+        assert!(matches!(modinfo_depends(b"not an elf"), Err(ModinfoError::NotElf(_))));
     }
 }

@@ -130,13 +130,12 @@ pub fn kernel_name(id: &str) -> String {
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
     /// The TOML does not parse or misses fields.
-    #[error("{origin}: {source}")]
+    #[error("{origin}: {error}")]
     Parse {
         /// Where the text came from.
         origin: String,
         /// The TOML error (with line and column).
-        #[source]
-        source: toml::de::Error,
+        error: toml::de::Error,
     },
     /// A value is out of shape.
     #[error("{origin}: {what}")]
@@ -156,7 +155,7 @@ impl Lock {
     /// or empty kernel id, or a kernel without packages.
     pub fn parse(text: &str, origin: &str) -> Result<Lock, LockError> {
         let lock: Lock =
-            toml::from_str(text).map_err(|source| LockError::Parse { origin: origin.to_string(), source })?;
+            toml::from_str(text).map_err(|source| LockError::Parse { origin: origin.to_string(), error: source })?;
         let invalid = |what: String| LockError::Invalid { origin: origin.to_string(), what };
         let mut ids = std::collections::BTreeSet::new();
         for k in &lock.kernels {
@@ -248,8 +247,11 @@ mod tests {
     #[test]
     fn bad_sha256_is_rejected_with_the_package_name() {
         let text = EMBEDDED_LOCK.replace("598a3fd92bdafc34cd81196b2952ad36e910e47a4ecf162f8ce5e8e262598e53", "xyz");
-        let err = Lock::parse(&text, "t.lock").expect_err("must fail").to_string();
-        assert!(err.contains("busybox-static") && err.contains("t.lock"), "{err}");
+        let err = Lock::parse(&text, "t.lock").expect_err("must fail");
+        assert!(
+            matches!(&err, LockError::Invalid { origin, what } if origin == "t.lock" && what.contains("busybox-static")),
+            "{err}"
+        );
     }
 
     #[test]

@@ -53,22 +53,20 @@ pub const CACHE_ENV: &str = "MANARIG_CACHE";
 #[derive(Debug, thiserror::Error)]
 pub enum ProvisionError {
     /// A filesystem operation failed.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The file or folder.
         path: PathBuf,
         /// The OS error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// A tool could not be started.
-    #[error("cannot run {what}: {source}")]
+    #[error("cannot run {what}: {error}")]
     Spawn {
         /// The command.
         what: String,
         /// The OS error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// A tool ran and failed.
     #[error("{what} failed:\n{output}")]
@@ -119,9 +117,30 @@ pub enum ProvisionError {
     /// The lock file is bad.
     #[error(transparent)]
     Lock(#[from] lock::LockError),
-    /// No usable QEMU.
-    #[error("no usable QEMU: {0}")]
-    Qemu(String),
+    /// The pinned QEMU left the archive and no suite has one new enough.
+    #[error(
+        "no usable QEMU: the pinned {package} {version} is gone and no configured suite has {package} {}.{} or newer",
+        qemu_install::MIN_QEMU.0,
+        qemu_install::MIN_QEMU.1
+    )]
+    QemuGone {
+        /// The package.
+        package: String,
+        /// The pinned version.
+        version: String,
+    },
+    /// The QEMU unpacked from the archive does not qualify.
+    #[error("no usable QEMU: {package} {version} from {suite}: {why}")]
+    QemuUnqualified {
+        /// The package.
+        package: String,
+        /// The version unpacked.
+        version: String,
+        /// The suite it came from.
+        suite: String,
+        /// What it lacks.
+        why: qemu_install::Unqualified,
+    },
     /// The cache holds a fallback and `--locked` asks for the lock's versions only.
     #[error(
         "{cache}: {what}; --locked (MANARIG_LOCKED) refuses a fallback: run `cargo xtask setup --update-lock` \
@@ -140,18 +159,33 @@ pub enum ProvisionError {
         what: String,
         /// The cache folder.
         cache: PathBuf,
-        /// Missing, stale, …
-        why: String,
+        /// Missing, stale, a file gone.
+        why: CacheMiss,
     },
+}
+
+/// Why an item of the cache cannot be used as it is (`load` does not download;
+/// `setup` provisions it again).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CacheMiss {
+    /// The item was never provisioned (no stamp).
+    #[error("missing")]
+    Missing,
+    /// Its stamp names other pins than the lock's.
+    #[error("stale: the lock pins other versions")]
+    Stale,
+    /// A file the stamp names is not there any more.
+    #[error("{} is gone", .0.display())]
+    Gone(PathBuf),
 }
 
 impl ProvisionError {
     /// [`ProvisionError::Io`] for `path`.
     pub fn io(path: &Path, source: std::io::Error) -> Self {
-        ProvisionError::Io { path: path.to_path_buf(), source }
+        ProvisionError::Io { path: path.to_path_buf(), error: source }
     }
     pub(crate) fn spawn(what: &str, source: std::io::Error) -> Self {
-        ProvisionError::Spawn { what: what.to_string(), source }
+        ProvisionError::Spawn { what: what.to_string(), error: source }
     }
 }
 
@@ -497,25 +531,25 @@ pub fn load(cache: &Path) -> Result<Provisioned, ProvisionError> {
 }
 
 fn load_with(cache: &Path, lock: &Lock, locked: bool) -> Result<Provisioned, ProvisionError> {
-    let missing = |what: &str, why: &str| ProvisionError::NotProvisioned {
+    let missing = |what: &str, why: CacheMiss| ProvisionError::NotProvisioned {
         what: what.to_string(),
         cache: cache.to_path_buf(),
-        why: why.to_string(),
+        why,
     };
-    let qemu: QemuInstall = read_stamp(&cache.join("qemu.json")).ok_or_else(|| missing("QEMU", "no qemu.json"))?;
+    let qemu: QemuInstall = read_stamp(&cache.join("qemu.json")).ok_or_else(|| missing("QEMU", CacheMiss::Missing))?;
     let qemu_file = match &qemu.source {
         QemuSource::System { binary } => binary.clone(),
         QemuSource::Private { prefix } => prefix.join("usr/bin/qemu-system-x86_64"),
     };
     if !qemu_file.is_file() {
-        return Err(missing("QEMU", &format!("{} is gone", qemu_file.display())));
+        return Err(missing("QEMU", CacheMiss::Gone(qemu_file)));
     }
-    let busybox = tools::load_busybox(cache, &lock.busybox).map_err(|why| missing("busybox", &why))?;
-    let ethtool = tools::load_tool(tools::ETHTOOL, cache, &lock.ethtool).map_err(|why| missing("ethtool", &why))?;
+    let busybox = tools::load_busybox(cache, &lock.busybox).map_err(|why| missing("busybox", why))?;
+    let ethtool = tools::load_tool(tools::ETHTOOL, cache, &lock.ethtool).map_err(|why| missing("ethtool", why))?;
     let irqbalance = tools::load_tool(tools::IRQBALANCE, cache, &lock.irqbalance).ok();
     let mut kernels = BTreeMap::new();
     for pin in &lock.kernels {
-        let k = debian_kernel::load(cache, pin).map_err(|why| missing(&format!("kernel {}", pin.name()), &why))?;
+        let k = debian_kernel::load(cache, pin).map_err(|why| missing(&format!("kernel {}", pin.name()), why))?;
         kernels.insert(pin.id.clone(), k);
     }
     let selftest_tools = tools::load_tool(tools::SELFTESTS, cache, &lock.selftests).ok();
@@ -538,8 +572,8 @@ mod tests {
     #[test]
     fn load_of_an_empty_cache_says_to_run_setup() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let err = load(dir.path()).expect_err("must fail").to_string();
-        assert!(err.contains("cargo xtask setup"), "{err}");
+        let err = load(dir.path()).expect_err("must fail");
+        assert!(matches!(err, ProvisionError::NotProvisioned { why: CacheMiss::Missing, .. }), "{err}");
     }
 
     #[test]

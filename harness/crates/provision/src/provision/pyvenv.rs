@@ -23,9 +23,10 @@ const STAMP: &str = "manarig-pins.txt";
 /// programs are in `bin/`).
 ///
 /// # Errors
-/// A one-line reason: no `python3`, venv or pip failed (no network, unknown
-/// package), a deadline passed, the cache is not writable.
-pub fn ensure(cache: &Path, name: &str, pins: &[&str], progress: &mut dyn FnMut(&str)) -> Result<PathBuf, String> {
+/// [`VenvError::Io`] when the cache is not writable; [`VenvError::Run`] when
+/// there is no `python3`, venv or pip failed (no network, unknown package) or
+/// a deadline passed.
+pub fn ensure(cache: &Path, name: &str, pins: &[&str], progress: &mut dyn FnMut(&str)) -> Result<PathBuf, VenvError> {
     let venv = cache.join(name);
     let stamp = venv.join(STAMP);
     let want = pins.join("\n");
@@ -33,27 +34,47 @@ pub fn ensure(cache: &Path, name: &str, pins: &[&str], progress: &mut dyn FnMut(
     if ready() {
         return Ok(venv);
     }
-    std::fs::create_dir_all(cache).map_err(|e| format!("{}: {e}", cache.display()))?;
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |error| VenvError::Io { path, error }
+    };
+    std::fs::create_dir_all(cache).map_err(io(cache))?;
     let lock_path = cache.join(format!("{name}.lock"));
     let lock = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
         .open(&lock_path)
-        .map_err(|e| format!("{}: {e}", lock_path.display()))?;
-    wait_for_lock(&lock).map_err(|e| format!("{}: {e}", lock_path.display()))?;
+        .map_err(io(&lock_path))?;
+    wait_for_lock(&lock).map_err(io(&lock_path))?;
     if ready() {
         return Ok(venv);
     }
     progress(&format!("installing {} into {} (first use)", pins.join(" "), venv.display()));
     let mut venv_cmd = Command::new("python3");
     venv_cmd.arg("-m").arg("venv").arg(&venv);
-    run_bounded(venv_cmd, VENV_DEADLINE, "python3 -m venv").map_err(|f| f.to_string())?;
+    run_bounded(venv_cmd, VENV_DEADLINE, "python3 -m venv")?;
     let mut pip = Command::new(venv.join("bin/python"));
     pip.args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"]).args(pins);
-    run_bounded(pip, PIP_DEADLINE, "pip install").map_err(|f| f.to_string())?;
-    std::fs::write(&stamp, &want).map_err(|e| format!("{}: {e}", stamp.display()))?;
+    run_bounded(pip, PIP_DEADLINE, "pip install")?;
+    std::fs::write(&stamp, &want).map_err(io(&stamp))?;
     Ok(venv)
+}
+
+/// A venv that could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum VenvError {
+    /// The cache, the lock file or the stamp cannot be written.
+    #[error("{path}: {error}")]
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// The OS error.
+        error: std::io::Error,
+    },
+    /// `python3 -m venv` or `pip install` did not succeed.
+    #[error(transparent)]
+    Run(#[from] Failure),
 }
 
 /// flock(LOCK_EX), waiting for the install of another process (bounded by
@@ -93,6 +114,8 @@ impl std::fmt::Display for Failure {
         }
     }
 }
+
+impl std::error::Error for Failure {}
 
 /// Run `cmd` to its end within `deadline` (killed after it), stdout and
 /// stderr into temporary files; `Ok(stdout)` on exit status 0.

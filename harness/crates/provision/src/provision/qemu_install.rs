@@ -19,6 +19,26 @@ use std::process::Command;
 /// Oldest QEMU (major, minor) with the `vfio-user-pci` device.
 pub const MIN_QEMU: (u32, u32) = (10, 1);
 
+/// Why a QEMU that runs does not qualify ([`QemuInstall::probe`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unqualified {
+    /// `--version` printed no version this reads.
+    #[error("cannot read a version from {line:?}")]
+    NoVersion {
+        /// Its first line.
+        line: String,
+    },
+    /// Older than [`MIN_QEMU`].
+    #[error("{}.{}.{} is older than {}.{}", version.0, version.1, version.2, MIN_QEMU.0, MIN_QEMU.1)]
+    TooOld {
+        /// Its version.
+        version: (u32, u32, u32),
+    },
+    /// `-device help` lists no `vfio-user-pci`.
+    #[error("no vfio-user-pci device")]
+    NoVfioUser,
+}
+
 /// Where the QEMU comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
@@ -104,7 +124,7 @@ impl QemuInstall {
     ///
     /// # Errors
     /// [`ProvisionError::Spawn`] when the binary cannot be started.
-    pub fn probe(source: QemuSource) -> Result<Result<QemuInstall, String>, ProvisionError> {
+    pub fn probe(source: QemuSource) -> Result<Result<QemuInstall, Unqualified>, ProvisionError> {
         let mut probe = QemuInstall { source, version_line: String::new(), version: (0, 0, 0), package: None };
         let out = probe
             .command()
@@ -114,14 +134,11 @@ impl QemuInstall {
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         probe.version_line = text.lines().next().unwrap_or("").to_string();
         let Some(version) = parse_version(&probe.version_line) else {
-            return Ok(Err(format!("cannot read a version from {:?}", probe.version_line)));
+            return Ok(Err(Unqualified::NoVersion { line: probe.version_line }));
         };
         probe.version = version;
         if (version.0, version.1) < MIN_QEMU {
-            return Ok(Err(format!(
-                "{}.{}.{} is older than {}.{}",
-                version.0, version.1, version.2, MIN_QEMU.0, MIN_QEMU.1
-            )));
+            return Ok(Err(Unqualified::TooOld { version }));
         }
         let out = probe
             .command()
@@ -129,7 +146,7 @@ impl QemuInstall {
             .output()
             .map_err(|e| ProvisionError::spawn("qemu-system-x86_64 -device help", e))?;
         if !String::from_utf8_lossy(&out.stdout).contains("\"vfio-user-pci\"") {
-            return Ok(Err("no vfio-user-pci device".to_string()));
+            return Ok(Err(Unqualified::NoVfioUser));
         }
         Ok(Ok(probe))
     }
@@ -155,7 +172,8 @@ struct PrivateQemuStamp {
 ///
 /// # Errors
 /// Apt and unpack failures; [`ProvisionError::VersionGone`] for a gone pin
-/// under `--locked`; [`ProvisionError::Qemu`] when nothing qualifies.
+/// under `--locked`; [`ProvisionError::QemuGone`] or
+/// [`ProvisionError::QemuUnqualified`] when nothing qualifies.
 pub(crate) fn ensure(
     p: &mut Provisioner<'_>,
     pin: &QemuPin,
@@ -183,12 +201,8 @@ pub(crate) fn ensure(
         (pin.version.clone(), pin.suite.clone(), None)
     } else {
         let a = p.apt()?;
-        let (version, suite) = fallback::newest_qemu(&a, &pin.package, (MIN_QEMU.0, MIN_QEMU.1))?.ok_or_else(|| {
-            ProvisionError::Qemu(format!(
-                "the pinned {} {} is gone and no configured suite has {} {}.{} or newer",
-                pin.package, pin.version, pin.package, MIN_QEMU.0, MIN_QEMU.1
-            ))
-        })?;
+        let (version, suite) = fallback::newest_qemu(&a, &pin.package, (MIN_QEMU.0, MIN_QEMU.1))?
+            .ok_or_else(|| ProvisionError::QemuGone { package: pin.package.clone(), version: pin.version.clone() })?;
         let using = PackagePin { version: version.clone(), ..pinned.clone() };
         let f = Fallback::new(&pinned, &using, &pin.suite);
         p.say(&f.to_string());
@@ -212,8 +226,12 @@ pub(crate) fn ensure(
         listed.push((name, apt::sha256_file(deb)?));
     }
     p.say(&format!("qemu: unpacked {} packages into {}", debs.len(), prefix.display()));
-    let mut q = QemuInstall::probe(QemuSource::Private { prefix })?
-        .map_err(|why| ProvisionError::Qemu(format!("{} {version} from {suite}: {why}", pin.package)))?;
+    let mut q = QemuInstall::probe(QemuSource::Private { prefix })?.map_err(|why| ProvisionError::QemuUnqualified {
+        package: pin.package.clone(),
+        version: version.clone(),
+        suite: suite.clone(),
+        why,
+    })?;
     q.package = Some(used(pin, &version));
     write_stamp(&dir.join("stamp.json"), &PrivateQemuStamp { pin: pin.clone(), debs: listed, fallback: fell })?;
     // Point the pin's own folder at this one, so that the next setup finds it without apt.

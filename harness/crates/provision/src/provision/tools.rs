@@ -18,7 +18,7 @@ use super::fallback::{self, Fallback};
 pub use super::guest_files::{GuestFile, GuestLink};
 use super::lock::{BusyboxPin, PackagePin, ToolPin};
 use super::used::{self, UsedPackage};
-use super::{read_stamp, write_stamp, ProvisionError, Provisioner};
+use super::{read_stamp, write_stamp, CacheMiss, ProvisionError, Provisioner};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -136,32 +136,32 @@ pub fn tool_files(tool: Tool, dir: &Path) -> Vec<GuestFile> {
 }
 
 /// `tool` as provisioned in `<cache>/<name>` for `pin`, or why not.
-pub(crate) fn load_tool(tool: Tool, cache: &Path, pin: &ToolPin) -> Result<InstalledTool, String> {
+pub(crate) fn load_tool(tool: Tool, cache: &Path, pin: &ToolPin) -> Result<InstalledTool, CacheMiss> {
     let dir = cache.join(tool.name);
-    let stamp: ToolStamp = read_stamp(&dir.join("stamp.json")).ok_or("missing")?;
+    let stamp: ToolStamp = read_stamp(&dir.join("stamp.json")).ok_or(CacheMiss::Missing)?;
     if &stamp.pin != pin {
-        return Err("stale: the lock pins other versions".into());
+        return Err(CacheMiss::Stale);
     }
     let files = tool_files(tool, &dir);
     if let Some(f) = files.iter().find(|f| !f.host.is_file()) {
-        return Err(format!("{} is gone", f.host.display()));
+        return Err(CacheMiss::Gone(f.host.clone()));
     }
     if let Some(marker) = tool.whole_root.map(|m| dir.join("root").join(m)).filter(|m| !m.is_file()) {
-        return Err(format!("{} is gone", marker.display()));
+        return Err(CacheMiss::Gone(marker));
     }
     Ok(InstalledTool { dir, files, packages: used::pair(tool.name, stamp.used(), &pin.packages) })
 }
 
 /// busybox as provisioned in `<cache>/busybox` for `pin`, or why not.
-pub(crate) fn load_busybox(cache: &Path, pin: &BusyboxPin) -> Result<Busybox, String> {
+pub(crate) fn load_busybox(cache: &Path, pin: &BusyboxPin) -> Result<Busybox, CacheMiss> {
     let dir = cache.join("busybox");
-    let stamp: BusyboxStamp = read_stamp(&dir.join("stamp.json")).ok_or("missing")?;
+    let stamp: BusyboxStamp = read_stamp(&dir.join("stamp.json")).ok_or(CacheMiss::Missing)?;
     if stamp.pin != pin.package {
-        return Err("stale: the lock pins another version".into());
+        return Err(CacheMiss::Stale);
     }
     let binary = dir.join("busybox");
     if !binary.is_file() {
-        return Err("the binary is gone".into());
+        return Err(CacheMiss::Gone(binary));
     }
     let used = stamp.used.as_ref().unwrap_or(&stamp.pin);
     let package = used::pair("busybox", std::slice::from_ref(used), std::slice::from_ref(&pin.package)).remove(0);
@@ -320,6 +320,6 @@ mod tests {
     fn an_empty_folder_is_not_ready() {
         let dir = tempfile::tempdir().expect("tempdir");
         let pin = ToolPin { suite: "trixie".into(), packages: vec![] };
-        assert_eq!(load_tool(ETHTOOL, dir.path(), &pin), Err("missing".to_owned()));
+        assert_eq!(load_tool(ETHTOOL, dir.path(), &pin), Err(CacheMiss::Missing));
     }
 }

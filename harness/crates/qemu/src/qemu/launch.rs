@@ -142,13 +142,12 @@ pub enum LaunchError {
     #[error(transparent)]
     Initramfs(#[from] InitramfsError),
     /// Filesystem or process error on the host.
-    #[error("{what}: {source}")]
+    #[error("{what}: {error}")]
     Io {
         /// What was being done.
         what: String,
         /// The OS error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The guest kernel panicked.
     #[error("guest kernel panicked; last console lines:\n{tail}")]
@@ -187,11 +186,10 @@ pub enum LaunchError {
         tail: String,
     },
     /// The report was there but does not parse.
-    #[error("guest report: {source}; last console lines:\n{tail}")]
+    #[error("guest report: {error}; last console lines:\n{tail}")]
     Report {
         /// Parse error.
-        #[source]
-        source: ReportError,
+        error: ReportError,
         /// Last console lines.
         tail: String,
     },
@@ -216,7 +214,7 @@ pub enum LaunchError {
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> LaunchError {
     let what = what.into();
-    move |source| LaunchError::Io { what, source }
+    move |source| LaunchError::Io { what, error: source }
 }
 
 /// Owns the QEMU child: a thread waits for its exit (the event), and
@@ -267,7 +265,9 @@ impl Drop for Reaper {
     }
 }
 
-/// Boot `req.spec` with `req.kernel` and return the guest's report.
+/// Boot `req.spec` with `req.kernel` and return the guest's report: the
+/// machine checked and the initramfs and QEMU's arguments made (`prepare`),
+/// QEMU run until the report ends (`run`), then its end read (`outcome`).
 ///
 /// # Errors
 /// [`LaunchError`]: invalid spec, KVM forced but unusable, QEMU failing to
@@ -279,6 +279,28 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
     if crate::children::interrupted() {
         return Err(LaunchError::Interrupted);
     }
+    let prepared = prepare(req)?;
+    let ran = run(qemu, req, prepared)?;
+    outcome(req, ran)
+}
+
+/// A boot ready to start: its temporary folder (the initramfs, the report
+/// channel's FIFOs), the accelerator and speed-ups it uses, QEMU's arguments.
+struct Prepared {
+    _tmp: crate::scratch::ScratchDir,
+    accel: Accel,
+    used: Speedups,
+    port: Option<ReportPort>,
+    args: Vec<String>,
+}
+
+/// Check the machine and the accelerator, write the initramfs, choose the
+/// kernel image and the report channel, and make QEMU's arguments.
+///
+/// # Errors
+/// An invalid spec, an unusable accelerator, a machine too large for TCG, or
+/// the initramfs or the FIFOs cannot be written.
+fn prepare(req: &BootRequest<'_>) -> Result<Prepared, LaunchError> {
     req.spec.validate()?;
     let accel = accel::choose(req.spec.accel, req.spec.vcpus())?;
     accel::check_tcg_size(accel, req.spec.vcpus(), accel::host_cores(), req.speedups.cmdline)
@@ -304,18 +326,42 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
         used.cpu = false;
     }
     let kernel_image = boot_image(req.kernel, &mut used);
-    let mut port = match req.agent.report {
+    let port = match req.agent.report {
         ReportChannel::Console => None,
         ReportChannel::Ttys1 => Some(ReportPort::create(tmp.path()).map_err(io("report channel FIFOs"))?),
     };
     let args = qemu_args(req, accel, used, &kernel_image, &initrd, port.as_ref())?;
+    Ok(Prepared { _tmp: tmp, accel, used, port, args })
+}
 
+/// How QEMU's run ended, before it is read as an outcome.
+struct Ran {
+    prepared: Prepared,
+    waited: Waited,
+    /// QEMU's exit status as text.
+    status: String,
+    /// QEMU's stderr (`(empty)` when it wrote nothing).
+    stderr: String,
+    watch: Watch,
+    /// From QEMU's start to the report's end (or whatever ended the wait).
+    to_report: Duration,
+    /// Why the caller aborted the boot, when it did while the boot counted.
+    abort_reason: Option<String>,
+}
+
+/// Start QEMU with the prepared arguments, feed its console and report
+/// channel to a [`Watch`] until the report ends (or a panic, the deadline, a
+/// silent KVM guest, an abort), then stop QEMU and reap it.
+///
+/// # Errors
+/// The console log cannot be created, or QEMU cannot be started.
+fn run(qemu: &QemuInstall, req: &BootRequest<'_>, mut prepared: Prepared) -> Result<Ran, LaunchError> {
     let log = match &req.console_log {
         Some(p) => Some(std::fs::File::create(p).map_err(io(format!("console log {}", p.display())))?),
         None => None,
     };
     let mut cmd = qemu.command();
-    cmd.args(&args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.args(&prepared.args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     {
         use std::os::unix::process::CommandExt;
         // Own process group: a terminal's Ctrl-C reaches us, and we stop QEMU.
@@ -337,7 +383,7 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
     if let Some(abort) = &req.abort {
         abort.attach(tx.clone());
     }
-    if let Some(p) = port.as_mut() {
+    if let Some(p) = prepared.port.as_mut() {
         p.start(tx.clone(), req.on_marker.clone());
     }
     let reader = match stdout {
@@ -354,7 +400,7 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
 
     let mut watch = Watch::new(log);
     // A working KVM guest prints its first console line within a second or two.
-    let silence_limit = (accel == Accel::Kvm).then(|| start + KVM_SILENCE_LIMIT);
+    let silence_limit = (prepared.accel == Accel::Kvm).then(|| start + KVM_SILENCE_LIMIT);
     let waited = wait(&rx, &mut watch, start + req.deadline, silence_limit);
     // After the report nothing the guest does is read: QEMU is stopped at once
     // rather than waiting for the guest's `poweroff -f`, which would first shut
@@ -374,13 +420,24 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
         abort_reason = detach();
     }
     let _ = reader.join();
-    if let Some(p) = port {
+    if let Some(p) = prepared.port.take() {
         p.finish();
     }
     let mut stderr = err_reader.join().unwrap_or_default();
     if stderr.trim().is_empty() {
         stderr = "(empty)".to_string();
     }
+    Ok(Ran { prepared, waited, status, stderr, watch, to_report, abort_reason })
+}
+
+/// The boot's outcome from how QEMU's run ended: a signal, an abort, a
+/// panic, a deadline, a silent KVM guest or QEMU's early exit are errors; a
+/// report that ended is parsed.
+///
+/// # Errors
+/// Each of those, with the last console lines; a report that does not parse.
+fn outcome(req: &BootRequest<'_>, ran: Ran) -> Result<BootOutcome, LaunchError> {
+    let Ran { prepared, waited, status, stderr, watch, to_report, abort_reason } = ran;
     if crate::children::interrupted() {
         return Err(LaunchError::Interrupted);
     }
@@ -408,16 +465,15 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
             "the guest agent reported on the console, not on ttyS1 (its `manarig:` line on the console says why)"
         );
     }
-    let transcript =
-        guest_protocol::parse(text).map_err(|source| LaunchError::Report { source, tail: watch.tail() })?;
+    let transcript = guest_protocol::parse(text).map_err(|error| LaunchError::Report { error, tail: watch.tail() })?;
     Ok(BootOutcome {
         report: transcript.report,
         stages: transcript.stages,
         console: watch.into_console(),
-        accel,
+        accel: prepared.accel,
         to_report,
-        qemu_args: args,
-        speedups: used,
+        qemu_args: prepared.args,
+        speedups: prepared.used,
     })
 }
 

@@ -156,13 +156,12 @@ pub enum PvhError {
         path: PathBuf,
     },
     /// Reading, decompressing or writing failed.
-    #[error("{what}: {source}")]
+    #[error("{what}: {error}")]
     Io {
         /// What was being done.
         what: String,
         /// The cause.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
@@ -269,7 +268,7 @@ pub fn pvh_image(vmlinuz: &Path) -> Result<PathBuf, PvhError> {
             return Ok(out);
         }
     }
-    let io = |what: String| move |source| PvhError::Io { what, source };
+    let io = |what: String| move |source| PvhError::Io { what, error: source };
     let image = std::fs::read(vmlinuz).map_err(io(format!("reading {}", vmlinuz.display())))?;
     let not = |reason: String| PvhError::NotBzImage { path: vmlinuz.to_path_buf(), reason };
     let elf = decompress(payload(&image).map_err(not)?).map_err(not)?;
@@ -281,7 +280,7 @@ pub fn pvh_image(vmlinuz: &Path) -> Result<PathBuf, PvhError> {
     std::io::Write::write_all(&mut tmp, &elf).map_err(io(format!("writing {}", out.display())))?;
     use std::os::unix::fs::PermissionsExt;
     let _ = tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644));
-    tmp.persist(&out).map_err(|e| PvhError::Io { what: format!("renaming to {}", out.display()), source: e.error })?;
+    tmp.persist(&out).map_err(|e| PvhError::Io { what: format!("renaming to {}", out.display()), error: e.error })?;
     Ok(out)
 }
 

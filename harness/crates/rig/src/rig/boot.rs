@@ -16,9 +16,8 @@ use crate::qemu::{self, BootRequest};
 use crate::topology::Topology;
 use crate::traffic;
 use crate::traffic::peer::{PeerOptions, PeerProcess};
-use anyhow::{Context, Result};
 use mana_device_api::status::DeviceStatus;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,6 +26,38 @@ const PEER_RESULTS_WAIT: Duration = Duration::from_secs(10);
 
 /// Device status taken at each begin marker, with the marker line.
 pub(super) type Marks = std::sync::Arc<std::sync::Mutex<Vec<(String, Option<DeviceStatus>)>>>;
+
+/// A boot that could not start (its failures once QEMU runs are in
+/// `NicBootOutcome::result`).
+#[derive(Debug, thiserror::Error)]
+pub enum BootError {
+    /// QEMU cannot build the topology's machine.
+    #[error("{}: [cpus]/[numa]/[nic] as QEMU would build them (--mem-per-node {mem_per_node_mib})", topology.display())]
+    Machine {
+        /// The topology file.
+        topology: PathBuf,
+        /// The memory per node asked for.
+        mem_per_node_mib: u32,
+        /// Why.
+        #[source]
+        source: machine::MachineError,
+    },
+    /// A NIC of the topology cannot be configured.
+    #[error(transparent)]
+    DeviceConfig(machine::MachineError),
+    /// The traffic tool is not there.
+    #[error(transparent)]
+    FlowsBinary(#[from] traffic::BinaryError),
+    /// The traffic peer did not start.
+    #[error(transparent)]
+    Peer(#[from] traffic::peer::PeerError),
+    /// The emulated NIC's process did not start.
+    #[error(transparent)]
+    Device(#[from] device::DeviceError),
+    /// The guest's side cannot be set up (irqbalance not provisioned).
+    #[error(transparent)]
+    Guest(#[from] super::irqbalance::IrqbalanceError),
+}
 
 /// What one boot with the emulated NIC needs (see [`NicBoot::boot`]).
 pub(super) struct NicBoot<'a> {
@@ -62,16 +93,19 @@ impl NicBoot<'_> {
     /// ([`qemu::LaunchError::Aborted`], naming the device, with its last log lines).
     ///
     /// # Errors
-    /// The machine cannot be built from the topology, or the device's binary is
-    /// missing or does not start; boot failures are in [`NicBootOutcome::result`].
-    pub(super) fn boot(&self, accel: AccelChoice, socket: &str) -> Result<(qemu::MachineSpec, NicBootOutcome)> {
+    /// [`BootError`]: the machine cannot be built from the topology, or the
+    /// device's binary or the traffic peer is missing or does not start; boot
+    /// failures are in [`NicBootOutcome::result`].
+    pub(super) fn boot(
+        &self,
+        accel: AccelChoice,
+        socket: &str,
+    ) -> Result<(qemu::MachineSpec, NicBootOutcome), BootError> {
         let (req, topo, prov) = (self.req, self.topo, self.prov);
-        let spec = machine::machine_spec(topo, accel, req.mem_per_node_mib).with_context(|| {
-            format!(
-                "{}: [cpus]/[numa]/[nic] as QEMU would build them (--mem-per-node {})",
-                req.topology.display(),
-                req.mem_per_node_mib
-            )
+        let spec = machine::machine_spec(topo, accel, req.mem_per_node_mib).map_err(|source| BootError::Machine {
+            topology: req.topology.clone(),
+            mem_per_node_mib: req.mem_per_node_mib,
+            source,
         })?;
         let socket = self.dir.join(socket);
         let abort = qemu::BootAbort::default();
@@ -105,12 +139,14 @@ impl NicBoot<'_> {
         // One device process and socket per NIC; NIC 0 takes the traffic and the fault.
         let bin = device::device_binary()?;
         let mut nics = Vec::with_capacity(topo.nics().len());
-        nics.push(device::DeviceProcess::start(&bin, &socket, &machine::device_config(topo)?, options)?);
+        let config = machine::device_config(topo).map_err(BootError::DeviceConfig)?;
+        nics.push(device::DeviceProcess::start(&bin, &socket, &config, options)?);
         boot.extra_devices.push(qemu::vfio_user_nic(&socket));
         for k in 1..topo.nics().len() {
             let path = socket.with_extension(format!("{k}.sock"));
             let options = device::DeviceOptions { abort: Some(abort.clone()), ..Default::default() };
-            nics.push(device::DeviceProcess::start(&bin, &path, &machine::device_config_of(topo, k)?, options)?);
+            let config = machine::device_config_of(topo, k).map_err(BootError::DeviceConfig)?;
+            nics.push(device::DeviceProcess::start(&bin, &path, &config, options)?);
             boot.extra_devices.push(qemu::nic_slots::vfio_user_device(k, &path));
         }
         let nic = &nics[0];

@@ -4,7 +4,7 @@
 //! the run's request and the topology's scenario.
 
 use super::debug_kernel;
-use super::irqbalance::{add_irqbalance, IRQBALANCE_SAMPLE_S};
+use super::irqbalance::{add_irqbalance, IrqbalanceError, IRQBALANCE_SAMPLE_S};
 use super::request::RunRequest;
 use crate::guest_protocol::AgentOptions;
 use crate::provision::tools::GuestFile;
@@ -12,7 +12,6 @@ use crate::provision::Provisioned;
 use crate::qemu::BootRequest;
 use crate::topology::Topology;
 use crate::traffic;
-use anyhow::Result;
 use std::path::Path;
 use std::time::Duration;
 
@@ -41,8 +40,9 @@ impl GuestSetup<'_> {
     /// deadlines, its console log and speed-ups.
     ///
     /// # Errors
-    /// irqbalance is asked for but not provisioned ([`add_irqbalance`]).
-    pub(super) fn apply(&self, boot: &mut BootRequest<'_>) -> Result<()> {
+    /// [`IrqbalanceError::NotProvisioned`] when irqbalance is asked for but not
+    /// provisioned ([`add_irqbalance`]).
+    pub(super) fn apply(&self, boot: &mut BootRequest<'_>) -> Result<(), IrqbalanceError> {
         let (req, prov) = (self.req, self.prov);
         // The scenario in the guest's numbering: CPUs to hotplug, kernel parameters.
         let scenario = self.guest.scenario();

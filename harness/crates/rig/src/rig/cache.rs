@@ -2,18 +2,18 @@
 
 use crate::model::KernelGen;
 use crate::provision::{self, Provisioned};
-use anyhow::{bail, Context, Result};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Load the cache, provisioning it first when it is missing (the README's
 /// commands provision on first use).
 ///
 /// # Errors
-/// Provisioning errors, with context.
-pub fn provisioned(cache_dir: Option<&Path>) -> Result<Provisioned> {
+/// [`CacheError`]: no cache folder, the cache cannot be loaded, or the
+/// first use's provisioning failed.
+pub fn provisioned(cache_dir: Option<&Path>) -> Result<Provisioned, CacheError> {
     let cache = provision::cache_dir(cache_dir)?;
     if cache.exists() && !cache.is_dir() {
-        bail!("cache folder {}: exists and is not a directory (see --cache-dir / MANARIG_CACHE)", cache.display());
+        return Err(CacheError::NotADirectory { path: cache });
     }
     match provision::load(&cache) {
         Ok(p) => Ok(p),
@@ -21,9 +21,38 @@ pub fn provisioned(cache_dir: Option<&Path>) -> Result<Provisioned> {
             eprintln!("manarig: first use: provisioning QEMU, kernels and busybox into {}", cache.display());
             let opts = provision::SetupOptions::default();
             provision::setup(&cache, &opts, &mut |line| eprintln!("setup: {line}"))
-                .with_context(|| format!("provisioning {}", cache.display()))
+                .map_err(|source| CacheError::Setup { cache, source: Box::new(source) })
         }
         Err(e) => Err(e.into()),
+    }
+}
+
+/// The provisioned cache could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    /// The cache path names something that is not a folder.
+    #[error("cache folder {}: exists and is not a directory (see --cache-dir / MANARIG_CACHE)", path.display())]
+    NotADirectory {
+        /// The path.
+        path: PathBuf,
+    },
+    /// No cache folder, or the cache cannot be loaded.
+    #[error(transparent)]
+    Load(Box<provision::ProvisionError>),
+    /// The first use's provisioning failed.
+    #[error("provisioning {}", cache.display())]
+    Setup {
+        /// The cache folder.
+        cache: PathBuf,
+        /// Why.
+        #[source]
+        source: Box<provision::ProvisionError>,
+    },
+}
+
+impl From<provision::ProvisionError> for CacheError {
+    fn from(e: provision::ProvisionError) -> Self {
+        CacheError::Load(Box::new(e))
     }
 }
 

@@ -10,15 +10,14 @@
 
 use super::outcome::RunOutcome;
 use super::request::RunRequest;
-use crate::kbuild::{self, source::SourceSpec, BuildRequest};
+use crate::kbuild::{self, source::SourceSpec, BuildRequest, KbuildError};
 use crate::provision::KernelInstall;
 use crate::verdict::debug_against::known_findings;
 use crate::verdict::debug_reports::{all_reports, Against, DebugLog};
-use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// A stock run's report classes, as cached.
@@ -32,6 +31,51 @@ struct Baseline {
     classes: BTreeSet<String>,
 }
 
+/// What a debug run is judged against could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum DebugBaselineError {
+    /// guest-images/debug-findings.toml does not parse.
+    #[error("{0}")]
+    KnownFindings(String),
+    /// The build, the pinned sources, or the stock build cannot be had.
+    #[error(transparent)]
+    Kbuild(Box<KbuildError>),
+    /// The stock build does not build.
+    #[error("building the stock debug kernel the patched build is judged against")]
+    StockBuild(#[source] Box<KbuildError>),
+    /// The stock build's run failed.
+    #[error("the stock run of {label}")]
+    StockRun {
+        /// The stock run (`6.12-debug stock (build 1a2b3c4d) on seed-002`).
+        label: String,
+        /// Why (the run's error: [`RunError`](super::RunError)).
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The topology file cannot be read for the options' key.
+    #[error("{}: {error}", path.display())]
+    Topology {
+        /// The topology file.
+        path: PathBuf,
+        /// The OS error.
+        error: std::io::Error,
+    },
+    /// The stock run's classes cannot be kept in the cache.
+    #[error("keeping the stock run's classes in {}: {error}", path.display())]
+    Keep {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        error: std::io::Error,
+    },
+}
+
+impl From<KbuildError> for DebugBaselineError {
+    fn from(e: KbuildError) -> Self {
+        DebugBaselineError::Kbuild(Box::new(e))
+    }
+}
+
 /// What `req`'s run on `kernel` (a debug kernel) is judged against: the stock
 /// build's classes when `kernel` is a patched build of a Debian source (the
 /// stock build is built, and run once with `run_one` on this topology and
@@ -39,15 +83,16 @@ struct Baseline {
 /// known findings.
 ///
 /// # Errors
-/// The stock build cannot be made, or its run fails to report.
-pub fn against(
+/// [`DebugBaselineError`]: the stock build cannot be made, or its run fails
+/// to report.
+pub fn against<E: std::error::Error + Send + Sync + 'static>(
     req: &RunRequest,
     kernel: &KernelInstall,
     cache: &Path,
-    run_one: &dyn Fn(&RunRequest) -> Result<RunOutcome>,
-) -> Result<Against> {
-    let known = || -> Result<Against> {
-        Ok(Against::ManaFrames { known: known_findings(&kernel.release).map_err(anyhow::Error::msg)? })
+    run_one: &dyn Fn(&RunRequest) -> Result<RunOutcome, E>,
+) -> Result<Against, DebugBaselineError> {
+    let known = || -> Result<Against, DebugBaselineError> {
+        Ok(Against::ManaFrames { known: known_findings(&kernel.release).map_err(DebugBaselineError::KnownFindings)? })
     };
     let Some(key) = kernel.id.strip_prefix("build:") else { return known() };
     let built = kbuild::load_build(key, cache)?;
@@ -63,7 +108,7 @@ pub fn against(
         return known();
     };
     let stock = kbuild::build(&stock_req, &mut |line| eprintln!("kernel stock debug: {line}"))
-        .context("building the stock debug kernel the patched build is judged against")?;
+        .map_err(|e| DebugBaselineError::StockBuild(Box::new(e)))?;
     let short = &stock.stamp.key[..16.min(stock.stamp.key.len())];
     let path = cache.join("debug-baselines").join(format!("{short}-{}.json", options_key(req)?));
     if let Some(b) = std::fs::read(&path).ok().and_then(|t| serde_json::from_slice::<Baseline>(&t).ok()) {
@@ -76,7 +121,8 @@ pub fn against(
     stock_run.custom_kernel = Some(stock.install());
     stock_run.model_basis = stock.model_basis();
     stock_run.label = Some("stock".to_owned());
-    let outcome = run_one(&stock_run).with_context(|| format!("the stock run of {label}"))?;
+    let outcome =
+        run_one(&stock_run).map_err(|e| DebugBaselineError::StockRun { label: label.clone(), source: Box::new(e) })?;
     let r = &outcome.report;
     let log = DebugLog {
         state: r.debug.as_deref(),
@@ -89,13 +135,13 @@ pub fn against(
     let baseline = Baseline { label, release: stock.stamp.release.clone(), classes };
     std::fs::create_dir_all(path.parent().unwrap_or(cache))
         .and_then(|()| std::fs::write(&path, serde_json::to_vec_pretty(&baseline).unwrap_or_default()))
-        .with_context(|| format!("keeping the stock run's classes in {}", path.display()))?;
+        .map_err(|error| DebugBaselineError::Keep { path: path.clone(), error })?;
     Ok(Against::Stock { label: baseline.label, classes: baseline.classes })
 }
 
 /// The stock build of a patched build's stamp: the same pinned Debian source
 /// and debug config, no patches. `None` for a user's tree or an extra fragment.
-fn stock_request(stamp: &kbuild::BuildStamp, cache: &Path) -> Result<Option<BuildRequest>> {
+fn stock_request(stamp: &kbuild::BuildStamp, cache: &Path) -> Result<Option<BuildRequest>, KbuildError> {
     let standard = stamp.fragments.len() == 2 && stamp.fragments.iter().any(|f| f == kbuild::DEBUG_FRAGMENT_NAME);
     let Some(rest) = stamp.source_identity.strip_prefix("debian:") else { return Ok(None) };
     let (package, rest) = rest.split_once('=').unwrap_or((rest, ""));
@@ -126,8 +172,9 @@ fn stock_request(stamp: &kbuild::BuildStamp, cache: &Path) -> Result<Option<Buil
 /// A short key of everything in `req` that changes what the guest does: the
 /// topology file's bytes, its scenario, channels, re-probe, traffic,
 /// irqbalance, selftests, injections, the extra command line, memory.
-fn options_key(req: &RunRequest) -> Result<String> {
-    let file = std::fs::read(&req.topology).with_context(|| req.topology.display().to_string())?;
+fn options_key(req: &RunRequest) -> Result<String, DebugBaselineError> {
+    let file = std::fs::read(&req.topology)
+        .map_err(|error| DebugBaselineError::Topology { path: req.topology.clone(), error })?;
     let mut h = Sha256::new();
     h.update(&file);
     let text = format!(

@@ -89,13 +89,12 @@ pub enum DeviceError {
         path: PathBuf,
     },
     /// Host I/O: the device's configuration file, spawning it.
-    #[error("{what}: {source}")]
+    #[error("{what}: {error}")]
     Io {
         /// What was being done.
         what: String,
         /// The OS error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The device did not get ready.
     #[error("the emulated NIC ({bin}) {what} before it was ready{}", log_lines(tail))]
@@ -153,7 +152,7 @@ pub fn device_binary() -> Result<PathBuf, DeviceError> {
         return if path.is_file() { Ok(path) } else { Err(DeviceError::BadOverride { path }) };
     }
     let exe = std::env::current_exe()
-        .map_err(|source| DeviceError::Io { what: "the running executable's path".into(), source })?;
+        .map_err(|source| DeviceError::Io { what: "the running executable's path".into(), error: source })?;
     find_beside(&exe)
 }
 
@@ -322,6 +321,123 @@ fn device_log_filter() -> String {
         .unwrap_or_else(|| "warn".to_string())
 }
 
+/// The `mana-device` command line for `socket` and its configuration file,
+/// with `options`' faults, injections, flow records and TAP (inherited by the
+/// child alone), in its own process group, dying with the rig.
+fn device_command(bin: &Path, socket: &Path, config_file: &Path, options: &DeviceOptions) -> Command {
+    let mut cmd = Command::new(bin);
+    cmd.arg("--socket")
+        .arg(socket)
+        .arg("--config")
+        .arg(config_file)
+        .args(["--control", mana_device_api::control::STDIO]);
+    if let Some(fault) = options.fault {
+        cmd.arg("--inject-fault").arg(fault.to_string());
+    }
+    for spec in &options.inject {
+        cmd.arg("--inject").arg(spec.to_string());
+    }
+    if options.record_flows > 0 {
+        cmd.arg("--record-flows").arg(options.record_flows.to_string());
+    }
+    if let Some(tap) = &options.tap {
+        use std::os::unix::process::CommandExt;
+        let raw = tap.as_raw_fd();
+        cmd.arg("--tap-fd").arg(raw.to_string());
+        // SAFETY: runs between fork and exec; fcntl is async-signal-safe
+        // and changes only the child's copy of the descriptor.
+        unsafe {
+            cmd.pre_exec(move || {
+                // Inherit this one descriptor (the rig holds it close-on-exec).
+                if libc::fcntl(raw, libc::F_SETFD, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            })
+        };
+    }
+    cmd.env("RUST_LOG", device_log_filter()).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    {
+        use std::os::unix::process::CommandExt;
+        // Own process group, as QEMU: a terminal's Ctrl-C reaches us, and we stop it.
+        cmd.process_group(0);
+    }
+    crate::children::die_with_parent(&mut cmd);
+    cmd
+}
+
+/// A thread reading the device's stdout: the readiness line, then one
+/// control answer per line, each sent on `out_tx`.
+fn read_answers(stdout: std::process::ChildStdout, pid: u32, out_tx: mpsc::Sender<Out>) {
+    std::thread::spawn(move || {
+        for (n, line) in BufReader::new(stdout).lines().enumerate() {
+            let Ok(line) = line else { break };
+            let out = if n == 0 {
+                Out::Ready(line)
+            } else {
+                match serde_json::from_str(&line) {
+                    Ok(r) => Out::Response(r),
+                    Err(e) => {
+                        tracing::warn!("{DEVICE_BIN} (pid {pid}): not a control answer on stdout ({e}): {line}");
+                        continue;
+                    }
+                }
+            };
+            if out_tx.send(out).is_err() {
+                break;
+            }
+        }
+    });
+}
+
+/// A thread copying the device's stderr to ours and keeping its last lines
+/// for errors; the returned channel closes when stderr ends.
+fn keep_stderr_tail(stderr: Option<std::process::ChildStderr>, shared: &Arc<Shared>) -> mpsc::Receiver<()> {
+    let (drained_tx, drained) = mpsc::channel::<()>();
+    let shared = Arc::clone(shared);
+    std::thread::spawn(move || {
+        let _drained = drained_tx;
+        let Some(stderr) = stderr else { return };
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            eprintln!("{line}");
+            let mut tail = lock(&shared.tail);
+            if tail.len() == TAIL_LINES {
+                tail.pop_front();
+            }
+            tail.push_back(line);
+        }
+    });
+    drained
+}
+
+/// The exit waiter: reaps `child`, reports an end the rig did not ask for
+/// (with stderr's last lines, once `drained` says they are in), and sends the
+/// exit status as text.
+fn wait_exit(
+    mut child: std::process::Child,
+    shared: &Arc<Shared>,
+    drained: mpsc::Receiver<()>,
+) -> (JoinHandle<()>, mpsc::Receiver<String>) {
+    let (exit_tx, exited) = mpsc::channel();
+    let shared = Arc::clone(shared);
+    let pid = shared.pid;
+    let waiter = std::thread::spawn(move || {
+        crate::children::wait_exit_unreaped(pid as i32);
+        // Untrack, then reap: a tracked pid is never a recycled one.
+        crate::children::untrack(pid as i32);
+        let status = child.wait();
+        // The last lines (a panic message) are in the pipe already.
+        let _ = drained.recv_timeout(STDERR_DRAIN);
+        let text = status.as_ref().map_or_else(|e| format!("wait: {e}"), ToString::to_string);
+        if !shared.stopping.load(Ordering::SeqCst) {
+            report_failure(&shared, status.ok());
+        }
+        let _ = exit_tx.send(text);
+    });
+    (waiter, exited)
+}
+
 impl DeviceProcess {
     /// Start `bin` serving `config` on `socket` (which must not exist; the
     /// configuration goes to `socket` with the extension `json`) and wait until
@@ -339,53 +455,16 @@ impl DeviceProcess {
     ) -> Result<Self, DeviceError> {
         let config_file = socket.with_extension("json");
         let json = serde_json::to_vec(config)
-            .map_err(|e| DeviceError::Io { what: "device configuration".into(), source: e.into() })?;
+            .map_err(|e| DeviceError::Io { what: "device configuration".into(), error: e.into() })?;
         std::fs::write(&config_file, json)
-            .map_err(|source| DeviceError::Io { what: format!("writing {}", config_file.display()), source })?;
-        let mut cmd = Command::new(bin);
-        cmd.arg("--socket")
-            .arg(socket)
-            .arg("--config")
-            .arg(&config_file)
-            .args(["--control", mana_device_api::control::STDIO]);
-        if let Some(fault) = options.fault {
-            cmd.arg("--inject-fault").arg(fault.to_string());
-        }
-        for spec in &options.inject {
-            cmd.arg("--inject").arg(spec.to_string());
-        }
-        if options.record_flows > 0 {
-            cmd.arg("--record-flows").arg(options.record_flows.to_string());
-        }
-        if let Some(tap) = &options.tap {
-            use std::os::unix::process::CommandExt;
-            let raw = tap.as_raw_fd();
-            cmd.arg("--tap-fd").arg(raw.to_string());
-            // SAFETY: runs between fork and exec; fcntl is async-signal-safe
-            // and changes only the child's copy of the descriptor.
-            unsafe {
-                cmd.pre_exec(move || {
-                    // Inherit this one descriptor (the rig holds it close-on-exec).
-                    if libc::fcntl(raw, libc::F_SETFD, 0) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                })
-            };
-        }
-        cmd.env("RUST_LOG", device_log_filter()).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        {
-            use std::os::unix::process::CommandExt;
-            // Own process group, as QEMU: a terminal's Ctrl-C reaches us, and we stop it.
-            cmd.process_group(0);
-        }
-        crate::children::die_with_parent(&mut cmd);
+            .map_err(|error| DeviceError::Io { what: format!("writing {}", config_file.display()), error })?;
+        let mut cmd = device_command(bin, socket, &config_file, &options);
         // Ctrl-C from now on kills the device too (QEMU is not started yet).
         crate::children::install_signal_thread();
         let spawned = Instant::now();
-        let mut child = cmd.spawn().map_err(|source| {
+        let mut child = cmd.spawn().map_err(|error| {
             let _ = std::fs::remove_file(&config_file);
-            DeviceError::Io { what: format!("starting {}", bin.display()), source }
+            DeviceError::Io { what: format!("starting {}", bin.display()), error }
         })?;
         let pid = child.id();
         crate::children::track(pid as i32);
@@ -400,63 +479,11 @@ impl DeviceProcess {
             hung: Mutex::new(None),
             abort: options.abort,
         });
-        // stdout: the readiness line, then one answer per line.
-        std::thread::spawn(move || {
-            let Some(stdout) = stdout else { return };
-            for (n, line) in BufReader::new(stdout).lines().enumerate() {
-                let Ok(line) = line else { break };
-                let out = if n == 0 {
-                    Out::Ready(line)
-                } else {
-                    match serde_json::from_str(&line) {
-                        Ok(r) => Out::Response(r),
-                        Err(e) => {
-                            tracing::warn!("{DEVICE_BIN} (pid {pid}): not a control answer on stdout ({e}): {line}");
-                            continue;
-                        }
-                    }
-                };
-                if out_tx.send(out).is_err() {
-                    break;
-                }
-            }
-        });
-        // stderr: to ours, and the tail for errors; the channel closes at its end.
-        let (drained_tx, drained) = mpsc::channel::<()>();
-        {
-            let shared = Arc::clone(&shared);
-            std::thread::spawn(move || {
-                let _drained = drained_tx;
-                let Some(stderr) = stderr else { return };
-                for line in BufReader::new(stderr).lines() {
-                    let Ok(line) = line else { break };
-                    eprintln!("{line}");
-                    let mut tail = lock(&shared.tail);
-                    if tail.len() == TAIL_LINES {
-                        tail.pop_front();
-                    }
-                    tail.push_back(line);
-                }
-            });
+        if let Some(stdout) = stdout {
+            read_answers(stdout, pid, out_tx);
         }
-        // The exit waiter: reaps the child and reports an unexpected end.
-        let (exit_tx, exited) = mpsc::channel();
-        let waiter = {
-            let shared = Arc::clone(&shared);
-            std::thread::spawn(move || {
-                crate::children::wait_exit_unreaped(pid as i32);
-                // Untrack, then reap: a tracked pid is never a recycled one.
-                crate::children::untrack(pid as i32);
-                let status = child.wait();
-                // The last lines (a panic message) are in the pipe already.
-                let _ = drained.recv_timeout(STDERR_DRAIN);
-                let text = status.as_ref().map_or_else(|e| format!("wait: {e}"), ToString::to_string);
-                if !shared.stopping.load(Ordering::SeqCst) {
-                    report_failure(&shared, status.ok());
-                }
-                let _ = exit_tx.send(text);
-            })
-        };
+        let drained = keep_stderr_tail(stderr, &shared);
+        let (waiter, exited) = wait_exit(child, &shared, drained);
         let mut device = DeviceProcess {
             shared,
             socket: socket.to_path_buf(),
@@ -635,12 +662,12 @@ mod tests {
         let deps = dir.path().join("deps");
         std::fs::create_dir(&deps).expect("deps");
         let e = find_beside(&deps.join("lifecycle-0123")).expect_err("nothing built");
-        let text = e.to_string();
-        assert!(text.contains(BUILD_HINT) && text.contains(DEVICE_BIN_ENV) && !text.contains('\n'), "{text}");
+        let DeviceError::NotFound { looked } = &e else { panic!("{e}") };
         assert!(
-            text.contains(&deps.display().to_string()) && text.contains(&dir.path().display().to_string()),
-            "{text}"
+            looked.contains(&deps.display().to_string()) && looked.contains(&dir.path().display().to_string()),
+            "{e}"
         );
+        assert!(!e.to_string().contains('\n'), "one line: {e}");
         std::fs::write(dir.path().join(DEVICE_BIN), "").expect("bin");
         assert_eq!(find_beside(&deps.join("lifecycle-0123")).expect("one up"), dir.path().join(DEVICE_BIN));
         std::fs::write(deps.join(DEVICE_BIN), "").expect("bin");
@@ -659,9 +686,9 @@ mod tests {
         ) else {
             panic!("started");
         };
-        let text = e.to_string();
-        assert!(text.contains("before it was ready") && text.contains("exit status: 1"), "{text}");
-        assert!(text.contains("something is wrong"), "{text}");
+        let DeviceError::NotReady { what, tail, .. } = &e else { panic!("{e}") };
+        assert!(what.contains("exit status: 1"), "{e}");
+        assert!(tail.iter().any(|l| l.contains("something is wrong")), "{e}");
         assert!(!dir.path().join("nic.json").exists(), "config file removed");
     }
 
@@ -693,7 +720,7 @@ mod tests {
         assert!(got.contains("stopped answering") && got.contains("stuck"), "{got}");
         // A status request now fails at once: the device is gone.
         let e = device.status_handle().snapshot().expect_err("gone");
-        assert!(e.to_string().contains("gone"), "{e}");
+        assert!(matches!(&e, DeviceError::Control { problem, .. } if problem.contains("gone")), "{e}");
         device.stop();
         assert!(!alive(pid));
     }

@@ -4,8 +4,8 @@
 //! the driver's survival under fault injection) into one [`RunOutcome`].
 
 use super::boot::Marks;
-use super::guest_checks::{guest_topology_matches, hotplug_ran, lifecycle_steps_ran};
-use super::irqbalance::irqbalance_usable;
+use super::guest_checks::{guest_topology_matches, hotplug_ran, lifecycle_steps_ran, GuestCheckError};
+use super::irqbalance::{irqbalance_usable, IrqbalanceError};
 use super::other_nics::OtherNics;
 use super::outcome::{RunOutcome, RunTimings, StageOutcome, TrafficBoot};
 use super::request::RunRequest;
@@ -18,7 +18,6 @@ use crate::traffic;
 use crate::verdict::{
     check_cpu_state, judge, judge_irqbalance, judge_traffic, DebugLog, IrqbalanceInput, Observed, TrafficInput,
 };
-use anyhow::{Context, Result};
 use mana_device_api::inject::InjectSpec;
 use mana_device_api::status::DeviceStatus;
 use std::time::{Duration, Instant};
@@ -30,6 +29,57 @@ pub fn accel_label(accel: crate::accel::Accel, speedups: qemu::Speedups) -> Stri
     let names = speedups.names();
     let names = if names.is_empty() { "none".to_string() } else { names.join(", ") };
     format!("{} (speed-ups: {names})", accel.qemu_arg())
+}
+
+/// A booted guest whose report shows a rig error, or cannot be judged.
+#[derive(Debug, thiserror::Error)]
+pub enum JudgeError {
+    /// The report shows a rig error.
+    #[error(transparent)]
+    Guest(#[from] GuestCheckError),
+    /// A stage's report (before the last) shows a rig error.
+    #[error("stage {stage}")]
+    Stage {
+        /// The stage (`probe`, …).
+        stage: String,
+        /// The rig error.
+        #[source]
+        source: GuestCheckError,
+    },
+    /// irqbalance could not run in the guest.
+    #[error(transparent)]
+    Irqbalance(#[from] IrqbalanceError),
+    /// An IRQ's `affinity_hint` is not a cpumask.
+    #[error(transparent)]
+    Hint(#[from] report_to_verdict::BadHint),
+    /// A timed injection never struck.
+    #[error(transparent)]
+    TimedInjections(#[from] timed_injections::TimedInjectionsMissed),
+}
+
+/// The device's status taken at the last marker line `is` accepts.
+fn status_at(marks: &[(String, Option<DeviceStatus>)], is: &dyn Fn(&Marker) -> bool) -> Option<DeviceStatus> {
+    marks.iter().rev().find(|(l, _)| Marker::parse(l).is_some_and(|m| is(&m))).and_then(|(_, s)| s.clone())
+}
+
+/// What every stage of a run is judged with.
+struct Judged<'a> {
+    /// The generation whose model judges.
+    model: crate::model::KernelGen,
+    /// The run's accelerator label ([`accel_label`]).
+    accel: &'a str,
+    /// NIC 0's guest PCI address.
+    nic: Option<&'a str>,
+    /// The model's table at each stage.
+    expected_at: &'a [(String, crate::model::ExpectedTable)],
+}
+
+/// What the report shows that the run's other checks read.
+struct RunFacts<'a> {
+    report: &'a crate::guest_protocol::GuestReport,
+    observed: &'a Observed,
+    queues: Option<&'a crate::verdict::QueueTable>,
+    device_flows: &'a [mana_device_api::flows::FlowRecord],
 }
 
 /// What the run knows about a guest that booted and printed its report.
@@ -58,20 +108,22 @@ pub(super) struct Judging<'a> {
 impl Judging<'_> {
     /// The run's outcome from the boot's result, the device's status at the
     /// report's markers (`marks`), the traffic side and what the rig gathered
-    /// at a soak's marks.
+    /// at a soak's marks: the rig errors first, then the model at every stage
+    /// ([`Judging::stage_outcomes`]) and at the report, then the run's other
+    /// checks ([`Judging::add_run_checks`]).
     ///
     /// # Errors
-    /// A rig error in the report ([`Judging::rig_errors`]), an `affinity_hint`
-    /// that is not a hex cpumask, or a timed injection that never struck.
+    /// [`JudgeError`]: a rig error in the report ([`Judging::rig_errors`]), an
+    /// `affinity_hint` that is not a hex cpumask, or a timed injection that
+    /// never struck.
     pub(super) fn outcome(
         &self,
         booted: qemu::BootOutcome,
         marks: Marks,
         traffic: Option<TrafficBoot>,
         soak: Option<super::soak::SoakLog>,
-    ) -> Result<RunOutcome> {
-        let (req, topo, spec, inject, specs) = (self.req, self.topo, self.spec, self.inject, self.specs);
-        let (channels, start, provision_time) = (self.channels, self.start, self.provision_time);
+    ) -> Result<RunOutcome, JudgeError> {
+        let (req, topo, spec) = (self.req, self.topo, self.spec);
         let guest = topo.to_qemu_numbering();
         self.rig_errors(&guest, &booted)?;
         let model = req.model.unwrap_or(req.kernel);
@@ -83,48 +135,22 @@ impl Judging<'_> {
         // The model's table at each CPU state of the run (the probe, then after each
         // hotplug stage of the scenario); the report shows the last one.
         let expected_at = expected_stages(&guest, model);
-        let expected_for = |stage: &str| crate::verdict::table_at(&expected_at, stage);
-        let expected = expected_for(guest.last_stage());
+        let expected = crate::verdict::table_at(&expected_at, guest.last_stage());
         // Which guest PCI address is which NIC (several NICs: their slots; one: the report's).
         let bdfs = match spec.more_nics.is_empty() {
             true => vec![booted.report.nic.clone()],
             false => qemu::nic_slots::match_nics(&spec.nics().collect::<Vec<_>>(), &booted.report.nics),
         };
         let marks = marks.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let status_at = |is: &dyn Fn(&Marker) -> bool| {
-            marks.iter().rev().find(|(l, _)| Marker::parse(l).is_some_and(|m| is(&m))).and_then(|(_, s)| s.clone())
-        };
-        // The guest's IRQ names follow the booted kernel's scheme, whatever model judges it
-        // (`--model`): the queue table joins by that kernel's names.
-        let table = |status: Option<DeviceStatus>, observed: &Observed| {
-            status.and_then(|s| match queues::queue_table(&s, &observed.vectors, req.kernel) {
-                Ok(t) => Some(t),
-                Err(e) => {
-                    tracing::warn!("queue table: {e}");
-                    None
-                }
-            })
-        };
-        let mut stages = Vec::new();
-        for crate::guest_protocol::Stage { name, report } in booted.stages {
-            // rmmod runs after the first stage.
-            if inject.is_empty() {
-                lifecycle_steps_ran(&report, channels, false).with_context(|| format!("stage {name}"))?;
-            }
-            let observed =
-                report_to_verdict::observed_of(&report, bdfs[0].as_deref(), model, &req.model_basis, &accel)?;
-            let queues = table(status_at(&|m| *m == Marker::StageBegin(name.clone())), &observed);
-            let verdict = judge(topo, &observed, expected_for(&name));
-            stages.push(StageOutcome { name, verdict, queues, report });
-        }
-        let observed =
-            report_to_verdict::observed_of(&booted.report, bdfs[0].as_deref(), model, &req.model_basis, &accel)?;
-        let report_status = status_at(&|m| matches!(m, Marker::ReportBegin(_)));
+        let at = Judged { model, accel: &accel, nic: bdfs[0].as_deref(), expected_at: &expected_at };
+        let stages = self.stage_outcomes(&booted.stages, &at, &marks)?;
+        let observed = report_to_verdict::observed_of(&booted.report, at.nic, model, &req.model_basis, &accel)?;
+        let report_status = status_at(&marks, &|m| matches!(m, Marker::ReportBegin(_)));
         let struck = report_status.as_ref().and_then(|s| s.core.as_ref()).map(|c| &c.counters.injected);
-        timed_injections::timed_injections_happened(inject, struck)?;
+        timed_injections::timed_injections_happened(self.inject, struck)?;
         let device_flows =
             report_status.as_ref().and_then(|s| s.core.as_ref()).map(|c| c.flows.flows.clone()).unwrap_or_default();
-        let queues = table(report_status, &observed);
+        let queues = self.queue_table(report_status, &observed);
         let mut verdict = judge(topo, &observed, expected);
         if !guest.scenario().is_default() {
             let mut states: Vec<(&str, &crate::guest_protocol::GuestCpuState)> =
@@ -149,18 +175,93 @@ impl Judging<'_> {
             .map(|s| (s.name.as_str(), &s.verdict, report_to_verdict::stage_facts(&s.report, s.queues.clone())))
             .collect();
         verdict.add_stages(earlier, report_to_verdict::stage_facts(&booted.report, queues.clone()));
+        let run = RunFacts {
+            report: &booted.report,
+            observed: &observed,
+            queues: queues.as_ref(),
+            device_flows: &device_flows,
+        };
+        self.add_run_checks(&mut verdict, &run, traffic.as_ref(), soak);
+        Ok(RunOutcome {
+            verdict,
+            observed,
+            timings: RunTimings {
+                provision: self.provision_time,
+                boot_to_report: booted.to_report,
+                total: self.start.elapsed(),
+            },
+            queues,
+            guest_times: booted.report.times.clone(),
+            speedups: booted.speedups,
+            report: booted.report,
+            stages,
+            traffic,
+        })
+    }
+
+    /// Each stage before the report judged against the model's table at that
+    /// stage, with the device's queue table at its begin marker (in `marks`).
+    ///
+    /// # Errors
+    /// A stage's lifecycle step failed (without injections), or an
+    /// `affinity_hint` is not a hex cpumask.
+    fn stage_outcomes(
+        &self,
+        stages: &[crate::guest_protocol::Stage],
+        at: &Judged<'_>,
+        marks: &[(String, Option<DeviceStatus>)],
+    ) -> Result<Vec<StageOutcome>, JudgeError> {
+        let mut out = Vec::new();
+        for crate::guest_protocol::Stage { name, report } in stages {
+            // rmmod runs after the first stage.
+            if self.inject.is_empty() {
+                lifecycle_steps_ran(report, self.channels, false)
+                    .map_err(|source| JudgeError::Stage { stage: name.clone(), source })?;
+            }
+            let observed = report_to_verdict::observed_of(report, at.nic, at.model, &self.req.model_basis, at.accel)?;
+            let queues = self.queue_table(status_at(marks, &|m| *m == Marker::StageBegin(name.clone())), &observed);
+            let verdict = judge(self.topo, &observed, crate::verdict::table_at(at.expected_at, name));
+            out.push(StageOutcome { name: name.clone(), verdict, queues, report: report.clone() });
+        }
+        Ok(out)
+    }
+
+    /// The device's queue table joined with the guest's vectors, when the
+    /// device's status was taken. The guest's IRQ names follow the booted
+    /// kernel's scheme, whatever model judges it (`--model`): the table joins
+    /// by that kernel's names.
+    fn queue_table(&self, status: Option<DeviceStatus>, observed: &Observed) -> Option<crate::verdict::QueueTable> {
+        status.and_then(|s| match queues::queue_table(&s, &observed.vectors, self.req.kernel) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                tracing::warn!("queue table: {e}");
+                None
+            }
+        })
+    }
+
+    /// The run's checks beside the model's: a debug kernel's reports and
+    /// unload, the traffic (or a soak's rounds), irqbalance, the selftests, and under injections
+    /// the driver's survival (which then judges the run).
+    fn add_run_checks(
+        &self,
+        verdict: &mut crate::verdict::Verdict,
+        run: &RunFacts<'_>,
+        traffic: Option<&TrafficBoot>,
+        soak: Option<super::soak::SoakLog>,
+    ) {
+        let (req, r) = (self.req, run.report);
         if req.debug {
-            let r = &booted.report;
             let mana_frames = crate::verdict::debug_reports::Against::default();
             let log = DebugLog {
                 state: r.debug.as_deref(),
                 kmemleak: &r.kmemleak,
                 klog: &r.klog,
-                vectors: &observed.vectors,
-                nr_cpus: topo.ncpu(),
+                vectors: &run.observed.vectors,
+                nr_cpus: self.topo.ncpu(),
             };
             verdict.add_debug_reports(&log, self.against.unwrap_or(&mana_frames));
-            if inject.is_empty() {
+            if self.inject.is_empty() {
                 // The teardown the agent ran after the report's snapshot.
                 verdict.add_check(crate::verdict::driver_unloaded(r));
             }
@@ -169,25 +270,24 @@ impl Judging<'_> {
             // A soak's rounds are judged as a whole; the one-run traffic
             // checks (one plan, one RSS state) do not apply.
             let (report, checks) =
-                super::soak::judge(options, &soak.unwrap_or_default(), traffic.as_ref(), &booted.report);
+                super::soak::judge(options, &soak.unwrap_or_default(), traffic, r);
             verdict.add_soak(report, checks);
-        } else if let Some(t) = &traffic {
+        } else if let Some(t) = traffic {
             let input = TrafficInput {
                 planned: t.planned.as_deref().unwrap_or_default(),
                 plan_error: t.plan_error.as_deref(),
                 outcome: t.peer.outcome.as_ref(),
                 peer_error: t.peer.error.as_deref(),
-                device_flows: &device_flows,
-                queues: queues.as_ref(),
-                guest: &booted.report.traffic,
+                device_flows: run.device_flows,
+                queues: run.queues,
+                guest: &r.traffic,
                 host: traffic::HOST,
                 guest_ip: traffic::GUEST,
             };
             let (report, checks) = judge_traffic(&input, &verdict.summary);
             verdict.add_traffic(report, checks);
         }
-        if guest.scenario().irqbalance {
-            let r = &booted.report;
+        if self.topo.scenario().irqbalance {
             let input = IrqbalanceInput {
                 run: &r.irqbalance,
                 started: r.times.get("irqbalance").copied(),
@@ -199,7 +299,6 @@ impl Judging<'_> {
             verdict.add_irqbalance(report, check);
         }
         if let Some(prepared) = self.selftests {
-            let r = &booted.report;
             let input = crate::verdict::SelftestsInput {
                 guest: &r.selftests,
                 asked: &prepared.tests,
@@ -210,20 +309,9 @@ impl Judging<'_> {
             let (report, checks) = crate::verdict::judge_selftests(&input);
             verdict.add_selftests(report, checks);
         }
-        if !inject.is_empty() {
-            verdict.judge_by_survival(crate::verdict::driver_survived(&booted.report, specs));
+        if !self.inject.is_empty() {
+            verdict.judge_by_survival(crate::verdict::driver_survived(r, self.specs));
         }
-        Ok(RunOutcome {
-            verdict,
-            observed,
-            timings: RunTimings { provision: provision_time, boot_to_report: booted.to_report, total: start.elapsed() },
-            queues,
-            guest_times: booted.report.times.clone(),
-            speedups: booted.speedups,
-            report: booted.report,
-            stages,
-            traffic,
-        })
     }
 
     /// The report (and each stage's) shows no rig error: the guest's topology
@@ -232,12 +320,12 @@ impl Judging<'_> {
     ///
     /// # Errors
     /// The first rig error, naming the stage where it was not the report.
-    fn rig_errors(&self, guest: &Topology, booted: &qemu::BootOutcome) -> Result<()> {
+    fn rig_errors(&self, guest: &Topology, booted: &qemu::BootOutcome) -> Result<(), JudgeError> {
         let (req, spec, inject, channels) = (self.req, self.spec, self.inject, self.channels);
         guest_topology_matches(&req.topology, spec, guest, guest.last_stage(), &booted.report)?;
         for stage in &booted.stages {
             guest_topology_matches(&req.topology, spec, guest, &stage.name, &stage.report)
-                .with_context(|| format!("stage {}", stage.name))?;
+                .map_err(|source| JudgeError::Stage { stage: stage.name.clone(), source })?;
         }
         hotplug_ran(&booted.report)?;
         if guest.scenario().irqbalance {

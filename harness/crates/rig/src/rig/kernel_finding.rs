@@ -11,7 +11,6 @@ use crate::guest_protocol::GuestReport;
 use crate::qemu;
 use crate::topology::Topology;
 use crate::verdict::{judge, KernelFinding};
-use anyhow::Result;
 
 /// The CPUs `report`'s kernel never brought up on `spec` (guest numbering:
 /// `guest`), when that is all that differs in the CPU set: the present CPUs
@@ -59,12 +58,13 @@ impl Judging<'_> {
     /// the failing `guest_machine` check ([`KernelFinding::check`]).
     ///
     /// # Errors
-    /// An `affinity_hint` in the report that is not a hex cpumask.
+    /// [`report_to_verdict::BadHint`]: an `affinity_hint` in the report that
+    /// is not a hex cpumask.
     pub(super) fn kernel_finding_outcome(
         &self,
         booted: qemu::BootOutcome,
         finding: &KernelFinding,
-    ) -> Result<RunOutcome> {
+    ) -> Result<RunOutcome, report_to_verdict::BadHint> {
         let (req, topo) = (self.req, self.topo);
         let model = req.model.unwrap_or(req.kernel);
         let accel = super::judging::accel_label(booted.accel, booted.speedups);

@@ -20,13 +20,12 @@ pub enum MachineError {
         problem: String,
     },
     /// QEMU or Linux would reject or misread the machine.
-    #[error("{topology}: {source}")]
+    #[error("{topology}: {error}")]
     Spec {
         /// Topology name.
         topology: String,
         /// The launcher's reason.
-        #[source]
-        source: crate::qemu::SpecError,
+        error: crate::qemu::SpecError,
     },
 }
 
@@ -62,7 +61,7 @@ pub fn machine_spec(topo: &Topology, accel: AccelChoice, mem_per_node_mib: u32) 
         more_nics: topo.nics()[1..].iter().map(placement).collect(),
         accel,
     };
-    spec.validate().map_err(|source| MachineError::Spec { topology: topo.name().to_owned(), source })?;
+    spec.validate().map_err(|source| MachineError::Spec { topology: topo.name().to_owned(), error: source })?;
     Ok(spec)
 }
 

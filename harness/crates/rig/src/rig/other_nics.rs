@@ -8,7 +8,6 @@ use super::request::RunRequest;
 use crate::model::{expected_stages, KernelGen};
 use crate::topology::Topology;
 use crate::verdict::Observed;
-use anyhow::Result;
 
 /// NIC 1, 2, … of a `[[nic]]` machine, judged each on its own.
 pub(super) struct OtherNics<'a> {
@@ -28,14 +27,15 @@ impl OtherNics<'_> {
     /// report with NIC 0's `observed0`/`expected0`.
     ///
     /// # Errors
-    /// A NIC's `affinity_hint` that is not a hex cpumask.
+    /// [`report_to_verdict::BadHint`]: a NIC's `affinity_hint` that is not a
+    /// hex cpumask.
     pub(super) fn report(
         &self,
         run_name: &str,
         stages: &[StageOutcome],
         observed0: &Observed,
         expected0: &crate::model::ExpectedTable,
-    ) -> Result<crate::verdict::NicsReport> {
+    ) -> Result<crate::verdict::NicsReport, report_to_verdict::BadHint> {
         let mut judged = Vec::new();
         let last_stage = self.topo.to_qemu_numbering().last_stage().to_owned();
         for k in 1..self.topo.nics().len() {
@@ -45,7 +45,7 @@ impl OtherNics<'_> {
                 report_to_verdict::observed_of(report, bdf.as_deref(), self.model, &self.req.model_basis, self.accel)
             };
             let observed = observed_in(self.report)?;
-            let at_stages: Vec<Observed> = stages.iter().map(|s| observed_in(&s.report)).collect::<Result<_>>()?;
+            let at_stages: Vec<Observed> = stages.iter().map(|s| observed_in(&s.report)).collect::<Result<_, _>>()?;
             // The device status (queue tables) is NIC 0's: the other NICs' stages carry none.
             let earlier: Vec<(&str, &Observed, crate::verdict::StageFacts)> = stages
                 .iter()

@@ -5,7 +5,21 @@ use crate::cpulist::CpuMask;
 use crate::guest_protocol::{GuestIrq, GuestReport};
 use crate::model::{KernelGen, ModelBasis};
 use crate::verdict::{Observed, ObservedVector, QueueTable, StageFacts, StageLink, VectorName};
-use anyhow::{Context, Result};
+
+/// A report's IRQ whose `affinity_hint` is not a hex cpumask.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("IRQ {irq} ({name}): affinity_hint {hint:?}")]
+pub struct BadHint {
+    /// The IRQ number.
+    pub irq: u32,
+    /// Its name in /proc/interrupts.
+    pub name: String,
+    /// The text the guest read.
+    pub hint: String,
+    /// Why it is not a cpumask.
+    #[source]
+    pub source: crate::cpulist::CpulistError,
+}
 
 /// [`Observed`] from the guest report: the NIC's MSI-X vectors with their
 /// `smp_affinity_list`, `affinity_hint` and `effective_affinity_list`.
@@ -16,8 +30,8 @@ use anyhow::{Context, Result};
 /// probe, because PCI driver registration succeeds even when probe fails.
 ///
 /// # Errors
-/// An `affinity_hint` that is not a hex cpumask.
-pub fn observed(report: &GuestReport, kernel: KernelGen, basis: &ModelBasis, accel: &str) -> Result<Observed> {
+/// [`BadHint`]: an `affinity_hint` that is not a hex cpumask.
+pub fn observed(report: &GuestReport, kernel: KernelGen, basis: &ModelBasis, accel: &str) -> Result<Observed, BadHint> {
     observed_of(report, report.nic.as_deref(), kernel, basis, accel)
 }
 
@@ -33,10 +47,10 @@ pub fn observed_of(
     kernel: KernelGen,
     basis: &ModelBasis,
     accel: &str,
-) -> Result<Observed> {
+) -> Result<Observed, BadHint> {
     let several = report.nics.len() > 1;
     let mine = |irq: &&GuestIrq| !several || bdf.is_some_and(|b| VectorName::parse(&irq.name, kernel).bdf == Some(b));
-    let vectors = report.msix.iter().filter(mine).map(vector).collect::<Result<Vec<_>>>()?;
+    let vectors = report.msix.iter().filter(mine).map(vector).collect::<Result<Vec<_>, _>>()?;
     let nic_numa_node =
         bdf.and_then(|bdf| report.pci.get(bdf)).and_then(|pci| i32::try_from(pci.numa_node).ok()).filter(|&n| n >= 0);
     Ok(Observed {
@@ -76,11 +90,15 @@ pub fn stage_facts(report: &GuestReport, table: Option<QueueTable>) -> StageFact
     }
 }
 
-fn vector(irq: &GuestIrq) -> Result<ObservedVector> {
+fn vector(irq: &GuestIrq) -> Result<ObservedVector, BadHint> {
     let mask = |cpus: &Option<Vec<u32>>| cpus.as_ref().map(|c| c.iter().copied().collect::<CpuMask>());
     let affinity_hint = match &irq.hint {
-        Some(text) => ObservedVector::parse_hint(text)
-            .with_context(|| format!("IRQ {} ({}): affinity_hint {text:?}", irq.irq, irq.name))?,
+        Some(text) => ObservedVector::parse_hint(text).map_err(|source| BadHint {
+            irq: irq.irq,
+            name: irq.name.clone(),
+            hint: text.clone(),
+            source,
+        })?,
         None => None,
     };
     Ok(ObservedVector {

@@ -6,7 +6,6 @@ use crate::model::{KernelGen, ModelBasis};
 use crate::qemu;
 use crate::topology::Topology;
 use crate::traffic::TrafficOptions;
-use anyhow::Result;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -118,20 +117,32 @@ impl RunRequest {
     }
 }
 
+/// A topology file's `[nic] inject` entry that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}: nic.inject[{index}]: {reason}", file.display())]
+pub struct BadInjection {
+    /// The topology file.
+    pub file: PathBuf,
+    /// The entry's index in `inject`.
+    pub index: usize,
+    /// The spec parser's words, with the valid choices.
+    pub reason: String,
+}
+
 /// The injections of a run: the topology file's `[nic] inject` strings, then
 /// the request's.
 ///
 /// # Errors
-/// A spec in the file that does not parse: one line naming the file, the
-/// entry and the valid choices.
+/// [`BadInjection`] for a spec in the file that does not parse: one line
+/// naming the file, the entry and the valid choices.
 pub fn injections(
     file: &Path,
     topo: &Topology,
     requested: &[mana_device_api::inject::InjectSpec],
-) -> Result<Vec<mana_device_api::inject::InjectSpec>> {
+) -> Result<Vec<mana_device_api::inject::InjectSpec>, BadInjection> {
     let mut specs = Vec::new();
-    for (i, text) in topo.nic().inject.iter().enumerate() {
-        let spec = text.parse().map_err(|e: String| anyhow::anyhow!("{}: nic.inject[{i}]: {e}", file.display()))?;
+    for (index, text) in topo.nic().inject.iter().enumerate() {
+        let spec = text.parse().map_err(|reason| BadInjection { file: file.to_path_buf(), index, reason })?;
         specs.push(spec);
     }
     specs.extend_from_slice(requested);

@@ -3,13 +3,13 @@
 //! the booted guest (`judging`); under fault injection a guest that panicked
 //! or hung is the driver not surviving, a failing outcome rather than an error.
 
-use super::boot::{NicBoot, NicBootOutcome};
-use super::cache::{kernel_lock_id, provisioned};
-use super::judging::Judging;
+use super::boot::{BootError, NicBoot, NicBootOutcome};
+use super::cache::{kernel_lock_id, provisioned, CacheError};
+use super::judging::{JudgeError, Judging};
 use super::kernel_choice::{image_fit, ImageFit};
 use super::kernel_finding::cpus_not_brought_up;
 use super::outcome::{RunOutcome, RunTimings, TrafficBoot};
-use super::request::{injections, RunRequest};
+use super::request::{injections, BadInjection, RunRequest};
 use crate::accel::AccelChoice;
 use crate::model::expected_table;
 use crate::provision;
@@ -17,16 +17,80 @@ use crate::qemu;
 use crate::topology::Topology;
 use crate::verdict::properties::judge_without_model;
 use crate::verdict::{judge, Observed};
-use anyhow::{Context, Result};
 use std::time::{Duration, Instant};
+
+/// A run that ended in a rig error: each variant is one step of [`run_one`].
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The topology file cannot be loaded, or the request's scenario does not fit it.
+    #[error(transparent)]
+    Topology(Box<crate::topology::TopologyError>),
+    /// The provisioned cache cannot be had.
+    #[error(transparent)]
+    Cache(Box<CacheError>),
+    /// The pinned kernel is not in the cache.
+    #[error(transparent)]
+    Kernel(Box<provision::ProvisionError>),
+    /// The run's temporary folder cannot be made.
+    #[error("cannot create a temporary folder for the run: {0}")]
+    Scratch(std::io::Error),
+    /// A `[nic] inject` entry of the topology file does not parse.
+    #[error(transparent)]
+    Injection(#[from] BadInjection),
+    /// What the debug kernel's reports are judged against cannot be had.
+    #[error(transparent)]
+    DebugBaseline(Box<super::debug_baseline::DebugBaselineError>),
+    /// The selftests cannot be prepared.
+    #[error(transparent)]
+    Selftests(Box<super::selftests::SelftestsError>),
+    /// The boot could not start (machine, device, peer).
+    #[error(transparent)]
+    Boot(Box<BootError>),
+    /// QEMU or the guest failed.
+    #[error("booting {topology} on Linux {release}")]
+    Launch {
+        /// The topology's name.
+        topology: String,
+        /// The kernel's release.
+        release: String,
+        /// What happened.
+        #[source]
+        source: Box<qemu::LaunchError>,
+    },
+    /// The guest's report shows a rig error or cannot be judged.
+    #[error(transparent)]
+    Judge(Box<JudgeError>),
+}
+
+/// `From` for the variants that only box their error.
+macro_rules! boxed_from {
+    ($($variant:ident($t:ty)),* $(,)?) => {$(
+        impl From<$t> for RunError {
+            fn from(e: $t) -> Self {
+                RunError::$variant(Box::new(e))
+            }
+        }
+    )*};
+}
+
+boxed_from!(
+    Topology(crate::topology::TopologyError),
+    Cache(CacheError),
+    Kernel(provision::ProvisionError),
+    DebugBaseline(super::debug_baseline::DebugBaselineError),
+    Selftests(super::selftests::SelftestsError),
+    Boot(BootError),
+    Judge(JudgeError),
+);
 
 /// Run one topology on one kernel, end to end.
 ///
 /// # Errors
-/// Rig errors only (bad topology file, provisioning, QEMU, device, guest panic,
-/// observed topology differing from the file); a mismatch against the model is
-/// a failing [`Verdict`](crate::verdict::Verdict), not an error.
-pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
+/// [`RunError`]: rig errors only (bad topology file, provisioning, QEMU,
+/// device, guest panic, observed topology differing from the file); a
+/// mismatch against the model is a failing [`Verdict`](crate::verdict::Verdict),
+/// not an error.
+pub fn run_one(req: &RunRequest) -> Result<RunOutcome, RunError> {
     let start = Instant::now();
     let topo = Topology::load(&req.topology)?.with_scenario(&req.topology.display().to_string(), &req.scenario)?;
     let prov = provisioned(req.cache_dir.as_deref())?;
@@ -50,8 +114,7 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         }
         ImageFit::NotAStandIn => req,
     };
-    let scratch =
-        crate::scratch::ScratchDir::new("manarig-run-").context("cannot create a temporary folder for the run")?;
+    let scratch = crate::scratch::ScratchDir::new("manarig-run-").map_err(RunError::Scratch)?;
     let channels = req.channels.or(topo.nic().channels);
     let inject = injections(&req.topology, &topo, &req.inject)?;
     let packages = run_packages(req, &topo, &prov, kernel, channels);
@@ -105,7 +168,11 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
         }
         other => other,
     };
-    let booted = result.with_context(|| format!("booting {} on Linux {}", topo.name(), kernel.release))?;
+    let booted = result.map_err(|source| RunError::Launch {
+        topology: topo.name().to_owned(),
+        release: kernel.release.clone(),
+        source: Box::new(source),
+    })?;
     let judging = Judging {
         req,
         topo: &topo,
@@ -122,7 +189,7 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome> {
     // A kernel that did not bring up the declared machine is a finding, not a rig error.
     let guest = topo.to_qemu_numbering();
     if let Some(f) = cpus_not_brought_up(&spec, &guest, &booted.report, &booted.report.kernel) {
-        return judging.kernel_finding_outcome(booted, &f);
+        return judging.kernel_finding_outcome(booted, &f).map_err(|e| JudgeError::from(e).into());
     }
     let mut outcome = judging.outcome(booted, marks, traffic, soak)?;
     if let ImageFit::Unmodelled(why) = &fit {
@@ -141,7 +208,7 @@ pub(crate) fn kvm_failure(e: &qemu::LaunchError) -> Option<String> {
     match e {
         L::KvmSilent { secs } => Some(format!("KVM passed the vCPU probe but the guest printed nothing in {secs} s")),
         L::Exited { status, stderr, .. } => Some(format!("QEMU died under KVM ({status}: {})", first(stderr))),
-        L::Io { what, source } => Some(format!("QEMU could not run under KVM ({what}: {source})")),
+        L::Io { what, error: source } => Some(format!("QEMU could not run under KVM ({what}: {source})")),
         L::Deadline { secs, .. } => Some(format!("the KVM guest sent no report within {secs} s")),
         L::GuestPanic { tail } => {
             Some(format!("the KVM guest panicked ({})", first(&tail.lines().rev().collect::<Vec<_>>().join("\n"))))

@@ -9,8 +9,7 @@ use crate::provision::{selftest_tools, KernelInstall, Provisioned};
 use crate::qemu::BootRequest;
 use crate::selftests::baseline::Baseline;
 use crate::selftests::{self as st, catalog, remote_modules, tree};
-use anyhow::{anyhow, bail, Context, Result};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// What a run's selftests are.
@@ -46,59 +45,132 @@ pub struct PreparedSelftests {
     links: Vec<GuestLink>,
 }
 
+/// A selftest run that cannot be prepared.
+#[derive(Debug, thiserror::Error)]
+pub enum SelftestsError {
+    /// The cache has no selftest tools.
+    #[error(
+        "the selftests' guest tools are not provisioned in {} (the cache predates the lock's [selftests]): run \
+         `cargo xtask setup`",
+        cache.display()
+    )]
+    NoTools {
+        /// The cache folder.
+        cache: PathBuf,
+    },
+    /// Linux 6.1 has almost none of the tests.
+    #[error(
+        "Linux 6.1 has almost none of the drivers/net selftests (no drivers/net/lib/py: the Python library and \
+         its tests came in 6.10): selftest runs take 6.12 or 7.x"
+    )]
+    TooOld,
+    /// The kernel has no pinned source and no `--source` was given.
+    #[error(
+        "kernel {release} has no pinned Debian source of its version {version:?} in \
+         guest-images/kernel-sources.lock: name the tests' tree with --source"
+    )]
+    NoSource {
+        /// The kernel's release.
+        release: String,
+        /// Its package version.
+        version: String,
+    },
+    /// The source cannot be downloaded or unpacked.
+    #[error("the selftests' source {label}")]
+    Source {
+        /// The source's label.
+        label: String,
+        /// Why.
+        #[source]
+        source: Box<crate::kbuild::KbuildError>,
+    },
+    /// The tree or its helpers cannot be prepared.
+    #[error(transparent)]
+    Tree(#[from] tree::TreeError),
+    /// A `--tests` pattern matches nothing.
+    #[error(transparent)]
+    Select(#[from] catalog::SelectError),
+    /// The source has none of the tests the rig runs.
+    #[error("{source_label} has none of the tests the rig runs ({})", tests.join(", "))]
+    NoneKnown {
+        /// The source's label.
+        source_label: String,
+        /// The tests it has.
+        tests: Vec<String>,
+    },
+    /// The series' baseline cannot be read.
+    #[error(transparent)]
+    Baseline(#[from] crate::selftests::baseline::BaselineError),
+    /// The remote NIC's modules or the tools' files are not there.
+    #[error(transparent)]
+    Provision(Box<crate::provision::ProvisionError>),
+    /// The tests' `net.config` files cannot be written.
+    #[error("net.config in {}: {error}", dir.display())]
+    NetConfig {
+        /// The run's temporary folder.
+        dir: PathBuf,
+        /// The OS error.
+        error: std::io::Error,
+    },
+    /// A file of the run's temporary folder cannot be written.
+    #[error("{}: {error}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        error: std::io::Error,
+    },
+}
+
+impl From<crate::provision::ProvisionError> for SelftestsError {
+    fn from(e: crate::provision::ProvisionError) -> Self {
+        SelftestsError::Provision(Box::new(e))
+    }
+}
+
 /// Prepare the tests of `kernel` for a run whose temporary folder is `dir`:
 /// the source (downloaded and unpacked on first use), its tree and helpers,
 /// the selection, the baseline, the guest tools and the remote NIC's modules.
 ///
 /// # Errors
-/// Tools not provisioned, a kernel without a pinned source (and no
-/// `--source`), a source without the tests, a helper that does not build, a
-/// `--tests` pattern that matches nothing.
+/// [`SelftestsError`]: tools not provisioned, a kernel without a pinned
+/// source (and no `--source`), a source without the tests, a helper that does
+/// not build, a `--tests` pattern that matches nothing.
 pub fn prepare(
     req: &SelftestsRequest,
     prov: &Provisioned,
     kernel: &KernelInstall,
     dir: &Path,
-) -> Result<PreparedSelftests> {
-    let tools = prov.selftest_tools.as_ref().ok_or_else(|| {
-        anyhow!(
-            "the selftests' guest tools are not provisioned in {} (the cache predates the lock's [selftests]): run \
-             `cargo xtask setup`",
-            prov.cache.display()
-        )
-    })?;
+) -> Result<PreparedSelftests, SelftestsError> {
+    let tools = prov.selftest_tools.as_ref().ok_or_else(|| SelftestsError::NoTools { cache: prov.cache.clone() })?;
     let spec = match &req.source {
         Some(s) => s.clone(),
-        None if kernel.release.starts_with("6.1.") => bail!(
-            "Linux 6.1 has almost none of the drivers/net selftests (no drivers/net/lib/py: the Python library and \
-             its tests came in 6.10): selftest runs take 6.12 or 7.x"
-        ),
+        None if kernel.release.starts_with("6.1.") => return Err(SelftestsError::TooOld),
         None => {
             let version = kernel.packages.first().map(|p| p.version.as_str()).unwrap_or_default();
-            let pin = st::debian_source_of(version).ok_or_else(|| {
-                anyhow!(
-                    "kernel {} has no pinned Debian source of its version {version:?} in \
-                     guest-images/kernel-sources.lock: name the tests' tree with --source",
-                    kernel.release
-                )
+            let pin = st::debian_source_of(version).ok_or_else(|| SelftestsError::NoSource {
+                release: kernel.release.clone(),
+                version: version.to_owned(),
             })?;
             SourceSpec::Debian(pin)
         }
     };
     let mut progress = |line: &str| eprintln!("manarig: {line}");
     let src = source::prepare(&spec, &prov.cache, &mut progress)
-        .with_context(|| format!("the selftests' source {}", spec.label()))?;
+        .map_err(|e| SelftestsError::Source { label: spec.label(), source: Box::new(e) })?;
     let series = st::series(&src).unwrap_or_default();
     let t = tree::prepare(&src, &spec.identity(), &spec.label(), &prov.cache, &mut progress)?;
     let tests = catalog::select(&t.tests, &req.patterns, &t.source_label)?;
     if tests.is_empty() {
-        bail!("{} has none of the tests the rig runs ({})", t.source_label, t.tests.join(", "));
+        return Err(SelftestsError::NoneKnown { source_label: t.source_label, tests: t.tests });
     }
     let baseline = Baseline::shipped(&series)?;
     let modules = remote_modules::remote_modules(&prov.cache, kernel)?;
     let (mut files, links) = selftest_tools::guest_entries(&tools.dir)?;
     files.extend(tree::guest_files(&t)?);
-    files.extend(st::net_config_files(dir).with_context(|| format!("net.config in {}", dir.display()))?);
+    files.extend(
+        st::net_config_files(dir).map_err(|error| SelftestsError::NetConfig { dir: dir.to_path_buf(), error })?,
+    );
     let order = dir.join("remote-order");
     let mut names = String::new();
     for m in &modules {
@@ -111,7 +183,7 @@ pub fn prepare(
             mode: 0o644,
         });
     }
-    std::fs::write(&order, names).with_context(|| format!("{}", order.display()))?;
+    std::fs::write(&order, names).map_err(|error| SelftestsError::Write { path: order.clone(), error })?;
     files.push(GuestFile { guest_path: "lib/modules/manarig/remote/order".into(), host: order, mode: 0o644 });
     Ok(PreparedSelftests { tests, baseline, source_label: t.source_label, timeout_s: req.timeout_s, files, links })
 }

@@ -39,17 +39,16 @@ pub const HELPERS: &[Helper] = &[
 #[derive(Debug, thiserror::Error)]
 pub enum HelperError {
     /// A filesystem step failed.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The file or folder.
         path: PathBuf,
         /// The OS error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// make could not start.
     #[error("cannot run make: {0}")]
-    Spawn(#[source] std::io::Error),
+    Spawn(std::io::Error),
     /// make failed; its output is in the log.
     #[error("{what} failed (log: {log}):\n{tail}")]
     Make {
@@ -63,7 +62,7 @@ pub enum HelperError {
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> HelperError + '_ {
-    move |source| HelperError::Io { path: path.to_path_buf(), source }
+    move |source| HelperError::Io { path: path.to_path_buf(), error: source }
 }
 
 /// The helpers whose source `source` has (`<dir>/<name>.c`).

@@ -10,7 +10,7 @@
 //! `insmod` order.
 
 use crate::provision::kernel::collect_module_closure;
-use crate::provision::{apt, KernelInstall, ProvisionError};
+use crate::provision::{apt, CacheMiss, KernelInstall, ProvisionError};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -67,7 +67,7 @@ pub fn remote_modules(cache: &Path, pin: &KernelInstall) -> Result<Vec<PathBuf>,
             return Err(ProvisionError::NotProvisioned {
                 what: format!("{} {} (the kernel's {REMOTE_DRIVER} module)", p.name, p.version),
                 cache: cache.to_path_buf(),
-                why: format!("{} is missing", deb.display()),
+                why: CacheMiss::Gone(deb),
             });
         }
         apt::extract_deb(&deb, tmp.path())?;

@@ -34,13 +34,12 @@ pub const LAYOUT: u32 = 2;
 #[derive(Debug, thiserror::Error)]
 pub enum TreeError {
     /// A filesystem step failed.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The file or folder.
         path: PathBuf,
         /// The OS error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The source has no drivers/net selftests.
     #[error("{0}: no tools/testing/selftests/drivers/net/lib/py: this kernel source has no drivers/net selftests")]
@@ -51,13 +50,12 @@ pub enum TreeError {
         /// The source.
         source_label: String,
         /// What failed.
-        #[source]
         error: HelperError,
     },
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> TreeError + '_ {
-    move |source| TreeError::Io { path: path.to_path_buf(), source }
+    move |source| TreeError::Io { path: path.to_path_buf(), error: source }
 }
 
 /// A prepared tree.
@@ -143,7 +141,7 @@ pub fn prepare(
     let tests = test_files(&root.join(DRIVERS_NET))?;
     let stamp = Stamp { identity: identity.to_owned(), layout: LAYOUT, tests: tests.clone(), helpers: helper_names };
     let text = serde_json::to_string_pretty(&stamp)
-        .map_err(|e| TreeError::Io { path: stamp_path.clone(), source: std::io::Error::other(e) })?;
+        .map_err(|e| TreeError::Io { path: stamp_path.clone(), error: std::io::Error::other(e) })?;
     std::fs::write(&stamp_path, text).map_err(io(&stamp_path))?;
     progress(&format!(
         "selftests: {} tests, helpers {} ready in {}",

@@ -46,13 +46,12 @@ pub type Planner = Box<dyn FnMut(&GuestHello) -> Result<Plan, String> + Send>;
 #[derive(Debug, thiserror::Error)]
 pub enum PeerError {
     /// Spawning it or the socket pair failed.
-    #[error("{what}: {source}")]
+    #[error("{what}: {error}")]
     Io {
         /// What was being done.
         what: String,
         /// The OS error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// It did not get ready.
     #[error("the traffic peer ({bin}) {what}{}", log_lines(tail))]
@@ -187,7 +186,7 @@ impl PeerProcess {
     pub fn start(bin: &Path, opts: &PeerOptions) -> Result<(Self, PeerTaps), PeerError> {
         let io = |what: &str| {
             let what = what.to_string();
-            move |source| PeerError::Io { what, source }
+            move |source| PeerError::Io { what, error: source }
         };
         let (ours, theirs) = socket_pair().map_err(io("a socket pair for the TAP's descriptor"))?;
         let theirs_raw = theirs.as_raw_fd();
@@ -373,7 +372,7 @@ fn read_events(stdout: std::process::ChildStdout, shared: &Shared, events: &mpsc
                     return;
                 }
             }
-            Err(e) => shared.keep(e),
+            Err(e) => shared.keep(e.to_string()),
         }
     }
 }

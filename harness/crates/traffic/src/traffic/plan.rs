@@ -191,20 +191,12 @@ impl SteeringModel {
     }
 }
 
-/// SplitMix64: the plan's random ports, seeded from the key.
-struct Random(u64);
+/// The plan's random ports: the workspace's SplitMix64, seeded from the key.
+struct Random(manarig_model::random::Rng);
 
 impl Random {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
     fn port(&mut self) -> u16 {
-        PORTS.start + (self.next() % u64::from(PORTS.end - PORTS.start)) as u16
+        PORTS.start + (self.0.next_u64() % u64::from(PORTS.end - PORTS.start)) as u16
     }
 }
 
@@ -227,7 +219,7 @@ pub fn plan(steering: Option<&SteeringSnapshot>, req: &PlanRequest) -> Result<(P
     }
     let seed = model.key.iter().fold(0u64, |acc, &b| acc.rotate_left(8) ^ u64::from(b));
     let seed = seed ^ u64::from(req.round).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    let mut random = Random(seed);
+    let mut random = Random(manarig_model::random::Rng::new(seed));
     let (mut guest_ports, mut host_ports) = (Vec::new(), Vec::new());
     let mut planned = Vec::new();
     for id in 0..n {

@@ -108,8 +108,13 @@ pub(super) fn json_keys(v: &serde_json::Value, out: &mut std::collections::BTree
     }
 }
 
-pub(super) fn rig_error() -> anyhow::Error {
-    anyhow::anyhow!("QEMU exited with status 1 before the guest report").context("guest boot of seed-002 (#1) failed")
+/// A rig error with one cause, as the rig returns them: context, then its source.
+#[derive(Debug, thiserror::Error)]
+#[error("guest boot of seed-002 (#1) failed")]
+pub(super) struct BootFailed(#[source] std::io::Error);
+
+pub(super) fn rig_error() -> BootFailed {
+    BootFailed(std::io::Error::other("QEMU exited with status 1 before the guest report"))
 }
 
 /// Validate KTAP version 1 (Documentation/dev-tools/ktap.rst): a version line, a plan

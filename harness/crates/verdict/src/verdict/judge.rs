@@ -36,8 +36,39 @@ pub fn judge(topo: &Topology, observed: &Observed, expected: &ExpectedTable) -> 
     let geo = Geometry::new(topo, &expected.hops);
     let mut checks =
         vec![check_kernel(observed, expected), check_nic_node(topo, observed), check_probe(observed, expected)];
+    let (by_name, duplicates) = by_short_name(observed);
+    checks.push(check_count(expected, by_name.len(), duplicates));
+    let mut rows = Vec::with_capacity(expected.vectors.len() + observed.vectors.len());
+    for ev in &expected.vectors {
+        let ov = by_name.get(ev.short_name()).copied();
+        let (row, check) = compare_vector(&geo, observed, ev, ov);
+        rows.push(row);
+        checks.push(check);
+    }
+    checks.push(check_unexpected(&geo, observed, expected, &by_name, &mut rows));
+    checks.push(check_effective(&rows));
+    let summary = Summary::new(&geo, expected.nic_node, &rows);
+    let status = if checks.iter().any(|c| c.status == CheckStatus::Fail) { Status::Fail } else { Status::Pass };
+    Verdict {
+        schema_version: SCHEMA_VERSION,
+        status,
+        run: run_info(topo, observed, expected),
+        vectors: rows,
+        summary,
+        checks,
+        dmesg_mana: observed.dmesg_mana.clone(),
+        queues: None,
+        traffic: None,
+        nics: None,
+        irqbalance: None,
+        selftests: None,
+        soak: None,
+    }
+}
 
-    // Observed MANA IRQs by short name; later duplicates are unexpected.
+/// The observed MANA IRQs by short name (the first of each name), and how
+/// many later ones repeat a name.
+fn by_short_name(observed: &Observed) -> (HashMap<&str, &ObservedVector>, usize) {
     let mut by_name: HashMap<&str, &ObservedVector> = HashMap::new();
     let mut duplicates = 0usize;
     for v in &observed.vectors {
@@ -49,12 +80,15 @@ pub fn judge(topo: &Topology, observed: &Observed, expected: &ExpectedTable) -> 
             }
         }
     }
-    let distinct = by_name.len();
+    (by_name, duplicates)
+}
+
+/// `vector_count`: as many distinct MANA IRQs as the model's vectors, none repeated.
+fn check_count(expected: &ExpectedTable, distinct: usize, duplicates: usize) -> Check {
     let n_expected = expected.vectors.len();
-    let count_ok = distinct == n_expected && duplicates == 0;
-    checks.push(Check::pass_if(
+    Check::pass_if(
         "vector_count",
-        count_ok,
+        distinct == n_expected && duplicates == 0,
         format!(
             "{} on Linux {}: the model expects {n_expected} MSI-X vectors (table {}), the guest shows {distinct} MANA IRQs{}",
             expected.topology,
@@ -62,17 +96,19 @@ pub fn judge(topo: &Topology, observed: &Observed, expected: &ExpectedTable) -> 
             expected.msix_table_size,
             if duplicates == 0 { String::new() } else { format!(" and {duplicates} duplicate names") }
         ),
-    ));
+    )
+}
 
-    let mut rows = Vec::with_capacity(n_expected + observed.vectors.len());
-    for ev in &expected.vectors {
-        let ov = by_name.get(ev.short_name()).copied();
-        let (row, check) = compare_vector(&geo, observed, ev, ov);
-        rows.push(row);
-        checks.push(check);
-    }
-
-    // Unexpected: names the model does not have, and duplicates.
+/// `no_unexpected_vectors`: MANA IRQs whose names the model does not have,
+/// and repeated names, each also a row of `rows`.
+fn check_unexpected(
+    geo: &Geometry,
+    observed: &Observed,
+    expected: &ExpectedTable,
+    by_name: &HashMap<&str, &ObservedVector>,
+    rows: &mut Vec<VectorRow>,
+) -> Check {
+    let n_expected = expected.vectors.len();
     let mut extra_msgs = Vec::new();
     for v in &observed.vectors {
         let name = VectorName::parse(&v.name, observed.kernel);
@@ -101,7 +137,7 @@ pub fn judge(topo: &Topology, observed: &Observed, expected: &ExpectedTable) -> 
             queue: name.msix_index.and_then(|i| i.checked_sub(1)),
             outcome: RowOutcome::Unexpected,
             expected: None,
-            observed: Some(observed_side(&geo, v)),
+            observed: Some(observed_side(geo, v)),
         });
     }
     let mut extra = Check::pass_if(
@@ -114,11 +150,12 @@ pub fn judge(topo: &Topology, observed: &Observed, expected: &ExpectedTable) -> 
         },
     );
     extra.detail = extra_msgs.into_iter().skip(1).collect();
-    checks.push(extra);
-    checks.push(check_effective(&rows));
+    extra
+}
 
-    let summary = Summary::new(&geo, expected.nic_node, &rows);
-    let status = if checks.iter().any(|c| c.status == CheckStatus::Fail) { Status::Fail } else { Status::Pass };
+/// The verdict's header: the run, the topology and its source, the kernel and
+/// the model, the machine and the NIC, the vector counts.
+fn run_info(topo: &Topology, observed: &Observed, expected: &ExpectedTable) -> RunInfo {
     let src = topo.source();
     let kind = match src.kind {
         SourceKind::Seed => "seed",
@@ -126,45 +163,31 @@ pub fn judge(topo: &Topology, observed: &Observed, expected: &ExpectedTable) -> 
         SourceKind::Review => "review",
         SourceKind::Synthetic => "synthetic",
     };
-    Verdict {
-        schema_version: SCHEMA_VERSION,
-        status,
-        run: RunInfo {
-            name: format!("{}@{}", topo.name(), expected.kernel),
-            topology: topo.name().to_owned(),
-            source: format!("{kind} {}", src.id).trim().to_owned(),
-            topology_expects: topo.expect().on(expected.kernel.as_str()).0,
-            kernel: expected.kernel,
-            kernel_release: observed.kernel_release.clone(),
-            model_version: expected.kernel.model_version().to_owned(),
-            model: expected.model.to_owned(),
-            model_basis: observed.model_basis.to_string(),
-            accel: observed.accel.clone(),
-            cpu_numbering: topo.numbering(),
-            online_cpus: expected.online_cpus,
-            nr_cpu_ids: expected.nr_cpu_ids,
-            nic_node: expected.nic_node,
-            nic_numa_node_observed: observed.nic_numa_node,
-            nic_bdf: observed.nic_bdf.clone(),
-            hops: expected.hops.clone(),
-            msix_table_size: expected.msix_table_size,
-            vectors_expected: u32::try_from(n_expected).unwrap_or(u32::MAX),
-            vectors_observed: u32::try_from(observed.vectors.len()).unwrap_or(u32::MAX),
-            probe_ok: observed.probe_ok,
-            probe_error_expected: expected.probe_error.clone(),
-            packages: Vec::new(),
-            judged_by: None,
-        },
-        vectors: rows,
-        summary,
-        checks,
-        dmesg_mana: observed.dmesg_mana.clone(),
-        queues: None,
-        traffic: None,
-        nics: None,
-        irqbalance: None,
-        selftests: None,
-        soak: None,
+    RunInfo {
+        name: format!("{}@{}", topo.name(), expected.kernel),
+        topology: topo.name().to_owned(),
+        source: format!("{kind} {}", src.id).trim().to_owned(),
+        topology_expects: topo.expect().on(expected.kernel.as_str()).0,
+        kernel: expected.kernel,
+        kernel_release: observed.kernel_release.clone(),
+        model_version: expected.kernel.model_version().to_owned(),
+        model: expected.model.to_owned(),
+        model_basis: observed.model_basis.to_string(),
+        accel: observed.accel.clone(),
+        cpu_numbering: topo.numbering(),
+        online_cpus: expected.online_cpus,
+        nr_cpu_ids: expected.nr_cpu_ids,
+        nic_node: expected.nic_node,
+        nic_numa_node_observed: observed.nic_numa_node,
+        nic_bdf: observed.nic_bdf.clone(),
+        hops: expected.hops.clone(),
+        msix_table_size: expected.msix_table_size,
+        vectors_expected: u32::try_from(expected.vectors.len()).unwrap_or(u32::MAX),
+        vectors_observed: u32::try_from(observed.vectors.len()).unwrap_or(u32::MAX),
+        probe_ok: observed.probe_ok,
+        probe_error_expected: expected.probe_error.clone(),
+        packages: Vec::new(),
+        judged_by: None,
     }
 }
 

@@ -26,49 +26,30 @@ pub enum RigErrorStatus {
     RigError,
 }
 
-/// `err` and its causes on one line, `outer: inner: …`, leaving out a cause
-/// whose text the message before it already contains (many error types here
-/// print their source in their own message).
-pub fn error_text(err: &anyhow::Error) -> String {
-    let mut text = String::new();
-    for cause in err.chain() {
-        let line = cause.to_string();
-        if text.contains(&line) {
-            continue;
-        }
-        if !text.is_empty() {
-            text.push_str(": ");
-        }
-        text.push_str(&line);
-    }
-    text
+/// `err` and its causes on one line, `outer: inner: …` ([`crate::text::chain`]).
+pub fn error_text(err: &(dyn std::error::Error + 'static)) -> String {
+    crate::text::chain(err)
 }
 
 impl RigErrorReport {
     /// Build the report for `err` while running `run`.
-    pub fn new(err: &anyhow::Error, run: &str) -> Self {
+    pub fn new(err: &(dyn std::error::Error + 'static), run: &str) -> Self {
+        let mut causes = Vec::new();
+        let mut cause = Some(err);
+        while let Some(c) = cause {
+            causes.push(c.to_string());
+            cause = c.source();
+        }
         Self {
             schema_version: SCHEMA_VERSION,
             status: RigErrorStatus::RigError,
             run: run.to_owned(),
             error: error_text(err).replace(['\n', '\r'], " "),
-            causes: err.chain().map(|c| c.to_string()).collect(),
+            causes,
         }
     }
 }
 
 pub(super) fn render(v: &Verdict) -> Result<String, serde_json::Error> {
     Ok(serde_json::to_string_pretty(v)? + "\n")
-}
-
-#[cfg(test)]
-mod error_text_tests {
-    use super::error_text;
-
-    #[test]
-    fn causes_already_in_the_message_are_not_repeated() {
-        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "No such file");
-        let err = anyhow::Error::new(io).context("x.toml: cannot read: No such file").context("loading");
-        assert_eq!(error_text(&err), "loading: x.toml: cannot read: No such file");
-    }
 }

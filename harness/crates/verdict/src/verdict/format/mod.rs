@@ -80,10 +80,24 @@ impl FromStr for Format {
 pub enum RenderError {
     /// quick-junit could not write the XML.
     #[error("cannot write the JUnit report: {0}")]
-    Junit(#[from] quick_junit::SerializeError),
+    Junit(quick_junit::SerializeError),
     /// serde_json could not write the JSON.
     #[error("cannot write the JSON report: {0}")]
-    Json(#[from] serde_json::Error),
+    Json(serde_json::Error),
+}
+
+// By hand rather than `#[from]`, which would also make the serialiser's error the
+// variant's source: the message prints it, and a cause is printed once.
+impl From<quick_junit::SerializeError> for RenderError {
+    fn from(e: quick_junit::SerializeError) -> Self {
+        RenderError::Junit(e)
+    }
+}
+
+impl From<serde_json::Error> for RenderError {
+    fn from(e: serde_json::Error) -> Self {
+        RenderError::Json(e)
+    }
 }
 
 /// Render a verdict in `format`. The text ends with a newline.
@@ -128,7 +142,11 @@ pub fn render_ktap_test(number: usize, verdict: &Verdict) -> String {
 ///
 /// # Errors
 /// [`RenderError`] if the JUnit or JSON serialiser fails.
-pub fn render_rig_error(err: &anyhow::Error, run: &str, format: Format) -> Result<String, RenderError> {
+pub fn render_rig_error(
+    err: &(dyn std::error::Error + 'static),
+    run: &str,
+    format: Format,
+) -> Result<String, RenderError> {
     let report = RigErrorReport::new(err, run);
     Ok(match format {
         Format::Human => human::render_rig_error(&report),

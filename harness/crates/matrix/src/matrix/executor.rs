@@ -5,10 +5,10 @@
 //! signal handling in [`manarig_proc::children`], so their runs end at once).
 
 use super::limits::Limits;
-use super::oracle::{Evidence, Oracle};
+use super::oracle::{Evidence, Oracle, OracleError};
+use super::pair_runner::{PairError, PairRunner};
 use super::progress::Event;
 use super::report::{rfc3339, PairRecord};
-use super::runner::PairRunner;
 use super::spec::{MatrixSpec, PlannedPair};
 use crate::rig::kernel_choice::ResolvedKernel;
 use crate::topology::Topology;
@@ -31,6 +31,32 @@ pub struct Ready {
     /// Where an input's file is when not at its path (`--random`'s
     /// `random/<name>.toml` under `--out`).
     pub files: HashMap<String, std::path::PathBuf>,
+}
+
+/// A pair that ran into a rig error: why.
+#[derive(Debug, thiserror::Error)]
+pub enum PairFailure {
+    /// Its topology or its kernel could not be made ready (their text).
+    #[error("{0}")]
+    NotReady(String),
+    /// The runner failed.
+    #[error(transparent)]
+    Run(#[from] PairError),
+    /// The pair's kernel is not one of the spec's.
+    #[error("kernel {kernel} is not in the matrix's spec")]
+    KernelNotInSpec {
+        /// The pair's kernel.
+        kernel: String,
+    },
+    /// The oracle could not judge it.
+    #[error(transparent)]
+    Oracle(#[from] OracleError),
+    /// The rig panicked.
+    #[error("the rig panicked: {what}")]
+    Panicked {
+        /// The panic's message.
+        what: String,
+    },
 }
 
 /// The topology and kernel of a pair, or why it cannot run.
@@ -103,7 +129,7 @@ pub fn execute(x: &Executor<'_>, pairs: &[PlannedPair], on_event: &mut dyn FnMut
                 records[i] = Some(r);
             }
             Err(e) => {
-                let r = PairRecord::rig_error(p.clone(), &anyhow::anyhow!(e), None, None);
+                let r = PairRecord::rig_error(p.clone(), &PairFailure::NotReady(e), None, None);
                 on_event(Event::Finished(&r));
                 records[i] = Some(r);
             }
@@ -173,7 +199,7 @@ pub fn execute(x: &Executor<'_>, pairs: &[PlannedPair], on_event: &mut dyn FnMut
 fn run_pair(x: &Executor<'_>, pair: &PlannedPair, topo: &Topology, kernel: &ResolvedKernel) -> PairRecord {
     let started = rfc3339(SystemTime::now());
     let t0 = Instant::now();
-    let judged = std::panic::catch_unwind(AssertUnwindSafe(|| -> anyhow::Result<_> {
+    let judged = std::panic::catch_unwind(AssertUnwindSafe(|| -> Result<_, PairFailure> {
         let observation = match x.ready.files.get(&pair.file) {
             Some(real) => {
                 let mut p = pair.clone();
@@ -183,7 +209,7 @@ fn run_pair(x: &Executor<'_>, pair: &PlannedPair, topo: &Topology, kernel: &Reso
             None => x.runner.run(pair, topo, kernel)?,
         };
         let kernel_spec =
-            x.spec.kernel(pair).ok_or_else(|| anyhow::anyhow!("kernel {} is not in the matrix's spec", pair.kernel))?;
+            x.spec.kernel(pair).ok_or_else(|| PairFailure::KernelNotInSpec { kernel: pair.kernel.clone() })?;
         let evidence = Evidence { pair, topology: topo, kernel, kernel_spec, observation: &observation };
         Ok(x.oracle.judge(&evidence)?)
     }));
@@ -206,7 +232,7 @@ fn run_pair(x: &Executor<'_>, pair: &PlannedPair, topo: &Topology, kernel: &Reso
                 .map(|s| (*s).to_owned())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "a panic".to_owned());
-            PairRecord::rig_error(pair.clone(), &anyhow::anyhow!("the rig panicked: {what}"), Some(started), Some(secs))
+            PairRecord::rig_error(pair.clone(), &PairFailure::Panicked { what }, Some(started), Some(secs))
         }
     }
 }
@@ -216,8 +242,8 @@ mod tests {
     use super::*;
     use crate::matrix::kernels::KernelRequest;
     use crate::matrix::oracle::ModelOracle;
+    use crate::matrix::pair_runner::{ModelRunner, Observation};
     use crate::matrix::report::PairStatus;
-    use crate::matrix::runner::{ModelRunner, Observation};
     use crate::matrix::spec::{expand, read_inputs};
     use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
     use std::sync::Mutex;
@@ -257,13 +283,18 @@ mod tests {
     }
 
     impl PairRunner for Counting {
-        fn run(&self, pair: &PlannedPair, topology: &Topology, kernel: &ResolvedKernel) -> anyhow::Result<Observation> {
+        fn run(
+            &self,
+            pair: &PlannedPair,
+            topology: &Topology,
+            kernel: &ResolvedKernel,
+        ) -> Result<Observation, PairError> {
             let n = self.now.fetch_add(1, Ordering::SeqCst) + 1;
             self.most.fetch_max(n, Ordering::SeqCst);
             std::thread::sleep(Duration::from_millis(30));
             self.now.fetch_sub(1, Ordering::SeqCst);
             if pair.name.starts_with(self.fail) {
-                anyhow::bail!("QEMU exited");
+                return Err(PairError::Fake("QEMU exited"));
             }
             ModelRunner.run(pair, topology, kernel)
         }

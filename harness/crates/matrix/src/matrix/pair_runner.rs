@@ -56,13 +56,32 @@ impl Observation {
     }
 }
 
+/// A pair a runner could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum PairError {
+    /// The rig's run failed (QEMU, device, guest, setup).
+    #[error(transparent)]
+    Run(Box<crate::rig::RunError>),
+    /// A test's runner failed on purpose.
+    #[cfg(test)]
+    #[error("{0}")]
+    Fake(&'static str),
+}
+
+impl From<crate::rig::RunError> for PairError {
+    fn from(e: crate::rig::RunError) -> Self {
+        PairError::Run(Box::new(e))
+    }
+}
+
 /// Runs one pair.
 pub trait PairRunner: Send + Sync {
     /// Run `pair` on `topology` (loaded from the pair's file) and `kernel`.
     ///
     /// # Errors
-    /// A rig error (QEMU, device, guest, setup); a mismatch is an observation.
-    fn run(&self, pair: &PlannedPair, topology: &Topology, kernel: &ResolvedKernel) -> anyhow::Result<Observation>;
+    /// [`PairError`]: a rig error (QEMU, device, guest, setup); a mismatch is
+    /// an observation.
+    fn run(&self, pair: &PlannedPair, topology: &Topology, kernel: &ResolvedKernel) -> Result<Observation, PairError>;
 
     /// What this runner does, for reports: `boot` or `model (dry run)`.
     fn mode(&self) -> &'static str;
@@ -106,7 +125,7 @@ pub fn file_name(pair: &str) -> String {
 }
 
 impl PairRunner for BootRunner {
-    fn run(&self, pair: &PlannedPair, topology: &Topology, kernel: &ResolvedKernel) -> anyhow::Result<Observation> {
+    fn run(&self, pair: &PlannedPair, topology: &Topology, kernel: &ResolvedKernel) -> Result<Observation, PairError> {
         let s = &self.settings;
         let mut req = kernel.request(Path::new(&pair.file));
         req.accel = s.accel;
@@ -137,7 +156,7 @@ const DRY_RUN_BDF: &str = "0000:41:00.0";
 const DRY_RUN_FIRST_IRQ: u32 = 24;
 
 impl PairRunner for ModelRunner {
-    fn run(&self, pair: &PlannedPair, topology: &Topology, kernel: &ResolvedKernel) -> anyhow::Result<Observation> {
+    fn run(&self, pair: &PlannedPair, topology: &Topology, kernel: &ResolvedKernel) -> Result<Observation, PairError> {
         let expected = expected_table(&topology.to_qemu_numbering(), kernel.gen);
         let observed = Observed::as_model_predicts(&expected, DRY_RUN_BDF, DRY_RUN_FIRST_IRQ);
         let mut verdict = judge(topology, &observed, &expected);

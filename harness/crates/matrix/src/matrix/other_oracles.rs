@@ -9,7 +9,7 @@
 
 use super::kernels::KernelSpec;
 use super::oracle::{Evidence, Judged, ModelOracle, Oracle, OracleError};
-use super::runner::PairRunner;
+use super::pair_runner::PairRunner;
 use super::spec::PlannedPair;
 use crate::model::ModelBasis;
 use crate::rig::kernel_choice::ResolvedKernel;

@@ -1,13 +1,13 @@
 //! One shard of a matrix, start to end: the jobs, the kernels its pairs need
 //! (built when missing), the topologies, the run, and the matrix document.
 
+use super::executor::{execute, Executor, Ready};
 use super::kernels::{self, KernelFacts, KernelRequest, Readiness};
 use super::limits;
 use super::oracle::Oracle;
+use super::pair_runner::PairRunner;
 use super::progress::Event;
 use super::report::{rfc3339, Header, MatrixReport, PairStatus, ShardRun, KIND, MATRIX_SCHEMA_VERSION};
-use super::run::{execute, Executor, Ready};
-use super::runner::PairRunner;
 use super::search::{on_disk, Shrinker, SHRINK_TRIES};
 use super::shard::Shard;
 use super::spec::MatrixSpec;
@@ -179,7 +179,7 @@ pub fn default_run_id() -> String {
 #[cfg(test)]
 pub(crate) fn dry_report(files: &[&str], kernels: &[&str], shard: Shard) -> MatrixReport {
     use super::oracle::ModelOracle;
-    use super::runner::ModelRunner;
+    use super::pair_runner::ModelRunner;
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../topologies");
     let paths: Vec<PathBuf> = files.iter().map(|f| dir.join(format!("{f}.toml"))).collect();
     let reqs: Vec<KernelRequest> =

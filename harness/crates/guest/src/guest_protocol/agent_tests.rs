@@ -1,0 +1,396 @@
+//! The guest agent (guest-images/init.sh) and this parser tested against each
+//! other on the host, without a guest: init.sh is sourced under the provisioned
+//! busybox with `MANARIG_AGENT_LIB=1` (it then only defines its functions and
+//! defaults) and `MANARIG_AGENT_ROOT` naming a fake /proc and /sys tree the
+//! test builds; what its functions print is read by [`parse()`]. A change on
+//! either side that the other does not follow fails here. Without the
+//! provisioned busybox (`cargo xtask setup`) these tests SKIP, and fail under
+//! `CI=true`. The last test reads init.sh's text alone: every record it prints
+//! is a [`Key`] the parser knows.
+
+use super::markers::REPORT_BEGIN;
+use super::*;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// guest-images/init.sh.
+const INIT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../guest-images/init.sh");
+
+/// How long one run of the agent's functions may take (they take milliseconds).
+const RUN_DEADLINE: Duration = Duration::from_secs(30);
+
+/// The NIC of the fake guest, and the PCI function beside it that is not one.
+const NIC: &str = "0000:41:00.0";
+const BRIDGE: &str = "0000:40:00.0";
+
+/// The provisioned busybox, or None when it is missing (the test SKIPs).
+fn busybox(test: &str) -> Option<PathBuf> {
+    let bin = manarig_provision::provision::cache_dir(None).unwrap_or_default().join("busybox/busybox");
+    manarig_test_support::file_present(test, "provisioned busybox (cargo xtask setup)", &bin).then_some(bin)
+}
+
+/// A guest's /proc and /sys as files below a temporary folder: seed 002's
+/// layout made small. Two packages of one core with two threads each (CPUs
+/// 0-1 and 2-3), one node per package 20 apart, a MANA NIC on node 0 with
+/// three MSI-X vectors (IRQ 24 the HWC on CPU 0, 25 queue 0 on 0-1, 26 queue
+/// 1 on 2-3) and a PCI bridge that is not a NIC.
+struct FakeGuest {
+    root: tempfile::TempDir,
+}
+
+impl FakeGuest {
+    fn new() -> FakeGuest {
+        let g = FakeGuest { root: tempfile::tempdir().expect("temporary folder") };
+        g.file("proc/sys/kernel/osrelease", "6.12.117+deb13-cloud-amd64\n");
+        g.file("proc/1/environ", "HOME=/\0TERM=linux\0foo=bar\0");
+        g.file("proc/uptime", "12.34 40.00\n");
+        g.file("proc/cmdline", "console=ttyS0 quiet manarig.load=mana manarig.deadline=60\n");
+        g.file("proc/irq/default_smp_affinity", "f\n");
+        let cpu = "sys/devices/system/cpu";
+        for mask in ["online", "present", "possible"] {
+            g.file(&format!("{cpu}/{mask}"), "0-3\n");
+        }
+        for c in 0..4 {
+            let (package, node) = (c / 2, c / 2);
+            let topo = format!("{cpu}/cpu{c}/topology");
+            g.file(&format!("{topo}/physical_package_id"), &format!("{package}\n"));
+            g.file(&format!("{topo}/die_id"), "0\n");
+            g.file(&format!("{topo}/core_id"), "0\n");
+            g.file(&format!("{topo}/thread_siblings_list"), &format!("{}-{}\n", 2 * package, 2 * package + 1));
+            g.link(&format!("{cpu}/cpu{c}/node{node}"), &format!("../../node/node{node}"));
+            if c > 0 {
+                g.file(&format!("{cpu}/cpu{c}/online"), "1\n");
+            }
+        }
+        let node = "sys/devices/system/node";
+        g.file(&format!("{node}/node0/cpulist"), "0-1\n");
+        g.file(&format!("{node}/node1/cpulist"), "2-3\n");
+        g.file(&format!("{node}/node0/distance"), "10 20\n");
+        g.file(&format!("{node}/node1/distance"), "20 10\n");
+        g.file(&format!("{node}/node0/meminfo"), "Node 0 MemTotal:       255780 kB\nNode 0 MemFree:        1000 kB\n");
+        g.file(&format!("{node}/node1/meminfo"), "Node 1 MemTotal:       262144 kB\n");
+        for (bdf, vendor, device, class, numa) in
+            [(NIC, "0x1414", "0x00ba", "0x020000", "0"), (BRIDGE, "0x1b36", "0x000b", "0x060000", "-1")]
+        {
+            let d = format!("sys/bus/pci/devices/{bdf}");
+            g.file(&format!("{d}/vendor"), &format!("{vendor}\n"));
+            g.file(&format!("{d}/device"), &format!("{device}\n"));
+            g.file(&format!("{d}/class"), &format!("{class}\n"));
+            g.file(&format!("{d}/numa_node"), &format!("{numa}\n"));
+        }
+        g.link(&format!("sys/bus/pci/devices/{NIC}/driver"), "../../../../bus/pci/drivers/mana");
+        for (irq, affinity, hint, effective) in
+            [(24, "0", "00000000,00000001", "0"), (25, "0-1", "3", "1"), (26, "2-3", "c", "3")]
+        {
+            g.file(&format!("sys/bus/pci/devices/{NIC}/msi_irqs/{irq}"), "msix\n");
+            g.file(&format!("proc/irq/{irq}/smp_affinity_list"), &format!("{affinity}\n"));
+            g.file(&format!("proc/irq/{irq}/affinity_hint"), &format!("{hint}\n"));
+            g.file(&format!("proc/irq/{irq}/effective_affinity_list"), &format!("{effective}\n"));
+        }
+        g.interrupts([3, 5, 7]);
+        g.file(
+            "proc/softirqs",
+            "                    CPU0       CPU1       CPU2       CPU3\n\
+             \x20         HI:          0          0          0          0\n\
+             \x20     NET_TX:          1          0          0          2\n\
+             \x20     NET_RX:         10          0         30          0\n",
+        );
+        g.file(
+            "dmesg",
+            "[    1.200000] mana 0000:41:00.0: Microsoft Azure Network Adapter (MANA)\n\
+             [    1.300000] WARNING: CPU: 0 PID: 1 at drivers/net/x.c:1 f+0x1/0x2\n",
+        );
+        g.file("ethtool-S", "NIC statistics:\n     rx_0_packets: 4\n     tx_0_bytes: 800\n     hc_rx_bytes: 9\n");
+        std::fs::create_dir_all(g.path("tmp")).expect("tmp");
+        g
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.root.path().join(rel)
+    }
+
+    fn file(&self, rel: &str, text: &str) {
+        let p = self.path(rel);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&p, text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    }
+
+    fn link(&self, rel: &str, target: &str) {
+        let p = self.path(rel);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::os::unix::fs::symlink(target, &p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    }
+
+    /// /proc/interrupts with the NIC's vectors at these counts, on the CPU
+    /// each is effective on (0, 1 and 3), and a line of another device.
+    fn interrupts(&self, counts: [u64; 3]) {
+        let [hwc, q0, q1] = counts;
+        self.file(
+            "proc/interrupts",
+            &format!(
+                "           CPU0       CPU1       CPU2       CPU3\n\
+                 \x20 1:          9          0          0          0  IO-APIC   1-edge      i8042\n\
+                 \x2024: {hwc:>10}          0          0          0  PCI-MSIX-{NIC}   0-edge      mana_hwc@pci:{NIC}\n\
+                 \x2025:          0 {q0:>10}          0          0  PCI-MSIX-{NIC}   1-edge      mana_q0@pci:{NIC}\n\
+                 \x2026:          0          0          0 {q1:>10}  PCI-MSIX-{NIC}   2-edge      mana_q1@pci:{NIC}\n"
+            ),
+        );
+    }
+
+    /// Source init.sh and run `script` (with `dmesg` and `ethtool` reading the
+    /// fake tree's files); its standard output.
+    fn run(&self, busybox: &Path, script: &str) -> String {
+        let preamble = format!(
+            ". {INIT} || exit 99\n\
+             dmesg() {{ cat \"$R/dmesg\"; }}\n\
+             ethtool() {{ cat \"$R/ethtool-S\"; }}\n"
+        );
+        let mut child = Command::new(busybox)
+            .args(["sh", "-c", &format!("{preamble}{script}")])
+            .env_clear()
+            .env("MANARIG_AGENT_LIB", "1")
+            .env("MANARIG_AGENT_ROOT", self.root.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("busybox sh");
+        let start = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("wait") {
+                break status;
+            }
+            if start.elapsed() > RUN_DEADLINE {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("the agent's functions ran past {RUN_DEADLINE:?}:\n{script}");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let out = child.wait_with_output().expect("output");
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(status.success(), "{status}:\n{script}\n--- stdout:\n{stdout}\n--- stderr:\n{stderr}");
+        stdout.into_owned()
+    }
+}
+
+#[test]
+fn the_agents_report_on_a_fake_guest_parses_into_that_guest() {
+    let Some(bb) = busybox("the_agents_report_on_a_fake_guest_parses_into_that_guest") else { return };
+    let g = FakeGuest::new();
+    let out = g.run(
+        &bb,
+        "parse_cmdline\n\
+         T_INIT=1.50 T_PROBE=2.25 NETDEV=eth0 CARRIER=1 CHANNELS_NOW=2 INSMOD_RC=0\n\
+         SETTLE='probe-returned fired=yes'\n\
+         ETHTOOL_RC=1; echo 'netlink error: Invalid argument' > \"$R/tmp/ethtool.err\"\n\
+         print_report\n",
+    );
+    let t = parse(&out).unwrap_or_else(|e| panic!("{e}\n{out}"));
+    assert_eq!(t.version, Version::CURRENT);
+    let r = t.report;
+    assert_eq!(r.kernel, "6.12.117+deb13-cloud-amd64");
+    assert_eq!(r.cmdline, "console=ttyS0 quiet manarig.load=mana manarig.deadline=60");
+    assert_eq!(r.init_env, ["HOME=/", "TERM=linux", "foo=bar"]);
+    assert_eq!((r.times["init"], r.times["probe"], r.times["report"]), (1.5, 2.25, 12.34));
+    assert!(!r.times.contains_key("ifup"), "`-`: the step did not run");
+    assert_eq!(r.load, "mana");
+    assert_eq!(r.settle, "probe-returned fired=yes");
+    assert_eq!((r.insmod_status, r.carrier, r.channels), (Some(0), Some(true), Some(2)));
+    assert_eq!(r.netdev.as_deref(), Some("eth0"));
+    assert_eq!(r.ethtool_status, Some(1));
+    assert_eq!(r.stderr["ethtool"], ["netlink error: Invalid argument"]);
+    assert_eq!((r.rmmod_status, r.unload, r.hotplug_status), (None, None, None));
+    // The machine, from the sysfs dump and the node links.
+    assert_eq!(r.cpus.len(), 4);
+    assert_eq!((r.cpus[&1].package, r.cpus[&1].core, r.cpus[&1].node), (0, 0, 0));
+    assert_eq!(r.cpus[&3].siblings, [2, 3]);
+    assert_eq!(r.cpus[&3].node, 1);
+    assert_eq!(r.nodes[&1].cpus, [2, 3]);
+    assert_eq!(r.nodes[&1].distance, [20, 10]);
+    assert_eq!((r.nodes[&0].mem_kib, r.nodes[&1].mem_kib), (255_780, 262_144));
+    assert_eq!(r.cpu_state.present.as_deref(), Some(&[0, 1, 2, 3][..]));
+    assert_eq!(r.cpu_state.default_smp_affinity.as_deref(), Some(&[0, 1, 2, 3][..]));
+    // The NIC and its vectors; the bridge is a PCI function, not a NIC.
+    assert_eq!((r.nic.as_deref(), r.nics.len()), (Some(NIC), 1));
+    let nic = &r.pci[NIC];
+    assert_eq!((nic.vendor, nic.device, nic.class, nic.numa_node), (0x1414, 0x00ba, 0x020000, 0));
+    assert_eq!(nic.driver.as_deref(), Some("mana"));
+    assert_eq!((r.pci[BRIDGE].numa_node, r.pci[BRIDGE].driver.as_deref()), (-1, None));
+    let names: Vec<&str> = r.msix.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(names, [format!("mana_hwc@pci:{NIC}"), format!("mana_q0@pci:{NIC}"), format!("mana_q1@pci:{NIC}")]);
+    let q1 = &r.msix[2];
+    assert_eq!((q1.irq, q1.affinity.as_deref(), q1.effective.as_deref()), (26, Some(&[2, 3][..]), Some(&[3][..])));
+    assert_eq!(q1.hint.as_deref(), Some("c"));
+    assert_eq!(q1.counts, [0, 0, 0, 7]);
+    assert_eq!(r.msix[0].hint.as_deref(), Some("00000001"), "the leading zero words are left out");
+    assert_eq!(r.dmesg.len(), 1);
+    assert!(r.dmesg[0].contains("Microsoft Azure Network Adapter"), "{:?}", r.dmesg);
+    assert_eq!(r.warnings.len(), 1);
+}
+
+#[test]
+fn a_stage_carries_the_items_of_the_report_under_its_name() {
+    let Some(bb) = busybox("a_stage_carries_the_items_of_the_report_under_its_name") else { return };
+    let g = FakeGuest::new();
+    let out = g.run(&bb, "NETDEV=eth0\nprint_stage first-probe\nRMMOD_RC=0 T_RMMOD=3.5\nprint_report\n");
+    let t = parse(&out).unwrap_or_else(|e| panic!("{e}\n{out}"));
+    assert_eq!(t.stages.len(), 1);
+    let stage = &t.stages[0];
+    assert_eq!((stage.name.as_str(), stage.report.rmmod_status), ("first-probe", None));
+    assert_eq!(stage.report.msix.len(), 3);
+    assert_eq!((t.report.rmmod_status, t.report.times.get("rmmod")), (Some(0), Some(&3.5)));
+}
+
+#[test]
+fn the_traffic_counters_and_irqbalance_samples_parse() {
+    let Some(bb) = busybox("the_traffic_counters_and_irqbalance_samples_parse") else { return };
+    let g = FakeGuest::new();
+    // The agent runs `ethtool -S` when the initramfs has it (the preamble's function answers).
+    g.file("sbin/ethtool", "");
+    std::fs::set_permissions(g.path("sbin/ethtool"), std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    // The counts after the traffic, copied over /proc/interrupts between the readings.
+    g.interrupts([3, 105, 207]);
+    std::fs::rename(g.path("proc/interrupts"), g.path("interrupts.after")).expect("keep the later counts");
+    g.interrupts([3, 5, 7]);
+    let out = g.run(
+        &bb,
+        "NETDEV=eth0 ADDR_RC=0 PING='0 3 packets transmitted, 3 packets received, 0% packet loss' TRAFFIC_RC=0\n\
+         traffic_counts before > \"$R/tmp/traffic.before\"\n\
+         cp \"$R/interrupts.after\" \"$R/proc/interrupts\"\n\
+         traffic_counts after > \"$R/tmp/traffic.after\"\n\
+         IRQB_F=\"$R/proc/irq/25/smp_affinity_list $R/proc/irq/25/effective_affinity_list\"\n\
+         irqb_sample 0 > \"$R/tmp/irqbalance.samples\"\n\
+         IRQB=stopped\n\
+         print_report\n",
+    );
+    let r = parse(&out).unwrap_or_else(|e| panic!("{e}\n{out}")).report;
+    let t = &r.traffic;
+    assert_eq!((t.addr_status, t.ping_status, t.tool_status), (Some(0), Some(0), Some(0)));
+    assert!(t.ping_summary.starts_with("3 packets transmitted"), "{}", t.ping_summary);
+    assert_eq!(t.before.irqs[&25], [0, 5], "up to the last CPU with a count");
+    assert_eq!(t.after.irqs[&26], [0, 0, 0, 207]);
+    assert_eq!((t.before.net_rx.clone(), t.before.net_tx.clone()), (vec![10, 0, 30], vec![1, 0, 0, 2]));
+    assert_eq!(t.before.stats.get("rx_0_packets"), Some(&4));
+    assert_eq!(t.after.stats.get("tx_0_bytes"), Some(&800));
+    assert!(!t.before.stats.contains_key("hc_rx_bytes"), "per-queue counters only");
+    assert_eq!(r.irqbalance.state, Some(IrqbalanceState::Stopped));
+    let sample = &r.irqbalance.samples[0];
+    assert_eq!((sample.index, sample.time), (0, 12.34));
+    assert_eq!((sample.irqs[&25].affinity.clone(), sample.irqs[&25].effective.clone()), (vec![0, 1], vec![1]));
+}
+
+#[test]
+fn cpu_hotplug_writes_each_cpu_in_order_and_reports_a_failed_write() {
+    let Some(bb) = busybox("cpu_hotplug_writes_each_cpu_in_order_and_reports_a_failed_write") else { return };
+    let g = FakeGuest::new();
+    // CPU 5 does not exist: its write fails, the others are made.
+    let out = g.run(&bb, "set_cpus 0 1-2,5\nprint_report\n");
+    let online = |c: u32| std::fs::read_to_string(g.path(&format!("sys/devices/system/cpu/cpu{c}/online")));
+    assert_eq!(
+        (online(1).ok().as_deref(), online(2).ok().as_deref(), online(3).ok().as_deref()),
+        (Some("0\n"), Some("0\n"), Some("1\n"))
+    );
+    let r = parse(&out).unwrap_or_else(|e| panic!("{e}\n{out}")).report;
+    assert_eq!(r.hotplug_status, Some(1));
+    let said = &r.stderr["hotplug"];
+    assert!(said.iter().any(|l| l.ends_with("/cpu5/online failed")), "{said:?}");
+}
+
+/// Each `manarig.*` item and the variable init.sh's `parse_cmdline` keeps it in.
+const ITEM_VARIABLES: [(&str, &str); 19] = [
+    ("load", "LOAD"),
+    ("deadline", "DEADLINE"),
+    ("poll", "POLL"),
+    ("nic", "NIC_ID"),
+    ("ifup", "IFUP"),
+    ("channels", "CHANNELS"),
+    ("pin", "PIN"),
+    ("reprobe", "REPROBE"),
+    ("report", "REPORT"),
+    ("addr", "ADDR"),
+    ("traffic", "TRAFFIC"),
+    ("debug", "DEBUG"),
+    ("unload", "UNLOAD"),
+    ("offline", "OFFLINE"),
+    ("offline_after", "OFFLINE_AFTER"),
+    ("online_after", "ONLINE_AFTER"),
+    ("irqbalance", "IRQBALANCE"),
+    ("selftests", "SELFTESTS"),
+    ("selftest_timeout", "SELFTEST_TIMEOUT"),
+];
+
+#[test]
+fn every_item_the_options_write_reaches_the_agents_variable() {
+    let Some(bb) = busybox("every_item_the_options_write_reaches_the_agents_variable") else { return };
+    assert!(ITEM_VARIABLES.iter().map(|(item, _)| *item).eq(options::NAMES), "one variable per item of NAMES");
+    let all = options::tests::every_option_set();
+    let items = all.cmdline_items();
+    assert_eq!(items.len(), ITEM_VARIABLES.len(), "every item rendered");
+    let g = FakeGuest::new();
+    g.file("proc/cmdline", &format!("console=ttyS0 {} quiet\n", all.cmdline()));
+    let echo: String = ITEM_VARIABLES.iter().map(|(_, var)| format!("echo \"{var}=${var}\"\n")).collect();
+    let out = g.run(&bb, &format!("parse_cmdline\n{echo}"));
+    let got: Vec<&str> = out.lines().collect();
+    for ((item, var), line) in ITEM_VARIABLES.iter().zip(&got) {
+        let value = items
+            .iter()
+            .find_map(|i| i.strip_prefix(&format!("{}{item}=", options::PREFIX)))
+            .unwrap_or_else(|| panic!("no manarig.{item} in {items:?}"));
+        assert_eq!(*line, format!("{var}={value}"), "manarig.{item}");
+    }
+}
+
+/// The record names (`key` of `key: value`, `key id: value`) init.sh prints:
+/// the `echo "…` lines of `report_body` and the `print "…` and `pre="…` of its
+/// awk programs (the lines of the files the report replays: the NIC's IRQs,
+/// the traffic counters, irqbalance's samples).
+fn init_sh_records() -> BTreeSet<String> {
+    let text = std::fs::read_to_string(INIT).expect("init.sh");
+    let body_start = text.find("\nreport_body() {").expect("init.sh defines report_body");
+    let body_end = body_start + text[body_start..].find("\n}\n").expect("report_body ends");
+    let body = &text[body_start..body_end];
+    let word = |rest: &str| -> Option<String> {
+        let w: String =
+            rest.chars().take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-').collect();
+        let next = rest[w.len()..].chars().next();
+        (!w.is_empty() && matches!(next, Some(':' | ' '))).then_some(w)
+    };
+    let after = |hay: &str, needle: &str| -> Vec<String> {
+        hay.match_indices(needle).filter_map(|(i, _)| word(&hay[i + needle.len()..])).collect()
+    };
+    let mut records: BTreeSet<String> = after(body, "echo \"").into_iter().collect();
+    records.extend(after(&text, "print \""));
+    records.extend(after(&text, "pre=\""));
+    records
+}
+
+#[test]
+fn every_record_init_sh_prints_is_a_key_the_parser_reads() {
+    let records = init_sh_records();
+    for expected in ["kernel", "time", "f", "link", "irqcount", "traffic-softirq", "irqbalance-sample", "klog"] {
+        assert!(records.contains(expected), "the scan of init.sh misses {expected:?}: {records:?}");
+    }
+    let unknown: Vec<&String> =
+        records.iter().filter(|r| !Key::ALL.iter().any(|k| k.name() == *r && k.in_version(Version::CURRENT))).collect();
+    assert!(
+        unknown.is_empty(),
+        "guest-images/init.sh prints records the parser does not read in version {}: {unknown:?}",
+        Version::CURRENT
+    );
+    // And the other way (spec_tests checks each key's text is in init.sh): every
+    // key of the current version is among the records init.sh prints.
+    let missing: Vec<&str> = Key::ALL
+        .iter()
+        .filter(|k| k.in_version(Version::CURRENT) && !records.contains(k.name()))
+        .map(|k| k.name())
+        .collect();
+    assert!(missing.is_empty(), "keys of version {} init.sh does not print: {missing:?}", Version::CURRENT);
+    assert!(
+        std::fs::read_to_string(INIT).expect("init.sh").contains(&format!("echo \"{REPORT_BEGIN} $PROTOCOL_VERSION\"")),
+        "init.sh's begin line carries PROTOCOL_VERSION"
+    );
+}
