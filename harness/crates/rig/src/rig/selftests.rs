@@ -18,8 +18,8 @@ use std::time::Duration;
 pub struct SelftestsRequest {
     /// `--tests` patterns (empty: the tests the rig knows, [`catalog::KNOWN`]).
     pub patterns: Vec<String>,
-    /// `--source`: the tree the tests come from (None: the pinned kernel's
-    /// Debian `linux-source-*` of the same version).
+    /// `--source`: the tree the tests come from (None: the Debian
+    /// `linux-source-<series>` pinned for the kernel's series, or its fallback).
     pub source: Option<SourceSpec>,
     /// Guest seconds one test program may take.
     pub timeout_s: u32,
@@ -74,11 +74,10 @@ pub fn prepare(
              its tests came in 6.10): selftest runs take 6.12 or 7.x"
         ),
         None => {
-            let version = kernel.packages.first().map(|p| p.version.as_str()).unwrap_or_default();
-            let pin = st::debian_source_of(version).ok_or_else(|| {
+            let pin = st::debian_source_of(&kernel.release).ok_or_else(|| {
                 anyhow!(
-                    "kernel {} has no pinned Debian source of its version {version:?} in \
-                     guest-images/kernel-sources.lock: name the tests' tree with --source",
+                    "kernel {} has no pinned Debian source of its series in guest-images/kernel-sources.lock: \
+                     name the tests' tree with --source",
                     kernel.release
                 )
             })?;
@@ -86,6 +85,10 @@ pub fn prepare(
         }
     };
     let mut progress = |line: &str| eprintln!("manarig: {line}");
+    // The pin itself while it is unpacked or in the archive, else the newest
+    // version of its package (the series), as kernel builds take it.
+    let spec = source::resolve(&spec, &prov.cache, &mut progress)
+        .with_context(|| format!("the selftests' source {}", spec.label()))?;
     let src = source::prepare(&spec, &prov.cache, &mut progress)
         .with_context(|| format!("the selftests' source {}", spec.label()))?;
     let series = st::series(&src).unwrap_or_default();
