@@ -51,7 +51,7 @@ pub struct PreparedSelftests {
 /// the selection, the baseline, the guest tools and the remote NIC's modules.
 ///
 /// # Errors
-/// Tools not provisioned, a kernel without a pinned source (and no
+/// Tools that cannot be provisioned, a kernel without a pinned source (and no
 /// `--source`), a source without the tests, a helper that does not build, a
 /// `--tests` pattern that matches nothing.
 pub fn prepare(
@@ -60,13 +60,26 @@ pub fn prepare(
     kernel: &KernelInstall,
     dir: &Path,
 ) -> Result<PreparedSelftests> {
-    let tools = prov.selftest_tools.as_ref().ok_or_else(|| {
-        anyhow!(
-            "the selftests' guest tools are not provisioned in {} (the cache predates the lock's [selftests]): run \
-             `cargo xtask setup`",
-            prov.cache.display()
-        )
-    })?;
+    // A cache that predates the lock's [selftests], or holds other pins of
+    // it: provisioned now, as a first run provisions everything.
+    let provisioned_now;
+    let tools = match prov.selftest_tools.as_ref() {
+        Some(t) => t,
+        None => {
+            eprintln!(
+                "manarig: the selftests' guest tools in {} are missing or pinned otherwise; provisioning them",
+                prov.cache.display()
+            );
+            provisioned_now =
+                crate::provision::setup(&prov.cache, &crate::provision::SetupOptions::default(), &mut |line| {
+                    eprintln!("setup: {line}")
+                })
+                .with_context(|| format!("provisioning the selftests' guest tools in {}", prov.cache.display()))?;
+            provisioned_now.selftest_tools.as_ref().ok_or_else(|| {
+                anyhow!("the selftests' guest tools are still missing in {} after setup", prov.cache.display())
+            })?
+        }
+    };
     let spec = match &req.source {
         Some(s) => s.clone(),
         None if kernel.release.starts_with("6.1.") => bail!(
