@@ -361,6 +361,16 @@ fn an_unsigned_tampered_or_foreign_signed_index_is_refused() {
     refused(&p, "foreign-signed", &["NO_PUBKEY", "not signed", "signatures couldn't be verified"]);
 }
 
+/// A sources list of the archive's stable suite, named by
+/// [`apt::SOURCES_ENV`] in this test's own process (each test is one), as a
+/// user's shell would name it; the file lives as long as the value.
+fn stable_in_env(p: &Published) -> tempfile::NamedTempFile {
+    let list = tempfile::NamedTempFile::new().expect("sources list");
+    std::fs::write(list.path(), p.archive.sources(&[STABLE])).expect("write");
+    std::env::set_var(apt::SOURCES_ENV, list.path());
+    list
+}
+
 #[test]
 fn a_gone_kernel_source_builds_the_newest_of_its_package_and_locked_refuses() {
     use harness::kbuild::source::{resolve, SourcePin, SourceSpec};
@@ -368,10 +378,7 @@ fn a_gone_kernel_source_builds_the_newest_of_its_package_and_locked_refuses() {
         return;
     }
     let p = publish();
-    let list = tempfile::NamedTempFile::new().expect("sources list");
-    std::fs::write(list.path(), p.archive.sources(&[STABLE])).expect("write");
-    // This test's own process: the variable reaches `resolve` as it would a user's shell.
-    std::env::set_var(apt::SOURCES_ENV, list.path());
+    let list = stable_in_env(&p);
     let cache = tempfile::tempdir().expect("cache");
     let pin = SourcePin {
         package: "linux-source-6.12".into(),
@@ -457,10 +464,7 @@ fn a_gone_clang_pin_falls_back_to_the_newest_of_its_suite_and_locked_refuses() {
         return;
     }
     let p = publish();
-    let list = tempfile::NamedTempFile::new().expect("sources list");
-    std::fs::write(list.path(), p.archive.sources(&[STABLE])).expect("write");
-    // This test's own process: the variable reaches `clang_for` as it would a user's shell.
-    std::env::set_var(apt::SOURCES_ENV, list.path());
+    let list = stable_in_env(&p);
     let cache = tempfile::tempdir().expect("cache");
     let pin = ClangPin { package: "clang-14".into(), version: "1:14.0-1".into(), suite: STABLE.into() };
     let mut lines = Vec::new();

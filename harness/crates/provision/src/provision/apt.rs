@@ -24,11 +24,12 @@ deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian
 ";
 
 /// Suites that serve only the pins naming them (a [`super::lock::PackagePin`]'s
-/// own `suite`): Debian testing (forky), whose ethtool is the first with JSON
-/// output for `ethtool -l` (the selftests' napi_threaded.py needs it; trixie's
-/// 6.14 has none). The tracks that search every suite (QEMU, the kernel
-/// sources) leave them out, and apt prefers any other suite for a dependency
-/// ([`OPT_IN_PREFERENCES`]), so nothing else ever comes from them.
+/// own `suite`): Debian testing (forky), whose ethtool (7.2) prints JSON for
+/// `ethtool -l` (the selftests' napi_threaded.py needs it; trixie's 6.14.2
+/// refuses it). The tracks that search every suite (QEMU, the kernel
+/// sources) leave them out, and apt prefers any other suite for a
+/// dependency (the root's preferences give them priority 100), so nothing
+/// else ever comes from them.
 pub const OPT_IN_SUITES: &[&str] = &["forky"];
 
 /// apt preferences of the private root: the [`OPT_IN_SUITES`] below the default
