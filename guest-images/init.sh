@@ -624,6 +624,10 @@ run_soak() {
 # now, after mana, so that the MANA netdev keeps its name; its netdev moves
 # into netns $REMOTE_ARGS with the REMOTE_ addresses, the MANA netdev gets the
 # LOCAL_ ones (IPv6 without duplicate address detection, as NIPA's runner).
+# The remote NIC sends through fq (sch_fq, in the tests' own config), the
+# qdisc that honours SO_TXTIME: gro.c stamps each test's packets with one
+# departure time so that they leave together, and without fq they left one
+# by one at the pace of the guest's sender.
 # Then each test runs from its folder with Debian's tools first on PATH (the
 # initramfs's busybox `ip` cannot `ip netns`), stopped after
 # manarig.selftest_timeout guest seconds; its output (stdout and stderr) goes
@@ -659,6 +663,7 @@ selftest_remote() {
 		$ipr -n "$REMOTE_ARGS" addr add "$REMOTE_V4/24" dev "$RIF" &&
 		$ipr -n "$REMOTE_ARGS" -6 addr add "$REMOTE_V6/64" dev "$RIF" nodad &&
 		$ipr -n "$REMOTE_ARGS" link set "$RIF" up &&
+		/usr/sbin/tc -n "$REMOTE_ARGS" qdisc replace dev "$RIF" root fq &&
 		$ipr addr add "$LOCAL_V4/24" dev "$NETIF" &&
 		$ipr -6 addr add "$LOCAL_V6/64" dev "$NETIF" nodad
 }

@@ -15,6 +15,8 @@ use std::path::Path;
 
 const STABLE: &str = "stable";
 const BACKPORTS: &str = "backports";
+/// An opt-in suite (harness::provision::apt::OPT_IN_SUITES): only the pins naming it.
+const FORKY: &str = "forky";
 
 fn deb(name: &str, version: &str, files: Vec<FileSpec>) -> DebSpec {
     DebSpec { name: name.to_owned(), version: version.to_owned(), files, depends: String::new() }
@@ -114,8 +116,15 @@ fn publish() -> Published {
     // An old QEMU in stable (below 10.1: never a fallback) and the rebuilt backport.
     add(STABLE, qemu("1:9.2.0+ds-1"));
     add(BACKPORTS, qemu("1:11.1.3+ds-2~bpo13+1"));
+    // The selftests' clang: the pin 1:14.0-1 is gone.
+    add(STABLE, deb("clang-14", "1:14.0-2", vec![FileSpec::text("usr/lib/llvm-14/bin/clang", "not a clang")]));
+    // A package of the opt-in suite (the selftests' ethtool): its pin 1:2.0-1 is gone.
+    let mut testing_ethtool = deb("ethtool", "1:2.0-2", tool_files(harness::provision::tools::ETHTOOL));
+    testing_ethtool.depends = "libc6 (>= 2.41), libmnl0 (>= 1.0.3-4~)".into();
+    add(FORKY, testing_ethtool);
     archive.publish(STABLE);
     archive.publish(BACKPORTS);
+    archive.publish(FORKY);
     Published { archive, sums }
 }
 
@@ -177,6 +186,11 @@ package = "linux-source-6.12"
 version = "6.12.1-1"
 sha256 = "{zero}"
 tarball = "usr/src/linux-source-6.12.tar.xz"
+
+[clang]
+package = "clang-14"
+version = "1:14.0-1"
+suite = "stable"
 "#
     );
     let files = LockFiles { kernels: dir.join("kernels.lock"), sources: dir.join("kernel-sources.lock") };
@@ -287,6 +301,7 @@ fn update_lock_moves_every_section_of_both_lock_files() {
         "lock: selftests: libc6: 2.41-1 -> 2.41-2",
         "lock: kernel 6.12: 6.12.1+deb13-cloud-amd64 -> 6.12.2+deb13-cloud-amd64 (6.12.2-1)",
         "lock: linux-source-6.12: 6.12.1-1 -> 6.12.2-1",
+        "lock: clang-14: 1:14.0-1 -> 1:14.0-2",
     ] {
         assert!(lines.iter().any(|l| l == change), "no {change:?} in:\n{}", lines.join("\n"));
     }
@@ -345,6 +360,16 @@ fn an_unsigned_tampered_or_foreign_signed_index_is_refused() {
     refused(&p, "foreign-signed", &["NO_PUBKEY", "not signed", "signatures couldn't be verified"]);
 }
 
+/// A sources list of the archive's stable suite, named by
+/// [`apt::SOURCES_ENV`] in this test's own process (each test is one), as a
+/// user's shell would name it; the file lives as long as the value.
+fn stable_in_env(p: &Published) -> tempfile::NamedTempFile {
+    let list = tempfile::NamedTempFile::new().expect("sources list");
+    std::fs::write(list.path(), p.archive.sources(&[STABLE])).expect("write");
+    std::env::set_var(apt::SOURCES_ENV, list.path());
+    list
+}
+
 #[test]
 fn a_gone_kernel_source_builds_the_newest_of_its_package_and_locked_refuses() {
     use harness::kbuild::source::{resolve, SourcePin, SourceSpec};
@@ -352,10 +377,7 @@ fn a_gone_kernel_source_builds_the_newest_of_its_package_and_locked_refuses() {
         return;
     }
     let p = publish();
-    let list = tempfile::NamedTempFile::new().expect("sources list");
-    std::fs::write(list.path(), p.archive.sources(&[STABLE])).expect("write");
-    // This test's own process: the variable reaches `resolve` as it would a user's shell.
-    std::env::set_var(apt::SOURCES_ENV, list.path());
+    let list = stable_in_env(&p);
     let cache = tempfile::tempdir().expect("cache");
     let pin = SourcePin {
         package: "linux-source-6.12".into(),
@@ -386,4 +408,84 @@ fn a_gone_kernel_source_builds_the_newest_of_its_package_and_locked_refuses() {
                 if package == "linux-source-6.12" && version == "6.12.1-1")),
         "{e}"
     );
+}
+
+/// The test lock with forky's ethtool in `[selftests]`, pinned at a version
+/// forky no longer has.
+fn with_forky_ethtool(files: &LockFiles) {
+    let text = std::fs::read_to_string(&files.kernels).expect("read");
+    let zero = "0".repeat(64);
+    let line = format!("  {{ name = \"ethtool\", version = \"1:2.0-1\", sha256 = \"{zero}\", suite = \"forky\" }},\n");
+    let at = text.find("  { name = \"python3.13-minimal\"").expect("the [selftests] list");
+    std::fs::write(&files.kernels, format!("{}{line}{}", &text[..at], &text[at..])).expect("write");
+}
+
+#[test]
+fn a_package_of_an_opt_in_suite_falls_back_there_only_when_the_list_meets_its_depends() {
+    if !archive_support::tools_present("a_package_of_an_opt_in_suite") {
+        return;
+    }
+    let p = publish();
+    let locks = tempfile::tempdir().expect("tempdir");
+    let files = write_locks(locks.path(), &p);
+    with_forky_ethtool(&files);
+    let cache = tempfile::tempdir().expect("cache");
+    let opts = options(&p, &[STABLE, BACKPORTS, FORKY], &files);
+    let (r, lines) = provision(cache.path(), &opts);
+    let prov = r.unwrap_or_else(|e| panic!("setup falls back: {e}\n{}", lines.join("\n")));
+    let said = |line: &str| assert!(lines.iter().any(|l| l == line), "no line {line:?} in:\n{}", lines.join("\n"));
+    // Its own suite, not the section's (stable has ethtool 1:1.0-1 only).
+    said("ethtool: pinned 1:2.0-1 is gone from forky; using 1:2.0-2");
+    let tools = prov.selftest_tools.as_ref().expect("selftest tools");
+    assert!(tools.packages.iter().any(|u| u.name == "ethtool" && u.version == "1:2.0-2"), "{:?}", tools.packages);
+    // --update-lock keeps the package's suite in the rewritten list.
+    let (r, lines) = provision(cache.path(), &SetupOptions { update_lock: true, ..opts.clone() });
+    r.unwrap_or_else(|e| panic!("update-lock: {e}\n{}", lines.join("\n")));
+    let lock = files.read_kernels().expect("rewritten lock parses");
+    let ethtool = lock.selftests.packages.iter().find(|x| x.name == "ethtool").expect("ethtool");
+    assert_eq!((ethtool.version.as_str(), ethtool.suite.as_deref()), ("1:2.0-2", Some(FORKY)));
+
+    // forky moves on to an ethtool that needs a newer libc6 than the list's.
+    let p = publish();
+    let mut newer = deb("ethtool", "1:2.0-3", tool_files(harness::provision::tools::ETHTOOL));
+    newer.depends = "libc6 (>= 2.42)".into();
+    p.archive.add(FORKY, &newer);
+    p.archive.remove(FORKY, "ethtool", "1:2.0-2");
+    p.archive.publish(FORKY);
+    let files = write_locks(locks.path(), &p);
+    with_forky_ethtool(&files);
+    let cache = tempfile::tempdir().expect("cache");
+    let (r, lines) = provision(cache.path(), &options(&p, &[STABLE, BACKPORTS, FORKY], &files));
+    let e = r.err().unwrap_or_else(|| panic!("a libc6 the list lacks is refused:\n{}", lines.join("\n"))).to_string();
+    assert!(e.contains("ethtool, the newest of its suite, depends on libc6 (>= 2.42), and the list has 2.41-2"), "{e}");
+}
+
+#[test]
+fn a_gone_clang_pin_falls_back_to_the_newest_of_its_suite_and_locked_refuses() {
+    use harness::kbuild::source::ClangPin;
+    use harness::selftests::clang::clang_for;
+    if !archive_support::tools_present("a_gone_clang_pin") {
+        return;
+    }
+    let p = publish();
+    let list = stable_in_env(&p);
+    let cache = tempfile::tempdir().expect("cache");
+    let pin = ClangPin { package: "clang-14".into(), version: "1:14.0-1".into(), suite: STABLE.into() };
+    let mut lines = Vec::new();
+    let bin = clang_for(&pin, cache.path(), &mut |l| lines.push(l.to_owned()))
+        .unwrap_or_else(|e| panic!("falls back: {e}\n{}", lines.join("\n")));
+    assert!(
+        lines.iter().any(|l| l == "selftests: clang-14: pinned 1:14.0-1 is gone from stable; using 1:14.0-2"),
+        "{lines:?}"
+    );
+    let wrapper = std::fs::read_to_string(&bin).expect("the wrapper");
+    assert!(wrapper.contains("usr/lib/llvm-14/bin/clang"), "{wrapper}");
+    // Remembered: the next call needs no apt.
+    std::env::set_var(apt::SOURCES_ENV, "/nonexistent/sources.list");
+    assert_eq!(clang_for(&pin, cache.path(), &mut |_| {}).expect("cached"), bin);
+    // --locked refuses the fallback, cached or not.
+    std::env::set_var(apt::SOURCES_ENV, list.path());
+    harness::provision::fallback::set_locked();
+    let e = clang_for(&pin, cache.path(), &mut |_| {}).expect_err("locked");
+    assert!(e.contains("clang-14 1:14.0-1") && e.contains("--locked"), "{e}");
 }

@@ -15,6 +15,17 @@ fn check<'a>(checks: &'a [Check], name: &str) -> &'a Check {
     checks.iter().find(|c| c.name == name).unwrap_or_else(|| panic!("no check {name}"))
 }
 
+/// Every selftest check passed or was explained by the baseline: no case,
+/// program or setup left unexplained.
+fn nothing_unexplained(checks: &[Check]) {
+    let failed: Vec<&str> = checks
+        .iter()
+        .filter(|c| c.name.starts_with("selftests.") && c.status == CheckStatus::Fail)
+        .map(|c| c.name.as_str())
+        .collect();
+    assert!(failed.is_empty(), "unexplained: {failed:?}");
+}
+
 fn selftest_run(kernel: &str, patterns: &[&str]) -> harness::rig::RunOutcome {
     let mut req = request("seed-002", kernel);
     req.selftests = Some(SelftestsRequest {
@@ -31,12 +42,15 @@ fn selftest_run(kernel: &str, patterns: &[&str]) -> harness::rig::RunOutcome {
 /// offload off and on (ping.py's default cases); queue counts over netlink and
 /// sysfs agree across `ethtool -L` and down/up (queues.py); the RSS table and
 /// key set over netlink read back (hw/rss_api.py); the statistics mana does not
-/// report skip as the baseline says (stats.py).
+/// report skip as the baseline says (stats.py); threaded NAPI set while a
+/// queue is gone reaches the NAPIs made after it (napi_threaded.py, with
+/// forky's ethtool for `ethtool --json -l`); nothing is left unexplained.
 #[test]
 fn kernel_selftests_quick_set_judges_rss_hashing_ping_and_queues_on_linux_7_x() {
     let o = selftest_run("7.x", &["quick"]);
     let c = &o.verdict.checks;
     assert_eq!(check(c, "selftests.setup").status, CheckStatus::Pass);
+    assert_eq!(check(c, "selftests.napi_threaded.napi_init").status, CheckStatus::Pass);
     for variant in ["tcp_ipv4", "tcp_ipv6", "udp_ipv4", "udp_ipv6"] {
         let t = check(c, &format!("selftests.toeplitz.test.{variant}"));
         assert_eq!(t.status, CheckStatus::Pass, "{t:?}");
@@ -54,12 +68,15 @@ fn kernel_selftests_quick_set_judges_rss_hashing_ping_and_queues_on_linux_7_x() 
     assert_eq!(pause.status, CheckStatus::Skip, "explained by the baseline: {pause:?}");
     let report = o.verdict.selftests.as_ref().expect("the selftests report");
     assert!(report.programs.iter().all(|p| p.complete), "every program ran to its end: {report:?}");
+    nothing_unexplained(c);
 }
 
 /// The whole set on Debian's 7.3: hw/csum.py's RX verdicts on good and
 /// corrupt TCP/UDP and its TX offload (including a zero UDP checksum sent as
 /// 0xFFFF) all pass, napi_id.py finds one of the device's NAPIs behind a
-/// socket, and every program runs to its end.
+/// socket, every software GRO case but PPPoE's coalesces (the remote end
+/// sends through fq), every program runs to its end and nothing is left
+/// unexplained.
 #[test]
 fn slow_kernel_selftests_whole_set_on_linux_7_x() {
     let o = selftest_run("7.x", &[]);
@@ -67,7 +84,17 @@ fn slow_kernel_selftests_whole_set_on_linux_7_x() {
     let csum = report.programs.iter().find(|p| p.file == "hw/csum.py").expect("hw/csum.py ran");
     assert_eq!((csum.counts.ok, csum.counts.fail), (12, 0), "{csum:?}");
     assert_eq!(check(&o.verdict.checks, "selftests.napi_id.test_napi_id").status, CheckStatus::Pass);
+    let gro = report.programs.iter().find(|p| p.file == "gro.py").expect("gro.py ran");
+    let sw_failed: Vec<&str> = gro
+        .cases
+        .iter()
+        .filter(|c| c.name.starts_with("gro.test.sw_") && !c.name.contains("pppoe"))
+        .filter(|c| c.status != CheckStatus::Pass)
+        .map(|c| c.name.as_str())
+        .collect();
+    assert!(sw_failed.is_empty(), "software GRO cases that did not coalesce: {sw_failed:?}");
     assert!(report.programs.iter().all(|p| p.complete), "every program ran to its end: {report:?}");
+    nothing_unexplained(&o.verdict.checks);
 }
 
 /// Debian's 6.12 with its own (fewer) tests: queues.py, stats.py, ping.py and
@@ -86,4 +113,5 @@ fn slow_kernel_selftests_on_linux_6_12_run_its_own_tests() {
     for case in ["queues.get_queues", "queues.addremove_queues", "ping.test_v4", "ping.test_v6", "ping.test_tcp"] {
         assert_eq!(check(&o.verdict.checks, &format!("selftests.{case}")).status, CheckStatus::Pass, "{case}");
     }
+    nothing_unexplained(&o.verdict.checks);
 }

@@ -301,7 +301,7 @@ fn cpu_hotplug_writes_each_cpu_in_order_and_reports_a_failed_write() {
 }
 
 /// Each `manarig.*` item and the variable init.sh's `parse_cmdline` keeps it in.
-const ITEM_VARIABLES: [(&str, &str); 19] = [
+const ITEM_VARIABLES: [(&str, &str); 21] = [
     ("load", "LOAD"),
     ("deadline", "DEADLINE"),
     ("poll", "POLL"),
@@ -321,6 +321,8 @@ const ITEM_VARIABLES: [(&str, &str); 19] = [
     ("irqbalance", "IRQBALANCE"),
     ("selftests", "SELFTESTS"),
     ("selftest_timeout", "SELFTEST_TIMEOUT"),
+    ("soak", "SOAK"),
+    ("soak_channels", "SOAK_CHANNELS"),
 ];
 
 #[test]
@@ -365,7 +367,42 @@ fn init_sh_records() -> BTreeSet<String> {
     let mut records: BTreeSet<String> = after(body, "echo \"").into_iter().collect();
     records.extend(after(&text, "print \""));
     records.extend(after(&text, "pre=\""));
+    // Lines appended to a file that report_body replays as it is (the soak's
+    // steps and rounds): the `echo "…" >> /tmp/NAME` anywhere in init.sh.
+    let replayed = replayed_files(body);
+    for line in text.lines() {
+        let Some((echo, target)) = line.split_once(">> ") else { continue };
+        let target = target.trim().trim_start_matches("\"$R\"").trim_matches('"');
+        let Some(name) = target.strip_prefix("/tmp/") else { continue };
+        if replayed.contains(name) {
+            records.extend(after(echo, "echo \""));
+        }
+    }
     records
+}
+
+/// The files report_body copies line by line into the report (`while read -r
+/// l; do echo "$l"; done < FILE`), with `for t in A B` loops over
+/// `tmp/PREFIX.$t` expanded: their names under /tmp.
+fn replayed_files(body: &str) -> BTreeSet<String> {
+    let mut files = BTreeSet::new();
+    let mut words: Vec<String> = Vec::new();
+    for line in body.lines().map(str::trim) {
+        if let Some(list) = line.strip_prefix("for t in ").and_then(|l| l.strip_suffix("; do")) {
+            words = list.split_whitespace().map(str::to_owned).collect();
+            continue;
+        }
+        let Some((_, from)) = line.split_once("do echo \"$l\"; done < ") else { continue };
+        let path = from.replace("\"$R\"", "").replace("$R", "").replace('"', "");
+        let Some(name) = path.trim().strip_prefix("/tmp/") else { continue };
+        match name.strip_suffix("$t") {
+            Some(prefix) => files.extend(words.iter().map(|w| format!("{prefix}{w}"))),
+            None => {
+                files.insert(name.to_owned());
+            }
+        }
+    }
+    files
 }
 
 #[test]

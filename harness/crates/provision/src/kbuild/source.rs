@@ -125,7 +125,12 @@ impl SourceSpec {
 
 impl SourcePin {
     fn package(&self) -> PackagePin {
-        PackagePin { name: self.package.clone(), version: self.version.clone(), sha256: self.sha256.clone() }
+        PackagePin {
+            name: self.package.clone(),
+            version: self.version.clone(),
+            sha256: self.sha256.clone(),
+            suite: None,
+        }
     }
 }
 

@@ -13,13 +13,39 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Debian suites the rig takes packages from (kernels from bookworm-security,
-/// trixie and trixie-backports; QEMU from trixie-backports; busybox from trixie).
+/// trixie and trixie-backports; QEMU from trixie-backports; busybox from trixie;
+/// the selftests' ethtool from forky, an [`OPT_IN_SUITES`] suite).
 const DEBIAN_SOURCES: &str = "\
 deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie main
 deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie-backports main
 deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian bookworm main
 deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian-security bookworm-security main
+deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian forky main
 ";
+
+/// Suites that serve only the pins naming them (a [`super::lock::PackagePin`]'s
+/// own `suite`): Debian testing (forky), whose ethtool (7.2) prints JSON for
+/// `ethtool -l` (the selftests' napi_threaded.py needs it; trixie's 6.14.2
+/// refuses it). The tracks that search every suite (QEMU, the kernel
+/// sources) leave them out, and apt prefers any other suite for a
+/// dependency (the root's preferences give them priority 100), so nothing
+/// else ever comes from them.
+pub const OPT_IN_SUITES: &[&str] = &["forky"];
+
+/// apt preferences of the private root: the [`OPT_IN_SUITES`] below the default
+/// priority 500, so that a closure (`-t trixie-backports`) never takes a
+/// dependency from them; a package asked for by version still downloads.
+const OPT_IN_PREFERENCES: &str = "\
+Explanation: manarig (harness/crates/provision/src/provision/apt.rs): forky serves only the pins naming it
+Package: *
+Pin: release n=forky
+Pin-Priority: 100
+";
+
+/// Whether `suite` serves only the pins that name it ([`OPT_IN_SUITES`]).
+pub fn opt_in(suite: &str) -> bool {
+    OPT_IN_SUITES.contains(&suite)
+}
 
 /// Keyring the sources list refers to (package `debian-archive-keyring`).
 const KEYRING: &str = "/usr/share/keyrings/debian-archive-keyring.gpg";
@@ -39,8 +65,9 @@ pub struct Archive {
 }
 
 impl Archive {
-    /// Debian's archive: trixie, trixie-backports, bookworm and
-    /// bookworm-security, signed by the host's `debian-archive-keyring`.
+    /// Debian's archive: trixie, trixie-backports, bookworm,
+    /// bookworm-security and forky (opt-in: [`OPT_IN_SUITES`]), signed by the
+    /// host's `debian-archive-keyring`.
     pub fn debian() -> Archive {
         Archive { sources: DEBIAN_SOURCES.to_owned(), origin: "Debian (deb.debian.org)".to_owned() }
     }
@@ -157,6 +184,7 @@ impl AptRoot {
                 }
             }
         }
+        write_if_changed(&dir.join("etc/preferences.d/manarig-opt-in.pref"), OPT_IN_PREFERENCES)?;
         let status = dir.join("status");
         if !status.exists() {
             std::fs::write(&status, "").map_err(|e| ProvisionError::io(&status, e))?;
@@ -482,7 +510,10 @@ mod tests {
 
     #[test]
     fn an_archives_suites_come_from_its_sources_list() {
-        assert_eq!(Archive::debian().suites(), ["trixie", "trixie-backports", "bookworm", "bookworm-security"]);
+        assert_eq!(
+            Archive::debian().suites(),
+            ["trixie", "trixie-backports", "bookworm", "bookworm-security", "forky"]
+        );
         let a = Archive { sources: "# c\ndeb file:/r stable main\n".into(), origin: "t".into() };
         assert_eq!(a.suites(), ["stable"]);
     }

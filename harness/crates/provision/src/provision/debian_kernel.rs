@@ -75,6 +75,7 @@ pub(crate) fn ensure(p: &mut Provisioner<'_>, pin: &KernelPin) -> Result<(), Pro
             name: format!("linux-image-{}", pin.release),
             version: pin.packages[0].version.clone(),
             sha256: String::new(),
+            suite: None,
         };
         p.say(&Fallback::new(&pinned_image, &fallback::pin_of(&image), "the archive").to_string());
         Some(UsedKernel { release, packages: carriers })

@@ -75,7 +75,7 @@ pub fn refused(package: &str, version: &str) -> ProvisionError {
 
 /// A package pin from an index entry (its SHA-256 is the signed index's).
 pub fn pin_of(e: &IndexEntry) -> PackagePin {
-    PackagePin { name: e.name.clone(), version: e.version.clone(), sha256: e.sha256.clone() }
+    PackagePin { name: e.name.clone(), version: e.version.clone(), sha256: e.sha256.clone(), suite: None }
 }
 
 /// The newest of `versions` by Debian's ordering.
@@ -128,13 +128,17 @@ pub fn upstream_major_minor(version: &str) -> Option<(u32, u32)> {
 }
 
 /// QEMU's track: the newest version of `package` with upstream at least `min`
-/// in any configured suite, and that suite (apt's `-t` for its closure).
+/// in any configured suite but the opt-in ones ([`super::apt::OPT_IN_SUITES`]),
+/// and that suite (apt's `-t` for its closure).
 ///
 /// # Errors
 /// apt failures.
 pub fn newest_qemu(a: &AptRoot, package: &str, min: (u32, u32)) -> Result<Option<(String, String)>, ProvisionError> {
     let offered = a.offered(package)?;
-    let fits = offered.iter().filter(|o| upstream_major_minor(&o.version).is_some_and(|mm| mm >= min));
+    let fits = offered
+        .iter()
+        .filter(|o| !super::apt::opt_in(&o.suite))
+        .filter(|o| upstream_major_minor(&o.version).is_some_and(|mm| mm >= min));
     let Some(v) = newest_version(fits.clone().map(|o| o.version.as_str()))? else {
         return Ok(None);
     };
@@ -189,36 +193,82 @@ fn carriers(a: &AptRoot, image: &IndexEntry) -> Result<Vec<PackagePin>, Provisio
 }
 
 /// A package list's track: every name of `pins` at its newest version in
-/// `suite`, resolved together (a closure is never mixed).
+/// its suite (the package's own, else `suite`), resolved together (a closure
+/// is never mixed), and checked: a package whose `Depends` names another of
+/// the list with a version that list does not meet is refused (forky's
+/// ethtool beside trixie's libc6).
 ///
 /// # Errors
-/// [`ProvisionError::Package`] naming the packages the suite no longer has;
-/// apt failures.
+/// [`ProvisionError::Package`] naming the packages the suite no longer has,
+/// or a dependency the list does not meet; apt failures.
 pub fn newest_list_in_suite(a: &AptRoot, pins: &[PackagePin], suite: &str) -> Result<Vec<PackagePin>, ProvisionError> {
     let mut out = Vec::new();
     let mut missing = Vec::new();
+    let mut depends = Vec::new();
     for p in pins {
-        match newest_in_suite(a, &p.name, suite)? {
-            Some(e) => out.push(pin_of(&e)),
-            None => missing.push(p.name.clone()),
+        let from = p.suite_or(suite);
+        match newest_in_suite(a, &p.name, from)? {
+            Some(e) => {
+                depends.push((e.name.clone(), e.depends.clone()));
+                out.push(PackagePin { suite: p.suite.clone(), ..pin_of(&e) });
+            }
+            None => missing.push(format!("{} (from {from})", p.name)),
         }
     }
     if !missing.is_empty() {
         return Err(ProvisionError::Package(format!(
-            "{} no longer in {suite} (renamed or dropped); pin the new names in guest-images/kernels.lock",
+            "{} no longer in its suite (renamed or dropped); pin the new names in guest-images/kernels.lock",
             missing.join(", ")
         )));
+    }
+    for (name, field) in &depends {
+        if let Some(why) = unmet_within(field, &out)? {
+            return Err(ProvisionError::Package(format!(
+                "{name}, the newest of its suite, depends on {why}; pin versions that fit together in \
+                 guest-images/kernels.lock"
+            )));
+        }
     }
     Ok(out)
 }
 
-/// The fallbacks of a list resolved again: one per package whose version moved.
+/// The first relation of a `Depends` field (`libc6 (>= 2.34), libmnl0 (>= 1.0.3-4~)`)
+/// on a package of `list` that the list's version does not meet, said as
+/// `libc6 (>= 2.42), and the list has 2.41-12`. Alternatives (`a | b`) and
+/// packages outside the list are not judged.
+fn unmet_within(field: &str, list: &[PackagePin]) -> Result<Option<String>, ProvisionError> {
+    for relation in field.split(',').map(str::trim).filter(|r| !r.contains('|')) {
+        let (name, constraint) = match relation.split_once('(') {
+            Some((n, c)) => (n.trim(), c.trim_end_matches(')').trim()),
+            None => (relation, ""),
+        };
+        let name = name.split(':').next().unwrap_or(name);
+        let Some(have) = list.iter().find(|p| p.name == name) else { continue };
+        let Some((op, want)) = constraint.split_once(' ') else { continue };
+        let want = want.trim();
+        let met = match op {
+            ">=" => !AptRoot::version_gt(want, &have.version)?,
+            ">>" => AptRoot::version_gt(&have.version, want)?,
+            "<=" => !AptRoot::version_gt(&have.version, want)?,
+            "<<" => AptRoot::version_gt(want, &have.version)?,
+            "=" => have.version == want,
+            _ => true,
+        };
+        if !met {
+            return Ok(Some(format!("{relation}, and the list has {}", have.version)));
+        }
+    }
+    Ok(None)
+}
+
+/// The fallbacks of a list resolved again: one per package whose version
+/// moved, each naming the package's suite (its own, else `suite`).
 pub fn list_fallbacks(pinned: &[PackagePin], using: &[PackagePin], suite: &str) -> Vec<Fallback> {
     pinned
         .iter()
         .zip(using)
         .filter(|(p, u)| p.version != u.version || p.name != u.name)
-        .map(|(p, u)| Fallback::new(p, u, suite))
+        .map(|(p, u)| Fallback::new(p, u, p.suite_or(suite)))
         .collect()
 }
 
@@ -235,8 +285,25 @@ mod tests {
     }
 
     #[test]
+    fn a_dependency_on_a_newer_library_than_the_list_holds_is_named() {
+        if std::process::Command::new("dpkg").arg("--version").output().is_err() {
+            return; // dpkg --compare-versions is the judge; not on this host
+        }
+        let pin =
+            |n: &str, v: &str| PackagePin { name: n.into(), version: v.into(), sha256: String::new(), suite: None };
+        let list = [pin("ethtool", "1:7.2-1"), pin("libmnl0", "1.0.5-3"), pin("libc6", "2.41-12+deb13u5")];
+        // forky's ethtool 7.2 (apt-cache show, forky): met by trixie's libraries.
+        assert_eq!(unmet_within("libc6 (>= 2.34), libmnl0 (>= 1.0.3-4~)", &list).expect("dpkg"), None);
+        let why = unmet_within("libc6 (>= 2.42), libmnl0 (>= 1.0.3-4~)", &list).expect("dpkg").expect("unmet");
+        assert_eq!(why, "libc6 (>= 2.42), and the list has 2.41-12+deb13u5");
+        assert_eq!(unmet_within("libfoo (>= 9), libc6:any | libc6-udeb", &list).expect("dpkg"), None);
+        assert!(unmet_within("libmnl0 (= 1.0.5-4)", &list).expect("dpkg").is_some());
+    }
+
+    #[test]
     fn a_fallback_line_names_the_pin_the_suite_and_what_is_used() {
-        let pin = |n: &str, v: &str| PackagePin { name: n.into(), version: v.into(), sha256: String::new() };
+        let pin =
+            |n: &str, v: &str| PackagePin { name: n.into(), version: v.into(), sha256: String::new(), suite: None };
         let f = Fallback::new(
             &pin("qemu-system-x86", "1:11.1.3+ds-1~bpo13+1"),
             &pin("qemu-system-x86", "1:11.1.3+ds-2~bpo13+1"),

@@ -67,6 +67,19 @@ pub struct PackagePin {
     pub version: String,
     /// Lower-case hex SHA-256 of the `.deb` file.
     pub sha256: String,
+    /// The suite of this one package when it is not its section's: a
+    /// package a suite of the section lacks (the selftests' ethtool from
+    /// forky, [`super::apt::OPT_IN_SUITES`]); a fallback takes its newest
+    /// version there. `None`: the section's suite.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suite: Option<String>,
+}
+
+impl PackagePin {
+    /// The suite this package comes from: its own, else `section`'s.
+    pub fn suite_or<'a>(&'a self, section: &'a str) -> &'a str {
+        self.suite.as_deref().unwrap_or(section)
+    }
 }
 
 /// busybox pin (`[busybox]`).

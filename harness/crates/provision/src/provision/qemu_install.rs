@@ -196,7 +196,8 @@ pub(crate) fn ensure(
         p.say(&format!("qemu: {} (cached)", q.describe()));
         return Ok(q);
     }
-    let pinned = PackagePin { name: pin.package.clone(), version: pin.version.clone(), sha256: String::new() };
+    let pinned =
+        PackagePin { name: pin.package.clone(), version: pin.version.clone(), sha256: String::new(), suite: None };
     let (version, suite, fell) = if p.pins_available(std::slice::from_ref(&pinned))? {
         (pin.version.clone(), pin.suite.clone(), None)
     } else {

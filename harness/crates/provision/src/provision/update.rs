@@ -130,7 +130,8 @@ fn update_kernels_lock(
 }
 
 /// guest-images/kernel-sources.lock with every `linux-source-*` at the newest
-/// version of its package (the same upstream series: the name holds it).
+/// version of its package (the same upstream series: the name holds it), and
+/// `[clang]` at the newest version of its package in its suite.
 fn update_sources_lock(
     a: &AptRoot,
     text: &str,
@@ -155,26 +156,46 @@ fn update_sources_lock(
             table["sha256"] = toml_edit::value(newest.sha256.clone());
         }
     }
+    // [clang]: the newest version of its package in its suite.
+    if let Some(clang) = doc.get_mut("clang").and_then(Item::as_table_like_mut) {
+        let field = |k: &str| clang.get(k).and_then(Item::as_str).map(str::to_owned);
+        let (Some(package), Some(version), Some(suite)) = (field("package"), field("version"), field("suite")) else {
+            return Err(bad(origin, "[clang] without package, version or suite"));
+        };
+        let newest = fallback::newest_in_suite(a, &package, &suite)?
+            .ok_or_else(|| bad(origin, &format!("{package}: not in {suite} any more")))?;
+        if newest.version != version {
+            changes.push(format!("{package}: {version} -> {}", newest.version));
+            clang.insert("version", toml_edit::value(newest.version));
+        }
+    }
     Ok(doc.to_string())
 }
 
-/// The newest version of `name` in any configured suite.
+/// The newest version of `name` in any configured suite but the opt-in
+/// ones ([`super::apt::OPT_IN_SUITES`]).
 pub(crate) fn newest_anywhere(a: &AptRoot, name: &str) -> Result<Option<PackagePin>, ProvisionError> {
-    let mut best: Option<PackagePin> = None;
-    for e in a.show(name)? {
-        if best.as_ref().map_or(Ok(true), |b| AptRoot::version_gt(&e.version, &b.version))? {
-            best = Some(fallback::pin_of(&e));
+    let mut best: Option<&str> = None;
+    let offered = a.offered(name)?;
+    for o in offered.iter().filter(|o| !super::apt::opt_in(&o.suite)) {
+        if best.map_or(Ok(true), |b| AptRoot::version_gt(&o.version, b))? {
+            best = Some(&o.version);
         }
     }
-    Ok(best)
+    let Some(version) = best else { return Ok(None) };
+    Ok(a.entry(name, version)?.map(|e| fallback::pin_of(&e)))
 }
 
-/// `{ name = "…", version = "…", sha256 = "…" }`.
+/// `{ name = "…", version = "…", sha256 = "…" }`, and `suite = "…"` for a
+/// package with its own suite.
 fn inline(p: &PackagePin) -> InlineTable {
     let mut t = InlineTable::new();
     t.insert("name", p.name.as_str().into());
     t.insert("version", p.version.as_str().into());
     t.insert("sha256", p.sha256.as_str().into());
+    if let Some(suite) = &p.suite {
+        t.insert("suite", suite.as_str().into());
+    }
     t.fmt();
     t
 }
@@ -201,6 +222,9 @@ mod tests {
         let mut doc: DocumentMut = super::super::lock::EMBEDDED_LOCK.parse().expect("toml");
         doc["ethtool"]["packages"] = Item::Value(Value::Array(package_list(&lock.ethtool.packages)));
         doc["busybox"]["package"] = Item::Value(Value::InlineTable(inline(&lock.busybox.package)));
+        // [selftests] holds a package with its own suite (forky's ethtool).
+        assert!(lock.selftests.packages.iter().any(|p| p.suite.is_some()));
+        doc["selftests"]["packages"] = Item::Value(Value::Array(package_list(&lock.selftests.packages)));
         assert_eq!(doc.to_string(), super::super::lock::EMBEDDED_LOCK, "same values, same text");
     }
 }

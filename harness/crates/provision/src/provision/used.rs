@@ -32,7 +32,7 @@ mod tests {
     use super::*;
 
     fn pin(n: &str, v: &str) -> PackagePin {
-        PackagePin { name: n.into(), version: v.into(), sha256: String::new() }
+        PackagePin { name: n.into(), version: v.into(), sha256: String::new(), suite: None }
     }
 
     #[test]

@@ -269,8 +269,7 @@ impl Judging<'_> {
         if let Some(options) = &req.soak {
             // A soak's rounds are judged as a whole; the one-run traffic
             // checks (one plan, one RSS state) do not apply.
-            let (report, checks) =
-                super::soak::judge(options, &soak.unwrap_or_default(), traffic, r);
+            let (report, checks) = super::soak::judge(options, &soak.unwrap_or_default(), traffic, r);
             verdict.add_soak(report, checks);
         } else if let Some(t) = traffic {
             let input = TrafficInput {

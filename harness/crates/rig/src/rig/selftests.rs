@@ -17,8 +17,8 @@ use std::time::Duration;
 pub struct SelftestsRequest {
     /// `--tests` patterns (empty: the tests the rig knows, [`catalog::KNOWN`]).
     pub patterns: Vec<String>,
-    /// `--source`: the tree the tests come from (None: the pinned kernel's
-    /// Debian `linux-source-*` of the same version).
+    /// `--source`: the tree the tests come from (None: the Debian
+    /// `linux-source-<series>` pinned for the kernel's series, or its fallback).
     pub source: Option<SourceSpec>,
     /// Guest seconds one test program may take.
     pub timeout_s: u32,
@@ -48,12 +48,8 @@ pub struct PreparedSelftests {
 /// A selftest run that cannot be prepared.
 #[derive(Debug, thiserror::Error)]
 pub enum SelftestsError {
-    /// The cache has no selftest tools.
-    #[error(
-        "the selftests' guest tools are not provisioned in {} (the cache predates the lock's [selftests]): run \
-         `cargo xtask setup`",
-        cache.display()
-    )]
+    /// The cache has no selftest tools, even after provisioning them.
+    #[error("the selftests' guest tools are still missing in {} after setup", cache.display())]
     NoTools {
         /// The cache folder.
         cache: PathBuf,
@@ -66,14 +62,12 @@ pub enum SelftestsError {
     TooOld,
     /// The kernel has no pinned source and no `--source` was given.
     #[error(
-        "kernel {release} has no pinned Debian source of its version {version:?} in \
-         guest-images/kernel-sources.lock: name the tests' tree with --source"
+        "kernel {release} has no pinned Debian source of its series in guest-images/kernel-sources.lock: name the \
+         tests' tree with --source"
     )]
     NoSource {
         /// The kernel's release.
         release: String,
-        /// Its package version.
-        version: String,
     },
     /// The source cannot be downloaded or unpacked.
     #[error("the selftests' source {label}")]
@@ -133,29 +127,49 @@ impl From<crate::provision::ProvisionError> for SelftestsError {
 /// the selection, the baseline, the guest tools and the remote NIC's modules.
 ///
 /// # Errors
-/// [`SelftestsError`]: tools not provisioned, a kernel without a pinned
-/// source (and no `--source`), a source without the tests, a helper that does
-/// not build, a `--tests` pattern that matches nothing.
+/// [`SelftestsError`]: tools that cannot be provisioned, a kernel without a
+/// pinned source (and no `--source`), a source without the tests, a helper
+/// that does not build, a `--tests` pattern that matches nothing.
 pub fn prepare(
     req: &SelftestsRequest,
     prov: &Provisioned,
     kernel: &KernelInstall,
     dir: &Path,
 ) -> Result<PreparedSelftests, SelftestsError> {
-    let tools = prov.selftest_tools.as_ref().ok_or_else(|| SelftestsError::NoTools { cache: prov.cache.clone() })?;
+    // A cache that predates the lock's [selftests], or holds other pins of
+    // it: provisioned now, as a first run provisions everything.
+    let provisioned_now;
+    let tools = match prov.selftest_tools.as_ref() {
+        Some(t) => t,
+        None => {
+            eprintln!(
+                "manarig: the selftests' guest tools in {} are missing or pinned otherwise; provisioning them",
+                prov.cache.display()
+            );
+            provisioned_now =
+                crate::provision::setup(&prov.cache, &crate::provision::SetupOptions::default(), &mut |line| {
+                    eprintln!("setup: {line}")
+                })?;
+            provisioned_now
+                .selftest_tools
+                .as_ref()
+                .ok_or_else(|| SelftestsError::NoTools { cache: prov.cache.clone() })?
+        }
+    };
     let spec = match &req.source {
         Some(s) => s.clone(),
         None if kernel.release.starts_with("6.1.") => return Err(SelftestsError::TooOld),
         None => {
-            let version = kernel.packages.first().map(|p| p.version.as_str()).unwrap_or_default();
-            let pin = st::debian_source_of(version).ok_or_else(|| SelftestsError::NoSource {
-                release: kernel.release.clone(),
-                version: version.to_owned(),
-            })?;
+            let pin = st::debian_source_of(&kernel.release)
+                .ok_or_else(|| SelftestsError::NoSource { release: kernel.release.clone() })?;
             SourceSpec::Debian(pin)
         }
     };
     let mut progress = |line: &str| eprintln!("manarig: {line}");
+    // The pin itself while it is unpacked or in the archive, else the newest
+    // version of its package (the series), as kernel builds take it.
+    let spec = source::resolve(&spec, &prov.cache, &mut progress)
+        .map_err(|e| SelftestsError::Source { label: spec.label(), source: Box::new(e) })?;
     let src = source::prepare(&spec, &prov.cache, &mut progress)
         .map_err(|e| SelftestsError::Source { label: spec.label(), source: Box::new(e) })?;
     let series = st::series(&src).unwrap_or_default();

@@ -7,6 +7,12 @@
 //! failure fails the run. A case in the baseline that gives the result the
 //! baseline names is an expected one; any other result of it is judged as if
 //! it were not there (a pass is a pass, and the entry is reported as stale).
+//!
+//! `result = "flaky"` is for a case whose result depends on something the
+//! run does not control, and whose reason names it (stats.py's
+//! `procfs_downup_hammer` fails only once a packet was counted before its
+//! first read): it may fail or pass, and neither is stale. It never covers a
+//! skip or an expected failure.
 
 use super::ktap::Outcome;
 use serde::Deserialize;
@@ -27,6 +33,9 @@ pub enum Expected {
     Xfail,
     /// The case fails (`not ok`) because of the driver's limit.
     Fail,
+    /// The case fails or passes, depending on a condition its reason names
+    /// (both are expected; a pass is not stale).
+    Flaky,
 }
 
 impl Expected {
@@ -34,8 +43,21 @@ impl Expected {
     pub fn matches(self, outcome: Outcome) -> bool {
         matches!(
             (self, outcome),
-            (Expected::Skip, Outcome::Skip) | (Expected::Xfail, Outcome::Xfail) | (Expected::Fail, Outcome::Fail)
+            (Expected::Skip, Outcome::Skip)
+                | (Expected::Xfail, Outcome::Xfail)
+                | (Expected::Fail | Expected::Flaky, Outcome::Fail)
+                | (Expected::Flaky, Outcome::Pass)
         )
+    }
+
+    /// The word the baseline files use (`skip`, `xfail`, `fail`, `flaky`).
+    pub fn word(self) -> &'static str {
+        match self {
+            Expected::Skip => "skip",
+            Expected::Xfail => "xfail",
+            Expected::Fail => "fail",
+            Expected::Flaky => "flaky",
+        }
     }
 }
 
@@ -180,5 +202,18 @@ mod tests {
         assert!(!Expected::Skip.matches(Outcome::Fail));
         assert!(Expected::Fail.matches(Outcome::Fail));
         assert!(!Expected::Xfail.matches(Outcome::Pass));
+    }
+
+    #[test]
+    fn a_flaky_case_may_fail_or_pass_but_not_skip() {
+        let text = "[[expect]]\ncase = \"stats.procfs_downup_hammer\"\nresult = \"flaky\"\nreason = \"r\"\n";
+        let b = Baseline::parse("x", text, "b.toml").expect("parses");
+        let e = b.entry("stats.procfs_downup_hammer").expect("entry");
+        assert_eq!(e.result, Expected::Flaky);
+        assert!(e.result.matches(Outcome::Fail));
+        assert!(e.result.matches(Outcome::Pass));
+        assert!(!e.result.matches(Outcome::Skip));
+        assert!(!e.result.matches(Outcome::Xfail));
+        assert_eq!(e.result.word(), "flaky");
     }
 }

@@ -74,11 +74,24 @@ pub fn series(source: &Path) -> Option<String> {
     Some(format!("{}.{}", field("VERSION")?, field("PATCHLEVEL")?))
 }
 
-/// The Debian source package of a pinned kernel: the `linux-source-*` pin
-/// whose version is the kernel's (kernel-sources.lock pins the same versions
-/// as kernels.lock).
-pub fn debian_source_of(kernel_version: &str) -> Option<crate::kbuild::source::SourcePin> {
-    crate::kbuild::source::pins().ok()?.into_iter().find(|p| p.version == kernel_version)
+/// The upstream series (`7.3`, `6.12`) of a kernel's `uname -r`
+/// (`7.3.4+deb13-cloud-amd64`) or Debian version (`7.3.4-1~bpo13+1`, `1:…`).
+pub fn kernel_series(release_or_version: &str) -> Option<String> {
+    let v = release_or_version.split_once(':').map_or(release_or_version, |(_, rest)| rest);
+    let mut parts = v.split(|c: char| !c.is_ascii_digit());
+    let major: u32 = parts.next()?.parse().ok()?;
+    let minor: u32 = parts.next()?.parse().ok()?;
+    Some(format!("{major}.{minor}"))
+}
+
+/// The Debian source package of a kernel, by its series: the
+/// `linux-source-<series>` pin of guest-images/kernel-sources.lock, which
+/// pins the version kernels.lock pins. A kernel that fell back to a newer
+/// version of its series still finds it; the source then goes through the
+/// lock's own fallback (`crate::kbuild::source::resolve`).
+pub fn debian_source_of(kernel_release: &str) -> Option<crate::kbuild::source::SourcePin> {
+    let package = format!("linux-source-{}", kernel_series(kernel_release)?);
+    crate::kbuild::source::pins().ok()?.into_iter().find(|p| p.package == package)
 }
 
 /// `net.config` files for the tests' folders, as initramfs files written under `dir`.
@@ -127,8 +140,24 @@ mod tests {
     }
 
     #[test]
-    fn the_pinned_kernels_have_their_debian_sources() {
-        assert_eq!(debian_source_of("7.3.4-1~bpo13+1").map(|p| p.package).as_deref(), Some("linux-source-7.3"));
-        assert_eq!(debian_source_of("6.12.117-1").map(|p| p.package).as_deref(), Some("linux-source-6.12"));
+    fn a_kernel_finds_its_debian_source_by_series_whatever_its_patch_version() {
+        let pkg = |r: &str| debian_source_of(r).map(|p| p.package);
+        assert_eq!(pkg("7.3.4+deb13-cloud-amd64").as_deref(), Some("linux-source-7.3"));
+        assert_eq!(pkg("6.12.117+deb13-cloud-amd64").as_deref(), Some("linux-source-6.12"));
+        // A kernel the lock's track moved on (a newer ABI, a newer patch level).
+        assert_eq!(pkg("7.3.9+deb13-cloud-amd64").as_deref(), Some("linux-source-7.3"));
+        assert_eq!(pkg("6.12.121+deb13-cloud-amd64").as_deref(), Some("linux-source-6.12"));
+        assert_eq!(pkg("6.1.0-58-cloud-amd64").as_deref(), Some("linux-source-6.1"));
+        assert_eq!(pkg("5.10.0-30-cloud-amd64"), None, "no source pinned for the series");
+        assert_eq!(pkg("cloud"), None);
+    }
+
+    #[test]
+    fn the_series_reads_releases_and_debian_versions() {
+        assert_eq!(kernel_series("7.3.4-1~bpo13+1").as_deref(), Some("7.3"));
+        assert_eq!(kernel_series("1:6.12.117-1").as_deref(), Some("6.12"));
+        assert_eq!(kernel_series("6.12.117+deb13-cloud-amd64").as_deref(), Some("6.12"));
+        assert_eq!(kernel_series("7"), None);
+        assert_eq!(kernel_series(""), None);
     }
 }

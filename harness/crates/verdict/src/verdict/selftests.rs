@@ -10,7 +10,9 @@
 //! ([`crate::selftests::baseline`]) names that result with the driver fact
 //! that explains it: the check is then a SKIP whose message quotes the
 //! baseline. Anything else fails: an unexplained skip too, since every case
-//! that did not pass needs its reason.
+//! that did not pass needs its reason. A case the baseline calls `flaky`
+//! (it fails or passes on a condition the reason names) passes when it
+//! passes and is expected when it fails; neither makes its entry stale.
 
 use super::check::{Check, CheckStatus};
 use crate::guest_protocol::{GuestSelftests, SelftestExit};
@@ -109,11 +111,7 @@ fn outcome_word(o: Outcome) -> &'static str {
 }
 
 fn expected_word(e: Expected) -> &'static str {
-    match e {
-        Expected::Skip => "skip",
-        Expected::Xfail => "xfail",
-        Expected::Fail => "fail",
-    }
+    e.word()
 }
 
 /// A program's name in check names: its file without `.py` and folder
@@ -146,6 +144,7 @@ fn case_check(c: &CaseVerdict) -> Check {
     let got = outcome_word(c.outcome);
     let with_reason = if c.reason.is_empty() { got.to_owned() } else { format!("{got}: {}", c.reason) };
     let message = match (c.status, &c.baseline_reason, c.expected) {
+        (CheckStatus::Pass, Some(why), Some(Expected::Flaky)) => format!("ok (baseline: flaky: {why})"),
         (CheckStatus::Pass, _, _) => "ok".to_owned(),
         (CheckStatus::Skip, Some(why), _) => format!("expected {with_reason} (baseline: {why})"),
         (_, Some(_), Some(e)) => format!("{with_reason}; the baseline expects {}", expected_word(e)),
@@ -265,6 +264,8 @@ pub fn judge_selftests(input: &SelftestsInput<'_>) -> (SelftestsReport, Vec<Chec
             if judged.is_empty() {
                 stale.push(format!("{}: expected {}, absent", e.case, expected_word(e.result)));
             }
+            // A pass of a case the baseline expects to fail is stale; a
+            // flaky case's pass is one of its two expected results.
             for c in judged.into_iter().filter(|c| !e.result.matches(c.outcome) && c.outcome == Outcome::Pass) {
                 stale.push(format!("{}: expected {}, got ok", c.name, expected_word(e.result)));
             }
@@ -355,6 +356,36 @@ mod tests {
         assert_eq!(pause.status, CheckStatus::Fail);
         assert!(pause.message.contains("not in the baseline"), "{}", pause.message);
         assert_eq!(report.stale_baseline, ["stats.pkt_byte_sum: expected fail, got ok"]);
+    }
+
+    #[test]
+    fn a_flaky_case_is_expected_when_it_fails_and_passes_without_a_stale_entry_when_it_passes() {
+        let b = baseline(
+            "[[expect]]\ncase = \"stats.procfs_downup_hammer\"\nresult = \"flaky\"\nreason = \"fails once a packet was counted (mana, 7.3.4)\"\n",
+        );
+        let asked = vec!["stats.py".to_owned()];
+        for (line, outcome, status) in [
+            ("not ok 1 stats.procfs_downup_hammer", Outcome::Fail, CheckStatus::Skip),
+            ("ok 1 stats.procfs_downup_hammer", Outcome::Pass, CheckStatus::Pass),
+        ] {
+            let g = guest("stats.py", &format!("TAP version 13\n1..1\n{line}\n"), SelftestExit::Status(0));
+            let input = SelftestsInput { guest: &g, asked: &asked, baseline: &b, source: "s", setup_errors: &[] };
+            let (report, checks) = judge_selftests(&input);
+            let c = status_of(&checks, "selftests.stats.procfs_downup_hammer");
+            assert_eq!((report.programs[0].cases[0].outcome, c.status), (outcome, status), "{line}");
+            assert!(c.message.contains("packet was counted"), "{}", c.message);
+            assert!(report.stale_baseline.is_empty(), "{line}: {:?}", report.stale_baseline);
+        }
+        let g = guest(
+            "stats.py",
+            "TAP version 13\n1..1\nok 1 stats.procfs_downup_hammer # SKIP x\n",
+            SelftestExit::Status(0),
+        );
+        let input = SelftestsInput { guest: &g, asked: &asked, baseline: &b, source: "s", setup_errors: &[] };
+        let (_, checks) = judge_selftests(&input);
+        let c = status_of(&checks, "selftests.stats.procfs_downup_hammer");
+        assert_eq!(c.status, CheckStatus::Fail, "a skip is not one of a flaky case's results");
+        assert!(c.message.contains("the baseline expects flaky"), "{}", c.message);
     }
 
     #[test]

@@ -6,6 +6,7 @@
 use super::super::check::CheckStatus;
 use super::super::outcome::Verdict;
 use super::super::selftests::SelftestsReport;
+use crate::selftests::baseline::Expected;
 
 /// The section; empty for a run without selftests.
 pub(super) fn selftests(v: &Verdict) -> Vec<String> {
@@ -21,6 +22,9 @@ pub(super) fn selftests(v: &Verdict) -> Vec<String> {
             let why = if c.reason.is_empty() { String::new() } else { format!(": {}", c.reason) };
             let judged = match (c.status, &c.baseline_reason) {
                 (CheckStatus::Skip, Some(b)) => format!("expected ({b})"),
+                (CheckStatus::Pass, Some(b)) if c.expected == Some(Expected::Flaky) => {
+                    format!("passes (baseline: flaky: {b})")
+                }
                 (CheckStatus::Pass, Some(_)) => "passes: the baseline entry is stale".to_owned(),
                 (_, Some(_)) => "FAIL: the baseline expects another result".to_owned(),
                 _ => "FAIL: not in the baseline".to_owned(),
