@@ -175,7 +175,7 @@ impl RigOptions {
 
 /// `--traffic [FLOWS]`, `--traffic-bytes` and `--traffic-seconds`: the same
 /// options in `run` and `compare` (whose `--traffic` help speaks of both runs:
-/// [`COMPARE_TRAFFIC_HELP`]).
+/// `COMPARE_TRAFFIC_HELP`).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct TrafficArgs {
     /// Drive FLOWS TCP flows (no value or 0: twice the channel count) through the
