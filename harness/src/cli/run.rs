@@ -173,6 +173,42 @@ impl RigOptions {
     }
 }
 
+/// `--traffic [FLOWS]`, `--traffic-bytes` and `--traffic-seconds`: the same
+/// options in `run` and `compare` (whose `--traffic` help speaks of both runs:
+/// `COMPARE_TRAFFIC_HELP`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct TrafficArgs {
+    /// Drive FLOWS TCP flows (no value or 0: twice the channel count) through the
+    /// NIC between the guest and a peer in a private network namespace (needs
+    /// root), both directions, every byte checked; adds the rss_steering and
+    /// traffic_interrupts checks and where the interrupts and softirqs landed.
+    #[arg(long, value_name = "FLOWS", num_args = 0..=1, default_missing_value = "0")]
+    pub traffic: Option<u32>,
+    /// Bytes each traffic flow carries each way.
+    #[arg(long, value_name = "BYTES", default_value_t = crate::traffic::DEFAULT_BYTES, requires = "traffic")]
+    pub traffic_bytes: u64,
+    /// Seconds the flows may take (they stop there, failed, if not done).
+    #[arg(long, value_name = "S", default_value_t = crate::traffic::DEFAULT_SECONDS, requires = "traffic")]
+    pub traffic_seconds: u64,
+}
+
+/// `compare --traffic`'s help (the other traffic options read as `run`'s).
+const COMPARE_TRAFFIC_HELP: &str = "Drive FLOWS TCP flows (no value or 0: twice the channel count) through the NIC in \
+                                    both runs (as `run --traffic`) and compare where the load landed: busy cores with \
+                                    both SMT siblings busy, load outside the NIC's node";
+
+impl TrafficArgs {
+    /// The options as the rig takes them: `None` without `--traffic` (FLOWS 0
+    /// or missing: twice the channel count; a limit of at least one second).
+    pub fn options(&self) -> Option<crate::traffic::TrafficOptions> {
+        self.traffic.map(|flows| crate::traffic::TrafficOptions {
+            flows: (flows > 0).then_some(flows),
+            bytes: self.traffic_bytes,
+            limit: Duration::from_secs(self.traffic_seconds.max(1)),
+        })
+    }
+}
+
 /// Arguments of `run`.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
@@ -217,18 +253,9 @@ pub struct RunArgs {
     /// IRQ and queue tables and no kernel warnings.
     #[arg(long)]
     pub reprobe: bool,
-    /// Drive FLOWS TCP flows (no value or 0: twice the channel count) through the
-    /// NIC between the guest and a peer in a private network namespace (needs
-    /// root), both directions, every byte checked; adds the rss_steering and
-    /// traffic_interrupts checks and where the interrupts and softirqs landed.
-    #[arg(long, value_name = "FLOWS", num_args = 0..=1, default_missing_value = "0")]
-    pub traffic: Option<u32>,
-    /// Bytes each traffic flow carries each way.
-    #[arg(long, value_name = "BYTES", default_value_t = crate::traffic::DEFAULT_BYTES, requires = "traffic")]
-    pub traffic_bytes: u64,
-    /// Seconds the flows may take (they stop there, failed, if not done).
-    #[arg(long, value_name = "S", default_value_t = crate::traffic::DEFAULT_SECONDS, requires = "traffic")]
-    pub traffic_seconds: u64,
+    /// Packets through the NIC.
+    #[command(flatten)]
+    pub traffic: TrafficArgs,
     /// Make the emulated NIC misbehave (repeatable; also `[nic] inject = [..]`
     /// in the topology file): `status:CMD=CODE[@N]` (an error status for a
     /// GDMA/BNIC command, e.g. create_queue, create_dma_region, config_vport;
@@ -360,6 +387,7 @@ impl RunArgs {
 
 /// Arguments of `compare`.
 #[derive(Debug, clap::Args)]
+#[command(mut_arg("traffic", |a| a.help(COMPARE_TRAFFIC_HELP)))]
 pub struct CompareArgs {
     /// Topology file (TOML) (or a machine given with --from-*).
     #[arg(required_unless_present = "from_inputs", conflicts_with = "from_inputs")]
@@ -382,17 +410,9 @@ pub struct CompareArgs {
     /// The "after" kernel is this build (same as --after build:KEY).
     #[arg(long, value_name = "KEY|DIR")]
     pub after_build: Option<String>,
-    /// Drive FLOWS TCP flows (no value or 0: twice the channel count) through the NIC in both runs (as `run --traffic`)
-    /// and compare where the load landed: busy cores with both SMT siblings
-    /// busy, load outside the NIC's node.
-    #[arg(long, value_name = "FLOWS", num_args = 0..=1, default_missing_value = "0")]
-    pub traffic: Option<u32>,
-    /// Bytes each traffic flow carries each way.
-    #[arg(long, value_name = "BYTES", default_value_t = crate::traffic::DEFAULT_BYTES, requires = "traffic")]
-    pub traffic_bytes: u64,
-    /// Seconds the flows may take (they stop there, failed, if not done).
-    #[arg(long, value_name = "S", default_value_t = crate::traffic::DEFAULT_SECONDS, requires = "traffic")]
-    pub traffic_seconds: u64,
+    /// Packets through the NIC in both runs (`--traffic`'s help says so).
+    #[command(flatten)]
+    pub traffic: TrafficArgs,
     /// Make the emulated NIC misbehave in both runs, as `run --inject SPEC`
     /// (repeatable): each run is then judged by `driver_survived` alone.
     #[arg(long = "inject", value_name = "SPEC")]
@@ -455,16 +475,6 @@ pub(super) fn timings_line(outcome: &RunOutcome) -> String {
         t.boot_to_report.as_secs_f64(),
         t.total.as_secs_f64()
     )
-}
-
-/// `--traffic [FLOWS]`, `--traffic-bytes` and `--traffic-seconds` as the rig
-/// takes them (FLOWS 0 or missing: twice the channel count).
-fn traffic_options(flows: Option<u32>, bytes: u64, seconds: u64) -> Option<crate::traffic::TrafficOptions> {
-    flows.map(|flows| crate::traffic::TrafficOptions {
-        flows: (flows > 0).then_some(flows),
-        bytes,
-        limit: Duration::from_secs(seconds.max(1)),
-    })
 }
 
 /// One line on how the traffic went: flows verified on both ends, or why not.
@@ -567,7 +577,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
     request.reprobe = args.reprobe;
     request.scenario = args.scenario.to_file();
     request.device_fault = device_fault;
-    request.traffic = traffic_options(args.traffic, args.traffic_bytes, args.traffic_seconds);
+    request.traffic = args.traffic.options();
     request.inject.clone_from(&args.inject);
     request.selftests = selftests;
     match run_one(&request) {
@@ -707,7 +717,7 @@ pub fn compare(args: &CompareArgs) -> ExitCode {
         let name = run_name(topology, &kernel.label);
         eprintln!("manarig: running {name}");
         let mut request = args.rig.request_for(topology, &kernel, None);
-        request.traffic = traffic_options(args.traffic, args.traffic_bytes, args.traffic_seconds);
+        request.traffic = args.traffic.options();
         request.inject.clone_from(&args.inject);
         // One console file per boot: FILE.before and FILE.after.
         request.console_log = args.rig.console.as_ref().map(|p| {
@@ -757,6 +767,7 @@ pub fn compare(args: &CompareArgs) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
 
     #[test]
     fn rig_cmdline_refuses_the_agents_own_items() {
@@ -769,5 +780,46 @@ mod tests {
         assert!(rig_cmdline_item("a b").is_err());
         assert!(rig_cmdline_item("x=\"y manarig.load=z\"").is_err(), "hidden in a quoted value");
         assert!(rig_cmdline_item("dyndbg=\"module mana +p\"").is_ok());
+    }
+
+    /// `run` and `compare` parsed from `args` (after the command and a topology).
+    fn traffic_of_both(args: &[&str]) -> [Option<crate::traffic::TrafficOptions>; 2] {
+        let parse = |command: &str| {
+            let argv = ["manarig", command, "topologies/seed-002.toml"].into_iter().chain(args.iter().copied());
+            let cli = super::super::Cli::try_parse_from(argv).unwrap_or_else(|e| panic!("{command} {args:?}: {e}"));
+            match cli.command {
+                super::super::Command::Run(a) => a.traffic.options(),
+                super::super::Command::Compare(a) => a.traffic.options(),
+                other => panic!("{other:?}"),
+            }
+        };
+        [parse("run"), parse("compare")]
+    }
+
+    #[test]
+    fn run_and_compare_parse_the_same_traffic_flags_to_the_same_options() {
+        use crate::traffic::{TrafficOptions, DEFAULT_BYTES, DEFAULT_SECONDS};
+        let opts = |flows, bytes, seconds| Some(TrafficOptions { flows, bytes, limit: Duration::from_secs(seconds) });
+        let cases: [(&[&str], Option<TrafficOptions>); 6] = [
+            (&[], None),
+            (&["--traffic"], opts(None, DEFAULT_BYTES, DEFAULT_SECONDS)),
+            (&["--traffic", "0"], opts(None, DEFAULT_BYTES, DEFAULT_SECONDS)),
+            (&["--traffic", "3"], opts(Some(3), DEFAULT_BYTES, DEFAULT_SECONDS)),
+            (&["--traffic=5", "--traffic-bytes", "16384", "--traffic-seconds", "7"], opts(Some(5), 16384, 7)),
+            // A limit of 0 s would stop the flows before they start: at least 1 s.
+            (&["--traffic-seconds", "0", "--traffic"], opts(None, DEFAULT_BYTES, 1)),
+        ];
+        for (args, want) in cases {
+            let [run, compare] = traffic_of_both(args);
+            assert_eq!(run, want, "run {args:?}");
+            assert_eq!(compare, run, "compare {args:?}");
+        }
+        // Both refuse the byte and time options without --traffic, and a FLOWS that is not a number.
+        for args in [&["--traffic-bytes", "1"][..], &["--traffic-seconds", "1"], &["--traffic", "many"]] {
+            for command in ["run", "compare"] {
+                let argv = ["manarig", command, "topologies/seed-002.toml"].into_iter().chain(args.iter().copied());
+                assert!(super::super::Cli::try_parse_from(argv).is_err(), "{command} {args:?}");
+            }
+        }
     }
 }

@@ -158,6 +158,7 @@ const DRY_RUN_FIRST_IRQ: u32 = 24;
 impl PairRunner for ModelRunner {
     fn run(&self, pair: &PlannedPair, topology: &Topology, kernel: &ResolvedKernel) -> Result<Observation, PairError> {
         let expected = expected_table(&topology.to_qemu_numbering(), kernel.gen);
+        // A dry run of the formats (no guest): the model's table stands in for one.
         let observed = Observed::as_model_predicts(&expected, DRY_RUN_BDF, DRY_RUN_FIRST_IRQ);
         let mut verdict = judge(topology, &observed, &expected);
         verdict.run.name.clone_from(&pair.name);

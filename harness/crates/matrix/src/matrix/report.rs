@@ -358,6 +358,7 @@ mod tests {
             crate::verdict::Observed::as_model_predicts(&expected_table(&topo, KernelGen::V6_12), "0000:41:00.0", 24);
         let mut v = crate::verdict::judge(&topo, &guest, &expected_table(&topo, KernelGen::V6_1));
         // The guest ran 6.12 (irq_setup, seed 002's table), the 6.1 model wants one CPU each.
+        // (The model's 6.12 table as the guest: the test is about the mismatch's wording.)
         v.status = Status::Fail;
         assert_eq!(first_mismatch(&v).as_deref(), Some("mana_q0: expected 1, got 0-1"));
         v.status = Status::Pass;

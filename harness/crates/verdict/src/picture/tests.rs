@@ -9,7 +9,8 @@ fn topology(name: &str) -> Topology {
 }
 
 /// A verdict whose guest did what the model predicts, every vector fired once on the
-/// first CPU of its affinity.
+/// first CPU of its affinity. The pictures' tests are about drawing a verdict, not
+/// about the table's correctness: the model's table is the guest here on purpose.
 fn verdict(t: &Topology, k: KernelGen) -> Verdict {
     let table = expected_table(&t.to_qemu_numbering(), k);
     let observed = Observed::as_model_predicts(&table, "0000:41:00.0", 24);
@@ -279,6 +280,7 @@ fn under_traffic_every_cpu_carries_its_interrupts_and_softirqs_and_the_busiest_i
 fn a_failed_run_names_its_first_failed_check_above_the_machine() {
     let t = topology("seed-002");
     // The guest ran 6.12 (irq_setup); judged by the 6.1 model, every vector is off.
+    // (The model's 6.12 table as the guest: the test is about the picture's title.)
     let q = t.to_qemu_numbering();
     let observed = Observed::as_model_predicts(&expected_table(&q, KernelGen::V6_12), "0000:41:00.0", 24);
     let v = judge(&t, &observed, &expected_table(&q, KernelGen::V6_1));
@@ -296,6 +298,7 @@ fn two_nics_show_each_nics_irqs_and_the_combined_load() {
     let t = topology("two-nics-small");
     let mut v = verdict(&t, KernelGen::V6_12);
     let only = t.with_only_nic(1).expect("nic 1");
+    // Both guests are the model's tables: the test is about drawing two NICs' load.
     let table1 = expected_table(&only.to_qemu_numbering(), KernelGen::V6_12);
     let observed1 = Observed::as_model_predicts(&table1, "0000:51:00.0", 40);
     let table0 = expected_table(&t.with_only_nic(0).expect("nic 0").to_qemu_numbering(), KernelGen::V6_12);

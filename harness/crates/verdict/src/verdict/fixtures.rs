@@ -35,8 +35,64 @@ pub(super) fn guest_table(t: &Topology, k: &str) -> ExpectedTable {
     expected_table(&t.to_qemu_numbering(), kernel(k))
 }
 
-/// One (topology, kernel) run: the topology, the model's table and a guest report that
-/// starts as exactly what the model predicts.
+/// A guest report written out by hand, not from the model: the NIC at [`BDF`] on
+/// `nic_node`, MSI-X vector i with `smp_affinity_list` = `rows[i]`, named in
+/// `kernel`'s scheme (`mana_hwc`, then `mana_q<i-1>` on 6.x, `mana_msi<i>` on 7.x:
+/// gdma_main.c `mana_gd_setup_irqs()` / `mana_gd_setup_dyn_irqs()`), its mask as
+/// `affinity_hint` except the indices in `no_hint`, IRQ numbers from [`FIRST_IRQ`]
+/// up, each fired once on its mask's first CPU (of `nr_cpus`). The release is a
+/// Debian kernel of that generation.
+pub(super) fn guest_report(
+    kernel: KernelGen,
+    nic_node: Option<i32>,
+    nr_cpus: u32,
+    rows: &[&str],
+    no_hint: &[usize],
+) -> Observed {
+    let release = match kernel {
+        KernelGen::V6_1 => "6.1.0-37-cloud-amd64",
+        KernelGen::V6_3 => "6.6.0-custom",
+        KernelGen::V6_12 => "6.12.117+deb13-cloud-amd64",
+        KernelGen::V7 => "7.3.4+deb14-cloud-amd64",
+    };
+    let vectors = rows
+        .iter()
+        .zip(FIRST_IRQ..)
+        .enumerate()
+        .map(|(i, (cpus, irq))| {
+            let m = mask(cpus);
+            let first = m.first().expect("non-empty mask");
+            let mut counts = vec![0; nr_cpus as usize];
+            counts[first as usize] = 1;
+            let short = match (i, kernel) {
+                (0, _) => "mana_hwc".to_owned(),
+                (_, KernelGen::V7) => format!("mana_msi{i}"),
+                _ => format!("mana_q{}", i - 1),
+            };
+            ObservedVector {
+                irq,
+                name: format!("{short}@pci:{BDF}"),
+                affinity_hint: (!no_hint.contains(&i)).then(|| m.clone()),
+                smp_affinity: m,
+                effective: Some(CpuMask::single(first)),
+                counts,
+            }
+        })
+        .collect();
+    Observed {
+        kernel_release: release.to_owned(),
+        kernel,
+        model_basis: crate::model::ModelBasis::Release,
+        accel: "tcg".to_owned(),
+        nic_bdf: Some(BDF.to_owned()),
+        nic_numa_node: nic_node,
+        vectors,
+        probe_ok: true,
+        dmesg_mana: Vec::new(),
+    }
+}
+
+/// One (topology, kernel) run: the topology, the model's table and a guest report.
 pub(crate) struct Run {
     pub(super) topo: Topology,
     pub(super) table: ExpectedTable,
@@ -44,10 +100,23 @@ pub(crate) struct Run {
 }
 
 impl Run {
+    /// The guest report starts as exactly what the model predicts: for tests that
+    /// edit it into a wrong one (a fail path), or that are about something other
+    /// than the table's correctness (formats, stages, baselines). A test of a pass
+    /// path uses [`Run::seen`] with a table from a seed or the kernel's algorithm.
     pub(crate) fn new(name: &str, k: &str) -> Self {
         let topo = topo(name);
         let table = guest_table(&topo, k);
         let observed = Observed::as_model_predicts(&table, BDF, FIRST_IRQ);
+        Self { topo, table, observed }
+    }
+
+    /// topologies/NAME.toml on kernel `k` with a guest report written out by hand
+    /// ([`guest_report`]).
+    pub(crate) fn seen(name: &str, k: &str, observed: Observed) -> Self {
+        let topo = topo(name);
+        let table = guest_table(&topo, k);
+        assert_eq!(observed.kernel, table.kernel, "the report is for the run's kernel");
         Self { topo, table, observed }
     }
 

@@ -1,15 +1,24 @@
-//! Verdict and report tests. Guest reports are built from the model itself (what a
-//! correct kernel shows) or from a seed's table; every hard-coded value names its source.
+//! Verdict and report tests. A pass path judges a guest report written out from a
+//! seed's table or the kernel's algorithm (`guest_report`), never the model's own
+//! table; a fail path may start from the model's table and make the guest differ.
+//! Every hard-coded value names its source.
 
 use super::fixtures::*;
 use super::*;
 use crate::cpulist::CpuMask;
+use crate::model::KernelGen;
 
 // ---------------------------------------------------------------- verdict
 
+/// Seed 002 on 6.12 as a guest shows it, MSI-X 0..8: the HWC on CPU 0 (9 vectors on
+/// 8 CPUs, so mana_gd_setup_irqs() gives it cpumask_local_spread(0, 0)), then the
+/// seed's table for the 8 queues (topologies/seed-002.toml: the commit message of
+/// 91bfe210e196, irq_setup()).
+const SEED_002_6_12: [&str; 9] = ["0", "0-1", "2-3", "0-1", "2-3", "4-5", "6-7", "4-5", "6-7"];
+
 #[test]
-fn seed_002_on_6_12_as_the_model_predicts_passes() {
-    let run = Run::new("seed-002", "6.12");
+fn seed_002_on_6_12_showing_the_seed_s_table_passes() {
+    let run = Run::seen("seed-002", "6.12", guest_report(KernelGen::V6_12, Some(0), 8, &SEED_002_6_12, &[]));
     let v = run.judge();
     assert_eq!(v.status, Status::Pass, "{:#?}", v.failures().collect::<Vec<_>>());
     assert_eq!(v.status, Status::Pass);
@@ -27,7 +36,11 @@ fn seed_002_on_6_12_as_the_model_predicts_passes() {
 #[test]
 fn seed_002_on_7x_matches_the_msi_names() {
     // 7.x names vectors mana_msi<k> for MSI-X k (gdma_main.c mana_gd_setup_dyn_irqs()).
-    let run = Run::new("seed-002", "7.x");
+    // Its table (kernel algorithm, as model/src/model/golden_tests.rs's
+    // seed_002_on_7x_dynamic_msix_goes_linear): the HWC on the siblings of hop 0's
+    // first CPU, 0-1; 9 vectors > 8 CPUs, so mana_irq_setup_linear() gives queue k CPU k.
+    let rows = ["0-1", "0", "1", "2", "3", "4", "5", "6", "7"];
+    let run = Run::seen("seed-002", "7.x", guest_report(KernelGen::V7, Some(0), 8, &rows, &[]));
     let v = run.judge();
     assert_eq!(v.status, Status::Pass, "{:#?}", v.failures().collect::<Vec<_>>());
     assert_eq!(v.vectors[4].name, "mana_msi4");
@@ -189,7 +202,14 @@ fn a_guest_on_another_kernel_fails_the_kernel_check() {
 fn vectors_left_at_the_default_expect_no_hint() {
     // R15: the NIC on a memory-only node gives no hop masks, so irq_setup() places nothing
     // and the queue vectors keep the default affinity (all online CPUs) with no hint.
-    let run = Run::new("r15-memory-only-small", "6.12");
+    // The HWC (9 vectors on 8 CPUs): cpumask_local_spread(0, 3) walks node 3's
+    // distances, whose nearest CPUs are node 1's (17), so CPU 4 (the file's [expect]).
+    let rows = ["4", "0-7", "0-7", "0-7", "0-7", "0-7", "0-7", "0-7", "0-7"];
+    let run = Run::seen(
+        "r15-memory-only-small",
+        "6.12",
+        guest_report(KernelGen::V6_12, Some(3), 8, &rows, &[1, 2, 3, 4, 5, 6, 7, 8]),
+    );
     assert_eq!(run.observed.vectors[1].affinity_hint, None);
     let v = run.judge();
     assert_eq!(v.status, Status::Pass, "{:#?}", v.failures().collect::<Vec<_>>());
@@ -210,7 +230,8 @@ fn a_predicted_probe_failure_passes_when_the_probe_fails() {
     let topo = crate::topology::Topology::from_toml_str("seed-002-tiny", &topo_text).expect("valid");
     let table = guest_table(&topo, "6.12");
     assert!(table.probe_error.is_some());
-    let observed = Observed::as_model_predicts(&table, BDF, FIRST_IRQ);
+    // The guest: probe failed, so no MANA IRQs in /proc/interrupts.
+    let observed = Observed { probe_ok: false, ..guest_report(KernelGen::V6_12, Some(0), 8, &[], &[]) };
     assert!(!observed.probe_ok && observed.vectors.is_empty());
     let v = judge(&topo, &observed, &table);
     assert_eq!(v.status, Status::Pass, "{:#?}", v.failures().collect::<Vec<_>>());

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::model::{expected_table, KernelGen};
-use crate::verdict::fixtures::{Run, BDF, FIRST_IRQ};
+use crate::verdict::fixtures::{guest_report, Run, BDF, FIRST_IRQ};
 use crate::verdict::guest_irqs::Observed;
 use Property::{Balance as B, Locality as L, Placed as P};
 
@@ -37,6 +37,9 @@ const BROKEN: &[(&str, [&[Property]; 4])] = &[
     ("r24-no-smt", [&[], &[], &[], &[]]),
 ];
 
+// The model's own tables (Run::new, as_model_predicts) are the subject here: the
+// properties oracle, which does not use the model, judges them; not the verdict
+// against the same model.
 #[test]
 fn the_model_tables_keep_the_properties_their_kernel_keeps() {
     for (file, per_kernel) in BROKEN {
@@ -61,6 +64,8 @@ fn hop_aware_sibling_aware_spreads_keep_every_property_on_random_machines() {
         let memory_only_nic = t.nic().node.is_some_and(|n| t.node_cpus(n).is_empty());
         for gen in KernelGen::ALL {
             let table = expected_table(&guest, gen);
+            // The model's table on a random machine is the subject: the properties
+            // oracle (no model) judges it.
             let checks = evaluate(&t, &Observed::as_model_predicts(&table, BDF, FIRST_IRQ));
             let at = format!("{} on {gen}: {checks:#?}", t.name());
             for always in [Property::Online, Property::SiblingGroups] {
@@ -81,9 +86,11 @@ fn hop_aware_sibling_aware_spreads_keep_every_property_on_random_machines() {
     }
 }
 
-/// Seed 002 on 6.12 (HWC 0; queues 0-1 2-3 0-1 2-3 4-5 6-7 4-5 6-7), then `edit`.
+/// Seed 002 on 6.12 (HWC 0; queues 0-1 2-3 0-1 2-3 4-5 6-7 4-5 6-7: the seed's
+/// table, topologies/seed-002.toml), then `edit`.
 fn seed_002(edit: impl FnOnce(&mut Run)) -> Vec<Check> {
-    let mut run = Run::new("seed-002", "6.12");
+    let rows = ["0", "0-1", "2-3", "0-1", "2-3", "4-5", "6-7", "4-5", "6-7"];
+    let mut run = Run::seen("seed-002", "6.12", guest_report(KernelGen::V6_12, Some(0), 8, &rows, &[]));
     assert!(failing(&evaluate(&run.topo, &run.observed)).is_empty());
     edit(&mut run);
     evaluate(&run.topo, &run.observed)
@@ -137,8 +144,11 @@ fn half_a_sibling_group_of_four_threads_breaks_sibling_groups() {
                 threads = 4\n[[numa.nodes]]\ncpus = \"0-7\"\nmemory_mib = 512\n[nic]\nnuma_node = 0\n\
                 [expect]\nverdict = \"pass\"\nsource = \"t\"\n";
     let topo = Topology::from_toml_str("smt4.toml", text).expect("valid");
-    let table = expected_table(&topo, KernelGen::V6_12);
-    let mut observed = Observed::as_model_predicts(&table, BDF, FIRST_IRQ);
+    // 6.12 on 8 CPUs with a 9-entry table (kernel algorithm): the HWC gets
+    // cpumask_local_spread(0, 0) = CPU 0; irq_setup() gives the 8 queues whole
+    // sibling groups of hop 0, each group once a round: 0-3, 4-7, 0-3, …
+    let rows = ["0", "0-3", "4-7", "0-3", "4-7", "0-3", "4-7", "0-3", "4-7"];
+    let mut observed = guest_report(KernelGen::V6_12, Some(0), 8, &rows, &[]);
     assert!(failing(&evaluate(&topo, &observed)).is_empty(), "6.12 gives whole groups 0-3, 4-7");
     let half: crate::cpulist::CpuMask = "4-5".parse().expect("cpulist");
     observed.vectors[2].smp_affinity = half.clone();

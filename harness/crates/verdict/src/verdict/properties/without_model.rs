@@ -72,6 +72,8 @@ mod tests {
         use crate::verdict::{fixtures::offlined_after, judge_staged, table_at, StageFacts};
         let (t, last) = offlined_after("seed-002", "2-3");
         let at = expected_stages(&t.to_qemu_numbering(), KernelGen::V6_12);
+        // The model's table after the hotplug, shown at the probe too: a fail path on
+        // purpose; the test is about which checks a verdict without the model keeps.
         let seen = Observed::as_model_predicts(table_at(&at, &last), "0000:42:00.0", 40);
         let facts = StageFacts::default();
         let v = judge_staged(&t, &at, &[("probe", &seen, facts.clone())], &last, &seen, facts);
