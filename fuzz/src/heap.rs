@@ -3,11 +3,35 @@
 //! only by the `persistent` target (fuzz_targets/persistent.rs).
 //! libFuzzer's own memory (its corpus, its tables) is C++ and not counted,
 //! so a growing corpus is not taken for a leak of the device.
+//!
+//! Each thread also counts what it allocates and frees
+//! ([`net_bytes_of_this_thread`]), so that a test of the growth watch can
+//! measure its own allocations while other tests run beside it.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// Bytes this thread allocated minus bytes it freed (const-initialised
+    /// and without a destructor, so reading it never allocates).
+    static NET: Cell<isize> = const { Cell::new(0) };
+}
+
+/// Counts `added` bytes more and `removed` fewer, on the whole and for this
+/// thread (a thread being torn down no longer has its counter: skipped).
+fn count(added: usize, removed: usize) {
+    if added > 0 {
+        LIVE.fetch_add(added, Ordering::Relaxed);
+    }
+    if removed > 0 {
+        LIVE.fetch_sub(removed, Ordering::Relaxed);
+    }
+    let delta = added.cast_signed().wrapping_sub(removed.cast_signed());
+    let _ = NET.try_with(|net| net.set(net.get().wrapping_add(delta)));
+}
 
 /// The system allocator, counting the bytes live.
 #[derive(Debug)]
@@ -20,7 +44,7 @@ unsafe impl GlobalAlloc for Counting {
         // SAFETY: forwarded as is (see the impl).
         let ptr = unsafe { System.alloc(layout) };
         if !ptr.is_null() {
-            LIVE.fetch_add(layout.size(), Ordering::Relaxed);
+            count(layout.size(), 0);
         }
         ptr
     }
@@ -29,7 +53,7 @@ unsafe impl GlobalAlloc for Counting {
         // SAFETY: forwarded as is (see the impl).
         let ptr = unsafe { System.alloc_zeroed(layout) };
         if !ptr.is_null() {
-            LIVE.fetch_add(layout.size(), Ordering::Relaxed);
+            count(layout.size(), 0);
         }
         ptr
     }
@@ -37,15 +61,14 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: forwarded as is (see the impl).
         unsafe { System.dealloc(ptr, layout) };
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        count(0, layout.size());
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: forwarded as is (see the impl).
         let new = unsafe { System.realloc(ptr, layout, new_size) };
         if !new.is_null() {
-            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-            LIVE.fetch_add(new_size, Ordering::Relaxed);
+            count(new_size, layout.size());
         }
         new
     }
@@ -55,6 +78,13 @@ unsafe impl GlobalAlloc for Counting {
 /// the global allocator).
 pub fn live_bytes() -> usize {
     LIVE.load(Ordering::Relaxed)
+}
+
+/// Bytes this thread allocated through [`Counting`] minus the bytes it
+/// freed (what another thread frees of them counts there); 0 where
+/// [`Counting`] is not the global allocator.
+pub fn net_bytes_of_this_thread() -> isize {
+    NET.try_with(Cell::get).unwrap_or(0)
 }
 
 /// Resident memory of this process in bytes (`/proc/self/statm`, field 2,

@@ -28,3 +28,9 @@ pub mod ops;
 pub mod targets;
 pub mod threads;
 pub mod wire_session;
+
+/// The fuzz crate's tests count their heap (the growth watch's tests
+/// measure what the watch itself holds).
+#[cfg(test)]
+#[global_allocator]
+static HEAP: heap::Counting = heap::Counting;

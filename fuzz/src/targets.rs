@@ -219,12 +219,15 @@ pub fn persistent(data: &[u8]) {
     DEVICE.with(|cell| {
         let mut slot = cell.borrow_mut();
         let (machine, watch) = slot.get_or_insert_with(|| {
-            (crate::machine::Prepared::build(&spec(TWO_QUEUES)).into_machine(), Watch::default())
+            let machine = crate::machine::Prepared::build(&spec(TWO_QUEUES)).into_machine();
+            let watch = Watch::new(&machine.drv.dev.footprint());
+            (machine, watch)
         });
         run_ops(machine, data);
         machine.drv.forget_history();
         machine.drv.remap_dma(crate::support::checkpoint::DmaView::Ram);
-        if let Err(growth) = watch.record(&machine.drv.dev.footprint(), live_bytes()) {
+        let live = live_bytes();
+        if let Err(growth) = watch.record(&machine.drv.dev.footprint(), live) {
             panic!(
                 "persistent device: {growth} (after {} inputs; resident memory {} MiB)",
                 watch.inputs(),
