@@ -119,10 +119,7 @@ mod tests {
     #[test]
     fn netdev_counters_read_every_pair_and_dashes_as_unknown() {
         let c = NetdevRxCounters::parse("eth0", "rx_packets=1204 rx_dropped=0 rx_missed_errors=- rx_new=7").unwrap();
-        assert_eq!(
-            c,
-            NetdevRxCounters { netdev: "eth0".into(), packets: Some(1204), dropped: Some(0), missed: None }
-        );
+        assert_eq!(c, NetdevRxCounters { netdev: "eth0".into(), packets: Some(1204), dropped: Some(0), missed: None });
     }
 
     #[test]
