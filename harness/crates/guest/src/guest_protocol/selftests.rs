@@ -118,13 +118,16 @@ mod tests {
 
     #[test]
     fn netdev_counters_read_every_pair_and_dashes_as_unknown() {
-        let c = NetdevRxCounters::parse("eth0", "rx_packets=1204 rx_dropped=0 rx_missed_errors=- rx_new=7").unwrap();
+        let c = NetdevRxCounters::parse("eth0", "rx_packets=1204 rx_dropped=0 rx_missed_errors=- rx_new=7")
+            .expect("a line the agent prints");
         assert_eq!(c, NetdevRxCounters { netdev: "eth0".into(), packets: Some(1204), dropped: Some(0), missed: None });
     }
 
     #[test]
     fn netdev_counters_refuse_a_pair_without_a_number() {
-        assert!(NetdevRxCounters::parse("eth0", "rx_dropped=many").unwrap_err().contains("rx_dropped"));
-        assert!(NetdevRxCounters::parse("eth0", "rx_dropped").unwrap_err().contains("NAME=VALUE"));
+        let not_a_number = NetdevRxCounters::parse("eth0", "rx_dropped=many").expect_err("not a number");
+        assert!(not_a_number.contains("rx_dropped"), "{not_a_number}");
+        let no_pair = NetdevRxCounters::parse("eth0", "rx_dropped").expect_err("no `=`");
+        assert!(no_pair.contains("NAME=VALUE"), "{no_pair}");
     }
 }

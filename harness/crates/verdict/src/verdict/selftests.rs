@@ -559,7 +559,7 @@ mod tests {
         assert_eq!((device.delivered, device.no_wqe, device.unusable_buffer, device.unsteered), (100, 7, 2, 4));
         assert_eq!(device.dropped(), 13);
         assert_eq!(report.rx.guest.and_then(|c| c.dropped), Some(0));
-        let json = serde_json::to_value(judge_selftests(&input).0).unwrap();
+        let json = serde_json::to_value(judge_selftests(&input).0).expect("the report as JSON");
         assert_eq!(json["rx"]["device"]["no_wqe"], 7, "{json}");
         assert_eq!(json["rx"]["guest"]["missed"], 0, "{json}");
     }
