@@ -692,6 +692,24 @@ run_selftests() {
 	done
 	IFS=$old_ifs
 	up; T_SELFTESTS_END=$UP
+	selftest_netdev_counters
+}
+
+# The MANA netdev's receive counters since the probe, after the selftests,
+# into ST_NETDEV: `<netdev>: rx_packets=N rx_dropped=N rx_missed_errors=N`
+# (/sys/class/net/<netdev>/statistics: what the driver's get_stats64 and the
+# core's drops say; the report's `selftest-netdev`), so that a test that
+# missed packets shows whether the guest dropped them.
+ST_NETDEV=
+selftest_netdev_counters() {
+	s="$R/sys/class/net/$NETDEV/statistics"
+	[ -d "$s" ] || return 0
+	ST_NETDEV="$NETDEV:"
+	for c in rx_packets rx_dropped rx_missed_errors; do
+		v=-
+		[ -r "$s/$c" ] && read -r v < "$s/$c"
+		ST_NETDEV="$ST_NETDEV $c=$v"
+	done
 }
 
 IRQB=- T_IRQB=- T_IRQB_END=-
@@ -825,6 +843,7 @@ report_body() {
 			echo "selftest-exit $t: $rc $secs"
 		done < "$R"/tmp/selftest.exits
 	fi
+	[ -n "$ST_NETDEV" ] && echo "selftest-netdev $ST_NETDEV"
 	[ -s "$R"/tmp/irqbalance.samples ] && while read -r l; do echo "$l"; done < "$R"/tmp/irqbalance.samples
 	for t in steps rounds; do
 		[ -s "$R/tmp/soak.$t" ] && while read -r l; do echo "$l"; done < "$R/tmp/soak.$t"

@@ -48,4 +48,14 @@ pub struct Totals {
     /// Received frames no RQ was chosen for (vPort RX off, no RQ configured,
     /// the RQ gone, a runt).
     pub rx_unsteered: u64,
+    /// Received frames steered to an RQ that had no WQE posted (a subset of
+    /// `rx.drops`; the rest of `rx.drops` found a buffer they could not use
+    /// and completed with CQE_RX_TRUNCATED).
+    #[serde(default)]
+    pub rx_no_wqe: u64,
+    /// RX completions lost because their CQ's backlog was full (device-model
+    /// `queues::MAX_BACKLOG`): the frame was written but the driver never
+    /// hears of it. Counted in `rx.packets` too.
+    #[serde(default)]
+    pub rx_cqe_lost: u64,
 }

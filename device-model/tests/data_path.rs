@@ -438,6 +438,8 @@ fn frames_without_a_posted_buffer_are_dropped_and_counted() {
     assert!(verdicts[512..].iter().all(|v| *v == RxVerdict::NoBuffer { rq: pair.rq.id }));
     let t = traffic(&drv, WqKind::Rq, pair.rq.id);
     assert_eq!((t.packets, t.drops, t.errors), (512, 8, 0));
+    let totals = drv.dev.snapshot().counters.traffic;
+    assert_eq!((totals.rx_no_wqe, totals.rx_cqe_lost, totals.rx_unsteered), (8, 0, 0), "the reason is said");
     // Once the driver runs, it takes all 512 in order and reposts them.
     drv.unmask(drv.vector_of(pair)).unwrap();
     assert_eq!(drv.received_on(pair.rq.id).len(), 512);
@@ -573,6 +575,7 @@ fn rx_wqes_with_unusable_buffers_complete_as_truncated() {
     let t = traffic(&drv, WqKind::Rq, rq.id);
     assert_eq!((t.packets, t.drops, t.errors), (1, 7, 7));
     assert_eq!(drv.dev.snapshot().counters.guest_errors["rx wqe"], 7);
+    assert_eq!(drv.dev.snapshot().counters.traffic.rx_no_wqe, 0, "a buffer was there, unusable");
 }
 
 #[test]

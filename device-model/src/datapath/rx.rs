@@ -15,7 +15,8 @@
 //! - no RQ chosen (vPort RX off, no default RQ, the RQ destroyed) or a
 //!   frame shorter than an Ethernet header: dropped, counted in
 //!   [`super::Totals::rx_unsteered`];
-//! - the RQ has no WQE posted: dropped, counted on the RQ;
+//! - the RQ has no WQE posted: dropped, counted on the RQ and in
+//!   [`super::Totals::rx_no_wqe`];
 //! - the WQE's buffers cannot take the frame (too small, an SGE with another
 //!   memory key, of zero length, outside guest memory, overlapping another
 //!   SGE of the WQE, an inline OOB that is not 8 bytes, no SGE or more than
@@ -149,6 +150,7 @@ fn deliver(
         Ok(Some(slot)) => slot,
         Ok(None) => {
             env.dropped(WqKind::Rq, rq_id, false);
+            env.totals.rx_no_wqe += 1;
             return RxVerdict::NoBuffer { rq: rq_id };
         }
         Err(source) => {
@@ -209,6 +211,7 @@ fn deliver(
     }
     let cqe = completion(oob.as_bytes(), rq_id, false);
     if let Err(err) = env.queues.post_cqe(env.mem, env.irq, cq_id, cqe) {
+        env.totals.rx_cqe_lost += 1;
         faults.push(err.into());
     }
     verdict

@@ -300,6 +300,24 @@ fn cpu_hotplug_writes_each_cpu_in_order_and_reports_a_failed_write() {
     assert!(said.iter().any(|l| l.ends_with("/cpu5/online failed")), "{said:?}");
 }
 
+#[test]
+fn the_mana_netdevs_receive_counters_after_the_selftests_reach_the_report() {
+    let Some(bb) = busybox("the_mana_netdevs_receive_counters_after_the_selftests_reach_the_report") else { return };
+    let g = FakeGuest::new();
+    let stats = "sys/class/net/eth0/statistics";
+    g.file(&format!("{stats}/rx_packets"), "726\n");
+    g.file(&format!("{stats}/rx_dropped"), "3\n");
+    // No rx_missed_errors file: the counter is `-`, not a failure.
+    let out = g.run(&bb, "NETDEV=eth0\nselftest_netdev_counters\nprint_report\n");
+    assert!(out.contains("selftest-netdev eth0: rx_packets=726 rx_dropped=3 rx_missed_errors=-"), "{out}");
+    let r = parse(&out).unwrap_or_else(|e| panic!("{e}\n{out}")).report;
+    let c = r.selftests.netdev.expect("selftest-netdev parsed");
+    assert_eq!((c.netdev.as_str(), c.packets, c.dropped, c.missed), ("eth0", Some(726), Some(3), None));
+    // Without a netdev folder the agent says nothing.
+    let out = FakeGuest::new().run(&bb, "NETDEV=eth9\nselftest_netdev_counters\nprint_report\n");
+    assert!(!out.contains("selftest-netdev"), "{out}");
+}
+
 /// Each `manarig.*` item and the variable init.sh's `parse_cmdline` keeps it in.
 const ITEM_VARIABLES: [(&str, &str); 21] = [
     ("load", "LOAD"),

@@ -7,6 +7,7 @@ use super::interrupts::{parse_cpu_counts, parse_irq_counts};
 use super::irqbalance::{IrqbalanceSample, IrqbalanceState};
 use super::markers::{Marker, Version, REPORT_END, STAGE_END};
 use super::report::{GuestReport, Stage, Transcript, Unload};
+use super::selftests::NetdevRxCounters;
 use super::soak::{SoakRound, SoakStepResult};
 use super::ReportError;
 
@@ -96,6 +97,8 @@ pub enum Key {
     Selftest,
     /// With `manarig.selftests`: `selftest-exit <file>: <status>|timeout <guest seconds>`.
     SelftestExit,
+    /// With `manarig.selftests`: `selftest-netdev <netdev>: rx_packets=N rx_dropped=N rx_missed_errors=N`.
+    SelftestNetdev,
     /// With `manarig.soak`: `soak <minute> <step>: <status|-> <uptime> <detail|->`.
     Soak,
     /// With `manarig.soak`: `soak-round <n>: <status> <uptime>`.
@@ -104,7 +107,7 @@ pub enum Key {
 
 impl Key {
     /// Every key, in the order guest-images/README.md lists them.
-    pub const ALL: [Key; 41] = [
+    pub const ALL: [Key; 42] = [
         Key::Kernel,
         Key::Cmdline,
         Key::InitEnv,
@@ -144,6 +147,7 @@ impl Key {
         Key::SelftestSetup,
         Key::Selftest,
         Key::SelftestExit,
+        Key::SelftestNetdev,
         Key::Soak,
         Key::SoakRound,
     ];
@@ -190,6 +194,7 @@ impl Key {
             Key::SelftestSetup => "selftest-setup",
             Key::Selftest => "selftest",
             Key::SelftestExit => "selftest-exit",
+            Key::SelftestNetdev => "selftest-netdev",
             Key::Soak => "soak",
             Key::SoakRound => "soak-round",
         }
@@ -370,6 +375,10 @@ fn parse_block(lines: &[&str], begin: usize, end: usize, version: Version) -> Re
             Key::SelftestSetup => r.selftests.setup = status(value),
             Key::Selftest => r.selftests.run_mut(id).output.push(value.to_string()),
             Key::SelftestExit => r.selftests.exit_line(id, value).map_err(|what| bad(idx + 1, what, line))?,
+            Key::SelftestNetdev => {
+                let counters = NetdevRxCounters::parse(id, value).map_err(|what| bad(idx + 1, what, line))?;
+                r.selftests.netdev = Some(counters);
+            }
             Key::Soak => {
                 let step = SoakStepResult::parse(id, value).map_err(|what| bad(idx + 1, what, line))?;
                 r.soak.steps.push(step);

@@ -13,6 +13,53 @@ pub struct GuestSelftests {
     pub setup: Option<i32>,
     /// One entry per test program, in the order they ran.
     pub runs: Vec<GuestSelftestRun>,
+    /// The MANA netdev's receive counters after the last test
+    /// (`selftest-netdev`), None when the report has none.
+    pub netdev: Option<NetdevRxCounters>,
+}
+
+/// A netdev's receive counters as /sys/class/net/NETDEV/statistics has them
+/// (the driver's `get_stats64` plus the core's own drops), since the probe:
+/// `selftest-netdev <netdev>: rx_packets=N rx_dropped=N rx_missed_errors=N`.
+/// A counter the guest could not read (`-`) is None.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct NetdevRxCounters {
+    /// The netdev (`eth0`).
+    pub netdev: String,
+    /// `rx_packets`: frames the driver passed up.
+    pub packets: Option<u64>,
+    /// `rx_dropped`: frames the driver dropped (mana: CQE_RX_TRUNCATED) or
+    /// the core did (no handler for the protocol, a full backlog).
+    pub dropped: Option<u64>,
+    /// `rx_missed_errors`: frames the NIC missed, as the driver reports it.
+    pub missed: Option<u64>,
+}
+
+impl NetdevRxCounters {
+    /// One `selftest-netdev` line: `id` is the netdev, `value` the
+    /// `NAME=VALUE` pairs (names it does not know are left out, so that the
+    /// agent may add some).
+    ///
+    /// # Errors
+    /// What is wrong, for the report's error: a pair without `=`, a value
+    /// that is neither a number nor `-`.
+    pub fn parse(id: &str, value: &str) -> Result<Self, String> {
+        let mut c = NetdevRxCounters { netdev: id.to_owned(), ..NetdevRxCounters::default() };
+        for pair in value.split_whitespace() {
+            let (name, n) = pair.split_once('=').ok_or_else(|| format!("{pair:?} is not NAME=VALUE"))?;
+            let n = match n {
+                "-" => None,
+                n => Some(n.parse::<u64>().map_err(|_| format!("{name}: {n:?} is not a number"))?),
+            };
+            match name {
+                "rx_packets" => c.packets = n,
+                "rx_dropped" => c.dropped = n,
+                "rx_missed_errors" => c.missed = n,
+                _ => {}
+            }
+        }
+        Ok(c)
+    }
 }
 
 /// One test program's run.
@@ -62,5 +109,25 @@ impl GuestSelftests {
         run.exit = Some(exit);
         run.seconds = seconds.trim().parse().ok();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::NetdevRxCounters;
+
+    #[test]
+    fn netdev_counters_read_every_pair_and_dashes_as_unknown() {
+        let c = NetdevRxCounters::parse("eth0", "rx_packets=1204 rx_dropped=0 rx_missed_errors=- rx_new=7")
+            .expect("a line the agent prints");
+        assert_eq!(c, NetdevRxCounters { netdev: "eth0".into(), packets: Some(1204), dropped: Some(0), missed: None });
+    }
+
+    #[test]
+    fn netdev_counters_refuse_a_pair_without_a_number() {
+        let not_a_number = NetdevRxCounters::parse("eth0", "rx_dropped=many").expect_err("not a number");
+        assert!(not_a_number.contains("rx_dropped"), "{not_a_number}");
+        let no_pair = NetdevRxCounters::parse("eth0", "rx_dropped").expect_err("no `=`");
+        assert!(no_pair.contains("NAME=VALUE"), "{no_pair}");
     }
 }

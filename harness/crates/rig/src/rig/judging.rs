@@ -80,6 +80,8 @@ struct RunFacts<'a> {
     observed: &'a Observed,
     queues: Option<&'a crate::verdict::QueueTable>,
     device_flows: &'a [mana_device_api::flows::FlowRecord],
+    /// The device's traffic totals when the report began.
+    device_totals: Option<mana_device_api::traffic::Totals>,
 }
 
 /// What the run knows about a guest that booted and printed its report.
@@ -150,6 +152,7 @@ impl Judging<'_> {
         timed_injections::timed_injections_happened(self.inject, struck)?;
         let device_flows =
             report_status.as_ref().and_then(|s| s.core.as_ref()).map(|c| c.flows.flows.clone()).unwrap_or_default();
+        let device_totals = report_status.as_ref().and_then(|s| s.core.as_ref()).map(|c| c.counters.traffic);
         let queues = self.queue_table(report_status, &observed);
         let mut verdict = judge(topo, &observed, expected);
         if !guest.scenario().is_default() {
@@ -180,6 +183,7 @@ impl Judging<'_> {
             observed: &observed,
             queues: queues.as_ref(),
             device_flows: &device_flows,
+            device_totals,
         };
         self.add_run_checks(&mut verdict, &run, traffic.as_ref(), soak);
         Ok(RunOutcome {
@@ -304,6 +308,7 @@ impl Judging<'_> {
                 baseline: &prepared.baseline,
                 source: &prepared.source_label,
                 setup_errors: r.stderr.get("selftest-setup").map_or(&[], Vec::as_slice),
+                device_totals: run.device_totals.as_ref(),
             };
             let (report, checks) = crate::verdict::judge_selftests(&input);
             verdict.add_selftests(report, checks);

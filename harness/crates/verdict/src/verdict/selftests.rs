@@ -15,9 +15,10 @@
 //! passes and is expected when it fails; neither makes its entry stale.
 
 use super::check::{Check, CheckStatus};
-use crate::guest_protocol::{GuestSelftests, SelftestExit};
+use crate::guest_protocol::{GuestSelftests, NetdevRxCounters, SelftestExit};
 use crate::selftests::baseline::{Baseline, Expected};
 use crate::selftests::ktap::{self, Outcome};
+use mana_device_api::traffic::Totals;
 use serde::{Deserialize, Serialize};
 
 /// What a selftest run judged.
@@ -34,6 +35,57 @@ pub struct SelftestsReport {
     /// Baseline entries of programs that ran whose case gave another result
     /// or did not appear: `case: expected <result>, got <result>|absent`.
     pub stale_baseline: Vec<String>,
+    /// Where the MANA netdev's received frames went by the end of the run.
+    #[serde(default)]
+    pub rx: RxAccount,
+}
+
+/// Where the MANA netdev's received frames went by the end of the run (all
+/// of it, since the probe): the device's RX counters by reason, from its
+/// status when the report began, and the guest's own (`selftest-netdev`).
+/// A test that counted too few packets shows here whether the device or the
+/// guest dropped some; nothing dropped on either side means they came late.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct RxAccount {
+    /// The device's, None when its status at the report was not read.
+    pub device: Option<DeviceRx>,
+    /// The guest's, None when the report has no `selftest-netdev` line.
+    pub guest: Option<NetdevRxCounters>,
+}
+
+/// The device's received frames by what became of them (device-api
+/// `traffic::Totals`, device-model `datapath::rx`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct DeviceRx {
+    /// Written into an RQ buffer and completed with CQE_RX_OKAY.
+    pub delivered: u64,
+    /// Dropped: the RQ they were steered to had no WQE posted.
+    pub no_wqe: u64,
+    /// Dropped: the posted buffer could not take them (CQE_RX_TRUNCATED:
+    /// too small or unusable; the driver counts these as `rx_dropped`).
+    pub unusable_buffer: u64,
+    /// Dropped: no RQ was chosen (vPort RX off, no RQ, a runt).
+    pub unsteered: u64,
+    /// Delivered, but their completion was lost to a full CQ backlog.
+    pub cqe_lost: u64,
+}
+
+impl DeviceRx {
+    /// From the device's totals.
+    pub fn of(t: &Totals) -> Self {
+        DeviceRx {
+            delivered: t.rx.packets,
+            no_wqe: t.rx_no_wqe,
+            unusable_buffer: t.rx.drops.saturating_sub(t.rx_no_wqe),
+            unsteered: t.rx_unsteered,
+            cqe_lost: t.rx_cqe_lost,
+        }
+    }
+
+    /// Frames the device dropped, for any reason.
+    pub fn dropped(&self) -> u64 {
+        self.no_wqe + self.unusable_buffer + self.unsteered
+    }
 }
 
 /// Counts of a program's cases, as ksft's `# Totals` counts them.
@@ -99,6 +151,8 @@ pub struct SelftestsInput<'a> {
     pub source: &'a str,
     /// The setup's error lines (`stderr selftest-setup`).
     pub setup_errors: &'a [String],
+    /// The device's traffic totals when the report began, if read.
+    pub device_totals: Option<&'a Totals>,
 }
 
 fn outcome_word(o: Outcome) -> &'static str {
@@ -289,8 +343,15 @@ pub fn judge_selftests(input: &SelftestsInput<'_>) -> (SelftestsReport, Vec<Chec
     } else {
         format!("guest-images/selftests/baseline-{}.toml", input.baseline.series)
     };
-    let report =
-        SelftestsReport { source: input.source.to_owned(), baseline, setup: g.setup, programs, stale_baseline: stale };
+    let rx = RxAccount { device: input.device_totals.map(DeviceRx::of), guest: g.netdev.clone() };
+    let report = SelftestsReport {
+        source: input.source.to_owned(),
+        baseline,
+        setup: g.setup,
+        programs,
+        stale_baseline: stale,
+        rx,
+    };
     (report, checks)
 }
 
@@ -308,6 +369,7 @@ mod tests {
                 exit: Some(exit),
                 seconds: Some(12.0),
             }],
+            netdev: None,
         }
     }
 
@@ -329,7 +391,14 @@ mod tests {
             "[[expect]]\ncase = \"stats.check_pause\"\nresult = \"skip\"\nreason = \"mana_ethtool_ops has no get_pauseparam (drivers/net/ethernet/microsoft/mana/mana_ethtool.c, 7.3.4)\"\n",
         );
         let asked = vec!["stats.py".to_owned()];
-        let input = SelftestsInput { guest: &g, asked: &asked, baseline: &b, source: "s", setup_errors: &[] };
+        let input = SelftestsInput {
+            guest: &g,
+            asked: &asked,
+            baseline: &b,
+            source: "s",
+            setup_errors: &[],
+            device_totals: None,
+        };
         let (report, checks) = judge_selftests(&input);
         assert_eq!(status_of(&checks, "selftests.setup").status, CheckStatus::Pass);
         assert_eq!(status_of(&checks, "selftests.stats").status, CheckStatus::Pass, "it ran to its end");
@@ -350,7 +419,14 @@ mod tests {
         let b =
             baseline("[[expect]]\ncase = \"stats.pkt_byte_sum\"\nresult = \"fail\"\nreason = \"r (mana, 7.3.4)\"\n");
         let asked = vec!["stats.py".to_owned()];
-        let input = SelftestsInput { guest: &g, asked: &asked, baseline: &b, source: "s", setup_errors: &[] };
+        let input = SelftestsInput {
+            guest: &g,
+            asked: &asked,
+            baseline: &b,
+            source: "s",
+            setup_errors: &[],
+            device_totals: None,
+        };
         let (report, checks) = judge_selftests(&input);
         let pause = status_of(&checks, "selftests.stats.check_pause");
         assert_eq!(pause.status, CheckStatus::Fail);
@@ -369,7 +445,14 @@ mod tests {
             ("ok 1 stats.procfs_downup_hammer", Outcome::Pass, CheckStatus::Pass),
         ] {
             let g = guest("stats.py", &format!("TAP version 13\n1..1\n{line}\n"), SelftestExit::Status(0));
-            let input = SelftestsInput { guest: &g, asked: &asked, baseline: &b, source: "s", setup_errors: &[] };
+            let input = SelftestsInput {
+                guest: &g,
+                asked: &asked,
+                baseline: &b,
+                source: "s",
+                setup_errors: &[],
+                device_totals: None,
+            };
             let (report, checks) = judge_selftests(&input);
             let c = status_of(&checks, "selftests.stats.procfs_downup_hammer");
             assert_eq!((report.programs[0].cases[0].outcome, c.status), (outcome, status), "{line}");
@@ -381,7 +464,14 @@ mod tests {
             "TAP version 13\n1..1\nok 1 stats.procfs_downup_hammer # SKIP x\n",
             SelftestExit::Status(0),
         );
-        let input = SelftestsInput { guest: &g, asked: &asked, baseline: &b, source: "s", setup_errors: &[] };
+        let input = SelftestsInput {
+            guest: &g,
+            asked: &asked,
+            baseline: &b,
+            source: "s",
+            setup_errors: &[],
+            device_totals: None,
+        };
         let (_, checks) = judge_selftests(&input);
         let c = status_of(&checks, "selftests.stats.procfs_downup_hammer");
         assert_eq!(c.status, CheckStatus::Fail, "a skip is not one of a flaky case's results");
@@ -397,14 +487,28 @@ mod tests {
         );
         let asked = vec!["ping.py".to_owned()];
         let b = Baseline::default();
-        let input = SelftestsInput { guest: &g, asked: &asked, baseline: &b, source: "s", setup_errors: &[] };
+        let input = SelftestsInput {
+            guest: &g,
+            asked: &asked,
+            baseline: &b,
+            source: "s",
+            setup_errors: &[],
+            device_totals: None,
+        };
         let (_, checks) = judge_selftests(&input);
         let p = status_of(&checks, "selftests.ping");
         assert_eq!(p.status, CheckStatus::Fail);
         assert!(p.message.contains("after 1 of 2 planned cases"), "{}", p.message);
         assert!(p.detail.iter().any(|l| l.contains("OSError")));
         let g = guest("ping.py", "TAP version 13\n1..1\nok 1 ping.a\n", SelftestExit::Timeout);
-        let input = SelftestsInput { guest: &g, asked: &asked, baseline: &b, source: "s", setup_errors: &[] };
+        let input = SelftestsInput {
+            guest: &g,
+            asked: &asked,
+            baseline: &b,
+            source: "s",
+            setup_errors: &[],
+            device_totals: None,
+        };
         let (report, checks) = judge_selftests(&input);
         assert!(status_of(&checks, "selftests.ping").message.contains("stopped at the timeout"));
         assert_eq!(report.programs[0].exit, "timeout");
@@ -412,14 +516,51 @@ mod tests {
 
     #[test]
     fn a_program_the_guest_never_ran_fails() {
-        let g = GuestSelftests { setup: Some(2), runs: vec![] };
+        let g = GuestSelftests { setup: Some(2), runs: vec![], netdev: None };
         let asked = vec!["hw/csum.py".to_owned()];
         let b = Baseline::default();
         let errs = vec!["no virtio_net netdev".to_owned()];
-        let input = SelftestsInput { guest: &g, asked: &asked, baseline: &b, source: "s", setup_errors: &errs };
+        let input = SelftestsInput {
+            guest: &g,
+            asked: &asked,
+            baseline: &b,
+            source: "s",
+            setup_errors: &errs,
+            device_totals: None,
+        };
         let (_, checks) = judge_selftests(&input);
         let s = status_of(&checks, "selftests.setup");
         assert_eq!((s.status, s.detail.clone()), (CheckStatus::Fail, errs));
         assert_eq!(status_of(&checks, "selftests.csum").status, CheckStatus::Fail);
+    }
+
+    #[test]
+    fn the_report_accounts_for_received_frames_on_both_sides() {
+        let mut g = guest("hw/csum.py", "1..1\nok 1 csum.ipv4_rx_tcp\n", SelftestExit::Status(0));
+        g.netdev =
+            Some(NetdevRxCounters { netdev: "eth0".into(), packets: Some(95), dropped: Some(0), missed: Some(0) });
+        let totals = Totals {
+            rx: mana_device_api::traffic::Traffic { packets: 100, bytes: 0, drops: 9, errors: 1 },
+            rx_no_wqe: 7,
+            rx_unsteered: 4,
+            ..Totals::default()
+        };
+        let (asked, b) = (vec!["hw/csum.py".to_owned()], baseline(""));
+        let input = SelftestsInput {
+            guest: &g,
+            asked: &asked,
+            baseline: &b,
+            source: "s",
+            setup_errors: &[],
+            device_totals: Some(&totals),
+        };
+        let (report, _) = judge_selftests(&input);
+        let device = report.rx.device.expect("the device's counters");
+        assert_eq!((device.delivered, device.no_wqe, device.unusable_buffer, device.unsteered), (100, 7, 2, 4));
+        assert_eq!(device.dropped(), 13);
+        assert_eq!(report.rx.guest.and_then(|c| c.dropped), Some(0));
+        let json = serde_json::to_value(judge_selftests(&input).0).expect("the report as JSON");
+        assert_eq!(json["rx"]["device"]["no_wqe"], 7, "{json}");
+        assert_eq!(json["rx"]["guest"]["missed"], 0, "{json}");
     }
 }

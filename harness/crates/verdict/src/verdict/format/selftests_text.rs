@@ -1,11 +1,12 @@
 //! The text of a selftest run: where the tests came from and the baseline
 //! that judged them, one row per test program (its cases' results as the
 //! test printed them), and each case that did not pass with its reason and
-//! the baseline's.
+//! the baseline's; then where the MANA netdev's received frames went (the
+//! device's drops by reason, the guest's `rx_dropped` and `rx_missed_errors`).
 
 use super::super::check::CheckStatus;
 use super::super::outcome::Verdict;
-use super::super::selftests::SelftestsReport;
+use super::super::selftests::{RxAccount, SelftestsReport};
 use crate::selftests::baseline::Expected;
 
 /// The section; empty for a run without selftests.
@@ -53,7 +54,39 @@ pub(super) fn selftests(v: &Verdict) -> Vec<String> {
         lines.push("Baseline entries that no longer match:".to_owned());
         lines.extend(r.stale_baseline.iter().map(|s| format!("  {s}")));
     }
+    lines.extend(rx_lines(&r.rx));
     lines
+}
+
+/// `RX by the end: …`: the device's frames by what became of them and the
+/// guest netdev's counters; nothing when neither is known.
+fn rx_lines(rx: &RxAccount) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(d) = &rx.device {
+        out.push(format!(
+            "  device: {} delivered, {} dropped (no WQE posted {}, unusable buffer {}, no RQ chosen {}), {} RX completions lost",
+            d.delivered,
+            d.dropped(),
+            d.no_wqe,
+            d.unusable_buffer,
+            d.unsteered,
+            d.cqe_lost
+        ));
+    }
+    if let Some(g) = &rx.guest {
+        let n = |v: Option<u64>| v.map_or("-".to_owned(), |v| v.to_string());
+        out.push(format!(
+            "  guest {}: rx_packets {}, rx_dropped {}, rx_missed_errors {}",
+            g.netdev,
+            n(g.packets),
+            n(g.dropped),
+            n(g.missed)
+        ));
+    }
+    if !out.is_empty() {
+        out.insert(0, "Received frames by the end of the run (since the probe):".to_owned());
+    }
+    out
 }
 
 /// `program  ok skip xfail fail  seconds  exit` rows.
@@ -113,6 +146,7 @@ mod tests {
                 other_output: Vec::new(),
             }],
             stale_baseline: Vec::new(),
+            rx: RxAccount::default(),
         };
         let rows = table(&report);
         assert!(rows[1].contains("hw/csum.py") && rows[1].trim_end().ends_with("2  1"), "{rows:?}");
@@ -121,5 +155,29 @@ mod tests {
         let text = selftests(&v).join("\n");
         assert!(text.contains("csum.a … csum.c (3 cases) Fail — expected (r)"), "{text}");
         assert!(text.contains("csum.d Fail — FAIL: not in the baseline"), "{text}");
+        assert!(!text.contains("Received frames"), "no counters, no line: {text}");
+    }
+
+    #[test]
+    fn received_frames_show_the_device_drops_by_reason_and_the_guest_counters() {
+        use crate::guest_protocol::NetdevRxCounters;
+        use mana_device_api::traffic::{Totals, Traffic};
+        let totals = Totals {
+            rx: Traffic { packets: 900, bytes: 90_000, drops: 17, errors: 2 },
+            rx_unsteered: 3,
+            rx_no_wqe: 15,
+            rx_cqe_lost: 0,
+            ..Totals::default()
+        };
+        let guest = NetdevRxCounters { netdev: "eth0".into(), packets: Some(880), dropped: Some(2), missed: None };
+        let rx = RxAccount { device: Some(super::super::super::DeviceRx::of(&totals)), guest: Some(guest) };
+        assert_eq!(
+            rx_lines(&rx),
+            [
+                "Received frames by the end of the run (since the probe):",
+                "  device: 900 delivered, 20 dropped (no WQE posted 15, unusable buffer 2, no RQ chosen 3), 0 RX completions lost",
+                "  guest eth0: rx_packets 880, rx_dropped 2, rx_missed_errors -",
+            ]
+        );
     }
 }
