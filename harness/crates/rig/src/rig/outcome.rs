@@ -125,3 +125,35 @@ pub struct TrafficBoot {
     /// Why no plan was made, if the planner failed.
     pub plan_error: Option<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    #[test]
+    fn a_runs_phases_and_its_judging_add_up_to_its_whole_time() {
+        let ms = Duration::from_millis;
+        let phases = BootPhases {
+            before_boot: ms(30),
+            devices_start: ms(20),
+            boot_prepare: ms(10),
+            boot_to_report: ms(50),
+            teardown: ms(5),
+        };
+        let start = Instant::now() - ms(200);
+        let t = RunTimings::finish(start, ms(7), phases);
+        assert!(t.total >= ms(200));
+        assert_eq!(t.provision, ms(7));
+        let parts = t.before_boot + t.devices_start + t.boot_prepare + t.boot_to_report + t.teardown + t.judging;
+        assert_eq!(parts, t.total);
+        assert!(t.judging >= ms(85), "judging is the rest: {:?}", t.judging);
+    }
+
+    #[test]
+    fn phases_longer_than_the_run_leave_no_negative_judging() {
+        let phases = BootPhases { boot_to_report: Duration::from_secs(3600), ..Default::default() };
+        let t = RunTimings::finish(Instant::now(), Duration::ZERO, phases);
+        assert_eq!(t.judging, Duration::ZERO);
+    }
+}
