@@ -71,6 +71,8 @@ struct Measured {
     /// sensitive to other load on the host than wall time.
     qemu_cpu: f64,
     to_report: f64,
+    /// The rig's phases, host wall clock.
+    timings: rig::RunTimings,
     guest: BTreeMap<String, f64>,
     accel: String,
     verdict: String,
@@ -114,17 +116,25 @@ fn run_once(path: &Path, kernel: &str, speedups: Speedups, deadline: Duration) -
         whole: out.timings.total.as_secs_f64(),
         qemu_cpu: children_cpu_s() - cpu0,
         to_report: out.timings.boot_to_report.as_secs_f64(),
+        timings: out.timings,
         guest: out.guest_times,
         accel: out.observed.accel.clone(),
         verdict: format!("{:?}", out.verdict.status),
     })
 }
 
-/// Host seconds of a bare boot, timed like a run's whole time: reading the
-/// topology, the cache and the kernel, the initramfs, QEMU up to the end of the
-/// guest's report. Same kernel, machine and speed-ups as the run; no NIC, no
-/// modules.
-fn bare_boot(path: &Path, kernel: &str, speedups: Speedups) -> Result<f64> {
+/// A bare boot, timed like a run: the same kernel, machine and speed-ups,
+/// no NIC, no modules.
+struct Bare {
+    /// Seconds from reading the topology to QEMU stopped after the report.
+    whole: f64,
+    /// Seconds before [`qemu::boot`]: the topology, the cache, the kernel.
+    before: f64,
+    /// The boot's own phases.
+    boot: qemu::BootOutcome,
+}
+
+fn bare_boot(path: &Path, kernel: &str, speedups: Speedups) -> Result<Bare> {
     let start = std::time::Instant::now();
     let topo = Topology::load(path)?;
     let prov = rig::provisioned(None)?;
@@ -134,8 +144,91 @@ fn bare_boot(path: &Path, kernel: &str, speedups: Speedups) -> Result<f64> {
     let mut req = BootRequest::new(&spec, kernel, &prov.busybox.binary);
     req.speedups = speedups;
     req.deadline = Duration::from_secs(3600);
-    qemu::boot(&prov.qemu, &req)?;
-    Ok(start.elapsed().as_secs_f64())
+    let before = start.elapsed().as_secs_f64();
+    let boot = qemu::boot(&prov.qemu, &req)?;
+    Ok(Bare { whole: start.elapsed().as_secs_f64(), before, boot })
+}
+
+/// A run's or a bare boot's seconds in the phases both have, in run order.
+/// The guest's two phases are cut at the agent's start (`time init`, guest
+/// uptime): QEMU start → `/init` is the host's seconds to the report minus the
+/// agent's guest seconds.
+#[derive(Clone, Copy)]
+struct Split {
+    /// Host work before QEMU starts, without the next two.
+    host_before: f64,
+    /// The device processes and the traffic peer starting (none in a bare boot).
+    devices: f64,
+    /// The initramfs, QEMU's arguments and the guest's options.
+    prepare: f64,
+    /// QEMU start → the agent's first line: firmware, kernel, initcalls.
+    to_init: f64,
+    /// The agent until its report ends (modules, probe, vectors, report).
+    agent: f64,
+    /// QEMU stopped, devices stopped, the peer's results read.
+    stop: f64,
+    /// The verdict (none in a bare boot).
+    judging: f64,
+}
+
+/// The phases' names, in [`Split::values`]' order.
+const SPLIT_NAMES: [&str; 7] =
+    ["host before QEMU", "device processes", "initramfs+args", "QEMU to /init", "agent", "QEMU stop", "judging"];
+
+impl Split {
+    fn values(&self) -> [f64; 7] {
+        [self.host_before, self.devices, self.prepare, self.to_init, self.agent, self.stop, self.judging]
+    }
+
+    fn of_run(m: &Measured) -> Split {
+        let t = &m.timings;
+        let agent = agent_seconds(&m.guest);
+        Split {
+            host_before: t.before_boot.as_secs_f64(),
+            devices: t.devices_start.as_secs_f64(),
+            prepare: t.boot_prepare.as_secs_f64(),
+            to_init: t.boot_to_report.as_secs_f64() - agent,
+            agent,
+            stop: t.teardown.as_secs_f64(),
+            judging: t.judging.as_secs_f64(),
+        }
+    }
+
+    fn of_bare(b: &Bare) -> Split {
+        let agent = agent_seconds(&b.boot.report.times);
+        Split {
+            host_before: b.before,
+            devices: 0.0,
+            prepare: b.boot.prepare.as_secs_f64(),
+            to_init: b.boot.to_report.as_secs_f64() - agent,
+            agent,
+            stop: b.boot.stop.as_secs_f64(),
+            judging: 0.0,
+        }
+    }
+}
+
+/// Guest seconds from the agent's start to its report's end (0 when the
+/// report lacks either time).
+fn agent_seconds(times: &BTreeMap<String, f64>) -> f64 {
+    match (times.get("init"), times.get("report")) {
+        (Some(i), Some(r)) if r >= i => r - i,
+        _ => 0.0,
+    }
+}
+
+/// Where the run's added time goes: per phase, the median over the pairs of
+/// (run − bare boot) seconds.
+fn added_time(pairs: &[(Split, Split)]) -> String {
+    let parts: Vec<String> = SPLIT_NAMES
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let delta = median(pairs.iter().map(|(r, b)| r.values()[i] - b.values()[i]).collect());
+            format!("{name} {delta:+.2} s")
+        })
+        .collect();
+    parts.join(" | ")
 }
 
 fn breakdown(m: &Measured) -> String {
@@ -184,6 +277,7 @@ pub fn run(opts: &Options) -> Result<bool> {
         // ratios rather than a ratio of medians taken minutes apart.
         // (whole run, bare boot) seconds.
         let mut pairs: Vec<(f64, f64)> = Vec::new();
+        let mut splits: Vec<(Split, Split)> = Vec::new();
         let mut bare_error = None;
         let runs = opts.runs.max(row.min_runs).max(1);
         for _ in 0..runs {
@@ -192,7 +286,8 @@ pub fn run(opts: &Options) -> Result<bool> {
                     fast.push(m.whole);
                     cpu.push(m.qemu_cpu);
                     match bare_boot(&path, FAST_KERNEL, Speedups::ALL) {
-                        Ok(b) => {
+                        Ok(bare) => {
+                            let b = bare.whole;
                             println!(
                                 "  {name} run {}: whole {:.2} s, bare boot {b:.2} s, {:.2}×",
                                 fast.len(),
@@ -200,6 +295,7 @@ pub fn run(opts: &Options) -> Result<bool> {
                                 m.whole / b
                             );
                             pairs.push((m.whole, b));
+                            splits.push((Split::of_run(&m), Split::of_bare(&bare)));
                         }
                         Err(e) => bare_error = Some(e),
                     }
@@ -225,6 +321,9 @@ pub fn run(opts: &Options) -> Result<bool> {
             plural(runs, "run")
         );
         println!("  {}", breakdown(&m));
+        if !splits.is_empty() {
+            println!("  the run adds (median of {}, run − bare): {}", plural(splits.len(), "pair"), added_time(&splits));
+        }
         let plain = run_once(&path, FAST_KERNEL, Speedups::NONE, comparison_deadline(row));
         let distro = run_once(&path, DISTRO_KERNEL, Speedups::ALL, comparison_deadline(row));
         let distro_s = distro.as_ref().map_or_else(

@@ -258,12 +258,32 @@ const BENCHES: &[(&str, &str, &str)] = &[
 /// (only when named) runs [`bench_traffic`], the `selftests` section (only
 /// when named) [`bench_selftests`]; `bench kernel` is
 /// [`run_kernel_bench`].
+/// `cargo xtask bench --help`.
+const BENCH_USAGE: &str = "usage: cargo xtask bench [model] [boot] [traffic] [selftests] [--slow] [--runs N] [--update-baseline]
+       cargo xtask bench kernel …   (kernel build and boot times)
+       cargo xtask bench matrix …   (a matrix's wall time)
+
+Sections (default: model and boot):
+  model      the model's and the device's criterion-style benches (extra arguments go to them)
+  boot       boot-to-verdict wall time on seed 002 (with --slow also 128 and 256 vCPUs), each run
+             paired with a bare boot; prints where the run's added time goes, phase by phase
+  traffic    seed 002 with and without --traffic
+  selftests  the CI set of the kernel's selftests on 7.x
+Options:
+  --slow             the large machines too
+  --runs N           runs per measurement (the median is reported; seed 002 takes at least 9)
+  --update-baseline  write the medians into benches/baseline.json";
+
 fn run_benches(args: &[std::ffi::OsString]) -> ExitCode {
     if args.first().is_some_and(|a| a == "kernel") {
         return run_kernel_bench(&args[1..]);
     }
     if args.first().is_some_and(|a| a == "matrix") {
         return run_matrix_bench(&args[1..]);
+    }
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        println!("{BENCH_USAGE}");
+        return ExitCode::SUCCESS;
     }
     let mut sections = Vec::new();
     let mut opts = bench_boot::Options { slow: false, runs: 3, update_baseline: false };

@@ -120,8 +120,14 @@ pub struct BootOutcome {
     pub console: String,
     /// The accelerator used.
     pub accel: Accel,
+    /// Host wall time of the preparation before QEMU starts: the machine and
+    /// accelerator checks, the initramfs written, QEMU's arguments.
+    pub prepare: Duration,
     /// Host wall time from QEMU start to the report's end marker.
     pub to_report: Duration,
+    /// Host wall time from the report's end marker until QEMU is reaped and
+    /// its console and report channel are read to their end.
+    pub stop: Duration,
     /// The QEMU arguments (after the binary).
     pub qemu_args: Vec<String>,
     /// The speed-ups this boot really used (PVH falls back to the bzImage
@@ -279,9 +285,13 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
     if crate::children::interrupted() {
         return Err(LaunchError::Interrupted);
     }
+    let started = Instant::now();
     let prepared = prepare(req)?;
+    let prepare = started.elapsed();
     let ran = run(qemu, req, prepared)?;
-    outcome(req, ran)
+    let mut out = outcome(req, ran)?;
+    out.prepare = prepare;
+    Ok(out)
 }
 
 /// A boot ready to start: its temporary folder (the initramfs, the report
@@ -345,6 +355,8 @@ struct Ran {
     watch: Watch,
     /// From QEMU's start to the report's end (or whatever ended the wait).
     to_report: Duration,
+    /// From then until QEMU is reaped and its output read to the end.
+    stop: Duration,
     /// Why the caller aborted the boot, when it did while the boot counted.
     abort_reason: Option<String>,
 }
@@ -427,7 +439,8 @@ fn run(qemu: &QemuInstall, req: &BootRequest<'_>, mut prepared: Prepared) -> Res
     if stderr.trim().is_empty() {
         stderr = "(empty)".to_string();
     }
-    Ok(Ran { prepared, waited, status, stderr, watch, to_report, abort_reason })
+    let stop = start.elapsed().saturating_sub(to_report);
+    Ok(Ran { prepared, waited, status, stderr, watch, to_report, stop, abort_reason })
 }
 
 /// The boot's outcome from how QEMU's run ended: a signal, an abort, a
@@ -437,7 +450,7 @@ fn run(qemu: &QemuInstall, req: &BootRequest<'_>, mut prepared: Prepared) -> Res
 /// # Errors
 /// Each of those, with the last console lines; a report that does not parse.
 fn outcome(req: &BootRequest<'_>, ran: Ran) -> Result<BootOutcome, LaunchError> {
-    let Ran { prepared, waited, status, stderr, watch, to_report, abort_reason } = ran;
+    let Ran { prepared, waited, status, stderr, watch, to_report, stop, abort_reason } = ran;
     if crate::children::interrupted() {
         return Err(LaunchError::Interrupted);
     }
@@ -471,7 +484,9 @@ fn outcome(req: &BootRequest<'_>, ran: Ran) -> Result<BootOutcome, LaunchError> 
         stages: transcript.stages,
         console: watch.into_console(),
         accel: prepared.accel,
+        prepare: Duration::ZERO,
         to_report,
+        stop,
         qemu_args: prepared.args,
         speedups: prepared.used,
     })

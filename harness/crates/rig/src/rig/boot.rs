@@ -4,7 +4,7 @@
 //! markers; every process is stopped again before the boot returns.
 
 use super::boot_request::GuestSetup;
-use super::outcome::TrafficBoot;
+use super::outcome::{BootPhases, TrafficBoot};
 use super::planner::{planner, PlanSlot};
 use super::request::RunRequest;
 use super::soak::{SoakLog, SoakWatch};
@@ -74,6 +74,8 @@ pub(super) struct NicBoot<'a> {
     /// The run's selftests, prepared: the peer then bridges a second TAP,
     /// QEMU's virtio-net NIC on it (the tests' remote end).
     pub(super) selftests: Option<&'a super::selftests::PreparedSelftests>,
+    /// When the run began (for [`BootPhases::before_boot`]).
+    pub(super) run_start: Instant,
 }
 
 /// A boot's result and the device's snapshots at the report markers.
@@ -84,6 +86,8 @@ pub(super) struct NicBootOutcome {
     pub(super) traffic: Option<TrafficBoot>,
     /// What the rig gathered at a soak's marks.
     pub(super) soak: Option<SoakLog>,
+    /// Where the host's time went.
+    pub(super) phases: BootPhases,
 }
 
 impl NicBoot<'_> {
@@ -102,6 +106,8 @@ impl NicBoot<'_> {
         socket: &str,
     ) -> Result<(qemu::MachineSpec, NicBootOutcome), BootError> {
         let (req, topo, prov) = (self.req, self.topo, self.prov);
+        let entered = Instant::now();
+        let mut devices_start = Duration::ZERO;
         let spec = machine::machine_spec(topo, accel, req.mem_per_node_mib).map_err(|source| BootError::Machine {
             topology: req.topology.clone(),
             mem_per_node_mib: req.mem_per_node_mib,
@@ -120,7 +126,9 @@ impl NicBoot<'_> {
                 port: traffic::CONTROL_PORT,
                 deadline: req.host_deadline() + Duration::from_secs(60),
             };
+            let starting = Instant::now();
             let (peer, taps) = PeerProcess::start(&bin, &opts)?;
+            devices_start += starting.elapsed();
             let flows_bin = req.traffic.is_some().then_some(bin);
             (Some(peer), Some(Arc::new(taps.tap)), taps.remote, flows_bin)
         } else {
@@ -140,6 +148,7 @@ impl NicBoot<'_> {
         let bin = device::device_binary()?;
         let mut nics = Vec::with_capacity(topo.nics().len());
         let config = machine::device_config(topo).map_err(BootError::DeviceConfig)?;
+        let starting = Instant::now();
         nics.push(device::DeviceProcess::start(&bin, &socket, &config, options)?);
         boot.extra_devices.push(qemu::vfio_user_nic(&socket));
         for k in 1..topo.nics().len() {
@@ -149,6 +158,7 @@ impl NicBoot<'_> {
             nics.push(device::DeviceProcess::start(&bin, &path, &config, options)?);
             boot.extra_devices.push(qemu::nic_slots::vfio_user_device(k, &path));
         }
+        devices_start += starting.elapsed();
         let nic = &nics[0];
         let plan_slot = PlanSlot::default();
         if let (Some(peer), Some(options)) = (&peer, &req.traffic) {
@@ -194,7 +204,10 @@ impl NicBoot<'_> {
             })));
         }
         boot.abort = Some(abort);
+        let before_qemu = entered.elapsed().saturating_sub(devices_start);
+        let booting = Instant::now();
         let result = qemu::boot(&prov.qemu, &boot);
+        let booted = Instant::now();
         for device in nics {
             device.stop();
         }
@@ -206,6 +219,17 @@ impl NicBoot<'_> {
             TrafficBoot { peer: peer.finish(PEER_RESULTS_WAIT), planned, plan_error }
         });
         let soak = soak.map(SoakWatch::finish);
-        Ok((spec, NicBootOutcome { result, marks, traffic, soak }))
+        let (prepare, to_report, stop) = match &result {
+            Ok(o) => (o.prepare, o.to_report, o.stop),
+            Err(_) => (Duration::ZERO, booted - booting, Duration::ZERO),
+        };
+        let phases = BootPhases {
+            before_boot: entered.saturating_duration_since(self.run_start),
+            devices_start,
+            boot_prepare: before_qemu + prepare,
+            boot_to_report: to_report,
+            teardown: stop + booted.elapsed(),
+        };
+        Ok((spec, NicBootOutcome { result, marks, traffic, soak, phases }))
     }
 }

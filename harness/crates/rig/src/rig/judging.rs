@@ -99,6 +99,8 @@ pub(super) struct Judging<'a> {
     /// When the run started, and how long provisioning took.
     pub(super) start: Instant,
     pub(super) provision_time: Duration,
+    /// Where the boot's host time went.
+    pub(super) phases: super::outcome::BootPhases,
     /// The packages the run used ([`Provisioned::run_packages`](crate::provision::Provisioned::run_packages)).
     pub(super) packages: &'a [crate::provision::UsedPackage],
     /// What a debug kernel's reports are judged against (debug runs without injections).
@@ -189,11 +191,7 @@ impl Judging<'_> {
         Ok(RunOutcome {
             verdict,
             observed,
-            timings: RunTimings {
-                provision: self.provision_time,
-                boot_to_report: booted.to_report,
-                total: self.start.elapsed(),
-            },
+            timings: RunTimings::finish(self.start, self.provision_time, self.phases),
             queues,
             guest_times: booted.report.times.clone(),
             speedups: booted.speedups,

@@ -86,11 +86,7 @@ impl Judging<'_> {
         Ok(RunOutcome {
             verdict,
             observed,
-            timings: RunTimings {
-                provision: self.provision_time,
-                boot_to_report: booted.to_report,
-                total: self.start.elapsed(),
-            },
+            timings: RunTimings::finish(self.start, self.provision_time, self.phases),
             queues: None,
             guest_times: booted.report.times.clone(),
             speedups: booted.speedups,

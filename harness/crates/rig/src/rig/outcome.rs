@@ -9,15 +9,69 @@ use crate::traffic::plan::PlannedFlow;
 use crate::verdict::{Observed, Verdict};
 use std::time::Duration;
 
-/// Where a run's time went, host wall clock.
+/// Where a run's time went, host wall clock, phase by phase in run order:
+/// `before_boot`, `devices_start`, `boot_prepare`, `boot_to_report`,
+/// `teardown`, `judging` add up to `total` (`provision` is part of
+/// `before_boot`). `cargo xtask bench boot` sets them beside a bare boot's.
 #[derive(Debug, Clone, Copy, Default, serde::Serialize)]
 pub struct RunTimings {
     /// Loading the cache manifest (or provisioning on first use).
     pub provision: Duration,
+    /// The run's start until the boot with the NIC begins: the topology, the
+    /// cache manifest, the kernel, a debug kernel's stock baseline, the
+    /// selftests' tree.
+    pub before_boot: Duration,
+    /// Starting the device processes (and the traffic peer) until their
+    /// sockets answer.
+    pub devices_start: Duration,
+    /// The guest's options and files, the initramfs and QEMU's arguments,
+    /// until QEMU starts.
+    pub boot_prepare: Duration,
     /// QEMU start to the report's end marker.
     pub boot_to_report: Duration,
+    /// The report's end until QEMU is reaped, the devices stopped and the
+    /// peer's results read.
+    pub teardown: Duration,
+    /// Judging the report (the rest of `total`).
+    pub judging: Duration,
     /// The whole run.
     pub total: Duration,
+}
+
+/// The host's phases of one boot with the NIC (see [`RunTimings`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct BootPhases {
+    /// The run's start until the boot began.
+    pub(super) before_boot: Duration,
+    /// Device processes and peer started.
+    pub(super) devices_start: Duration,
+    /// Guest set-up, initramfs and QEMU's arguments.
+    pub(super) boot_prepare: Duration,
+    /// QEMU start to the report's end.
+    pub(super) boot_to_report: Duration,
+    /// QEMU stopped, devices stopped, peer finished.
+    pub(super) teardown: Duration,
+}
+
+impl RunTimings {
+    /// The timings of a run that began at `start`, spent `provision` on the
+    /// cache manifest and booted in `phases`; judging is what is left of the
+    /// time until now.
+    pub(super) fn finish(start: std::time::Instant, provision: Duration, phases: BootPhases) -> Self {
+        let total = start.elapsed();
+        let BootPhases { before_boot, devices_start, boot_prepare, boot_to_report, teardown } = phases;
+        let booted = before_boot + devices_start + boot_prepare + boot_to_report + teardown;
+        RunTimings {
+            provision,
+            before_boot,
+            devices_start,
+            boot_prepare,
+            boot_to_report,
+            teardown,
+            judging: total.saturating_sub(booted),
+            total,
+        }
+    }
 }
 
 /// A finished run.
@@ -70,4 +124,36 @@ pub struct TrafficBoot {
     pub planned: Option<Vec<PlannedFlow>>,
     /// Why no plan was made, if the planner failed.
     pub plan_error: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    #[test]
+    fn a_runs_phases_and_its_judging_add_up_to_its_whole_time() {
+        let ms = Duration::from_millis;
+        let phases = BootPhases {
+            before_boot: ms(30),
+            devices_start: ms(20),
+            boot_prepare: ms(10),
+            boot_to_report: ms(50),
+            teardown: ms(5),
+        };
+        let start = Instant::now() - ms(200);
+        let t = RunTimings::finish(start, ms(7), phases);
+        assert!(t.total >= ms(200));
+        assert_eq!(t.provision, ms(7));
+        let parts = t.before_boot + t.devices_start + t.boot_prepare + t.boot_to_report + t.teardown + t.judging;
+        assert_eq!(parts, t.total);
+        assert!(t.judging >= ms(85), "judging is the rest: {:?}", t.judging);
+    }
+
+    #[test]
+    fn phases_longer_than_the_run_leave_no_negative_judging() {
+        let phases = BootPhases { boot_to_report: Duration::from_secs(3600), ..Default::default() };
+        let t = RunTimings::finish(Instant::now(), Duration::ZERO, phases);
+        assert_eq!(t.judging, Duration::ZERO);
+    }
 }

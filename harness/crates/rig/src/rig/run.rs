@@ -136,6 +136,7 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome, RunError> {
         dir: scratch.path(),
         inject: &inject,
         selftests: selftests.as_ref(),
+        run_start: start,
     };
     // `auto` is KVM when its probe runs a vCPU, yet on some hosts real guests
     // hang or QEMU dies (the build machines): it means "KVM where it really
@@ -149,7 +150,7 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome, RunError> {
             (spec, booted) = attempt.boot(AccelChoice::Tcg, "nic-tcg.sock")?;
         }
     }
-    let NicBootOutcome { result, marks, traffic, soak } = booted;
+    let NicBootOutcome { result, marks, traffic, soak, phases } = booted;
     let specs: Vec<String> = inject.iter().map(ToString::to_string).collect();
     let result = match result {
         // With injections, a guest that panicked or never finished its report
@@ -182,6 +183,7 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome, RunError> {
         specs: &specs,
         start,
         provision_time,
+        phases,
         packages: &packages,
         selftests: selftests.as_ref(),
         against: against.as_ref(),
@@ -276,7 +278,7 @@ fn unsurvived(
     RunOutcome {
         verdict,
         observed,
-        timings: RunTimings { provision: provision_time, boot_to_report: start.elapsed(), total: start.elapsed() },
+        timings: RunTimings { provision: provision_time, boot_to_report: start.elapsed(), total: start.elapsed(), ..Default::default() },
         queues: None,
         report: crate::guest_protocol::GuestReport::default(),
         stages: Vec::new(),
