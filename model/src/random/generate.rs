@@ -121,7 +121,13 @@ fn distances(rng: &mut Rng, n: usize) -> Option<Vec<Vec<u32>>> {
 
 /// The NIC: on any node (memory-only ones too) or NUMA_NO_NODE; half the time the
 /// default MSI-X budget, else a small table (1 entry too: the probe must fail), now and
-/// then a larger one; sometimes `max_msix`, `max_queues` or static MSI-X.
+/// then a larger one; sometimes `max_msix` or `max_queues`.
+///
+/// Never `dynamic_msix = false`: a generated machine must boot as written, and QEMU's
+/// x86 MSI domains always allow dynamic MSI-X, so a 7.x guest never takes the static
+/// path such a file describes (the rig refuses it: `harness/crates/rig/src/rig/machine.rs`). The
+/// model's static 7.x path is exercised on generated machines by flipping the field
+/// in the tests instead.
 fn nic(rng: &mut Rng, ncpu: u32, nnodes: u32) -> NicDraft {
     let want = ncpu.min(64) + 1;
     let node = if rng.chance(1, 8) { None } else { Some(rng.below(nnodes)) };
@@ -136,7 +142,7 @@ fn nic(rng: &mut Rng, ncpu: u32, nnodes: u32) -> NicDraft {
         msix_table_size,
         max_msix: rng.chance(1, 3).then(|| rng.range(1, table + 2)),
         max_queues: rng.chance(1, 4).then(|| rng.range(1, 16)),
-        dynamic_msix: rng.chance(1, 8).then_some(false),
+        dynamic_msix: None,
         mac: None,
         channels: None,
         num_ports: None,

@@ -32,8 +32,8 @@ use crate::topology::{Topology, TopologyError};
 /// none; Linux-style CPU numbering (`linux-smt-outer`) now and then; the NIC on any
 /// node, memory-only ones included, or on none (NUMA_NO_NODE); half the time the
 /// default MSI-X budget, else a small table (down to 1 entry, on which the probe
-/// fails), a larger one, a smaller `max_msix` or `max_queues`, or static MSI-X. The
-/// machine has 1 GiB of memory spread over its memory nodes. Names are
+/// fails), a larger one, a smaller `max_msix` or `max_queues` (never static MSI-X,
+/// which a QEMU x86 guest cannot have). The machine has 1 GiB of memory spread over its memory nodes. Names are
 /// `random-s<seed>-<i>`; `[source]` is synthetic and says how it was made; `[expect]`
 /// is `pass` (the model's table).
 ///
