@@ -363,6 +363,78 @@ fn r06_low_vcpu_linear() {
     assert_eq!(cpus(&table(&t, "6.12")), strs(&["0", "0-1", "2-3", "0-1", "2-3"]));
 }
 
+/// A machine of `matrix --random 8 --seed 1 --max-cpus 64` (the generator's
+/// `random-s1-<index>`, SLIT and memory as generated), with `nic` as its `[nic]` table.
+fn random_s1(index: u32, cpus: (u32, u32, u32), nodes: &[(&str, u32)], slit: &str, nic: &str) -> Topology {
+    let (sockets, cores, threads) = cpus;
+    let mut text = format!(
+        "name = \"random-s1-{index}\"\n[source]\nkind = \"synthetic\"\nwording = \"random-s1-{index}\"\n\
+         [cpus]\nsockets = {sockets}\ncores = {cores}\nthreads = {threads}\n"
+    );
+    for (list, mib) in nodes {
+        text += &format!("[[numa.nodes]]\ncpus = \"{list}\"\nmemory_mib = {mib}\n");
+    }
+    text += &format!("{slit}\n[nic]\n{nic}\n[expect]\nverdict = \"pass\"\nsource = \"the model\"\n");
+    Topology::from_toml_str("random-s1.toml", &text).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn random_s1_machines_on_7x_take_the_dynamic_path_qemu_x86_gives_them() {
+    // The three disagreements of the 7.x-min random matrix (seed 1, 64 CPUs at most): the
+    // generator wrote `dynamic_msix = false`, so the model took the static path, but
+    // pci_msix_can_alloc_dyn() is true on QEMU x86 (X86_VECTOR_MSI_FLAGS_SUPPORTED, with or
+    // without interrupt remapping; docs/mana-protocol.md), so 7.3.4 took the dynamic one.
+    // Expected values by hand from gdma_main.c: mana_gd_setup_hwc_irqs() →
+    // mana_gd_setup_irqs(nvec 1) → mana_irq_setup_numa_aware(len 1, no skip) for the HWC;
+    // mana_gd_query_max_resources(): U = min(max_msix, ncpu + 1, table);
+    // mana_gd_setup_dyn_irqs(): numa_aware with the skip when U ≤ ncpu, else linear.
+    let two_node_slit = "[numa]\ndistances = [[10, 11], [11, 10]]";
+
+    // random-s1-5: 3 sockets × 2 cores × 2 threads, NIC on node 0 = CPUs 0-1. HWC = the
+    // first sibling group of hop 0 = 0-1; U = min(13, 13, 13) = 13 > 12 → linear. The
+    // 7.x-min guest showed exactly this (mana_hwc 0-1, mana_msi1..12 on CPUs 0..11,
+    // "MSI sharing mode 0 max queues 12").
+    let slit = "[numa]\ndistances = [[10, 16, 16, 28, 16], [16, 10, 16, 20, 21], [16, 16, 10, 32, 16], \
+                [28, 20, 32, 10, 17], [16, 21, 16, 17, 10]]";
+    let nodes = [("0-1", 0), ("2-3", 256), ("4-7", 256), ("8-9", 256), ("10-11", 256)];
+    let t = random_s1(5, (3, 2, 2), &nodes, slit, "numa_node = 0");
+    let dynamic = table(&t, "7.x");
+    let linear: Vec<String> = (0..12).map(|c| c.to_string()).collect();
+    assert_eq!(cpus(&dynamic)[0], "0-1");
+    assert_eq!(cpus(&dynamic)[1..], linear[..]);
+    assert_eq!(dynamic.vectors[0].algorithm, Algorithm::NumaAware);
+    assert!(dynamic.vectors[1..].iter().all(|v| v.algorithm == Algorithm::Linear));
+    assert_eq!((dynamic.vectors_allocated, dynamic.max_num_queues), (13, 12));
+    // What the matrix expected (static: nvec 13 > 12 → cpumask_local_spread(0, 0) = 0).
+    let stat = table(&random_s1(5, (3, 2, 2), &nodes, slit, "numa_node = 0\ndynamic_msix = false"), "7.x");
+    assert_eq!(cpus(&stat)[0], "0");
+
+    // random-s1-3: 4 sockets × 4 cores × 2 threads, no SLIT, NIC on node 3 = CPUs 12-17.
+    // HWC = siblings of CPU 12 = 12-13; U = 33 > 32 → linear (the matrix expected the
+    // static path's cpumask_local_spread(0, 3) = 12).
+    let nodes = [("0-5", 192), ("6-7", 192), ("8-11", 192), ("12-17", 192), ("18-19", 192), ("20-31", 0)];
+    let t = random_s1(3, (4, 4, 2), &nodes, "", "numa_node = 3");
+    let dynamic = table(&t, "7.x");
+    let linear: Vec<String> = (0..32).map(|c| c.to_string()).collect();
+    assert_eq!(cpus(&dynamic)[0], "12-13");
+    assert_eq!(cpus(&dynamic)[1..], linear[..]);
+    let stat = table(&random_s1(3, (4, 4, 2), &nodes, "", "numa_node = 3\ndynamic_msix = false"), "7.x");
+    assert_eq!(cpus(&stat)[0], "12");
+
+    // random-s1-0: 50 cores, no SMT, NIC on node 0 = CPUs 0-24, table 35, max_msix 6.
+    // U = min(6, 51, 35) = 6 ≤ 50 → numa_aware(len 5, skip first): HWC 0, then 1..5;
+    // max_num_queues = min(50, 64, U − 1) = 5. The static path would keep all 35 table
+    // vectors (pci_alloc_irq_vectors(2, 51) up front), mana_msi6 included.
+    let nodes = [("0-24", 0), ("25-49", 1024)];
+    let nic = "numa_node = 0\nmsix_table_size = 35\nmax_msix = 6";
+    let dynamic = table(&random_s1(0, (1, 50, 1), &nodes, two_node_slit, nic), "7.x");
+    assert_eq!(cpus(&dynamic), strs(&["0", "1", "2", "3", "4", "5"]));
+    assert!(dynamic.vectors[1..].iter().all(|v| v.algorithm == Algorithm::NumaAwareSkipFirst));
+    assert_eq!((dynamic.vectors_allocated, dynamic.max_num_queues), (6, 5));
+    let stat = table(&random_s1(0, (1, 50, 1), &nodes, two_node_slit, &format!("{nic}\ndynamic_msix = false")), "7.x");
+    assert_eq!(stat.vectors.len(), 35);
+}
+
 /// A one-node machine with `n` CPUs and no SMT (R02's sweep).
 fn flat_machine(n: u32) -> Topology {
     let text = format!(

@@ -66,9 +66,11 @@ fn cpus_of(shape: CpuShape, numbering: CpuNumbering, cores: std::ops::Range<u32>
     out
 }
 
-/// CPU nodes from contiguous core runs, sometimes in shuffled node order, plus up to two
-/// memory-only nodes at random places; memory spread so that the machine has
-/// [`TOTAL_MEMORY_MIB`], some CPU nodes CPU-only.
+/// CPU nodes from contiguous core runs, sometimes shuffled, plus up to two memory-only
+/// nodes at random places; memory spread so that the machine has [`TOTAL_MEMORY_MIB`],
+/// some CPU nodes CPU-only. [`draft`] then gives the nodes Linux's x86 ids
+/// ([`linux_node_order`]): the shuffle and the places decide which node gets which SLIT
+/// row and memory, not the ids.
 fn nodes(rng: &mut Rng, shape: CpuShape, numbering: CpuNumbering) -> Vec<NodeDraft> {
     let total = shape.total_cores();
     let k = rng.range(1, total.min(MAX_NODES));
@@ -121,7 +123,13 @@ fn distances(rng: &mut Rng, n: usize) -> Option<Vec<Vec<u32>>> {
 
 /// The NIC: on any node (memory-only ones too) or NUMA_NO_NODE; half the time the
 /// default MSI-X budget, else a small table (1 entry too: the probe must fail), now and
-/// then a larger one; sometimes `max_msix`, `max_queues` or static MSI-X.
+/// then a larger one; sometimes `max_msix` or `max_queues`.
+///
+/// Never `dynamic_msix = false`: a generated machine must boot as written, and QEMU's
+/// x86 MSI domains always allow dynamic MSI-X, so a 7.x guest never takes the static
+/// path such a file describes (the rig refuses it: `harness/crates/rig/src/rig/machine.rs`). The
+/// model's static 7.x path is exercised on generated machines by flipping the field
+/// in the tests instead.
 fn nic(rng: &mut Rng, ncpu: u32, nnodes: u32) -> NicDraft {
     let want = ncpu.min(64) + 1;
     let node = if rng.chance(1, 8) { None } else { Some(rng.below(nnodes)) };
@@ -136,7 +144,7 @@ fn nic(rng: &mut Rng, ncpu: u32, nnodes: u32) -> NicDraft {
         msix_table_size,
         max_msix: rng.chance(1, 3).then(|| rng.range(1, table + 2)),
         max_queues: rng.chance(1, 4).then(|| rng.range(1, 16)),
-        dynamic_msix: rng.chance(1, 8).then_some(false),
+        dynamic_msix: None,
         mac: None,
         channels: None,
         num_ports: None,
@@ -154,7 +162,7 @@ pub(crate) fn draft(seed: u64, index: u64, max_cpus: u32) -> TopologyDraft {
     let nodes = nodes(&mut rng, shape, numbering);
     let distances = distances(&mut rng, nodes.len());
     let nic = nic(&mut rng, shape.total_cpus(), u32::try_from(nodes.len()).unwrap_or(1));
-    TopologyDraft {
+    let mut draft = TopologyDraft {
         name: format!("random-s{seed}-{index}"),
         description: None,
         source: Source {
@@ -175,5 +183,42 @@ pub(crate) fn draft(seed: u64, index: u64, max_cpus: u32) -> TopologyDraft {
         },
         slow: None,
         scenario: crate::topology::Scenario::default(),
+    };
+    let order = linux_node_order(&draft);
+    relabel_nodes(&mut draft, &order);
+    draft
+}
+
+/// The file's node ids in the order Linux on x86 numbers the machine's nodes: `order[j]`
+/// is the node that becomes node `j`.
+///
+/// Linux numbers ACPI proximity domains in the order it first meets them
+/// (drivers/acpi/numa/srat.c `acpi_map_pxm_to_node()`, Linux 2.6–7.x): the SRAT's
+/// processor entries first, which QEMU lists by CPU index, then its memory entries, by
+/// node. So the nodes with CPUs come in the order of their first CPU's QEMU index, then
+/// the memory-only nodes in file order. A file in another order describes the same
+/// machine under labels the guest does not show, and the rig, which compares each CPU's
+/// node with the file's, cannot boot it as written.
+pub(crate) fn linux_node_order(draft: &TopologyDraft) -> Vec<usize> {
+    let first_qemu_cpu =
+        |cpus: &CpuMask| cpus.iter().map(|c| draft.shape.qemu_index(draft.shape.location(draft.numbering, c))).min();
+    let mut order: Vec<usize> = (0..draft.nodes.len()).collect();
+    order.sort_by_key(|&i| match first_qemu_cpu(&draft.nodes[i].cpus) {
+        Some(cpu) => (0, cpu, i),
+        None => (1, 0, i),
+    });
+    order
+}
+
+/// The same machine with node `order[j]` as node `j`: its CPUs and memory, the SLIT's
+/// rows and columns, and every NIC's node move with it.
+pub(crate) fn relabel_nodes(draft: &mut TopologyDraft, order: &[usize]) {
+    let new_id = |old: u32| order.iter().position(|&o| o == old as usize).map(|j| j as u32);
+    draft.nodes = order.iter().map(|&o| draft.nodes[o].clone()).collect();
+    if let Some(d) = &draft.distances {
+        draft.distances = Some(order.iter().map(|&a| order.iter().map(|&b| d[a][b]).collect()).collect());
+    }
+    for nic in std::iter::once(&mut draft.nic).chain(draft.more_nics.iter_mut()) {
+        nic.node = nic.node.and_then(new_id);
     }
 }

@@ -27,13 +27,14 @@ use crate::topology::{Topology, TopologyError};
 ///
 /// What varies: SMT on or off (1 or 2 threads), 1-4 sockets (one die each: the rig boots no more), the
 /// cores; 1-8 NUMA nodes made of runs of consecutive cores (so SMT sibling groups never
-/// straddle nodes), sometimes in shuffled node order, sometimes with 1-2 memory-only
-/// nodes and CPU-only nodes; a symmetric SLIT from a few values (ties are common) or
+/// straddle nodes), sometimes with 1-2 memory-only nodes and CPU-only nodes, numbered as
+/// Linux on x86 numbers them (nodes with CPUs in the order of their first CPU, then the
+/// memory-only ones: what a guest shows, so the rig can boot the file as written); a symmetric SLIT from a few values (ties are common) or
 /// none; Linux-style CPU numbering (`linux-smt-outer`) now and then; the NIC on any
 /// node, memory-only ones included, or on none (NUMA_NO_NODE); half the time the
 /// default MSI-X budget, else a small table (down to 1 entry, on which the probe
-/// fails), a larger one, a smaller `max_msix` or `max_queues`, or static MSI-X. The
-/// machine has 1 GiB of memory spread over its memory nodes. Names are
+/// fails), a larger one, a smaller `max_msix` or `max_queues` (never static MSI-X,
+/// which a QEMU x86 guest cannot have). The machine has 1 GiB of memory spread over its memory nodes. Names are
 /// `random-s<seed>-<i>`; `[source]` is synthetic and says how it was made; `[expect]`
 /// is `pass` (the model's table).
 ///

@@ -1,6 +1,7 @@
 //! A topology file as QEMU builds it, and as the emulated NIC advertises it.
 
 use crate::accel::AccelChoice;
+use crate::model::KernelGen;
 use crate::qemu::{MachineSpec, NicPlacement, NodeSpec};
 use crate::topology::Topology;
 use mana_device_api::config::DeviceConfig;
@@ -80,6 +81,37 @@ pub fn device_config(topo: &Topology) -> Result<DeviceConfig, MachineError> {
     device_config_of(topo, 0)
 }
 
+/// Whether a guest whose driver is modelled as `gen` can meet the MSI-X platform every
+/// NIC of `topo` describes.
+///
+/// `dynamic_msix = false` describes an MSI domain that cannot add MSI-X vectors once
+/// MSI-X is on (`pci_msix_can_alloc_dyn()` false: Hyper-V's or Xen's PCI/MSI domains).
+/// QEMU's x86 domains always can, with or without interrupt remapping
+/// (docs/mana-protocol.md §4.1 and §5.3: `X86_VECTOR_MSI_FLAGS_SUPPORTED`), so a 7.x driver, the
+/// only one that asks, takes the dynamic path whatever the file says, and judging it by
+/// the static path would blame the kernel for the file. Older drivers never ask: the
+/// field changes nothing there, and the file is accepted.
+///
+/// # Errors
+/// [`MachineError::Nic`] naming `dynamic_msix` when a NIC has it false under 7.x.
+pub fn msix_platform(topo: &Topology, gen: KernelGen) -> Result<(), MachineError> {
+    if gen != KernelGen::V7 {
+        return Ok(());
+    }
+    let Some(k) = topo.nics().iter().position(|n| !n.dynamic_msix) else { return Ok(()) };
+    let which = if topo.nics().len() > 1 { format!("NIC {k}: ") } else { String::new() };
+    Err(MachineError::Nic {
+        topology: topo.name().to_owned(),
+        field: "dynamic_msix",
+        problem: format!(
+            "{which}false, but QEMU's x86 MSI domains always allow dynamic MSI-X \
+             (pci_msix_can_alloc_dyn() is true, with or without interrupt remapping), so a 7.x \
+             driver takes the dynamic path; the field describes another platform and is for \
+             the model alone (`expect --kernel 7.x`), or drop it to boot the machine"
+        ),
+    })
+}
+
 /// NIC `index`'s knobs from the topology's `[[nic]]` entry `index`: MSI-X table,
 /// `max_msix`, `max_queues`, the vPort count and NIC `index`'s MAC
 /// ([`Topology::nic_mac`]: the file's, else one of its own per NIC).
@@ -129,6 +161,22 @@ mod tests {
         let spec = machine_spec(&topo("seed-003-epyc-7763"), AccelChoice::Tcg, 64).expect("buildable");
         assert_eq!(spec.nodes[14].cpus, (224..240).collect::<Vec<u32>>());
         assert_eq!(spec.nic, NicPlacement::Node(14));
+    }
+
+    #[test]
+    fn static_msix_is_refused_for_a_7x_guest_only() {
+        // QEMU x86 gives every 7.x guest dynamic MSI-X: a file saying otherwise is refused
+        // before anything boots; 6.x drivers never ask, so the field changes nothing there.
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../topologies/seed-002.toml");
+        let text = std::fs::read_to_string(path).expect("seed-002");
+        let text = text.replacen("numa_node = 0", "numa_node = 0\ndynamic_msix = false", 1);
+        let t = Topology::from_toml_str("static.toml", &text).expect("valid");
+        let err = msix_platform(&t, KernelGen::V7).expect_err("refused on 7.x").to_string();
+        assert!(err.starts_with("seed-002: nic.dynamic_msix: false, but QEMU's x86"), "{err}");
+        for gen in [KernelGen::V6_1, KernelGen::V6_3, KernelGen::V6_12] {
+            assert!(msix_platform(&t, gen).is_ok(), "{gen}");
+        }
+        assert!(msix_platform(&topo("seed-002"), KernelGen::V7).is_ok(), "the default: dynamic");
     }
 
     #[test]

@@ -93,6 +93,7 @@ boxed_from!(
 pub fn run_one(req: &RunRequest) -> Result<RunOutcome, RunError> {
     let start = Instant::now();
     let topo = Topology::load(&req.topology)?.with_scenario(&req.topology.display().to_string(), &req.scenario)?;
+    super::machine::msix_platform(&topo, req.model.unwrap_or(req.kernel)).map_err(BootError::DeviceConfig)?;
     let prov = provisioned(req.cache_dir.as_deref())?;
     let provision_time = start.elapsed();
     let kernel = match &req.custom_kernel {
