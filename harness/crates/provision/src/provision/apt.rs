@@ -107,11 +107,13 @@ impl Archive {
     }
 }
 
-/// A private apt root (`<cache>/apt`).
+/// A private apt root (`<cache>/apt`; `<cache>/apt-arm64` for arm64 guests' packages).
 #[derive(Debug, Clone)]
 pub struct AptRoot {
     dir: PathBuf,
     archive: Archive,
+    /// Debian's architecture it reads (`amd64`, `arm64`).
+    arch: String,
 }
 
 /// One version of a package in the indexes and the suite that offers it
@@ -148,6 +150,16 @@ impl AptRoot {
     /// [`ProvisionError::Io`] on filesystem errors; [`ProvisionError::Host`] when
     /// the Debian archive keyring is missing on the host (for Debian's archive).
     pub fn prepare(dir: &Path, archive: &Archive) -> Result<AptRoot, ProvisionError> {
+        Self::prepare_for(dir, archive, "amd64")
+    }
+
+    /// As [`AptRoot::prepare`], for the packages of Debian architecture `arch`
+    /// (`arm64`: an arm64 guest's kernels and tools), in a root of its own so
+    /// that the amd64 root's indexes stay as they are.
+    ///
+    /// # Errors
+    /// As [`AptRoot::prepare`].
+    pub fn prepare_for(dir: &Path, archive: &Archive, arch: &str) -> Result<AptRoot, ProvisionError> {
         if archive.sources == DEBIAN_SOURCES && !Path::new(KEYRING).exists() {
             return Err(ProvisionError::Host(format!(
                 "{KEYRING} is missing: install the host package debian-archive-keyring"
@@ -168,8 +180,8 @@ impl AptRoot {
              Dir::Etc::SourceParts \"{d}/etc/sources.list.d\";\n\
              Dir::Etc::Preferences \"{d}/etc/preferences\";\n\
              Dir::Etc::PreferencesParts \"{d}/etc/preferences.d\";\n\
-             APT::Architecture \"amd64\";\n\
-             APT::Architectures {{ \"amd64\"; }};\n\
+             APT::Architecture \"{arch}\";\n\
+             APT::Architectures {{ \"{arch}\"; }};\n\
              APT::Get::Download-Only \"true\";\n\
              APT::Install-Recommends \"false\";\n\
              Debug::NoLocking \"true\";\n"
@@ -189,7 +201,12 @@ impl AptRoot {
         if !status.exists() {
             std::fs::write(&status, "").map_err(|e| ProvisionError::io(&status, e))?;
         }
-        Ok(AptRoot { dir: dir.to_path_buf(), archive: archive.clone() })
+        Ok(AptRoot { dir: dir.to_path_buf(), archive: archive.clone(), arch: arch.to_owned() })
+    }
+
+    /// Debian's architecture this root reads (`amd64`, `arm64`).
+    pub fn arch(&self) -> &str {
+        &self.arch
     }
 
     /// The archive this root reads.

@@ -669,6 +669,7 @@ mod tests {
             version_line: String::new(),
             version: (11, 1, 0),
             package: None,
+            binary: crate::provision::QEMU_X86.to_owned(),
         };
         let spec = super::super::machines::seed_002(256);
         let mut req = BootRequest::new(&spec, &kernel, &busybox);
