@@ -60,6 +60,8 @@ pub fn machine_spec(topo: &Topology, accel: AccelChoice, mem_per_node_mib: u32) 
         nic: placement(topo.nic()),
         more_nics: topo.nics()[1..].iter().map(placement).collect(),
         accel,
+        clusters: topo.clusters(),
+        arch: topo.arch(),
     };
     spec.validate().map_err(|source| MachineError::Spec { topology: topo.name().to_owned(), error: source })?;
     Ok(spec)
