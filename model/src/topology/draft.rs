@@ -323,8 +323,10 @@ mod tests {
 
     fn files() -> Vec<(String, String)> {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../topologies");
+        let arm64 = std::fs::read_dir(dir.join("arm64")).expect("topologies/arm64/");
         let mut out: Vec<(String, String)> = std::fs::read_dir(&dir)
             .expect("topologies/")
+            .chain(arm64)
             .flatten()
             .map(|e| e.path())
             .filter(|p| p.extension().is_some_and(|e| e == "toml"))
