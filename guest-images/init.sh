@@ -342,7 +342,7 @@ block_open() {
 	# `command exec`: a redirection that fails does not end the shell (PID 1)
 	# as a plain `exec` would. A port the kernel registered without finding a
 	# UART opens, but every write fails (EIO): one empty line tells.
-	{ command exec 5>$port && echo >&5; } 2>/dev/null && return 0
+	{ command exec 5>"$port" && echo >&5; } 2>/dev/null && return 0
 	exec 5>&1
 	echo "manarig: manarig.report=ttyS1: $port cannot be opened or written (no second serial port?); this block goes to the console"
 }
@@ -429,7 +429,7 @@ topology_files() {
 	[ "$(uname -m)" = aarch64 ] && clusters="$C/cpu[0-9]*/topology/cluster_id"
 	# die_id is x86's (and s390's): arm64 kernels have none.
 	dies=
-	for f in $C/cpu[0-9]*/topology/die_id; do
+	for f in "$C"/cpu[0-9]*/topology/die_id; do
 		[ -e "$f" ] && dies="$C/cpu[0-9]*/topology/die_id"
 		break
 	done

@@ -526,6 +526,20 @@ mod tests {
     }
 
     #[test]
+    fn an_arm64_root_reads_arm64_indexes_and_the_default_root_stays_amd64() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let a = Archive { sources: "deb file:/r stable main\n".into(), origin: "t".into() };
+        let arm = AptRoot::prepare_for(&dir.path().join("apt-arm64"), &a, "arm64").expect("arm64 root");
+        let conf = std::fs::read_to_string(dir.path().join("apt-arm64/apt.conf")).expect("conf");
+        assert!(conf.contains("APT::Architecture \"arm64\";") && !conf.contains("amd64"), "{conf}");
+        assert_eq!(arm.arch(), "arm64");
+        let x86 = AptRoot::prepare(&dir.path().join("apt"), &a).expect("amd64 root");
+        let conf = std::fs::read_to_string(dir.path().join("apt/apt.conf")).expect("conf");
+        assert!(conf.contains("APT::Architectures { \"amd64\"; };"), "{conf}");
+        assert_eq!(x86.arch(), "amd64");
+    }
+
+    #[test]
     fn an_archives_suites_come_from_its_sources_list() {
         assert_eq!(
             Archive::debian().suites(),

@@ -104,7 +104,7 @@ fn load_with(cache: &Path, pins: &Arm64Pins, locked: bool) -> Result<Provisioned
         let k = debian_kernel::load(&home, pin).map_err(|why| missing(&format!("kernel {}", pin.name()), why))?;
         kernels.insert(pin.id.clone(), k);
     }
-    let p = Provisioned {
+    Provisioned {
         cache: cache.to_path_buf(),
         qemu,
         kernels,
@@ -114,13 +114,8 @@ fn load_with(cache: &Path, pins: &Arm64Pins, locked: bool) -> Result<Provisioned
         selftest_tools: None,
         arch: Arch::Arm64,
         firmware: firmware.files.first().map(|f| f.host.clone()),
-    };
-    if locked {
-        if let Some(f) = p.fallbacks().into_iter().next() {
-            return Err(ProvisionError::LockedFallback { what: f.describe(), cache: cache.to_path_buf() });
-        }
     }
-    Ok(p)
+    .unless_locked_out(locked)
 }
 
 #[cfg(test)]

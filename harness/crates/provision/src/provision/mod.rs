@@ -254,6 +254,17 @@ impl Provisioned {
         })
     }
 
+    /// This, or under `--locked` (`locked`) the error naming its first fallback.
+    ///
+    /// # Errors
+    /// [`ProvisionError::LockedFallback`] when `locked` and a package differs from its pin.
+    pub(crate) fn unless_locked_out(self, locked: bool) -> Result<Self, ProvisionError> {
+        match self.fallbacks().into_iter().next().filter(|_| locked) {
+            Some(f) => Err(ProvisionError::LockedFallback { what: f.describe(), cache: self.cache }),
+            None => Ok(self),
+        }
+    }
+
     /// Every provisioned package that differs from its pin.
     pub fn fallbacks(&self) -> Vec<UsedPackage> {
         self.qemu
@@ -589,12 +600,7 @@ fn load_with(cache: &Path, lock: &Lock, locked: bool) -> Result<Provisioned, Pro
         arch: crate::topology::Arch::X86_64,
         firmware: None,
     };
-    if locked {
-        if let Some(f) = p.fallbacks().into_iter().next() {
-            return Err(ProvisionError::LockedFallback { what: f.describe(), cache: cache.to_path_buf() });
-        }
-    }
-    Ok(p)
+    p.unless_locked_out(locked)
 }
 
 pub mod tools;
