@@ -24,7 +24,7 @@ pub struct SetupArgs {
     pub private_qemu: bool,
     /// The guests' architecture to provision: x86_64 (the default) or arm64
     /// (qemu-system-aarch64, UEFI firmware, arm64 kernels, busybox and
-    /// ethtool into <cache>/arm64; the lock's [arm64] section).
+    /// ethtool into `<cache>/arm64`; the lock's `[arm64]` section).
     #[arg(long, value_name = "ARCH", default_value = "x86_64")]
     pub arch: crate::topology::Arch,
 }
