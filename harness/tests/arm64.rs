@@ -64,3 +64,23 @@ fn traffic_on_arm64_is_refused_as_not_available_yet() {
         Ok(_) => panic!("traffic on arm64 ran"),
     }
 }
+
+/// A kernel the rig built (`-min`, `build:`) is an x86_64 kernel: refused on an
+/// arm64 guest, naming why, before anything starts.
+#[test]
+fn a_kernel_the_rig_built_is_refused_on_arm64() {
+    let mut req = request("arm64/cobalt-16", "6.12");
+    req.custom_kernel = Some(harness::provision::KernelInstall {
+        id: "build:0123abcd".into(),
+        release: "6.12.117-manarig-min".into(),
+        vmlinuz: "/nonexistent/bzImage".into(),
+        modules: Vec::new(),
+        compression: harness::provision::KoCompression::None,
+        packages: Vec::new(),
+    });
+    match harness::rig::run_one(&req) {
+        Err(harness::rig::RunError::NotOnArm64 { why, .. }) => assert!(why.contains("x86_64 kernels only"), "{why}"),
+        Err(e) => panic!("expected NotOnArm64, got {}", harness::text::chain(&e)),
+        Ok(_) => panic!("an x86 build ran on arm64"),
+    }
+}

@@ -73,7 +73,8 @@ pub enum RunError {
 
 /// What an arm64 run cannot do yet, refused before anything starts: traffic
 /// (and a soak, which is traffic) needs the `manarig-flows` guest binary,
-/// which is not built for aarch64 here (no aarch64 Rust standard library).
+/// which is not built for aarch64 here (no aarch64 Rust standard library);
+/// the selftests' tools are amd64 packages; the kernels the rig builds are x86's.
 ///
 /// # Errors
 /// [`RunError::NotOnArm64`] naming the option.
@@ -87,6 +88,12 @@ fn arm64_supports(req: &RunRequest) -> Result<(), RunError> {
     }
     if req.selftests.is_some() {
         return Err(RunError::NotOnArm64 { what: "the selftests", why: "their guest tools are amd64 packages" });
+    }
+    if req.custom_kernel.as_ref().is_some_and(|k| k.id.starts_with("build:")) {
+        return Err(RunError::NotOnArm64 {
+            what: "a kernel built by the rig (-min, build:)",
+            why: "the rig builds x86_64 kernels only; use Debian's arm64 kernels (6.12, 7.x) or image:PATH",
+        });
     }
     Ok(())
 }
