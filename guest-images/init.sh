@@ -335,12 +335,16 @@ block_open() {
 	ttyS1) ;;
 	*) echo "manarig: manarig.report=$REPORT is not ttyS1; this block goes to the console"; return 0 ;;
 	esac
+	# `ttyS1` names the second serial port: on arm64 (QEMU's virt machine) it
+	# is the second PL011 UART, /dev/ttyAMA1.
+	port=/dev/ttyS1
+	[ -c /dev/ttyAMA1 ] && port=/dev/ttyAMA1
 	# `command exec`: a redirection that fails does not end the shell (PID 1)
 	# as a plain `exec` would. A port the kernel registered without finding a
 	# UART opens, but every write fails (EIO): one empty line tells.
-	{ command exec 5>/dev/ttyS1 && echo >&5; } 2>/dev/null && return 0
+	{ command exec 5>"$port" && echo >&5; } 2>/dev/null && return 0
 	exec 5>&1
-	echo "manarig: manarig.report=ttyS1: /dev/ttyS1 cannot be opened or written (no second serial port?); this block goes to the console"
+	echo "manarig: manarig.report=ttyS1: $port cannot be opened or written (no second serial port?); this block goes to the console"
 }
 # Closing the port's last fd waits until the UART has sent everything
 # (tty_port_close_start()): neither poweroff nor rmmod cuts the block's tail off.
@@ -419,12 +423,22 @@ topology_files() {
 	for f in $C/online $C/present $C/possible $C/offline $C/isolated $C/nohz_full "$R"/proc/irq/default_smp_affinity; do
 		[ -e "$f" ] && masks="$masks $f"
 	done
-	# shellcheck disable=SC2086 # $masks is a list of paths without blanks
+	# arm64: the clusters (QEMU's virt machine has them; the guest-topology
+	# check compares each CPU's cluster group with the declared one).
+	clusters=
+	[ "$(uname -m)" = aarch64 ] && clusters="$C/cpu[0-9]*/topology/cluster_id"
+	# die_id is x86's (and s390's): arm64 kernels have none.
+	dies=
+	for f in "$C"/cpu[0-9]*/topology/die_id; do
+		[ -e "$f" ] && dies="$C/cpu[0-9]*/topology/die_id"
+		break
+	done
+	# shellcheck disable=SC2086 # $masks, $dies and $clusters are lists of paths without blanks
 	awk -v root="$R" '{ f = substr(FILENAME, length(root) + 1) }
 		/^Node [0-9]+ MemTotal:/ { print "f " f ": " $4; next }
 		f !~ /meminfo$/ { print "f " f ": " $0 }' \
-		$masks $C/cpu[0-9]*/topology/physical_package_id $C/cpu[0-9]*/topology/die_id \
-		$C/cpu[0-9]*/topology/core_id $C/cpu[0-9]*/topology/thread_siblings_list \
+		$masks $C/cpu[0-9]*/topology/physical_package_id $dies \
+		$C/cpu[0-9]*/topology/core_id $C/cpu[0-9]*/topology/thread_siblings_list $clusters \
 		$N/node[0-9]*/cpulist $N/node[0-9]*/distance $N/node[0-9]*/meminfo \
 		$P/*/vendor $P/*/device $P/*/class $P/*/numa_node 2>/dev/null
 }
@@ -990,6 +1004,10 @@ print_report() {
 
 # The steps of the header, in order.
 main() {
+	# A busybox the host could not run to list its applets (an arm64 guest's
+	# on an x86_64 host) comes without their links: it makes them itself (by
+	# its own path: /proc/self/exe is not there yet).
+	[ -e /bin/mount ] || /bin/busybox --install -s /bin
 	mount -t proc proc /proc
 	up; T_INIT=$UP
 	parse_cmdline

@@ -180,12 +180,15 @@ fn run_tests(extra: &[std::ffi::OsString]) -> ExitCode {
             false
         }
     };
-    // The boot tests need the provisioned cache; setup is idempotent and takes
-    // well under a second once done.
-    let setup = harness::cli::setup::SetupArgs { cache_dir: None, update_lock: false, private_qemu: false };
-    if harness::cli::setup::run(&setup) != ExitCode::from(harness::cli::Exit::Pass) {
-        eprintln!("cargo xtask test: setup failed (see above); the boot tests cannot run without it");
-        return ExitCode::from(2);
+    // The boot tests need the provisioned cache, the arm64 guests' part too
+    // (harness/tests/arm64.rs: provisioned here, not by two tests at once);
+    // setup is idempotent and takes well under a second once done.
+    for arch in harness::topology::Arch::ALL {
+        let setup = harness::cli::setup::SetupArgs { cache_dir: None, update_lock: false, private_qemu: false, arch };
+        if harness::cli::setup::run(&setup) != ExitCode::from(harness::cli::Exit::Pass) {
+            eprintln!("cargo xtask test: setup ({arch}) failed (see above); the boot tests cannot run without it");
+            return ExitCode::from(2);
+        }
     }
     let kernels = harness::provision::cache_dir(None)
         .map_err(anyhow::Error::from)

@@ -49,6 +49,12 @@ pub struct RigOptions {
     /// items are the rig's own (use `--channels`, `--reprobe`).
     #[arg(long, value_name = "ITEM", value_parser = rig_cmdline_item)]
     pub cmdline: Vec<String>,
+    /// The guest's architecture, instead of the topology file's `[machine]
+    /// arch`: x86_64 (QEMU q35) or arm64 (QEMU virt under TCG: GICv3 + ITS,
+    /// UEFI with ACPI, Debian's arm64 cloud kernels; provisioned into
+    /// `<cache>/arm64` on first use). `--traffic` is not available on arm64 yet.
+    #[arg(long, value_name = "ARCH")]
+    pub arch: Option<crate::topology::Arch>,
 }
 
 /// A `--cmdline` item for `run`/`compare`: a single word
@@ -168,6 +174,7 @@ impl RigOptions {
             model,
             speedups: if self.no_speedups { crate::qemu::Speedups::NONE } else { crate::qemu::Speedups::ALL },
             extra_cmdline: self.cmdline.clone(),
+            arch: self.arch,
             ..RunRequest::new(topology.to_path_buf(), kernel)
         }
     }

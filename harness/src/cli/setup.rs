@@ -22,6 +22,11 @@ pub struct SetupArgs {
     /// Use the private trixie-backports QEMU even if the host's qualifies.
     #[arg(long)]
     pub private_qemu: bool,
+    /// The guests' architecture to provision: x86_64 (the default) or arm64
+    /// (qemu-system-aarch64, UEFI firmware, arm64 kernels, busybox and
+    /// ethtool into `<cache>/arm64`; the lock's `[arm64]` section).
+    #[arg(long, value_name = "ARCH", default_value = "x86_64")]
+    pub arch: crate::topology::Arch,
 }
 
 /// Run `setup`: progress lines on stderr, a summary on stdout; exit 0 or 2.
@@ -34,7 +39,14 @@ pub fn run(args: &SetupArgs) -> ExitCode {
             private_qemu: args.private_qemu,
             ..Default::default()
         };
-        crate::provision::setup(&cache, &opts, &mut |line| eprintln!("setup: {line}"))
+        match args.arch {
+            crate::topology::Arch::X86_64 => {
+                crate::provision::setup(&cache, &opts, &mut |line| eprintln!("setup: {line}"))
+            }
+            crate::topology::Arch::Arm64 => {
+                crate::provision::arm64::setup(&cache, &opts, &mut |line| eprintln!("setup: {line}"))
+            }
+        }
     });
     match result {
         Ok(p) => {

@@ -171,6 +171,8 @@ pub(crate) fn draft(seed: u64, index: u64, max_cpus: u32) -> TopologyDraft {
             wording: format!("manarig_model::random::generate(seed {seed}, max_cpus {max_cpus}), topology #{index}"),
         },
         numbering,
+        arch: crate::topology::Arch::X86_64,
+        clusters: 1,
         shape,
         nodes,
         distances,

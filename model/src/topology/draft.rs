@@ -53,7 +53,11 @@ pub struct TopologyDraft {
     pub source: Source,
     /// `cpu_numbering`.
     pub numbering: CpuNumbering,
-    /// `[cpus]`.
+    /// `[machine] arch`.
+    pub arch: super::Arch,
+    /// `cpus.clusters` (clusters per die; `shape.cores` counts a die's cores).
+    pub clusters: u32,
+    /// `[cpus]` (its `cores` per die: `cpus.cores` × `clusters`).
     pub shape: CpuShape,
     /// `[[numa.nodes]]`, node 0 first.
     pub nodes: Vec<NodeDraft>,
@@ -145,12 +149,19 @@ impl TopologyDraft {
             let _ = writeln!(out, "id = {}", quoted(&s.id));
         }
         let _ = writeln!(out, "wording = {}", quoted(&s.wording));
+        if self.arch != super::Arch::X86_64 {
+            let _ = writeln!(out, "\n[machine]\narch = \"{}\"", self.arch);
+        }
         let c = &self.shape;
         let _ = writeln!(out, "\n[cpus]\nsockets = {}", c.sockets);
         if c.dies != 1 {
             let _ = writeln!(out, "dies = {}", c.dies);
         }
-        let _ = writeln!(out, "cores = {}\nthreads = {}", c.cores, c.threads);
+        let clusters = self.clusters.max(1);
+        if clusters != 1 {
+            let _ = writeln!(out, "clusters = {clusters}");
+        }
+        let _ = writeln!(out, "cores = {}\nthreads = {}", c.cores / clusters, c.threads);
         for n in &self.nodes {
             let _ =
                 writeln!(out, "\n[[numa.nodes]]\ncpus = \"{}\"\nmemory_mib = {}", n.cpus.to_cpulist(), n.memory_mib);
@@ -266,6 +277,8 @@ impl From<&Topology> for TopologyDraft {
             description: s.description.clone(),
             source: s.source.clone(),
             numbering: s.numbering,
+            arch: s.arch,
+            clusters: s.clusters,
             shape: s.shape,
             nodes: s.nodes.iter().map(|n| NodeDraft { cpus: n.cpus.clone(), memory_mib: n.memory_mib }).collect(),
             distances: Some(s.distances.clone()),
@@ -310,8 +323,10 @@ mod tests {
 
     fn files() -> Vec<(String, String)> {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../topologies");
+        let arm64 = std::fs::read_dir(dir.join("arm64")).expect("topologies/arm64/");
         let mut out: Vec<(String, String)> = std::fs::read_dir(&dir)
             .expect("topologies/")
+            .chain(arm64)
             .flatten()
             .map(|e| e.path())
             .filter(|p| p.extension().is_some_and(|e| e == "toml"))

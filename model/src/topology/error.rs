@@ -75,6 +75,20 @@ pub enum Problem {
         /// The limit ([`crate::cpulist::MAX_CPUS`]).
         max: u32,
     },
+    /// A `[cpus]` level the architecture's QEMU machine does not show.
+    #[error("{count} {level} on {arch}: {}", if *.level == "dies" {
+        "QEMU's arm virt machine has no dies (use clusters, or sockets)"
+    } else {
+        "clusters are declared for arm64 guests only (set [machine] arch = \"arm64\")"
+    })]
+    ArchLevel {
+        /// `dies` or `clusters`.
+        level: &'static str,
+        /// The architecture.
+        arch: super::arch::Arch,
+        /// How many the file asks for.
+        count: u32,
+    },
     /// No NUMA node is described.
     #[error("at least one node is needed")]
     NoNodes,

@@ -23,6 +23,9 @@ pub struct TopologyFile {
     /// How the file's CPU ids map to socket/die/core/thread (default `qemu`).
     #[serde(default)]
     pub cpu_numbering: CpuNumbering,
+    /// `[machine]`: the guest architecture (default x86_64).
+    #[serde(default)]
+    pub machine: Option<MachineFile>,
     /// The CPU shape (`-smp`).
     pub cpus: CpusFile,
     /// NUMA nodes and distances.
@@ -75,10 +78,22 @@ pub struct CpusFile {
     /// Dies per socket (≥ 1, default 1).
     #[serde(default = "one")]
     pub dies: u32,
-    /// Cores per die (≥ 1).
+    /// Clusters per die (≥ 1, default 1; more than 1 on arm64 only, as
+    /// QEMU's `virt` machine shows them in the guest's `cluster_cpus_list`).
+    #[serde(default = "one")]
+    pub clusters: u32,
+    /// Cores per cluster (≥ 1; per die when there is one cluster).
     pub cores: u32,
     /// Threads per core (≥ 1).
     pub threads: u32,
+}
+
+/// `[machine]`: what machine the guest is.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MachineFile {
+    /// `x86_64` (QEMU `q35`) or `arm64` (QEMU `virt`).
+    pub arch: super::arch::Arch,
 }
 
 fn one() -> u32 {

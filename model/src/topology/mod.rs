@@ -16,6 +16,7 @@
 //!
 //! The file format is documented with examples in `topologies/README.md`.
 
+mod arch;
 mod draft;
 mod error;
 mod file;
@@ -25,6 +26,7 @@ mod scenario;
 mod scenario_problem;
 mod validate;
 
+pub use arch::{Arch, ArchParseError};
 pub use draft::{NicDraft, NodeDraft, TopologyDraft};
 pub use error::{Problem, TopologyError};
 pub use file::{ExpectedVerdict, SourceKind};
@@ -110,6 +112,10 @@ impl Expectation {
     }
 }
 
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
 /// What a topology file declares, validated (see [`Topology`] for the derived parts).
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Spec {
@@ -117,6 +123,12 @@ pub(crate) struct Spec {
     pub(crate) description: Option<String>,
     pub(crate) source: Source,
     pub(crate) numbering: CpuNumbering,
+    /// `[machine] arch` (left out of the JSON when x86_64, as before it existed).
+    #[serde(skip_serializing_if = "Arch::is_x86_64")]
+    pub(crate) arch: Arch,
+    /// Clusters per die; `shape.cores` counts the cores of all of a die's clusters.
+    #[serde(skip_serializing_if = "is_one")]
+    pub(crate) clusters: u32,
     pub(crate) shape: CpuShape,
     pub(crate) nodes: Vec<Node>,
     /// `distances[i][j]`, always n×n (10/20 when the file has no SLIT).
@@ -229,9 +241,34 @@ impl Topology {
     pub fn numbering(&self) -> CpuNumbering {
         self.spec.numbering
     }
-    /// The `-smp` shape.
+    /// The `-smp` shape (its `cores` are per die: all of a die's clusters).
     pub fn shape(&self) -> CpuShape {
         self.spec.shape
+    }
+    /// The guest architecture (`[machine] arch`, default x86_64).
+    pub fn arch(&self) -> Arch {
+        self.spec.arch
+    }
+    /// Clusters per die (1 unless the file sets `cpus.clusters`).
+    pub fn clusters(&self) -> u32 {
+        self.spec.clusters
+    }
+    /// Cores per cluster (`shape().cores / clusters()`).
+    pub fn cores_per_cluster(&self) -> u32 {
+        self.spec.shape.cores / self.spec.clusters
+    }
+    /// This machine as another architecture boots it (`--arch`), or the
+    /// problem that architecture has with it (more than one die on arm64,
+    /// clusters on x86_64).
+    ///
+    /// # Errors
+    /// [`TopologyError::Invalid`] naming the `[cpus]` field, as a file with
+    /// `[machine] arch` set so would get.
+    pub fn with_arch(&self, arch: Arch, path: &str) -> Result<Self, TopologyError> {
+        validate::check_arch(path, arch, self.spec.shape.dies, self.spec.clusters)?;
+        let mut t = self.clone();
+        t.spec.arch = arch;
+        Ok(t)
     }
     /// The NUMA nodes, node id = index.
     pub fn nodes(&self) -> &[Node] {

@@ -218,7 +218,7 @@ fn bad_mac_and_empty_name() {
 #[test]
 fn unknown_fields_and_types_are_syntax_errors_with_a_line() {
     for (text, needle) in [
-        (with("threads = 2", "threads = 2\nclusters = 1"), "unknown field `clusters`"),
+        (with("threads = 2", "threads = 2\nmodules = 1"), "unknown field `modules`"),
         (with("[expect]", "[expect]\nslow = true"), "unknown field `slow`"),
         (with("verdict = \"pass\"", "verdict = \"green\""), "unknown variant `green`"),
         (with("sockets = 2", "sockets = \"two\""), "invalid type"),
@@ -342,4 +342,46 @@ fn a_kernel_generation_can_be_expected_to_do_otherwise_and_a_bad_one_is_named() 
     let bad = text.replace("[expect.on.\"7.x\"]", "[expect.on.\"7.9\"]");
     let (problem, line) = invalid(&bad, "expect.on.\"7.9\"");
     assert!(matches!(problem, Problem::KernelGen { .. }), "{line}");
+}
+
+#[test]
+fn an_arm64_machine_with_clusters_numbers_cores_across_its_clusters() {
+    // 1 socket × 2 clusters × 2 cores × 1 thread: CPUs 0-1 in cluster 0, 2-3 in cluster 1.
+    let text = with(
+        "[cpus]\nsockets = 2\ncores = 2\nthreads = 2",
+        "[machine]\narch = \"arm64\"\n[cpus]\nsockets = 2\nclusters = 2\ncores = 2\nthreads = 1",
+    );
+    let t = Topology::from_toml_str("topologies/x.toml", &text).expect("valid");
+    assert_eq!((t.arch(), t.clusters(), t.cores_per_cluster()), (Arch::Arm64, 2, 2));
+    assert_eq!(t.shape(), CpuShape { sockets: 2, dies: 1, cores: 4, threads: 1 });
+    assert_eq!(t.ncpu(), 8);
+    assert_eq!(t.siblings(5).to_cpulist(), "5", "no SMT: each sibling group is one CPU");
+    let back = Topology::from_toml_str("x", &t.to_toml()).expect("round trip");
+    assert_eq!((back.arch(), back.clusters(), back.shape()), (t.arch(), t.clusters(), t.shape()));
+    assert!(t.to_toml().contains("[machine]\narch = \"arm64\""), "{}", t.to_toml());
+}
+
+#[test]
+fn an_x86_machine_is_x86_by_default_and_its_json_does_not_change() {
+    let t = Topology::from_toml_str("x", BASE).expect("valid");
+    assert_eq!((t.arch(), t.clusters()), (Arch::X86_64, 1));
+    let json = serde_json::to_string(&t).expect("json");
+    assert!(!json.contains("arch") && !json.contains("clusters"), "{json}");
+    assert!(!t.to_toml().contains("[machine]"));
+}
+
+#[test]
+fn levels_an_architecture_does_not_show_are_refused_with_the_field() {
+    let e = err(&with("[cpus]\nsockets = 2", "[cpus]\nsockets = 2\nclusters = 2"));
+    assert_eq!(e.field(), Some("cpus.clusters"));
+    assert!(matches!(e.problem(), Some(Problem::ArchLevel { level: "clusters", arch: Arch::X86_64, count: 2 })), "{e}");
+    let e = err(&with("[cpus]\nsockets = 2", "[machine]\narch = \"arm64\"\n[cpus]\nsockets = 1\ndies = 2"));
+    assert_eq!(e.field(), Some("cpus.dies"));
+    let e = err(&with("[cpus]\nsockets = 2", "[machine]\narch = \"riscv\"\n[cpus]\nsockets = 2"));
+    assert!(matches!(&e, TopologyError::Syntax { message, .. } if message.starts_with("machine.arch")), "{e}");
+    let t = Topology::from_toml_str("x", BASE).expect("valid");
+    assert_eq!(t.with_arch(Arch::Arm64, "x").expect("arm64").arch(), Arch::Arm64);
+    let dies = Topology::from_toml_str("x", &with("sockets = 2\ncores = 2", "sockets = 1\ndies = 2\ncores = 2"))
+        .expect("valid on x86");
+    assert!(dies.with_arch(Arch::Arm64, "x").is_err());
 }

@@ -8,6 +8,7 @@
 //! `max_queues` ≥ 1, MAC syntax, `channels` within what the driver allows); `[scenario]`
 //! (`scenario.rs`).
 
+use super::arch::Arch;
 use super::error::{Problem, TopologyError};
 use super::file::{NicFile, NicNodeFile, TopologyFile};
 use super::numbering::{CpuNumbering, CpuShape};
@@ -43,6 +44,8 @@ pub(super) fn validate(path: &str, mut file: TopologyFile) -> Result<Topology, T
         return Err(ctx.err("name", Problem::Empty));
     }
     let shape = shape(&ctx, &file)?;
+    let arch = file.machine.as_ref().map(|m| m.arch).unwrap_or_default();
+    check_arch(path, arch, file.cpus.dies, file.cpus.clusters)?;
     let numbering = file.cpu_numbering;
     let nodes = nodes(&ctx, &file, shape)?;
     check_siblings(&ctx, &nodes, shape, numbering)?;
@@ -68,6 +71,8 @@ pub(super) fn validate(path: &str, mut file: TopologyFile) -> Result<Topology, T
         description: file.description,
         source: Source { kind: file.source.kind, id: file.source.id, wording: file.source.wording },
         numbering,
+        arch,
+        clusters: file.cpus.clusters,
         shape,
         nodes,
         distances,
@@ -103,17 +108,42 @@ fn asymmetry_warnings(path: &str, d: &[Vec<u32>]) -> Vec<String> {
 
 fn shape(ctx: &Ctx<'_>, file: &TopologyFile) -> Result<CpuShape, TopologyError> {
     let c = &file.cpus;
-    for (field, v) in [("sockets", c.sockets), ("dies", c.dies), ("cores", c.cores), ("threads", c.threads)] {
+    for (field, v) in
+        [("sockets", c.sockets), ("dies", c.dies), ("clusters", c.clusters), ("cores", c.cores), ("threads", c.threads)]
+    {
         if v == 0 {
             return Err(ctx.err(format!("cpus.{field}"), Problem::Zero));
         }
     }
     // Saturating: four u32 factors can exceed u64 (the error then names u64::MAX).
-    let total = [c.dies, c.cores, c.threads].iter().fold(u64::from(c.sockets), |t, &v| t.saturating_mul(u64::from(v)));
+    let total = [c.dies, c.clusters, c.cores, c.threads]
+        .iter()
+        .fold(u64::from(c.sockets), |t, &v| t.saturating_mul(u64::from(v)));
     if total > u64::from(MAX_CPUS) {
         return Err(ctx.err("cpus", Problem::TooManyCpus { total, max: MAX_CPUS }));
     }
-    Ok(CpuShape { sockets: c.sockets, dies: c.dies, cores: c.cores, threads: c.threads })
+    // A cluster is a group of a die's cores: numbering (threads innermost, then
+    // cores, clusters, dies, sockets, as QEMU's `-smp`) is the same as with the
+    // die's cores in one run, so the shape counts cores per die.
+    Ok(CpuShape { sockets: c.sockets, dies: c.dies, cores: c.clusters * c.cores, threads: c.threads })
+}
+
+/// What `arch` allows of the `[cpus]` levels: QEMU's arm `virt` machine has
+/// no dies (`-smp dies=` is refused there), and clusters are shown to the
+/// guest only on arm64 here (QEMU's x86 machines call them modules and the
+/// rig does not declare them).
+///
+/// # Errors
+/// [`Problem::ArchLevel`] for `cpus.dies` on arm64 or `cpus.clusters` on x86_64.
+pub(super) fn check_arch(path: &str, arch: Arch, dies: u32, clusters: u32) -> Result<(), TopologyError> {
+    let ctx = Ctx { path };
+    if arch == Arch::Arm64 && dies > 1 {
+        return Err(ctx.err("cpus.dies", Problem::ArchLevel { level: "dies", arch, count: dies }));
+    }
+    if arch == Arch::X86_64 && clusters > 1 {
+        return Err(ctx.err("cpus.clusters", Problem::ArchLevel { level: "clusters", arch, count: clusters }));
+    }
+    Ok(())
 }
 
 fn nodes(ctx: &Ctx<'_>, file: &TopologyFile, shape: CpuShape) -> Result<Vec<Node>, TopologyError> {

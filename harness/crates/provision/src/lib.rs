@@ -6,5 +6,5 @@ pub mod kbuild;
 pub mod provision;
 
 // The modules of the crates below, under the names the sources use (`crate::topology`).
-use manarig_model::{model, text};
+use manarig_model::{model, text, topology};
 use manarig_proc::{children, scratch};

@@ -10,10 +10,18 @@
 //! the numa_node of the NIC's root port (and of the NIC when present). Core ids
 //! are not compared: Linux numbers them from APIC IDs, which QEMU pads to
 //! powers of two, so they need not be 0..cores.
+//!
+//! arm64 guests read the same sysfs, but their ids come from ACPI's PPTT,
+//! where `physical_package_id` and `cluster_id` are the tables' offsets of
+//! the package and cluster entries (measured on QEMU 11.1's virt machine with
+//! Debian 6.12: packages 56 and 176, clusters 76 and 196): there the package
+//! group and the cluster group (`cluster_id` within the package) of each CPU
+//! are compared, not the ids.
 
 use crate::cpulist::CpuMask;
 use crate::guest_protocol::{format_cpulist, GuestReport};
 use crate::qemu::{MachineSpec, NicPlacement};
+use crate::topology::Arch;
 use std::fmt;
 
 /// PCI ids of QEMU's generic PCIe root port (`pcie-root-port`): Red Hat 1b36:000c.
@@ -34,6 +42,12 @@ impl fmt::Display for Difference {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: declared {}, observed {}", self.what, self.declared, self.observed)
     }
+}
+
+/// The cluster of cpu index `i` within its die (arm64; 0 with one cluster).
+fn cluster_of(spec: &MachineSpec, i: u32) -> u32 {
+    let per_cluster = spec.cores / spec.clusters.max(1);
+    (i / spec.threads) % spec.cores / per_cluster.max(1)
 }
 
 /// Where cpu index `i` sits: (socket, die, core, thread), thread fastest, as
@@ -67,7 +81,11 @@ pub fn compare(spec: &MachineSpec, r: &GuestReport, online: &CpuMask) -> Vec<Dif
     for &c in &declared_cpus {
         let Some(g) = r.cpus.get(&c) else { continue };
         let (socket, die, _core, _thread) = position(spec, c);
-        diff(format!("cpu {c} package"), socket.to_string(), g.package.to_string());
+        if spec.arch == Arch::Arm64 {
+            arm64_groups(spec, r, c, g, &mut diff);
+        } else {
+            diff(format!("cpu {c} package"), socket.to_string(), g.package.to_string());
+        }
         if spec.dies > 1 {
             // Compare die groups, not ids: kernels number die_id per package or
             // system-wide depending on version.
@@ -120,6 +138,35 @@ pub fn compare(spec: &MachineSpec, r: &GuestReport, online: &CpuMask) -> Vec<Dif
     d
 }
 
+/// An arm64 CPU's package group (the CPUs with its `physical_package_id`)
+/// and, when the agent reported `cluster_id`, its cluster group (the CPUs of
+/// its package with its `cluster_id`), each against the declared one. Only
+/// online CPUs are in the report; the declared groups are cut to them.
+fn arm64_groups(
+    spec: &MachineSpec,
+    r: &GuestReport,
+    c: u32,
+    g: &crate::guest_protocol::GuestCpu,
+    diff: &mut impl FnMut(String, String, String),
+) {
+    let online: Vec<u32> = r.cpus.keys().copied().collect();
+    let socket = position(spec, c).0;
+    let declared: Vec<u32> = online.iter().copied().filter(|&o| position(spec, o).0 == socket).collect();
+    let observed: Vec<u32> = r.cpus.iter().filter(|(_, o)| o.package == g.package).map(|(&o, _)| o).collect();
+    diff(format!("cpu {c} package group"), format_cpulist(&declared), format_cpulist(&observed));
+    if g.cluster.is_some() {
+        let cluster = cluster_of(spec, c);
+        let declared: Vec<u32> = online
+            .iter()
+            .copied()
+            .filter(|&o| position(spec, o).0 == socket && cluster_of(spec, o) == cluster)
+            .collect();
+        let observed: Vec<u32> =
+            r.cpus.iter().filter(|(_, o)| o.package == g.package && o.cluster == g.cluster).map(|(&o, _)| o).collect();
+        diff(format!("cpu {c} cluster group"), format_cpulist(&declared), format_cpulist(&observed));
+    }
+}
+
 /// NIC 1, 2, …: each one's root port and the NIC itself on the declared node, and as
 /// many MANA NICs in the guest as the machine has.
 fn more_nics(spec: &MachineSpec, r: &GuestReport, diff: &mut impl FnMut(String, String, String)) {
@@ -165,6 +212,7 @@ mod tests {
                     package: i64::from(c / 4),
                     die: Some(0),
                     core: i64::from(c / 2 % 2),
+                    cluster: None,
                     siblings: vec![first, first + 1],
                     node: i64::from(c / 4),
                 },
@@ -199,6 +247,34 @@ mod tests {
         r.cpu_state.present = Some((0..7).collect());
         let d: Vec<String> = compare(&machines::seed_002(256), &r, &online).iter().map(ToString::to_string).collect();
         assert_eq!(d, vec!["present CPUs: declared 0-7, observed 0-6"]);
+    }
+
+    /// Seed 002's nodes as an arm64 guest under ACPI reports them: 2 sockets of
+    /// 2 clusters of 2 cores, no SMT; the ids are PPTT offsets (measured shape).
+    #[test]
+    fn an_arm64_guest_is_compared_by_package_and_cluster_groups_not_ids() {
+        let spec = crate::qemu::MachineSpec {
+            arch: Arch::Arm64,
+            clusters: 2,
+            cores: 4,
+            threads: 1,
+            ..machines::seed_002(256)
+        };
+        let mut r = seed_002_report();
+        for (c, g) in r.cpus.iter_mut() {
+            g.package = if *c < 4 { 56 } else { 176 };
+            g.cluster = Some(i64::from(76 + 20 * (*c / 2)));
+            g.die = None;
+            g.siblings = vec![*c];
+        }
+        assert_eq!(compare(&spec, &r, &CpuMask::first_n(8)), vec![]);
+        // One cluster where two are declared: each CPU's cluster group is wrong.
+        for g in r.cpus.values_mut() {
+            g.cluster = Some(g.package + 20);
+        }
+        let d: Vec<String> = compare(&spec, &r, &CpuMask::first_n(8)).iter().map(ToString::to_string).collect();
+        assert_eq!(d.len(), 8, "{d:?}");
+        assert_eq!(d[0], "cpu 0 cluster group: declared 0-1, observed 0-3");
     }
 
     #[test]

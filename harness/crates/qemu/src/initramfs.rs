@@ -131,6 +131,16 @@ pub fn applets_cached(busybox: &Path) -> Result<Vec<String>, InitramfsError> {
     Ok(list)
 }
 
+/// ELF `e_machine` of the host this runs on (x86-64: 62, AArch64: 183).
+const HOST_ELF_MACHINE: u16 = if cfg!(target_arch = "aarch64") { 183 } else { 62 };
+
+/// Whether `bytes` are an ELF file for another machine than the host's
+/// (`e_machine`, a little-endian u16 at offset 18 of the ELF header).
+pub fn foreign_elf(bytes: &[u8]) -> bool {
+    bytes.starts_with(b"\x7fELF")
+        && bytes.get(18..20).is_some_and(|m| u16::from_le_bytes([m[0], m[1]]) != HOST_ELF_MACHINE)
+}
+
 /// Build the archive bytes.
 ///
 /// # Errors
@@ -144,8 +154,12 @@ pub fn build(spec: &InitramfsSpec<'_>) -> Result<Vec<u8>, InitramfsError> {
     }
     // The kernel opens /dev/console for PID 1 before /init can mount devtmpfs.
     entries.push(("dev/console".into(), Body::CharDev(5, 1)));
-    entries.push(("bin/busybox".into(), Body::File(read(spec.busybox)?, 0o755)));
-    for a in applets_cached(spec.busybox)? {
+    let busybox = read(spec.busybox)?;
+    // A busybox for another architecture (an arm64 guest's) cannot list its
+    // applets here: the guest agent links them itself at boot.
+    let applets = if foreign_elf(&busybox) { Vec::new() } else { applets_cached(spec.busybox)? };
+    entries.push(("bin/busybox".into(), Body::File(busybox, 0o755)));
+    for a in applets {
         entries.push((format!("bin/{a}"), Body::Symlink("busybox".into())));
     }
     entries.push(("sbin/init".into(), Body::Symlink("../init".into())));
@@ -328,6 +342,23 @@ mod tests {
             at("usr") < at("usr/lib/x86_64-linux-gnu") && at("usr/lib/x86_64-linux-gnu") < at(&links[0].guest_path)
         );
         assert_eq!(n[at(&links[0].guest_path)].1, 0o120_777);
+    }
+
+    #[test]
+    fn a_busybox_for_another_machine_goes_in_without_applet_links() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let bb = dir.path().join("busybox");
+        // An ELF header for AArch64 (e_machine 183 at offset 18); it cannot run here.
+        let mut elf = vec![0u8; 64];
+        elf[..4].copy_from_slice(b"\x7fELF");
+        elf[18..20].copy_from_slice(&183u16.to_le_bytes());
+        std::fs::write(&bb, &elf).expect("write");
+        assert!(foreign_elf(&elf));
+        let out = build(&plain(&bb, &[], Compression::None)).expect("archive");
+        let n = names(&out);
+        assert!(n.iter().any(|(name, _, _)| name == "bin/busybox"));
+        assert!(!n.iter().any(|(name, _, _)| name == "bin/sh"), "{n:?}");
+        assert!(!foreign_elf(&std::fs::read("/proc/self/exe").expect("self")));
     }
 
     #[test]

@@ -86,6 +86,7 @@ fn cpus(raw: &Raw) -> Result<BTreeMap<u32, GuestCpu>, ReportError> {
             package: num("physical_package_id", need("physical_package_id")?)?,
             die: get("die_id").and_then(|v| v.1.trim().parse().ok()),
             core: num("core_id", need("core_id")?)?,
+            cluster: get("cluster_id").and_then(|v| v.1.trim().parse().ok()),
             siblings: list("thread_siblings_list", need("thread_siblings_list")?)?,
             node,
         };

@@ -17,6 +17,9 @@ pub struct GuestCpu {
     pub die: Option<i64>,
     /// `core_id`.
     pub core: i64,
+    /// `cluster_id` (arm64 guests' agents report it; None elsewhere).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<i64>,
     /// `thread_siblings_list`, expanded.
     pub siblings: Vec<u32>,
     /// NUMA node (from the `nodeN` link), -1 if none.

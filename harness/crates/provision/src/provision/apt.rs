@@ -107,11 +107,13 @@ impl Archive {
     }
 }
 
-/// A private apt root (`<cache>/apt`).
+/// A private apt root (`<cache>/apt`; `<cache>/apt-arm64` for arm64 guests' packages).
 #[derive(Debug, Clone)]
 pub struct AptRoot {
     dir: PathBuf,
     archive: Archive,
+    /// Debian's architecture it reads (`amd64`, `arm64`).
+    arch: String,
 }
 
 /// One version of a package in the indexes and the suite that offers it
@@ -148,6 +150,16 @@ impl AptRoot {
     /// [`ProvisionError::Io`] on filesystem errors; [`ProvisionError::Host`] when
     /// the Debian archive keyring is missing on the host (for Debian's archive).
     pub fn prepare(dir: &Path, archive: &Archive) -> Result<AptRoot, ProvisionError> {
+        Self::prepare_for(dir, archive, "amd64")
+    }
+
+    /// As [`AptRoot::prepare`], for the packages of Debian architecture `arch`
+    /// (`arm64`: an arm64 guest's kernels and tools), in a root of its own so
+    /// that the amd64 root's indexes stay as they are.
+    ///
+    /// # Errors
+    /// As [`AptRoot::prepare`].
+    pub fn prepare_for(dir: &Path, archive: &Archive, arch: &str) -> Result<AptRoot, ProvisionError> {
         if archive.sources == DEBIAN_SOURCES && !Path::new(KEYRING).exists() {
             return Err(ProvisionError::Host(format!(
                 "{KEYRING} is missing: install the host package debian-archive-keyring"
@@ -168,8 +180,8 @@ impl AptRoot {
              Dir::Etc::SourceParts \"{d}/etc/sources.list.d\";\n\
              Dir::Etc::Preferences \"{d}/etc/preferences\";\n\
              Dir::Etc::PreferencesParts \"{d}/etc/preferences.d\";\n\
-             APT::Architecture \"amd64\";\n\
-             APT::Architectures {{ \"amd64\"; }};\n\
+             APT::Architecture \"{arch}\";\n\
+             APT::Architectures {{ \"{arch}\"; }};\n\
              APT::Get::Download-Only \"true\";\n\
              APT::Install-Recommends \"false\";\n\
              Debug::NoLocking \"true\";\n"
@@ -189,7 +201,12 @@ impl AptRoot {
         if !status.exists() {
             std::fs::write(&status, "").map_err(|e| ProvisionError::io(&status, e))?;
         }
-        Ok(AptRoot { dir: dir.to_path_buf(), archive: archive.clone() })
+        Ok(AptRoot { dir: dir.to_path_buf(), archive: archive.clone(), arch: arch.to_owned() })
+    }
+
+    /// Debian's architecture this root reads (`amd64`, `arm64`).
+    pub fn arch(&self) -> &str {
+        &self.arch
     }
 
     /// The archive this root reads.
@@ -506,6 +523,20 @@ mod tests {
         assert_eq!((o[0].version.as_str(), o[0].suite.as_str()), ("1:11.1.3+ds-2~bpo13+1", "trixie-backports"));
         assert_eq!(o[1].suite, "bookworm-security");
         assert_eq!(o[2].suite, "stable");
+    }
+
+    #[test]
+    fn an_arm64_root_reads_arm64_indexes_and_the_default_root_stays_amd64() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let a = Archive { sources: "deb file:/r stable main\n".into(), origin: "t".into() };
+        let arm = AptRoot::prepare_for(&dir.path().join("apt-arm64"), &a, "arm64").expect("arm64 root");
+        let conf = std::fs::read_to_string(dir.path().join("apt-arm64/apt.conf")).expect("conf");
+        assert!(conf.contains("APT::Architecture \"arm64\";") && !conf.contains("amd64"), "{conf}");
+        assert_eq!(arm.arch(), "arm64");
+        let x86 = AptRoot::prepare(&dir.path().join("apt"), &a).expect("amd64 root");
+        let conf = std::fs::read_to_string(dir.path().join("apt/apt.conf")).expect("conf");
+        assert!(conf.contains("APT::Architectures { \"amd64\"; };"), "{conf}");
+        assert_eq!(x86.arch(), "amd64");
     }
 
     #[test]

@@ -42,6 +42,31 @@ pub struct Lock {
     /// Guest kernels, selected by [`KernelPin::id`] (e.g. `--kernel 6.12`).
     #[serde(rename = "kernel")]
     pub kernels: Vec<KernelPin>,
+    /// `[arm64]`: what arm64 guests boot with (provisioned on first use by an
+    /// arm64 run, or by `cargo xtask setup --arch arm64`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arm64: Option<Arm64Pins>,
+}
+
+/// `[arm64]`: the pins of arm64 guests, each with the same track and fallback
+/// rules as its x86 counterpart.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Arm64Pins {
+    /// `qemu-system-arm` (an amd64 host package with `qemu-system-aarch64`),
+    /// from the same suite and version as `[qemu]`.
+    pub qemu: QemuPin,
+    /// The UEFI firmware QEMU's `virt` machine boots the kernel through
+    /// (`qemu-efi-aarch64`, architecture `all`): with it QEMU gives the guest
+    /// ACPI tables, which place the NIC's PCIe expander bridge on its node.
+    pub firmware: ToolPin,
+    /// arm64 busybox-static.
+    pub busybox: BusyboxPin,
+    /// arm64 ethtool and the libraries it loads.
+    pub ethtool: ToolPin,
+    /// The arm64 cloud kernels, by the same ids as the x86 ones.
+    #[serde(rename = "kernel")]
+    pub kernels: Vec<KernelPin>,
 }
 
 /// QEMU package pin (`[qemu]`).
@@ -170,13 +195,23 @@ impl Lock {
         let lock: Lock =
             toml::from_str(text).map_err(|source| LockError::Parse { origin: origin.to_string(), error: source })?;
         let invalid = |what: String| LockError::Invalid { origin: origin.to_string(), what };
-        let mut ids = std::collections::BTreeSet::new();
-        for k in &lock.kernels {
-            if k.id.is_empty() || !ids.insert(k.id.as_str()) {
-                return Err(invalid(format!("kernel id {:?} is empty or repeated", k.id)));
+        let arm64 = lock.arm64.as_ref();
+        for (section, kernels) in std::iter::once(("", &lock.kernels)).chain(arm64.map(|a| ("arm64 ", &a.kernels))) {
+            let mut ids = std::collections::BTreeSet::new();
+            for k in kernels {
+                if k.id.is_empty() || !ids.insert(k.id.as_str()) {
+                    return Err(invalid(format!("{section}kernel id {:?} is empty or repeated", k.id)));
+                }
+                if k.packages.is_empty() {
+                    return Err(invalid(format!("{section}kernel {}: no packages", k.id)));
+                }
             }
-            if k.packages.is_empty() {
-                return Err(invalid(format!("kernel {}: no packages", k.id)));
+        }
+        if let Some(a) = arm64 {
+            for (tool, pin) in [("arm64 firmware", &a.firmware), ("arm64 ethtool", &a.ethtool)] {
+                if pin.packages.is_empty() {
+                    return Err(invalid(format!("{tool}: no packages")));
+                }
             }
         }
         for (tool, pin) in
@@ -194,6 +229,14 @@ impl Lock {
             .chain(lock.ethtool.packages.iter())
             .chain(lock.irqbalance.packages.iter())
             .chain(lock.selftests.packages.iter())
+            .chain(arm64.into_iter().flat_map(|a| {
+                a.kernels
+                    .iter()
+                    .flat_map(|k| k.packages.iter())
+                    .chain(std::iter::once(&a.busybox.package))
+                    .chain(a.firmware.packages.iter())
+                    .chain(a.ethtool.packages.iter())
+            }))
         {
             if p.sha256.len() != 64 || !p.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
                 return Err(invalid(format!(

@@ -24,6 +24,7 @@
 //! ```
 
 pub mod apt;
+pub mod arm64;
 mod debian_kernel;
 pub mod fallback;
 pub mod guest_files;
@@ -37,7 +38,7 @@ pub mod used;
 
 pub use kernel::KoCompression;
 pub use lock::Lock;
-pub use qemu_install::{QemuInstall, QemuSource};
+pub use qemu_install::{QemuInstall, QemuSource, QEMU_AARCH64, QEMU_X86};
 pub use used::UsedPackage;
 
 use apt::AptRoot;
@@ -234,6 +235,11 @@ pub struct Provisioned {
     /// The selftest runs' guest tools ([`selftest_tools`], unpacked whole in
     /// its `dir`/root); `None` when the cache predates the lock's `[selftests]`.
     pub selftest_tools: Option<tools::InstalledTool>,
+    /// The guests' architecture: what the kernels, busybox and tools are built for.
+    pub arch: crate::topology::Arch,
+    /// The firmware QEMU boots the kernel through (`-bios`; arm64: the UEFI
+    /// code image of [`tools::AAVMF`]); `None`: QEMU's own (x86).
+    pub firmware: Option<PathBuf>,
 }
 
 impl Provisioned {
@@ -246,6 +252,17 @@ impl Provisioned {
             id: id.to_string(),
             known: self.kernels.keys().cloned().collect::<Vec<_>>().join(", "),
         })
+    }
+
+    /// This, or under `--locked` (`locked`) the error naming its first fallback.
+    ///
+    /// # Errors
+    /// [`ProvisionError::LockedFallback`] when `locked` and a package differs from its pin.
+    pub(crate) fn unless_locked_out(self, locked: bool) -> Result<Self, ProvisionError> {
+        match self.fallbacks().into_iter().next().filter(|_| locked) {
+            Some(f) => Err(ProvisionError::LockedFallback { what: f.describe(), cache: self.cache }),
+            None => Ok(self),
+        }
     }
 
     /// Every provisioned package that differs from its pin.
@@ -351,7 +368,7 @@ pub fn setup(cache: &Path, opts: &SetupOptions, progress: &mut dyn FnMut(&str)) 
     };
     let mut p = Provisioner {
         cache: cache.to_path_buf(),
-        apt: LazyApt { dir: cache.join("apt"), archive, refresh: opts.update_lock, root: None },
+        apt: LazyApt { dir: cache.join("apt"), arch: "amd64", archive, refresh: opts.update_lock, root: None },
         locked: opts.locked(),
         progress,
     };
@@ -389,6 +406,22 @@ pub fn setup(cache: &Path, opts: &SetupOptions, progress: &mut dyn FnMut(&str)) 
         debian_kernel::ensure(&mut p, pin)?;
     }
     load_with(cache, &lock, p.locked)
+}
+
+impl<'a> Provisioner<'a> {
+    /// A setup's state for the packages of Debian architecture `arch` read
+    /// through the private apt root in `apt_dir`, kept in `cache`.
+    pub(crate) fn new(
+        cache: PathBuf,
+        apt_dir: PathBuf,
+        arch: &'static str,
+        archive: apt::Archive,
+        refresh: bool,
+        locked: bool,
+        progress: &'a mut dyn FnMut(&str),
+    ) -> Self {
+        Provisioner { cache, apt: LazyApt { dir: apt_dir, arch, archive, refresh, root: None }, locked, progress }
+    }
 }
 
 /// One setup's state: the cache, the private apt root (prepared on first
@@ -442,6 +475,8 @@ impl Provisioner<'_> {
 /// (a fully cached setup never runs apt).
 struct LazyApt {
     dir: PathBuf,
+    /// Debian's architecture of the packages it reads.
+    arch: &'static str,
     archive: apt::Archive,
     refresh: bool,
     root: Option<AptRoot>,
@@ -452,9 +487,10 @@ impl LazyApt {
         if let Some(a) = &self.root {
             return Ok(a.clone());
         }
-        let a = AptRoot::prepare(&self.dir, &self.archive)?;
+        let a = AptRoot::prepare_for(&self.dir, &self.archive, self.arch)?;
         progress(&format!(
-            "apt: updating the private package indexes ({}: {})",
+            "apt: updating the private {} package indexes ({}: {})",
+            self.arch,
             self.archive.origin,
             self.archive.suites().join(", ")
         ));
@@ -499,7 +535,7 @@ pub(crate) fn fetch_pinned(
     progress: &mut dyn FnMut(&str),
 ) -> Result<PathBuf, ProvisionError> {
     let debs = cache.join("debs");
-    let file = debs.join(format!("{}_{}_amd64.deb", p.name, p.version.replace(':', "%3a")));
+    let file = debs.join(format!("{}_{}_{}.deb", p.name, p.version.replace(':', "%3a"), a.arch()));
     if !(file.is_file() && apt::sha256_file(&file)? == p.sha256) {
         progress(&format!("download: {} {}", p.name, p.version));
         let got = with_fresh_indexes(a, progress, || a.download(&p.name, &p.version, &debs))?;
@@ -539,7 +575,7 @@ fn load_with(cache: &Path, lock: &Lock, locked: bool) -> Result<Provisioned, Pro
     let qemu: QemuInstall = read_stamp(&cache.join("qemu.json")).ok_or_else(|| missing("QEMU", CacheMiss::Missing))?;
     let qemu_file = match &qemu.source {
         QemuSource::System { binary } => binary.clone(),
-        QemuSource::Private { prefix } => prefix.join("usr/bin/qemu-system-x86_64"),
+        QemuSource::Private { prefix } => prefix.join("usr/bin").join(&qemu.binary),
     };
     if !qemu_file.is_file() {
         return Err(missing("QEMU", CacheMiss::Gone(qemu_file)));
@@ -553,13 +589,18 @@ fn load_with(cache: &Path, lock: &Lock, locked: bool) -> Result<Provisioned, Pro
         kernels.insert(pin.id.clone(), k);
     }
     let selftest_tools = tools::load_tool(tools::SELFTESTS, cache, &lock.selftests).ok();
-    let p = Provisioned { cache: cache.to_path_buf(), qemu, kernels, busybox, ethtool, irqbalance, selftest_tools };
-    if locked {
-        if let Some(f) = p.fallbacks().into_iter().next() {
-            return Err(ProvisionError::LockedFallback { what: f.describe(), cache: cache.to_path_buf() });
-        }
-    }
-    Ok(p)
+    let p = Provisioned {
+        cache: cache.to_path_buf(),
+        qemu,
+        kernels,
+        busybox,
+        ethtool,
+        irqbalance,
+        selftest_tools,
+        arch: crate::topology::Arch::X86_64,
+        firmware: None,
+    };
+    p.unless_locked_out(locked)
 }
 
 pub mod tools;

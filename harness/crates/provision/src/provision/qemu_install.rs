@@ -16,6 +16,15 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// The x86 guests' QEMU binary.
+pub const QEMU_X86: &str = "qemu-system-x86_64";
+/// The arm64 guests' QEMU binary (Debian's `qemu-system-arm` package).
+pub const QEMU_AARCH64: &str = "qemu-system-aarch64";
+
+fn x86_binary() -> String {
+    QEMU_X86.to_owned()
+}
+
 /// Oldest QEMU (major, minor) with the `vfio-user-pci` device.
 pub const MIN_QEMU: (u32, u32) = (10, 1);
 
@@ -77,6 +86,11 @@ pub struct QemuInstall {
     /// The Debian package of a private QEMU, against its pin; `None` for the host's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub package: Option<UsedPackage>,
+    /// The system emulator's file name in a private prefix's `usr/bin`
+    /// ([`QEMU_X86`], [`QEMU_AARCH64`]); stamps from before arm64 guests say
+    /// nothing and mean x86.
+    #[serde(default = "x86_binary")]
+    pub binary: String,
 }
 
 impl QemuInstall {
@@ -94,7 +108,7 @@ impl QemuInstall {
                 let mut c = Command::new(lib.join("ld-linux-x86-64.so.2"));
                 c.arg("--library-path")
                     .arg(&lib)
-                    .arg(prefix.join("usr/bin/qemu-system-x86_64"))
+                    .arg(prefix.join("usr/bin").join(&self.binary))
                     .arg("-L")
                     .arg(prefix.join("usr/share/qemu"))
                     .arg("-L")
@@ -125,12 +139,26 @@ impl QemuInstall {
     /// # Errors
     /// [`ProvisionError::Spawn`] when the binary cannot be started.
     pub fn probe(source: QemuSource) -> Result<Result<QemuInstall, Unqualified>, ProvisionError> {
-        let mut probe = QemuInstall { source, version_line: String::new(), version: (0, 0, 0), package: None };
+        Self::probe_binary(source, QEMU_X86)
+    }
+
+    /// As [`QemuInstall::probe`], for the system emulator `binary` ([`QEMU_AARCH64`]).
+    ///
+    /// # Errors
+    /// As [`QemuInstall::probe`].
+    pub fn probe_binary(source: QemuSource, binary: &str) -> Result<Result<QemuInstall, Unqualified>, ProvisionError> {
+        let mut probe = QemuInstall {
+            source,
+            version_line: String::new(),
+            version: (0, 0, 0),
+            package: None,
+            binary: binary.to_owned(),
+        };
         let out = probe
             .command()
             .arg("--version")
             .output()
-            .map_err(|e| ProvisionError::spawn("qemu-system-x86_64 --version", e))?;
+            .map_err(|e| ProvisionError::spawn(&format!("{binary} --version"), e))?;
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         probe.version_line = text.lines().next().unwrap_or("").to_string();
         let Some(version) = parse_version(&probe.version_line) else {
@@ -144,7 +172,7 @@ impl QemuInstall {
             .command()
             .args(["-device", "help"])
             .output()
-            .map_err(|e| ProvisionError::spawn("qemu-system-x86_64 -device help", e))?;
+            .map_err(|e| ProvisionError::spawn(&format!("{binary} -device help"), e))?;
         if !String::from_utf8_lossy(&out.stdout).contains("\"vfio-user-pci\"") {
             return Ok(Err(Unqualified::NoVfioUser));
         }
@@ -179,9 +207,23 @@ pub(crate) fn ensure(
     pin: &QemuPin,
     private_only: bool,
 ) -> Result<QemuInstall, ProvisionError> {
+    ensure_binary(p, pin, private_only, QEMU_X86)
+}
+
+/// As [`ensure`], for the system emulator `binary` of `pin`'s package
+/// (`qemu-system-aarch64` of `qemu-system-arm`).
+///
+/// # Errors
+/// As [`ensure`].
+pub(crate) fn ensure_binary(
+    p: &mut Provisioner<'_>,
+    pin: &QemuPin,
+    private_only: bool,
+    binary: &str,
+) -> Result<QemuInstall, ProvisionError> {
     if !private_only {
-        if let Some(bin) = system_qemu() {
-            match QemuInstall::probe(QemuSource::System { binary: bin.clone() })? {
+        if let Some(bin) = system_qemu_named(binary) {
+            match QemuInstall::probe_binary(QemuSource::System { binary: bin.clone() }, binary)? {
                 Ok(q) => {
                     p.say(&format!("qemu: using {}", q.describe()));
                     return Ok(q);
@@ -189,10 +231,10 @@ pub(crate) fn ensure(
                 Err(why) => p.say(&format!("qemu: host {} does not qualify: {why}", bin.display())),
             }
         } else {
-            p.say("qemu: no qemu-system-x86_64 on PATH");
+            p.say(&format!("qemu: no {binary} on PATH"));
         }
     }
-    if let Some(q) = cached(&p.cache, pin) {
+    if let Some(q) = cached(&p.cache, pin, binary) {
         p.say(&format!("qemu: {} (cached)", q.describe()));
         return Ok(q);
     }
@@ -227,11 +269,13 @@ pub(crate) fn ensure(
         listed.push((name, apt::sha256_file(deb)?));
     }
     p.say(&format!("qemu: unpacked {} packages into {}", debs.len(), prefix.display()));
-    let mut q = QemuInstall::probe(QemuSource::Private { prefix })?.map_err(|why| ProvisionError::QemuUnqualified {
-        package: pin.package.clone(),
-        version: version.clone(),
-        suite: suite.clone(),
-        why,
+    let mut q = QemuInstall::probe_binary(QemuSource::Private { prefix }, binary)?.map_err(|why| {
+        ProvisionError::QemuUnqualified {
+            package: pin.package.clone(),
+            version: version.clone(),
+            suite: suite.clone(),
+            why,
+        }
     })?;
     q.package = Some(used(pin, &version));
     write_stamp(&dir.join("stamp.json"), &PrivateQemuStamp { pin: pin.clone(), debs: listed, fallback: fell })?;
@@ -248,19 +292,25 @@ fn pinned_dir(cache: &Path, pin: &QemuPin) -> PathBuf {
 
 /// The QEMU provisioned for `pin` before (the pin's own build or its
 /// fallback), when its stamp and binary are still there and it still runs.
-fn cached(cache: &Path, pin: &QemuPin) -> Option<QemuInstall> {
+fn cached(cache: &Path, pin: &QemuPin, binary: &str) -> Option<QemuInstall> {
     let dir = pinned_dir(cache, pin);
     let q: QemuInstall = read_stamp(&dir.with_extension("json")).or_else(|| {
         // A cache set up before fallbacks existed: the pin's own folder, no pointer.
         let source = QemuSource::Private { prefix: dir.join("root") };
-        Some(QemuInstall { package: Some(used(pin, &pin.version)), ..QemuInstall::probe(source).ok()?.ok()? })
+        Some(QemuInstall {
+            package: Some(used(pin, &pin.version)),
+            ..QemuInstall::probe_binary(source, binary).ok()?.ok()?
+        })
     })?;
+    if q.binary != binary {
+        return None;
+    }
     let QemuSource::Private { prefix } = &q.source else { return None };
     let stamp: PrivateQemuStamp = read_stamp(&prefix.parent()?.join("stamp.json"))?;
     if &stamp.pin != pin {
         return None;
     }
-    let probed = QemuInstall::probe(q.source.clone()).ok()?.ok()?;
+    let probed = QemuInstall::probe_binary(q.source.clone(), binary).ok()?.ok()?;
     Some(QemuInstall { package: q.package, ..probed })
 }
 
@@ -276,8 +326,13 @@ fn used(pin: &QemuPin, version: &str) -> UsedPackage {
 
 /// `qemu-system-x86_64` on `PATH`, if any.
 pub fn system_qemu() -> Option<PathBuf> {
+    system_qemu_named(QEMU_X86)
+}
+
+/// The system emulator `binary` on `PATH`, if any.
+pub fn system_qemu_named(binary: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|d| d.join("qemu-system-x86_64")).find(|p| is_executable(p))
+    std::env::split_paths(&path).map(|d| d.join(binary)).find(|p| is_executable(p))
 }
 
 fn is_executable(p: &Path) -> bool {
@@ -311,6 +366,7 @@ mod tests {
             version_line: "QEMU emulator version 11.1.3 (Debian 1:11.1.3+ds-1~bpo13+1)".to_owned(),
             version: (11, 1, 3),
             package: None,
+            binary: QEMU_X86.to_owned(),
         };
         assert_eq!(q.describe(), "QEMU 11.1.3 (Debian 1:11.1.3+ds-1~bpo13+1): private prefix /c/q/root");
         let q = QemuInstall {
@@ -318,6 +374,7 @@ mod tests {
             version_line: "QEMU emulator version 10.1.0".to_owned(),
             version: (10, 1, 0),
             package: None,
+            binary: QEMU_X86.to_owned(),
         };
         assert_eq!(q.describe(), "QEMU 10.1.0: host binary /usr/bin/qemu-system-x86_64");
     }
@@ -329,6 +386,7 @@ mod tests {
             version_line: String::new(),
             version: (11, 1, 3),
             package: None,
+            binary: QEMU_X86.to_owned(),
         };
         let c = q.command();
         assert_eq!(c.get_program(), "/c/q/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2");

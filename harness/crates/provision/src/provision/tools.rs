@@ -56,6 +56,24 @@ pub const IRQBALANCE_FILES: &[(&str, &str)] = &[
     ("usr/lib64/ld-linux-x86-64.so.2", "lib64/ld-linux-x86-64.so.2"),
 ];
 
+/// (path inside the unpacked packages, path in the guest) for an arm64
+/// guest's ethtool: the binary and what its ELF `NEEDED` entries name
+/// (`readelf -d` on Debian trixie's arm64 ethtool 6.14: libm, libmnl, libc
+/// and the loader) in Debian's aarch64 multiarch folder, and the loader at
+/// its ELF interpreter path `/lib/ld-linux-aarch64.so.1`.
+pub const ETHTOOL_ARM64_FILES: &[(&str, &str)] = &[
+    ("usr/sbin/ethtool", "sbin/ethtool"),
+    ("usr/lib/aarch64-linux-gnu/libc.so.6", "lib/aarch64-linux-gnu/libc.so.6"),
+    ("usr/lib/aarch64-linux-gnu/libm.so.6", "lib/aarch64-linux-gnu/libm.so.6"),
+    ("usr/lib/aarch64-linux-gnu/libmnl.so.0", "lib/aarch64-linux-gnu/libmnl.so.0"),
+    ("usr/lib/aarch64-linux-gnu/ld-linux-aarch64.so.1", "lib/ld-linux-aarch64.so.1"),
+];
+
+/// (path inside the unpacked package, path in the tool's folder) for the
+/// arm64 guests' UEFI firmware (`qemu-efi-aarch64`): the code flash image
+/// without secure boot, which QEMU's `virt` machine takes as `-bios`.
+pub const AAVMF_FILES: &[(&str, &str)] = &[("usr/share/AAVMF/AAVMF_CODE.no-secboot.fd", "AAVMF_CODE.fd")];
+
 /// A guest tool: its name (the cache folder's and the errors') and its files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tool {
@@ -70,6 +88,10 @@ pub struct Tool {
 
 /// ethtool ([`ETHTOOL_FILES`]).
 pub const ETHTOOL: Tool = Tool { name: "ethtool", files: ETHTOOL_FILES, whole_root: None };
+/// An arm64 guest's ethtool ([`ETHTOOL_ARM64_FILES`]), in `<cache>/arm64/ethtool`.
+pub const ETHTOOL_ARM64: Tool = Tool { name: "ethtool", files: ETHTOOL_ARM64_FILES, whole_root: None };
+/// The arm64 guests' UEFI firmware ([`AAVMF_FILES`]), in `<cache>/arm64/firmware`.
+pub const AAVMF: Tool = Tool { name: "firmware", files: AAVMF_FILES, whole_root: None };
 /// irqbalance ([`IRQBALANCE_FILES`]).
 pub const IRQBALANCE: Tool = Tool { name: "irqbalance", files: IRQBALANCE_FILES, whole_root: None };
 /// The selftest runs' guest tools: Python, bash, iproute2, ethtool, socat,
@@ -120,7 +142,7 @@ struct BusyboxStamp {
 }
 
 fn mode_of(guest_path: &str) -> u32 {
-    if guest_path.starts_with("sbin/") || guest_path.starts_with("lib64/") {
+    if guest_path.starts_with("sbin/") || guest_path.starts_with("lib64/") || guest_path.starts_with("lib/ld-linux") {
         0o755
     } else {
         0o644
@@ -314,6 +336,16 @@ mod tests {
             let same = ours.iter().find(|o| o.guest_path == f.guest_path).expect("libc, libm and the loader");
             assert_eq!(same.mode, f.mode);
         }
+    }
+
+    #[test]
+    fn arm64_ethtool_keeps_its_loader_at_the_elf_interpreter_path() {
+        let files = tool_files(ETHTOOL_ARM64, Path::new("/c/arm64/ethtool"));
+        let loader = files.iter().find(|f| f.guest_path == "lib/ld-linux-aarch64.so.1").expect("loader");
+        assert_eq!(loader.mode, 0o755);
+        assert_eq!(files[0].guest_path, "sbin/ethtool");
+        assert!(files.iter().filter(|f| f.guest_path.ends_with(".so.6")).all(|f| f.mode == 0o644));
+        assert!(files.iter().all(|f| !f.guest_path.contains("x86_64")));
     }
 
     #[test]

@@ -34,6 +34,11 @@ const KVM_SILENCE_LIMIT: Duration = Duration::from_secs(30);
 /// - `tsc=reliable`: no clocksource watchdog switching under TCG's jittery TSC.
 pub const BASE_CMDLINE: &str = "console=ttyS0 quiet panic=-1 oops=panic i8042.noaux i8042.nokbd tsc=reliable";
 
+/// [`BASE_CMDLINE`] of arm64 guests: the console on the `virt` machine's
+/// first PL011 UART (`ttyAMA0`), the same failing-fast items, and none of
+/// x86's (no i8042, no TSC).
+pub const BASE_CMDLINE_ARM64: &str = "console=ttyAMA0 quiet panic=-1 oops=panic";
+
 /// A boot to run.
 #[derive(Debug, Clone)]
 pub struct BootRequest<'a> {
@@ -78,6 +83,9 @@ pub struct BootRequest<'a> {
     pub speedups: Speedups,
     /// Lets another thread end the boot (see [`BootAbort`]).
     pub abort: Option<BootAbort>,
+    /// Firmware QEMU boots the kernel through (`-bios`): arm64 guests' UEFI
+    /// ([`crate::provision::Provisioned::firmware`]); `None`: QEMU's default.
+    pub firmware: Option<PathBuf>,
 }
 
 impl<'a> BootRequest<'a> {
@@ -96,13 +104,14 @@ impl<'a> BootRequest<'a> {
             deadline: Duration::from_secs(600),
             console_log: None,
             compression: Compression::None,
-            cpu_model: super::spec::DEFAULT_CPU.to_string(),
+            cpu_model: spec.default_cpu().to_string(),
             extra_files: Vec::new(),
             extra_links: Vec::new(),
             tap_nics: Vec::new(),
             on_marker: None,
             speedups: Speedups::default(),
             abort: None,
+            firmware: None,
         }
     }
 }
@@ -312,7 +321,18 @@ struct Prepared {
 /// the initramfs or the FIFOs cannot be written.
 fn prepare(req: &BootRequest<'_>) -> Result<Prepared, LaunchError> {
     req.spec.validate()?;
-    let accel = accel::choose(req.spec.accel, req.spec.vcpus())?;
+    let arm64 = req.spec.arch == crate::topology::Arch::Arm64;
+    let choice = match req.spec.accel {
+        // An arm64 guest on this x86_64 host is emulated: TCG only.
+        accel::AccelChoice::Kvm if arm64 => {
+            return Err(LaunchError::Accel(AccelError(
+                "KVM cannot run an arm64 guest on an x86_64 host; use --accel tcg".into(),
+            )))
+        }
+        accel::AccelChoice::Auto if arm64 => accel::AccelChoice::Tcg,
+        c => c,
+    };
+    let accel = accel::choose(choice, req.spec.vcpus())?;
     accel::check_tcg_size(accel, req.spec.vcpus(), accel::host_cores(), req.speedups.cmdline)
         .map_err(LaunchError::TooLargeForTcg)?;
     crate::children::install_signal_thread();
@@ -333,6 +353,12 @@ fn prepare(req: &BootRequest<'_>) -> Result<Prepared, LaunchError> {
     let mut used = req.speedups;
     if accel == Accel::Kvm {
         // The CPU flags are TCG's speed-ups; KVM gets the host's CPU model.
+        used.cpu = false;
+    }
+    if arm64 {
+        // PVH and the CPU flags (MTRR, PAT) are x86's; QEMU boots an arm64
+        // Image as it is.
+        used.pvh = false;
         used.cpu = false;
     }
     let kernel_image = boot_image(req.kernel, &mut used);
@@ -614,6 +640,10 @@ fn qemu_args(
     if let Some(p) = port {
         args.extend(p.qemu_args());
     }
+    if let Some(f) = &req.firmware {
+        args.push("-bios".into());
+        args.push(f.to_string_lossy().into_owned());
+    }
     Ok(args)
 }
 
@@ -626,10 +656,11 @@ fn kernel_cmdline(req: &BootRequest<'_>) -> Result<String, LaunchError> {
     if let Some(item) = req.extra_cmdline.iter().find(|c| c.split(' ').any(options::is_agent_item)) {
         return Err(LaunchError::AgentItem(item.clone()));
     }
-    let mut items = vec![BASE_CMDLINE.to_string()];
+    let arm64 = req.spec.arch == crate::topology::Arch::Arm64;
+    let mut items = vec![if arm64 { BASE_CMDLINE_ARM64 } else { BASE_CMDLINE }.to_string()];
     items.extend(req.speedups.agent(&req.agent).cmdline_items());
     if req.speedups.cmdline {
-        items.push(SPEED_CMDLINE.to_string());
+        items.push(if arm64 { speed::SPEED_CMDLINE_ARM64 } else { SPEED_CMDLINE }.to_string());
     }
     items.extend(req.extra_cmdline.iter().cloned());
     Ok(items.join(" "))
@@ -684,6 +715,7 @@ mod tests {
             version_line: String::new(),
             version: (11, 1, 0),
             package: None,
+            binary: crate::provision::QEMU_X86.to_owned(),
         };
         let spec = super::super::machines::seed_002(256);
         let mut req = BootRequest::new(&spec, &kernel, &busybox);

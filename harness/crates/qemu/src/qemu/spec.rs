@@ -2,6 +2,7 @@
 //! command-line arguments that build it.
 
 use crate::accel::{Accel, AccelChoice};
+use crate::topology::Arch;
 use std::fmt::Write as _;
 
 pub use super::nic_slots::{NicPlacement, PXB_BUS_NR};
@@ -13,6 +14,12 @@ pub use super::nic_slots::{NicPlacement, PXB_BUS_NR};
 /// leaf 0xb on AMD too. With `vendor=GenuineIntel` all three kernels see the
 /// declared sibling groups.
 pub const DEFAULT_CPU: &str = "max,vendor=GenuineIntel";
+
+/// QEMU CPU model of arm64 guests: `max` with the implementation-defined
+/// pointer-authentication algorithm, which TCG computes much faster than the
+/// architected QARMA (QEMU's docs/system/arm/cpu-features.rst); the guest
+/// kernel only signs and checks its own return addresses with it.
+pub const DEFAULT_CPU_ARM64: &str = "max,pauth-impdef=on";
 
 /// The CPU model a KVM guest gets instead of [`DEFAULT_CPU`]: the host's own
 /// (KVM gives what the host has; `max`'s extra features may be refused).
@@ -37,6 +44,10 @@ pub struct MachineSpec {
     pub sockets: u32,
     /// Dies per socket.
     pub dies: u32,
+    /// Clusters per die (arm64; 1 elsewhere). `cores` counts all of a die's
+    /// clusters' cores, so it is a multiple of this.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub clusters: u32,
     /// Cores per die.
     pub cores: u32,
     /// Threads per core (SMT siblings).
@@ -52,6 +63,17 @@ pub struct MachineSpec {
     pub more_nics: Vec<NicPlacement>,
     /// Accelerator requested.
     pub accel: AccelChoice,
+    /// The guest architecture: x86_64 boots `q35`, arm64 the `virt` machine.
+    #[serde(default, skip_serializing_if = "Arch::is_x86_64")]
+    pub arch: Arch,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 /// A `MachineSpec` that QEMU or Linux would reject or misread.
@@ -84,7 +106,15 @@ impl MachineSpec {
     /// APIC IDs above 254 need x2APIC, which Linux only enables for such CPUs
     /// with interrupt remapping (emulated intel-iommu, `intremap=on,eim=on`).
     pub fn needs_x2apic(&self) -> bool {
-        self.max_apic_id() > 254
+        self.arch == Arch::X86_64 && self.max_apic_id() > 254
+    }
+
+    /// The CPU model a TCG guest of this architecture gets by default.
+    pub fn default_cpu(&self) -> &'static str {
+        match self.arch {
+            Arch::X86_64 => DEFAULT_CPU,
+            Arch::Arm64 => DEFAULT_CPU_ARM64,
+        }
     }
 
     /// Check the spec.
@@ -103,6 +133,15 @@ impl MachineSpec {
                 "sockets {}, dies {}, cores {}, threads {}: each must be at least 1",
                 self.sockets, self.dies, self.cores, self.threads
             ));
+        }
+        if self.clusters == 0 || self.cores % self.clusters != 0 {
+            return err(format!("{} cores per die do not split into {} clusters", self.cores, self.clusters));
+        }
+        if self.clusters > 1 && self.arch != Arch::Arm64 {
+            return err(format!("{} clusters per die: the rig shows clusters on arm64 guests only", self.clusters));
+        }
+        if self.dies > 1 && self.arch == Arch::Arm64 {
+            return err(format!("{} dies per socket: QEMU's arm virt machine has no dies", self.dies));
         }
         if self.dies > 1 {
             // Measured with QEMU 11.1.3: Intel-vendor models abort in
@@ -183,6 +222,11 @@ impl MachineSpec {
     /// process can then map guest RAM for DMA); `-numa dist` for every ordered
     /// pair; the NIC's root port `rp0` behind `pxb-pcie` (or on pcie.0);
     /// intel-iommu with interrupt remapping and EIM when APIC IDs exceed 254.
+    ///
+    /// An arm64 machine is QEMU's `virt` with GICv3 and an ITS (MSI-X goes
+    /// through the ITS, as on Cobalt) and ACPI (the firmware hands QEMU's
+    /// tables to the kernel: the only way the guest learns the expander
+    /// bridge's node), `-smp` with `clusters=` in place of `dies=`.
     pub fn qemu_args(&self, accel: Accel, cpu_model: &str) -> Vec<String> {
         let mut a: Vec<String> = Vec::new();
         let mut push = |s: &str, v: String| {
@@ -190,7 +234,10 @@ impl MachineSpec {
             a.push(v);
         };
         let x2apic = self.needs_x2apic();
-        let mut machine = "q35".to_string();
+        let mut machine = match self.arch {
+            Arch::X86_64 => "q35".to_string(),
+            Arch::Arm64 => "virt,gic-version=3,its=on,acpi=on".to_string(),
+        };
         if x2apic && accel == Accel::Kvm {
             // With KVM, interrupt remapping needs the split irqchip.
             machine.push_str(",kernel-irqchip=split");
@@ -198,9 +245,8 @@ impl MachineSpec {
         push("-machine", machine);
         push("-accel", accel.qemu_arg().to_string());
         push("-cpu", cpu_model.to_string());
-        push(
-            "-smp",
-            format!(
+        let smp = match self.arch {
+            Arch::X86_64 => format!(
                 "{},sockets={},dies={},cores={},threads={}",
                 self.vcpus(),
                 self.sockets,
@@ -208,7 +254,16 @@ impl MachineSpec {
                 self.cores,
                 self.threads
             ),
-        );
+            Arch::Arm64 => format!(
+                "{},sockets={},clusters={},cores={},threads={}",
+                self.vcpus(),
+                self.sockets,
+                self.clusters,
+                self.cores / self.clusters,
+                self.threads
+            ),
+        };
+        push("-smp", smp);
         push("-m", format!("{}M", self.mem_mib()));
         for (id, node) in self.nodes.iter().enumerate() {
             if node.mem_mib > 0 {
@@ -298,6 +353,8 @@ pub mod machines {
             nic: NicPlacement::Node(0),
             more_nics: Vec::new(),
             accel: AccelChoice::Tcg,
+            clusters: 1,
+            arch: Arch::X86_64,
         }
     }
 
@@ -317,6 +374,8 @@ pub mod machines {
             nic: NicPlacement::Node(0),
             more_nics: Vec::new(),
             accel: AccelChoice::Tcg,
+            clusters: 1,
+            arch: Arch::X86_64,
         }
     }
 
@@ -336,6 +395,8 @@ pub mod machines {
             nic: NicPlacement::Node(0),
             more_nics: Vec::new(),
             accel: AccelChoice::Tcg,
+            clusters: 1,
+            arch: Arch::X86_64,
         }
     }
 }
@@ -420,6 +481,26 @@ mod tests {
         assert_eq!(v["driver"], "vfio-user-pci");
         assert_eq!(v["bus"], "rp0");
         assert_eq!(v["socket"]["path"], "/tmp/dev.sock");
+    }
+
+    #[test]
+    fn an_arm64_machine_is_virt_with_gicv3_its_acpi_and_clusters() {
+        // Seed 002's nodes on 2 sockets × 2 clusters × 2 cores, no SMT.
+        let m = MachineSpec { arch: Arch::Arm64, clusters: 2, cores: 4, threads: 1, ..seed_002(256) };
+        m.validate().expect("valid");
+        assert_eq!(m.default_cpu(), DEFAULT_CPU_ARM64);
+        let a = m.qemu_args(Accel::TcgSingle, DEFAULT_CPU_ARM64).join(" ");
+        assert!(a.contains("-machine virt,gic-version=3,its=on,acpi=on "), "{a}");
+        assert!(a.contains("-smp 8,sockets=2,clusters=2,cores=2,threads=1"), "{a}");
+        assert!(a.contains("pxb-pcie,id=pxb0,bus_nr=64,numa_node=0"), "{a}");
+        assert!(!a.contains("q35") && !a.contains("dies="), "{a}");
+        // x86 keeps its machine, and has no clusters.
+        let x = MachineSpec { clusters: 2, cores: 4, threads: 1, ..seed_002(256) };
+        assert!(x.validate().expect_err("x86 clusters").0.contains("arm64 guests only"));
+        let d = MachineSpec { arch: Arch::Arm64, sockets: 1, dies: 2, ..seed_002(256) };
+        assert!(d.validate().expect_err("arm dies").0.contains("no dies"));
+        let odd = MachineSpec { arch: Arch::Arm64, clusters: 3, ..seed_002(256) };
+        assert!(odd.validate().expect_err("split").0.contains("do not split"));
     }
 
     #[test]

@@ -144,6 +144,7 @@ impl NicBoot<'_> {
             inject: self.inject.to_vec(),
         };
         let mut boot = BootRequest::new(&spec, self.kernel, &prov.busybox.binary);
+        boot.firmware.clone_from(&prov.firmware);
         // One device process and socket per NIC; NIC 0 takes the traffic and the fault.
         let bin = device::device_binary()?;
         let mut nics = Vec::with_capacity(topo.nics().len());

@@ -2,6 +2,7 @@
 
 use crate::model::KernelGen;
 use crate::provision::{self, Provisioned};
+use crate::topology::Arch;
 use std::path::{Path, PathBuf};
 
 /// Load the cache, provisioning it first when it is missing (the README's
@@ -21,6 +22,32 @@ pub fn provisioned(cache_dir: Option<&Path>) -> Result<Provisioned, CacheError> 
             eprintln!("manarig: first use: provisioning QEMU, kernels and busybox into {}", cache.display());
             let opts = provision::SetupOptions::default();
             provision::setup(&cache, &opts, &mut |line| eprintln!("setup: {line}"))
+                .map_err(|source| CacheError::Setup { cache, source: Box::new(source) })
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// As [`provisioned`], for guests of `arch`: arm64 guests' parts live in
+/// `<cache>/arm64` ([`provision::arm64`]) and are provisioned on first use
+/// the same way.
+///
+/// # Errors
+/// As [`provisioned`].
+pub fn provisioned_for(arch: Arch, cache_dir: Option<&Path>) -> Result<Provisioned, CacheError> {
+    if arch == Arch::X86_64 {
+        return provisioned(cache_dir);
+    }
+    let cache = provision::cache_dir(cache_dir)?;
+    if cache.exists() && !cache.is_dir() {
+        return Err(CacheError::NotADirectory { path: cache });
+    }
+    match provision::arm64::load(&cache) {
+        Ok(p) => Ok(p),
+        Err(provision::ProvisionError::NotProvisioned { .. }) => {
+            eprintln!("manarig: first arm64 use: provisioning qemu-system-aarch64, firmware, arm64 kernels and busybox into {}", provision::arm64::dir(&cache).display());
+            let opts = provision::SetupOptions::default();
+            provision::arm64::setup(&cache, &opts, &mut |line| eprintln!("setup: {line}"))
                 .map_err(|source| CacheError::Setup { cache, source: Box::new(source) })
         }
         Err(e) => Err(e.into()),

@@ -61,6 +61,8 @@ pub fn machine_spec(topo: &Topology, accel: AccelChoice, mem_per_node_mib: u32) 
         nic: placement(topo.nic()),
         more_nics: topo.nics()[1..].iter().map(placement).collect(),
         accel,
+        clusters: topo.clusters(),
+        arch: topo.arch(),
     };
     spec.validate().map_err(|source| MachineError::Spec { topology: topo.name().to_owned(), error: source })?;
     Ok(spec)
@@ -104,8 +106,9 @@ pub fn msix_platform(topo: &Topology, gen: KernelGen) -> Result<(), MachineError
         topology: topo.name().to_owned(),
         field: "dynamic_msix",
         problem: format!(
-            "{which}false, but QEMU's x86 MSI domains always allow dynamic MSI-X \
-             (pci_msix_can_alloc_dyn() is true, with or without interrupt remapping), so a 7.x \
+            "{which}false, but the MSI domains of QEMU's machines always allow dynamic MSI-X \
+             (pci_msix_can_alloc_dyn() is true on x86, with or without interrupt remapping, and \
+             under arm64's GICv3 ITS), so a 7.x \
              driver takes the dynamic path; the field describes another platform and is for \
              the model alone (`expect --kernel 7.x`), or drop it to boot the machine"
         ),

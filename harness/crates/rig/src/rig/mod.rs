@@ -57,7 +57,7 @@ pub mod timed_injections;
 
 pub use boot::BootError;
 pub use boot_request::INJECT_AGENT_DEADLINE_S;
-pub use cache::{kernel_lock_id, provisioned, CacheError};
+pub use cache::{kernel_lock_id, provisioned, provisioned_for, CacheError};
 pub use debug_baseline::DebugBaselineError;
 pub use guest_checks::GuestCheckError;
 pub use irqbalance::{IrqbalanceError, IRQBALANCE_SAMPLE_S};

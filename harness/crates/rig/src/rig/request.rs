@@ -76,6 +76,8 @@ pub struct RunRequest {
     /// channels, the device's link goes down and up and mana is reloaded,
     /// every minute; the device process sampled once a minute.
     pub soak: Option<super::soak::SoakOptions>,
+    /// The guest's architecture instead of the topology file's (`--arch`).
+    pub arch: Option<crate::topology::Arch>,
 }
 
 impl RunRequest {
@@ -104,6 +106,7 @@ impl RunRequest {
             scenario: crate::topology::ScenarioFile::default(),
             selftests: None,
             soak: None,
+            arch: None,
         }
     }
 

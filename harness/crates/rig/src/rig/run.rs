@@ -4,7 +4,7 @@
 //! or hung is the driver not surviving, a failing outcome rather than an error.
 
 use super::boot::{BootError, NicBoot, NicBootOutcome};
-use super::cache::{kernel_lock_id, provisioned, CacheError};
+use super::cache::{kernel_lock_id, provisioned_for, CacheError};
 use super::judging::{JudgeError, Judging};
 use super::kernel_choice::{image_fit, ImageFit};
 use super::kernel_finding::cpus_not_brought_up;
@@ -14,6 +14,7 @@ use crate::accel::AccelChoice;
 use crate::model::expected_table;
 use crate::provision;
 use crate::qemu;
+use crate::topology::Arch;
 use crate::topology::Topology;
 use crate::verdict::properties::judge_without_model;
 use crate::verdict::{judge, Observed};
@@ -60,6 +61,41 @@ pub enum RunError {
     /// The guest's report shows a rig error or cannot be judged.
     #[error(transparent)]
     Judge(Box<JudgeError>),
+    /// The run asks for what arm64 guests cannot do yet.
+    #[error("{what} is not available on arm64 guests yet: {why}")]
+    NotOnArm64 {
+        /// The option (`--traffic`).
+        what: &'static str,
+        /// Why not.
+        why: &'static str,
+    },
+}
+
+/// What an arm64 run cannot do yet, refused before anything starts: traffic
+/// (and a soak, which is traffic) needs the `manarig-flows` guest binary,
+/// which is not built for aarch64 here (no aarch64 Rust standard library);
+/// the selftests' tools are amd64 packages; the kernels the rig builds are x86's.
+///
+/// # Errors
+/// [`RunError::NotOnArm64`] naming the option.
+fn arm64_supports(req: &RunRequest) -> Result<(), RunError> {
+    let flows = "the guest end of the flows (manarig-flows) is not built for aarch64 yet";
+    if req.soak.is_some() {
+        return Err(RunError::NotOnArm64 { what: "a soak", why: flows });
+    }
+    if req.traffic.is_some() {
+        return Err(RunError::NotOnArm64 { what: "--traffic", why: flows });
+    }
+    if req.selftests.is_some() {
+        return Err(RunError::NotOnArm64 { what: "the selftests", why: "their guest tools are amd64 packages" });
+    }
+    if req.custom_kernel.as_ref().is_some_and(|k| k.id.starts_with("build:")) {
+        return Err(RunError::NotOnArm64 {
+            what: "a kernel built by the rig (-min, build:)",
+            why: "the rig builds x86_64 kernels only; use Debian's arm64 kernels (6.12, 7.x) or image:PATH",
+        });
+    }
+    Ok(())
 }
 
 /// `From` for the variants that only box their error.
@@ -92,9 +128,16 @@ boxed_from!(
 /// not an error.
 pub fn run_one(req: &RunRequest) -> Result<RunOutcome, RunError> {
     let start = Instant::now();
-    let topo = Topology::load(&req.topology)?.with_scenario(&req.topology.display().to_string(), &req.scenario)?;
+    let shown = req.topology.display().to_string();
+    let mut topo = Topology::load(&req.topology)?.with_scenario(&shown, &req.scenario)?;
+    if let Some(arch) = req.arch.filter(|&a| a != topo.arch()) {
+        topo = topo.with_arch(arch, &shown)?;
+    }
+    if topo.arch() == Arch::Arm64 {
+        arm64_supports(req)?;
+    }
     super::machine::msix_platform(&topo, req.model.unwrap_or(req.kernel)).map_err(BootError::DeviceConfig)?;
-    let prov = provisioned(req.cache_dir.as_deref())?;
+    let prov = provisioned_for(topo.arch(), req.cache_dir.as_deref())?;
     let provision_time = start.elapsed();
     let kernel = match &req.custom_kernel {
         Some(k) => k,

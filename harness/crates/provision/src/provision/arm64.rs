@@ -1,0 +1,159 @@
+//! What arm64 guests boot with, provisioned into `<cache>/arm64` from the
+//! lock's `[arm64]` section ([`super::lock::Arm64Pins`]), by the same rules
+//! as the x86 parts (pins preferred, the newest of a pin's track when it has
+//! left the archive, refused under `--locked`):
+//!
+//! - on the host side, through the amd64 apt root (`<cache>/apt`):
+//!   `qemu-system-aarch64` from `qemu-system-arm`, unpacked with its
+//!   dependency closure into `<cache>/arm64/qemu/<version>/root`, and the
+//!   UEFI firmware (`<cache>/arm64/firmware/AAVMF_CODE.fd`);
+//! - on the guest side, through an arm64 apt root of its own
+//!   (`<cache>/apt-arm64`, so that the amd64 root's indexes stay as they
+//!   are): busybox, ethtool with its libraries, the cloud kernels
+//!   (`<cache>/arm64/{busybox,ethtool,kernels}`).
+//!
+//! The result is a [`Provisioned`] like the x86 one, with `arch` arm64 and
+//! the firmware set; it has no irqbalance and no selftest tools yet.
+
+use super::lock::{Arm64Pins, Lock};
+use super::qemu_install::{self, QemuInstall, QEMU_AARCH64};
+use super::tools;
+use super::{apt, debian_kernel, read_stamp, write_stamp, CacheMiss, ProvisionError, Provisioned, Provisioner};
+use super::{QemuSource, SetupOptions};
+use crate::topology::Arch;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// `<cache>/arm64`: where the arm64 guests' parts live.
+pub fn dir(cache: &Path) -> PathBuf {
+    cache.join("arm64")
+}
+
+/// The lock's `[arm64]` section, or the error that says it has none.
+fn pins(lock: &Lock) -> Result<&Arm64Pins, ProvisionError> {
+    lock.arm64
+        .as_ref()
+        .ok_or_else(|| ProvisionError::Package("guest-images/kernels.lock has no [arm64] section".into()))
+}
+
+/// Provision the arm64 guests' parts (see the module docs) and return them.
+///
+/// # Errors
+/// As [`super::setup`]: apt and checksum failures, a pin gone under
+/// `--locked`, a track with nothing left; a lock without `[arm64]`.
+pub fn setup(cache: &Path, opts: &SetupOptions, progress: &mut dyn FnMut(&str)) -> Result<Provisioned, ProvisionError> {
+    let lock = match &opts.lock_files {
+        Some(files) => files.read_kernels()?,
+        None => Lock::embedded()?,
+    };
+    let pins = pins(&lock)?;
+    let home = dir(cache);
+    std::fs::create_dir_all(&home).map_err(|e| ProvisionError::io(&home, e))?;
+    let archive = match &opts.archive {
+        Some(a) => a.clone(),
+        None => apt::Archive::from_env()?,
+    };
+    let locked = opts.locked || super::fallback::locked();
+    {
+        let mut host =
+            Provisioner::new(home.clone(), cache.join("apt"), "amd64", archive.clone(), false, locked, progress);
+        let qemu = qemu_install::ensure_binary(&mut host, &pins.qemu, opts.private_qemu, QEMU_AARCH64)?;
+        write_stamp(&home.join("qemu.json"), &qemu)?;
+        tools::ensure_tools(&mut host, &[(tools::AAVMF, &pins.firmware)])?;
+    }
+    let mut guest = Provisioner::new(home.clone(), cache.join("apt-arm64"), "arm64", archive, false, locked, progress);
+    tools::ensure_busybox(&mut guest, &pins.busybox)?;
+    tools::ensure_tools(&mut guest, &[(tools::ETHTOOL_ARM64, &pins.ethtool)])?;
+    for pin in &pins.kernels {
+        debian_kernel::ensure(&mut guest, pin)?;
+    }
+    load_with(cache, pins, locked)
+}
+
+/// Read what [`setup`] provisioned; never downloads.
+///
+/// # Errors
+/// [`ProvisionError::NotProvisioned`] naming the missing or stale item (run
+/// `cargo xtask setup --arch arm64`, or an arm64 run provisions it);
+/// [`ProvisionError::LockedFallback`] under `--locked`.
+pub fn load(cache: &Path) -> Result<Provisioned, ProvisionError> {
+    load_with(cache, pins(&Lock::embedded()?)?, super::fallback::locked())
+}
+
+fn load_with(cache: &Path, pins: &Arm64Pins, locked: bool) -> Result<Provisioned, ProvisionError> {
+    let home = dir(cache);
+    let missing = |what: &str, why: CacheMiss| ProvisionError::NotProvisioned {
+        what: format!("arm64 {what}"),
+        cache: cache.to_path_buf(),
+        why,
+    };
+    let qemu: QemuInstall = read_stamp(&home.join("qemu.json")).ok_or_else(|| missing("QEMU", CacheMiss::Missing))?;
+    let qemu_file = match &qemu.source {
+        QemuSource::System { binary } => binary.clone(),
+        QemuSource::Private { prefix } => prefix.join("usr/bin").join(&qemu.binary),
+    };
+    if qemu.binary != QEMU_AARCH64 || !qemu_file.is_file() {
+        return Err(missing("QEMU", CacheMiss::Gone(qemu_file)));
+    }
+    let firmware = tools::load_tool(tools::AAVMF, &home, &pins.firmware).map_err(|why| missing("firmware", why))?;
+    let busybox = tools::load_busybox(&home, &pins.busybox).map_err(|why| missing("busybox", why))?;
+    let ethtool =
+        tools::load_tool(tools::ETHTOOL_ARM64, &home, &pins.ethtool).map_err(|why| missing("ethtool", why))?;
+    let mut kernels = BTreeMap::new();
+    for pin in &pins.kernels {
+        let k = debian_kernel::load(&home, pin).map_err(|why| missing(&format!("kernel {}", pin.name()), why))?;
+        kernels.insert(pin.id.clone(), k);
+    }
+    Provisioned {
+        cache: cache.to_path_buf(),
+        qemu,
+        kernels,
+        busybox,
+        ethtool,
+        irqbalance: None,
+        selftest_tools: None,
+        arch: Arch::Arm64,
+        firmware: firmware.files.first().map(|f| f.host.clone()),
+    }
+    .unless_locked_out(locked)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shipped_lock_pins_arm64_kernels_under_the_x86_ids() {
+        let lock = Lock::embedded().expect("lock");
+        let a = pins(&lock).expect("[arm64]");
+        let ids: Vec<&str> = a.kernels.iter().map(|k| k.id.as_str()).collect();
+        assert_eq!(ids, ["6.12", "7"]);
+        assert!(a.kernels.iter().all(|k| k.release.ends_with("-cloud-arm64") && k.track.ends_with("-cloud-arm64")));
+        // The same QEMU as the x86 guests', from the arm package.
+        assert_eq!(
+            (a.qemu.version.as_str(), a.qemu.suite.as_str()),
+            (lock.qemu.version.as_str(), lock.qemu.suite.as_str())
+        );
+        assert_eq!(a.qemu.package, "qemu-system-arm");
+    }
+
+    #[test]
+    fn an_empty_cache_says_what_is_missing_for_arm64() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let err = load(dir.path()).expect_err("nothing there");
+        assert!(
+            matches!(&err, ProvisionError::NotProvisioned { what, why: CacheMiss::Missing, .. } if what == "arm64 QEMU"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_lock_without_arm64_is_a_clear_error() {
+        let text = super::super::lock::EMBEDDED_LOCK;
+        let cut = text.find("[arm64.qemu]").expect("section");
+        // Drop the comment block before it too: it ends at the previous blank line.
+        let lock = Lock::parse(&text[..cut], "t.lock").expect("x86 part parses alone");
+        assert!(lock.arm64.is_none());
+        assert!(matches!(pins(&lock), Err(ProvisionError::Package(m)) if m.contains("[arm64]")));
+    }
+}
