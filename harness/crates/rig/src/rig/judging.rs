@@ -165,7 +165,7 @@ impl Judging<'_> {
         }
         if topo.nic().num_ports > 1 {
             let plan = crate::model::vport_plan(&topo.to_qemu_numbering(), model);
-            verdict.add_vport_check(crate::verdict::vports::vport_vectors_check(plan.as_ref(), queues.as_ref()));
+            verdict.add_check(crate::verdict::vports::vport_vectors_check(plan.as_ref(), queues.as_ref()));
         }
         if topo.nics().len() > 1 {
             let judged = OtherNics { topo, report: &booted.report, bdfs: &bdfs, model, req, accel: &accel };
