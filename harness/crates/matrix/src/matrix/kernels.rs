@@ -327,14 +327,8 @@ fn resolve(
         (KernelRequest::Source { .. }, Readiness::ModelOnly) => Err(KernelPrepareError::SourceInDryRun { label }),
         (KernelRequest::Source { source, patches, commits, .. }, Readiness::Boot) => {
             let cache = crate::provision::cache_dir(cache_dir).map_err(KernelPrepareError::from)?;
-            let (source_spec, patches) = match commits {
-                Some(range) if range.contains("..") => {
-                    let prepared = kbuild::commits::prepare(Path::new(source), range, &cache, progress)?;
-                    (prepared.source, Some(prepared.mbox))
-                }
-                Some(base) => (kbuild::commits::prepare_base(Path::new(source), base, &cache, progress)?, None),
-                None => (SourceSpec::parse(source)?, patches.clone()),
-            };
+            let (source_spec, patches) =
+                kbuild::commits::source_and_patches(source, commits.as_deref(), patches.as_deref(), &cache, progress)?;
             let build_req = BuildRequest {
                 source: source_spec,
                 patches,
