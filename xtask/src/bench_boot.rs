@@ -322,7 +322,11 @@ pub fn run(opts: &Options) -> Result<bool> {
         );
         println!("  {}", breakdown(&m));
         if !splits.is_empty() {
-            println!("  the run adds (median of {}, run − bare): {}", plural(splits.len(), "pair"), added_time(&splits));
+            println!(
+                "  the run adds (median of {}, run − bare): {}",
+                plural(splits.len(), "pair"),
+                added_time(&splits)
+            );
         }
         let plain = run_once(&path, FAST_KERNEL, Speedups::NONE, comparison_deadline(row));
         let distro = run_once(&path, DISTRO_KERNEL, Speedups::ALL, comparison_deadline(row));

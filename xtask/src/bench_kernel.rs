@@ -24,17 +24,11 @@ pub const BENCH_SOURCE: &str = "debian:linux-source-6.12";
 
 fn request(source: SourceSpec, cache: &Path, fresh: bool) -> BuildRequest {
     BuildRequest {
-        source,
-        patches: None,
-        fragment: None,
-        debug: false,
-        cache: cache.to_path_buf(),
-        jobs: std::thread::available_parallelism().map_or(2, |n| n.get()),
         // Cold means cold: no compiler cache either.
         ccache: false,
-        install_deps: true,
         deadline: Duration::from_secs(3 * 3600),
         fresh,
+        ..BuildRequest::new(source, cache.to_path_buf())
     }
 }
 

@@ -262,7 +262,8 @@ const BENCHES: &[(&str, &str, &str)] = &[
 /// when named) [`bench_selftests`]; `bench kernel` is
 /// [`run_kernel_bench`].
 /// `cargo xtask bench --help`.
-const BENCH_USAGE: &str = "usage: cargo xtask bench [model] [boot] [traffic] [selftests] [--slow] [--runs N] [--update-baseline]
+const BENCH_USAGE: &str =
+    "usage: cargo xtask bench [model] [boot] [traffic] [selftests] [--slow] [--runs N] [--update-baseline]
        cargo xtask bench kernel …   (kernel build and boot times)
        cargo xtask bench matrix …   (a matrix's wall time)
 

@@ -1,8 +1,8 @@
 //! The `kernel` subcommand: `kernel build` and `kernel list`.
 
 use super::Exit;
-use crate::kbuild::{build, builds_dir, commits, key, list_builds, source::SourceSpec, BuildRequest};
-use std::path::{Path, PathBuf};
+use crate::kbuild::{build, builds_dir, commits, key, list_builds, BuildRequest};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -114,19 +114,11 @@ pub fn run(args: &KernelArgs) -> ExitCode {
 fn run_build(b: &BuildArgs) -> Result<(), KernelCommandError> {
     let cache = crate::provision::cache_dir(b.cache_dir.as_deref())?;
     let mut progress = |line: &str| eprintln!("kernel: {line}");
-    let (source, patches) = match &b.commits {
-        Some(range) if b.source.starts_with("debian:") => {
-            return Err(KernelCommandError::CommitsNeedTree { range: range.clone(), source_name: b.source.clone() })
-        }
-        Some(base) if !base.contains("..") => {
-            (commits::prepare_base(Path::new(&b.source), base, &cache, &mut progress)?, None)
-        }
-        Some(range) => {
-            let prepared = commits::prepare(Path::new(&b.source), range, &cache, &mut progress)?;
-            (prepared.source, Some(prepared.mbox))
-        }
-        None => (SourceSpec::parse(&b.source)?, b.patches.clone()),
-    };
+    if let Some(range) = b.commits.as_ref().filter(|_| b.source.starts_with("debian:")) {
+        return Err(KernelCommandError::CommitsNeedTree { range: range.clone(), source_name: b.source.clone() });
+    }
+    let (source, patches) =
+        commits::source_and_patches(&b.source, b.commits.as_deref(), b.patches.as_deref(), &cache, &mut progress)?;
     let req = BuildRequest {
         source,
         patches,

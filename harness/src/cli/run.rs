@@ -468,12 +468,34 @@ pub(super) fn report_rig_error(err: &(dyn Error + 'static), name: &str, format: 
     }
 }
 
-pub(super) fn print(text: &str) {
+/// `text` on stdout as it is.
+fn print(text: &str) {
     // A closed pipe (`| head`) is not worth a panic.
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
 
-pub(super) fn timings_line(outcome: &RunOutcome) -> String {
+/// A finished run printed: its verdict rendered in `format` on stdout, then
+/// on stderr the command's own line of figures (`figures`: the traffic's, the
+/// soak's) and [`timings_line`]. The exit its verdict gives, or None when the
+/// report cannot be rendered (said on stderr: a rig error).
+pub(super) fn print_outcome(outcome: &RunOutcome, format: Format, figures: Option<String>) -> Option<Exit> {
+    let text = match render(&outcome.verdict, format) {
+        Ok(text) => text,
+        Err(e) => {
+            eprintln!("manarig: cannot render the report: {e}");
+            return None;
+        }
+    };
+    print(&text);
+    if let Some(line) = figures {
+        eprintln!("{line}");
+    }
+    eprintln!("{}", timings_line(outcome));
+    Some(Exit::of(outcome.verdict.status))
+}
+
+/// One line on where a run's time went: its kernel, accelerator, boot and whole run.
+fn timings_line(outcome: &RunOutcome) -> String {
     let t = &outcome.timings;
     format!(
         "manarig: {} on {}: boot to report {:.1} s, whole run {:.1} s",
@@ -588,31 +610,23 @@ pub fn run(args: &RunArgs) -> ExitCode {
     request.inject.clone_from(&args.inject);
     request.selftests = selftests;
     match run_one(&request) {
-        Ok(outcome) => match render(&outcome.verdict, args.format) {
-            Ok(text) => {
-                print(&text);
-                if let Some(t) = &outcome.traffic {
-                    eprintln!("{}", traffic_line(t));
-                }
-                eprintln!("{}", timings_line(&outcome));
-                if !outcome.verdict.as_topology_expects() {
-                    eprintln!(
-                        "manarig: note: {} expects {:?} ([expect] in the file); this run's verdict is {:?}",
-                        topology.display(),
-                        outcome.verdict.run.topology_expects,
-                        outcome.verdict.status
-                    );
-                }
-                if !write_pictures(&args.pictures, topology, &Picture::One(Panel::Run(&outcome.verdict))) {
-                    return Exit::RigError.into();
-                }
-                Exit::of(outcome.verdict.status).into()
+        Ok(outcome) => {
+            let Some(exit) = print_outcome(&outcome, args.format, outcome.traffic.as_ref().map(traffic_line)) else {
+                return Exit::RigError.into();
+            };
+            if !outcome.verdict.as_topology_expects() {
+                eprintln!(
+                    "manarig: note: {} expects {:?} ([expect] in the file); this run's verdict is {:?}",
+                    topology.display(),
+                    outcome.verdict.run.topology_expects,
+                    outcome.verdict.status
+                );
             }
-            Err(e) => {
-                eprintln!("manarig: cannot render the report: {e}");
-                Exit::RigError.into()
+            if !write_pictures(&args.pictures, topology, &Picture::One(Panel::Run(&outcome.verdict))) {
+                return Exit::RigError.into();
             }
-        },
+            exit.into()
+        }
         Err(err) => {
             report_rig_error(&err, &name, args.format);
             rig_error(&name, &error_text(&err))

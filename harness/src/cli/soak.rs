@@ -5,12 +5,12 @@
 //! and a clean kernel log (the rig's `soak` module; README.md *Soak*).
 
 use super::expect::KernelGenArg;
-use super::run::{print, report_rig_error, resolve_or_report, run_name, timings_line, RigOptions};
+use super::run::{print_outcome, report_rig_error, resolve_or_report, run_name, RigOptions};
 use super::Exit;
 use crate::rig::kernel_choice::KernelChoice;
 use crate::rig::run_one;
 use crate::rig::soak::{SoakOptions, DEFAULT_FLOWS, DEFAULT_MINUTES, DEFAULT_ROUND_BYTES, MAX_MINUTES, MIN_MINUTES};
-use crate::verdict::{render, Format};
+use crate::verdict::Format;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -148,20 +148,9 @@ pub fn run(args: &SoakArgs) -> ExitCode {
         args.minutes + 1
     );
     match run_one(&request) {
-        Ok(outcome) => match render(&outcome.verdict, args.format) {
-            Ok(text) => {
-                print(&text);
-                if let Some(line) = outcome.verdict.soak.as_ref().map(soak_line) {
-                    eprintln!("{line}");
-                }
-                eprintln!("{}", timings_line(&outcome));
-                Exit::of(outcome.verdict.status).into()
-            }
-            Err(e) => {
-                eprintln!("manarig: cannot render the report: {e}");
-                Exit::RigError.into()
-            }
-        },
+        Ok(outcome) => print_outcome(&outcome, args.format, outcome.verdict.soak.as_ref().map(soak_line))
+            .unwrap_or(Exit::RigError)
+            .into(),
         Err(err) => {
             report_rig_error(&err, &name, args.format);
             Exit::RigError.into()

@@ -236,11 +236,7 @@ mod tests {
 
     /// A stand-in "busybox": a shell script that answers `--list` like busybox.
     fn fake_busybox(dir: &Path) -> PathBuf {
-        use std::os::unix::fs::PermissionsExt;
-        let p = dir.join("busybox");
-        std::fs::write(&p, "#!/bin/sh\nprintf 'sh\\nmount\\ninsmod\\n'\n").expect("write");
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-        p
+        manarig_test_support::shell_script(dir, "busybox", "printf 'sh\\nmount\\ninsmod\\n'")
     }
 
     /// A spec of busybox and `modules` only.

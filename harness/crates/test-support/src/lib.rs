@@ -30,6 +30,21 @@ pub fn git_in(repo: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
+/// An executable shell script `dir/name` that runs `body`: a stand-in for a
+/// program a test must not run for real (QEMU, `mana-device`, `manarig-flows`,
+/// busybox).
+///
+/// # Panics
+/// When the file cannot be written or made executable: a test's own setup is broken.
+pub fn shell_script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+        .unwrap_or_else(|e| panic!("chmod {}: {e}", path.display()));
+    path
+}
+
 /// Whether `tools` are all on PATH. A missing one makes the calling test a
 /// SKIP (this returns false and says so on stderr), except under `CI=true`,
 /// where it fails the test: CI must run every test.

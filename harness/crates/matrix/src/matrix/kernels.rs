@@ -12,7 +12,7 @@ use crate::text::plural_as;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// A kernel as the user asked for it.
 #[derive(Debug, Clone)]
@@ -327,26 +327,9 @@ fn resolve(
         (KernelRequest::Source { .. }, Readiness::ModelOnly) => Err(KernelPrepareError::SourceInDryRun { label }),
         (KernelRequest::Source { source, patches, commits, .. }, Readiness::Boot) => {
             let cache = crate::provision::cache_dir(cache_dir).map_err(KernelPrepareError::from)?;
-            let (source_spec, patches) = match commits {
-                Some(range) if range.contains("..") => {
-                    let prepared = kbuild::commits::prepare(Path::new(source), range, &cache, progress)?;
-                    (prepared.source, Some(prepared.mbox))
-                }
-                Some(base) => (kbuild::commits::prepare_base(Path::new(source), base, &cache, progress)?, None),
-                None => (SourceSpec::parse(source)?, patches.clone()),
-            };
-            let build_req = BuildRequest {
-                source: source_spec,
-                patches,
-                fragment: None,
-                debug: false,
-                cache,
-                jobs: std::thread::available_parallelism().map_or(2, std::num::NonZero::get),
-                ccache: true,
-                install_deps: true,
-                deadline: Duration::from_secs(120 * 60),
-                fresh: false,
-            };
+            let (source_spec, patches) =
+                kbuild::commits::source_and_patches(source, commits.as_deref(), patches.as_deref(), &cache, progress)?;
+            let build_req = BuildRequest { patches, ..BuildRequest::new(source_spec, cache) };
             let built = kbuild::build(&build_req, progress).map_err(|e| {
                 classify(&e, facts);
                 KernelPrepareError::Build { label: label.clone(), source_name: source.clone(), source: Box::new(e) }

@@ -14,7 +14,7 @@
 //! the one the matrix recorded is not drawn, and the pair's section says why.
 
 use super::kernels::hex;
-use super::report::{MatrixReport, Overall, PairRecord, PairResult, PairStatus};
+use super::report::{MatrixReport, PairRecord, PairResult, PairStatus};
 use crate::picture::{html_escape as escape, html_tables, svg, Panel, Picture, HTML_STYLE};
 use crate::text::plural;
 use crate::topology::Topology;
@@ -206,11 +206,7 @@ fn pair_section(out: &mut String, r: &PairRecord, topologies: &Topologies) {
 /// Markdown summary (`summary.md`) as text.
 pub fn html_report(m: &MatrixReport, topologies: &Topologies) -> String {
     let (pass, fail, err, not_run) = m.counts();
-    let verdict = match m.overall() {
-        Overall::Pass => "PASS",
-        Overall::Mismatch => "FAIL",
-        Overall::RigError => "ERROR",
-    };
+    let verdict = m.overall().word();
     let incomplete = if m.header.complete { "" } else { " — INCOMPLETE" };
     let mut out = String::new();
     let _ = write!(

@@ -275,6 +275,17 @@ pub enum Overall {
     RigError,
 }
 
+impl Overall {
+    /// The word the summary and the HTML report give it: `PASS`, `FAIL` or `ERROR`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Overall::Pass => "PASS",
+            Overall::Mismatch => "FAIL",
+            Overall::RigError => "ERROR",
+        }
+    }
+}
+
 impl MatrixReport {
     /// How the matrix ended.
     pub fn overall(&self) -> Overall {

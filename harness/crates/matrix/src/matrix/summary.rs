@@ -5,7 +5,7 @@
 //! INCOMPLETE in its title.
 
 use super::progress::short_duration;
-use super::report::{MatrixReport, Overall, PairRecord, PairStatus};
+use super::report::{MatrixReport, PairRecord, PairStatus};
 use crate::text::{plural, plural_as};
 use std::fmt::Write;
 use std::time::Duration;
@@ -51,11 +51,7 @@ fn first_words(s: &str, n: usize) -> String {
 pub fn render(m: &MatrixReport) -> String {
     let h = &m.header;
     let (pass, fail, err, not_run) = m.counts();
-    let verdict = match m.overall() {
-        Overall::Pass => "PASS",
-        Overall::Mismatch => "FAIL",
-        Overall::RigError => "ERROR",
-    };
+    let verdict = m.overall().word();
     let mut out = String::new();
     let incomplete = if h.complete { "" } else { " — INCOMPLETE" };
     let _ = writeln!(out, "# manarig matrix: {verdict}{incomplete}\n");

@@ -296,6 +296,31 @@ fn export_commit(
     Ok(dir)
 }
 
+/// The source to build and its patches, as `kernel build` and a matrix's
+/// `source` kernels give them: without `commits`, `source` parsed as a
+/// [`SourceSpec`] with `patches`; with `commits`, `source` is a git tree and
+/// `A..B` is A's tree with the range as its series ([`prepare`]), a lone `A`
+/// is A's tree without patches ([`prepare_base`]).
+///
+/// # Errors
+/// As [`SourceSpec::parse`], [`prepare`] and [`prepare_base`].
+pub fn source_and_patches(
+    source: &str,
+    commits: Option<&str>,
+    patches: Option<&Path>,
+    cache: &Path,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(SourceSpec, Option<PathBuf>), KbuildError> {
+    match commits {
+        Some(range) if range.contains("..") => {
+            let prepared = prepare(Path::new(source), range, cache, progress)?;
+            Ok((prepared.source, Some(prepared.mbox)))
+        }
+        Some(base) => Ok((prepare_base(Path::new(source), base, cache, progress)?, None)),
+        None => Ok((SourceSpec::parse(source)?, patches.map(Path::to_path_buf))),
+    }
+}
+
 /// Everything `kernel build --source TREE --commits A..B` needs: the range resolved,
 /// its series read (and kept as an mbox in `<cache>/kbuild/git/`), A's tree exported.
 ///

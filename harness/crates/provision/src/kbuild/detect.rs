@@ -30,6 +30,11 @@ pub struct Detected {
 }
 
 impl Detected {
+    /// `model` detected by the current [`DETECTOR`] rules, for `evidence`.
+    fn new(model: KernelGen, evidence: String) -> Self {
+        Detected { model: model.as_str().to_string(), evidence, detector: DETECTOR }
+    }
+
     /// The generation as the model's type.
     ///
     /// # Errors
@@ -149,6 +154,20 @@ fn body_of<'a>(text: &'a str, name: &str) -> Option<&'a str> {
     None
 }
 
+/// The functions whose definition marks the 6.17+ driver ([`KernelGen::V7`]: dynamic MSI-X).
+const V7_IRQ_SETUP: [&str; 2] = ["mana_irq_setup_numa_aware", "mana_irq_setup_linear"];
+
+/// Which `cpumask_local_spread()` Linux `major.minor` has, with the words
+/// for the evidence: NUMA-hop-aware from 6.3 on ([`KernelGen::V6_3`]), flat
+/// before ([`KernelGen::V6_1`]).
+fn local_spread_of_version(major: u32, minor: u32) -> (KernelGen, &'static str) {
+    if (major, minor) >= (6, 3) {
+        (KernelGen::V6_3, "NUMA-hop-aware from 6.3 on")
+    } else {
+        (KernelGen::V6_1, "flat before 6.3")
+    }
+}
+
 /// `VERSION.PATCHLEVEL` from a kernel tree's top-level Makefile.
 fn makefile_version(text: &str) -> Option<(u32, u32)> {
     let field = |key: &str| {
@@ -177,9 +196,7 @@ fn local_spread_flavour(sources: &Sources<'_>) -> Result<(KernelGen, String), De
     }
     match sources.makefile.and_then(makefile_version) {
         Some((major, minor)) => {
-            let hops = (major, minor) >= (6, 3);
-            let gen = if hops { KernelGen::V6_3 } else { KernelGen::V6_1 };
-            let how = if hops { "NUMA-hop-aware from 6.3 on" } else { "flat before 6.3" };
+            let (gen, how) = local_spread_of_version(major, minor);
             Ok((
                 gen,
                 format!("no cpumask_local_spread() in {CPUMASK_C}; the Makefile says Linux {major}.{minor}: {how}"),
@@ -220,22 +237,20 @@ pub struct Sources<'a> {
 /// which `cpumask_local_spread()` the tree has.
 pub fn detect_sources(sources: &Sources<'_>) -> Result<Detected, DetectError> {
     let text = sources.gdma_main;
-    let found = |model: KernelGen, evidence: String| Detected {
-        model: model.as_str().to_string(),
-        evidence,
-        detector: DETECTOR,
-    };
-    for f in ["mana_irq_setup_numa_aware", "mana_irq_setup_linear"] {
+    for f in V7_IRQ_SETUP {
         if defines(text, f) {
-            return Ok(found(KernelGen::V7, format!("{GDMA_MAIN} defines {f}()")));
+            return Ok(Detected::new(KernelGen::V7, format!("{GDMA_MAIN} defines {f}()")));
         }
     }
     if defines(text, "irq_setup") {
-        return Ok(found(KernelGen::V6_12, format!("{GDMA_MAIN} defines irq_setup() (sibling groups per NUMA hop)")));
+        return Ok(Detected::new(
+            KernelGen::V6_12,
+            format!("{GDMA_MAIN} defines irq_setup() (sibling groups per NUMA hop)"),
+        ));
     }
     if text.contains("cpumask_local_spread(") {
         let (gen, why) = local_spread_flavour(sources)?;
-        return Ok(found(
+        return Ok(Detected::new(
             gen,
             format!("{GDMA_MAIN} defines no irq_setup() and calls cpumask_local_spread() (one CPU per vector); {why}"),
         ));
@@ -262,18 +277,13 @@ pub fn detect_module(
     release: &str,
     path: &str,
 ) -> Result<Detected, DetectError> {
-    let found = |model: KernelGen, evidence: String| Detected {
-        model: model.as_str().to_string(),
-        evidence,
-        detector: DETECTOR,
-    };
-    for f in ["mana_irq_setup_numa_aware", "mana_irq_setup_linear"] {
+    for f in V7_IRQ_SETUP {
         if symbols.defined.contains(f) {
-            return Ok(found(KernelGen::V7, format!("{path} defines {f}()")));
+            return Ok(Detected::new(KernelGen::V7, format!("{path} defines {f}()")));
         }
     }
     if symbols.imported.contains("sched_numa_hop_mask") {
-        return Ok(found(
+        return Ok(Detected::new(
             KernelGen::V6_12,
             format!(
                 "{path} calls sched_numa_hop_mask() (irq_setup() walking NUMA hops) and defines no mana_irq_setup_*()"
@@ -284,10 +294,8 @@ pub fn detect_module(
         let mut numbers = release.split(['.', '-', '+']).map(str::parse::<u32>);
         let version = (numbers.next().and_then(Result::ok), numbers.next().and_then(Result::ok));
         if let (Some(major), Some(minor)) = version {
-            let hops = (major, minor) >= (6, 3);
-            let gen = if hops { KernelGen::V6_3 } else { KernelGen::V6_1 };
-            let how = if hops { "NUMA-hop-aware from 6.3 on" } else { "flat before 6.3" };
-            return Ok(found(
+            let (gen, how) = local_spread_of_version(major, minor);
+            return Ok(Detected::new(
                 gen,
                 format!("{path} calls cpumask_local_spread() per vector on Linux {major}.{minor}: {how}"),
             ));
@@ -387,6 +395,15 @@ mod tests {
         assert_eq!(
             body_of("int f(void)\n{\n\tif (x) {\n\t\ty();\n\t}\n}\nint g;\n", "f"),
             Some("{\n\tif (x) {\n\t\ty();\n\t}\n}")
+        );
+    }
+
+    #[test]
+    fn the_hop_aware_local_spread_starts_at_linux_6_3() {
+        let gen = |major, minor| local_spread_of_version(major, minor).0;
+        assert_eq!(
+            [gen(5, 15), gen(6, 2), gen(6, 3), gen(6, 12), gen(7, 0)],
+            [KernelGen::V6_1, KernelGen::V6_1, KernelGen::V6_3, KernelGen::V6_3, KernelGen::V6_3]
         );
     }
 

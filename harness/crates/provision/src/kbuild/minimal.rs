@@ -12,7 +12,6 @@
 use super::{build, source::SourceSpec, BuildRequest, Built, KbuildError};
 use crate::model::KernelGen;
 use std::path::Path;
-use std::time::Duration;
 
 /// The `--kernel` suffix that names a minimal kernel (`6.12-min`).
 pub const SUFFIX: &str = "-min";
@@ -45,18 +44,8 @@ pub fn request(gen: KernelGen, cache: &Path, debug: bool) -> Result<BuildRequest
              or build a tree that runs it with `cargo xtask kernel build`)"
         ))
     })?;
-    Ok(BuildRequest {
-        source: SourceSpec::parse(&format!("debian:{package}"))?,
-        patches: None,
-        fragment: None,
-        debug,
-        cache: cache.to_path_buf(),
-        jobs: std::thread::available_parallelism().map_or(2, std::num::NonZero::get),
-        ccache: true,
-        install_deps: true,
-        deadline: Duration::from_secs(120 * 60),
-        fresh: false,
-    })
+    let source = SourceSpec::parse(&format!("debian:{package}"))?;
+    Ok(BuildRequest { debug, ..BuildRequest::new(source, cache.to_path_buf()) })
 }
 
 /// `gen`'s minimal kernel (with `debug`, its debug kernel): the cached build,
@@ -78,6 +67,13 @@ mod tests {
         for gen in KernelGen::PINNED {
             let req = request(gen, Path::new("/nonexistent"), false).expect("pinned");
             assert!(!req.debug && request(gen, Path::new("/nonexistent"), true).expect("pinned").debug);
+            // The usual build otherwise (BuildRequest::new): no patches, ccache, two hours a make step.
+            assert!(req.patches.is_none() && req.fragment.is_none() && req.ccache && req.install_deps && !req.fresh);
+            assert_eq!(
+                (req.deadline, req.cache.as_path()),
+                (super::super::DEFAULT_MAKE_DEADLINE, Path::new("/nonexistent"))
+            );
+            assert!(req.jobs >= 1);
             match req.source {
                 SourceSpec::Debian(pin) => assert_eq!(Some(pin.package.as_str()), source_package(gen)),
                 SourceSpec::Tree(t) => panic!("{gen}: a tree {}", t.display()),

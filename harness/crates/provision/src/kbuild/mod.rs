@@ -247,6 +247,30 @@ pub struct BuildRequest {
     pub fresh: bool,
 }
 
+impl BuildRequest {
+    /// The usual build of `source` in `cache`: no patches, no extra fragment,
+    /// not a debug kernel, all host CPUs, ccache when installed, missing host
+    /// build packages installed (as root), [`DEFAULT_MAKE_DEADLINE`] per make
+    /// step, the build folder kept.
+    pub fn new(source: source::SourceSpec, cache: PathBuf) -> Self {
+        BuildRequest {
+            source,
+            patches: None,
+            fragment: None,
+            debug: false,
+            cache,
+            jobs: std::thread::available_parallelism().map_or(2, std::num::NonZero::get),
+            ccache: true,
+            install_deps: true,
+            deadline: DEFAULT_MAKE_DEADLINE,
+            fresh: false,
+        }
+    }
+}
+
+/// How long each make step of a build may take unless its request says otherwise.
+pub const DEFAULT_MAKE_DEADLINE: Duration = Duration::from_secs(120 * 60);
+
 /// Wall-clock times of a build.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct BuildTimings {

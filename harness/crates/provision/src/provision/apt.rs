@@ -252,11 +252,7 @@ impl AptRoot {
             .output()
             .map_err(|e| ProvisionError::spawn("apt-get download", e))?;
         if !out.status.success() {
-            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-            if is_gone(&stderr) {
-                return Err(ProvisionError::VersionGone { package: name.to_string(), version: version.to_string() });
-            }
-            return Err(ProvisionError::Command { what: format!("apt-get download {spec}"), output: stderr });
+            return Err(download_failure(format!("apt-get download {spec}"), name, version, &out.stderr));
         }
         find_deb(dest, name, version)
     }
@@ -281,14 +277,8 @@ impl AptRoot {
             .output()
             .map_err(|e| ProvisionError::spawn("apt-get install --download-only", e))?;
         if !out.status.success() {
-            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-            if is_gone(&stderr) {
-                return Err(ProvisionError::VersionGone { package: name.to_string(), version: version.to_string() });
-            }
-            return Err(ProvisionError::Command {
-                what: format!("apt-get install --download-only {spec}"),
-                output: stderr,
-            });
+            let what = format!("apt-get install --download-only {spec}");
+            return Err(download_failure(what, name, version, &out.stderr));
         }
         list_debs(&archives)
     }
@@ -410,6 +400,17 @@ pub fn sha256_file(path: &Path) -> Result<String, ProvisionError> {
 /// the mirror (HTTP 404).
 fn is_gone(stderr: &str) -> bool {
     stderr.contains("was not found") || stderr.contains("Unable to locate package") || stderr.contains("404")
+}
+
+/// Why `what`, an apt-get download of `name`=`version`, failed, from its
+/// stderr: [`ProvisionError::VersionGone`] when the archive no longer has
+/// that version ([`is_gone`]), else [`ProvisionError::Command`] with the stderr.
+fn download_failure(what: String, name: &str, version: &str, stderr: &[u8]) -> ProvisionError {
+    let stderr = String::from_utf8_lossy(stderr).into_owned();
+    if is_gone(&stderr) {
+        return ProvisionError::VersionGone { package: name.to_string(), version: version.to_string() };
+    }
+    ProvisionError::Command { what, output: stderr }
 }
 
 /// Parse `apt-cache madison` lines: `name | version | URI SUITE/COMPONENT ARCH Packages`.
@@ -554,5 +555,13 @@ mod tests {
         assert!(is_gone("E: Version '1:11.1.3+ds-1~bpo13+1' for 'qemu-system-x86' was not found"));
         assert!(is_gone("E: Failed to fetch http://deb.debian.org/x.deb  404  Not Found [IP: 1.2.3.4 80]"));
         assert!(!is_gone("E: Could not resolve 'deb.debian.org'"));
+        let gone = download_failure("apt-get download x=1".into(), "x", "1", b"E: Version '1' for 'x' was not found");
+        assert!(matches!(&gone, ProvisionError::VersionGone { package, version } if package == "x" && version == "1"));
+        let other = download_failure("apt-get download x=1".into(), "x", "1", b"E: Could not resolve 'deb.debian.org'");
+        assert!(
+            matches!(&other, ProvisionError::Command { what, output } if what == "apt-get download x=1"
+                && output.contains("Could not resolve")),
+            "{other}"
+        );
     }
 }

@@ -670,16 +670,7 @@ fn kernel_cmdline(req: &BootRequest<'_>) -> Result<String, LaunchError> {
 mod tests {
     use super::*;
     use crate::provision::{KoCompression, QemuSource};
-    use std::os::unix::fs::PermissionsExt;
-
-    /// A stand-in for qemu-system-x86_64: a shell script that ignores its
-    /// arguments and behaves as `body` says.
-    fn fake(dir: &Path, name: &str, body: &str) -> PathBuf {
-        let p = dir.join(name);
-        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).expect("write");
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-        p
-    }
+    use manarig_test_support::shell_script;
 
     fn run_fake(body: &str, deadline: Duration) -> Result<BootOutcome, LaunchError> {
         run_fake_with(body, deadline, None)
@@ -700,8 +691,8 @@ mod tests {
         abort: Option<BootAbort>,
     ) -> Result<BootOutcome, LaunchError> {
         let dir = tempfile::tempdir().expect("tempdir");
-        let qemu_bin = fake(dir.path(), "qemu", body);
-        let busybox = fake(dir.path(), "busybox", "echo sh");
+        let qemu_bin = shell_script(dir.path(), "qemu", body);
+        let busybox = shell_script(dir.path(), "busybox", "echo sh");
         let kernel = KernelInstall {
             id: "t".into(),
             release: "t".into(),

@@ -156,16 +156,9 @@ fn stock_request(stamp: &kbuild::BuildStamp, cache: &Path) -> Result<Option<Buil
     let source =
         SourceSpec::Debian(kbuild::source::SourcePin { version: version.to_owned(), sha256: sha.to_owned(), ..pin });
     Ok(Some(BuildRequest {
-        source,
-        patches: None,
-        fragment: None,
         debug: true,
-        cache: cache.to_path_buf(),
-        jobs: std::thread::available_parallelism().map_or(2, std::num::NonZero::get),
-        ccache: true,
-        install_deps: true,
         deadline: Duration::from_secs(4 * 3600),
-        fresh: false,
+        ..BuildRequest::new(source, cache.to_path_buf())
     }))
 }
 

@@ -631,14 +631,10 @@ fn watchdog(shared: &Shared, stop: &mpsc::Receiver<()>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
 
     /// A stand-in for mana-device: a shell script that ignores its arguments.
     fn fake(dir: &Path, body: &str) -> PathBuf {
-        let p = dir.join("fake-device");
-        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).expect("write");
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-        p
+        manarig_test_support::shell_script(dir, "fake-device", body)
     }
 
     /// A fake device in `dir` that gets ready on `dir/nic.sock`, then runs

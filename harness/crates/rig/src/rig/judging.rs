@@ -16,7 +16,7 @@ use crate::qemu;
 use crate::topology::Topology;
 use crate::traffic;
 use crate::verdict::{
-    check_cpu_state, judge, judge_irqbalance, judge_traffic, DebugLog, IrqbalanceInput, Observed, TrafficInput,
+    check_cpu_state, judge, judge_irqbalance, judge_traffic, DebugLog, IrqbalanceInput, Observed, TrafficInput, Verdict,
 };
 use mana_device_api::inject::InjectSpec;
 use mana_device_api::status::DeviceStatus;
@@ -156,20 +156,16 @@ impl Judging<'_> {
             report_status.as_ref().and_then(|s| s.core.as_ref()).map(|c| c.flows.flows.clone()).unwrap_or_default();
         let device_totals = report_status.as_ref().and_then(|s| s.core.as_ref()).map(|c| c.counters.traffic);
         let queues = self.queue_table(report_status, &observed);
-        let mut verdict = judge(topo, &observed, expected);
+        let mut verdict = self.report_verdict(&observed, expected);
         if !guest.scenario().is_default() {
             let mut states: Vec<(&str, &crate::guest_protocol::GuestCpuState)> =
                 stages.iter().map(|s| (s.name.as_str(), &s.report.cpu_state)).collect();
             states.push((guest.last_stage(), &booted.report.cpu_state));
             verdict.add_check(check_cpu_state(&guest, &states, &booted.report.init_env));
         }
-        if let Some(label) = &req.label {
-            verdict.run.name = format!("{}@{label}", topo.name());
-        }
-        verdict.run.packages = self.packages.to_vec();
         if topo.nic().num_ports > 1 {
             let plan = crate::model::vport_plan(&topo.to_qemu_numbering(), model);
-            verdict.add_vport_check(crate::verdict::vports::vport_vectors_check(plan.as_ref(), queues.as_ref()));
+            verdict.add_check(crate::verdict::vports::vport_vectors_check(plan.as_ref(), queues.as_ref()));
         }
         if topo.nics().len() > 1 {
             let judged = OtherNics { topo, report: &booted.report, bdfs: &bdfs, model, req, accel: &accel };
@@ -188,17 +184,37 @@ impl Judging<'_> {
             device_totals,
         };
         self.add_run_checks(&mut verdict, &run, traffic.as_ref(), soak);
-        Ok(RunOutcome {
+        Ok(RunOutcome { queues, stages, traffic, ..self.finished(booted, verdict, observed) })
+    }
+
+    /// The model's verdict on what the guest showed at the report
+    /// (`expected`: the model's table then), named `<topology>@<label>` when
+    /// the request has a label, with the packages the run used.
+    pub(super) fn report_verdict(&self, observed: &Observed, expected: &crate::model::ExpectedTable) -> Verdict {
+        let mut verdict = judge(self.topo, observed, expected);
+        if let Some(label) = &self.req.label {
+            verdict.run.name = format!("{}@{label}", self.topo.name());
+        }
+        verdict.run.packages = self.packages.to_vec();
+        verdict
+    }
+
+    /// A run's outcome from its `verdict` on what the guest showed
+    /// (`observed`): the boot's report, guest times and speed-ups, and the
+    /// run's timings until now; without a queue table, earlier stages or
+    /// traffic, which a caller that has them sets.
+    pub(super) fn finished(&self, booted: qemu::BootOutcome, verdict: Verdict, observed: Observed) -> RunOutcome {
+        RunOutcome {
             verdict,
             observed,
             timings: RunTimings::finish(self.start, self.provision_time, self.phases),
-            queues,
+            queues: None,
             guest_times: booted.report.times.clone(),
             speedups: booted.speedups,
             report: booted.report,
-            stages,
-            traffic,
-        })
+            stages: Vec::new(),
+            traffic: None,
+        }
     }
 
     /// Each stage before the report judged against the model's table at that
@@ -247,7 +263,7 @@ impl Judging<'_> {
     /// the driver's survival (which then judges the run).
     fn add_run_checks(
         &self,
-        verdict: &mut crate::verdict::Verdict,
+        verdict: &mut Verdict,
         run: &RunFacts<'_>,
         traffic: Option<&TrafficBoot>,
         soak: Option<super::soak::SoakLog>,

@@ -4,13 +4,13 @@
 //! never came online, without a scenario taking them offline.
 
 use super::judging::Judging;
-use super::outcome::{RunOutcome, RunTimings};
+use super::outcome::RunOutcome;
 use super::report_to_verdict;
 use crate::cpulist::CpuMask;
 use crate::guest_protocol::GuestReport;
 use crate::qemu;
 use crate::topology::Topology;
-use crate::verdict::{judge, KernelFinding};
+use crate::verdict::KernelFinding;
 
 /// The CPUs `report`'s kernel never brought up on `spec` (guest numbering:
 /// `guest`), when that is all that differs in the CPU set: the present CPUs
@@ -77,23 +77,9 @@ impl Judging<'_> {
         )?;
         let guest = topo.to_qemu_numbering();
         let expected = crate::model::expected_table(&guest, model);
-        let mut verdict = judge(topo, &observed, &expected);
-        if let Some(label) = &req.label {
-            verdict.run.name = format!("{}@{label}", topo.name());
-        }
-        verdict.run.packages = self.packages.to_vec();
+        let mut verdict = self.report_verdict(&observed, &expected);
         verdict.judge_by_kernel_finding(finding);
-        Ok(RunOutcome {
-            verdict,
-            observed,
-            timings: RunTimings::finish(self.start, self.provision_time, self.phases),
-            queues: None,
-            guest_times: booted.report.times.clone(),
-            speedups: booted.speedups,
-            report: booted.report,
-            stages: Vec::new(),
-            traffic: None,
-        })
+        Ok(self.finished(booted, verdict, observed))
     }
 }
 

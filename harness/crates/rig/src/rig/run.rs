@@ -322,7 +322,12 @@ fn unsurvived(
     RunOutcome {
         verdict,
         observed,
-        timings: RunTimings { provision: provision_time, boot_to_report: start.elapsed(), total: start.elapsed(), ..Default::default() },
+        timings: RunTimings {
+            provision: provision_time,
+            boot_to_report: start.elapsed(),
+            total: start.elapsed(),
+            ..Default::default()
+        },
         queues: None,
         report: crate::guest_protocol::GuestReport::default(),
         stages: Vec::new(),

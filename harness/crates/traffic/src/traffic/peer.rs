@@ -380,14 +380,10 @@ fn read_events(stdout: std::process::ChildStdout, shared: &Shared, events: &mpsc
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
 
     /// A stand-in for `manarig-flows` that prints `body` and exits.
     fn fake(dir: &Path, body: &str) -> PathBuf {
-        let p = dir.join("fake-flows");
-        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).expect("write");
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-        p
+        manarig_test_support::shell_script(dir, "fake-flows", body)
     }
 
     fn options() -> PeerOptions {

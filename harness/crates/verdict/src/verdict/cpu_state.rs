@@ -16,8 +16,7 @@
 //! other CPUs than asked still fails. `irqaffinity=` (kernel/irq/manage.c, every SMP
 //! kernel) and the offline CPUs are always compared: the IRQ table depends on them.
 
-use super::check::{Check, CheckStatus, Status};
-use super::outcome::Verdict;
+use super::check::{Check, CheckStatus};
 use crate::cpulist::CpuMask;
 use crate::guest_protocol::GuestCpuState;
 use crate::topology::Topology;
@@ -122,17 +121,6 @@ pub fn check_cpu_state(topo: &Topology, stages: &[(&str, &GuestCpuState)], init_
             c.detail = rest.iter().chain(&notes).cloned().collect();
             c
         }
-    }
-}
-
-impl Verdict {
-    /// Append a check made outside [`judge`](super::judge()) (the `cpu_state` check);
-    /// a failing one fails the verdict.
-    pub fn add_check(&mut self, check: Check) {
-        if check.status == CheckStatus::Fail {
-            self.status = Status::Fail;
-        }
-        self.checks.push(check);
     }
 }
 

@@ -21,7 +21,7 @@
 //! `memcpy()` only when the compiler has `asan-kernel-mem-intrinsic-prefix`
 //! (scripts/Makefile.kasan), which GCC 12 (Debian 12) lacks.
 
-use super::check::{Check, CheckStatus, Status};
+use super::check::{Check, CheckStatus};
 pub use super::debug_against::{Against, KnownFinding};
 use super::guest_irqs::ObservedVector;
 use super::outcome::Verdict;
@@ -438,11 +438,7 @@ impl Verdict {
     /// `against` the stock kernel or the mana frames
     /// ([`debug_reports_against`]); the status becomes Fail when it fails.
     pub fn add_debug_reports(&mut self, log: &DebugLog<'_>, against: &Against) {
-        let c = debug_reports_against(log, against);
-        if c.status == CheckStatus::Fail {
-            self.status = Status::Fail;
-        }
-        self.checks.push(c);
+        self.add_check(debug_reports_against(log, against));
     }
 }
 

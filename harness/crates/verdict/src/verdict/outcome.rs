@@ -133,43 +133,48 @@ impl Verdict {
         self.checks.iter().filter(|c| c.status == CheckStatus::Fail)
     }
 
+    /// Append a check made outside [`judge`](super::judge()) (`cpu_state`,
+    /// `vport_vectors`, `driver_unloaded`, …); a failing one fails the verdict.
+    pub fn add_check(&mut self, check: Check) {
+        self.add_checks([check]);
+    }
+
+    /// Append checks made outside [`judge`](super::judge()), in order; the
+    /// status becomes Fail if one of them fails.
+    pub fn add_checks(&mut self, checks: impl IntoIterator<Item = Check>) {
+        for check in checks {
+            if check.status == CheckStatus::Fail {
+                self.status = Status::Fail;
+            }
+            self.checks.push(check);
+        }
+    }
+
     /// Attaches a traffic run's [`TrafficReport`] and its checks
     /// ([`super::traffic::judge_traffic`]); the status becomes Fail if one of them fails.
     pub fn add_traffic(&mut self, report: TrafficReport, checks: Vec<Check>) {
-        if checks.iter().any(|c| c.status == CheckStatus::Fail) {
-            self.status = Status::Fail;
-        }
-        self.checks.extend(checks);
+        self.add_checks(checks);
         self.traffic = Some(report);
     }
 
     /// Attaches [`super::irqbalance::judge_irqbalance`]'s report and check; the status
     /// becomes Fail when the check fails (irqbalance did not run through the sampling).
     pub fn add_irqbalance(&mut self, report: super::irqbalance::IrqbalanceReport, check: Check) {
-        if check.status == CheckStatus::Fail {
-            self.status = Status::Fail;
-        }
-        self.checks.push(check);
+        self.add_check(check);
         self.irqbalance = Some(report);
     }
 
     /// Attaches [`super::selftests::judge_selftests`]'s report and checks; the
     /// status becomes Fail when one of them fails.
     pub fn add_selftests(&mut self, report: super::selftests::SelftestsReport, checks: Vec<Check>) {
-        if checks.iter().any(|c| c.status == CheckStatus::Fail) {
-            self.status = Status::Fail;
-        }
-        self.checks.extend(checks);
+        self.add_checks(checks);
         self.selftests = Some(report);
     }
 
     /// Attaches [`super::soak::judge_soak`]'s report and checks; the status
     /// becomes Fail when one of them fails.
     pub fn add_soak(&mut self, report: super::soak::SoakReport, checks: Vec<Check>) {
-        if checks.iter().any(|c| c.status == CheckStatus::Fail) {
-            self.status = Status::Fail;
-        }
-        self.checks.extend(checks);
+        self.add_checks(checks);
         self.soak = Some(report);
     }
 

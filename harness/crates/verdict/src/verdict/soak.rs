@@ -16,6 +16,7 @@
 
 use super::check::{Check, CheckStatus};
 use super::flatness::{flatness, DeviceSample, Flatness};
+use super::traffic::{flow_results, verified_both_ways};
 use crate::guest_protocol::{GuestReport, SoakStep};
 use crate::text::plural;
 use manarig_flows::proto::Outcome;
@@ -246,15 +247,9 @@ fn traffic(input: &SoakInput<'_>) -> (SoakTraffic, Check) {
         }
         for flow in &outcome.plan.flows {
             t.flows += 1;
-            let h = outcome.host.iter().find(|r| r.id == flow.id);
-            let g = outcome.guest.iter().find(|r| r.id == flow.id);
+            let (h, g) = flow_results(outcome, flow.id);
             match (h, g) {
-                (Some(h), Some(g))
-                    if h.verified
-                        && g.verified
-                        && h.sent_sha256 == g.received_sha256
-                        && g.sent_sha256 == h.received_sha256 =>
-                {
+                (Some(h), Some(g)) if verified_both_ways(h, g) => {
                     t.flows_verified += 1;
                     t.bytes_to_guest += g.received;
                     t.bytes_to_host += h.received;

@@ -34,6 +34,20 @@ fn seed_002_on_6_12_showing_the_seed_s_table_passes() {
 }
 
 #[test]
+fn checks_added_after_judging_keep_their_order_and_a_failing_one_fails_the_verdict() {
+    let run = Run::seen("seed-002", "6.12", guest_report(KernelGen::V6_12, Some(0), 8, &SEED_002_6_12, &[]));
+    let mut v = run.judge();
+    let judged = v.checks.len();
+    v.add_check(Check::new("first", CheckStatus::Pass, "ok"));
+    v.add_checks([Check::new("second", CheckStatus::Skip, "-"), Check::new("third", CheckStatus::Pass, "ok")]);
+    assert_eq!(v.status, Status::Pass, "passing and skipped checks leave it passing");
+    v.add_checks([Check::new("fourth", CheckStatus::Fail, "no"), Check::new("fifth", CheckStatus::Pass, "ok")]);
+    assert_eq!(v.status, Status::Fail);
+    let added: Vec<&str> = v.checks[judged..].iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(added, ["first", "second", "third", "fourth", "fifth"]);
+}
+
+#[test]
 fn seed_002_on_7x_matches_the_msi_names() {
     // 7.x names vectors mana_msi<k> for MSI-X k (gdma_main.c mana_gd_setup_dyn_irqs()).
     // Its table (kernel algorithm, as model/src/model/golden_tests.rs's

@@ -27,7 +27,7 @@ use crate::guest_protocol::{GuestTraffic, TrafficCounts};
 use crate::text::plural;
 use crate::traffic::plan::PlannedFlow;
 use mana_device_api::flows::{Direction, FlowRecord};
-use manarig_flows::proto::{Outcome, Side};
+use manarig_flows::proto::{FlowResult, Outcome, Side};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr};
@@ -262,6 +262,22 @@ fn counts(per_cpu: &[u64]) -> Vec<CpuCount> {
         .collect()
 }
 
+/// One flow's results in `outcome` by its id: the peer's and the guest's
+/// (None: that end reported none).
+pub(super) fn flow_results(outcome: &Outcome, id: u32) -> (Option<&FlowResult>, Option<&FlowResult>) {
+    (outcome.host.iter().find(|r| r.id == id), outcome.guest.iter().find(|r| r.id == id))
+}
+
+/// Whether a flow's bytes were verified both ways: each end checked every
+/// byte it received, and each end's SHA-256 of what it sent is the other's
+/// of what it received.
+pub(super) fn verified_both_ways(host: &FlowResult, guest: &FlowResult) -> bool {
+    host.verified
+        && guest.verified
+        && host.sent_sha256 == guest.received_sha256
+        && guest.sent_sha256 == host.received_sha256
+}
+
 /// Builds the `traffic` object and its three checks (see the module docs);
 /// `summary` gives the cores and nodes of the guest's CPUs.
 pub fn judge_traffic(input: &TrafficInput<'_>, summary: &Summary) -> (TrafficReport, Vec<Check>) {
@@ -290,12 +306,9 @@ pub fn judge_traffic(input: &TrafficInput<'_>, summary: &Summary) -> (TrafficRep
             let tx = tx_records.get(&(s.guest_port, s.host_port));
             let device_rq = rx.and_then(|r| r.queue);
             let row = device_rq.and_then(row_of_rq);
-            let verified = input.outcome.is_some_and(|o| {
-                let h = o.host.iter().find(|r| r.id == s.id);
-                let g = o.guest.iter().find(|r| r.id == s.id);
-                matches!((h, g), (Some(h), Some(g)) if h.verified && g.verified
-                    && h.sent_sha256 == g.received_sha256 && g.sent_sha256 == h.received_sha256)
-            });
+            let verified = input
+                .outcome
+                .is_some_and(|o| matches!(flow_results(o, s.id), (Some(h), Some(g)) if verified_both_ways(h, g)));
             let received = |side: Side| {
                 input.outcome.and_then(|o| {
                     let list = if side == Side::Guest { &o.guest } else { &o.host };
@@ -482,7 +495,7 @@ fn flows_check(input: &TrafficInput<'_>, report: &TrafficReport) -> Check {
     c.detail = bad
         .iter()
         .map(|f| {
-            let why = |list: Option<&Vec<manarig_flows::proto::FlowResult>>| {
+            let why = |list: Option<&Vec<FlowResult>>| {
                 list.and_then(|l| l.iter().find(|r| r.id == f.id))
                     .map_or("no result".to_string(), |r| r.error.clone().unwrap_or_else(|| "checksums differ".into()))
             };

@@ -5,7 +5,9 @@
 //! run shows, then edited to break one thing at a time.
 
 use super::fixtures::*;
-use super::traffic::{judge_traffic, TrafficInput, FLOWS_CHECK, INTERRUPTS_CHECK, RSS_CHECK};
+use super::traffic::{
+    flow_results, judge_traffic, verified_both_ways, TrafficInput, FLOWS_CHECK, INTERRUPTS_CHECK, RSS_CHECK,
+};
 use super::*;
 use crate::guest_protocol::GuestTraffic;
 use crate::traffic::plan::{plan, PlanRequest, PlannedFlow};
@@ -367,4 +369,20 @@ fn the_hwcs_interrupts_do_not_make_a_cpu_busy() {
     let tr = v.traffic.as_ref().expect("traffic");
     assert_eq!(tr.cpus[2].interrupts, 0);
     assert!(!tr.summary.busy_cpus.contains(2), "{}", tr.summary.busy_cpus);
+}
+
+#[test]
+fn a_flow_is_verified_both_ways_only_when_both_ends_verified_and_their_checksums_cross() {
+    let t = Traffic::new();
+    let (Some(h), Some(g)) = flow_results(&t.outcome, 3) else { panic!("flow 3 has both ends' results") };
+    assert_eq!((h.id, g.id), (3, 3));
+    assert!(verified_both_ways(h, g));
+    let (mut h2, mut g2) = (h.clone(), g.clone());
+    h2.received_sha256 = "something else".into();
+    assert!(!verified_both_ways(&h2, g), "the guest's sent checksum is not what the peer received");
+    g2.verified = false;
+    assert!(!verified_both_ways(h, &g2), "an end that did not verify its bytes");
+    let mut one_sided = t.outcome.clone();
+    one_sided.guest.retain(|r| r.id != 3);
+    assert!(matches!(flow_results(&one_sided, 3), (Some(_), None)));
 }

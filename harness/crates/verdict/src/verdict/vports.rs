@@ -4,8 +4,7 @@
 //! created once at probe and shared by channel i of every vPort (one SQ per vPort on
 //! each); on 7.x each vPort's EQs, vPort 0's first (the guest opens its netdevs in order).
 
-use super::check::{Check, CheckStatus, Status};
-use super::outcome::Verdict;
+use super::check::{Check, CheckStatus};
 use super::stages::QueueTable;
 use crate::model::{EqScope, VportPlan};
 use crate::text::plural;
@@ -42,16 +41,6 @@ pub fn vport_vectors_check(plan: Option<&VportPlan>, table: Option<&QueueTable>)
             sqs(&got)
         ),
     )
-}
-
-impl Verdict {
-    /// Append the `vport_vectors` check; the status becomes Fail if it fails.
-    pub fn add_vport_check(&mut self, check: Check) {
-        if check.status == CheckStatus::Fail {
-            self.status = Status::Fail;
-        }
-        self.checks.push(check);
-    }
 }
 
 #[cfg(test)]

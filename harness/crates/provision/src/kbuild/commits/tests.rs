@@ -220,3 +220,24 @@ fn a_single_commit_is_its_tree_alone_the_baseline_of_the_series() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_source_with_a_range_a_commit_or_patches_gives_the_tree_and_patches_to_build() {
+    if !have_tools() {
+        return;
+    }
+    let r = repo();
+    let cache = tempfile::tempdir().expect("cache");
+    let repo = r.path().to_str().expect("utf-8 path");
+    let given = Path::new("/p/series.mbox");
+    let mut quiet = |_: &str| {};
+    let (source, patches) =
+        source_and_patches(repo, Some("base..tip"), Some(given), cache.path(), &mut quiet).expect("range");
+    let p = prepare(r.path(), "base..tip", cache.path(), &mut quiet).expect("prepared");
+    assert_eq!((source, patches), (p.source.clone(), Some(p.mbox)), "the range's series, not the given patches");
+    let (source, patches) = source_and_patches(repo, Some("base"), None, cache.path(), &mut quiet).expect("base");
+    assert_eq!((source, patches), (p.source, None), "a lone commit: its tree alone");
+    let (source, patches) = source_and_patches(repo, None, Some(given), cache.path(), &mut quiet).expect("tree");
+    assert_eq!(source, SourceSpec::Tree(r.path().canonicalize().expect("canonical")));
+    assert_eq!(patches.as_deref(), Some(given));
+}
