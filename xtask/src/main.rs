@@ -253,14 +253,6 @@ const BENCHES: &[(&str, &str, &str)] = &[
     ),
 ];
 
-/// `cargo xtask bench [sections] [options]`: the `model` section runs every
-/// benchmark in [`BENCHES`] with `cargo bench` (optimised build), passing the
-/// remaining arguments (a run count); the `boot` section runs [`bench_boot`]
-/// (`--slow` adds the 128- and 256-CPU rows, `--runs N` the repetitions,
-/// `--update-baseline` rewrites benches/baseline.json); the `traffic` section
-/// (only when named) runs [`bench_traffic`], the `selftests` section (only
-/// when named) [`bench_selftests`]; `bench kernel` is
-/// [`run_kernel_bench`].
 /// `cargo xtask bench --help`.
 const BENCH_USAGE: &str =
     "usage: cargo xtask bench [model] [boot] [traffic] [selftests] [--slow] [--runs N] [--update-baseline]
@@ -278,6 +270,14 @@ Options:
   --runs N           runs per measurement (the median is reported; seed 002 takes at least 9)
   --update-baseline  write the medians into benches/baseline.json";
 
+/// `cargo xtask bench [sections] [options]`: the `model` section runs every
+/// benchmark in [`BENCHES`] with `cargo bench` (optimised build), passing the
+/// remaining arguments (a run count); the `boot` section runs [`bench_boot`]
+/// (`--slow` adds the 128- and 256-CPU rows, `--runs N` the repetitions,
+/// `--update-baseline` rewrites benches/baseline.json); the `traffic` section
+/// (only when named) runs [`bench_traffic`], the `selftests` section (only
+/// when named) [`bench_selftests`]; `bench kernel` is
+/// [`run_kernel_bench`].
 fn run_benches(args: &[std::ffi::OsString]) -> ExitCode {
     if args.first().is_some_and(|a| a == "kernel") {
         return run_kernel_bench(&args[1..]);
