@@ -353,16 +353,30 @@ block_close() { exec 5>&-; }
 # Read every IRQ's affinity_hint (the files a freed or stale hint would break).
 read_hints() { cat "$R"/proc/irq/*/affinity_hint > /dev/null 2>&1; }
 
+# SCAN_AT: the guest second from which kmemleak sees everything the run has
+# done: 6 s after the latest of the last probe's settling and the ends of the
+# traffic, the soak, the selftests and irqbalance (what a driver leaks there,
+# e.g. the skbs of the traffic, is reported only once it is 5 s old);
+# `-` when none of them happened.
+scan_at() {
+	SCAN_AT=-
+	for t in "$T_SETTLED" "$T_TRAFFIC_END" "$T_SOAK_END" "$T_SELFTESTS_END" "$T_IRQB_END"; do
+		case "$t" in -|'') continue ;; esac
+		t=${t%.*}
+		if [ "$SCAN_AT" = - ] || [ $((t + 6)) -gt "$SCAN_AT" ]; then SCAN_AT=$((t + 6)); fi
+	done
+}
 # Debug kernels: have kmemleak scan memory now (KMEMLEAK counts the scan points).
 # kmemleak reports an object only once it is 5 s old (MSECS_MIN_AGE in
-# mm/kmemleak.c), so the scan waits until the last probe settled 6 s ago; and
-# a first scan only records an object's checksum (a changed one is not
-# reported), so it scans twice.
+# mm/kmemleak.c), so the scan waits until SCAN_AT (scan_at); and a first scan
+# only records an object's checksum (a changed one is not reported), so it
+# scans twice.
 kmemleak_scan() {
 	case "$KMEMLEAK" in -|absent|disabled) return 0 ;; esac
-	case "$T_SETTLED" in
+	scan_at
+	case "$SCAN_AT" in
 	-) ;;
-	*) while up; [ "${UP%.*}" -lt $((${T_SETTLED%.*} + 6)) ]; do sleep 1; done ;;
+	*) while up; [ "${UP%.*}" -lt "$SCAN_AT" ]; do sleep 1; done ;;
 	esac
 	# A kmemleak that disabled itself (e.g. its early object pool ran out at
 	# boot) refuses the scan with EPERM: say so instead of counting a scan.

@@ -300,6 +300,22 @@ fn cpu_hotplug_writes_each_cpu_in_order_and_reports_a_failed_write() {
     assert!(said.iter().any(|l| l.ends_with("/cpu5/online failed")), "{said:?}");
 }
 
+/// kmemleak reports an object only once it is 5 s old: a debug run's scan
+/// waits until 6 s after the last work that allocates (the traffic's skbs,
+/// not only the probe's objects), and at once when nothing ran.
+#[test]
+fn kmemleak_scans_6_s_after_the_last_step_that_allocates() {
+    let Some(bb) = busybox("kmemleak_scans_6_s_after_the_last_step_that_allocates") else { return };
+    let g = FakeGuest::new();
+    let at = |vars: &str| g.run(&bb, &format!("{vars}\nscan_at\necho \"$SCAN_AT\"\n")).trim().to_owned();
+    assert_eq!(at(""), "-");
+    assert_eq!(at("T_SETTLED=10.50"), "16");
+    assert_eq!(at("T_SETTLED=10.50 T_TRAFFIC_END=31.02"), "37");
+    assert_eq!(at("T_SETTLED=10.50 T_TRAFFIC_END=31.02 T_IRQB_END=40.9"), "46");
+    assert_eq!(at("T_SETTLED=50.1 T_TRAFFIC_END=31.02 T_SELFTESTS_END=-"), "56");
+    assert_eq!(at("T_SETTLED=- T_SOAK_END=700.2"), "706");
+}
+
 #[test]
 fn the_mana_netdevs_receive_counters_after_the_selftests_reach_the_report() {
     let Some(bb) = busybox("the_mana_netdevs_receive_counters_after_the_selftests_reach_the_report") else { return };

@@ -137,9 +137,23 @@ impl DebugReport {
         format!("{}: {}", self.kind, masked.join(" "))
     }
 
-    /// `KIND: first line / second line / third line`.
+    /// `KIND: first line / second line / third line`; for kmemleak the title,
+    /// the task and the first frames of the allocation backtrace (past
+    /// kmemleak's own), not the hex dump: where the object came from.
     pub fn headline(&self) -> String {
-        let first: Vec<&str> = self.lines.iter().take(QUOTED_LINES).map(|l| l.trim()).collect();
+        let lines = self.lines.iter().map(|l| l.trim());
+        let first: Vec<&str> = match self.kind {
+            ReportKind::Kmemleak => {
+                let frames = lines
+                    .clone()
+                    .skip_while(|l| !l.starts_with("backtrace"))
+                    .skip(1)
+                    .filter(|l| !l.split_whitespace().any(|w| w.starts_with("kmemleak_")))
+                    .take(QUOTED_LINES);
+                lines.take(2).chain(frames).collect()
+            }
+            _ => lines.take(QUOTED_LINES).collect(),
+        };
         format!("{}: {}", self.kind, first.join(" / "))
     }
 }
@@ -723,6 +737,22 @@ tcp_sendmsg_locked+0x8ba/0x1750";
         let k = split_kmemleak(&lines(SKB_LEAK));
         assert_eq!(k[0].class(), "kmemleak: unreferenced object ADDR (size 232):");
         assert!(!k[0].touches_mana());
+    }
+
+    /// A kmemleak report is quoted by where the object came from: the
+    /// allocation backtrace's first frames past kmemleak's own, not the hex dump.
+    #[test]
+    fn a_kmemleak_headline_quotes_the_allocation_not_the_hex_dump() {
+        let k = split_kmemleak(&lines(SKB_LEAK));
+        assert_eq!(
+            k[0].headline(),
+            "kmemleak: unreferenced object 0xffff888005b2c780 (size 232): / comm \"manarig-flows\", pid 120, jiffies \
+             4294900000 / kmem_cache_alloc_node_noprof+0x1c5/0x3c0 / __alloc_skb+0x1d1/0x260 / \
+             tcp_stream_alloc_skb+0x3c/0x1d0"
+        );
+        let k = split_kmemleak(&lines(KMEMLEAK));
+        assert!(k[0].headline().ends_with("/ __kmalloc_noprof+0x2a5/0x3c0 / mana_gd_setup_irqs+0x61/0x5b0 [mana] / mana_gd_probe+0x1e4/0x3f0 [mana]"), "{}", k[0].headline());
+        assert!(!k[0].headline().contains("hex dump"));
     }
 
     #[test]
