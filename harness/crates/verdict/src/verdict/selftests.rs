@@ -598,7 +598,7 @@ mod tests {
         };
         let (asked, b) = (vec!["hw/csum.py".to_owned()], baseline(""));
         let (report, _) = judge(&g, &asked, &b, &[], Some(&totals));
-        let device = report.rx.device.clone().expect("the device's counters");
+        let device = report.rx.device.expect("the device's counters");
         assert_eq!((device.delivered, device.no_wqe, device.unusable_buffer, device.unsteered), (100, 7, 2, 4));
         assert_eq!(device.dropped(), 13);
         assert_eq!(report.rx.guest.as_ref().and_then(|c| c.dropped), Some(0));
