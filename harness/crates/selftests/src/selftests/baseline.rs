@@ -15,7 +15,9 @@
 //! skip or an expected failure. A flaky entry may say what its failure
 //! needs to be the expected one (`needs = "no drops"`: the frames between
 //! the MANA and the remote end were late, not lost; the verdict reads the
-//! run's counters); without it, the failure counts as a real one.
+//! run's counters), and what lines its output must show (`shows`: the
+//! test's own count that every frame it checked was right); a failure that
+//! does not meet them counts as a real one.
 
 use super::ktap::Outcome;
 use serde::Deserialize;
@@ -79,6 +81,12 @@ pub struct Entry {
     /// `result = "flaky"`).
     #[serde(default)]
     pub needs: Option<Condition>,
+    /// Lines a flaky case's failure must show among its diagnostics to be
+    /// the expected one: shell patterns over whole lines (`*count: pass=*
+    /// nohash=0 fail=0`: every frame the test checked was right, there were
+    /// only too few); each must match a line. Only with `result = "flaky"`.
+    #[serde(default)]
+    pub shows: Vec<String>,
 }
 
 /// A condition a flaky entry's failure needs, read from the run.
@@ -144,7 +152,7 @@ impl Baseline {
     ///
     /// # Errors
     /// [`BaselineError`] for bad TOML, a case named twice, an entry without a
-    /// reason, or `needs` on an entry that is not flaky.
+    /// reason, or `needs` or `shows` on an entry that is not flaky.
     pub fn parse(series: &str, text: &str, origin: &str) -> Result<Baseline, BaselineError> {
         let file: File =
             toml::from_str(text).map_err(|e| BaselineError::Parse { origin: origin.to_owned(), why: e.to_string() })?;
@@ -156,6 +164,13 @@ impl Baseline {
             }
             if e.reason.trim().is_empty() {
                 return Err(invalid(format!("case {}: no reason", e.case)));
+            }
+            if !e.shows.is_empty() && e.result != Expected::Flaky {
+                return Err(invalid(format!(
+                    "case {}: shows is for a flaky entry, not a {} one",
+                    e.case,
+                    e.result.word()
+                )));
             }
             if let (Some(c), false) = (e.needs, e.result == Expected::Flaky) {
                 return Err(invalid(format!(
@@ -263,6 +278,9 @@ mod tests {
         let fail = "[[expect]]\ncase = \"a.b\"\nresult = \"fail\"\nneeds = \"no drops\"\nreason = \"r\"\n";
         let e = Baseline::parse("x", fail, "b.toml").expect_err("needs on a fail entry").to_string();
         assert!(e.contains("case a.b: needs = \"no drops\" is for a flaky entry, not a fail one"), "{e}");
+        let shows = "[[expect]]\ncase = \"a.b\"\nresult = \"skip\"\nshows = [\"x\"]\nreason = \"r\"\n";
+        let e = Baseline::parse("x", shows, "b.toml").expect_err("shows on a skip entry").to_string();
+        assert!(e.contains("case a.b: shows is for a flaky entry, not a skip one"), "{e}");
         let unknown = "[[expect]]\ncase = \"a.b\"\nresult = \"flaky\"\nneeds = \"luck\"\nreason = \"r\"\n";
         let e = Baseline::parse("x", unknown, "b.toml").expect_err("an unknown condition").to_string();
         assert!(e.contains("luck"), "{e}");

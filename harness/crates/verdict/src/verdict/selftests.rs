@@ -21,6 +21,7 @@
 use super::check::{Check, CheckStatus};
 use crate::guest_protocol::{GuestSelftests, NetdevRxCounters, RemoteCounters, SelftestExit};
 use crate::selftests::baseline::{Baseline, Condition, Expected};
+use crate::selftests::catalog::glob;
 use crate::selftests::ktap::{self, Outcome};
 use mana_device_api::traffic::Totals;
 use serde::{Deserialize, Serialize};
@@ -212,8 +213,9 @@ pub struct CaseVerdict {
     pub status: CheckStatus,
     /// The case's diagnostic lines (kept for cases that did not pass).
     pub diagnostics: Vec<String>,
-    /// For a failure the baseline calls flaky on a condition (`needs`) the
-    /// run did not meet: the counters that broke it (empty otherwise).
+    /// For a failure the baseline calls flaky on conditions (`needs`,
+    /// `shows`) the run did not meet: the counters and the missing lines that
+    /// broke them (empty otherwise).
     #[serde(default)]
     pub unmet: Vec<String>,
 }
@@ -257,11 +259,18 @@ pub fn program_name(file: &str) -> &str {
 fn judge_case(r: &ktap::CaseResult, baseline: &Baseline, rx: &RxAccount) -> CaseVerdict {
     let outcome = r.outcome();
     let entry = baseline.entry(&r.name);
-    // A flaky failure's condition, when its entry names one: what broke it.
-    let unmet = match entry.and_then(|e| e.needs) {
-        Some(Condition::NoDrops) if outcome == Outcome::Fail => rx.losses(),
-        _ => Vec::new(),
-    };
+    // A flaky failure's conditions, when its entry names them: what broke them.
+    let mut unmet = Vec::new();
+    if let (Some(e), Outcome::Fail) = (entry, outcome) {
+        if e.needs == Some(Condition::NoDrops) {
+            unmet.extend(rx.losses());
+        }
+        for pattern in &e.shows {
+            if !r.diagnostics.iter().any(|l| glob(pattern, l.trim())) {
+                unmet.push(format!("its output has no line like `{pattern}`"));
+            }
+        }
+    }
     let status = match (outcome, entry) {
         (Outcome::Pass, _) => CheckStatus::Pass,
         (o, Some(e)) if e.result.matches(o) && unmet.is_empty() => CheckStatus::Skip,
@@ -286,10 +295,9 @@ fn case_check(c: &CaseVerdict) -> Check {
         (CheckStatus::Pass, Some(why), Some(Expected::Flaky)) => format!("ok (baseline: flaky: {why})"),
         (CheckStatus::Pass, _, _) => "ok".to_owned(),
         (CheckStatus::Skip, Some(why), _) => format!("expected {with_reason} (baseline: {why})"),
-        (_, Some(_), Some(Expected::Flaky)) if !c.unmet.is_empty() => format!(
-            "{with_reason}; the baseline's flaky entry needs no drops, but the counters say: {}",
-            c.unmet.join(", ")
-        ),
+        (_, Some(_), Some(Expected::Flaky)) if !c.unmet.is_empty() => {
+            format!("{with_reason}; the baseline's flaky entry does not hold: {}", c.unmet.join(", "))
+        }
         (_, Some(_), Some(e)) => format!("{with_reason}; the baseline expects {}", expected_word(e)),
         _ => format!("{with_reason}; not in the baseline"),
     };
@@ -668,11 +676,7 @@ mod tests {
         });
         assert_eq!(check.status, CheckStatus::Fail);
         assert_eq!(case.unmet, ["remote eth1: rx_dropped 3"]);
-        assert!(
-            check.message.contains("needs no drops, but the counters say: remote eth1: rx_dropped 3"),
-            "{}",
-            check.message
-        );
+        assert!(check.message.contains("flaky entry does not hold: remote eth1: rx_dropped 3"), "{}", check.message);
         // Each side's losses are named, the device's by reason.
         let (case, _) = csum_tx_failure(|t, g| {
             t.rx_no_wqe = 4;
@@ -722,5 +726,28 @@ mod tests {
             g.remote = None;
         });
         assert_eq!((case.status, check.status, case.unmet.len()), (CheckStatus::Pass, CheckStatus::Pass, 0));
+    }
+
+    #[test]
+    fn a_flaky_failure_must_show_the_lines_its_entry_names() {
+        let b = baseline(
+            "[[expect]]\ncase = \"toeplitz.test.udp_*\"\nresult = \"flaky\"\nshows = [\"*too few frames*\", \"*count: pass=* nohash=0 fail=0\"]\nreason = \"r (toeplitz.c, 7.3.4)\"\n",
+        );
+        let asked = vec!["hw/toeplitz.py".to_owned()];
+        let run = |count: &str| {
+            let out = format!(
+                "TAP version 13\n1..1\n# Exception|           {count}\n# Exception|           toeplitz: too few frames for verification\nnot ok 1 toeplitz.test.udp_ipv4\n"
+            );
+            let g = guest("hw/toeplitz.py", &out, SelftestExit::Status(1));
+            let (report, checks) = judge(&g, &asked, &b, &[], None);
+            (report.programs[0].cases[0].unmet.clone(), status_of(&checks, "selftests.toeplitz.test.udp_ipv4").clone())
+        };
+        let (unmet, check) = run("count: pass=8 nohash=0 fail=0");
+        assert_eq!((check.status, unmet.len()), (CheckStatus::Skip, 0), "{}", check.message);
+        // A frame with a wrong hash among the few: not the flaky case.
+        let (unmet, check) = run("count: pass=7 nohash=0 fail=1");
+        assert_eq!(check.status, CheckStatus::Fail);
+        assert_eq!(unmet, ["its output has no line like `*count: pass=* nohash=0 fail=0`"]);
+        assert!(check.message.contains("flaky entry does not hold: its output has no line like"), "{}", check.message);
     }
 }
