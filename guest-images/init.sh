@@ -662,7 +662,10 @@ run_soak() {
 # to /tmp/selftest.N.
 ST_DIR="$R"/ksrc/tools/testing/selftests/drivers/net
 ST_PATH=/usr/sbin:/usr/bin:/sbin:/bin
-ST_SETUP=- T_SELFTESTS=- T_SELFTESTS_END=-
+# iproute2's ip by its path: busybox's shell runs its own `ip` applet
+# whatever PATH says.
+IPR=/usr/sbin/ip
+ST_SETUP=- T_SELFTESTS=- T_SELFTESTS_END=- RIF=
 selftest_remote() {
 	# shellcheck disable=SC1091 # written by the host into the initramfs
 	. "$ST_DIR/net.config" || return 1
@@ -670,30 +673,26 @@ selftest_remote() {
 	while read -r m; do
 		insmod "$R/lib/modules/manarig/remote/$m" || { echo "insmod $m failed"; return 1; }
 	done < "$R"/lib/modules/manarig/remote/order
-	RIF=
 	for n in "$R"/sys/class/net/*; do
 		d=$(readlink "$n/device/driver" 2>/dev/null)
 		[ "${d##*/}" = virtio_net ] && RIF=${n##*/} && break
 	done
 	[ -n "$RIF" ] || { echo "no virtio_net netdev: the remote end's NIC is missing"; return 1; }
-	# iproute2's ip by its path: busybox's shell runs its own `ip` applet
-	# whatever PATH says.
-	ipr=/usr/sbin/ip
 	mkdir -p "$R"/run/netns
 	# The tests take the interface down and up (queues.py, `ethtool -L`):
 	# keep the addresses over it, as a managed host re-adds them (Linux
 	# flushes IPv6 addresses on down by default).
 	echo 1 > "$R"/proc/sys/net/ipv6/conf/all/keep_addr_on_down
 	echo 1 > "$R/proc/sys/net/ipv6/conf/$NETIF/keep_addr_on_down"
-	$ipr netns add "$REMOTE_ARGS" &&
-		$ipr link set "$RIF" netns "$REMOTE_ARGS" &&
-		$ipr -n "$REMOTE_ARGS" link set lo up &&
-		$ipr -n "$REMOTE_ARGS" addr add "$REMOTE_V4/24" dev "$RIF" &&
-		$ipr -n "$REMOTE_ARGS" -6 addr add "$REMOTE_V6/64" dev "$RIF" nodad &&
-		$ipr -n "$REMOTE_ARGS" link set "$RIF" up &&
+	$IPR netns add "$REMOTE_ARGS" &&
+		$IPR link set "$RIF" netns "$REMOTE_ARGS" &&
+		$IPR -n "$REMOTE_ARGS" link set lo up &&
+		$IPR -n "$REMOTE_ARGS" addr add "$REMOTE_V4/24" dev "$RIF" &&
+		$IPR -n "$REMOTE_ARGS" -6 addr add "$REMOTE_V6/64" dev "$RIF" nodad &&
+		$IPR -n "$REMOTE_ARGS" link set "$RIF" up &&
 		/usr/sbin/tc -n "$REMOTE_ARGS" qdisc replace dev "$RIF" root fq &&
-		$ipr addr add "$LOCAL_V4/24" dev "$NETIF" &&
-		$ipr -6 addr add "$LOCAL_V6/64" dev "$NETIF" nodad
+		$IPR addr add "$LOCAL_V4/24" dev "$NETIF" &&
+		$IPR -6 addr add "$LOCAL_V6/64" dev "$NETIF" nodad
 }
 run_selftests() {
 	[ -n "$NETDEV" ] || return 0
@@ -721,23 +720,56 @@ run_selftests() {
 	IFS=$old_ifs
 	up; T_SELFTESTS_END=$UP
 	selftest_netdev_counters
+	selftest_remote_counters
 }
 
-# The MANA netdev's receive counters since the probe, after the selftests,
-# into ST_NETDEV: `<netdev>: rx_packets=N rx_dropped=N rx_missed_errors=N`
-# (/sys/class/net/<netdev>/statistics: what the driver's get_stats64 and the
-# core's drops say; the report's `selftest-netdev`), so that a test that
-# missed packets shows whether the guest dropped them.
+# The MANA netdev's counters since the probe, after the selftests, into
+# ST_NETDEV: `<netdev>: rx_packets=N rx_dropped=N rx_missed_errors=N
+# tx_packets=N` (/sys/class/net/<netdev>/statistics: what the driver's
+# get_stats64 and the core's drops say; the report's `selftest-netdev`), so
+# that a test that missed packets shows whether the guest dropped them.
 ST_NETDEV=
 selftest_netdev_counters() {
 	s="$R/sys/class/net/$NETDEV/statistics"
 	[ -d "$s" ] || return 0
 	ST_NETDEV="$NETDEV:"
-	for c in rx_packets rx_dropped rx_missed_errors; do
+	for c in rx_packets rx_dropped rx_missed_errors tx_packets; do
 		v=-
 		[ -r "$s/$c" ] && read -r v < "$s/$c"
 		ST_NETDEV="$ST_NETDEV $c=$v"
 	done
+}
+
+# The remote end's counters after the selftests, read inside netns
+# $REMOTE_ARGS (whose /sys and /proc/net `ip netns exec` shows), into
+# ST_REMOTE: `<netdev>: rx_packets=N rx_dropped=N rx_missed_errors=N
+# tx_packets=N udp_in=N udp_no_ports=N udp_in_errors=N` (the remote NIC's
+# statistics, and UDP over IPv4 and IPv6 together from snmp and snmp6:
+# datagrams a socket took, datagrams that found no socket, datagrams dropped
+# for a bad checksum or a full buffer; the report's `selftest-remote`). A
+# frame the MANA sent that the remote NIC counted reached it; one that came
+# after its receiver closed counts in udp_no_ports. `-`: not read.
+ST_REMOTE=
+# awk program: the `name:value` lines of grep over the statistics files and
+# the snmp/snmp6 text, as ST_REMOTE's pairs.
+# shellcheck disable=SC2016 # an awk program
+ST_REMOTE_AWK='function n(k) { return (k in v) ? v[k] : "-" }
+function add(k, x) { v[k] = (k in v ? v[k] : 0) + x }
+/^[a-z_]+:[0-9]+$/ { split($0, p, ":"); v[p[1]] = p[2]; next }
+$1 == "Udp:" && !cols { for (i = 2; i <= NF; i++) col[$i] = i; cols = 1; next }
+$1 == "Udp:" { add("udp_in", $col["InDatagrams"]); add("udp_no_ports", $col["NoPorts"]); add("udp_in_errors", $col["InErrors"]); next }
+$1 == "Udp6InDatagrams" { add("udp_in", $2) }
+$1 == "Udp6NoPorts" { add("udp_no_ports", $2) }
+$1 == "Udp6InErrors" { add("udp_in_errors", $2) }
+END { printf "rx_packets=%s rx_dropped=%s rx_missed_errors=%s tx_packets=%s udp_in=%s udp_no_ports=%s udp_in_errors=%s",
+	n("rx_packets"), n("rx_dropped"), n("rx_missed_errors"), n("tx_packets"), n("udp_in"), n("udp_no_ports"), n("udp_in_errors") }'
+selftest_remote_counters() {
+	[ -n "$RIF" ] || return 0
+	# shellcheck disable=SC2016 # the inner shell expands its own arguments
+	$IPR netns exec "$REMOTE_ARGS" /bin/sh -c \
+		'cd "$1" && grep -H . rx_packets rx_dropped rx_missed_errors tx_packets; cat "$2/snmp" "$2/snmp6"' \
+		- "$R/sys/class/net/$RIF/statistics" "$R/proc/net" > "$R"/tmp/selftest.remote 2> /dev/null
+	ST_REMOTE="$RIF: $(awk "$ST_REMOTE_AWK" "$R"/tmp/selftest.remote)"
 }
 
 IRQB=- T_IRQB=- T_IRQB_END=-
@@ -872,6 +904,7 @@ report_body() {
 		done < "$R"/tmp/selftest.exits
 	fi
 	[ -n "$ST_NETDEV" ] && echo "selftest-netdev $ST_NETDEV"
+	[ -n "$ST_REMOTE" ] && echo "selftest-remote $ST_REMOTE"
 	[ -s "$R"/tmp/irqbalance.samples ] && while read -r l; do echo "$l"; done < "$R"/tmp/irqbalance.samples
 	for t in steps rounds; do
 		[ -s "$R/tmp/soak.$t" ] && while read -r l; do echo "$l"; done < "$R/tmp/soak.$t"

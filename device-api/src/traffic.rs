@@ -58,4 +58,11 @@ pub struct Totals {
     /// hears of it. Counted in `rx.packets` too.
     #[serde(default)]
     pub rx_cqe_lost: u64,
+    /// Received frames the driver had asked not to receive: for a vPort never
+    /// configured (before the first open) or one whose RX is off (after a
+    /// close, until the next open). A subset of `rx_unsteered`; the rest of
+    /// it (RX on, but no RQ for the frame, or a runt) are frames a receiving
+    /// port lost.
+    #[serde(default)]
+    pub rx_port_off: u64,
 }

@@ -474,7 +474,11 @@ fn rx_is_dropped_before_the_vport_is_configured_and_after_close() {
     assert_eq!(drv.dev.receive(0, &frame[..10]), RxVerdict::Unsteered, "runt");
     drv.close(&pairs).unwrap();
     assert_eq!(drv.dev.receive(0, &frame), RxVerdict::Unsteered, "closed");
-    assert_eq!(drv.dev.snapshot().counters.traffic.rx_unsteered, 4);
+    let totals = drv.dev.snapshot().counters.traffic;
+    assert_eq!(totals.rx_unsteered, 4);
+    // Never configured, no such vPort, closed: the driver had asked not to
+    // receive; the runt came to a receiving port.
+    assert_eq!(totals.rx_port_off, 3, "the port was off for all but the runt");
 }
 
 #[test]

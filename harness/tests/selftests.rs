@@ -38,7 +38,8 @@ fn selftest_run(kernel: &str, patterns: &[&str]) -> harness::rig::RunOutcome {
 /// The quick set on Debian's 7.3 (CI's): the remote end comes up; the
 /// kernel's software Toeplitz over the key the driver programmed agrees with
 /// the hash in every one of our RX CQEs for tcp/udp × v4/v6 (hw/toeplitz.py's
-/// four base variants); ICMP, 64 KB pings and TCP both ways work with checksum
+/// four base variants; on a busy host a variant may see too few frames in its
+/// window, every one right); ICMP, 64 KB pings and TCP both ways work with checksum
 /// offload off and on (ping.py's default cases); queue counts over netlink and
 /// sysfs agree across `ethtool -L` and down/up (queues.py); the RSS table and
 /// key set over netlink read back (hw/rss_api.py); the statistics mana does not
@@ -51,9 +52,15 @@ fn kernel_selftests_quick_set_judges_rss_hashing_ping_and_queues_on_linux_7_x() 
     let c = &o.verdict.checks;
     assert_eq!(check(c, "selftests.setup").status, CheckStatus::Pass);
     assert_eq!(check(c, "selftests.napi_threaded.napi_init").status, CheckStatus::Pass);
+    // Each base variant passes or, on a busy host, missed its window with
+    // every frame it checked right and nothing dropped (the baseline's flaky
+    // entry; its check is then a SKIP).
     for variant in ["tcp_ipv4", "tcp_ipv6", "udp_ipv4", "udp_ipv6"] {
         let t = check(c, &format!("selftests.toeplitz.test.{variant}"));
-        assert_eq!(t.status, CheckStatus::Pass, "{t:?}");
+        assert!(
+            t.status == CheckStatus::Pass || (t.status == CheckStatus::Skip && t.message.contains("too few frames")),
+            "{t:?}"
+        );
     }
     for case in ["ping.test_default_v4", "ping.test_default_v6"] {
         assert_eq!(check(c, &format!("selftests.{case}")).status, CheckStatus::Pass, "{case}");

@@ -143,6 +143,11 @@ impl DataPath {
         self.vports.entry(vport).or_default().apply(update);
     }
 
+    /// Whether vPort `vport` receives: configured, with RX on.
+    pub fn receiving(&self, vport: u16) -> bool {
+        self.vports.get(&vport).is_some_and(|s| s.receiving())
+    }
+
     /// Where vPort `vport` steers `frame`; `None` for a vPort never configured.
     pub fn select(&self, vport: u16, frame: &[u8], headers: &Headers) -> Option<Selection> {
         self.vports.get(&vport).map(|s| s.select(frame, headers))

@@ -125,6 +125,11 @@ impl Steering {
         }
     }
 
+    /// Whether RX is on (MANA_CONFIG_VPORT_RX's `rx_enable`).
+    pub fn receiving(&self) -> bool {
+        self.rx_enabled
+    }
+
     /// Chooses the RQ for `frame` and computes its hash.
     pub fn select(&self, frame: &[u8], headers: &Headers) -> Selection {
         let (hash, hash_type) = self.hash(frame, headers);

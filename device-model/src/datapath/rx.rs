@@ -14,7 +14,9 @@
 //! Drops, as hardware does them:
 //! - no RQ chosen (vPort RX off, no default RQ, the RQ destroyed) or a
 //!   frame shorter than an Ethernet header: dropped, counted in
-//!   [`super::Totals::rx_unsteered`];
+//!   [`super::Totals::rx_unsteered`], and those for a vPort never
+//!   configured or with RX off (the driver asked not to receive) also in
+//!   [`super::Totals::rx_port_off`];
 //! - the RQ has no WQE posted: dropped, counted on the RQ and in
 //!   [`super::Totals::rx_no_wqe`];
 //! - the WQE's buffers cannot take the frame (too small, an SGE with another
@@ -111,6 +113,9 @@ pub fn receive(
     frame: &[u8],
     faults: &mut Vec<Fault>,
 ) -> RxVerdict {
+    if !env.datapath.receiving(vport) {
+        env.totals.rx_port_off += 1;
+    }
     if frame.len() < ETH_HLEN {
         env.totals.rx_unsteered += 1;
         return RxVerdict::Unsteered;

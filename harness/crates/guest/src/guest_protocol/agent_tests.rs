@@ -323,15 +323,68 @@ fn the_mana_netdevs_receive_counters_after_the_selftests_reach_the_report() {
     let stats = "sys/class/net/eth0/statistics";
     g.file(&format!("{stats}/rx_packets"), "726\n");
     g.file(&format!("{stats}/rx_dropped"), "3\n");
+    g.file(&format!("{stats}/tx_packets"), "650\n");
     // No rx_missed_errors file: the counter is `-`, not a failure.
     let out = g.run(&bb, "NETDEV=eth0\nselftest_netdev_counters\nprint_report\n");
-    assert!(out.contains("selftest-netdev eth0: rx_packets=726 rx_dropped=3 rx_missed_errors=-"), "{out}");
+    assert!(
+        out.contains("selftest-netdev eth0: rx_packets=726 rx_dropped=3 rx_missed_errors=- tx_packets=650"),
+        "{out}"
+    );
     let r = parse(&out).unwrap_or_else(|e| panic!("{e}\n{out}")).report;
     let c = r.selftests.netdev.expect("selftest-netdev parsed");
     assert_eq!((c.netdev.as_str(), c.packets, c.dropped, c.missed), ("eth0", Some(726), Some(3), None));
+    assert_eq!(c.tx_packets, Some(650));
     // Without a netdev folder the agent says nothing.
     let out = FakeGuest::new().run(&bb, "NETDEV=eth9\nselftest_netdev_counters\nprint_report\n");
     assert!(!out.contains("selftest-netdev"), "{out}");
+}
+
+#[test]
+fn the_remote_nics_and_udp_counters_are_read_inside_its_netns() {
+    let Some(bb) = busybox("the_remote_nics_and_udp_counters_are_read_inside_its_netns") else { return };
+    let g = FakeGuest::new();
+    // The remote netns's own /sys and /proc/net, as `ip netns exec` shows them.
+    let stats = "sys/class/net/eth1/statistics";
+    g.file(&format!("{stats}/rx_packets"), "1210\n");
+    g.file(&format!("{stats}/rx_dropped"), "0\n");
+    g.file(&format!("{stats}/rx_missed_errors"), "0\n");
+    g.file(&format!("{stats}/tx_packets"), "1190\n");
+    g.file(
+        "proc/net/snmp",
+        "Ip: Forwarding DefaultTTL\nIp: 1 64\n\
+         Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors InCsumErrors IgnoredMulti MemErrors\n\
+         Udp: 200 30 2 10 0 0 2 0 0\n\
+         UdpLite: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors InCsumErrors IgnoredMulti MemErrors\n\
+         UdpLite: 9 9 9 9 9 9 9 9 9\n",
+    );
+    g.file(
+        "proc/net/snmp6",
+        "Ip6InReceives                   \t1500\nUdp6InDatagrams                 \t100\nUdp6NoPorts                     \t70\n\
+         Udp6InErrors                    \t0\nUdpLite6InDatagrams             \t5\nUdpLite6NoPorts                 \t5\n",
+    );
+    // `ip netns exec NAME CMD…` runs CMD: the fake tree is the netns's view.
+    let script = "fake_ip() { [ \"$1 $2 $3\" = 'netns exec remote' ] || exit 7; shift 3; \"$@\"; }\n\
+                  IPR=fake_ip REMOTE_ARGS=remote RIF=eth1\n\
+                  selftest_remote_counters\nprint_report\n";
+    let out = g.run(&bb, script);
+    let line = "selftest-remote eth1: rx_packets=1210 rx_dropped=0 rx_missed_errors=0 tx_packets=1190 udp_in=300 udp_no_ports=100 udp_in_errors=2";
+    assert!(out.contains(line), "{out}");
+    let r = parse(&out).unwrap_or_else(|e| panic!("{e}\n{out}")).report;
+    let c = r.selftests.remote.expect("selftest-remote parsed");
+    assert_eq!(
+        (c.nic.netdev.as_str(), c.nic.packets, c.nic.dropped, c.nic.tx_packets),
+        ("eth1", Some(1210), Some(0), Some(1190))
+    );
+    assert_eq!((c.udp_in, c.udp_no_ports, c.udp_in_errors), (Some(300), Some(100), Some(2)));
+    // A netns the agent cannot enter: every counter unknown, the line still there.
+    let out = g.run(
+        &bb,
+        "fake_ip() { return 1; }\nIPR=fake_ip REMOTE_ARGS=remote RIF=eth1\nselftest_remote_counters\nprint_report\n",
+    );
+    assert!(out.contains("selftest-remote eth1: rx_packets=- rx_dropped=- rx_missed_errors=- tx_packets=- udp_in=- udp_no_ports=- udp_in_errors=-"), "{out}");
+    // Without a remote NIC (the setup failed) the agent says nothing.
+    let out = g.run(&bb, "RIF=\nselftest_remote_counters\nprint_report\n");
+    assert!(!out.contains("selftest-remote"), "{out}");
 }
 
 /// Each `manarig.*` item and the variable init.sh's `parse_cmdline` keeps it in.

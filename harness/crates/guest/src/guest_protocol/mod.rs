@@ -36,7 +36,7 @@ pub use report::{
     format_cpulist, GuestCpu, GuestCpuState, GuestIrq, GuestNode, GuestPci, GuestReport, GuestTraffic, Stage,
     TrafficCounts, Transcript, Unload,
 };
-pub use selftests::{GuestSelftestRun, GuestSelftests, NetdevRxCounters, SelftestExit};
+pub use selftests::{GuestSelftestRun, GuestSelftests, NetdevRxCounters, RemoteCounters, SelftestExit};
 pub use soak::{GuestSoak, SoakMark, SoakRound, SoakStep, SoakStepResult};
 
 /// Errors reading the agent's output. Line numbers are 1-based, in the text

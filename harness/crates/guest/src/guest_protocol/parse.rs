@@ -7,7 +7,7 @@ use super::interrupts::{parse_cpu_counts, parse_irq_counts};
 use super::irqbalance::{IrqbalanceSample, IrqbalanceState};
 use super::markers::{Marker, Version, REPORT_END, STAGE_END};
 use super::report::{GuestReport, Stage, Transcript, Unload};
-use super::selftests::NetdevRxCounters;
+use super::selftests::{NetdevRxCounters, RemoteCounters};
 use super::soak::{SoakRound, SoakStepResult};
 use super::ReportError;
 
@@ -97,8 +97,10 @@ pub enum Key {
     Selftest,
     /// With `manarig.selftests`: `selftest-exit <file>: <status>|timeout <guest seconds>`.
     SelftestExit,
-    /// With `manarig.selftests`: `selftest-netdev <netdev>: rx_packets=N rx_dropped=N rx_missed_errors=N`.
+    /// With `manarig.selftests`: `selftest-netdev <netdev>: rx_packets=N rx_dropped=N rx_missed_errors=N tx_packets=N`.
     SelftestNetdev,
+    /// With `manarig.selftests`: `selftest-remote <netdev>: rx_packets=N … udp_no_ports=N udp_in_errors=N`.
+    SelftestRemote,
     /// With `manarig.soak`: `soak <minute> <step>: <status|-> <uptime> <detail|->`.
     Soak,
     /// With `manarig.soak`: `soak-round <n>: <status> <uptime>`.
@@ -107,7 +109,7 @@ pub enum Key {
 
 impl Key {
     /// Every key, in the order guest-images/README.md lists them.
-    pub const ALL: [Key; 42] = [
+    pub const ALL: [Key; 43] = [
         Key::Kernel,
         Key::Cmdline,
         Key::InitEnv,
@@ -148,6 +150,7 @@ impl Key {
         Key::Selftest,
         Key::SelftestExit,
         Key::SelftestNetdev,
+        Key::SelftestRemote,
         Key::Soak,
         Key::SoakRound,
     ];
@@ -195,6 +198,7 @@ impl Key {
             Key::Selftest => "selftest",
             Key::SelftestExit => "selftest-exit",
             Key::SelftestNetdev => "selftest-netdev",
+            Key::SelftestRemote => "selftest-remote",
             Key::Soak => "soak",
             Key::SoakRound => "soak-round",
         }
@@ -378,6 +382,10 @@ fn parse_block(lines: &[&str], begin: usize, end: usize, version: Version) -> Re
             Key::SelftestNetdev => {
                 let counters = NetdevRxCounters::parse(id, value).map_err(|what| bad(idx + 1, what, line))?;
                 r.selftests.netdev = Some(counters);
+            }
+            Key::SelftestRemote => {
+                let counters = RemoteCounters::parse(id, value).map_err(|what| bad(idx + 1, what, line))?;
+                r.selftests.remote = Some(counters);
             }
             Key::Soak => {
                 let step = SoakStepResult::parse(id, value).map_err(|what| bad(idx + 1, what, line))?;

@@ -16,12 +16,16 @@ pub struct GuestSelftests {
     /// The MANA netdev's receive counters after the last test
     /// (`selftest-netdev`), None when the report has none.
     pub netdev: Option<NetdevRxCounters>,
+    /// The remote end's counters after the last test, read inside its netns
+    /// (`selftest-remote`), None when the report has none.
+    pub remote: Option<RemoteCounters>,
 }
 
-/// A netdev's receive counters as /sys/class/net/NETDEV/statistics has them
-/// (the driver's `get_stats64` plus the core's own drops), since the probe:
-/// `selftest-netdev <netdev>: rx_packets=N rx_dropped=N rx_missed_errors=N`.
-/// A counter the guest could not read (`-`) is None.
+/// A netdev's counters as /sys/class/net/NETDEV/statistics has them (the
+/// driver's `get_stats64` plus the core's own drops), since the probe:
+/// `selftest-netdev <netdev>: rx_packets=N rx_dropped=N rx_missed_errors=N
+/// tx_packets=N`. A counter the guest could not read (`-`, or a report of an
+/// agent that did not print it) is None.
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct NetdevRxCounters {
     /// The netdev (`eth0`).
@@ -33,6 +37,9 @@ pub struct NetdevRxCounters {
     pub dropped: Option<u64>,
     /// `rx_missed_errors`: frames the NIC missed, as the driver reports it.
     pub missed: Option<u64>,
+    /// `tx_packets`: frames the driver handed to the NIC.
+    #[serde(default)]
+    pub tx_packets: Option<u64>,
 }
 
 impl NetdevRxCounters {
@@ -55,6 +62,49 @@ impl NetdevRxCounters {
                 "rx_packets" => c.packets = n,
                 "rx_dropped" => c.dropped = n,
                 "rx_missed_errors" => c.missed = n,
+                "tx_packets" => c.tx_packets = n,
+                _ => {}
+            }
+        }
+        Ok(c)
+    }
+}
+
+/// The remote end's counters, read inside its netns after the last test:
+/// its NIC's (the virtio-net netdev the MANA's frames reach through the
+/// rig's bridge) and its UDP stack's, IPv4 and IPv6 together
+/// (`selftest-remote <netdev>: rx_packets=N rx_dropped=N rx_missed_errors=N
+/// tx_packets=N udp_in=N udp_no_ports=N udp_in_errors=N`). A frame the MANA
+/// sent that `rx_packets` counts reached the remote end; a UDP datagram that
+/// came after its receiver closed counts in `udp_no_ports`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct RemoteCounters {
+    /// The remote NIC's counters (`netdev` is its name in the netns).
+    pub nic: NetdevRxCounters,
+    /// `InDatagrams` (Udp, Udp6): datagrams a socket took.
+    pub udp_in: Option<u64>,
+    /// `NoPorts`: datagrams for a port no socket was bound to.
+    pub udp_no_ports: Option<u64>,
+    /// `InErrors`: datagrams dropped for a bad checksum or a full receive buffer.
+    pub udp_in_errors: Option<u64>,
+}
+
+impl RemoteCounters {
+    /// One `selftest-remote` line: `id` is the remote netdev, `value` the
+    /// `NAME=VALUE` pairs (names it does not know are left out).
+    ///
+    /// # Errors
+    /// As [`NetdevRxCounters::parse`].
+    pub fn parse(id: &str, value: &str) -> Result<Self, String> {
+        let mut c = RemoteCounters { nic: NetdevRxCounters::parse(id, value)?, ..RemoteCounters::default() };
+        for pair in value.split_whitespace() {
+            // NetdevRxCounters::parse has refused a pair without `=` or a number.
+            let Some((name, n)) = pair.split_once('=') else { continue };
+            let n = n.parse::<u64>().ok();
+            match name {
+                "udp_in" => c.udp_in = n,
+                "udp_no_ports" => c.udp_no_ports = n,
+                "udp_in_errors" => c.udp_in_errors = n,
                 _ => {}
             }
         }
@@ -114,13 +164,34 @@ impl GuestSelftests {
 
 #[cfg(test)]
 mod tests {
-    use super::NetdevRxCounters;
+    use super::{NetdevRxCounters, RemoteCounters};
 
     #[test]
     fn netdev_counters_read_every_pair_and_dashes_as_unknown() {
         let c = NetdevRxCounters::parse("eth0", "rx_packets=1204 rx_dropped=0 rx_missed_errors=- rx_new=7")
             .expect("a line the agent prints");
-        assert_eq!(c, NetdevRxCounters { netdev: "eth0".into(), packets: Some(1204), dropped: Some(0), missed: None });
+        assert_eq!(
+            c,
+            NetdevRxCounters {
+                netdev: "eth0".into(),
+                packets: Some(1204),
+                dropped: Some(0),
+                missed: None,
+                tx_packets: None
+            }
+        );
+    }
+
+    #[test]
+    fn remote_counters_read_the_nic_and_udp_pairs() {
+        let c = RemoteCounters::parse(
+            "eth1",
+            "rx_packets=500 rx_dropped=0 rx_missed_errors=- tx_packets=480 udp_in=300 udp_no_ports=40 udp_in_errors=-",
+        )
+        .expect("a line the agent prints");
+        assert_eq!((c.nic.netdev.as_str(), c.nic.packets, c.nic.tx_packets), ("eth1", Some(500), Some(480)));
+        assert_eq!((c.udp_in, c.udp_no_ports, c.udp_in_errors), (Some(300), Some(40), None));
+        assert!(RemoteCounters::parse("eth1", "udp_no_ports=x").expect_err("not a number").contains("udp_no_ports"));
     }
 
     #[test]

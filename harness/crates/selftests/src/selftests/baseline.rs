@@ -12,7 +12,12 @@
 //! run does not control, and whose reason names it (stats.py's
 //! `procfs_downup_hammer` fails only once a packet was counted before its
 //! first read): it may fail or pass, and neither is stale. It never covers a
-//! skip or an expected failure.
+//! skip or an expected failure. A flaky entry may say what its failure
+//! needs to be the expected one (`needs = "no drops"`: the frames between
+//! the MANA and the remote end were late, not lost; the verdict reads the
+//! run's counters), and what lines its output must show (`shows`: the
+//! test's own count that every frame it checked was right); a failure that
+//! does not meet them counts as a real one.
 
 use super::ktap::Outcome;
 use serde::Deserialize;
@@ -72,6 +77,37 @@ pub struct Entry {
     pub result: Expected,
     /// The driver fact, quoted with the file and kernel version it comes from.
     pub reason: String,
+    /// What a flaky case's failure needs to be the expected one (only with
+    /// `result = "flaky"`).
+    #[serde(default)]
+    pub needs: Option<Condition>,
+    /// Lines a flaky case's failure must show among its diagnostics to be
+    /// the expected one: shell patterns over whole lines (`*count: pass=*
+    /// nohash=0 fail=0`: every frame the test checked was right, there were
+    /// only too few); each must match a line. Only with `result = "flaky"`.
+    #[serde(default)]
+    pub shows: Vec<String>,
+}
+
+/// A condition a flaky entry's failure needs, read from the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+pub enum Condition {
+    /// `"no drops"`: no frame between the MANA netdev and the remote end was
+    /// lost on the way: the device dropped none on a receiving port and lost
+    /// no completion, the guest netdev counted no `rx_dropped` or
+    /// `rx_missed_errors`, the remote NIC no `rx_dropped`. The case then
+    /// failed because its frames came late.
+    #[serde(rename = "no drops")]
+    NoDrops,
+}
+
+impl Condition {
+    /// The words the baseline files use.
+    pub fn word(self) -> &'static str {
+        match self {
+            Condition::NoDrops => "no drops",
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -115,7 +151,8 @@ impl Baseline {
     /// Parse a baseline's text; `origin` names it in errors.
     ///
     /// # Errors
-    /// [`BaselineError`] for bad TOML, a case named twice, or an entry without a reason.
+    /// [`BaselineError`] for bad TOML, a case named twice, an entry without a
+    /// reason, or `needs` or `shows` on an entry that is not flaky.
     pub fn parse(series: &str, text: &str, origin: &str) -> Result<Baseline, BaselineError> {
         let file: File =
             toml::from_str(text).map_err(|e| BaselineError::Parse { origin: origin.to_owned(), why: e.to_string() })?;
@@ -127,6 +164,21 @@ impl Baseline {
             }
             if e.reason.trim().is_empty() {
                 return Err(invalid(format!("case {}: no reason", e.case)));
+            }
+            if !e.shows.is_empty() && e.result != Expected::Flaky {
+                return Err(invalid(format!(
+                    "case {}: shows is for a flaky entry, not a {} one",
+                    e.case,
+                    e.result.word()
+                )));
+            }
+            if let (Some(c), false) = (e.needs, e.result == Expected::Flaky) {
+                return Err(invalid(format!(
+                    "case {}: needs = \"{}\" is for a flaky entry, not a {} one",
+                    e.case,
+                    c.word(),
+                    e.result.word()
+                )));
             }
         }
         Ok(Baseline { series: series.to_owned(), entries: file.expect })
@@ -215,5 +267,22 @@ mod tests {
         assert!(!e.result.matches(Outcome::Skip));
         assert!(!e.result.matches(Outcome::Xfail));
         assert_eq!(e.result.word(), "flaky");
+        assert_eq!(e.needs, None, "no condition unless the entry names one");
+    }
+
+    #[test]
+    fn a_flaky_entry_may_need_no_drops_and_only_a_flaky_one() {
+        let text = "[[expect]]\ncase = \"csum.ipv*_rx_*\"\nresult = \"flaky\"\nneeds = \"no drops\"\nreason = \"r\"\n";
+        let b = Baseline::parse("x", text, "b.toml").expect("parses");
+        assert_eq!(b.entry("csum.ipv4_rx_udp").and_then(|e| e.needs), Some(Condition::NoDrops));
+        let fail = "[[expect]]\ncase = \"a.b\"\nresult = \"fail\"\nneeds = \"no drops\"\nreason = \"r\"\n";
+        let e = Baseline::parse("x", fail, "b.toml").expect_err("needs on a fail entry").to_string();
+        assert!(e.contains("case a.b: needs = \"no drops\" is for a flaky entry, not a fail one"), "{e}");
+        let shows = "[[expect]]\ncase = \"a.b\"\nresult = \"skip\"\nshows = [\"x\"]\nreason = \"r\"\n";
+        let e = Baseline::parse("x", shows, "b.toml").expect_err("shows on a skip entry").to_string();
+        assert!(e.contains("case a.b: shows is for a flaky entry, not a skip one"), "{e}");
+        let unknown = "[[expect]]\ncase = \"a.b\"\nresult = \"flaky\"\nneeds = \"luck\"\nreason = \"r\"\n";
+        let e = Baseline::parse("x", unknown, "b.toml").expect_err("an unknown condition").to_string();
+        assert!(e.contains("luck"), "{e}");
     }
 }

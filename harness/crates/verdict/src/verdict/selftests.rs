@@ -13,10 +13,15 @@
 //! that did not pass needs its reason. A case the baseline calls `flaky`
 //! (it fails or passes on a condition the reason names) passes when it
 //! passes and is expected when it fails; neither makes its entry stale.
+//! When the entry says its failure needs no drops (`needs = "no drops"`),
+//! the failure is expected only if the run's counters ([`RxAccount`]) show
+//! that nothing between the MANA and the remote end was lost; otherwise it
+//! fails, naming the counter.
 
 use super::check::{Check, CheckStatus};
-use crate::guest_protocol::{GuestSelftests, NetdevRxCounters, SelftestExit};
-use crate::selftests::baseline::{Baseline, Expected};
+use crate::guest_protocol::{GuestSelftests, NetdevRxCounters, RemoteCounters, SelftestExit};
+use crate::selftests::baseline::{Baseline, Condition, Expected};
+use crate::selftests::catalog::glob;
 use crate::selftests::ktap::{self, Outcome};
 use mana_device_api::traffic::Totals;
 use serde::{Deserialize, Serialize};
@@ -40,17 +45,22 @@ pub struct SelftestsReport {
     pub rx: RxAccount,
 }
 
-/// Where the MANA netdev's received frames went by the end of the run (all
-/// of it, since the probe): the device's RX counters by reason, from its
-/// status when the report began, and the guest's own (`selftest-netdev`).
-/// A test that counted too few packets shows here whether the device or the
-/// guest dropped some; nothing dropped on either side means they came late.
+/// Where the frames between the MANA netdev and the remote end went by the
+/// end of the run (all of it, since the probe): the device's counters by
+/// reason, from its status when the report began, the guest's own
+/// (`selftest-netdev`), and the remote end's (`selftest-remote`: its NIC and
+/// its UDP stack, inside its netns). A test that counted too few packets
+/// shows here whether the device, the guest or the remote end dropped some;
+/// nothing dropped on either side means they came late.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct RxAccount {
     /// The device's, None when its status at the report was not read.
     pub device: Option<DeviceRx>,
     /// The guest's, None when the report has no `selftest-netdev` line.
     pub guest: Option<NetdevRxCounters>,
+    /// The remote end's, None when the report has no `selftest-remote` line.
+    #[serde(default)]
+    pub remote: Option<RemoteCounters>,
 }
 
 /// The device's received frames by what became of them (device-api
@@ -68,6 +78,18 @@ pub struct DeviceRx {
     pub unsteered: u64,
     /// Delivered, but their completion was lost to a full CQ backlog.
     pub cqe_lost: u64,
+    /// Of `unsteered`, those that came while the driver had the port's RX
+    /// off (before the first open, after a close): not lost by a receiving port.
+    #[serde(default)]
+    pub port_off: u64,
+    /// Frames the device sent: handed to its packet backend (the TAP on the
+    /// rig's bridge), one per TSO segment.
+    #[serde(default)]
+    pub sent: u64,
+    /// Frames the device did not send: WQEs completed with an error CQE and
+    /// frames the backend refused.
+    #[serde(default)]
+    pub tx_dropped: u64,
 }
 
 impl DeviceRx {
@@ -79,12 +101,66 @@ impl DeviceRx {
             unusable_buffer: t.rx.drops.saturating_sub(t.rx_no_wqe),
             unsteered: t.rx_unsteered,
             cqe_lost: t.rx_cqe_lost,
+            port_off: t.rx_port_off,
+            sent: t.tx.packets,
+            tx_dropped: t.tx.drops,
         }
     }
 
     /// Frames the device dropped, for any reason.
     pub fn dropped(&self) -> u64 {
         self.no_wqe + self.unusable_buffer + self.unsteered
+    }
+
+    /// Frames that found no RQ although the port was receiving (RX on, no
+    /// RQ for them, or runts): `unsteered` without `port_off`.
+    pub fn no_rq(&self) -> u64 {
+        self.unsteered.saturating_sub(self.port_off)
+    }
+}
+
+impl RxAccount {
+    /// The counters that show a frame between the MANA and the remote end
+    /// was lost, or that are unknown, each named with its count (`device:
+    /// no WQE posted 3`); empty when every one was read and is 0. Frames
+    /// the device dropped while the driver had the port's RX off are not
+    /// losses: no test's traffic is meant to cross a closed port.
+    pub fn losses(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        match &self.device {
+            None => out.push("device: its counters were not read".to_owned()),
+            Some(d) => {
+                for (what, n) in [
+                    ("no WQE posted", d.no_wqe),
+                    ("unusable buffer", d.unusable_buffer),
+                    ("no RQ chosen on a receiving port", d.no_rq()),
+                    ("RX completions lost", d.cqe_lost),
+                    ("not sent", d.tx_dropped),
+                ] {
+                    if n > 0 {
+                        out.push(format!("device: {what} {n}"));
+                    }
+                }
+            }
+        }
+        let mut nic = |side: &str, c: Option<&NetdevRxCounters>, udp_errors: Option<Option<u64>>| {
+            let Some(c) = c else {
+                out.push(format!("{side}: no counters in the report"));
+                return;
+            };
+            let mut counters = vec![("rx_dropped", c.dropped), ("rx_missed_errors", c.missed)];
+            counters.extend(udp_errors.map(|n| ("UDP InErrors", n)));
+            for (what, n) in counters {
+                match n {
+                    None => out.push(format!("{side} {}: {what} unknown", c.netdev)),
+                    Some(0) => {}
+                    Some(n) => out.push(format!("{side} {}: {what} {n}", c.netdev)),
+                }
+            }
+        };
+        nic("guest", self.guest.as_ref(), None);
+        nic("remote", self.remote.as_ref().map(|r| &r.nic), Some(self.remote.as_ref().and_then(|r| r.udp_in_errors)));
+        out
     }
 }
 
@@ -137,6 +213,11 @@ pub struct CaseVerdict {
     pub status: CheckStatus,
     /// The case's diagnostic lines (kept for cases that did not pass).
     pub diagnostics: Vec<String>,
+    /// For a failure the baseline calls flaky on conditions (`needs`,
+    /// `shows`) the run did not meet: the counters and the missing lines that
+    /// broke them (empty otherwise).
+    #[serde(default)]
+    pub unmet: Vec<String>,
 }
 
 /// Everything the judgement reads.
@@ -175,12 +256,24 @@ pub fn program_name(file: &str) -> &str {
     base.strip_suffix(".py").unwrap_or(base)
 }
 
-fn judge_case(r: &ktap::CaseResult, baseline: &Baseline) -> CaseVerdict {
+fn judge_case(r: &ktap::CaseResult, baseline: &Baseline, rx: &RxAccount) -> CaseVerdict {
     let outcome = r.outcome();
     let entry = baseline.entry(&r.name);
+    // A flaky failure's conditions, when its entry names them: what broke them.
+    let mut unmet = Vec::new();
+    if let (Some(e), Outcome::Fail) = (entry, outcome) {
+        if e.needs == Some(Condition::NoDrops) {
+            unmet.extend(rx.losses());
+        }
+        for pattern in &e.shows {
+            if !r.diagnostics.iter().any(|l| glob(pattern, l.trim())) {
+                unmet.push(format!("its output has no line like `{pattern}`"));
+            }
+        }
+    }
     let status = match (outcome, entry) {
         (Outcome::Pass, _) => CheckStatus::Pass,
-        (o, Some(e)) if e.result.matches(o) => CheckStatus::Skip,
+        (o, Some(e)) if e.result.matches(o) && unmet.is_empty() => CheckStatus::Skip,
         _ => CheckStatus::Fail,
     };
     CaseVerdict {
@@ -191,6 +284,7 @@ fn judge_case(r: &ktap::CaseResult, baseline: &Baseline) -> CaseVerdict {
         baseline_reason: entry.map(|e| e.reason.clone()),
         status,
         diagnostics: if outcome == Outcome::Pass { Vec::new() } else { r.diagnostics.clone() },
+        unmet,
     }
 }
 
@@ -201,6 +295,9 @@ fn case_check(c: &CaseVerdict) -> Check {
         (CheckStatus::Pass, Some(why), Some(Expected::Flaky)) => format!("ok (baseline: flaky: {why})"),
         (CheckStatus::Pass, _, _) => "ok".to_owned(),
         (CheckStatus::Skip, Some(why), _) => format!("expected {with_reason} (baseline: {why})"),
+        (_, Some(_), Some(Expected::Flaky)) if !c.unmet.is_empty() => {
+            format!("{with_reason}; the baseline's flaky entry does not hold: {}", c.unmet.join(", "))
+        }
         (_, Some(_), Some(e)) => format!("{with_reason}; the baseline expects {}", expected_word(e)),
         _ => format!("{with_reason}; not in the baseline"),
     };
@@ -251,13 +348,15 @@ pub fn judge_selftests(input: &SelftestsInput<'_>) -> (SelftestsReport, Vec<Chec
             "the guest did not run the selftests (no MANA netdev, or an agent without manarig.selftests)",
         )),
     }
+    let rx =
+        RxAccount { device: input.device_totals.map(DeviceRx::of), guest: g.netdev.clone(), remote: g.remote.clone() };
     let mut programs = Vec::new();
     let mut stale = Vec::new();
     for file in input.asked {
         let run = g.runs.iter().find(|r| &r.file == file);
         let text = run.map(|r| r.output.join("\n")).unwrap_or_default();
         let k = ktap::parse(&text);
-        let cases: Vec<CaseVerdict> = k.results.iter().map(|r| judge_case(r, input.baseline)).collect();
+        let cases: Vec<CaseVerdict> = k.results.iter().map(|r| judge_case(r, input.baseline, &rx)).collect();
         let mut counts = Counts::default();
         for c in &cases {
             match c.outcome {
@@ -343,7 +442,6 @@ pub fn judge_selftests(input: &SelftestsInput<'_>) -> (SelftestsReport, Vec<Chec
     } else {
         format!("guest-images/selftests/baseline-{}.toml", input.baseline.series)
     };
-    let rx = RxAccount { device: input.device_totals.map(DeviceRx::of), guest: g.netdev.clone() };
     let report = SelftestsReport {
         source: input.source.to_owned(),
         baseline,
@@ -370,7 +468,19 @@ mod tests {
                 seconds: Some(12.0),
             }],
             netdev: None,
+            remote: None,
         }
+    }
+
+    /// The verdict of a run of `asked` (tests' source `s`).
+    fn judge(
+        g: &GuestSelftests,
+        asked: &[String],
+        baseline: &Baseline,
+        setup_errors: &[String],
+        device_totals: Option<&Totals>,
+    ) -> (SelftestsReport, Vec<Check>) {
+        judge_selftests(&SelftestsInput { guest: g, asked, baseline, source: "s", setup_errors, device_totals })
     }
 
     fn baseline(text: &str) -> Baseline {
@@ -391,15 +501,7 @@ mod tests {
             "[[expect]]\ncase = \"stats.check_pause\"\nresult = \"skip\"\nreason = \"mana_ethtool_ops has no get_pauseparam (drivers/net/ethernet/microsoft/mana/mana_ethtool.c, 7.3.4)\"\n",
         );
         let asked = vec!["stats.py".to_owned()];
-        let input = SelftestsInput {
-            guest: &g,
-            asked: &asked,
-            baseline: &b,
-            source: "s",
-            setup_errors: &[],
-            device_totals: None,
-        };
-        let (report, checks) = judge_selftests(&input);
+        let (report, checks) = judge(&g, &asked, &b, &[], None);
         assert_eq!(status_of(&checks, "selftests.setup").status, CheckStatus::Pass);
         assert_eq!(status_of(&checks, "selftests.stats").status, CheckStatus::Pass, "it ran to its end");
         let pause = status_of(&checks, "selftests.stats.check_pause");
@@ -419,15 +521,7 @@ mod tests {
         let b =
             baseline("[[expect]]\ncase = \"stats.pkt_byte_sum\"\nresult = \"fail\"\nreason = \"r (mana, 7.3.4)\"\n");
         let asked = vec!["stats.py".to_owned()];
-        let input = SelftestsInput {
-            guest: &g,
-            asked: &asked,
-            baseline: &b,
-            source: "s",
-            setup_errors: &[],
-            device_totals: None,
-        };
-        let (report, checks) = judge_selftests(&input);
+        let (report, checks) = judge(&g, &asked, &b, &[], None);
         let pause = status_of(&checks, "selftests.stats.check_pause");
         assert_eq!(pause.status, CheckStatus::Fail);
         assert!(pause.message.contains("not in the baseline"), "{}", pause.message);
@@ -445,15 +539,7 @@ mod tests {
             ("ok 1 stats.procfs_downup_hammer", Outcome::Pass, CheckStatus::Pass),
         ] {
             let g = guest("stats.py", &format!("TAP version 13\n1..1\n{line}\n"), SelftestExit::Status(0));
-            let input = SelftestsInput {
-                guest: &g,
-                asked: &asked,
-                baseline: &b,
-                source: "s",
-                setup_errors: &[],
-                device_totals: None,
-            };
-            let (report, checks) = judge_selftests(&input);
+            let (report, checks) = judge(&g, &asked, &b, &[], None);
             let c = status_of(&checks, "selftests.stats.procfs_downup_hammer");
             assert_eq!((report.programs[0].cases[0].outcome, c.status), (outcome, status), "{line}");
             assert!(c.message.contains("packet was counted"), "{}", c.message);
@@ -464,15 +550,7 @@ mod tests {
             "TAP version 13\n1..1\nok 1 stats.procfs_downup_hammer # SKIP x\n",
             SelftestExit::Status(0),
         );
-        let input = SelftestsInput {
-            guest: &g,
-            asked: &asked,
-            baseline: &b,
-            source: "s",
-            setup_errors: &[],
-            device_totals: None,
-        };
-        let (_, checks) = judge_selftests(&input);
+        let (_, checks) = judge(&g, &asked, &b, &[], None);
         let c = status_of(&checks, "selftests.stats.procfs_downup_hammer");
         assert_eq!(c.status, CheckStatus::Fail, "a skip is not one of a flaky case's results");
         assert!(c.message.contains("the baseline expects flaky"), "{}", c.message);
@@ -487,48 +565,24 @@ mod tests {
         );
         let asked = vec!["ping.py".to_owned()];
         let b = Baseline::default();
-        let input = SelftestsInput {
-            guest: &g,
-            asked: &asked,
-            baseline: &b,
-            source: "s",
-            setup_errors: &[],
-            device_totals: None,
-        };
-        let (_, checks) = judge_selftests(&input);
+        let (_, checks) = judge(&g, &asked, &b, &[], None);
         let p = status_of(&checks, "selftests.ping");
         assert_eq!(p.status, CheckStatus::Fail);
         assert!(p.message.contains("after 1 of 2 planned cases"), "{}", p.message);
         assert!(p.detail.iter().any(|l| l.contains("OSError")));
         let g = guest("ping.py", "TAP version 13\n1..1\nok 1 ping.a\n", SelftestExit::Timeout);
-        let input = SelftestsInput {
-            guest: &g,
-            asked: &asked,
-            baseline: &b,
-            source: "s",
-            setup_errors: &[],
-            device_totals: None,
-        };
-        let (report, checks) = judge_selftests(&input);
+        let (report, checks) = judge(&g, &asked, &b, &[], None);
         assert!(status_of(&checks, "selftests.ping").message.contains("stopped at the timeout"));
         assert_eq!(report.programs[0].exit, "timeout");
     }
 
     #[test]
     fn a_program_the_guest_never_ran_fails() {
-        let g = GuestSelftests { setup: Some(2), runs: vec![], netdev: None };
+        let g = GuestSelftests { setup: Some(2), runs: vec![], netdev: None, remote: None };
         let asked = vec!["hw/csum.py".to_owned()];
         let b = Baseline::default();
         let errs = vec!["no virtio_net netdev".to_owned()];
-        let input = SelftestsInput {
-            guest: &g,
-            asked: &asked,
-            baseline: &b,
-            source: "s",
-            setup_errors: &errs,
-            device_totals: None,
-        };
-        let (_, checks) = judge_selftests(&input);
+        let (_, checks) = judge(&g, &asked, &b, &errs, None);
         let s = status_of(&checks, "selftests.setup");
         assert_eq!((s.status, s.detail.clone()), (CheckStatus::Fail, errs));
         assert_eq!(status_of(&checks, "selftests.csum").status, CheckStatus::Fail);
@@ -537,8 +591,13 @@ mod tests {
     #[test]
     fn the_report_accounts_for_received_frames_on_both_sides() {
         let mut g = guest("hw/csum.py", "1..1\nok 1 csum.ipv4_rx_tcp\n", SelftestExit::Status(0));
-        g.netdev =
-            Some(NetdevRxCounters { netdev: "eth0".into(), packets: Some(95), dropped: Some(0), missed: Some(0) });
+        g.netdev = Some(NetdevRxCounters {
+            netdev: "eth0".into(),
+            packets: Some(95),
+            dropped: Some(0),
+            missed: Some(0),
+            tx_packets: None,
+        });
         let totals = Totals {
             rx: mana_device_api::traffic::Traffic { packets: 100, bytes: 0, drops: 9, errors: 1 },
             rx_no_wqe: 7,
@@ -546,21 +605,149 @@ mod tests {
             ..Totals::default()
         };
         let (asked, b) = (vec!["hw/csum.py".to_owned()], baseline(""));
-        let input = SelftestsInput {
-            guest: &g,
-            asked: &asked,
-            baseline: &b,
-            source: "s",
-            setup_errors: &[],
-            device_totals: Some(&totals),
-        };
-        let (report, _) = judge_selftests(&input);
+        let (report, _) = judge(&g, &asked, &b, &[], Some(&totals));
         let device = report.rx.device.expect("the device's counters");
         assert_eq!((device.delivered, device.no_wqe, device.unusable_buffer, device.unsteered), (100, 7, 2, 4));
         assert_eq!(device.dropped(), 13);
-        assert_eq!(report.rx.guest.and_then(|c| c.dropped), Some(0));
-        let json = serde_json::to_value(judge_selftests(&input).0).expect("the report as JSON");
+        assert_eq!(report.rx.guest.as_ref().and_then(|c| c.dropped), Some(0));
+        let json = serde_json::to_value(&report).expect("the report as JSON");
         assert_eq!(json["rx"]["device"]["no_wqe"], 7, "{json}");
         assert_eq!(json["rx"]["guest"]["missed"], 0, "{json}");
+    }
+
+    /// A csum.py run whose transmit case failed, with both ends' counters:
+    /// nothing lost (two frames came while the port's RX was off), changed by `lose`.
+    fn csum_tx_failure(lose: impl FnOnce(&mut Totals, &mut GuestSelftests)) -> (CaseVerdict, Check) {
+        let mut g = guest(
+            "hw/csum.py",
+            "TAP version 13\n1..1\nnot ok 1 csum.ipv4_tx_udp_csum_offload\n",
+            SelftestExit::Status(1),
+        );
+        g.netdev = Some(NetdevRxCounters {
+            netdev: "eth0".into(),
+            packets: Some(816),
+            dropped: Some(0),
+            missed: Some(0),
+            tx_packets: Some(420),
+        });
+        g.remote = Some(RemoteCounters {
+            nic: NetdevRxCounters {
+                netdev: "eth1".into(),
+                packets: Some(420),
+                dropped: Some(0),
+                missed: Some(0),
+                tx_packets: Some(818),
+            },
+            udp_in: Some(300),
+            udp_no_ports: Some(100),
+            udp_in_errors: Some(0),
+        });
+        let mut totals = Totals {
+            rx: mana_device_api::traffic::Traffic { packets: 816, ..Default::default() },
+            tx: mana_device_api::traffic::Traffic { packets: 420, ..Default::default() },
+            rx_unsteered: 2,
+            rx_port_off: 2,
+            ..Totals::default()
+        };
+        lose(&mut totals, &mut g);
+        let b = baseline(
+            "[[expect]]\ncase = \"csum.ipv*_tx_udp_*\"\nresult = \"flaky\"\nneeds = \"no drops\"\nreason = \"late (csum.c, 7.3.4)\"\n",
+        );
+        let asked = vec!["hw/csum.py".to_owned()];
+        let (report, checks) = judge(&g, &asked, &b, &[], Some(&totals));
+        let check = status_of(&checks, "selftests.csum.ipv4_tx_udp_csum_offload").clone();
+        (report.programs[0].cases[0].clone(), check)
+    }
+
+    #[test]
+    fn a_flaky_failure_that_needs_no_drops_is_expected_when_both_ends_dropped_nothing() {
+        let (case, check) = csum_tx_failure(|_, _| {});
+        assert_eq!((case.status, check.status), (CheckStatus::Skip, CheckStatus::Skip), "{}", check.message);
+        assert!(case.unmet.is_empty(), "{:?}", case.unmet);
+        assert!(check.message.starts_with("expected fail (baseline: late"), "{}", check.message);
+    }
+
+    #[test]
+    fn a_flaky_failure_that_needs_no_drops_fails_and_names_the_counter_that_dropped() {
+        let (case, check) = csum_tx_failure(|_, g| {
+            if let Some(r) = g.remote.as_mut() {
+                r.nic.dropped = Some(3);
+            }
+        });
+        assert_eq!(check.status, CheckStatus::Fail);
+        assert_eq!(case.unmet, ["remote eth1: rx_dropped 3"]);
+        assert!(check.message.contains("flaky entry does not hold: remote eth1: rx_dropped 3"), "{}", check.message);
+        // Each side's losses are named, the device's by reason.
+        let (case, _) = csum_tx_failure(|t, g| {
+            t.rx_no_wqe = 4;
+            t.rx.drops = 4;
+            t.rx_unsteered = 5;
+            t.rx_cqe_lost = 1;
+            if let Some(n) = g.netdev.as_mut() {
+                n.missed = Some(7);
+            }
+        });
+        assert_eq!(
+            case.unmet,
+            [
+                "device: no WQE posted 4",
+                "device: no RQ chosen on a receiving port 3",
+                "device: RX completions lost 1",
+                "guest eth0: rx_missed_errors 7",
+            ]
+        );
+        // Counters the run did not read cannot show that nothing was dropped.
+        let (case, check) = csum_tx_failure(|_, g| g.remote = None);
+        assert_eq!(
+            (check.status, case.unmet),
+            (CheckStatus::Fail, vec!["remote: no counters in the report".to_owned()])
+        );
+        let (case, _) = csum_tx_failure(|_, g| {
+            if let Some(r) = g.remote.as_mut() {
+                r.udp_in_errors = None;
+            }
+        });
+        assert_eq!(case.unmet, ["remote eth1: UDP InErrors unknown"]);
+    }
+
+    #[test]
+    fn a_flaky_entry_without_a_condition_and_a_pass_ignore_the_counters() {
+        let mut g =
+            guest("stats.py", "TAP version 13\n1..1\nnot ok 1 stats.procfs_downup_hammer\n", SelftestExit::Status(1));
+        g.netdev = Some(NetdevRxCounters { netdev: "eth0".into(), dropped: Some(9), ..NetdevRxCounters::default() });
+        let b = baseline(
+            "[[expect]]\ncase = \"stats.procfs_downup_hammer\"\nresult = \"flaky\"\nreason = \"r (mana, 7.3.4)\"\n",
+        );
+        let asked = vec!["stats.py".to_owned()];
+        let (_, checks) = judge(&g, &asked, &b, &[], None);
+        assert_eq!(status_of(&checks, "selftests.stats.procfs_downup_hammer").status, CheckStatus::Skip);
+        let (case, check) = csum_tx_failure(|_, g| {
+            g.runs[0].output = vec!["1..1".into(), "ok 1 csum.ipv4_tx_udp_csum_offload".into()];
+            g.remote = None;
+        });
+        assert_eq!((case.status, check.status, case.unmet.len()), (CheckStatus::Pass, CheckStatus::Pass, 0));
+    }
+
+    #[test]
+    fn a_flaky_failure_must_show_the_lines_its_entry_names() {
+        let b = baseline(
+            "[[expect]]\ncase = \"toeplitz.test.udp_*\"\nresult = \"flaky\"\nshows = [\"*too few frames*\", \"*count: pass=* nohash=0 fail=0\"]\nreason = \"r (toeplitz.c, 7.3.4)\"\n",
+        );
+        let asked = vec!["hw/toeplitz.py".to_owned()];
+        let run = |count: &str| {
+            let out = format!(
+                "TAP version 13\n1..1\n# Exception|           {count}\n# Exception|           toeplitz: too few frames for verification\nnot ok 1 toeplitz.test.udp_ipv4\n"
+            );
+            let g = guest("hw/toeplitz.py", &out, SelftestExit::Status(1));
+            let (report, checks) = judge(&g, &asked, &b, &[], None);
+            (report.programs[0].cases[0].unmet.clone(), status_of(&checks, "selftests.toeplitz.test.udp_ipv4").clone())
+        };
+        let (unmet, check) = run("count: pass=8 nohash=0 fail=0");
+        assert_eq!((check.status, unmet.len()), (CheckStatus::Skip, 0), "{}", check.message);
+        // A frame with a wrong hash among the few: not the flaky case.
+        let (unmet, check) = run("count: pass=7 nohash=0 fail=1");
+        assert_eq!(check.status, CheckStatus::Fail);
+        assert_eq!(unmet, ["its output has no line like `*count: pass=* nohash=0 fail=0`"]);
+        assert!(check.message.contains("flaky entry does not hold: its output has no line like"), "{}", check.message);
     }
 }

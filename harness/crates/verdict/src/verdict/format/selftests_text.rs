@@ -27,6 +27,9 @@ pub(super) fn selftests(v: &Verdict) -> Vec<String> {
                     format!("passes (baseline: flaky: {b})")
                 }
                 (CheckStatus::Pass, Some(_)) => "passes: the baseline entry is stale".to_owned(),
+                (_, Some(_)) if !c.unmet.is_empty() => {
+                    format!("FAIL: the flaky entry does not hold: {}", c.unmet.join(", "))
+                }
                 (_, Some(_)) => "FAIL: the baseline expects another result".to_owned(),
                 _ => "FAIL: not in the baseline".to_owned(),
             };
@@ -58,33 +61,52 @@ pub(super) fn selftests(v: &Verdict) -> Vec<String> {
     lines
 }
 
-/// `RX by the end: …`: the device's frames by what became of them and the
-/// guest netdev's counters; nothing when neither is known.
+/// The frames by the end of the run: the device's by what became of them,
+/// the guest netdev's counters and the remote end's; nothing when none is
+/// known.
 fn rx_lines(rx: &RxAccount) -> Vec<String> {
     let mut out = Vec::new();
+    let n = |v: Option<u64>| v.map_or("-".to_owned(), |v| v.to_string());
     if let Some(d) = &rx.device {
         out.push(format!(
-            "  device: {} delivered, {} dropped (no WQE posted {}, unusable buffer {}, no RQ chosen {}), {} RX completions lost",
+            "  device: {} delivered, {} dropped (no WQE posted {}, unusable buffer {}, no RQ chosen {} of which {} with the port's RX off), {} RX completions lost; {} sent, {} not sent",
             d.delivered,
             d.dropped(),
             d.no_wqe,
             d.unusable_buffer,
             d.unsteered,
-            d.cqe_lost
+            d.port_off,
+            d.cqe_lost,
+            d.sent,
+            d.tx_dropped
         ));
     }
     if let Some(g) = &rx.guest {
-        let n = |v: Option<u64>| v.map_or("-".to_owned(), |v| v.to_string());
         out.push(format!(
-            "  guest {}: rx_packets {}, rx_dropped {}, rx_missed_errors {}",
+            "  guest {}: rx_packets {}, rx_dropped {}, rx_missed_errors {}, tx_packets {}",
             g.netdev,
             n(g.packets),
             n(g.dropped),
-            n(g.missed)
+            n(g.missed),
+            n(g.tx_packets)
+        ));
+    }
+    if let Some(r) = &rx.remote {
+        let nic = &r.nic;
+        out.push(format!(
+            "  remote {}: rx_packets {}, rx_dropped {}, rx_missed_errors {}, tx_packets {}; UDP: {} taken by a socket, {} to no socket (came after its receiver closed), {} in error",
+            nic.netdev,
+            n(nic.packets),
+            n(nic.dropped),
+            n(nic.missed),
+            n(nic.tx_packets),
+            n(r.udp_in),
+            n(r.udp_no_ports),
+            n(r.udp_in_errors)
         ));
     }
     if !out.is_empty() {
-        out.insert(0, "Received frames by the end of the run (since the probe):".to_owned());
+        out.insert(0, "Frames between the MANA and the remote end by the end of the run (since the probe):".to_owned());
     }
     out
 }
@@ -121,6 +143,7 @@ mod tests {
             baseline_reason: why.map(str::to_owned),
             status,
             diagnostics: Vec::new(),
+            unmet: Vec::new(),
         }
     }
 
@@ -159,24 +182,48 @@ mod tests {
     }
 
     #[test]
-    fn received_frames_show_the_device_drops_by_reason_and_the_guest_counters() {
-        use crate::guest_protocol::NetdevRxCounters;
+    fn received_frames_show_the_device_drops_by_reason_and_both_ends_counters() {
+        use crate::guest_protocol::{NetdevRxCounters, RemoteCounters};
         use mana_device_api::traffic::{Totals, Traffic};
         let totals = Totals {
             rx: Traffic { packets: 900, bytes: 90_000, drops: 17, errors: 2 },
+            tx: Traffic { packets: 610, bytes: 61_000, drops: 0, errors: 0 },
             rx_unsteered: 3,
+            rx_port_off: 2,
             rx_no_wqe: 15,
             rx_cqe_lost: 0,
-            ..Totals::default()
         };
-        let guest = NetdevRxCounters { netdev: "eth0".into(), packets: Some(880), dropped: Some(2), missed: None };
-        let rx = RxAccount { device: Some(super::super::super::DeviceRx::of(&totals)), guest: Some(guest) };
+        let guest = NetdevRxCounters {
+            netdev: "eth0".into(),
+            packets: Some(880),
+            dropped: Some(2),
+            missed: None,
+            tx_packets: Some(610),
+        };
+        let remote = RemoteCounters {
+            nic: NetdevRxCounters {
+                netdev: "eth1".into(),
+                packets: Some(612),
+                dropped: Some(0),
+                missed: Some(0),
+                tx_packets: Some(903),
+            },
+            udp_in: Some(400),
+            udp_no_ports: Some(100),
+            udp_in_errors: Some(0),
+        };
+        let rx = RxAccount {
+            device: Some(super::super::super::DeviceRx::of(&totals)),
+            guest: Some(guest),
+            remote: Some(remote),
+        };
         assert_eq!(
             rx_lines(&rx),
             [
-                "Received frames by the end of the run (since the probe):",
-                "  device: 900 delivered, 20 dropped (no WQE posted 15, unusable buffer 2, no RQ chosen 3), 0 RX completions lost",
-                "  guest eth0: rx_packets 880, rx_dropped 2, rx_missed_errors -",
+                "Frames between the MANA and the remote end by the end of the run (since the probe):",
+                "  device: 900 delivered, 20 dropped (no WQE posted 15, unusable buffer 2, no RQ chosen 3 of which 2 with the port's RX off), 0 RX completions lost; 610 sent, 0 not sent",
+                "  guest eth0: rx_packets 880, rx_dropped 2, rx_missed_errors -, tx_packets 610",
+                "  remote eth1: rx_packets 612, rx_dropped 0, rx_missed_errors 0, tx_packets 903; UDP: 400 taken by a socket, 100 to no socket (came after its receiver closed), 0 in error",
             ]
         );
     }
