@@ -150,7 +150,7 @@ fn smaller(now: u32) -> Vec<u32> {
 }
 
 /// Every one-step simplification of `d`, biggest first, each with a label, its nodes
-/// numbered as a guest on x86 numbers them ([`TopologyDraft::into_x86_node_order`]). Not
+/// numbered as a guest on x86 numbers them ([`TopologyDraft::into_guest_node_order`]). Not
 /// yet validated or compared by size.
 pub(crate) fn candidates(d: &TopologyDraft) -> Vec<(String, TopologyDraft)> {
     let cores = node_cores(d);
@@ -190,7 +190,7 @@ pub(crate) fn candidates(d: &TopologyDraft) -> Vec<(String, TopologyDraft)> {
     out.into_iter()
         .filter_map(|(mut label, c)| {
             let mut c = c?;
-            if c.into_x86_node_order() {
+            if c.into_guest_node_order() {
                 label.push_str(" (nodes renumbered as Linux on x86 does)");
             }
             Some((label, c))
@@ -253,7 +253,7 @@ pub fn shrink_logged(topology: &Topology, still_disagrees: impl FnMut(&Topology)
 /// when the budget runs out.
 ///
 /// Greedy: the candidates of one step are tried biggest first, each with its nodes
-/// numbered as a guest on x86 numbers them ([`TopologyDraft::into_x86_node_order`], so
+/// numbered as a guest on x86 numbers them ([`TopologyDraft::into_guest_node_order`], so
 /// no try boots a file the rig would refuse); the first that is a valid topology file (checked by [`TopologyDraft::validate`]), smaller by a fixed
 /// measure and still disagreeing is taken, and the next step starts from it. The
 /// predicate is never called on an invalid machine nor twice on the same one. If it

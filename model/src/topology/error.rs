@@ -39,7 +39,7 @@ pub enum TopologyError {
         problem: Problem,
     },
     /// A guest on QEMU x86 would show the file's nodes under other ids
-    /// ([`Topology::x86_node_ids`](super::Topology::x86_node_ids)): the file loads (the
+    /// ([`Topology::check_guest_node_ids`](super::Topology::check_guest_node_ids)): the file loads (the
     /// model takes it) but cannot boot as written.
     #[error("{path}: numa.nodes: {renumbering}")]
     NodeOrder {

@@ -12,7 +12,7 @@
 //!   [`Topology::to_qemu_numbering`] (the machine as a QEMU guest numbers it, which is
 //!   what the guest kernel's algorithms see);
 //! - the node ids a guest on x86 shows: [`Topology::x86_node_order`], and
-//!   [`Topology::check_x86_node_ids`] (a [`TopologyError::NodeOrder`] for a file the rig
+//!   [`Topology::check_guest_node_ids`] (a [`TopologyError::NodeOrder`] for a file the rig
 //!   cannot boot as written);
 //! - [`TopologyDraft`]: a file as editable data ([`TopologyDraft::validate`] through the
 //!   file path), and [`Topology::to_toml`]: a topology back to file text.

@@ -10,12 +10,13 @@
 //! same machine under ids the guest does not show: the model can judge it (it predicts
 //! the real machine), but a boot cannot match it node for node.
 //!
-//! Only x86 numbers nodes this way; a platform that numbers them otherwise (arm64 with a
-//! device tree takes `numa-node-id` as written) needs its own rule, so every name here
-//! says x86.
+//! The rule is x86's: an arm64 guest (QEMU `virt`, `[machine] arch = "arm64"`) gets no
+//! check and no renumbering here ([`Topology::check_guest_node_ids`],
+//! [`TopologyDraft::into_guest_node_order`]) until its own order is established; a rule
+//! for it goes into those two `match`es.
 
 use super::numbering::{CpuNumbering, CpuShape};
-use super::{Topology, TopologyDraft, TopologyError};
+use super::{Arch, Topology, TopologyDraft, TopologyError};
 use crate::cpulist::CpuMask;
 use std::fmt;
 
@@ -123,14 +124,19 @@ impl Topology {
         Err(NodeRenumbering { order, moved })
     }
 
-    /// [`Topology::x86_node_ids`] as a file error, for a run that is about to boot the
-    /// machine on QEMU x86: `path` names the file.
+    /// Whether a guest of the machine's architecture shows its nodes under the file's
+    /// ids, for a run about to boot it: [`Topology::x86_node_ids`] on x86_64; nothing is
+    /// checked on arm64. `path` names the file.
     ///
     /// # Errors
     /// [`TopologyError::NodeOrder`] naming the file, the nodes a guest would renumber and
     /// the order that fixes the file.
-    pub fn check_x86_node_ids(&self, path: &str) -> Result<(), TopologyError> {
-        self.x86_node_ids().map_err(|renumbering| TopologyError::NodeOrder { path: path.to_owned(), renumbering })
+    pub fn check_guest_node_ids(&self, path: &str) -> Result<(), TopologyError> {
+        let checked = match self.arch() {
+            Arch::X86_64 => self.x86_node_ids(),
+            Arch::Arm64 => Ok(()),
+        };
+        checked.map_err(|renumbering| TopologyError::NodeOrder { path: path.to_owned(), renumbering })
     }
 }
 
@@ -155,6 +161,16 @@ impl TopologyDraft {
         }
         for nic in std::iter::once(&mut self.nic).chain(self.more_nics.iter_mut()) {
             nic.node = nic.node.and_then(new_id);
+        }
+    }
+
+    /// Renumber the nodes as a guest of the draft's architecture numbers them: as Linux
+    /// on x86 does ([`TopologyDraft::into_x86_node_order`]) on x86_64, not at all on
+    /// arm64. Whether any id changed.
+    pub fn into_guest_node_order(&mut self) -> bool {
+        match self.arch {
+            Arch::X86_64 => self.into_x86_node_order(),
+            Arch::Arm64 => false,
         }
     }
 
@@ -210,7 +226,7 @@ mod tests {
         let t = topo("qemu", &[("0-3", 256), ("4-7", 0), ("", 256), ("", 128)], 3);
         assert_eq!(t.x86_node_order(), vec![0, 1, 2, 3]);
         assert_eq!(t.x86_node_ids(), Ok(()));
-        assert!(t.check_x86_node_ids("topologies/x.toml").is_ok());
+        assert!(t.check_guest_node_ids("topologies/x.toml").is_ok());
     }
 
     #[test]
@@ -255,7 +271,7 @@ mod tests {
     #[test]
     fn the_error_names_the_file_each_moved_node_and_the_order_that_fixes_it() {
         let t = topo("qemu", &[("", 256), ("4-7", 256), ("0-3", 256)], 0);
-        let line = t.check_x86_node_ids("topologies/x.toml").expect_err("refused").to_string();
+        let line = t.check_guest_node_ids("topologies/x.toml").expect_err("refused").to_string();
         assert!(!line.contains('\n'), "one line: {line}");
         assert!(line.starts_with("topologies/x.toml: numa.nodes: a guest on x86 would show "), "{line}");
         assert!(
@@ -265,6 +281,19 @@ mod tests {
         assert!(!line.contains("node 1 (CPUs 4-7)"), "node 1 keeps its id: {line}");
         assert!(line.contains("list the [[numa.nodes]] entries now numbered 2, 1, 0 in that order"), "{line}");
         assert!(line.contains("numa.distances") && line.contains("numa_node"), "{line}");
+    }
+
+    #[test]
+    fn an_arm64_file_is_neither_checked_nor_renumbered() {
+        let text = machine("qemu", &[("", 256), ("4-7", 256), ("0-3", 256)], 0);
+        let text = text.replacen("[source]", "[machine]\narch = \"arm64\"\n[source]", 1);
+        let t = Topology::from_toml_str("topologies/arm64/x.toml", &text).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(t.arch(), Arch::Arm64);
+        assert!(t.x86_node_ids().is_err(), "out of x86's order");
+        assert!(t.check_guest_node_ids("topologies/arm64/x.toml").is_ok());
+        let mut d = TopologyDraft::from(&t);
+        assert!(!d.into_guest_node_order());
+        assert_eq!(d, TopologyDraft::from(&t));
     }
 
     #[test]

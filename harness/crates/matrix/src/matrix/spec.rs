@@ -30,7 +30,7 @@ pub struct InputFile {
 
 impl InputFile {
     /// Read and check `path` (valid, and in the node order a guest on x86 shows:
-    /// [`Topology::check_x86_node_ids`]). Never fails: a bad file is an input with an
+    /// [`Topology::check_guest_node_ids`]). Never fails: a bad file is an input with an
     /// `error`.
     pub fn read(path: &Path) -> Self {
         let shown = path.display().to_string();
@@ -54,7 +54,7 @@ impl InputFile {
         };
         // Every pair boots a QEMU x86 guest: a file whose node ids such a guest would not
         // show is refused up front, like an invalid one, instead of after a boot per kernel.
-        match Topology::from_toml_str(&shown, &text).and_then(|t| t.check_x86_node_ids(&shown).map(|()| t)) {
+        match Topology::from_toml_str(&shown, &text).and_then(|t| t.check_guest_node_ids(&shown).map(|()| t)) {
             Ok(t) => InputFile {
                 path: shown,
                 name: t.name().to_owned(),
