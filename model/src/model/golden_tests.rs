@@ -491,6 +491,8 @@ fn every_topology_file_loads_and_gives_a_table_for_every_kernel() {
             let t = Topology::load(&p).unwrap_or_else(|e| panic!("{e}"));
             assert!(!t.source().wording.is_empty() && !t.expect().source.is_empty(), "{}", p.display());
             assert_eq!(t.slow(), t.ncpu() >= 96, "{}: 96+ vCPUs are marked slow", p.display());
+            // Every file boots as written: its node ids are the ones a guest on x86 shows.
+            t.check_guest_node_ids(&p.display().to_string()).unwrap_or_else(|e| panic!("{e}"));
             for k in KernelGen::ALL {
                 let tab = expected_table(&t, k);
                 assert!(tab.probe_error.is_none(), "{} {k}", p.display());

@@ -69,7 +69,7 @@ fn cpus_of(shape: CpuShape, numbering: CpuNumbering, cores: std::ops::Range<u32>
 /// CPU nodes from contiguous core runs, sometimes shuffled, plus up to two memory-only
 /// nodes at random places; memory spread so that the machine has [`TOTAL_MEMORY_MIB`],
 /// some CPU nodes CPU-only. [`draft`] then gives the nodes Linux's x86 ids
-/// ([`linux_node_order`]): the shuffle and the places decide which node gets which SLIT
+/// ([`TopologyDraft::into_x86_node_order`]): the shuffle and the places decide which node gets which SLIT
 /// row and memory, not the ids.
 fn nodes(rng: &mut Rng, shape: CpuShape, numbering: CpuNumbering) -> Vec<NodeDraft> {
     let total = shape.total_cores();
@@ -186,41 +186,8 @@ pub(crate) fn draft(seed: u64, index: u64, max_cpus: u32) -> TopologyDraft {
         slow: None,
         scenario: crate::topology::Scenario::default(),
     };
-    let order = linux_node_order(&draft);
-    relabel_nodes(&mut draft, &order);
+    // Node ids as a guest on x86 shows them (TopologyDraft::x86_node_order): the rig
+    // compares the guest's ids with the file's, so the file must use them.
+    draft.into_x86_node_order();
     draft
-}
-
-/// The file's node ids in the order Linux on x86 numbers the machine's nodes: `order[j]`
-/// is the node that becomes node `j`.
-///
-/// Linux numbers ACPI proximity domains in the order it first meets them
-/// (drivers/acpi/numa/srat.c `acpi_map_pxm_to_node()`, Linux 2.6–7.x): the SRAT's
-/// processor entries first, which QEMU lists by CPU index, then its memory entries, by
-/// node. So the nodes with CPUs come in the order of their first CPU's QEMU index, then
-/// the memory-only nodes in file order. A file in another order describes the same
-/// machine under labels the guest does not show, and the rig, which compares each CPU's
-/// node with the file's, cannot boot it as written.
-pub(crate) fn linux_node_order(draft: &TopologyDraft) -> Vec<usize> {
-    let first_qemu_cpu =
-        |cpus: &CpuMask| cpus.iter().map(|c| draft.shape.qemu_index(draft.shape.location(draft.numbering, c))).min();
-    let mut order: Vec<usize> = (0..draft.nodes.len()).collect();
-    order.sort_by_key(|&i| match first_qemu_cpu(&draft.nodes[i].cpus) {
-        Some(cpu) => (0, cpu, i),
-        None => (1, 0, i),
-    });
-    order
-}
-
-/// The same machine with node `order[j]` as node `j`: its CPUs and memory, the SLIT's
-/// rows and columns, and every NIC's node move with it.
-pub(crate) fn relabel_nodes(draft: &mut TopologyDraft, order: &[usize]) {
-    let new_id = |old: u32| order.iter().position(|&o| o == old as usize).map(|j| j as u32);
-    draft.nodes = order.iter().map(|&o| draft.nodes[o].clone()).collect();
-    if let Some(d) = &draft.distances {
-        draft.distances = Some(order.iter().map(|&a| order.iter().map(|&b| d[a][b]).collect()).collect());
-    }
-    for nic in std::iter::once(&mut draft.nic).chain(draft.more_nics.iter_mut()) {
-        nic.node = nic.node.and_then(new_id);
-    }
 }

@@ -149,8 +149,9 @@ fn smaller(now: u32) -> Vec<u32> {
     v
 }
 
-/// Every one-step simplification of `d`, biggest first, each with a label. Not yet
-/// validated or compared by size.
+/// Every one-step simplification of `d`, biggest first, each with a label, its nodes
+/// numbered as a guest on x86 numbers them ([`TopologyDraft::into_guest_node_order`]). Not
+/// yet validated or compared by size.
 pub(crate) fn candidates(d: &TopologyDraft) -> Vec<(String, TopologyDraft)> {
     let cores = node_cores(d);
     let mut out: Vec<(String, Option<TopologyDraft>)> = Vec::new();
@@ -183,7 +184,18 @@ pub(crate) fn candidates(d: &TopologyDraft) -> Vec<(String, TopologyDraft)> {
         out.push(("no SLIT".into(), Some(TopologyDraft { distances: None, ..d.clone() })));
         out.push(("one SLIT level less".into(), merge_farthest_level(d)));
     }
-    out.into_iter().filter_map(|(label, c)| c.map(|c| (label, c))).collect()
+    // A step can leave the nodes out of the order a guest on x86 numbers them (a CPU
+    // node made memory-only before others with CPUs): the same machine under the
+    // guest's ids is what a boot can judge.
+    out.into_iter()
+        .filter_map(|(mut label, c)| {
+            let mut c = c?;
+            if c.into_guest_node_order() {
+                label.push_str(" (nodes renumbered as Linux on x86 does)");
+            }
+            Some((label, c))
+        })
+        .collect()
 }
 
 fn nic_candidates(d: &TopologyDraft) -> Vec<(String, Option<TopologyDraft>)> {
@@ -240,8 +252,9 @@ pub fn shrink_logged(topology: &Topology, still_disagrees: impl FnMut(&Topology)
 /// that boots a guest (seconds a call), say 200; the machine found so far comes back
 /// when the budget runs out.
 ///
-/// Greedy: the candidates of one step are tried biggest first, the first that is a
-/// valid topology file (checked by [`TopologyDraft::validate`]), smaller by a fixed
+/// Greedy: the candidates of one step are tried biggest first, each with its nodes
+/// numbered as a guest on x86 numbers them ([`TopologyDraft::into_guest_node_order`], so
+/// no try boots a file the rig would refuse); the first that is a valid topology file (checked by [`TopologyDraft::validate`]), smaller by a fixed
 /// measure and still disagreeing is taken, and the next step starts from it. The
 /// predicate is never called on an invalid machine nor twice on the same one. If it
 /// does not hold for `topology` itself, `topology` comes back unchanged but for the

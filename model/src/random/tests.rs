@@ -98,7 +98,7 @@ fn count(seen: &mut Seen, t: &Topology) {
     seen.max_msix += u32::from(nic.max_msix != nic.msix_table_size);
     seen.max_queues += u32::from(nic.max_queues != 64);
     assert!(nic.dynamic_msix, "{}: a generated machine must boot as written, and QEMU x86 has dynamic MSI-X", t.name());
-    // Node ids as a guest shows them (generate::linux_node_order): nodes with CPUs by their
+    // Node ids as a guest shows them (TopologyDraft::x86_node_order): nodes with CPUs by their
     // first CPU in QEMU's numbering, then the memory-only ones.
     let guest = t.to_qemu_numbering();
     let firsts: Vec<Option<u32>> = guest.nodes().iter().map(|n| n.cpus.first()).collect();
@@ -159,7 +159,7 @@ fn static_msix_reversed_nodes(t: &Topology) -> Topology {
     let mut draft = TopologyDraft::from(t);
     draft.nic.dynamic_msix = Some(false);
     let reversed: Vec<usize> = (0..draft.nodes.len()).rev().collect();
-    generate::relabel_nodes(&mut draft, &reversed);
+    draft.relabel_nodes(&reversed);
     draft.validate("static.toml").unwrap_or_else(|e| panic!("{}: {e}", t.name()))
 }
 
@@ -303,6 +303,25 @@ fn the_shrinker_reaches_a_minimal_machine_for_a_synthetic_disagreement() {
     assert!(file.contains("shrunk from big (32 CPUs, 5 nodes)"), "{file}");
     assert!(file.contains("[expect]\nverdict = \"mismatch\""), "{file}");
     assert!(!out.steps.is_empty());
+}
+
+#[test]
+fn every_shrink_candidate_has_the_node_ids_a_guest_on_x86_shows() {
+    // Making node 0 of this machine memory-only would put a memory-only node before
+    // nodes with CPUs: the candidate is the same machine renumbered, and says so.
+    let big = big_machine();
+    assert_eq!(big.x86_node_ids(), Ok(()), "the start is in Linux's order");
+    let draft = TopologyDraft::from(&big);
+    let cands = shrink::candidates(&draft);
+    for (label, cand) in &cands {
+        let order = cand.x86_node_order();
+        assert!(order.iter().enumerate().all(|(j, &o)| j == o), "{label}: {order:?}");
+    }
+    let (label, cand) = cands.iter().find(|(l, _)| l.starts_with("node 0 memory-only")).expect("candidate");
+    assert_eq!(label, "node 0 memory-only (nodes renumbered as Linux on x86 does)");
+    let memory_only: Vec<bool> = cand.nodes.iter().map(|n| n.cpus.is_empty()).collect();
+    assert_eq!(memory_only, [false, false, false, true, true], "old node 0 goes after the CPU nodes");
+    assert_eq!(cand.nic.node, Some(1), "the NIC's node (old 2) moves with it");
 }
 
 #[test]

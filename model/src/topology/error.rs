@@ -38,6 +38,16 @@ pub enum TopologyError {
         /// What is wrong with it.
         problem: Problem,
     },
+    /// A guest on QEMU x86 would show the file's nodes under other ids
+    /// ([`Topology::check_guest_node_ids`](super::Topology::check_guest_node_ids)): the file loads (the
+    /// model takes it) but cannot boot as written.
+    #[error("{path}: numa.nodes: {renumbering}")]
+    NodeOrder {
+        /// The file.
+        path: String,
+        /// Which node the guest shows under which id, and the order to write them in.
+        renumbering: super::NodeRenumbering,
+    },
 }
 
 impl TopologyError {

@@ -11,6 +11,9 @@
 //!   [`Topology::cpu_of_qemu_index`], [`Topology::qemu_node_cpus`], and
 //!   [`Topology::to_qemu_numbering`] (the machine as a QEMU guest numbers it, which is
 //!   what the guest kernel's algorithms see);
+//! - the node ids a guest on x86 shows: [`Topology::x86_node_order`], and
+//!   [`Topology::check_guest_node_ids`] (a [`TopologyError::NodeOrder`] for a file the rig
+//!   cannot boot as written);
 //! - [`TopologyDraft`]: a file as editable data ([`TopologyDraft::validate`] through the
 //!   file path), and [`Topology::to_toml`]: a topology back to file text.
 //!
@@ -21,6 +24,7 @@ mod draft;
 mod error;
 mod file;
 mod nics;
+mod node_order;
 mod numbering;
 mod scenario;
 mod scenario_problem;
@@ -31,6 +35,7 @@ pub use draft::{NicDraft, NodeDraft, TopologyDraft};
 pub use error::{Problem, TopologyError};
 pub use file::{ExpectedVerdict, SourceKind};
 pub use nics::{default_mac, port_mac, MAX_NICS};
+pub use node_order::{NodeRenumbering, RenumberedNode};
 pub use numbering::{CpuLocation, CpuNumbering, CpuShape};
 pub use scenario::{CpuStep, Isolcpus, Scenario, ScenarioFile, ISOLCPUS_FLAGS};
 pub use scenario_problem::ScenarioProblem;

@@ -29,7 +29,9 @@ pub struct InputFile {
 }
 
 impl InputFile {
-    /// Read and check `path`. Never fails: a bad file is an input with an `error`.
+    /// Read and check `path` (valid, and in the node order a guest on x86 shows:
+    /// [`Topology::check_guest_node_ids`]). Never fails: a bad file is an input with an
+    /// `error`.
     pub fn read(path: &Path) -> Self {
         let shown = path.display().to_string();
         let stem = path.file_stem().map_or_else(|| shown.clone(), |s| s.to_string_lossy().into_owned());
@@ -50,7 +52,9 @@ impl InputFile {
             Ok(t) => t,
             Err(_) => return broken(sha256, format!("{shown}: not UTF-8 text")),
         };
-        match Topology::from_toml_str(&shown, &text) {
+        // Every pair boots a QEMU x86 guest: a file whose node ids such a guest would not
+        // show is refused up front, like an invalid one, instead of after a boot per kernel.
+        match Topology::from_toml_str(&shown, &text).and_then(|t| t.check_guest_node_ids(&shown).map(|()| t)) {
             Ok(t) => InputFile {
                 path: shown,
                 name: t.name().to_owned(),
@@ -378,6 +382,21 @@ mod tests {
             let k0 = cost::pair_cost_s(v, KernelKind::Debian);
             assert!((b.cost_s - (m.cost_s + k0)).abs() < 1e-9, "{}: {} vs {} + {k0}", m.name, b.cost_s, m.cost_s);
         }
+    }
+
+    #[test]
+    fn a_file_whose_node_ids_a_guest_would_not_show_is_refused_before_any_boot() {
+        // Seed 002 with its nodes swapped: a guest on x86 shows CPUs 0-3 as node 0.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let text = std::fs::read_to_string(topologies().join("seed-002.toml")).expect("seed-002");
+        let swapped =
+            text.replacen("cpus = \"0-3\"", "cpus = \"@\"", 1).replacen("cpus = \"4-7\"", "cpus = \"0-3\"", 1);
+        let path = dir.path().join("swapped.toml");
+        std::fs::write(&path, swapped.replacen("cpus = \"@\"", "cpus = \"4-7\"", 1)).expect("write");
+        let f = InputFile::read(&path);
+        let e = f.error.expect("refused");
+        assert!(e.contains("swapped.toml: numa.nodes: a guest on x86 would show node 0 (CPUs 4-7) as node 1"), "{e}");
+        assert_eq!(f.vcpus, None, "its pairs are rig errors, none boots");
     }
 
     #[test]
