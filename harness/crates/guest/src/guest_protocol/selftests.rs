@@ -52,12 +52,7 @@ impl NetdevRxCounters {
     /// that is neither a number nor `-`.
     pub fn parse(id: &str, value: &str) -> Result<Self, String> {
         let mut c = NetdevRxCounters { netdev: id.to_owned(), ..NetdevRxCounters::default() };
-        for pair in value.split_whitespace() {
-            let (name, n) = pair.split_once('=').ok_or_else(|| format!("{pair:?} is not NAME=VALUE"))?;
-            let n = match n {
-                "-" => None,
-                n => Some(n.parse::<u64>().map_err(|_| format!("{name}: {n:?} is not a number"))?),
-            };
+        for (name, n) in counter_pairs(value)? {
             match name {
                 "rx_packets" => c.packets = n,
                 "rx_dropped" => c.dropped = n,
@@ -68,6 +63,25 @@ impl NetdevRxCounters {
         }
         Ok(c)
     }
+}
+
+/// The `NAME=VALUE` pairs of a counters line, each value a number or `-`
+/// (None: the guest could not read it).
+///
+/// # Errors
+/// A pair without `=`, a value that is neither a number nor `-`.
+fn counter_pairs(value: &str) -> Result<Vec<(&str, Option<u64>)>, String> {
+    value
+        .split_whitespace()
+        .map(|pair| {
+            let (name, n) = pair.split_once('=').ok_or_else(|| format!("{pair:?} is not NAME=VALUE"))?;
+            let n = match n {
+                "-" => None,
+                n => Some(n.parse::<u64>().map_err(|_| format!("{name}: {n:?} is not a number"))?),
+            };
+            Ok((name, n))
+        })
+        .collect()
 }
 
 /// The remote end's counters, read inside its netns after the last test:
@@ -97,10 +111,7 @@ impl RemoteCounters {
     /// As [`NetdevRxCounters::parse`].
     pub fn parse(id: &str, value: &str) -> Result<Self, String> {
         let mut c = RemoteCounters { nic: NetdevRxCounters::parse(id, value)?, ..RemoteCounters::default() };
-        for pair in value.split_whitespace() {
-            // NetdevRxCounters::parse has refused a pair without `=` or a number.
-            let Some((name, n)) = pair.split_once('=') else { continue };
-            let n = n.parse::<u64>().ok();
+        for (name, n) in counter_pairs(value)? {
             match name {
                 "udp_in" => c.udp_in = n,
                 "udp_no_ports" => c.udp_no_ports = n,
