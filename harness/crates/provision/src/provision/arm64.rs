@@ -18,8 +18,8 @@
 use super::lock::{Arm64Pins, Lock};
 use super::qemu_install::{self, QemuInstall, QEMU_AARCH64};
 use super::tools;
+use super::SetupOptions;
 use super::{apt, debian_kernel, read_stamp, write_stamp, CacheMiss, ProvisionError, Provisioned, Provisioner};
-use super::{QemuSource, SetupOptions};
 use crate::topology::Arch;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -88,10 +88,7 @@ fn load_with(cache: &Path, pins: &Arm64Pins, locked: bool) -> Result<Provisioned
         why,
     };
     let qemu: QemuInstall = read_stamp(&home.join("qemu.json")).ok_or_else(|| missing("QEMU", CacheMiss::Missing))?;
-    let qemu_file = match &qemu.source {
-        QemuSource::System { binary } => binary.clone(),
-        QemuSource::Private { prefix } => prefix.join("usr/bin").join(&qemu.binary),
-    };
+    let qemu_file = qemu.executable();
     if qemu.binary != QEMU_AARCH64 || !qemu_file.is_file() {
         return Err(missing("QEMU", CacheMiss::Gone(qemu_file)));
     }

@@ -573,10 +573,7 @@ fn load_with(cache: &Path, lock: &Lock, locked: bool) -> Result<Provisioned, Pro
         why,
     };
     let qemu: QemuInstall = read_stamp(&cache.join("qemu.json")).ok_or_else(|| missing("QEMU", CacheMiss::Missing))?;
-    let qemu_file = match &qemu.source {
-        QemuSource::System { binary } => binary.clone(),
-        QemuSource::Private { prefix } => prefix.join("usr/bin").join(&qemu.binary),
-    };
+    let qemu_file = qemu.executable();
     if !qemu_file.is_file() {
         return Err(missing("QEMU", CacheMiss::Gone(qemu_file)));
     }

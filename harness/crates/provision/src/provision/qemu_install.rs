@@ -94,6 +94,15 @@ pub struct QemuInstall {
 }
 
 impl QemuInstall {
+    /// The QEMU executable itself: the system's binary, or
+    /// `<prefix>/usr/bin/<binary>` in a private prefix.
+    pub fn executable(&self) -> PathBuf {
+        match &self.source {
+            QemuSource::System { binary } => binary.clone(),
+            QemuSource::Private { prefix } => prefix.join("usr/bin").join(&self.binary),
+        }
+    }
+
     /// A `Command` that runs this QEMU; append the machine's arguments.
     ///
     /// For a private prefix this is `<prefix>/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2
@@ -108,7 +117,7 @@ impl QemuInstall {
                 let mut c = Command::new(lib.join("ld-linux-x86-64.so.2"));
                 c.arg("--library-path")
                     .arg(&lib)
-                    .arg(prefix.join("usr/bin").join(&self.binary))
+                    .arg(self.executable())
                     .arg("-L")
                     .arg(prefix.join("usr/share/qemu"))
                     .arg("-L")
