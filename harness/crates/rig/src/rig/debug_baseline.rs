@@ -76,6 +76,10 @@ impl From<KbuildError> for DebugBaselineError {
     }
 }
 
+/// The shape of the kept classes ([`crate::verdict::debug_reports::DebugReport::class`]):
+/// a stock run kept under another shape is run again, not compared.
+const CLASSES_VERSION: &str = "c2";
+
 /// What `req`'s run on `kernel` (a debug kernel) is judged against: the stock
 /// build's classes when `kernel` is a patched build of a Debian source (the
 /// stock build is built, and run once with `run_one` on this topology and
@@ -110,7 +114,7 @@ pub fn against<E: std::error::Error + Send + Sync + 'static>(
     let stock = kbuild::build(&stock_req, &mut |line| eprintln!("kernel stock debug: {line}"))
         .map_err(|e| DebugBaselineError::StockBuild(Box::new(e)))?;
     let short = &stock.stamp.key[..16.min(stock.stamp.key.len())];
-    let path = cache.join("debug-baselines").join(format!("{short}-{}.json", options_key(req)?));
+    let path = cache.join("debug-baselines").join(format!("{short}-{}-{CLASSES_VERSION}.json", options_key(req)?));
     if let Some(b) = std::fs::read(&path).ok().and_then(|t| serde_json::from_slice::<Baseline>(&t).ok()) {
         return Ok(Against::Stock { label: b.label, classes: b.classes });
     }

@@ -107,7 +107,34 @@ impl DebugReport {
     /// masked: addresses (`ADDR`), function offsets (`f+0x1b/0x60` → `f`), and
     /// the CPU and PID numbers of a WARN's line (`WARNING: CPU: 1 PID: 97 at …`
     /// before Linux 6.15, `WARNING: … at f+0x1/0x2, CPU#1: rmmod/97` after).
+    /// A kmemleak object's title says only its size, so its class also names
+    /// where it was allocated: the first [`KMEMLEAK_CLASS_FRAMES`] functions
+    /// of its backtrace past kmemleak's own (`kmemleak: unreferenced object
+    /// ADDR (size 232): from kmem_cache_alloc_node_noprof < __alloc_skb < …`),
+    /// so that a leak of the same size from another path is another class.
     pub fn class(&self) -> String {
+        let title = self.masked_title();
+        if self.kind != ReportKind::Kmemleak {
+            return title;
+        }
+        let from: Vec<String> = self
+            .lines
+            .iter()
+            .map(|l| l.trim())
+            .skip_while(|l| !l.starts_with("backtrace"))
+            .skip(1)
+            .filter_map(frame_function)
+            .filter(|f| !f.starts_with("kmemleak_"))
+            .take(KMEMLEAK_CLASS_FRAMES)
+            .collect();
+        if from.is_empty() {
+            title
+        } else {
+            format!("{title} from {}", from.join(" < "))
+        }
+    }
+
+    fn masked_title(&self) -> String {
         let title =
             self.lines.iter().map(|l| l.trim()).find(|l| !l.starts_with("------------[ cut here")).unwrap_or("");
         let words: Vec<&str> = title.split_whitespace().collect();
@@ -158,11 +185,37 @@ impl DebugReport {
     }
 }
 
-/// The mana frames of one line (see the module doc).
+/// How many allocation frames a kmemleak report's class names.
+pub const KMEMLEAK_CLASS_FRAMES: usize = 4;
+
+/// The function of a backtrace line (`__alloc_skb+0x1d1/0x260` →
+/// `__alloc_skb`, also after a `[<ADDR>]` prefix, with its `[module]` tag),
+/// None for a line that is not a reliable frame: an unwinder's guess is
+/// printed after a `?` (arch/x86/kernel/dumpstack.c) and names a function
+/// that may not be on the stack at all.
+fn frame_function(line: &str) -> Option<String> {
+    let mut words = line.split_whitespace().skip_while(|w| w.starts_with("[<"));
+    let frame = words.next()?;
+    let (func, off) = frame.split_once("+0x")?;
+    if func.is_empty() || !off.contains("/0x") {
+        return None;
+    }
+    Some(match words.next().filter(|m| m.starts_with('[') && m.ends_with(']')) {
+        Some(module) => format!("{func} {module}"),
+        None => func.to_owned(),
+    })
+}
+
+/// The mana frames of one line (see the module doc). A frame after a lone
+/// `?` is the unwinder's guess, not a caller (arch/x86/kernel/dumpstack.c
+/// prints unreliable addresses that way), and is left out.
 pub fn mana_frames_of(line: &str) -> Vec<String> {
     let words: Vec<&str> = line.split_whitespace().collect();
     let mut out = Vec::new();
     for (i, w) in words.iter().enumerate() {
+        if i > 0 && words[i - 1] == "?" {
+            continue;
+        }
         if w.contains("/microsoft/mana/") {
             out.push(w.trim_end_matches(',').to_string());
             continue;
@@ -686,7 +739,7 @@ in_atomic(): 1, irqs_disabled(): 0",
 
     #[test]
     fn mana_frames_are_told_by_module_tag_name_or_source_path() {
-        assert_eq!(mana_frames_of(" ? mana_hwc_rx_event_handler+0x1/0x2"), ["mana_hwc_rx_event_handler+0x1/0x2"]);
+        assert_eq!(mana_frames_of(" mana_hwc_rx_event_handler+0x1/0x2"), ["mana_hwc_rx_event_handler+0x1/0x2"]);
         assert_eq!(mana_frames_of("RIP: 0010:irq_setup+0x5/0x9 [mana]"), ["irq_setup+0x5/0x9 [mana]"]);
         assert_eq!(
             mana_frames_of("WARNING: CPU: 1 PID: 80 at drivers/net/ethernet/microsoft/mana/gdma_main.c:99 f+0x1/0x2"),
@@ -735,8 +788,36 @@ tcp_sendmsg_locked+0x8ba/0x1750";
         ));
         assert_eq!(w[0].class(), "WARN: WARNING: CPU: N PID: N at net/core/dev.c:6900 napi_disable");
         let k = split_kmemleak(&lines(SKB_LEAK));
-        assert_eq!(k[0].class(), "kmemleak: unreferenced object ADDR (size 232):");
+        assert_eq!(
+            k[0].class(),
+            "kmemleak: unreferenced object ADDR (size 232): from kmem_cache_alloc_node_noprof < __alloc_skb < \
+             tcp_stream_alloc_skb < tcp_sendmsg_locked"
+        );
         assert!(!k[0].touches_mana());
+    }
+
+    #[test]
+    fn kmemleak_objects_of_one_size_from_two_paths_are_two_classes() {
+        let icmp = SKB_LEAK.replace(
+            "tcp_stream_alloc_skb+0x3c/0x1d0\ntcp_sendmsg_locked+0x8ba/0x1750",
+            "__ip_append_data+0x9f1/0xe80\nip_append_data+0x87/0xd0",
+        );
+        let (tcp, icmp) = (split_kmemleak(&lines(SKB_LEAK)), split_kmemleak(&lines(&icmp)));
+        assert_ne!(tcp[0].class(), icmp[0].class());
+        assert!(icmp[0]
+            .class()
+            .ends_with("from kmem_cache_alloc_node_noprof < __alloc_skb < __ip_append_data < ip_append_data"));
+    }
+
+    #[test]
+    fn a_frame_the_unwinder_only_guessed_is_not_a_mana_frame() {
+        assert!(mana_frames_of(" ? mana_poll+0x2c/0x3a0 [mana]").is_empty());
+        assert_eq!(mana_frames_of(" mana_poll+0x2c/0x3a0 [mana]"), ["mana_poll+0x2c/0x3a0 [mana]"]);
+        assert_eq!(frame_function(" ? __alloc_skb+0x1d1/0x260"), None);
+        assert_eq!(
+            frame_function("[<ffffffff81234567>] mana_gd_probe+0x1e4/0x3f0 [mana]").as_deref(),
+            Some("mana_gd_probe [mana]")
+        );
     }
 
     /// A kmemleak report is quoted by where the object came from: the
