@@ -110,6 +110,16 @@ pub(super) struct Judging<'a> {
 }
 
 impl Judging<'_> {
+    /// The run's accelerator label ([`accel_label`]), with a user's
+    /// `--cmdline` items, which change the guest: every format's header shows them.
+    pub(super) fn run_accel_label(&self, booted: &qemu::BootOutcome) -> String {
+        let accel = accel_label(booted.accel, booted.speedups);
+        match self.req.extra_cmdline.is_empty() {
+            true => accel,
+            false => format!("{accel}, kernel command line + {}", self.req.extra_cmdline.join(" ")),
+        }
+    }
+
     /// The run's outcome from the boot's result, the device's status at the
     /// report's markers (`marks`), the traffic side and what the rig gathered
     /// at a soak's marks: the rig errors first, then the model at every stage
@@ -131,11 +141,7 @@ impl Judging<'_> {
         let guest = topo.to_qemu_numbering();
         self.rig_errors(&guest, &booted)?;
         let model = req.model.unwrap_or(req.kernel);
-        let mut accel = accel_label(booted.accel, booted.speedups);
-        if !req.extra_cmdline.is_empty() {
-            // A user's `--cmdline` items change the guest: every format's header shows them.
-            accel = format!("{accel}, kernel command line + {}", req.extra_cmdline.join(" "));
-        }
+        let accel = self.run_accel_label(&booted);
         // The model's table at each CPU state of the run (the probe, then after each
         // hotplug stage of the scenario); the report shows the last one.
         let expected_at = expected_stages(&guest, model);

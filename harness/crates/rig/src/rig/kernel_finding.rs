@@ -67,7 +67,7 @@ impl Judging<'_> {
     ) -> Result<RunOutcome, report_to_verdict::BadHint> {
         let (req, topo) = (self.req, self.topo);
         let model = req.model.unwrap_or(req.kernel);
-        let accel = super::judging::accel_label(booted.accel, booted.speedups);
+        let accel = self.run_accel_label(&booted);
         let observed = report_to_verdict::observed_of(
             &booted.report,
             booted.report.nic.as_deref(),
