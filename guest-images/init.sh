@@ -700,6 +700,7 @@ run_selftests() {
 	up; T_SELFTESTS=$UP
 	selftest_remote > "$R"/tmp/selftest-setup.err 2>&1
 	ST_SETUP=$?
+	selftest_mark 0
 	n=0
 	old_ifs=$IFS
 	IFS=,
@@ -716,20 +717,37 @@ run_selftests() {
 		# results and exit 1: a run that lasted the limit was stopped.
 		[ "${secs%.*}" -ge "$SELFTEST_TIMEOUT" ] && rc=timeout
 		echo "$t $rc $secs" >> "$R"/tmp/selftest.exits
+		selftest_mark "$n"
 	done
 	IFS=$old_ifs
 	up; T_SELFTESTS_END=$UP
-	selftest_netdev_counters
-	selftest_remote_counters
 }
 
-# The MANA netdev's counters since the probe, after the selftests, into
+# selftest_mark K: both ends' counters now (selftest_netdev_counters,
+# selftest_remote_counters: the report's `selftest-netdev-at K`,
+# `selftest-remote-at K`, and after the last program its `selftest-netdev`
+# and `selftest-remote`), then `MANARIG-SELFTEST K` on the report channel,
+# at which the rig takes the device's status. Mark 0 comes before the first
+# program, mark k after the k-th: a program's counters are the difference of
+# its two marks, read while no test runs.
+selftest_mark() {
+	selftest_netdev_counters
+	selftest_remote_counters
+	[ -n "$ST_NETDEV" ] && echo "selftest-netdev-at $1 $ST_NETDEV" >> "$R"/tmp/selftest.marks
+	[ -n "$ST_REMOTE" ] && echo "selftest-remote-at $1 $ST_REMOTE" >> "$R"/tmp/selftest.marks
+	block_open
+	echo "MANARIG-SELFTEST $1" >&5
+	block_close
+}
+
+# The MANA netdev's counters since the probe, at a selftest mark, into
 # ST_NETDEV: `<netdev>: rx_packets=N rx_dropped=N rx_missed_errors=N
 # tx_packets=N` (/sys/class/net/<netdev>/statistics: what the driver's
 # get_stats64 and the core's drops say; the report's `selftest-netdev`), so
 # that a test that missed packets shows whether the guest dropped them.
 ST_NETDEV=
 selftest_netdev_counters() {
+	ST_NETDEV=
 	s="$R/sys/class/net/$NETDEV/statistics"
 	[ -d "$s" ] || return 0
 	ST_NETDEV="$NETDEV:"
@@ -740,7 +758,7 @@ selftest_netdev_counters() {
 	done
 }
 
-# The remote end's counters after the selftests, read inside netns
+# The remote end's counters at a selftest mark, read inside netns
 # $REMOTE_ARGS (whose /sys and /proc/net `ip netns exec` shows), into
 # ST_REMOTE: `<netdev>: rx_packets=N rx_dropped=N rx_missed_errors=N
 # tx_packets=N udp_in=N udp_no_ports=N udp_in_errors=N` (the remote NIC's
@@ -764,6 +782,7 @@ $1 == "Udp6InErrors" { add("udp_in_errors", $2) }
 END { printf "rx_packets=%s rx_dropped=%s rx_missed_errors=%s tx_packets=%s udp_in=%s udp_no_ports=%s udp_in_errors=%s",
 	n("rx_packets"), n("rx_dropped"), n("rx_missed_errors"), n("tx_packets"), n("udp_in"), n("udp_no_ports"), n("udp_in_errors") }'
 selftest_remote_counters() {
+	ST_REMOTE=
 	[ -n "$RIF" ] || return 0
 	# shellcheck disable=SC2016 # the inner shell expands its own arguments
 	$IPR netns exec "$REMOTE_ARGS" /bin/sh -c \
@@ -905,6 +924,7 @@ report_body() {
 	fi
 	[ -n "$ST_NETDEV" ] && echo "selftest-netdev $ST_NETDEV"
 	[ -n "$ST_REMOTE" ] && echo "selftest-remote $ST_REMOTE"
+	[ -s "$R"/tmp/selftest.marks ] && while read -r l; do echo "$l"; done < "$R"/tmp/selftest.marks
 	[ -s "$R"/tmp/irqbalance.samples ] && while read -r l; do echo "$l"; done < "$R"/tmp/irqbalance.samples
 	for t in steps rounds; do
 		[ -s "$R/tmp/soak.$t" ] && while read -r l; do echo "$l"; done < "$R/tmp/soak.$t"

@@ -80,26 +80,43 @@ fn kernel_selftests_quick_set_judges_rss_hashing_ping_and_queues_on_linux_7_x() 
 
 /// The whole set on Debian's 7.3: hw/csum.py's RX verdicts on good and
 /// corrupt TCP/UDP and its TX offload (including a zero UDP checksum sent as
-/// 0xFFFF) all pass, napi_id.py finds one of the device's NAPIs behind a
-/// socket, every software GRO case but PPPoE's coalesces (the remote end
-/// sends through fq), every program runs to its end and nothing is left
+/// 0xFFFF) pass, or (the baseline's flaky entries: a fixed receive window a
+/// busy host's sender misses) fail only while csum.py's own counters show no
+/// frame lost; napi_id.py finds one of the device's NAPIs behind a socket;
+/// every software GRO case but PPPoE's coalesces, or for the largest train
+/// (`large_max`, flaky) arrives whole, only flushed in parts, with nothing
+/// dropped in gro.py; every program runs to its end and nothing is left
 /// unexplained.
 #[test]
 fn slow_kernel_selftests_whole_set_on_linux_7_x() {
     let o = selftest_run("7.x", &[]);
     let report = o.verdict.selftests.as_ref().expect("the selftests report");
     let csum = report.programs.iter().find(|p| p.file == "hw/csum.py").expect("hw/csum.py ran");
-    assert_eq!((csum.counts.ok, csum.counts.fail), (12, 0), "{csum:?}");
+    assert_eq!(csum.cases.len(), 12, "{csum:?}");
+    // A SKIP is a failure the flaky entry explains: its conditions held.
+    for case in &csum.cases {
+        match case.status {
+            CheckStatus::Pass => {}
+            CheckStatus::Skip => {
+                assert!(case.unmet.is_empty() && case.baseline_reason.is_some(), "{case:?}");
+                assert!(csum.rx.losses().is_empty(), "{}: csum.py lost frames: {:?}", case.name, csum.rx);
+            }
+            CheckStatus::Fail => panic!("{}: {case:?}", case.name),
+        }
+    }
     assert_eq!(check(&o.verdict.checks, "selftests.napi_id.test_napi_id").status, CheckStatus::Pass);
     let gro = report.programs.iter().find(|p| p.file == "gro.py").expect("gro.py ran");
     let sw_failed: Vec<&str> = gro
         .cases
         .iter()
         .filter(|c| c.name.starts_with("gro.test.sw_") && !c.name.contains("pppoe"))
-        .filter(|c| c.status != CheckStatus::Pass)
+        .filter(|c| c.status != CheckStatus::Pass && !(c.name.ends_with("_large_max") && c.status == CheckStatus::Skip))
         .map(|c| c.name.as_str())
         .collect();
     assert!(sw_failed.is_empty(), "software GRO cases that did not coalesce: {sw_failed:?}");
+    if gro.cases.iter().any(|c| c.name.ends_with("_large_max") && c.status == CheckStatus::Skip) {
+        assert!(gro.rx.losses().is_empty(), "gro.py lost frames: {:?}", gro.rx);
+    }
     assert!(report.programs.iter().all(|p| p.complete), "every program ran to its end: {report:?}");
     nothing_unexplained(&o.verdict.checks);
 }

@@ -387,6 +387,34 @@ fn the_remote_nics_and_udp_counters_are_read_inside_its_netns() {
     assert!(!out.contains("selftest-remote"), "{out}");
 }
 
+/// Each mark reads both ends' counters, then prints `MANARIG-SELFTEST <k>`
+/// outside the report; the report lists the counters of every mark, and its
+/// `selftest-netdev` line is the last mark's.
+#[test]
+fn each_selftest_mark_reads_both_ends_counters_before_its_marker_line() {
+    let Some(bb) = busybox("each_selftest_mark_reads_both_ends_counters_before_its_marker_line") else { return };
+    let g = FakeGuest::new();
+    let stats = "sys/class/net/eth0/statistics";
+    g.file(&format!("{stats}/rx_packets"), "100\n");
+    g.file(&format!("{stats}/rx_dropped"), "0\n");
+    g.file("sys/class/net/eth1/statistics/rx_packets", "90\n");
+    // The remote netns seen through a stand-in for `ip netns exec`.
+    let script = "fake_ip() { shift 3; \"$@\"; }\nIPR=fake_ip REMOTE_ARGS=remote RIF=eth1 NETDEV=eth0\n\
+                  selftest_mark 0\n\
+                  echo 250 > \"$R\"/sys/class/net/eth0/statistics/rx_packets\n\
+                  selftest_mark 1\nprint_report\n";
+    let out = g.run(&bb, script);
+    let at = |l: &str| out.lines().position(|x| x == l).unwrap_or_else(|| panic!("no {l:?} in {out}"));
+    assert!(at("MANARIG-SELFTEST 0") < at("MANARIG-SELFTEST 1"), "{out}");
+    assert!(at("MANARIG-SELFTEST 1") < at(&format!("MANARIG-REPORT-BEGIN {}", Version::CURRENT)), "{out}");
+    let r = parse(&out).unwrap_or_else(|e| panic!("{e}\n{out}")).report;
+    let packets = |k: u32| r.selftests.mark(k).and_then(|m| m.netdev.as_ref()).and_then(|c| c.packets);
+    assert_eq!((packets(0), packets(1)), (Some(100), Some(250)));
+    let remote = r.selftests.mark(1).and_then(|m| m.remote.as_ref()).expect("the remote end's counters at mark 1");
+    assert_eq!((remote.nic.netdev.as_str(), remote.nic.packets, remote.nic.dropped), ("eth1", Some(90), None));
+    assert_eq!(r.selftests.netdev.and_then(|c| c.packets), Some(250), "the last mark's counters");
+}
+
 /// Each `manarig.*` item and the variable init.sh's `parse_cmdline` keeps it in.
 const ITEM_VARIABLES: [(&str, &str); 21] = [
     ("load", "LOAD"),

@@ -18,6 +18,13 @@ pub const STAGE_END: &str = "MANARIG-STAGE-END";
 /// A soak's moment (`MANARIG-SOAK link-down 3`, [`SoakMark`]): outside any
 /// block, on the report channel; the rig acts on it as soon as it arrives.
 pub const SOAK: &str = "MANARIG-SOAK";
+/// A selftest run's mark (`MANARIG-SELFTEST 3`): outside any block, on the
+/// report channel, with `manarig.selftests`; mark 0 before the first test
+/// program, mark k after the k-th. The agent read the MANA netdev's and the
+/// remote end's counters just before it (the report's `selftest-netdev-at k`,
+/// `selftest-remote-at k`); the rig takes the device's status when it
+/// arrives, so that each program's counters are the difference of its two marks.
+pub const SELFTEST: &str = "MANARIG-SELFTEST";
 
 /// A report format version (the number after [`REPORT_BEGIN`]).
 ///
@@ -94,6 +101,9 @@ pub enum Marker {
     StageEnd,
     /// [`SOAK`] with its step and minute.
     Soak(SoakMark),
+    /// [`SELFTEST`] with its mark's number (0 before the first program, k
+    /// after the k-th).
+    Selftest(u32),
 }
 
 impl Marker {
@@ -112,7 +122,8 @@ impl Marker {
             _ => word(REPORT_BEGIN)
                 .map(Marker::ReportBegin)
                 .or_else(|| word(STAGE_BEGIN).map(Marker::StageBegin))
-                .or_else(|| line.strip_prefix(SOAK)?.strip_prefix(' ').and_then(SoakMark::parse).map(Marker::Soak)),
+                .or_else(|| line.strip_prefix(SOAK)?.strip_prefix(' ').and_then(SoakMark::parse).map(Marker::Soak))
+                .or_else(|| word(SELFTEST)?.parse().ok().map(Marker::Selftest)),
         }
     }
 
@@ -123,10 +134,10 @@ impl Marker {
     }
 
     /// True for the lines the rig acts on as soon as they are read (the
-    /// launcher's marker hook): the begin lines (a device snapshot) and a
-    /// soak's marks.
+    /// launcher's marker hook): the begin lines and a selftest run's marks (a
+    /// device snapshot) and a soak's marks.
     pub fn is_live(&self) -> bool {
-        self.is_begin() || matches!(self, Marker::Soak(_))
+        self.is_begin() || matches!(self, Marker::Soak(_) | Marker::Selftest(_))
     }
 }
 
@@ -151,6 +162,12 @@ mod tests {
         assert_eq!(soak, Marker::Soak(SoakMark { step: super::super::soak::SoakStep::Sample, minute: 4 }));
         assert!(soak.is_live() && !soak.is_begin() && !Marker::StageEnd.is_live());
         assert_eq!(Marker::parse("MANARIG-SOAK sample"), None);
+        let mark = Marker::parse("MANARIG-SELFTEST 3\r").expect("a selftest mark");
+        assert_eq!(mark, Marker::Selftest(3));
+        assert!(mark.is_live() && !mark.is_begin());
+        for other in ["MANARIG-SELFTEST", "MANARIG-SELFTEST x", "MANARIG-SELFTEST 3 4", "MANARIG-SELFTEST -1"] {
+            assert_eq!(Marker::parse(other), None, "{other:?}");
+        }
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! - [`options`]: [`AgentOptions`], the only writer of the `manarig.*` kernel
 //!   command-line items;
 //! - [`markers`]: the begin/end lines of the report and of the stages, a
-//!   soak's marks ([`soak`]), and the report's [`Version`];
+//!   soak's marks ([`soak`]), a selftest run's marks, and the report's [`Version`];
 //! - [`parse()`] (`parse.rs`): the agent's output → [`Transcript`] (stages, then the
 //!   report), once, with [`report`]'s types and the line [`Key`]s;
 //! - `assemble`, `interrupts`: sysfs/procfs paths and `/proc/interrupts` lines
@@ -36,7 +36,9 @@ pub use report::{
     format_cpulist, GuestCpu, GuestCpuState, GuestIrq, GuestNode, GuestPci, GuestReport, GuestTraffic, Stage,
     TrafficCounts, Transcript, Unload,
 };
-pub use selftests::{GuestSelftestRun, GuestSelftests, NetdevRxCounters, RemoteCounters, SelftestExit};
+pub use selftests::{
+    GuestSelftestRun, GuestSelftests, NetdevRxCounters, RemoteCounters, SelftestExit, SelftestMarkCounters,
+};
 pub use soak::{GuestSoak, SoakMark, SoakRound, SoakStep, SoakStepResult};
 
 /// Errors reading the agent's output. Line numbers are 1-based, in the text

@@ -101,6 +101,13 @@ pub enum Key {
     SelftestNetdev,
     /// With `manarig.selftests`: `selftest-remote <netdev>: rx_packets=N … udp_no_ports=N udp_in_errors=N`.
     SelftestRemote,
+    /// With `manarig.selftests` (a new key: older agents do not print it):
+    /// `selftest-netdev-at <mark> <netdev>: <selftest-netdev's pairs>`, read
+    /// just before `MANARIG-SELFTEST <mark>`.
+    SelftestNetdevAt,
+    /// With `manarig.selftests` (a new key): `selftest-remote-at <mark>
+    /// <netdev>: <selftest-remote's pairs>`, read just before `MANARIG-SELFTEST <mark>`.
+    SelftestRemoteAt,
     /// With `manarig.soak`: `soak <minute> <step>: <status|-> <uptime> <detail|->`.
     Soak,
     /// With `manarig.soak`: `soak-round <n>: <status> <uptime>`.
@@ -109,7 +116,7 @@ pub enum Key {
 
 impl Key {
     /// Every key, in the order guest-images/README.md lists them.
-    pub const ALL: [Key; 43] = [
+    pub const ALL: [Key; 45] = [
         Key::Kernel,
         Key::Cmdline,
         Key::InitEnv,
@@ -151,6 +158,8 @@ impl Key {
         Key::SelftestExit,
         Key::SelftestNetdev,
         Key::SelftestRemote,
+        Key::SelftestNetdevAt,
+        Key::SelftestRemoteAt,
         Key::Soak,
         Key::SoakRound,
     ];
@@ -199,6 +208,8 @@ impl Key {
             Key::SelftestExit => "selftest-exit",
             Key::SelftestNetdev => "selftest-netdev",
             Key::SelftestRemote => "selftest-remote",
+            Key::SelftestNetdevAt => "selftest-netdev-at",
+            Key::SelftestRemoteAt => "selftest-remote-at",
             Key::Soak => "soak",
             Key::SoakRound => "soak-round",
         }
@@ -386,6 +397,10 @@ fn parse_block(lines: &[&str], begin: usize, end: usize, version: Version) -> Re
             Key::SelftestRemote => {
                 let counters = RemoteCounters::parse(id, value).map_err(|what| bad(idx + 1, what, line))?;
                 r.selftests.remote = Some(counters);
+            }
+            Key::SelftestNetdevAt | Key::SelftestRemoteAt => {
+                let remote = kind == Key::SelftestRemoteAt;
+                r.selftests.mark_line(remote, id, value).map_err(|what| bad(idx + 1, what, line))?;
             }
             Key::Soak => {
                 let step = SoakStepResult::parse(id, value).map_err(|what| bad(idx + 1, what, line))?;

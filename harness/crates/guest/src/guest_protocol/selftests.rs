@@ -19,6 +19,28 @@ pub struct GuestSelftests {
     /// The remote end's counters after the last test, read inside its netns
     /// (`selftest-remote`), None when the report has none.
     pub remote: Option<RemoteCounters>,
+    /// Both ends' counters at each `MANARIG-SELFTEST <k>` mark
+    /// (`selftest-netdev-at <k>`, `selftest-remote-at <k>`), in the order
+    /// their first line came: mark 0 before the first program, mark k after
+    /// the k-th. Empty for an agent without marks.
+    #[serde(default)]
+    pub marks: Vec<SelftestMarkCounters>,
+}
+
+/// Both ends' counters as the agent read them just before it printed mark
+/// `mark` (`MANARIG-SELFTEST <mark>`): since the probe, as
+/// /sys/class/net/NETDEV/statistics has them then. A program's own counters
+/// are the difference of its two marks.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct SelftestMarkCounters {
+    /// The mark: 0 before the first program, k after the k-th.
+    pub mark: u32,
+    /// The MANA netdev's (`selftest-netdev-at <mark> <netdev>`), None when
+    /// the report has no such line.
+    pub netdev: Option<NetdevRxCounters>,
+    /// The remote end's (`selftest-remote-at <mark> <netdev>`), None when
+    /// the report has no such line.
+    pub remote: Option<RemoteCounters>,
 }
 
 /// A netdev's counters as /sys/class/net/NETDEV/statistics has them (the
@@ -149,6 +171,31 @@ pub enum SelftestExit {
 }
 
 impl GuestSelftests {
+    /// The counters at mark `mark`.
+    pub fn mark(&self, mark: u32) -> Option<&SelftestMarkCounters> {
+        self.marks.iter().find(|m| m.mark == mark)
+    }
+
+    /// One `selftest-netdev-at` (`remote` false) or `selftest-remote-at`
+    /// line: `id` is `<mark> <netdev>`, `value` the `NAME=VALUE` pairs.
+    pub(super) fn mark_line(&mut self, remote: bool, id: &str, value: &str) -> Result<(), String> {
+        let (mark, netdev) = id.split_once(' ').ok_or_else(|| format!("{id:?} is not `<mark> <netdev>`"))?;
+        let mark = mark.parse().map_err(|_| format!("mark {mark:?} is not a number"))?;
+        let at = match self.marks.iter().position(|m| m.mark == mark) {
+            Some(i) => &mut self.marks[i],
+            None => {
+                self.marks.push(SelftestMarkCounters { mark, ..SelftestMarkCounters::default() });
+                let last = self.marks.len() - 1;
+                &mut self.marks[last]
+            }
+        };
+        match remote {
+            false => at.netdev = Some(NetdevRxCounters::parse(netdev, value)?),
+            true => at.remote = Some(RemoteCounters::parse(netdev, value)?),
+        }
+        Ok(())
+    }
+
     /// The run of `file`, made when its first line arrives.
     pub(super) fn run_mut(&mut self, file: &str) -> &mut GuestSelftestRun {
         if let Some(i) = self.runs.iter().position(|r| r.file == file) {
@@ -175,7 +222,25 @@ impl GuestSelftests {
 
 #[cfg(test)]
 mod tests {
-    use super::{NetdevRxCounters, RemoteCounters};
+    use super::{GuestSelftests, NetdevRxCounters, RemoteCounters};
+
+    #[test]
+    fn counters_at_marks_gather_both_ends_by_mark_and_refuse_a_line_without_one() {
+        let mut g = GuestSelftests::default();
+        g.mark_line(false, "0 eth0", "rx_packets=10 rx_dropped=0 rx_missed_errors=0 tx_packets=9").expect("netdev 0");
+        g.mark_line(true, "0 eth1", "rx_packets=9 udp_in_errors=0").expect("remote 0");
+        g.mark_line(false, "1 eth0", "rx_packets=30 rx_dropped=1 rx_missed_errors=0 tx_packets=25").expect("netdev 1");
+        assert_eq!(g.marks.iter().map(|m| m.mark).collect::<Vec<_>>(), [0, 1]);
+        let zero = g.mark(0).expect("mark 0");
+        assert_eq!(zero.netdev.as_ref().and_then(|c| c.packets), Some(10));
+        assert_eq!(zero.remote.as_ref().map(|r| (r.nic.netdev.as_str(), r.udp_in_errors)), Some(("eth1", Some(0))));
+        let one = g.mark(1).expect("mark 1");
+        assert_eq!((one.netdev.as_ref().and_then(|c| c.dropped), one.remote.is_none()), (Some(1), true));
+        assert!(g.mark(2).is_none());
+        assert!(g.mark_line(false, "eth0", "rx_packets=1").expect_err("no mark").contains("<mark> <netdev>"));
+        assert!(g.mark_line(false, "x eth0", "rx_packets=1").expect_err("bad mark").contains("mark \"x\""));
+        assert!(g.mark_line(true, "2 eth1", "rx_packets=y").expect_err("bad value").contains("rx_packets"));
+    }
 
     #[test]
     fn netdev_counters_read_every_pair_and_dashes_as_unknown() {

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 /// How long the rig waits for the peer's results after the boot.
 const PEER_RESULTS_WAIT: Duration = Duration::from_secs(10);
 
-/// Device status taken at each begin marker, with the marker line.
+/// Device status taken at each begin marker and selftest mark, with the marker line.
 pub(super) type Marks = std::sync::Arc<std::sync::Mutex<Vec<(String, Option<DeviceStatus>)>>>;
 
 /// A boot that could not start (its failures once QEMU runs are in
@@ -183,7 +183,8 @@ impl NicBoot<'_> {
             boot.tap_nics.push(qemu::tap_nic::TapNic { fd: Arc::new(fd), mac: crate::selftests::REMOTE_MAC.into() });
         }
         // The device's state as each stage and the report begin (the guest changes
-        // nothing until the end marker; after the report it shuts the driver down).
+        // nothing until the end marker; after the report it shuts the driver down),
+        // and at each selftest mark (between two test programs).
         let marks: Marks = Default::default();
         // A soak's marks: the rig samples the device and raises its link events.
         let soak = req.soak.as_ref().map(|_| SoakWatch::new(nic.status_handle()));

@@ -62,6 +62,23 @@ fn status_at(marks: &[(String, Option<DeviceStatus>)], is: &dyn Fn(&Marker) -> b
     marks.iter().rev().find(|(l, _)| Marker::parse(l).is_some_and(|m| is(&m))).and_then(|(_, s)| s.clone())
 }
 
+/// The device at each selftest mark (`MANARIG-SELFTEST <k>`) whose status
+/// was read; a mark seen twice (it cannot be) keeps its last status.
+fn selftest_marks(
+    marks: &[(String, Option<DeviceStatus>)],
+) -> std::collections::BTreeMap<u32, crate::verdict::DeviceMark> {
+    marks
+        .iter()
+        .filter_map(|(line, status)| match Marker::parse(line) {
+            Some(Marker::Selftest(k)) => {
+                let core = status.as_ref()?.core.as_ref()?;
+                Some((k, crate::verdict::DeviceMark::of(&core.counters)))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// What every stage of a run is judged with.
 struct Judged<'a> {
     /// The generation whose model judges.
@@ -82,6 +99,8 @@ struct RunFacts<'a> {
     device_flows: &'a [mana_device_api::flows::FlowRecord],
     /// The device's traffic totals when the report began.
     device_totals: Option<mana_device_api::traffic::Totals>,
+    /// The device at each `MANARIG-SELFTEST` mark whose status was read.
+    selftest_marks: std::collections::BTreeMap<u32, crate::verdict::DeviceMark>,
 }
 
 /// What the run knows about a guest that booted and printed its report.
@@ -161,6 +180,7 @@ impl Judging<'_> {
         let device_flows =
             report_status.as_ref().and_then(|s| s.core.as_ref()).map(|c| c.flows.flows.clone()).unwrap_or_default();
         let device_totals = report_status.as_ref().and_then(|s| s.core.as_ref()).map(|c| c.counters.traffic);
+        let selftest_marks = selftest_marks(&marks);
         let queues = self.queue_table(report_status, &observed);
         let mut verdict = self.report_verdict(&observed, expected);
         if !guest.scenario().is_default() {
@@ -188,6 +208,7 @@ impl Judging<'_> {
             queues: queues.as_ref(),
             device_flows: &device_flows,
             device_totals,
+            selftest_marks,
         };
         self.add_run_checks(&mut verdict, &run, traffic.as_ref(), soak);
         Ok(RunOutcome { queues, stages, traffic, ..self.finished(booted, verdict, observed) })
@@ -329,6 +350,7 @@ impl Judging<'_> {
                 source: &prepared.source_label,
                 setup_errors: r.stderr.get("selftest-setup").map_or(&[], Vec::as_slice),
                 device_totals: run.device_totals.as_ref(),
+                device_marks: &run.selftest_marks,
             };
             let (report, checks) = crate::verdict::judge_selftests(&input);
             verdict.add_selftests(report, checks);

@@ -15,7 +15,7 @@
 //! skip or an expected failure. A flaky entry may say what its failure
 //! needs to be the expected one (`needs = "no drops"`: the frames between
 //! the MANA and the remote end were late, not lost; the verdict reads the
-//! run's counters), and what lines its output must show (`shows`: the
+//! counters of the case's own test program), and what lines its output must show (`shows`: the
 //! test's own count that every frame it checked was right); a failure that
 //! does not meet them counts as a real one.
 
@@ -93,10 +93,11 @@ pub struct Entry {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 pub enum Condition {
     /// `"no drops"`: no frame between the MANA netdev and the remote end was
-    /// lost on the way: the device dropped none on a receiving port and lost
-    /// no completion, the guest netdev counted no `rx_dropped` or
-    /// `rx_missed_errors`, the remote NIC no `rx_dropped`. The case then
-    /// failed because its frames came late.
+    /// lost on the way while the case's test program ran: the device dropped
+    /// none on a receiving port and lost no completion, the guest netdev
+    /// counted no `rx_dropped` or `rx_missed_errors`, the remote NIC no
+    /// `rx_dropped` (a counter that restarted with nothing since is no
+    /// zero). The case then failed because its frames came late.
     #[serde(rename = "no drops")]
     NoDrops,
 }

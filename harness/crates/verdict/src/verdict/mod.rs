@@ -55,6 +55,7 @@ pub mod nics;
 mod outcome;
 pub mod properties;
 mod row;
+pub mod selftest_rx;
 pub mod selftests;
 pub mod soak;
 mod stage_checks;
@@ -78,7 +79,7 @@ pub use kernel_finding::{KernelFinding, GUEST_MACHINE};
 pub use nics::{combined_load, judge_staged, table_at};
 pub use outcome::{CpuLoad, NicVerdict, NicsReport, RunInfo, Verdict, SCHEMA_VERSION};
 pub use row::{ExpectedSide, ObservedSide, RowOutcome, VectorRow};
-pub use selftests::{judge_selftests, DeviceRx, RxAccount, SelftestsInput, SelftestsReport};
+pub use selftests::{judge_selftests, DeviceMark, DeviceRx, ProgramRx, RxAccount, SelftestsInput, SelftestsReport};
 pub use soak::{judge_soak, RaisedEvent, RoundEnd, SoakInput, SoakReport};
 pub use stage_checks::{same_irq_table_check, same_queue_table_check, stage_irq_table_check};
 pub use stages::{

@@ -1,12 +1,15 @@
 //! The text of a selftest run: where the tests came from and the baseline
 //! that judged them, one row per test program (its cases' results as the
 //! test printed them), and each case that did not pass with its reason and
-//! the baseline's; then where the MANA netdev's received frames went (the
-//! device's drops by reason, the guest's `rx_dropped` and `rx_missed_errors`).
+//! the baseline's; then each program's frames (between its marks: what
+//! the device, eth0 and the remote end counted, and what was dropped
+//! where), and the whole run's (the device's drops by reason, the guest's
+//! `rx_dropped` and `rx_missed_errors`, the remote end's).
 
 use super::super::check::CheckStatus;
 use super::super::outcome::Verdict;
-use super::super::selftests::{RxAccount, SelftestsReport};
+use super::super::selftest_rx::Delta;
+use super::super::selftests::{ProgramResult, RxAccount, SelftestsReport};
 use crate::selftests::baseline::Expected;
 
 /// The section; empty for a run without selftests.
@@ -57,8 +60,61 @@ pub(super) fn selftests(v: &Verdict) -> Vec<String> {
         lines.push("Baseline entries that no longer match:".to_owned());
         lines.extend(r.stale_baseline.iter().map(|s| format!("  {s}")));
     }
+    lines.extend(program_rx_lines(&r.programs));
     lines.extend(rx_lines(&r.rx));
     lines
+}
+
+/// One line per program: what the device, eth0 and the remote end counted
+/// between its marks and what was dropped where (its losses, as a flaky
+/// entry's `needs = "no drops"` reads them).
+fn program_rx_lines(programs: &[ProgramResult]) -> Vec<String> {
+    let width = programs.iter().map(|p| p.file.len()).max().unwrap_or(0);
+    let d = |v: Option<Delta>| Delta::text(v);
+    let lines: Vec<String> = programs
+        .iter()
+        .map(|p| {
+            let rx = &p.rx;
+            if rx.device.is_none() && rx.guest.is_none() && rx.remote.is_none() {
+                return format!("  {:width$}  no counters at marks {} and {}", p.file, rx.from, rx.to);
+            }
+            let mut parts = Vec::new();
+            if let Some(dev) = &rx.device {
+                parts.push(format!("device {} in, {} out", dev.delivered, dev.sent));
+            }
+            if let Some(g) = &rx.guest {
+                parts.push(format!("{} rx {}, tx {}", g.netdev, d(g.packets), d(g.tx_packets)));
+            }
+            if let Some(r) = &rx.remote {
+                parts.push(format!(
+                    "{} rx {}, tx {}, UDP to no socket {}",
+                    r.nic.netdev,
+                    d(r.nic.packets),
+                    d(r.nic.tx_packets),
+                    d(r.udp_no_ports)
+                ));
+            }
+            if let Some(n) = rx.queues_created.filter(|n| *n > 0) {
+                parts.push(format!("mana created {n} queues"));
+            }
+            let losses = rx.losses();
+            let verdict = if losses.is_empty() {
+                "nothing dropped".to_owned()
+            } else {
+                format!("dropped: {}", losses.join(", "))
+            };
+            format!("  {:width$}  {} — {verdict}", p.file, parts.join("; "))
+        })
+        .collect();
+    if lines.is_empty() {
+        return lines;
+    }
+    let mut out = vec![
+        "Frames per test program (between the marks before and after it; ≥N: the counter restarted, N counted since):"
+            .to_owned(),
+    ];
+    out.extend(lines);
+    out
 }
 
 /// The frames by the end of the run: the device's by what became of them,
@@ -106,7 +162,12 @@ fn rx_lines(rx: &RxAccount) -> Vec<String> {
         ));
     }
     if !out.is_empty() {
-        out.insert(0, "Frames between the MANA and the remote end by the end of the run (since the probe):".to_owned());
+        out.insert(
+            0,
+            "Frames between the MANA and the remote end by the end of the run (since the probe; eth0's rx_packets and \
+             tx_packets since mana last created its queues):"
+                .to_owned(),
+        );
     }
     out
 }
@@ -130,7 +191,7 @@ fn table(r: &SelftestsReport) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::super::selftests::{CaseVerdict, Counts, ProgramResult};
+    use super::super::super::selftests::{CaseVerdict, Counts, ProgramResult, ProgramRx};
     use super::*;
     use crate::selftests::ktap::Outcome;
 
@@ -167,6 +228,7 @@ mod tests {
                 counts: Counts { ok: 0, skip: 0, xfail: 0, fail: 4 },
                 cases,
                 other_output: Vec::new(),
+                rx: ProgramRx::default(),
             }],
             stale_baseline: Vec::new(),
             rx: RxAccount::default(),
@@ -179,6 +241,65 @@ mod tests {
         assert!(text.contains("csum.a … csum.c (3 cases) Fail — expected (r)"), "{text}");
         assert!(text.contains("csum.d Fail — FAIL: not in the baseline"), "{text}");
         assert!(!text.contains("Received frames"), "no counters, no line: {text}");
+    }
+
+    #[test]
+    fn each_program_shows_its_own_frames_and_what_it_dropped_where() {
+        use super::super::super::selftest_rx::{DeviceRx, NetdevDelta, RemoteDelta};
+        let exact = |n| Some(Delta { n, reset: false });
+        let program = |file: &str, rx: ProgramRx| ProgramResult {
+            file: file.into(),
+            exit: "0".into(),
+            seconds: Some(1.0),
+            complete: true,
+            counts: Counts::default(),
+            cases: Vec::new(),
+            other_output: Vec::new(),
+            rx,
+        };
+        let eth0 = NetdevDelta {
+            netdev: "eth0".into(),
+            packets: Some(Delta { n: 51, reset: true }),
+            dropped: exact(0),
+            missed: exact(0),
+            tx_packets: Some(Delta { n: 50, reset: true }),
+        };
+        let eth1 = RemoteDelta {
+            nic: NetdevDelta {
+                netdev: "eth1".into(),
+                packets: exact(50),
+                dropped: exact(0),
+                missed: exact(0),
+                tx_packets: exact(2000),
+            },
+            udp_in: exact(0),
+            udp_no_ports: exact(0),
+            udp_in_errors: exact(0),
+        };
+        let gro = ProgramRx {
+            from: 10,
+            to: 11,
+            device: Some(DeviceRx { delivered: 1900, no_wqe: 100, sent: 50, ..DeviceRx::default() }),
+            queues_created: Some(8),
+            guest: Some(eth0),
+            remote: Some(eth1),
+        };
+        let quiet = ProgramRx { device: Some(DeviceRx::default()), queues_created: Some(0), ..gro.clone() };
+        let quiet = ProgramRx { from: 9, to: 10, device: Some(DeviceRx::default()), ..quiet };
+        let lines = program_rx_lines(&[
+            program("napi_id.py", quiet),
+            program("gro.py", gro),
+            program("x.py", ProgramRx { from: 11, to: 12, ..ProgramRx::default() }),
+        ]);
+        assert_eq!(
+            lines,
+            [
+                "Frames per test program (between the marks before and after it; ≥N: the counter restarted, N counted since):",
+                "  napi_id.py  device 0 in, 0 out; eth0 rx ≥51 since a restart, tx ≥50 since a restart; eth1 rx 50, tx 2000, UDP to no socket 0 — nothing dropped",
+                "  gro.py      device 1900 in, 50 out; eth0 rx ≥51 since a restart, tx ≥50 since a restart; eth1 rx 50, tx 2000, UDP to no socket 0; mana created 8 queues — dropped: device: no WQE posted 100",
+                "  x.py        no counters at marks 11 and 12",
+            ]
+        );
     }
 
     #[test]
@@ -220,7 +341,7 @@ mod tests {
         assert_eq!(
             rx_lines(&rx),
             [
-                "Frames between the MANA and the remote end by the end of the run (since the probe):",
+                "Frames between the MANA and the remote end by the end of the run (since the probe; eth0's rx_packets and tx_packets since mana last created its queues):",
                 "  device: 900 delivered, 20 dropped (no WQE posted 15, unusable buffer 2, no RQ chosen 3 of which 2 with the port's RX off), 0 RX completions lost; 610 sent, 0 not sent",
                 "  guest eth0: rx_packets 880, rx_dropped 2, rx_missed_errors -, tx_packets 610",
                 "  remote eth1: rx_packets 612, rx_dropped 0, rx_missed_errors 0, tx_packets 903; UDP: 400 taken by a socket, 100 to no socket (came after its receiver closed), 0 in error",
