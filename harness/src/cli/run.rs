@@ -52,7 +52,8 @@ pub struct RigOptions {
     /// The guest's architecture, instead of the topology file's `[machine]
     /// arch`: x86_64 (QEMU q35) or arm64 (QEMU virt under TCG: GICv3 + ITS,
     /// UEFI with ACPI, Debian's arm64 cloud kernels; provisioned into
-    /// `<cache>/arm64` on first use). `--traffic` is not available on arm64 yet.
+    /// `<cache>/arm64` on first use). On arm64, `--traffic`'s guest end is the
+    /// x86_64 flows tool under qemu-x86_64, with four times `--traffic-seconds`.
     #[arg(long, value_name = "ARCH")]
     pub arch: Option<crate::topology::Arch>,
 }
