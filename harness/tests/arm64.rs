@@ -86,7 +86,7 @@ fn traffic_flows_steer_and_interrupt_as_predicted_on_arm64_6_12() {
 fn a_soak_on_arm64_is_refused_as_not_available_yet() {
     let mut req = request("arm64/cobalt-16", "6.12");
     req.traffic = Some(harness::traffic::TrafficOptions::default());
-    req.soak = Some(harness::rig::soak::SoakOptions::default());
+    req.soak = Some(harness::rig::soak::SoakOptions { minutes: 1, channels: Vec::new() });
     match harness::rig::run_one(&req) {
         Err(harness::rig::RunError::NotOnArm64 { what: "a soak", .. }) => {}
         Err(e) => panic!("expected NotOnArm64, got {}", harness::text::chain(&e)),
