@@ -104,7 +104,8 @@ fn load_with(cache: &Path, pins: &Arm64Pins, locked: bool) -> Result<Provisioned
     let ethtool =
         tools::load_tool(tools::ETHTOOL_ARM64, &home, &pins.ethtool).map_err(|why| missing("ethtool", why))?;
     let x86_user = X86UserMode {
-        emulator: tools::load_tool(tools::X86_USER, &home, &pins.x86_user).map_err(|why| missing("qemu-x86_64", why))?,
+        emulator: tools::load_tool(tools::X86_USER, &home, &pins.x86_user)
+            .map_err(|why| missing("qemu-x86_64", why))?,
         libraries: tools::load_tool(tools::X86_LIBC, &home, &pins.x86_libc)
             .map_err(|why| missing("x86_64 libraries", why))?,
     };
