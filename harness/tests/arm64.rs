@@ -83,12 +83,14 @@ fn traffic_flows_steer_and_interrupt_as_predicted_on_arm64_6_12() {
 
 /// What arm64 cannot do yet is refused before anything starts, naming the option.
 #[test]
-fn a_soak_on_arm64_is_refused_as_not_available_yet() {
+fn a_soak_of_16_flows_a_round_on_arm64_is_refused_naming_the_flows_that_fit() {
     let mut req = request("arm64/cobalt-16", "6.12");
     req.traffic = Some(harness::traffic::TrafficOptions::default());
     req.soak = Some(harness::rig::soak::SoakOptions { minutes: 1, channels: Vec::new() });
     match harness::rig::run_one(&req) {
-        Err(harness::rig::RunError::NotOnArm64 { what: "a soak", .. }) => {}
+        Err(harness::rig::RunError::NotOnArm64 { what, why }) => {
+            assert!(what.starts_with("a soak") && why.contains("--flows 4"), "{what}: {why}")
+        }
         Err(e) => panic!("expected NotOnArm64, got {}", harness::text::chain(&e)),
         Ok(_) => panic!("a soak on arm64 ran"),
     }
