@@ -293,3 +293,44 @@ fn slow_a_random_machine_7_x_does_not_bring_up_is_shrunk_into_a_kernel_finding()
     let t = harness::topology::Topology::from_toml_str(&found.display().to_string(), &text).expect("a valid file");
     assert!(t.ncpu() <= 56, "shrunk: {} CPUs", t.ncpu());
 }
+
+/// `matrix --arch x86_64,arm64`: the arch axis on real guests. Seed 002 on
+/// Debian's 6.12 boots once as an x86 guest and once as an arm64 one (QEMU's
+/// virt machine, Debian's arm64 cloud kernel); each pair names its
+/// architecture, passes, and is a test under its architecture's KCIDB build,
+/// which KernelCI's validator takes (`--check-kcidb`).
+#[test]
+fn slow_a_tiny_matrix_runs_each_pair_on_x86_64_and_on_arm64() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("out").display().to_string();
+    let o = manarig(&[
+        "matrix",
+        "topologies/seed-002.toml",
+        "--kernel",
+        "6.12",
+        "--arch",
+        "x86_64,arm64",
+        "--out",
+        &out,
+        "--run-id",
+        "vm",
+        "--check-kcidb",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let m = load(&tmp.path().join("out/matrix.json"));
+    let got: Vec<(String, PairStatus, String)> = m
+        .pairs
+        .iter()
+        .map(|r| (r.pair.name.clone(), r.status, r.verdict().map(|v| v.run.kernel_release.clone()).unwrap_or_default()))
+        .collect();
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!((got[0].0.as_str(), got[0].1), ("seed-002@6.12@x86_64", PairStatus::Pass), "{got:?}");
+    assert_eq!((got[1].0.as_str(), got[1].1), ("seed-002@6.12@arm64", PairStatus::Pass), "{got:?}");
+    assert!(got[0].2.ends_with("-cloud-amd64") && got[1].2.ends_with("-cloud-arm64"), "{got:?}");
+    let kcidb: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("out/kcidb.json")).expect("kcidb.json"))
+            .expect("JSON");
+    let archs: Vec<&str> =
+        kcidb["builds"].as_array().expect("builds").iter().filter_map(|b| b["architecture"].as_str()).collect();
+    assert_eq!(archs, ["x86_64", "arm64"]);
+}

@@ -66,6 +66,7 @@ pub fn run(opts: &Options) -> Result<bool> {
         random: None,
         inject: Vec::new(),
         selftests: None,
+        archs: Vec::new(),
     };
     let pairs = spec.plan();
     let planned: f64 = pairs.iter().map(|p| p.cost_s).sum();

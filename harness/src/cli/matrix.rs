@@ -303,6 +303,10 @@ fn run_inner(args: &MatrixArgs) -> Result<Exit, MatrixError> {
         random,
         inject: args.inject.iter().map(ToString::to_string).collect(),
         selftests: args.selftests.then(|| args.tests.clone()),
+        // `--arch` (RigOptions): the guest architectures as an axis of the
+        // matrix, every topology on every kernel on each (`run --arch` on each
+        // pair, whose name ends in `@<arch>`); without it each file's own.
+        archs: dedup_archs(&args.rig.arch),
     };
     let jobs = shard_jobs(&spec, shard, args.jobs, crate::accel::host_cores());
     let pairs = spec.shard_plan(shard);
@@ -465,6 +469,17 @@ fn rig_settings(
     })
 }
 
+/// `--arch`'s architectures in the order given, each once.
+fn dedup_archs(given: &[crate::topology::Arch]) -> Vec<crate::topology::Arch> {
+    let mut out = Vec::new();
+    for &a in given {
+        if !out.contains(&a) {
+            out.push(a);
+        }
+    }
+    out
+}
+
 /// A matrix of nothing (to check the output options before running).
 fn empty_report() -> MatrixReport {
     let spec = MatrixSpec {
@@ -475,6 +490,7 @@ fn empty_report() -> MatrixReport {
         random: None,
         inject: Vec::new(),
         selftests: None,
+        archs: Vec::new(),
     };
     MatrixReport {
         schema_version: crate::matrix::report::MATRIX_SCHEMA_VERSION,

@@ -52,9 +52,11 @@ pub struct RigOptions {
     /// The guest's architecture, instead of the topology file's `[machine]
     /// arch`: x86_64 (QEMU q35) or arm64 (QEMU virt under TCG: GICv3 + ITS,
     /// UEFI with ACPI, Debian's arm64 cloud kernels; provisioned into
-    /// `<cache>/arm64` on first use). `--traffic` is not available on arm64 yet.
-    #[arg(long, value_name = "ARCH")]
-    pub arch: Option<crate::topology::Arch>,
+    /// `<cache>/arm64` on first use). On arm64, `--traffic`'s guest end is the
+    /// x86_64 flows tool under qemu-x86_64, with four times `--traffic-seconds`.
+    /// `matrix` takes a list (x86_64,arm64): an axis, every pair on each.
+    #[arg(long, value_name = "ARCH[,ARCH]", value_delimiter = ',')]
+    pub arch: Vec<crate::topology::Arch>,
 }
 
 /// A `--cmdline` item for `run`/`compare`: a single word
@@ -95,6 +97,12 @@ pub enum RunCheckError {
         topology: PathBuf,
         /// Why not.
         why: String,
+    },
+    /// `--arch` with more than one architecture outside `matrix`.
+    #[error("--arch {given}: one architecture for one run (a list is for `matrix`, an axis there)")]
+    ArchList {
+        /// The list as given.
+        given: String,
     },
     /// `--channels` outside what `ethtool -L` accepts on the machine.
     #[error(
@@ -174,7 +182,7 @@ impl RigOptions {
             model,
             speedups: if self.no_speedups { crate::qemu::Speedups::NONE } else { crate::qemu::Speedups::ALL },
             extra_cmdline: self.cmdline.clone(),
-            arch: self.arch,
+            arch: self.arch.first().copied(),
             ..RunRequest::new(topology.to_path_buf(), kernel)
         }
     }
@@ -445,6 +453,12 @@ pub(super) fn resolve_or_report(
     topology: &std::path::Path,
     format: Format,
 ) -> Result<ResolvedKernel, RunCheckError> {
+    if rig.arch.len() > 1 {
+        let given = rig.arch.iter().map(ToString::to_string).collect::<Vec<_>>().join(",");
+        let err = RunCheckError::ArchList { given };
+        report_rig_error(&err, &run_name(topology, &choice.to_string()), format);
+        return Err(err);
+    }
     match kernel_choice::resolve(choice, model, rig.cache_dir.as_deref()) {
         Ok(k) => {
             if k.custom.is_some() || model.is_some() {

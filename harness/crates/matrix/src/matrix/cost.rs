@@ -40,6 +40,25 @@ const MINIMAL: &[(u32, f64)] = &[(8, 1.8), (32, 5.8), (64, 11.3), (128, 15.4), (
 /// (vCPUs, whole-run seconds) for Debian's kernels; see the module docs.
 const DEBIAN: &[(u32, f64)] = &[(8, 3.5), (32, 10.6), (64, 20.2), (128, 33.8), (256, 85.4)];
 
+/// How many times an x86 guest's cost an arm64 guest's run costs (`matrix
+/// --arch`): UEFI (about 7 s a boot) and TCG's aarch64 guests. From the
+/// README's arm64 table, measured beside a load average of about 15:
+/// `arm64/cobalt-16.toml` (16 vCPUs) on 6.12 28 s against 5.9 s interpolated
+/// here for an x86 guest (4.8 times), `arm64/seed-002-no-smt.toml` (8 vCPUs)
+/// 30 s against 3.5 s (8.6 times, the load counting more); 5 is the rounder
+/// of the two at 16 vCPUs.
+pub const ARM64_FACTOR: f64 = 5.0;
+
+/// The factor of [`pair_cost_s`] for a pair's architecture on the matrix's
+/// arch axis: [`ARM64_FACTOR`] for arm64; 1 for x86_64 and for a pair that
+/// runs its file's own (the plan does not read which that is).
+pub fn arch_factor(arch: Option<crate::topology::Arch>) -> f64 {
+    match arch {
+        Some(crate::topology::Arch::Arm64) => ARM64_FACTOR,
+        _ => 1.0,
+    }
+}
+
 /// Estimated seconds of one run of a `vcpus`-CPU machine on a `kind` kernel
 /// (module docs: where the numbers come from). Always finite and positive.
 pub fn pair_cost_s(vcpus: u32, kind: KernelKind) -> f64 {

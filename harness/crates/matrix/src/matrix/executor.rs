@@ -75,9 +75,16 @@ fn prerequisites<'r>(ready: &'r Ready, pair: &PlannedPair) -> Result<(&'r Topolo
 
 /// Why a pair cannot run on its kernel by what its topology asks for, if so:
 /// `[scenario] irqbalance` on a kernel known not to run irqbalance (the
-/// minimal builds have no AF_UNIX sockets). Such a pair is skipped, not booted:
-/// the kernel is not at fault, and `run` refuses the same pair.
+/// minimal builds have no AF_UNIX sockets); on the arch axis's arm64, a kernel
+/// the rig builds (x86_64 only) or a generation `[arm64]` does not pin. Such a
+/// pair is skipped, not booted: the kernel is not at fault, and `run` refuses
+/// the same pair.
 fn skip_reason(ready: &Ready, pair: &PlannedPair) -> Option<String> {
+    if pair.arch == Some(crate::topology::Arch::Arm64) {
+        if let Some(why) = arm64_skip_reason(&pair.kernel) {
+            return Some(why);
+        }
+    }
     let Some(Ok(topo)) = ready.topologies.get(&pair.file) else { return None };
     if !topo.scenario().irqbalance {
         return None;
@@ -87,6 +94,26 @@ fn skip_reason(ready: &Ready, pair: &PlannedPair) -> Option<String> {
     crate::rig::kernel_choice::irqbalance_refusal(&choice).map(|_| {
         format!("[scenario] irqbalance needs AF_UNIX sockets; kernel {choice} has none (no CONFIG_UNIX): irqbalance cannot start")
     })
+}
+
+/// Why an arm64 pair cannot run on kernel `label`: a build of the rig's (it
+/// builds x86_64 kernels only), or a pinned generation the lock's `[arm64]`
+/// has no kernel for (6.1).
+fn arm64_skip_reason(label: &str) -> Option<String> {
+    use crate::rig::kernel_choice::KernelChoice;
+    match label.parse::<KernelChoice>().ok()? {
+        KernelChoice::Minimal(_) | KernelChoice::Debug(_) | KernelChoice::Build(_) => {
+            Some(format!("kernel {label} is built by the rig, for x86_64 only: not run on arm64"))
+        }
+        KernelChoice::Pinned(g) => {
+            let lock = crate::provision::lock::Lock::embedded().ok()?;
+            let id = crate::rig::kernel_lock_id(g);
+            let pinned = lock.arm64.as_ref()?.kernels.iter().any(|k| k.id == id);
+            (!pinned)
+                .then(|| format!("kernel {label}: guest-images/kernels.lock's [arm64] pins none: not run on arm64"))
+        }
+        KernelChoice::Image { .. } => None,
+    }
 }
 
 /// Everything [`execute`] runs with.
@@ -262,6 +289,7 @@ mod tests {
             random: None,
             inject: Vec::new(),
             selftests: None,
+            archs: Vec::new(),
         };
         let mut ready = Ready::default();
         for i in &spec.inputs {
@@ -386,5 +414,23 @@ mod tests {
         assert_eq!(min.started, None);
         let debian = records.iter().find(|r| r.pair.kernel == "6.12").expect("6.12 pair");
         assert_eq!(debian.status, PairStatus::Pass);
+    }
+
+    #[test]
+    fn arm64_pairs_of_kernels_arm64_has_not_are_skipped_and_the_rest_run() {
+        let (mut spec, ready) = setup(&["seed-002"], &["6.12-min", "6.1", "6.12"]);
+        spec.archs = vec![crate::topology::Arch::X86_64, crate::topology::Arch::Arm64];
+        let records = model_run(&spec, &ready, Limits { jobs: 1, host_cores: 1, vcpu_budget: 128 });
+        let status = |name: &str| {
+            let r = records.iter().find(|r| r.pair.name == name).unwrap_or_else(|| panic!("{name}"));
+            (r.status, r.error.clone().unwrap_or_default())
+        };
+        let (s, why) = status("seed-002@6.12-min@arm64");
+        assert!(s == PairStatus::Skip && why.contains("x86_64 only"), "{s:?} {why}");
+        let (s, why) = status("seed-002@6.1@arm64");
+        assert!(s == PairStatus::Skip && why.contains("[arm64] pins none"), "{s:?} {why}");
+        for name in ["seed-002@6.12@arm64", "seed-002@6.12@x86_64", "seed-002@6.12-min@x86_64"] {
+            assert_eq!(status(name).0, PairStatus::Pass, "{name}");
+        }
     }
 }

@@ -7,7 +7,9 @@
 //!   not apply; with `--commits`, the base commit's `git_commit_hash` and
 //!   `git_commit_name`, and `git_repository_url` when the tree's `origin` is an
 //!   `https://` or `git://` URL);
-//! - a **build** per kernel (`duration`: how long a build from source took;
+//! - a **build** per kernel and guest architecture (`architecture`: x86_64,
+//!   or arm64 for the pairs `matrix --arch` or the file's `[machine] arch`
+//!   puts on arm64; `duration`: how long a build from source took;
 //!   `status` PASS when it booted, FAIL when `make`
 //!   failed, MISS when its checkout was not valid, ERROR for other failures);
 //! - a **test** per pair at path `manarig.<topology>` (PASS / FAIL / ERROR,
@@ -24,6 +26,7 @@ use super::kernels::{KernelFacts, KernelSpec};
 use super::report::{MatrixReport, PairRecord, PairStatus};
 use super::shard::Shard;
 use crate::text::plural;
+use crate::topology::Arch;
 use crate::verdict::CheckStatus;
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -93,7 +96,7 @@ struct Build {
     #[serde(skip_serializing_if = "Option::is_none")]
     compiler: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    config_name: Option<&'static str>,
+    config_name: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     status: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -278,37 +281,41 @@ pub fn render_kcidb(m: &MatrixReport, opts: &KcidbOptions) -> Result<String, Bad
         if let Some(list) = checkouts[index].1.misc.get_mut("kernels").and_then(Value::as_array_mut) {
             list.push(json!(k.label));
         }
-        let release = facts.and_then(|f| f.release.clone()).or_else(|| release_from_runs(m, &k.label));
-        builds.push(Build {
-            id: build_id(origin, &run, &k.label),
-            origin: origin.clone(),
-            checkout_id: checkouts[index].1.id.clone(),
-            comment: match &release {
-                Some(r) => format!("{}: Linux {r}", k.label),
-                None => k.label.clone(),
-            },
-            start_time: start.clone(),
-            duration: facts.and_then(|f| f.build_s),
-            architecture: "x86_64",
-            compiler: facts.and_then(|f| f.compiler.clone()),
-            config_name: Some(match k.kind {
-                super::cost::KernelKind::Minimal => "manarig minimal (guest-images/kernel-config/manarig.config)",
-                super::cost::KernelKind::Debian => "debian cloud-amd64",
-            }),
-            status: build_status(facts),
-            log_excerpt: facts.and_then(|f| f.error.as_deref()).map(excerpt),
-            misc: json!({
-                "label": k.label,
-                "identity": k.identity,
-                "release": release,
-                "model": facts.and_then(|f| f.model.clone()),
-                "model_note": facts.and_then(|f| f.model_note.clone()),
-                "build_key": facts.and_then(|f| f.build_key.clone()),
-                "patches": facts.map(|f| f.patches.clone()).unwrap_or_default(),
-                // The Debian packages its runs used, each naming its pin when it differs.
-                "packages": packages_from_runs(m, &k.label),
-            }),
-        });
+        for arch in archs_of(m, &k.label) {
+            let release = facts.and_then(|f| f.release.clone()).or_else(|| release_from_runs(m, &k.label, arch));
+            builds.push(Build {
+                id: build_id(origin, &run, &k.label, arch),
+                origin: origin.clone(),
+                checkout_id: checkouts[index].1.id.clone(),
+                comment: match &release {
+                    Some(r) => format!("{}: Linux {r}", k.label),
+                    None => k.label.clone(),
+                },
+                start_time: start.clone(),
+                duration: facts.and_then(|f| f.build_s),
+                architecture: arch.as_str(),
+                compiler: facts.and_then(|f| f.compiler.clone()),
+                config_name: Some(match k.kind {
+                    super::cost::KernelKind::Minimal => {
+                        "manarig minimal (guest-images/kernel-config/manarig.config)".to_owned()
+                    }
+                    super::cost::KernelKind::Debian => format!("debian cloud-{}", arch.debian()),
+                }),
+                status: build_status(facts),
+                log_excerpt: facts.and_then(|f| f.error.as_deref()).map(excerpt),
+                misc: json!({
+                    "label": k.label,
+                    "identity": k.identity,
+                    "release": release,
+                    "model": facts.and_then(|f| f.model.clone()),
+                    "model_note": facts.and_then(|f| f.model_note.clone()),
+                    "build_key": facts.and_then(|f| f.build_key.clone()),
+                    "patches": facts.map(|f| f.patches.clone()).unwrap_or_default(),
+                    // The Debian packages its runs used, each naming its pin when it differs.
+                    "packages": packages_from_runs(m, &k.label, arch),
+                }),
+            });
+        }
     }
     let mut tests = Vec::new();
     for r in &m.pairs {
@@ -323,22 +330,44 @@ pub fn render_kcidb(m: &MatrixReport, opts: &KcidbOptions) -> Result<String, Bad
     Ok(serde_json::to_string_pretty(&strip_nulls(doc)).unwrap_or_default() + "\n")
 }
 
-fn build_id(origin: &str, run: &str, label: &str) -> String {
-    format!("{origin}:manarig-{run}-{}", id_part(label))
+/// A build's id: one per kernel and guest architecture (an x86_64 build's
+/// without the architecture, as before the arch axis).
+fn build_id(origin: &str, run: &str, label: &str, arch: Arch) -> String {
+    match arch {
+        Arch::X86_64 => format!("{origin}:manarig-{run}-{}", id_part(label)),
+        other => format!("{origin}:manarig-{run}-{}-{other}", id_part(label)),
+    }
 }
 
-fn release_from_runs(m: &MatrixReport, label: &str) -> Option<String> {
-    m.pairs.iter().filter(|r| r.pair.kernel == label).find_map(|r| r.verdict().map(|v| v.run.kernel_release.clone()))
+/// The architectures kernel `label`'s pairs run on, in the order they first
+/// appear (a kernel is a build per architecture); x86_64 when it has none.
+fn archs_of(m: &MatrixReport, label: &str) -> Vec<Arch> {
+    let mut out = Vec::new();
+    for r in m.pairs.iter().filter(|r| r.pair.kernel == label) {
+        let a = m.header.spec.arch_of(&r.pair);
+        if !out.contains(&a) {
+            out.push(a);
+        }
+    }
+    if out.is_empty() {
+        out.push(Arch::X86_64);
+    }
+    out
 }
 
-/// The packages a kernel's first judged run used (QEMU, the kernel or its
-/// source, busybox, the guest tools), as `run.packages` holds them.
-fn packages_from_runs(m: &MatrixReport, label: &str) -> Vec<crate::provision::UsedPackage> {
-    m.pairs
-        .iter()
-        .filter(|r| r.pair.kernel == label)
-        .find_map(|r| r.verdict().map(|v| v.run.packages.clone()))
-        .unwrap_or_default()
+/// The pairs of kernel `label` on `arch`.
+fn pairs_on<'m>(m: &'m MatrixReport, label: &'m str, arch: Arch) -> impl Iterator<Item = &'m PairRecord> {
+    m.pairs.iter().filter(move |r| r.pair.kernel == label && m.header.spec.arch_of(&r.pair) == arch)
+}
+
+fn release_from_runs(m: &MatrixReport, label: &str, arch: Arch) -> Option<String> {
+    pairs_on(m, label, arch).find_map(|r| r.verdict().map(|v| v.run.kernel_release.clone()))
+}
+
+/// The packages a kernel's first judged run on `arch` used (QEMU, the kernel
+/// or its source, busybox, the guest tools), as `run.packages` holds them.
+fn packages_from_runs(m: &MatrixReport, label: &str, arch: Arch) -> Vec<crate::provision::UsedPackage> {
+    pairs_on(m, label, arch).find_map(|r| r.verdict().map(|v| v.run.packages.clone())).unwrap_or_default()
 }
 
 /// KCIDB takes no nulls: drop every null-valued key (arrays keep their items).
@@ -354,7 +383,7 @@ fn strip_nulls(v: Value) -> Value {
 
 fn pair_tests(m: &MatrixReport, r: &PairRecord, origin: &str, run: &str) -> Vec<Test> {
     let h = &m.header;
-    let build = build_id(origin, run, &r.pair.kernel);
+    let build = build_id(origin, run, &r.pair.kernel, h.spec.arch_of(&r.pair));
     let id = format!("{build}-{}", id_part(&r.pair.topology));
     let path = format!("manarig.{}", path_part(&r.pair.topology));
     let input = h.spec.inputs.iter().find(|i| i.path == r.pair.file);
@@ -497,5 +526,53 @@ mod render_tests {
         let file = tempfile::NamedTempFile::new().expect("tmp");
         std::fs::write(file.path(), &text).expect("write");
         validator.check(file.path()).expect("kcidb-io takes the git fields and the build duration");
+    }
+
+    /// `matrix --arch x86_64,arm64`: a build per kernel and architecture, its
+    /// `architecture` and config from the pairs' guests, each pair's tests
+    /// under its architecture's build; an arm64 file off the axis is arm64 too.
+    #[test]
+    fn each_architecture_is_a_build_of_its_own_and_kcidb_io_takes_them() {
+        let m = crate::matrix::shard_run::dry_report_on(
+            &["seed-002"],
+            &["6.12"],
+            &[Arch::X86_64, Arch::Arm64],
+            Shard::WHOLE,
+        );
+        let text = render_kcidb(&m, &opts()).expect("render");
+        let doc: Value = serde_json::from_str(&text).expect("JSON");
+        let builds = doc["builds"].as_array().expect("builds");
+        let seen: Vec<(&str, &str, &str)> = builds
+            .iter()
+            .map(|b| {
+                let s = |k: &str| b[k].as_str().unwrap_or_default();
+                (s("id"), s("architecture"), s("config_name"))
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("manarig:manarig-test-6.12", "x86_64", "debian cloud-amd64"),
+                ("manarig:manarig-test-6.12-arm64", "arm64", "debian cloud-arm64"),
+            ]
+        );
+        let tests = doc["tests"].as_array().expect("tests");
+        let build_of = |pair: &str| {
+            tests
+                .iter()
+                .find(|t| t["misc"]["pair"] == pair && t["path"] == "manarig.seed-002")
+                .map(|t| t["build_id"].clone())
+        };
+        assert_eq!(build_of("seed-002@6.12@arm64"), Some(json!("manarig:manarig-test-6.12-arm64")));
+        assert_eq!(build_of("seed-002@6.12@x86_64"), Some(json!("manarig:manarig-test-6.12")));
+        // Off the axis, an arm64 topology file's pairs are arm64 builds.
+        let own = dry_report(&["arm64/cobalt-16"], &["6.12"], Shard::WHOLE);
+        let doc: Value = serde_json::from_str(&render_kcidb(&own, &opts()).expect("render")).expect("JSON");
+        assert_eq!(doc["builds"][0]["architecture"], "arm64");
+        let cache = crate::provision::cache_dir(None).expect("cache");
+        let validator = crate::matrix::kcidb_check::validator(&cache, &mut |l| eprintln!("{l}")).expect("kcidb-io");
+        let file = tempfile::NamedTempFile::new().expect("tmp");
+        std::fs::write(file.path(), &text).expect("write");
+        validator.check(file.path()).expect("kcidb-io takes a build per architecture");
     }
 }

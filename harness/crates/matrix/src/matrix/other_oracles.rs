@@ -85,11 +85,12 @@ impl BaselineOracle {
         Self { kernel, spec, runner }
     }
 
-    /// The baseline's pair for `pair`: the same topology file on K0.
+    /// The baseline's pair for `pair`: the same topology file on K0, on the
+    /// same architecture.
     pub fn baseline_pair(&self, pair: &PlannedPair) -> PlannedPair {
         let mut p = pair.clone();
         p.kernel.clone_from(&self.spec.label);
-        p.name = format!("{}@{}", pair.topology, self.spec.label);
+        p.name = super::spec::pair_name(&pair.topology, &self.spec.label, pair.arch);
         p
     }
 }

@@ -138,6 +138,7 @@ impl PairRunner for BootRunner {
         req.console_log = s.console_dir.as_ref().map(|d| d.join(format!("{}.console.log", file_name(&pair.name))));
         req.inject.clone_from(&s.inject);
         req.selftests.clone_from(&s.selftests);
+        req.arch = pair.arch;
         Ok(Observation::Boot(Box::new(run_one(&req)?)))
     }
 

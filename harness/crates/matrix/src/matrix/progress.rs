@@ -124,6 +124,7 @@ mod tests {
             topology: name.into(),
             file: format!("{name}.toml"),
             kernel: "6.12-min".into(),
+            arch: None,
             vcpus: Some(8),
             cost_s,
             shard: 1,

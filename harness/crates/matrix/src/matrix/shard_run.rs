@@ -178,6 +178,17 @@ pub fn default_run_id() -> String {
 /// `shard`, for the formats' and the merge's tests.
 #[cfg(test)]
 pub(crate) fn dry_report(files: &[&str], kernels: &[&str], shard: Shard) -> MatrixReport {
+    dry_report_on(files, kernels, &[], shard)
+}
+
+/// [`dry_report`] with the arch axis `archs` (`matrix --arch`).
+#[cfg(test)]
+pub(crate) fn dry_report_on(
+    files: &[&str],
+    kernels: &[&str],
+    archs: &[crate::topology::Arch],
+    shard: Shard,
+) -> MatrixReport {
     use super::oracle::ModelOracle;
     use super::pair_runner::ModelRunner;
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../topologies");
@@ -192,6 +203,7 @@ pub(crate) fn dry_report(files: &[&str], kernels: &[&str], shard: Shard) -> Matr
         random: None,
         inject: Vec::new(),
         selftests: None,
+        archs: archs.to_vec(),
     };
     let req = ShardRequest {
         spec: &spec,

@@ -6,7 +6,7 @@
 use super::cost::{self, KernelKind};
 use super::kernels::{hex, KernelSpec};
 use super::shard::{self, Shard};
-use crate::topology::Topology;
+use crate::topology::{Arch, Topology};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -26,6 +26,10 @@ pub struct InputFile {
     pub slow: bool,
     /// The file's one-line error when it does not load (its pairs are rig errors).
     pub error: Option<String>,
+    /// Its `[machine] arch`: the guest's architecture of its pairs off the
+    /// arch axis (absent from the JSON for x86_64, so older digests stand).
+    #[serde(default, skip_serializing_if = "Arch::is_x86_64")]
+    pub arch: Arch,
 }
 
 impl InputFile {
@@ -42,6 +46,7 @@ impl InputFile {
             vcpus: None,
             slow: false,
             error: Some(error.replace(['\n', '\r'], " ")),
+            arch: Arch::default(),
         };
         let bytes = match std::fs::read(path) {
             Ok(b) => b,
@@ -62,6 +67,7 @@ impl InputFile {
                 vcpus: Some(t.ncpu()),
                 slow: t.slow(),
                 error: None,
+                arch: t.arch(),
             },
             Err(e) => broken(sha256, e.to_string()),
         }
@@ -172,6 +178,12 @@ pub struct MatrixSpec {
     /// from the JSON without.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selftests: Option<Vec<String>>,
+    /// `--arch x86_64,arm64`: the guest architectures, an axis of the plan
+    /// (every topology on every kernel on each of them, the file's own
+    /// `[machine] arch` overridden as `run --arch` does). Empty (and absent
+    /// from the JSON, so older digests stand): each file's own architecture.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub archs: Vec<Arch>,
 }
 
 /// What `--random` generated: part of the matrix's spec.
@@ -185,6 +197,15 @@ pub struct RandomSpec {
     pub max_cpus: u32,
 }
 
+/// A pair's name: `<topology>@<kernel>`, and `@<arch>` on the matrix's arch
+/// axis (`seed-002@6.12@arm64`).
+pub fn pair_name(topology: &str, kernel: &str, arch: Option<Arch>) -> String {
+    match arch {
+        Some(a) => format!("{topology}@{kernel}@{a}"),
+        None => format!("{topology}@{kernel}"),
+    }
+}
+
 /// One (topology, kernel) pair of the plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlannedPair {
@@ -196,6 +217,10 @@ pub struct PlannedPair {
     pub file: String,
     /// The kernel's label.
     pub kernel: String,
+    /// The guest's architecture on the matrix's arch axis (`--arch`; then
+    /// the name ends in `@<arch>`); `None`: the file's own (absent from the JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch: Option<Arch>,
     /// CPUs of the machine (`None`: the file does not load).
     pub vcpus: Option<u32>,
     /// Estimated seconds of the run ([`cost::pair_cost_s`]).
@@ -222,28 +247,35 @@ impl MatrixSpec {
         })
     }
 
-    /// Every pair, topology-major in the order given, with its cost (with
-    /// `--oracle baseline`, K0's run of the same topology included) and shard.
+    /// Every pair, topology-major in the order given (then kernel, then
+    /// architecture), with its cost (with `--oracle baseline`, K0's run of
+    /// the same topology included) and shard.
     pub fn plan(&self) -> Vec<PlannedPair> {
         let mut pairs = Vec::new();
         let k0 = self.baseline_kind();
+        let archs: Vec<Option<Arch>> =
+            if self.archs.is_empty() { vec![None] } else { self.archs.iter().copied().map(Some).collect() };
         for input in &self.inputs {
             for k in &self.kernels {
-                let cost_s = match input.vcpus {
-                    Some(v) if input.error.is_none() => {
-                        cost::pair_cost_s(v, k.kind) + k0.map_or(0.0, |kind| cost::pair_cost_s(v, kind))
-                    }
-                    _ => cost::BROKEN_INPUT_COST_S,
-                };
-                pairs.push(PlannedPair {
-                    name: format!("{}@{}", input.name, k.label),
-                    topology: input.name.clone(),
-                    file: input.path.clone(),
-                    kernel: k.label.clone(),
-                    vcpus: input.vcpus,
-                    cost_s,
-                    shard: 1,
-                });
+                for &arch in &archs {
+                    let cost_s = match input.vcpus {
+                        Some(v) if input.error.is_none() => {
+                            let one = |kind| cost::pair_cost_s(v, kind) * cost::arch_factor(arch);
+                            one(k.kind) + k0.map_or(0.0, one)
+                        }
+                        _ => cost::BROKEN_INPUT_COST_S,
+                    };
+                    pairs.push(PlannedPair {
+                        name: pair_name(&input.name, &k.label, arch),
+                        topology: input.name.clone(),
+                        file: input.path.clone(),
+                        kernel: k.label.clone(),
+                        arch,
+                        vcpus: input.vcpus,
+                        cost_s,
+                        shard: 1,
+                    });
+                }
             }
         }
         let items: Vec<(&str, f64)> = pairs.iter().map(|p| (p.name.as_str(), p.cost_s)).collect();
@@ -262,6 +294,11 @@ impl MatrixSpec {
     /// The input a pair runs.
     pub fn input(&self, pair: &PlannedPair) -> Option<&InputFile> {
         self.inputs.iter().find(|i| i.path == pair.file && i.name == pair.topology)
+    }
+
+    /// The guest architecture a pair runs on: its arch axis's, else its file's.
+    pub fn arch_of(&self, pair: &PlannedPair) -> Arch {
+        pair.arch.or_else(|| self.input(pair).map(|i| i.arch)).unwrap_or_default()
     }
 
     /// The kernel a pair runs.
@@ -301,6 +338,9 @@ impl MatrixSpec {
         }
         if self.selftests != other.selftests {
             out.push(format!("selftests differ: {:?} vs {:?}", self.selftests, other.selftests));
+        }
+        if self.archs != other.archs {
+            out.push(format!("architectures differ: {:?} vs {:?}", self.archs, other.archs));
         }
         if self.inject != other.inject {
             out.push(format!("injections differ: {:?} vs {:?}", self.inject, other.inject));
@@ -344,6 +384,7 @@ mod tests {
             random: None,
             inject: vec![],
             selftests: None,
+            archs: vec![],
         }
     }
 
@@ -442,6 +483,33 @@ mod tests {
         // Costs from the model: the 256-CPU machine on Debian's kernel is the dearest.
         let dearest = all.iter().max_by(|a, b| a.cost_s.total_cmp(&b.cost_s)).expect("pairs");
         assert_eq!(dearest.name, "seed-003-epyc-7763@6.1");
+    }
+
+    #[test]
+    fn an_arch_axis_runs_every_pair_on_each_architecture_and_names_it() {
+        let plain = spec(1);
+        let mut both = spec(1);
+        both.archs = vec![Arch::X86_64, Arch::Arm64];
+        let (p, b) = (plain.plan(), both.plan());
+        assert_eq!(b.len(), 2 * p.len());
+        let seed: Vec<(&str, Option<Arch>)> =
+            b.iter().filter(|x| x.topology == "seed-002").map(|x| (x.name.as_str(), x.arch)).collect();
+        assert_eq!(
+            seed,
+            [
+                ("seed-002@6.12-min@x86_64", Some(Arch::X86_64)),
+                ("seed-002@6.12-min@arm64", Some(Arch::Arm64)),
+                ("seed-002@6.1@x86_64", Some(Arch::X86_64)),
+                ("seed-002@6.1@arm64", Some(Arch::Arm64)),
+            ]
+        );
+        assert!(p.iter().all(|x| x.arch.is_none() && x.name.matches('@').count() == 1));
+        // An arm64 pair costs more (UEFI, TCG's aarch64): cost::arch_factor.
+        let cost = |name: &str| b.iter().find(|x| x.name == name).expect(name).cost_s;
+        assert!(cost("seed-002@6.1@arm64") > cost("seed-002@6.1@x86_64"));
+        assert!(plain.differences(&both).iter().any(|d| d.starts_with("architectures differ")));
+        let json = serde_json::to_string(&plain).expect("json");
+        assert!(!json.contains("\"archs\"") && !json.contains("\"arch\""), "absent without --arch: {json}");
     }
 
     #[test]

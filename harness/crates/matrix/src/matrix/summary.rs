@@ -143,16 +143,22 @@ fn found(out: &mut String, m: &MatrixReport) {
 
 fn table(out: &mut String, m: &MatrixReport) {
     let h = &m.header;
-    let kernels: Vec<&str> = h.spec.kernels.iter().map(|k| k.label.as_str()).collect();
-    let _ = writeln!(out, "\n| topology | {} |", kernels.iter().map(|k| cell(k)).collect::<Vec<_>>().join(" | "));
-    let _ = writeln!(out, "| --- |{}", " --- |".repeat(kernels.len()));
+    // A column per kernel, per kernel and architecture on the arch axis.
+    let archs: Vec<Option<crate::topology::Arch>> =
+        if h.spec.archs.is_empty() { vec![None] } else { h.spec.archs.iter().copied().map(Some).collect() };
+    let columns: Vec<(&str, Option<crate::topology::Arch>)> =
+        h.spec.kernels.iter().flat_map(|k| archs.iter().map(move |&a| (k.label.as_str(), a))).collect();
+    let heads: Vec<String> =
+        columns.iter().map(|(k, a)| cell(&a.map_or_else(|| (*k).to_owned(), |a| format!("{k} ({a})")))).collect();
+    let _ = writeln!(out, "\n| topology | {} |", heads.join(" | "));
+    let _ = writeln!(out, "| --- |{}", " --- |".repeat(columns.len()));
     let mut elsewhere = false;
     for input in &h.spec.inputs {
         let size = input.vcpus.map_or_else(|| "broken file".to_owned(), |v| plural(v, "vCPU"));
-        let cells: Vec<String> = kernels
+        let cells: Vec<String> = columns
             .iter()
-            .map(|k| {
-                let name = format!("{}@{k}", input.name);
+            .map(|&(k, a)| {
+                let name = crate::matrix::spec::pair_name(&input.name, k, a);
                 m.pairs.iter().find(|r| r.pair.name == name).map_or_else(
                     || {
                         elsewhere = true;
@@ -239,5 +245,20 @@ mod tests {
         let part = dry_report(&["seed-002", "r24-no-smt"], &["6.12-min"], Shard { index: 1, count: 2 });
         let text = render(&part);
         assert!(text.contains("holds shard 1/2") && text.contains("another shard"), "{text}");
+    }
+
+    #[test]
+    fn the_arch_axis_gives_a_column_per_kernel_and_architecture() {
+        use crate::topology::Arch;
+        let m = crate::matrix::shard_run::dry_report_on(
+            &["seed-002"],
+            &["6.12", "7.x"],
+            &[Arch::X86_64, Arch::Arm64],
+            Shard::WHOLE,
+        );
+        let text = render(&m);
+        assert!(text.contains("| topology | 6.12 (x86_64) | 6.12 (arm64) | 7.x (x86_64) | 7.x (arm64) |"), "{text}");
+        assert!(text.contains("| seed-002 (8 vCPUs) | PASS"), "{text}");
+        assert!(!text.contains("another shard"), "every pair found by its name: {text}");
     }
 }

@@ -64,6 +64,12 @@ pub struct Arm64Pins {
     pub busybox: BusyboxPin,
     /// arm64 ethtool and the libraries it loads.
     pub ethtool: ToolPin,
+    /// `qemu-user` (arm64, statically linked): the guest's `qemu-x86_64`, which
+    /// runs the x86_64 `manarig-flows` for `--traffic` ([`super::tools::X86_USER`]).
+    pub x86_user: ToolPin,
+    /// The amd64 libraries the x86_64 `manarig-flows` loads under emulation,
+    /// with their loader ([`super::tools::X86_LIBC`]).
+    pub x86_libc: ToolPin,
     /// The arm64 cloud kernels, by the same ids as the x86 ones.
     #[serde(rename = "kernel")]
     pub kernels: Vec<KernelPin>,

@@ -235,6 +235,10 @@ pub struct Provisioned {
     /// The selftest runs' guest tools ([`selftest_tools`], unpacked whole in
     /// its `dir`/root); `None` when the cache predates the lock's `[selftests]`.
     pub selftest_tools: Option<tools::InstalledTool>,
+    /// What an arm64 guest runs the x86_64 `manarig-flows` with (`--traffic`):
+    /// `qemu-x86_64` and the x86_64 libraries; `None` on x86, whose guests run
+    /// the binary as it is.
+    pub x86_user: Option<arm64::X86UserMode>,
     /// The guests' architecture: what the kernels, busybox and tools are built for.
     pub arch: crate::topology::Arch,
     /// The firmware QEMU boots the kernel through (`-bios`; arm64: the UEFI
@@ -275,13 +279,15 @@ impl Provisioned {
             .chain(self.ethtool.packages.iter())
             .chain(self.irqbalance.iter().flat_map(|t| t.packages.iter()))
             .chain(self.selftest_tools.iter().flat_map(|t| t.packages.iter()))
+            .chain(self.x86_user.iter().flat_map(|x| x.packages()))
             .filter(|p| p.locked.is_some())
             .cloned()
             .collect()
     }
 
     /// The packages a run on `kernel` uses: QEMU (when private), the kernel's,
-    /// busybox, and the guest tools named in `tools` (`ethtool`, `irqbalance`).
+    /// busybox, and the guest tools named in `tools` (`ethtool`, `irqbalance`,
+    /// `selftests`, `x86-user`: an arm64 guest's emulator for the flows tool).
     pub fn run_packages(&self, kernel: &KernelInstall, tools: &[&str]) -> Vec<UsedPackage> {
         let mut out: Vec<UsedPackage> = self.qemu.package.iter().cloned().collect();
         out.extend(kernel.packages.iter().cloned());
@@ -294,6 +300,9 @@ impl Provisioned {
         }
         if tools.contains(&"selftests") {
             out.extend(self.selftest_tools.iter().flat_map(|t| t.packages.iter().cloned()));
+        }
+        if tools.contains(&"x86-user") {
+            out.extend(self.x86_user.iter().flat_map(|x| x.packages().cloned()));
         }
         out
     }
@@ -594,6 +603,7 @@ fn load_with(cache: &Path, lock: &Lock, locked: bool) -> Result<Provisioned, Pro
         ethtool,
         irqbalance,
         selftest_tools,
+        x86_user: None,
         arch: crate::topology::Arch::X86_64,
         firmware: None,
     };

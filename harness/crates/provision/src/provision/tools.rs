@@ -69,6 +69,23 @@ pub const ETHTOOL_ARM64_FILES: &[(&str, &str)] = &[
     ("usr/lib/aarch64-linux-gnu/ld-linux-aarch64.so.1", "lib/ld-linux-aarch64.so.1"),
 ];
 
+/// (path inside the unpacked package, path in the guest) for the emulator an
+/// arm64 guest runs the x86_64 `manarig-flows` with: `qemu-x86_64` from
+/// Debian's arm64 `qemu-user` (statically linked: `file` says "ARM aarch64,
+/// static-pie linked"; the package has no Depends).
+pub const X86_USER_FILES: &[(&str, &str)] = &[("usr/bin/qemu-x86_64", "usr/bin/qemu-x86_64")];
+
+/// (path inside the unpacked packages, path in the guest) for what the x86_64
+/// `manarig-flows` loads (`readelf -d`: libc.so.6 and the ELF interpreter
+/// `/lib64/ld-linux-x86-64.so.2`), at the paths an x86 guest has
+/// them ([`ETHTOOL_FILES`]): `qemu-x86_64` opens the interpreter at that path
+/// and the loader searches the x86_64 multiarch folder, which an arm64 guest's
+/// own libraries (`lib/aarch64-linux-gnu`) leave free.
+pub const X86_LIBC_FILES: &[(&str, &str)] = &[
+    ("usr/lib/x86_64-linux-gnu/libc.so.6", "lib/x86_64-linux-gnu/libc.so.6"),
+    ("usr/lib64/ld-linux-x86-64.so.2", "lib64/ld-linux-x86-64.so.2"),
+];
+
 /// (path inside the unpacked package, path in the tool's folder) for the
 /// arm64 guests' UEFI firmware (`qemu-efi-aarch64`): the code flash image
 /// without secure boot, which QEMU's `virt` machine takes as `-bios`.
@@ -90,6 +107,11 @@ pub struct Tool {
 pub const ETHTOOL: Tool = Tool { name: "ethtool", files: ETHTOOL_FILES, whole_root: None };
 /// An arm64 guest's ethtool ([`ETHTOOL_ARM64_FILES`]), in `<cache>/arm64/ethtool`.
 pub const ETHTOOL_ARM64: Tool = Tool { name: "ethtool", files: ETHTOOL_ARM64_FILES, whole_root: None };
+/// An arm64 guest's `qemu-x86_64` ([`X86_USER_FILES`]), in `<cache>/arm64/x86-user`.
+pub const X86_USER: Tool = Tool { name: "x86-user", files: X86_USER_FILES, whole_root: None };
+/// The x86_64 libraries an arm64 guest's `manarig-flows` loads
+/// ([`X86_LIBC_FILES`]), in `<cache>/arm64/x86-libc`.
+pub const X86_LIBC: Tool = Tool { name: "x86-libc", files: X86_LIBC_FILES, whole_root: None };
 /// The arm64 guests' UEFI firmware ([`AAVMF_FILES`]), in `<cache>/arm64/firmware`.
 pub const AAVMF: Tool = Tool { name: "firmware", files: AAVMF_FILES, whole_root: None };
 /// irqbalance ([`IRQBALANCE_FILES`]).
@@ -142,7 +164,7 @@ struct BusyboxStamp {
 }
 
 fn mode_of(guest_path: &str) -> u32 {
-    if guest_path.starts_with("sbin/") || guest_path.starts_with("lib64/") || guest_path.starts_with("lib/ld-linux") {
+    if ["sbin/", "usr/bin/", "lib64/", "lib/ld-linux"].iter().any(|p| guest_path.starts_with(p)) {
         0o755
     } else {
         0o644
@@ -312,6 +334,18 @@ fn install_tool(tool: Tool, cache: &Path, debs: &[PathBuf], dir: &Path) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_arm64_guests_emulator_and_x86_64_loader_are_executable_beside_the_aarch64_ones() {
+        let emulator = tool_files(X86_USER, Path::new("/c/x86-user"));
+        assert_eq!((emulator[0].guest_path.as_str(), emulator[0].mode), ("usr/bin/qemu-x86_64", 0o755));
+        let libc = tool_files(X86_LIBC, Path::new("/c/x86-libc"));
+        let paths: Vec<(&str, u32)> = libc.iter().map(|f| (f.guest_path.as_str(), f.mode)).collect();
+        assert_eq!(paths, [("lib/x86_64-linux-gnu/libc.so.6", 0o644), ("lib64/ld-linux-x86-64.so.2", 0o755)]);
+        // No guest path of an arm64 guest's own ethtool is taken by them.
+        let arm64: Vec<&str> = ETHTOOL_ARM64_FILES.iter().map(|&(_, g)| g).collect();
+        assert!(libc.iter().chain(&emulator).all(|f| !arm64.contains(&f.guest_path.as_str())));
+    }
 
     #[test]
     fn ethtool_files_keep_the_elf_interpreter_path_and_executable_bits() {

@@ -51,6 +51,9 @@ pub enum BootError {
     /// The traffic peer did not start.
     #[error(transparent)]
     Peer(#[from] traffic::peer::PeerError),
+    /// The flows tool's guest files cannot be laid out (an arm64 guest's emulator).
+    #[error(transparent)]
+    FlowsGuest(#[from] super::flows_guest::FlowsGuestError),
     /// The emulated NIC's process did not start.
     #[error(transparent)]
     Device(#[from] device::DeviceError),
@@ -117,7 +120,7 @@ impl NicBoot<'_> {
         let abort = qemu::BootAbort::default();
         // Traffic or selftests: the peer first, its TAP goes to the device
         // (and the remote TAP, bridged with it, to QEMU's second NIC).
-        let (peer, tap, remote_tap, flows_bin) = if req.traffic.is_some() || self.selftests.is_some() {
+        let (peer, tap, remote_tap, flows) = if req.traffic.is_some() || self.selftests.is_some() {
             let bin = traffic::flows_binary()?;
             let opts = PeerOptions {
                 tap: traffic::TAP.into(),
@@ -129,8 +132,11 @@ impl NicBoot<'_> {
             let starting = Instant::now();
             let (peer, taps) = PeerProcess::start(&bin, &opts)?;
             devices_start += starting.elapsed();
-            let flows_bin = req.traffic.is_some().then_some(bin);
-            (Some(peer), Some(Arc::new(taps.tap)), taps.remote, flows_bin)
+            let flows = match req.traffic {
+                Some(_) => Some(super::flows_guest::guest_files(prov, &bin, self.dir)?),
+                None => None,
+            };
+            (Some(peer), Some(Arc::new(taps.tap)), taps.remote, flows)
         } else {
             (None, None, None, None)
         };
@@ -173,7 +179,7 @@ impl NicBoot<'_> {
             guest: &guest,
             channels: self.channels,
             injecting: !self.inject.is_empty(),
-            flows_bin: flows_bin.as_deref(),
+            flows: flows.as_deref(),
         };
         setup.apply(&mut boot)?;
         if let Some(prepared) = self.selftests {

@@ -12,7 +12,6 @@ use crate::provision::Provisioned;
 use crate::qemu::BootRequest;
 use crate::topology::Topology;
 use crate::traffic;
-use std::path::Path;
 use std::time::Duration;
 
 /// The guest agent's deadline (guest seconds from `/init`) in a run with
@@ -30,8 +29,9 @@ pub(super) struct GuestSetup<'a> {
     /// The run injects faults (the agent unloads the driver at the end and
     /// waits longer for the probe).
     pub(super) injecting: bool,
-    /// The `manarig-flows` binary, for a run with traffic.
-    pub(super) flows_bin: Option<&'a Path>,
+    /// The flows tool's initramfs files (`/sbin/manarig-flows` and, on arm64,
+    /// what runs it: [`super::flows_guest::guest_files`]), for a run with traffic.
+    pub(super) flows: Option<&'a [GuestFile]>,
 }
 
 impl GuestSetup<'_> {
@@ -59,17 +59,12 @@ impl GuestSetup<'_> {
             ..boot.agent.clone()
         };
         boot.extra_cmdline.extend(self.guest.scenario_cmdline());
-        if self.channels.is_some() || self.flows_bin.is_some() {
+        if self.channels.is_some() || self.flows.is_some() {
             // ethtool and its libraries are half the initramfs: only when used.
             boot.extra_files.clone_from(&prov.ethtool.files);
         }
-        if let Some(bin) = self.flows_bin {
-            // Needs only libc and the loader, which ethtool brings.
-            boot.extra_files.push(GuestFile {
-                guest_path: format!("sbin/{}", manarig_flows::BIN),
-                host: bin.to_path_buf(),
-                mode: 0o755,
-            });
+        if let Some(files) = self.flows {
+            boot.extra_files.extend_from_slice(files);
             boot.agent.addr = Some((traffic::GUEST, traffic::PREFIX));
             boot.agent.traffic = Some(traffic::control_address());
             // The guest tool gives up at the agent's deadline: past the flows' limit.
