@@ -1,9 +1,11 @@
-//! arm64 guests: Debian's arm64 cloud kernels under qemu-system-aarch64 (TCG,
-//! QEMU's virt machine with GICv3 + ITS, UEFI and ACPI), the unmodified mana
-//! driver probing the emulated MANA over vfio-user as on x86, and the IRQ
-//! placement verdict against the model. The arm64 parts are provisioned into
-//! `<cache>/arm64` on first use (`cargo xtask setup --arch arm64` does it
-//! beforehand).
+//! arm64 guests: Debian's arm64 cloud kernels and manarig's minimal arm64
+//! builds of Debian's 6.12 source (4 KiB and 64 KiB pages, cross-compiled;
+//! `cargo xtask test` builds them first: xtask/src/test_kernels.rs) under
+//! qemu-system-aarch64 (TCG, QEMU's virt machine with GICv3 + ITS, UEFI and
+//! ACPI), the unmodified mana driver probing the emulated MANA over
+//! vfio-user as on x86, and the IRQ placement verdict against the model. The
+//! arm64 parts are provisioned into `<cache>/arm64` on first use (`cargo
+//! xtask setup --arch arm64` does it beforehand).
 
 mod rig_support;
 
@@ -17,8 +19,8 @@ use rig_support::{request, run_printed, topology_path};
 fn request_on_arm64(file: &str, kernel: &str) -> harness::rig::RunRequest {
     use harness::rig::kernel_choice::{self, KernelChoice};
     let choice: KernelChoice = kernel.parse().expect("a kernel choice");
-    let k = kernel_choice::resolve_on(&choice, None, None, Arch::Arm64)
-        .unwrap_or_else(|e| panic!("kernel {kernel}: {e}"));
+    let k =
+        kernel_choice::resolve_on(&choice, None, None, Arch::Arm64).unwrap_or_else(|e| panic!("kernel {kernel}: {e}"));
     k.request(topology_path(file))
 }
 

@@ -185,8 +185,10 @@ mod tests {
         for t in [Target::X86_64, Target::Arm64 { pages: PageSize::K4 }, Target::Arm64 { pages: PageSize::K64 }] {
             for (name, text) in t.base_fragments() {
                 let settings = parse_fragment(text, name).expect("fragment parses");
-                assert!(settings.iter().any(|s| s.symbol == "MICROSOFT_MANA" && s.value == ConfigValue::Module)
-                    || name == ARM64_64K_FRAGMENT_NAME);
+                assert!(
+                    settings.iter().any(|s| s.symbol == "MICROSOFT_MANA" && s.value == ConfigValue::Module)
+                        || name == ARM64_64K_FRAGMENT_NAME
+                );
             }
         }
         let k64 = parse_fragment(ARM64_64K_FRAGMENT, ARM64_64K_FRAGMENT_NAME).expect("parses");
@@ -198,12 +200,18 @@ mod tests {
         let t = Target::new(Arch::Arm64, PageSize::K64);
         assert_eq!((t.arch(), t.pages(), t.pages().bytes()), (Arch::Arm64, PageSize::K64, 65536));
         assert_eq!(t.make_vars(), ["ARCH=arm64", "CROSS_COMPILE=aarch64-linux-gnu-"]);
-        assert_eq!((t.compiler(), t.image_target(), t.image_in_obj()), ("aarch64-linux-gnu-gcc", "Image", "arch/arm64/boot/Image"));
+        assert_eq!(
+            (t.compiler(), t.image_target(), t.image_in_obj()),
+            ("aarch64-linux-gnu-gcc", "Image", "arch/arm64/boot/Image")
+        );
         assert_eq!(t.extra_host_packages(), [CROSS_GCC]);
         assert_eq!(Target::new(Arch::X86_64, PageSize::K64), Target::X86_64);
         assert!(Target::X86_64.make_vars().is_empty() && Target::X86_64.extra_host_packages().is_empty());
         assert_eq!(t.to_string(), "arm64 (64 KiB pages)");
-        assert_eq!(("64k".parse(), "4K".parse(), "64KiB".parse()), (Ok(PageSize::K64), Ok(PageSize::K4), Ok(PageSize::K64)));
+        assert_eq!(
+            ("64k".parse(), "4K".parse(), "64KiB".parse()),
+            (Ok(PageSize::K64), Ok(PageSize::K4), Ok(PageSize::K64))
+        );
         assert!("16k".parse::<PageSize>().is_err());
     }
 }

@@ -5,9 +5,9 @@
 
 use crate::kbuild::target::{PageSize, Target};
 use crate::kbuild::{self, KbuildError};
-use crate::topology::Arch;
 use crate::model::{KernelGen, ModelBasis};
 use crate::provision::KernelInstall;
+use crate::topology::Arch;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
