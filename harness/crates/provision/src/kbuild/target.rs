@@ -5,7 +5,7 @@
 //! The target picks the make variables (`ARCH=arm64
 //! CROSS_COMPILE=aarch64-linux-gnu-`), the compiler whose version goes into
 //! the cache key, the image make builds and where it lands, the host
-//! packages the build needs beyond [`super::BUILD_DEPS`], and manarig's base
+//! packages the build needs beyond the common ones ([`super::missing_build_deps`]), and manarig's base
 //! config fragments (guest-images/kernel-config/: `manarig.config` on x86,
 //! `arm64.config` plus `arm64-64k.config` on arm64). Builds of different
 //! targets never share a cache key: their fragments and compilers differ.
