@@ -7,6 +7,51 @@
 //! gdma_main.c, Linux 6.1-7.3): 4 KiB pages (`GDMA_PAGE_TYPE_4K`), handle
 //! 0 (`GDMA_INVALID_DMA_REGION`) never used. Every page is checked when it is
 //! accepted: 4 KiB aligned and inside guest memory.
+//!
+//! # Guests with pages above 4 KiB
+//!
+//! An arm64 guest may run with 64 KiB pages (`CONFIG_ARM64_64K_PAGES`, as
+//! Azure's Cobalt VMs can). From Linux 6.10 the driver keeps the device's
+//! unit at 4 KiB (`MANA_PAGE_SIZE`, `MANA_PAGE_SHIFT` 12 in
+//! include/net/mana/gdma.h) and uses the guest's PAGE_SIZE only for its own
+//! allocations. What the device then sees (Debian's 6.12.117 and 7.3.4
+//! sources; docs/mana-protocol.md), and where the device handles it:
+//!
+//! - **DMA regions** (`mana_gd_alloc_memory()`, `mana_gd_create_dma_region()`):
+//!   a queue's buffer is one `dma_alloc_coherent()` block, so it starts on a
+//!   64 KiB boundary and takes whole 64 KiB pages, but its length is the
+//!   queue's (a power of two ≥ 4 KiB) and the page list steps by 4 KiB
+//!   (`dma_handle + i * MANA_PAGE_SIZE`), page type `GDMA_PAGE_TYPE_4K`: a
+//!   16 KiB RQ is four 4 KiB entries inside one guest page. 7.3, when the
+//!   contiguous allocation fails, falls back to separate 64 KiB pages, each
+//!   listed as its 16 consecutive 4 KiB entries. Both are lists of 4 KiB pages
+//!   to this module; [`super::Ring::from_pages`] maps ring offsets through
+//!   them page by page.
+//! - **Queue sizes** are rounded to 4 KiB, not to PAGE_SIZE
+//!   (`MANA_PAGE_ALIGN()` in mana_create_rxq(), `MANA_MIN_QSIZE` in
+//!   hw_channel.c; EQs are `8 * MANA_PAGE_SIZE`): the same sizes as on x86,
+//!   checked by [`DmaRegions::check`] and `Ring`'s power-of-two rule.
+//! - **HWC rings** (`mana_smc_setup_hwc()`): 4 KiB rings, each on its own
+//!   guest page, addressed in the SMC message by `MANA_PFN()` (address >> 12),
+//!   as device/smc.rs decodes them (`HWC_PAGE_SIZE`).
+//! - **Doorbells**: the driver steps doorbell pages by the device's
+//!   `GDMA_REG_DB_PAGE_SIZE` (device/regs.rs `DB_PAGE_SIZE`, 4 KiB), not by
+//!   PAGE_SIZE; BAR0 (64 KiB) is one guest page.
+//! - **RX buffers** (`mana_get_rxbuf_cfg()`): 6.12 raises each buffer's
+//!   allocation to PAGE_SIZE, so every RQ WQE's SGE points 256 bytes
+//!   (XDP_PACKET_HEADROOM) into its own 64 KiB page (512 buffers × 64 KiB =
+//!   32 MiB of guest memory per RQ); 7.3 packs page_pool fragments, several
+//!   per page, SGEs at any 64-byte boundary. datapath/rx.rs writes a frame
+//!   at the SGE's address whatever its alignment; the SGE size stays
+//!   MTU + 14.
+//! - **TX**: an skb fragment may span up to a 64 KiB page; datapath/tx.rs
+//!   gathers up to `MAX_GATHER` (64 KiB + 1 KiB) per WQE whatever the SGE
+//!   boundaries.
+//!
+//! Linux 6.1's driver predates this: its Kconfig builds it on arm64 only
+//! with 4 KiB pages (`ARM64_4K_PAGES`). device-model/tests/guest_pages_64k.rs
+//! drives the device with the 6.12 and 7.3 sequences for 64 KiB pages
+//! (tests/support `Driver::with_guest_pages`).
 #![forbid(unsafe_code)]
 
 use crate::queues::{Mem, PAGE_SIZE};

@@ -213,6 +213,13 @@ pub struct Driver {
     pub net: Option<RecorderHandle>,
     /// Data-path state (support/net.rs).
     pub data: net::DataState,
+    /// The guest's PAGE_SIZE in bytes: 4096 (x86_64, arm64's default) or
+    /// 65536 (arm64 with CONFIG_ARM64_64K_PAGES; [`Driver::with_guest_pages`]).
+    /// It decides how queue memory is allocated ([`Driver::queue_pages`]),
+    /// never the GDMA page (MANA_PAGE_SIZE, 4 KiB).
+    pub guest_page: u64,
+    /// Bytes of guest RAM (from 0).
+    ram_size: u64,
 }
 
 pub fn mana_dev() -> DevId {
@@ -262,9 +269,29 @@ impl Driver {
         drv
     }
 
+    /// [`Driver::new`] for a guest whose PAGE_SIZE is `guest_page` bytes (a
+    /// power of two ≥ 4096; 65536 is arm64's CONFIG_ARM64_64K_PAGES), on
+    /// [`RAM_SIZE`] × `guest_page / 4096` of guest RAM (6.12 gives each RX
+    /// buffer a whole guest page). 6.1 is refused: its mana Kconfig needs
+    /// 4 KiB pages on arm64 (`ARM64_4K_PAGES`), it sends PAGE_SIZE-strided page lists.
+    pub fn with_guest_pages(kernel: Kernel, config: DeviceConfig, guest_page: u64) -> Self {
+        assert!(guest_page.is_power_of_two() && guest_page >= 4096, "PAGE_SIZE {guest_page}");
+        assert!(guest_page == 4096 || kernel != Kernel::V6_1, "6.1's mana runs on 4 KiB pages only");
+        let (backend, handle) = NetRecorder::new(4096);
+        let ram = RAM_SIZE * (guest_page / 4096) as usize;
+        let mut drv = Self::with_ram(kernel, config, Box::new(backend), ram);
+        drv.net = Some(handle);
+        drv.guest_page = guest_page;
+        drv
+    }
+
     /// [`Driver::new`] with the device's vPorts on `backend`.
     pub fn with_backend(kernel: Kernel, config: DeviceConfig, backend: Box<dyn PacketBackend>) -> Self {
-        let ram = GuestMemoryMmap::<()>::from_ranges(&[(GuestAddress(0), RAM_SIZE)]).expect("guest RAM");
+        Self::with_ram(kernel, config, backend, RAM_SIZE)
+    }
+
+    fn with_ram(kernel: Kernel, config: DeviceConfig, backend: Box<dyn PacketBackend>, ram_size: usize) -> Self {
+        let ram = GuestMemoryMmap::<()>::from_ranges(&[(GuestAddress(0), ram_size)]).expect("guest RAM");
         let mem = GuestMemoryAtomic::new(ram.clone());
         let dma = GuestMemoryAtomic::new(ram);
         let irqs = Arc::new(Recorder::default());
@@ -302,6 +329,8 @@ impl Driver {
             interrupt_budget: MAX_INTERRUPTS,
             net: None,
             data: net::DataState::default(),
+            guest_page: 4096,
+            ram_size: ram_size as u64,
         }
     }
 
@@ -311,10 +340,46 @@ impl Driver {
     pub fn alloc(&mut self, n: u64) -> u64 {
         let addr = self.next_page;
         self.next_page += n * 4096;
-        assert!(self.next_page <= RAM_SIZE as u64, "test RAM exhausted");
+        assert!(self.next_page <= self.ram_size, "test RAM exhausted");
         let zero = vec![0u8; (n * 4096) as usize];
         self.write(addr, &zero);
         addr
+    }
+
+    /// `dma_alloc_coherent(len)`: zeroed memory starting on a guest page
+    /// (whole guest pages are taken, so the next allocation starts on the
+    /// next one).
+    pub fn alloc_coherent(&mut self, len: u64) -> u64 {
+        self.next_page = self.next_page.next_multiple_of(self.guest_page);
+        let base = self.alloc(len.div_ceil(4096));
+        self.next_page = self.next_page.next_multiple_of(self.guest_page);
+        base
+    }
+
+    /// The 4 KiB page list of a `size`-byte queue as the driver registers it
+    /// (`mana_gd_alloc_memory()` + `mana_gd_create_dma_region()`):
+    /// - 4 KiB guest pages: deliberately scattered pages ([`Driver::alloc_scattered`]);
+    /// - larger guest pages, 6.12: one guest-page-aligned allocation listed
+    ///   as consecutive 4 KiB pages (`dma_handle + i * MANA_PAGE_SIZE`);
+    /// - larger guest pages, 7.3, a queue above one guest page: the fallback
+    ///   of a failed contiguous allocation, scattered guest pages, each
+    ///   listed as its PAGE_SIZE / MANA_PAGE_SIZE consecutive 4 KiB pages.
+    pub fn queue_pages(&mut self, size: u64) -> Vec<u64> {
+        let page = self.guest_page;
+        if page == 4096 {
+            return self.alloc_scattered(size / 4096);
+        }
+        let per_page = page / 4096;
+        if self.kernel == Kernel::V7_3 && size > page {
+            let chunks = size / page;
+            let base = self.alloc_coherent(2 * size);
+            return (0..chunks)
+                .rev()
+                .flat_map(|c| (0..per_page).map(move |sub| base + 2 * c * page + sub * 4096))
+                .collect();
+        }
+        let base = self.alloc_coherent(size);
+        (0..size / 4096).map(|i| base + i * 4096).collect()
     }
 
     /// Allocates `n` pages that are deliberately not contiguous (reverse
@@ -436,12 +501,14 @@ impl Driver {
     /// the 4 rings and buffers, sends ESTABLISH_HWC, services interrupts until
     /// INIT_DONE.
     pub fn establish_hwc(&mut self) -> Result<()> {
-        let eq = self.alloc(1);
-        let cq = self.alloc(1);
-        let rq = self.alloc(1);
-        let sq = self.alloc(1);
-        self.req_buf = self.alloc(1);
-        self.resp_buf = self.alloc(1);
+        // mana_hwc_init_queues(): each ring (4 KiB: MANA_MIN_QSIZE) and each
+        // message buffer its own dma_alloc_coherent(), on its own guest page.
+        let eq = self.alloc_coherent(4096);
+        let cq = self.alloc_coherent(4096);
+        let rq = self.alloc_coherent(4096);
+        let sq = self.alloc_coherent(4096);
+        self.req_buf = self.alloc_coherent(4096);
+        self.resp_buf = self.alloc_coherent(4096);
         self.hwc_eq_pending = Some(DrvCompQueue::new(u32::MAX, vec![eq], 4096, 16, 0));
         self.hwc_cq_pending = Some(DrvCompQueue::new(u32::MAX, vec![cq], 4096, 64, 0));
         self.hwc_rq = Some(DrvWorkQueue::new(u32::MAX, vec![rq], 4096, 0));
@@ -771,7 +838,7 @@ impl Driver {
 
     /// `mana_gd_create_mana_eq()`: region + CREATE_QUEUE + test EQE.
     pub fn create_eq(&mut self, msix: u16, size: u64, dev: DevId) -> Result<u32> {
-        let pages = self.alloc_scattered(size / 4096);
+        let pages = self.queue_pages(size);
         let handle = self.create_dma_region(&pages, dev)?;
         let mut req = CreateQueueReq::new_zeroed();
         req.hdr = req_hdr(Command::CREATE_QUEUE, size_of::<CreateQueueReq>(), size_of::<CreateQueueResp>(), dev);
@@ -927,8 +994,8 @@ impl Driver {
         cq_size: u64,
         eq: u32,
     ) -> Result<(DrvWorkQueue, DrvCompQueue, u64)> {
-        let wq_pages = self.alloc_scattered(wq_size / 4096);
-        let cq_pages = self.alloc_scattered(cq_size / 4096);
+        let wq_pages = self.queue_pages(wq_size);
+        let cq_pages = self.queue_pages(cq_size);
         let wq_region = self.create_dma_region(&wq_pages, mana_dev())?;
         let cq_region = self.create_dma_region(&cq_pages, mana_dev())?;
         let mut req = CreateWqObjReq::new_zeroed();

@@ -29,6 +29,10 @@ pub const MS_RSS_KEY: [u8; 40] = [
 pub const RX_DATASIZE: u32 = 1514;
 /// Bytes reserved per RX buffer (2 per page).
 const RX_BUF_STRIDE: u64 = 2048;
+/// XDP_PACKET_HEADROOM (include/uapi/linux/bpf.h): where the driver puts the
+/// data in an RX buffer of a guest with pages above 4 KiB (MANA_XDP_MTU_MAX
+/// is then far above the MTU, so the headroom is always reserved).
+const XDP_PACKET_HEADROOM: u64 = 256;
 /// TX frame arena size.
 const TX_ARENA: u64 = 4 << 20;
 
@@ -101,9 +105,7 @@ impl Driver {
     /// one WQE (1 SGE of [`RX_DATASIZE`] bytes, the device's memory key)
     /// per buffer, each followed by an RQ doorbell.
     pub fn post_rx_buffers(&mut self, rq: &mut DrvWorkQueue, count: u32) {
-        let pages = (u64::from(count) * RX_BUF_STRIDE).div_ceil(4096);
-        let base = self.alloc(pages);
-        let bufs: Vec<u64> = (0..u64::from(count)).map(|i| base + i * RX_BUF_STRIDE).collect();
+        let bufs = self.rx_buffers(count);
         for &buf in &bufs {
             self.write_rx_wqe(rq, buf);
             rq.head += 1;
@@ -111,6 +113,23 @@ impl Driver {
         }
         self.rqs.insert(rq.id, rq.clone());
         self.data.rx.insert(rq.id, RxBufs { bufs, tail: 0 });
+    }
+
+    /// `count` RX buffer addresses (the SGE's, after the headroom), as the
+    /// driver lays them out for the guest's PAGE_SIZE (`mana_get_rxbuf_cfg()`):
+    /// with 4 KiB pages, 2 KiB apart; with larger pages, 6.12 takes a whole
+    /// guest page per buffer (alloc_size raised to PAGE_SIZE) and 7.3 packs
+    /// PAGE_SIZE / 2 KiB page_pool fragments into each; the data starts
+    /// XDP_PACKET_HEADROOM (256 bytes) into the buffer.
+    fn rx_buffers(&mut self, count: u32) -> Vec<u64> {
+        let count = u64::from(count);
+        if self.guest_page == 4096 {
+            let base = self.alloc((count * RX_BUF_STRIDE).div_ceil(4096));
+            return (0..count).map(|i| base + i * RX_BUF_STRIDE).collect();
+        }
+        let stride = if self.kernel == super::Kernel::V7_3 { RX_BUF_STRIDE } else { self.guest_page };
+        let base = self.alloc_coherent(count * stride);
+        (0..count).map(|i| base + i * stride + XDP_PACKET_HEADROOM).collect()
     }
 
     fn write_rx_wqe(&self, rq: &DrvWorkQueue, buf: u64) {

@@ -67,6 +67,16 @@ pub struct BuildArgs {
     /// Remove the build folder first (a cold build).
     #[arg(long)]
     pub fresh: bool,
+    /// The guests' architecture: x86_64 (the default) or arm64, cross-compiled
+    /// with the host's aarch64-linux-gnu-gcc (Debian's gcc-aarch64-linux-gnu,
+    /// installed with apt-get like the other build tools) and
+    /// guest-images/kernel-config/arm64.config instead of manarig.config.
+    #[arg(long, value_name = "ARCH", default_value = "x86_64")]
+    pub arch: crate::topology::Arch,
+    /// The guest's page size on arm64: 4k (the default) or 64k
+    /// (CONFIG_ARM64_64K_PAGES, guest-images/kernel-config/arm64-64k.config).
+    #[arg(long, value_name = "4k|64k", default_value = "4k")]
+    pub pages: crate::kbuild::target::PageSize,
 }
 
 /// Arguments of `kernel list`.
@@ -91,6 +101,9 @@ pub enum KernelCommandError {
         /// The `--source` given.
         source_name: String,
     },
+    /// `--pages 64k` for x86_64, which has 4 KiB pages only.
+    #[error("--pages 64k needs --arch arm64: x86_64 kernels have 4 KiB pages only")]
+    PagesNeedArm64,
     /// The source, the series or the build failed.
     #[error(transparent)]
     Kbuild(#[from] crate::kbuild::KbuildError),
@@ -117,6 +130,9 @@ fn run_build(b: &BuildArgs) -> Result<(), KernelCommandError> {
     if let Some(range) = b.commits.as_ref().filter(|_| b.source.starts_with("debian:")) {
         return Err(KernelCommandError::CommitsNeedTree { range: range.clone(), source_name: b.source.clone() });
     }
+    if b.arch == crate::topology::Arch::X86_64 && b.pages != crate::kbuild::target::PageSize::K4 {
+        return Err(KernelCommandError::PagesNeedArm64);
+    }
     let (source, patches) =
         commits::source_and_patches(&b.source, b.commits.as_deref(), b.patches.as_deref(), &cache, &mut progress)?;
     let req = BuildRequest {
@@ -130,6 +146,7 @@ fn run_build(b: &BuildArgs) -> Result<(), KernelCommandError> {
         install_deps: !b.no_install_deps,
         deadline: Duration::from_secs(b.deadline.saturating_mul(60)),
         fresh: b.fresh,
+        target: crate::kbuild::target::Target::new(b.arch, b.pages),
     };
     let built = build(&req, &mut progress)?;
     let s = &built.stamp;
@@ -147,7 +164,7 @@ fn run_build(b: &BuildArgs) -> Result<(), KernelCommandError> {
     println!("build: {}", key::short(&s.key));
     println!("release: {}", s.release);
     println!("model: {} ({})", s.detected.model, s.detected.evidence);
-    println!("image: {}", built.dir.join("bzImage").display());
+    println!("image: {}", built.dir.join(s.target.image_target()).display());
     println!(
         "modules: {}",
         s.modules.iter().map(|m| built.dir.join(m).display().to_string()).collect::<Vec<_>>().join(" ")

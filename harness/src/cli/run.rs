@@ -459,7 +459,11 @@ pub(super) fn resolve_or_report(
         report_rig_error(&err, &run_name(topology, &choice.to_string()), format);
         return Err(err);
     }
-    match kernel_choice::resolve(choice, model, rig.cache_dir.as_deref()) {
+    // A minimal kernel is built for the guests' architecture: `--arch`, else the file's.
+    let arch = rig.arch.first().copied().unwrap_or_else(|| {
+        crate::topology::Topology::load(topology).map_or(crate::topology::Arch::X86_64, |t| t.arch())
+    });
+    match kernel_choice::resolve_on(choice, model, rig.cache_dir.as_deref(), arch) {
         Ok(k) => {
             if k.custom.is_some() || model.is_some() {
                 eprintln!("manarig: {}", k.model_note);

@@ -76,7 +76,8 @@ fn prerequisites<'r>(ready: &'r Ready, pair: &PlannedPair) -> Result<(&'r Topolo
 /// Why a pair cannot run on its kernel by what its topology asks for, if so:
 /// `[scenario] irqbalance` on a kernel known not to run irqbalance (the
 /// minimal builds have no AF_UNIX sockets); on the arch axis's arm64, a kernel
-/// the rig builds (x86_64 only) or a generation `[arm64]` does not pin. Such a
+/// the rig builds (a matrix prepares its builds for x86_64 only) or a
+/// generation `[arm64]` does not pin. Such a
 /// pair is skipped, not booted: the kernel is not at fault, and `run` refuses
 /// the same pair.
 fn skip_reason(ready: &Ready, pair: &PlannedPair) -> Option<String> {
@@ -96,14 +97,18 @@ fn skip_reason(ready: &Ready, pair: &PlannedPair) -> Option<String> {
     })
 }
 
-/// Why an arm64 pair cannot run on kernel `label`: a build of the rig's (it
-/// builds x86_64 kernels only), or a pinned generation the lock's `[arm64]`
+/// Why an arm64 pair cannot run on kernel `label`: a build of the rig's (a
+/// matrix prepares one build per kernel label, for x86_64; `run --arch arm64
+/// --kernel 6.12-min` builds the arm64 one), or a pinned generation the lock's `[arm64]`
 /// has no kernel for (6.1).
 fn arm64_skip_reason(label: &str) -> Option<String> {
     use crate::rig::kernel_choice::KernelChoice;
     match label.parse::<KernelChoice>().ok()? {
-        KernelChoice::Minimal(_) | KernelChoice::Debug(_) | KernelChoice::Build(_) => {
-            Some(format!("kernel {label} is built by the rig, for x86_64 only: not run on arm64"))
+        KernelChoice::Minimal(_) | KernelChoice::Minimal64k(_) | KernelChoice::Debug(_) | KernelChoice::Build(_) => {
+            Some(format!(
+                "kernel {label} is built by the rig; a matrix builds it for x86_64 only: not run on arm64 \
+                 (`run --arch arm64 --kernel {label}` builds the arm64 one)"
+            ))
         }
         KernelChoice::Pinned(g) => {
             let lock = crate::provision::lock::Lock::embedded().ok()?;

@@ -149,6 +149,11 @@ impl KernelRequest {
                         format!("minimal:{g}"),
                         kbuild::minimal::source_package(*g).map(|p| format!("Debian {p} {}", g.model_version())),
                     ),
+                    KernelChoice::Minimal64k(g) => (
+                        KernelKind::Minimal,
+                        format!("minimal-64k:{g}"),
+                        kbuild::minimal::source_package(*g).map(|p| format!("Debian {p} {}", g.model_version())),
+                    ),
                     // Debug kernels boot several times slower: the Debian cost class.
                     KernelChoice::Debug(g) => (
                         KernelKind::Debian,
@@ -306,7 +311,12 @@ fn resolve(
     let label = req.label();
     match (req, readiness) {
         (
-            KernelRequest::Choice(KernelChoice::Pinned(g) | KernelChoice::Minimal(g) | KernelChoice::Debug(g)),
+            KernelRequest::Choice(
+                KernelChoice::Pinned(g)
+                | KernelChoice::Minimal(g)
+                | KernelChoice::Minimal64k(g)
+                | KernelChoice::Debug(g),
+            ),
             Readiness::ModelOnly,
         ) => Ok(model_only(*g, &label)),
         (KernelRequest::Choice(c), _) => {

@@ -36,6 +36,44 @@ pub fn bzimage_release(path: &Path) -> Result<String, KbuildError> {
     text.split_whitespace().next().map(str::to_string).ok_or_else(|| bad("empty kernel_version string"))
 }
 
+/// The release (`uname -r`) of the kernel built in the object folder `obj`:
+/// kbuild's `include/config/kernel.release` (what `make kernelrelease`
+/// prints). For images with no version string at a fixed offset (arm64's
+/// `Image`).
+///
+/// # Errors
+/// [`KbuildError::Io`] when the file cannot be read, [`KbuildError::Image`] when it is empty.
+pub fn kbuild_release(obj: &Path) -> Result<String, KbuildError> {
+    let path = obj.join("include/config/kernel.release");
+    let text = std::fs::read_to_string(&path).map_err(|e| KbuildError::io(&path, e))?;
+    let release = text.trim();
+    if release.is_empty() || release.contains(char::is_whitespace) {
+        return Err(KbuildError::Image(format!("{}: no release in {text:?}", path.display())));
+    }
+    Ok(release.to_owned())
+}
+
+/// Offset of the arm64 `Image` header's magic, "ARM\x64"
+/// (Documentation/arch/arm64/booting.rst, "Call the kernel image").
+const ARM64_MAGIC_OFFSET: usize = 0x38;
+
+/// The architecture a kernel image boots: x86_64 for a bzImage (its "HdrS"
+/// setup header), arm64 for an uncompressed arm64 `Image` (its "ARM\x64"
+/// magic); `None` for anything else (a compressed image, an unreadable file).
+pub fn image_arch(path: &Path) -> Option<crate::topology::Arch> {
+    use std::io::Read;
+    let mut head = [0u8; 0x210];
+    let mut f = std::fs::File::open(path).ok()?;
+    f.read_exact(&mut head).ok()?;
+    if &head[HDRS_OFFSET..HDRS_OFFSET + 4] == b"HdrS" {
+        Some(crate::topology::Arch::X86_64)
+    } else if &head[ARM64_MAGIC_OFFSET..ARM64_MAGIC_OFFSET + 4] == b"ARM\x64" {
+        Some(crate::topology::Arch::Arm64)
+    } else {
+        None
+    }
+}
+
 /// The release a module was built for (first word of its `vermagic`).
 ///
 /// # Errors
@@ -125,12 +163,13 @@ pub fn user_kernel(image: &Path, modules: &Path, cache: &Path) -> Result<KernelI
     })
 }
 
-/// A [`KernelInstall`] for a finished build's outputs.
-pub fn built_kernel(key: &str, release: &str, dir: &Path, modules: &[String]) -> KernelInstall {
+/// A [`KernelInstall`] for a finished build's outputs: its `image` and the
+/// modules (file names in `dir`).
+pub fn built_kernel(key: &str, release: &str, image: &Path, dir: &Path, modules: &[String]) -> KernelInstall {
     KernelInstall {
         id: format!("build:{}", super::key::short(key)),
         release: release.to_string(),
-        vmlinuz: dir.join("bzImage"),
+        vmlinuz: image.to_path_buf(),
         modules: modules.iter().map(|m| dir.join(m)).collect(),
         compression: KoCompression::None,
         packages: Vec::new(),
@@ -148,6 +187,23 @@ mod tests {
         b[KERNEL_VERSION_OFFSET..KERNEL_VERSION_OFFSET + 2].copy_from_slice(&ptr.to_le_bytes());
         b[0x800..0x800 + version.len()].copy_from_slice(version);
         b
+    }
+
+    #[test]
+    fn an_image_says_its_architecture_by_its_header() {
+        let d = tempfile::tempdir().expect("tmp");
+        let bz = d.path().join("bzImage");
+        std::fs::write(&bz, fake_bzimage(b"6.12.1 (u@h)\0")).expect("w");
+        let mut arm = vec![0u8; 0x1000];
+        arm[ARM64_MAGIC_OFFSET..ARM64_MAGIC_OFFSET + 4].copy_from_slice(b"ARM\x64");
+        let image = d.path().join("Image");
+        std::fs::write(&image, arm).expect("w");
+        let short = d.path().join("short");
+        std::fs::write(&short, b"MZ").expect("w");
+        assert_eq!(image_arch(&bz), Some(crate::topology::Arch::X86_64));
+        assert_eq!(image_arch(&image), Some(crate::topology::Arch::Arm64));
+        assert_eq!(image_arch(&short), None);
+        assert_eq!(image_arch(&d.path().join("missing")), None);
     }
 
     #[test]

@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 /// How to run make.
 #[derive(Debug, Clone)]
 pub struct Make {
+    /// What is built for: make variables (`ARCH=`, `CROSS_COMPILE=`) and the compiler ccache wraps.
+    pub target: super::target::Target,
     /// The kernel source tree (`-C`).
     pub tree: PathBuf,
     /// The object folder (`O=`).
@@ -52,6 +54,7 @@ impl Make {
             .arg(&self.tree)
             .arg(format!("O={}", self.obj.display()))
             .arg(format!("-j{}", self.jobs.max(1)))
+            .args(self.target.make_vars())
             .args(args)
             // Reproducible: the same inputs give the same bzImage (and ccache hits).
             .env("KBUILD_BUILD_TIMESTAMP", "1970-01-01 00:00:00 UTC")
@@ -67,7 +70,7 @@ impl Make {
             cmd.arg(format!("LOCALVERSION=-{lv}"));
         }
         if let Some(dir) = &self.ccache_dir {
-            cmd.arg("CC=ccache gcc")
+            cmd.arg(format!("CC=ccache {}", self.target.compiler()))
                 .arg("HOSTCC=ccache gcc")
                 .env("CCACHE_DIR", dir)
                 .env("CCACHE_NOHASHDIR", "1")
@@ -161,6 +164,7 @@ mod tests {
         // A Makefile whose target waits for stdin-less `cat` of a FIFO: never ends on its own.
         std::fs::write(d.path().join("Makefile"), "all:\n\ttail -f /dev/null\n").expect("w");
         let m = Make {
+            target: super::super::target::Target::X86_64,
             tree: d.path().to_path_buf(),
             obj: d.path().join("obj"),
             jobs: 1,

@@ -35,6 +35,7 @@ pub mod mbox;
 pub mod minimal;
 pub mod patches;
 pub mod source;
+pub mod target;
 
 use crate::provision::{KernelInstall, ProvisionError};
 use serde::{Deserialize, Serialize};
@@ -94,6 +95,9 @@ pub enum KbuildError {
     /// The config does not build what the rig needs.
     #[error("config: {0}")]
     Config(String),
+    /// The target cannot build what was asked (an arm64 debug kernel).
+    #[error("{0}")]
+    Target(String),
     /// The host lacks build tools.
     #[error("host: {0}")]
     Host(String),
@@ -184,10 +188,12 @@ pub enum NoBuild {
         dir: PathBuf,
     },
     /// The build's image is gone.
-    #[error("{}: bzImage missing; rebuild it", dir.display())]
+    #[error("{}: {image} missing; rebuild it", dir.display())]
     NoImage {
         /// The folder.
         dir: PathBuf,
+        /// The image's file name (`bzImage`, arm64's `Image`).
+        image: &'static str,
     },
     /// The build's model was detected by rules that could be wrong for it.
     #[error(
@@ -245,13 +251,16 @@ pub struct BuildRequest {
     pub deadline: Duration,
     /// Start from an empty build folder (a cold build; `--fresh`).
     pub fresh: bool,
+    /// The architecture and page size built for (`--arch`, `--pages`):
+    /// its compiler, make variables, image and base fragments.
+    pub target: target::Target,
 }
 
 impl BuildRequest {
     /// The usual build of `source` in `cache`: no patches, no extra fragment,
     /// not a debug kernel, all host CPUs, ccache when installed, missing host
     /// build packages installed (as root), [`DEFAULT_MAKE_DEADLINE`] per make
-    /// step, the build folder kept.
+    /// step, the build folder kept, for x86_64.
     pub fn new(source: source::SourceSpec, cache: PathBuf) -> Self {
         BuildRequest {
             source,
@@ -264,6 +273,7 @@ impl BuildRequest {
             install_deps: true,
             deadline: DEFAULT_MAKE_DEADLINE,
             fresh: false,
+            target: target::Target::X86_64,
         }
     }
 }
@@ -313,6 +323,9 @@ pub struct BuildStamp {
     pub ccache: bool,
     /// Timings of the last (re)build.
     pub timings: BuildTimings,
+    /// What it was built for (x86_64 for stamps older than arm64 builds).
+    #[serde(default)]
+    pub target: target::Target,
 }
 
 /// A finished build.
@@ -329,7 +342,8 @@ pub struct Built {
 impl Built {
     /// The kernel as the rig boots it.
     pub fn install(&self) -> KernelInstall {
-        let mut k = image::built_kernel(&self.stamp.key, &self.stamp.release, &self.dir, &self.stamp.modules);
+        let image = self.dir.join(self.stamp.target.image_target());
+        let mut k = image::built_kernel(&self.stamp.key, &self.stamp.release, &image, &self.dir, &self.stamp.modules);
         k.packages.extend(source::used_package(&self.stamp.source_identity));
         k
     }
@@ -370,9 +384,15 @@ const BUILD_DEPS: &[(&str, &str)] = &[
     ("perl", "/usr/bin/perl"),
 ];
 
-/// The build packages missing on this host.
-pub fn missing_build_deps() -> Vec<&'static str> {
-    BUILD_DEPS.iter().filter(|(_, f)| !Path::new(f).exists()).map(|(p, _)| *p).collect()
+/// The build packages `target` needs that are missing on this host (on
+/// arm64 also the cross compiler, [`target::CROSS_GCC`]).
+pub fn missing_build_deps(target: target::Target) -> Vec<&'static str> {
+    BUILD_DEPS
+        .iter()
+        .chain(target.extra_host_packages())
+        .filter(|(_, f)| !Path::new(f).exists())
+        .map(|(p, _)| *p)
+        .collect()
 }
 
 /// Install missing build packages with the host's apt-get (the host's own
@@ -380,8 +400,12 @@ pub fn missing_build_deps() -> Vec<&'static str> {
 ///
 /// # Errors
 /// [`KbuildError::Host`] when packages are missing and cannot be installed.
-pub fn ensure_build_deps(install: bool, progress: &mut dyn FnMut(&str)) -> Result<(), KbuildError> {
-    let missing = missing_build_deps();
+pub fn ensure_build_deps(
+    install: bool,
+    target: target::Target,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), KbuildError> {
+    let missing = missing_build_deps(target);
     let want_ccache = !make::have("ccache");
     if missing.is_empty() {
         if want_ccache {
@@ -395,19 +419,27 @@ pub fn ensure_build_deps(install: bool, progress: &mut dyn FnMut(&str)) -> Resul
     }
     crate::provision::host_packages::apt_install(&pkgs, "a kernel build", install, progress)
         .map_err(KbuildError::HostPackages)?;
-    let still = missing_build_deps();
+    let still = missing_build_deps(target);
     if !still.is_empty() {
         return Err(KbuildError::Host(format!("still missing after apt-get: {}", still.join(" "))));
     }
     Ok(())
 }
 
-fn toolchain() -> Result<String, KbuildError> {
-    let out = Command::new("gcc")
-        .arg("--version")
-        .output()
-        .map_err(|e| KbuildError::Tool { tool: "gcc".into(), error: e })?;
-    Ok(String::from_utf8_lossy(&out.stdout).lines().next().unwrap_or("gcc").to_string())
+/// The first line of `target`'s compiler's `--version` (x86_64: `gcc (Debian
+/// 12.2.0-14) 12.2.0`; arm64: `aarch64-linux-gnu-gcc (Debian 12.2.0-14) 12.2.0`),
+/// or, for a cross compiler not installed yet, `<compiler> (not installed)`:
+/// the build installs it, and its key is then computed again.
+fn toolchain(target: target::Target) -> Result<String, KbuildError> {
+    let cc = target.compiler();
+    let out = match Command::new(cc).arg("--version").output() {
+        Ok(out) => out,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && target != target::Target::X86_64 => {
+            return Ok(format!("{cc} (not installed)"));
+        }
+        Err(e) => return Err(KbuildError::Tool { tool: cc.into(), error: e }),
+    };
+    Ok(String::from_utf8_lossy(&out.stdout).lines().next().unwrap_or(cc).to_string())
 }
 
 /// The builds folder of a cache.
@@ -447,7 +479,8 @@ impl Plan {
             Some(p) => patches::read_series(p)?,
             None => Vec::new(),
         };
-        let mut fragments = vec![(BASE_FRAGMENT_NAME.to_string(), BASE_FRAGMENT.to_string())];
+        let mut fragments: Vec<(String, String)> =
+            req.target.base_fragments().iter().map(|(n, t)| ((*n).to_string(), (*t).to_string())).collect();
         if req.debug {
             fragments.push((DEBUG_FRAGMENT_NAME.to_string(), DEBUG_FRAGMENT.to_string()));
         }
@@ -463,7 +496,7 @@ impl Plan {
             source: req.source.identity(),
             patches: series.iter().map(|p| (p.name.clone(), p.text.clone())).collect(),
             fragments: fragments.clone(),
-            toolchain: toolchain()?,
+            toolchain: toolchain(req.target)?,
         };
         let full_key = key::cache_key(&inputs);
         let short = key::short(&full_key).to_string();
@@ -478,7 +511,7 @@ impl Plan {
         read_stamp(&self.dir).filter(|s| {
             s.key == self.full_key
                 && !s.detected.is_stale()
-                && self.dir.join("bzImage").is_file()
+                && self.dir.join(s.target.image_target()).is_file()
                 && s.modules.iter().all(|m| self.dir.join(m).is_file())
         })
     }
@@ -535,7 +568,9 @@ pub fn build(req: &BuildRequest, progress: &mut dyn FnMut(&str)) -> Result<Built
     if resolved != req.source {
         return build(&BuildRequest { source: resolved, ..req.clone() }, progress);
     }
-    ensure_build_deps(req.install_deps, progress)?;
+    ensure_build_deps(req.install_deps, req.target, progress)?;
+    // A cross compiler installed just now changes the key's toolchain.
+    let plan = Plan::of(req)?;
     let src = source::prepare(&req.source, &req.cache, progress)?;
     std::fs::create_dir_all(&plan.dir).map_err(|e| KbuildError::io(&plan.dir, e))?;
     let mut timings = BuildTimings::default();
@@ -552,6 +587,7 @@ pub fn build(req: &BuildRequest, progress: &mut dyn FnMut(&str)) -> Result<Built
     std::fs::create_dir_all(&obj).map_err(|e| KbuildError::io(&obj, e))?;
     let ccache = req.ccache && make::have("ccache");
     let mk = make::Make {
+        target: req.target,
         tree: tree.clone(),
         obj: obj.clone(),
         jobs: req.jobs,
@@ -563,13 +599,15 @@ pub fn build(req: &BuildRequest, progress: &mut dyn FnMut(&str)) -> Result<Built
     let _ = std::fs::remove_file(&mk.log);
     configure(&plan, &mk, &mut timings, progress)?;
     progress(&format!(
-        "make: bzImage modules in {} (-j{}, nice, {}; log {})",
+        "make: {} modules in {} (-j{}, nice, {}{}; log {})",
+        req.target.image_target(),
         obj.display(),
         req.jobs,
         if ccache { "ccache" } else { "no ccache" },
+        if req.target == target::Target::X86_64 { String::new() } else { format!(", for {}", req.target) },
         mk.log.display()
     ));
-    timings.make_s = mk.run(&["bzImage", "modules"], &[])?.as_secs_f64();
+    timings.make_s = mk.run(&[req.target.image_target(), "modules"], &[])?.as_secs_f64();
     collect(req, plan, &obj, detected, ccache, timings)
 }
 
@@ -706,6 +744,7 @@ fn configure(
     let dot = config::parse_dot_config(&std::fs::read_to_string(&dot_path).map_err(|e| KbuildError::io(&dot_path, e))?);
     // Later fragments override earlier ones: check each symbol against its last setting.
     let parsed = &plan.parsed;
+    let base: Vec<&str> = mk.target.base_fragments().iter().map(|(n, _)| *n).collect();
     let mut lost = Vec::new();
     for (i, (name, settings)) in parsed.iter().enumerate() {
         let overridden = |sym: &str| parsed[i + 1..].iter().any(|(_, s)| s.iter().any(|x| x.symbol == sym));
@@ -713,7 +752,7 @@ fn configure(
         lost.extend(config::dropped(name, &own, &dot));
     }
     lost.retain(|d| {
-        let skip = d.file == BASE_FRAGMENT_NAME
+        let skip = base.contains(&d.file.as_str())
             && config::VERSION_DEPENDENT.contains(&d.wanted.symbol.as_str())
             && !config::symbol_defined(&mk.tree, &d.wanted.symbol);
         if skip {
@@ -746,10 +785,14 @@ fn collect(
     timings: BuildTimings,
 ) -> Result<Built, KbuildError> {
     let dir = plan.dir;
-    let bz = obj.join("arch/x86/boot/bzImage");
-    let out_bz = dir.join("bzImage");
-    std::fs::copy(&bz, &out_bz).map_err(|e| KbuildError::io(&bz, e))?;
-    let release = image::bzimage_release(&out_bz)?;
+    let built_image = obj.join(req.target.image_in_obj());
+    let out_bz = dir.join(req.target.image_target());
+    std::fs::copy(&built_image, &out_bz).map_err(|e| KbuildError::io(&built_image, e))?;
+    let release = match req.target {
+        target::Target::X86_64 => image::bzimage_release(&out_bz)?,
+        // arm64's Image has no version string at a fixed place: kbuild's own record.
+        target::Target::Arm64 { .. } => image::kbuild_release(obj)?,
+    };
     let found = crate::provision::kernel::collect_modules(obj, &release, &dir)?;
     let module_paths: Vec<PathBuf> = found.modules.iter().map(|m| dir.join(m)).collect();
     image::check_vermagic(&module_paths, &release, &out_bz, &|p| p.display().to_string())?;
@@ -765,6 +808,7 @@ fn collect(
         modules: found.modules,
         ccache,
         timings,
+        target: req.target,
     };
     let text =
         serde_json::to_string_pretty(&stamp).map_err(|error| KbuildError::Record { what: "build.json", error })?;
@@ -876,8 +920,8 @@ pub fn load_build(what: &str, cache: &Path) -> Result<Built, KbuildError> {
         }
     };
     let Some(stamp) = read_stamp(&dir) else { return Err(NoBuild::Unfinished { dir }.into()) };
-    if !dir.join("bzImage").is_file() {
-        return Err(NoBuild::NoImage { dir }.into());
+    if !dir.join(stamp.target.image_target()).is_file() {
+        return Err(NoBuild::NoImage { dir, image: stamp.target.image_target() }.into());
     }
     Ok(Built { dir, stamp, cached: true })
 }
@@ -946,10 +990,11 @@ mod tests {
             modules: vec!["mana.ko".into()],
             ccache: false,
             timings: BuildTimings::default(),
+            target: target::Target::X86_64,
         };
         std::fs::write(b.join("build.json"), serde_json::to_string(&stamp).expect("json")).expect("w");
         let e = load_build("0123", d.path()).expect_err("no bzImage");
-        assert!(matches!(&e, KbuildError::NoBuild(NoBuild::NoImage { dir }) if *dir == b), "{e}");
+        assert!(matches!(&e, KbuildError::NoBuild(NoBuild::NoImage { dir, .. }) if *dir == b), "{e}");
         std::fs::write(b.join("bzImage"), b"x").expect("w");
         let built = load_build("0123", d.path()).expect("by key");
         assert_eq!(built.stamp, stamp);

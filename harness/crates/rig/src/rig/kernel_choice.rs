@@ -3,9 +3,11 @@
 //! debug build (`6.12-debug`: KASAN, kmemleak, lockdep), a kernel build (`build:KEY`, from `cargo xtask kernel build`) or a user's
 //! own image (`image:BZIMAGE:MODULES`), and which reference model judges it.
 
+use crate::kbuild::target::{PageSize, Target};
 use crate::kbuild::{self, KbuildError};
 use crate::model::{KernelGen, ModelBasis};
 use crate::provision::KernelInstall;
+use crate::topology::Arch;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -18,6 +20,9 @@ pub enum KernelChoice {
     /// The minimal kernel of this generation: its pinned Debian source built
     /// with manarig's config fragment (built on first use; [`kbuild::minimal`]).
     Minimal(KernelGen),
+    /// The minimal kernel of this generation with 64 KiB pages (arm64 guests
+    /// only; guest-images/kernel-config/arm64-64k.config).
+    Minimal64k(KernelGen),
     /// The debug kernel of this generation: the minimal kernel plus the debug
     /// fragment (guest-images/kernel-config/debug.config), built on first use.
     Debug(KernelGen),
@@ -34,7 +39,7 @@ pub enum KernelChoice {
 
 /// A kernel choice that does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("kernel {0:?}: use 6.1, 6.12 or 7.x (pinned Debian kernels), 6.1-min, 6.12-min or 7.x-min (their source built with manarig's minimal config), 6.1-debug, 6.12-debug or 7.x-debug (the same with KASAN, kmemleak and lockdep), build:KEY (cargo xtask kernel build) or image:BZIMAGE:MODULES_DIR")]
+#[error("kernel {0:?}: use 6.1, 6.12 or 7.x (pinned Debian kernels), 6.1-min, 6.12-min or 7.x-min (their source built with manarig's minimal config), 6.12-min-64k or 7.x-min-64k (arm64 with 64 KiB pages), 6.1-debug, 6.12-debug or 7.x-debug (the same with KASAN, kmemleak and lockdep), build:KEY (cargo xtask kernel build) or image:BZIMAGE:MODULES_DIR")]
 pub struct BadKernelChoice(pub String);
 
 impl FromStr for KernelChoice {
@@ -61,6 +66,9 @@ impl FromStr for KernelChoice {
             "7.x" | "7.3" => Some(KernelGen::V7),
             _ => None,
         };
+        if let Some(gen) = s.strip_suffix(kbuild::minimal::SUFFIX_64K) {
+            return pinned(gen).map(KernelChoice::Minimal64k).ok_or_else(bad);
+        }
         if let Some(gen) = s.strip_suffix(kbuild::minimal::SUFFIX) {
             return pinned(gen).map(KernelChoice::Minimal).ok_or_else(bad);
         }
@@ -76,6 +84,7 @@ impl fmt::Display for KernelChoice {
         match self {
             KernelChoice::Pinned(g) => f.write_str(g.as_str()),
             KernelChoice::Minimal(g) => write!(f, "{}{}", g.as_str(), kbuild::minimal::SUFFIX),
+            KernelChoice::Minimal64k(g) => write!(f, "{}{}", g.as_str(), kbuild::minimal::SUFFIX_64K),
             KernelChoice::Debug(g) => write!(f, "{}{}", g.as_str(), kbuild::minimal::DEBUG_SUFFIX),
             KernelChoice::Build(b) => write!(f, "build:{b}"),
             KernelChoice::Image { image, .. } => write!(f, "image:{}", image.display()),
@@ -90,7 +99,7 @@ impl fmt::Display for KernelChoice {
 /// created.", seen on 6.12-min). Debian's kernels have them; for a `build:` or
 /// `image:` kernel the guest tells (`crate::rig` turns that exit into a rig error).
 pub fn irqbalance_refusal(choice: &KernelChoice) -> Option<String> {
-    let minimal = matches!(choice, KernelChoice::Minimal(_) | KernelChoice::Debug(_));
+    let minimal = matches!(choice, KernelChoice::Minimal(_) | KernelChoice::Minimal64k(_) | KernelChoice::Debug(_));
     let unix =
         [kbuild::BASE_FRAGMENT, kbuild::DEBUG_FRAGMENT].iter().any(|f| f.lines().any(|l| l.trim() == "CONFIG_UNIX=y"));
     (minimal && !unix).then(|| {
@@ -150,15 +159,52 @@ impl ResolvedKernel {
     }
 }
 
-/// Resolve a choice. `model` (`--model`) overrides the detected generation.
+/// Resolve a choice for x86_64 guests. `model` (`--model`) overrides the detected generation.
 ///
 /// # Errors
-/// [`KbuildError`] for an unknown build, an unusable image, or a user image
-/// whose generation cannot be told from its release without `--model`.
+/// As [`resolve_on`].
 pub fn resolve(
     choice: &KernelChoice,
     model: Option<KernelGen>,
     cache_dir: Option<&Path>,
+) -> Result<ResolvedKernel, KbuildError> {
+    resolve_on(choice, model, cache_dir, Arch::X86_64)
+}
+
+/// The build target of a minimal kernel for `arch`'s guests.
+///
+/// # Errors
+/// [`KbuildError::Target`] for a 64 KiB-page kernel of x86_64.
+fn minimal_target(choice: &KernelChoice, arch: Arch) -> Result<Target, KbuildError> {
+    match (choice, arch) {
+        (KernelChoice::Minimal64k(_), Arch::X86_64) => Err(KbuildError::Target(format!(
+            "kernel {choice}: 64 KiB pages are arm64's (CONFIG_ARM64_64K_PAGES); x86_64 has 4 KiB pages only \
+             (use --arch arm64, or an arm64 topology)"
+        ))),
+        // 6.1's mana Kconfig: `X86_64 || (ARM64 && ... && ARM64_4K_PAGES)` at most;
+        // 64 KiB pages came with 6.10 (MANA_PAGE_SIZE).
+        (KernelChoice::Minimal64k(KernelGen::V6_1), _) => Err(KbuildError::Target(format!(
+            "kernel {choice}: Linux 6.1's mana driver does not build with 64 KiB pages (its Kconfig needs \
+             ARM64_4K_PAGES on arm64; 64 KiB pages are supported from 6.10); use 6.12-min-64k or 7.x-min-64k"
+        ))),
+        (KernelChoice::Minimal64k(_), _) => Ok(Target::new(arch, PageSize::K64)),
+        _ => Ok(Target::new(arch, PageSize::K4)),
+    }
+}
+
+/// Resolve a choice for `arch`'s guests: a minimal kernel is built for
+/// `arch` (arm64: cross-compiled, [`kbuild::target`]), a kernel build must
+/// have been built for it. `model` (`--model`) overrides the detected generation.
+///
+/// # Errors
+/// [`KbuildError`] for an unknown build or one of another architecture, an
+/// unusable image, a user image whose generation cannot be told from its
+/// release without `--model`, a 64 KiB-page kernel of x86_64, a debug kernel of arm64.
+pub fn resolve_on(
+    choice: &KernelChoice,
+    model: Option<KernelGen>,
+    cache_dir: Option<&Path>,
+    arch: Arch,
 ) -> Result<ResolvedKernel, KbuildError> {
     let cache = || crate::provision::cache_dir(cache_dir).map_err(KbuildError::from);
     match choice {
@@ -173,10 +219,12 @@ pub fn resolve(
                 _ => format!("model {g} (Debian {})", g.model_version()),
             },
         }),
-        KernelChoice::Minimal(g) | KernelChoice::Debug(g) => {
+        KernelChoice::Minimal(g) | KernelChoice::Minimal64k(g) | KernelChoice::Debug(g) => {
             let debug = matches!(choice, KernelChoice::Debug(_));
-            let built =
-                kbuild::minimal::ensure(*g, &cache()?, debug, &mut |line| eprintln!("kernel {choice}: {line}"))?;
+            let target = minimal_target(choice, arch)?;
+            let built = kbuild::minimal::ensure_for(*g, &cache()?, debug, target, &mut |line| {
+                eprintln!("kernel {choice}: {line}");
+            })?;
             let detected = built.model()?;
             let short = kbuild::key::short(&built.stamp.key).to_string();
             let gen = model.unwrap_or(detected);
@@ -190,17 +238,24 @@ pub fn resolve(
                 label: choice.to_string(),
                 basis: source_basis(model, detected, &built),
                 model_note: format!(
-                    "{} kernel {} (Debian {} built with manarig's {}config, build {short}): {model_note}",
+                    "{} kernel {} (Debian {} built with manarig's {}config{}, build {short}): {model_note}",
                     if debug { "debug" } else { "minimal" },
                     built.stamp.release,
                     built.stamp.source,
-                    if debug { "debug " } else { "" }
+                    if debug { "debug " } else { "" },
+                    if target == Target::X86_64 { String::new() } else { format!(" for {target}") }
                 ),
                 debug,
             })
         }
         KernelChoice::Build(what) => {
             let built = kbuild::load_build(what, &cache()?)?;
+            if built.stamp.target.arch() != arch {
+                return Err(KbuildError::Target(format!(
+                    "kernel build {what} was built for {}, not for {arch} guests (kernel build --arch {arch})",
+                    built.stamp.target
+                )));
+            }
             if model.is_none() && built.stamp.detected.is_stale() {
                 return Err(kbuild::NoBuild::StaleModel {
                     dir: built.dir.clone(),
@@ -324,6 +379,20 @@ mod tests {
     }
 
     #[test]
+    fn a_64k_minimal_kernel_is_arm64_only() {
+        let k64 = KernelChoice::Minimal64k(KernelGen::V6_12);
+        let e = minimal_target(&k64, Arch::X86_64).expect_err("x86 has 4 KiB pages");
+        assert!(matches!(e, KbuildError::Target(_)) && e.to_string().contains("--arch arm64"), "{e}");
+        assert_eq!(minimal_target(&k64, Arch::Arm64).expect("arm64"), Target::Arm64 { pages: PageSize::K64 });
+        let old = KernelChoice::Minimal64k(KernelGen::V6_1);
+        let e = minimal_target(&old, Arch::Arm64).expect_err("6.1's Kconfig: 4 KiB pages only");
+        assert!(e.to_string().contains("ARM64_4K_PAGES"), "{e}");
+        let min = KernelChoice::Minimal(KernelGen::V6_12);
+        assert_eq!(minimal_target(&min, Arch::Arm64).expect("arm64"), Target::Arm64 { pages: PageSize::K4 });
+        assert_eq!(minimal_target(&min, Arch::X86_64).expect("x86"), Target::X86_64);
+    }
+
+    #[test]
     fn choices_parse() {
         assert_eq!("6.12".parse(), Ok(KernelChoice::Pinned(KernelGen::V6_12)));
         assert_eq!("7.x".parse(), Ok(KernelChoice::Pinned(KernelGen::V7)));
@@ -334,6 +403,9 @@ mod tests {
         );
         assert_eq!("6.12-min".parse(), Ok(KernelChoice::Minimal(KernelGen::V6_12)));
         assert_eq!("7.x-min".parse(), Ok(KernelChoice::Minimal(KernelGen::V7)));
+        assert_eq!("6.12-min-64k".parse(), Ok(KernelChoice::Minimal64k(KernelGen::V6_12)));
+        assert_eq!(KernelChoice::Minimal64k(KernelGen::V7).to_string(), "7.x-min-64k");
+        assert!("6.3-min-64k".parse::<KernelChoice>().is_err());
         assert_eq!("7.3".parse(), Ok(KernelChoice::Pinned(KernelGen::V7)));
         assert_eq!(KernelChoice::Minimal(KernelGen::V6_1).to_string(), "6.1-min");
         assert_eq!("6.12-debug".parse(), Ok(KernelChoice::Debug(KernelGen::V6_12)));

@@ -82,7 +82,9 @@ pub const ARM64_SOAK_MAX_FLOWS: u32 = 4;
 
 /// What an arm64 run cannot do yet, refused before anything starts: a soak
 /// with more than [`ARM64_SOAK_MAX_FLOWS`] flows a round; the selftests'
-/// tools are amd64 packages; the kernels the rig builds are x86's.
+/// tools are amd64 packages; a kernel build must be an arm64 `Image`
+/// (`kernel build --arch arm64`, `--kernel 6.12-min` on an arm64 topology),
+/// not an x86 bzImage.
 ///
 /// # Errors
 /// [`RunError::NotOnArm64`] naming the option.
@@ -98,10 +100,13 @@ fn arm64_supports(req: &RunRequest) -> Result<(), RunError> {
     if req.selftests.is_some() {
         return Err(RunError::NotOnArm64 { what: "the selftests", why: "their guest tools are amd64 packages" });
     }
-    if req.custom_kernel.as_ref().is_some_and(|k| k.id.starts_with("build:")) {
+    let x86_build = |k: &provision::KernelInstall| {
+        k.id.starts_with("build:") && crate::kbuild::image::image_arch(&k.vmlinuz) != Some(Arch::Arm64)
+    };
+    if req.custom_kernel.as_ref().is_some_and(x86_build) {
         return Err(RunError::NotOnArm64 {
-            what: "a kernel built by the rig (-min, build:)",
-            why: "the rig builds x86_64 kernels only; use Debian's arm64 kernels (6.12, 7.x) or image:PATH",
+            what: "a kernel build that is not an arm64 Image",
+            why: "build it for arm64 (`kernel build --arch arm64`, or `--kernel 6.12-min` with --arch arm64)",
         });
     }
     Ok(())
