@@ -228,10 +228,8 @@ fn cell(v: Option<(f64, f64, f64)>, signed: bool) -> String {
 /// run's, the bare boot's and the pair's difference, each as median (range)
 /// over the pairs, seconds; then the first console line's time.
 pub fn table(pairs: &[(Split, Split)]) -> Vec<String> {
-    let mut lines = vec![
-        "| phase | run, s | bare boot, s | run − bare, s |".to_string(),
-        "| --- | --- | --- | --- |".to_string(),
-    ];
+    let mut lines =
+        vec!["| phase | run, s | bare boot, s | run − bare, s |".to_string(), "| --- | --- | --- | --- |".to_string()];
     let row = |name: &str, f: &dyn Fn(&Split) -> f64| {
         let run = spread(pairs.iter().map(|(r, _)| f(r)));
         let bare = spread(pairs.iter().map(|(_, b)| f(b)));
@@ -359,7 +357,10 @@ mod tests {
         assert_eq!(lines.len(), 2 + Phase::ALL.len() + 2);
         let agent = lines.iter().find(|l| l.starts_with("| agent")).expect("agent row");
         // Run agent 0.40 s, bare 1.50 - 0.30 - 1.00 - 0.15 = 0.05 s.
-        assert_eq!(agent, "| agent: /init → report begin | 0.40 (0.40-0.40) | 0.05 (0.05-0.05) | +0.35 (+0.35 to +0.35) |");
+        assert_eq!(
+            agent,
+            "| agent: /init → report begin | 0.40 (0.40-0.40) | 0.05 (0.05-0.05) | +0.35 (+0.35 to +0.35) |"
+        );
         assert!(pair_line(&run, &bare).contains("agent +0.35 | report +0.05"), "{}", pair_line(&run, &bare));
         assert_eq!(largest_added(&pairs, 0.02), "agent +0.35 s, report +0.05 s, devices +0.02 s, verdict +0.02 s");
         assert_eq!(largest_added(&pairs, 1.0), "no phase adds 1.00 s or more");
