@@ -241,14 +241,15 @@ LAST_MOD=
 # Load mana (the last module) in the background and wait for the probe, bring
 # the netdev up, set the channels, wait for every vector to fire.
 probe_and_settle() {
-	rm -f "$R"/tmp/insmod.rc "$R"/tmp/insmod.rc.new "$R"/tmp/seen "$R"/tmp/ethtool.err
+	rm -f "$R"/tmp/insmod.rc "$R"/tmp/seen "$R"/tmp/ethtool.err
 	SETTLE=none INSMOD_RC=- T_PROBE=- T_IFUP=- T_CARRIER=- T_ETHTOOL=- T_SETTLED=-
 	CARRIER=- ETHTOOL_RC=- CHANNELS_NOW=- NETDEV=
 	# The line on fd 3 ends a nap at once: the wait sees the probe's end
-	# without a poll interval's delay. The status is renamed into place, so
-	# that a reader that sees the file also sees its number.
-	( insmod "$R/lib/modules/manarig/$LAST_MOD"; echo $? > "$R"/tmp/insmod.rc.new
-	  mv "$R"/tmp/insmod.rc.new "$R"/tmp/insmod.rc; echo 2>/dev/null >&3 ) &
+	# without a poll interval's delay. The status is one write of a few bytes
+	# to tmpfs, which updates the file's size only after its bytes are in: a
+	# reader that sees a non-empty file (`-s`) sees the whole number (a `mv`
+	# into place would cost a fork and an exec before the wait ends).
+	( insmod "$R/lib/modules/manarig/$LAST_MOD"; echo $? > "$R"/tmp/insmod.rc; echo 2>/dev/null >&3 ) &
 	SETTLE=deadline
 	polls=0
 	while ! past_deadline; do
@@ -256,7 +257,7 @@ probe_and_settle() {
 		# register_netdev(), before the probe is done with it, and an
 		# `ip link set up` or `ethtool -L` then races the probe's end (seen
 		# on 6.1 under load: ethtool returned 0 and 8 channels stayed).
-		if [ -e "$R"/tmp/insmod.rc ]; then SETTLE=probe-returned; break; fi
+		if [ -s "$R"/tmp/insmod.rc ]; then SETTLE=probe-returned; break; fi
 		# Snapshot the vectors every 0.1 s once the probe has taken 0.2 s
 		# (an awk is a fork, and a quick probe needs none): they are what is
 		# left to see when a slow, failing probe frees its IRQs.
@@ -316,13 +317,13 @@ probe_and_settle() {
 			# (mana_gd_test_eq), inside probe, `ip link set up` (7.x) and
 			# `ethtool -L`, all done by now. E.g. 6.12 allocates an IRQ per CPU
 			# but creates only max_queues EQs (topologies/r05-dyn-skip.toml).
-			[ -e "$R"/tmp/insmod.rc ] && break
+			[ -s "$R"/tmp/insmod.rc ] && break
 			nap
 		done
 		SETTLE="$SETTLE fired=$FIRED"
 	fi
 	up; T_SETTLED=$UP
-	[ -e "$R"/tmp/insmod.rc ] && read -r INSMOD_RC < "$R"/tmp/insmod.rc
+	[ -s "$R"/tmp/insmod.rc ] && read -r INSMOD_RC < "$R"/tmp/insmod.rc
 }
 
 # fd 5 while a stage or the report is written: the console, or with
@@ -438,9 +439,15 @@ topology_files() {
 		[ -e "$f" ] && masks="$masks $f"
 	done
 	# arm64: the clusters (QEMU's virt machine has them; the guest-topology
-	# check compares each CPU's cluster group with the declared one).
+	# check compares each CPU's cluster group with the declared one). An
+	# arm64 kernel shows each online CPU's MIDR_EL1 in sysfs
+	# (cpuN/regs/identification/midr_el1), an x86 one has no such file:
+	# a glob tells them apart without the fork and exec of `uname -m`.
 	clusters=
-	[ "$(uname -m)" = aarch64 ] && clusters="$C/cpu[0-9]*/topology/cluster_id"
+	for f in "$C"/cpu[0-9]*/regs/identification/midr_el1; do
+		[ -e "$f" ] && clusters="$C/cpu[0-9]*/topology/cluster_id"
+		break
+	done
 	# die_id is x86's (and s390's): arm64 kernels have none.
 	dies=
 	for f in "$C"/cpu[0-9]*/topology/die_id; do
@@ -474,12 +481,13 @@ load_and_probe() {
 # an awk alternation (`|25|26…`).
 nic_irqs() {
 	F='' PAT=
-	for i in $(for n in $1; do echo "$P/$n"/msi_irqs/*; done); do
+	# Two loops, no `$(…)`: a command substitution is a fork.
+	for n in $1; do for i in "$P/$n"/msi_irqs/*; do
 		[ -e "$i" ] || continue
 		i=${i##*/}
 		F="$F $R/proc/irq/$i/smp_affinity_list $R/proc/irq/$i/affinity_hint $R/proc/irq/$i/effective_affinity_list"
 		PAT="$PAT|$i"
-	done
+	done; done
 }
 
 ADDR_RC=- PING=- TRAFFIC_RC=- T_TRAFFIC=- T_TRAFFIC_END=-

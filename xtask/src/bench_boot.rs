@@ -7,6 +7,7 @@
 //! `benches/baseline.json`. Wall times depend on the host and its load: this
 //! is a benchmark, never a test.
 
+use crate::boot_split::{self, Split, Stamps};
 use anyhow::{Context, Result};
 use harness::qemu::{self, BootRequest, Speedups};
 use harness::rig;
@@ -130,11 +131,14 @@ struct Bare {
     whole: f64,
     /// Seconds before [`qemu::boot`]: the topology, the cache, the kernel.
     before: f64,
+    /// CPU seconds (user + system) of its child process (QEMU).
+    qemu_cpu: f64,
     /// The boot's own phases.
     boot: qemu::BootOutcome,
 }
 
 fn bare_boot(path: &Path, kernel: &str, speedups: Speedups) -> Result<Bare> {
+    let cpu0 = children_cpu_s();
     let start = std::time::Instant::now();
     let topo = Topology::load(path)?;
     let prov = rig::provisioned(None)?;
@@ -146,89 +150,7 @@ fn bare_boot(path: &Path, kernel: &str, speedups: Speedups) -> Result<Bare> {
     req.deadline = Duration::from_secs(3600);
     let before = start.elapsed().as_secs_f64();
     let boot = qemu::boot(&prov.qemu, &req)?;
-    Ok(Bare { whole: start.elapsed().as_secs_f64(), before, boot })
-}
-
-/// A run's or a bare boot's seconds in the phases both have, in run order.
-/// The guest's two phases are cut at the agent's start (`time init`, guest
-/// uptime): QEMU start → `/init` is the host's seconds to the report minus the
-/// agent's guest seconds.
-#[derive(Clone, Copy)]
-struct Split {
-    /// Host work before QEMU starts, without the next two.
-    host_before: f64,
-    /// The device processes and the traffic peer starting (none in a bare boot).
-    devices: f64,
-    /// The initramfs, QEMU's arguments and the guest's options.
-    prepare: f64,
-    /// QEMU start → the agent's first line: firmware, kernel, initcalls.
-    to_init: f64,
-    /// The agent until its report ends (modules, probe, vectors, report).
-    agent: f64,
-    /// QEMU stopped, devices stopped, the peer's results read.
-    stop: f64,
-    /// The verdict (none in a bare boot).
-    judging: f64,
-}
-
-/// The phases' names, in [`Split::values`]' order.
-const SPLIT_NAMES: [&str; 7] =
-    ["host before QEMU", "device processes", "initramfs+args", "QEMU to /init", "agent", "QEMU stop", "judging"];
-
-impl Split {
-    fn values(&self) -> [f64; 7] {
-        [self.host_before, self.devices, self.prepare, self.to_init, self.agent, self.stop, self.judging]
-    }
-
-    fn of_run(m: &Measured) -> Split {
-        let t = &m.timings;
-        let agent = agent_seconds(&m.guest);
-        Split {
-            host_before: t.before_boot.as_secs_f64(),
-            devices: t.devices_start.as_secs_f64(),
-            prepare: t.boot_prepare.as_secs_f64(),
-            to_init: t.boot_to_report.as_secs_f64() - agent,
-            agent,
-            stop: t.teardown.as_secs_f64(),
-            judging: t.judging.as_secs_f64(),
-        }
-    }
-
-    fn of_bare(b: &Bare) -> Split {
-        let agent = agent_seconds(&b.boot.report.times);
-        Split {
-            host_before: b.before,
-            devices: 0.0,
-            prepare: b.boot.prepare.as_secs_f64(),
-            to_init: b.boot.to_report.as_secs_f64() - agent,
-            agent,
-            stop: b.boot.stop.as_secs_f64(),
-            judging: 0.0,
-        }
-    }
-}
-
-/// Guest seconds from the agent's start to its report's end (0 when the
-/// report lacks either time).
-fn agent_seconds(times: &BTreeMap<String, f64>) -> f64 {
-    match (times.get("init"), times.get("report")) {
-        (Some(i), Some(r)) if r >= i => r - i,
-        _ => 0.0,
-    }
-}
-
-/// Where the run's added time goes: per phase, the median over the pairs of
-/// (run − bare boot) seconds.
-fn added_time(pairs: &[(Split, Split)]) -> String {
-    let parts: Vec<String> = SPLIT_NAMES
-        .iter()
-        .enumerate()
-        .map(|(i, name)| {
-            let delta = median(pairs.iter().map(|(r, b)| r.values()[i] - b.values()[i]).collect());
-            format!("{name} {delta:+.2} s")
-        })
-        .collect();
-    parts.join(" | ")
+    Ok(Bare { whole: start.elapsed().as_secs_f64(), before, qemu_cpu: children_cpu_s() - cpu0, boot })
 }
 
 fn breakdown(m: &Measured) -> String {
@@ -278,6 +200,8 @@ pub fn run(opts: &Options) -> Result<bool> {
         // (whole run, bare boot) seconds.
         let mut pairs: Vec<(f64, f64)> = Vec::new();
         let mut splits: Vec<(Split, Split)> = Vec::new();
+        // (run, bare boot) CPU seconds of the children: QEMU and the device processes.
+        let mut cpu_pairs: Vec<(f64, f64)> = Vec::new();
         let mut bare_error = None;
         let runs = opts.runs.max(row.min_runs).max(1);
         for _ in 0..runs {
@@ -288,14 +212,23 @@ pub fn run(opts: &Options) -> Result<bool> {
                     match bare_boot(&path, FAST_KERNEL, Speedups::ALL) {
                         Ok(bare) => {
                             let b = bare.whole;
+                            let split = (
+                                Split::of(&Stamps::of_run(&m.timings, &m.guest)),
+                                Split::of(&Stamps::of_bare(bare.before, &bare.boot)),
+                            );
                             println!(
-                                "  {name} run {}: whole {:.2} s, bare boot {b:.2} s, {:.2}×",
+                                "  {name} run {}: whole {:.2} s, bare boot {b:.2} s, {:.2}×; CPU {:.2} vs {:.2} s; \
+                                 run − bare: {}",
                                 fast.len(),
                                 m.whole,
-                                m.whole / b
+                                m.whole / b,
+                                m.qemu_cpu,
+                                bare.qemu_cpu,
+                                boot_split::pair_line(&split.0, &split.1)
                             );
                             pairs.push((m.whole, b));
-                            splits.push((Split::of_run(&m), Split::of_bare(&bare)));
+                            cpu_pairs.push((m.qemu_cpu, bare.qemu_cpu));
+                            splits.push(split);
                         }
                         Err(e) => bare_error = Some(e),
                     }
@@ -323,9 +256,25 @@ pub fn run(opts: &Options) -> Result<bool> {
         println!("  {}", breakdown(&m));
         if !splits.is_empty() {
             println!(
-                "  the run adds (median of {}, run − bare): {}",
+                "  where the time goes, median (range) of {}, host seconds (load average {}):",
                 plural(splits.len(), "pair"),
-                added_time(&splits)
+                load_average()
+            );
+            for line in boot_split::table(&splits) {
+                println!("  {line}");
+            }
+            let cpu = |f: &dyn Fn(&(f64, f64)) -> f64| boot_split::spread(cpu_pairs.iter().map(f));
+            if let (Some(r), Some(b), Some(d)) = (cpu(&|p| p.0), cpu(&|p| p.1), cpu(&|p| p.0 - p.1)) {
+                println!(
+                    "  CPU of QEMU and the device processes (user + system): run {:.2} s, bare boot {:.2} s, \
+                     run − bare {:+.2} s ({:+.2} to {:+.2})",
+                    r.0, b.0, d.0, d.1, d.2
+                );
+            }
+            println!(
+                "  the run adds (median of {}, run − bare, largest first): {}",
+                plural(splits.len(), "pair"),
+                boot_split::largest_added(&splits, 0.02)
             );
         }
         let plain = run_once(&path, FAST_KERNEL, Speedups::NONE, comparison_deadline(row));

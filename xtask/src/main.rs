@@ -32,6 +32,7 @@ mod bench_kernel;
 mod bench_matrix;
 mod bench_selftests;
 mod bench_traffic;
+mod boot_split;
 mod fuzz;
 mod lint;
 mod test_kernels;

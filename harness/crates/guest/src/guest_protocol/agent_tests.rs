@@ -231,6 +231,28 @@ fn the_agents_report_on_a_fake_guest_parses_into_that_guest() {
     assert_eq!(r.warnings.len(), 1);
 }
 
+/// The clusters are read on an arm64 guest only, which the agent tells by the
+/// CPUs' `regs/identification/midr_el1` (no `uname -m`: a fork and an exec).
+#[test]
+fn the_clusters_are_reported_only_where_the_cpus_show_an_arm64_midr() {
+    let Some(bb) = busybox("the_clusters_are_reported_only_where_the_cpus_show_an_arm64_midr") else { return };
+    let g = FakeGuest::new();
+    let cpu = "sys/devices/system/cpu";
+    for c in 0..4 {
+        g.file(&format!("{cpu}/cpu{c}/topology/cluster_id"), &format!("{}\n", c / 2));
+    }
+    let clusters = |g: &FakeGuest| {
+        let out = g.run(&bb, "parse_cmdline\nprint_report\n");
+        let r = parse(&out).unwrap_or_else(|e| panic!("{e}\n{out}")).report;
+        r.cpus.values().map(|c| c.cluster).collect::<Vec<_>>()
+    };
+    assert_eq!(clusters(&g), [None; 4], "x86: no cluster_id read");
+    for c in 0..4 {
+        g.file(&format!("{cpu}/cpu{c}/regs/identification/midr_el1"), "0x00000000410fd4f1\n");
+    }
+    assert_eq!(clusters(&g), [Some(0), Some(0), Some(1), Some(1)]);
+}
+
 #[test]
 fn a_stage_carries_the_items_of_the_report_under_its_name() {
     let Some(bb) = busybox("a_stage_carries_the_items_of_the_report_under_its_name") else { return };

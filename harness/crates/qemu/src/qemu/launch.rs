@@ -132,8 +132,13 @@ pub struct BootOutcome {
     /// Host wall time of the preparation before QEMU starts: the machine and
     /// accelerator checks, the initramfs written, QEMU's arguments.
     pub prepare: Duration,
+    /// Host wall time of writing the initramfs (part of `prepare`).
+    pub initramfs: Duration,
     /// Host wall time from QEMU start to the report's end marker.
     pub to_report: Duration,
+    /// Host wall time from QEMU start to the first console line and to the
+    /// report's begin marker, as the launcher read them (parts of `to_report`).
+    pub moments: BootMoments,
     /// Host wall time from the report's end marker until QEMU is reaped and
     /// its console and report channel are read to their end.
     pub stop: Duration,
@@ -142,6 +147,27 @@ pub struct BootOutcome {
     /// The speed-ups this boot really used (PVH falls back to the bzImage
     /// when the kernel has no PVH entry).
     pub speedups: Speedups,
+}
+
+/// When a boot's marking lines arrived, host wall time from QEMU's start
+/// ([`watch::Moments`]); `None` when the line never came.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BootMoments {
+    /// The first console line: the guest kernel's first message through
+    /// `quiet` (on the minimal kernels with the speed-ups, its early notice
+    /// that `mitigations=` is ignored; else whatever warning comes first).
+    pub first_output: Option<Duration>,
+    /// The report's begin marker: the agent's work before it is done, its
+    /// report (gathered and written while it crosses the UART) follows.
+    pub report_begin: Option<Duration>,
+}
+
+impl BootMoments {
+    /// The moments of `seen` counted from `start` (QEMU's spawn).
+    fn since(start: Instant, seen: watch::Moments) -> BootMoments {
+        let since = |t: Option<Instant>| t.map(|t| t.saturating_duration_since(start));
+        BootMoments { first_output: since(seen.first_output), report_begin: since(seen.report_begin) }
+    }
 }
 
 /// Errors of a boot.
@@ -307,6 +333,8 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
 /// channel's FIFOs), the accelerator and speed-ups it uses, QEMU's arguments.
 struct Prepared {
     _tmp: crate::scratch::ScratchDir,
+    /// Writing the initramfs took this long.
+    initramfs: Duration,
     accel: Accel,
     used: Speedups,
     port: Option<ReportPort>,
@@ -339,6 +367,7 @@ fn prepare(req: &BootRequest<'_>) -> Result<Prepared, LaunchError> {
 
     let tmp = crate::scratch::ScratchDir::new("manarig-boot-").map_err(io("temp dir"))?;
     let initrd = tmp.path().join("initramfs.cpio");
+    let writing = Instant::now();
     initramfs::write(
         &InitramfsSpec {
             busybox: req.busybox,
@@ -349,6 +378,7 @@ fn prepare(req: &BootRequest<'_>) -> Result<Prepared, LaunchError> {
         },
         &initrd,
     )?;
+    let initramfs = writing.elapsed();
 
     let mut used = req.speedups;
     if accel == Accel::Kvm {
@@ -367,7 +397,7 @@ fn prepare(req: &BootRequest<'_>) -> Result<Prepared, LaunchError> {
         ReportChannel::Ttys1 => Some(ReportPort::create(tmp.path()).map_err(io("report channel FIFOs"))?),
     };
     let args = qemu_args(req, accel, used, &kernel_image, &initrd, port.as_ref())?;
-    Ok(Prepared { _tmp: tmp, accel, used, port, args })
+    Ok(Prepared { _tmp: tmp, initramfs, accel, used, port, args })
 }
 
 /// How QEMU's run ended, before it is read as an outcome.
@@ -383,6 +413,8 @@ struct Ran {
     to_report: Duration,
     /// From then until QEMU is reaped and its output read to the end.
     stop: Duration,
+    /// The first console line and the report's begin, from QEMU's start.
+    moments: BootMoments,
     /// Why the caller aborted the boot, when it did while the boot counted.
     abort_reason: Option<String>,
 }
@@ -466,7 +498,8 @@ fn run(qemu: &QemuInstall, req: &BootRequest<'_>, mut prepared: Prepared) -> Res
         stderr = "(empty)".to_string();
     }
     let stop = start.elapsed().saturating_sub(to_report);
-    Ok(Ran { prepared, waited, status, stderr, watch, to_report, stop, abort_reason })
+    let moments = BootMoments::since(start, watch.moments());
+    Ok(Ran { prepared, waited, status, stderr, watch, to_report, stop, moments, abort_reason })
 }
 
 /// The boot's outcome from how QEMU's run ended: a signal, an abort, a
@@ -476,7 +509,7 @@ fn run(qemu: &QemuInstall, req: &BootRequest<'_>, mut prepared: Prepared) -> Res
 /// # Errors
 /// Each of those, with the last console lines; a report that does not parse.
 fn outcome(req: &BootRequest<'_>, ran: Ran) -> Result<BootOutcome, LaunchError> {
-    let Ran { prepared, waited, status, stderr, watch, to_report, stop, abort_reason } = ran;
+    let Ran { prepared, waited, status, stderr, watch, to_report, stop, moments, abort_reason } = ran;
     if crate::children::interrupted() {
         return Err(LaunchError::Interrupted);
     }
@@ -511,7 +544,9 @@ fn outcome(req: &BootRequest<'_>, ran: Ran) -> Result<BootOutcome, LaunchError> 
         console: watch.into_console(),
         accel: prepared.accel,
         prepare: Duration::ZERO,
+        initramfs: prepared.initramfs,
         to_report,
+        moments,
         stop,
         qemu_args: prepared.args,
         speedups: prepared.used,
@@ -776,6 +811,10 @@ mod tests {
         );
         let out = run_fake_with(&body, Duration::from_secs(60), Some(hook)).expect("report");
         assert_eq!((out.report.rmmod_status, out.stages.len()), (Some(0), 1));
+        // The boot's moments: the console's first line, then the report's begin, before its end.
+        let (first, begin) = (out.moments.first_output.expect("first"), out.moments.report_begin.expect("begin"));
+        assert!(begin <= out.to_report && out.initramfs <= out.prepare, "{:?} {out:?}", out.moments);
+        assert!(first <= out.to_report);
         // (The console's reader need not have passed its lines on before the end marker.)
         assert!(!out.console.contains("MANARIG"), "{}", out.console);
         assert_eq!(*seen.lock().expect("lock"), ["MANARIG-STAGE-BEGIN first-probe", "MANARIG-REPORT-BEGIN 1"]);

@@ -10,7 +10,7 @@ pub mod tap_nic;
 pub mod watch;
 
 pub use abort::BootAbort;
-pub use launch::{boot, BootOutcome, BootRequest, LaunchError};
+pub use launch::{boot, BootMoments, BootOutcome, BootRequest, LaunchError};
 pub use spec::{machines, vfio_user_nic, MachineSpec, NicPlacement, NodeSpec, SpecError};
 pub use speed::{Speedups, SPEED_CMDLINE};
 pub use watch::MarkerHook;

@@ -10,6 +10,7 @@ use crate::guest_protocol::Marker;
 use std::collections::VecDeque;
 use std::io::{BufRead, Write};
 use std::sync::mpsc::Sender;
+use std::time::Instant;
 
 /// Console lines kept for error messages.
 const TAIL_LINES: usize = 40;
@@ -55,12 +56,31 @@ pub struct Watch {
     last: VecDeque<String>,
     log: Option<std::fs::File>,
     panicked: bool,
+    moments: Moments,
+}
+
+/// When the watch took the lines that mark a boot's phases (host clock, the
+/// moment [`Watch::line`] got them): the boot's split in `cargo xtask bench boot`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Moments {
+    /// The first console line: the kernel's first message that passes `quiet`
+    /// (with the speed-ups' command line, 6.12-min's early `mitigations` notice).
+    pub first_output: Option<Instant>,
+    /// The report's begin marker (the agent starts its report).
+    pub report_begin: Option<Instant>,
 }
 
 impl Watch {
     /// A watch that also writes every line to `log` as it arrives (`--console`).
     pub fn new(log: Option<std::fs::File>) -> Watch {
-        Watch { console: String::new(), report: String::new(), last: VecDeque::new(), log, panicked: false }
+        Watch {
+            console: String::new(),
+            report: String::new(),
+            last: VecDeque::new(),
+            log,
+            panicked: false,
+            moments: Moments::default(),
+        }
     }
 
     /// Take one line from `source`.
@@ -75,8 +95,15 @@ impl Watch {
         };
         text.push_str(line);
         text.push('\n');
-        if Marker::parse(line) == Some(Marker::ReportEnd) {
-            return Step::ReportEnded;
+        if source == Source::Console && self.moments.first_output.is_none() {
+            self.moments.first_output = Some(Instant::now());
+        }
+        match Marker::parse(line) {
+            Some(Marker::ReportEnd) => return Step::ReportEnded,
+            Some(Marker::ReportBegin(_)) if self.moments.report_begin.is_none() => {
+                self.moments.report_begin = Some(Instant::now());
+            }
+            _ => {}
         }
         if source == Source::Console {
             if self.last.len() == TAIL_LINES {
@@ -94,6 +121,11 @@ impl Watch {
     /// Nothing has arrived on the console yet.
     pub fn silent(&self) -> bool {
         self.console.is_empty()
+    }
+
+    /// When the first console line and the report's begin marker were taken.
+    pub fn moments(&self) -> Moments {
+        self.moments
     }
 
     /// The kernel printed its panic line.
@@ -154,12 +186,14 @@ pub fn forward_lines(
                 break;
             }
         }
-        if let Some(hook) = hook {
-            if Marker::parse(&line).is_some_and(|m| m.is_live()) {
-                (hook.0)(line.trim_end());
-            }
-        }
+        // The line goes to the watch first (it notes when the report began),
+        // then to the hook, whose snapshot holds this reader up.
+        let live = hook.is_some() && Marker::parse(&line).is_some_and(|m| m.is_live());
+        let hooked = live.then(|| line.trim_end().to_owned());
         receiving = receiving && tx.send(Msg::Line(source, line)).is_ok();
+        if let (Some(hook), Some(line)) = (hook, hooked) {
+            (hook.0)(&line);
+        }
         if last.is_some() {
             break;
         }
@@ -215,6 +249,21 @@ mod tests {
         fallback.line(Source::Console, "MANARIG-REPORT-BEGIN 2");
         assert_eq!(fallback.line(Source::Console, "MANARIG-REPORT-END"), Step::ReportEnded);
         assert_eq!(fallback.agent_output(), (Source::Console, "MANARIG-REPORT-BEGIN 2\nMANARIG-REPORT-END\n"));
+    }
+
+    #[test]
+    fn the_first_console_line_and_the_report_begin_are_stamped_once_in_order() {
+        let mut w = Watch::new(None);
+        w.line(Source::Report, "MANARIG-STAGE-BEGIN first-probe");
+        assert_eq!(w.moments(), Moments::default(), "a stage and the report channel stamp nothing");
+        w.line(Source::Console, "Kernel compiled without mitigations, ignoring 'mitigations'");
+        let first = w.moments().first_output.expect("first console line");
+        w.line(Source::Console, "second line");
+        w.line(Source::Report, "MANARIG-REPORT-BEGIN 3");
+        let begin = w.moments().report_begin.expect("report begin");
+        w.line(Source::Report, "MANARIG-REPORT-BEGIN 3");
+        assert_eq!(w.moments(), Moments { first_output: Some(first), report_begin: Some(begin) });
+        assert!(first <= begin);
     }
 
     #[test]

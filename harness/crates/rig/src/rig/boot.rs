@@ -227,15 +227,17 @@ impl NicBoot<'_> {
             TrafficBoot { peer: peer.finish(PEER_RESULTS_WAIT), planned, plan_error }
         });
         let soak = soak.map(SoakWatch::finish);
-        let (prepare, to_report, stop) = match &result {
-            Ok(o) => (o.prepare, o.to_report, o.stop),
-            Err(_) => (Duration::ZERO, booted - booting, Duration::ZERO),
+        let (prepare, initramfs, to_report, moments, stop) = match &result {
+            Ok(o) => (o.prepare, o.initramfs, o.to_report, o.moments, o.stop),
+            Err(_) => (Duration::ZERO, Duration::ZERO, booted - booting, qemu::BootMoments::default(), Duration::ZERO),
         };
         let phases = BootPhases {
             before_boot: entered.saturating_duration_since(self.run_start),
             devices_start,
             boot_prepare: before_qemu + prepare,
+            initramfs,
             boot_to_report: to_report,
+            moments,
             teardown: stop + booted.elapsed(),
         };
         Ok((spec, NicBootOutcome { result, marks, traffic, soak, phases }))

@@ -12,7 +12,9 @@ use std::time::Duration;
 /// Where a run's time went, host wall clock, phase by phase in run order:
 /// `before_boot`, `devices_start`, `boot_prepare`, `boot_to_report`,
 /// `teardown`, `judging` add up to `total` (`provision` is part of
-/// `before_boot`). `cargo xtask bench boot` sets them beside a bare boot's.
+/// `before_boot`, `initramfs` of `boot_prepare`; `first_output` and
+/// `report_begin` are moments inside `boot_to_report`). `cargo xtask bench
+/// boot` sets them beside a bare boot's.
 #[derive(Debug, Clone, Copy, Default, serde::Serialize)]
 pub struct RunTimings {
     /// Loading the cache manifest (or provisioning on first use).
@@ -27,8 +29,14 @@ pub struct RunTimings {
     /// The guest's options and files, the initramfs and QEMU's arguments,
     /// until QEMU starts.
     pub boot_prepare: Duration,
+    /// Writing the initramfs (part of `boot_prepare`).
+    pub initramfs: Duration,
     /// QEMU start to the report's end marker.
     pub boot_to_report: Duration,
+    /// QEMU start to the guest's first console line (None: none came).
+    pub first_output: Option<Duration>,
+    /// QEMU start to the report's begin marker (None: none came).
+    pub report_begin: Option<Duration>,
     /// The report's end until QEMU is reaped, the devices stopped and the
     /// peer's results read.
     pub teardown: Duration,
@@ -47,8 +55,12 @@ pub(super) struct BootPhases {
     pub(super) devices_start: Duration,
     /// Guest set-up, initramfs and QEMU's arguments.
     pub(super) boot_prepare: Duration,
+    /// The initramfs alone (part of `boot_prepare`).
+    pub(super) initramfs: Duration,
     /// QEMU start to the report's end.
     pub(super) boot_to_report: Duration,
+    /// QEMU start to the first console line and to the report's begin.
+    pub(super) moments: crate::qemu::BootMoments,
     /// QEMU stopped, devices stopped, peer finished.
     pub(super) teardown: Duration,
 }
@@ -59,14 +71,18 @@ impl RunTimings {
     /// time until now.
     pub(super) fn finish(start: std::time::Instant, provision: Duration, phases: BootPhases) -> Self {
         let total = start.elapsed();
-        let BootPhases { before_boot, devices_start, boot_prepare, boot_to_report, teardown } = phases;
+        let BootPhases { before_boot, devices_start, boot_prepare, initramfs, boot_to_report, moments, teardown } =
+            phases;
         let booted = before_boot + devices_start + boot_prepare + boot_to_report + teardown;
         RunTimings {
             provision,
             before_boot,
             devices_start,
             boot_prepare,
+            initramfs,
             boot_to_report,
+            first_output: moments.first_output,
+            report_begin: moments.report_begin,
             teardown,
             judging: total.saturating_sub(booted),
             total,
@@ -138,7 +154,9 @@ mod tests {
             before_boot: ms(30),
             devices_start: ms(20),
             boot_prepare: ms(10),
+            initramfs: ms(4),
             boot_to_report: ms(50),
+            moments: crate::qemu::BootMoments { first_output: Some(ms(8)), report_begin: Some(ms(40)) },
             teardown: ms(5),
         };
         let start = Instant::now() - ms(200);
@@ -148,6 +166,7 @@ mod tests {
         let parts = t.before_boot + t.devices_start + t.boot_prepare + t.boot_to_report + t.teardown + t.judging;
         assert_eq!(parts, t.total);
         assert!(t.judging >= ms(85), "judging is the rest: {:?}", t.judging);
+        assert_eq!((t.initramfs, t.first_output, t.report_begin), (ms(4), Some(ms(8)), Some(ms(40))));
     }
 
     #[test]
