@@ -353,7 +353,9 @@ fn run_benches(args: &[std::ffi::OsString]) -> ExitCode {
             }
         } else {
             if opts.arch == harness::topology::Arch::Arm64 {
-                println!("== boot: boot-to-verdict wall time of arm64 guests, Debian's arm64 kernels (README, arm64 guests)");
+                println!(
+                    "== boot: boot-to-verdict wall time of arm64 guests, Debian's arm64 kernels (README, arm64 guests)"
+                );
             } else {
                 println!("== boot: boot-to-verdict wall time, minimal 6.12 kernel (fast path) and Debian 6.12 (docs/boot-speed.md)");
             }

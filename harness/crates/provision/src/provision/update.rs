@@ -181,11 +181,15 @@ impl Sections<'_, '_> {
         let (label, origin) = (self.label, self.origin);
         let mut moved = Vec::new();
         for pin in pins {
-            let (image, carriers, release) = fallback::newest_kernel(a, &pin.track)?.ok_or_else(|| {
-                bad(origin, &format!("{label}kernel {}: no package matches {:?}", pin.id, pin.track))
-            })?;
+            let (image, carriers, release) = fallback::newest_kernel(a, &pin.track)?
+                .ok_or_else(|| bad(origin, &format!("{label}kernel {}: no package matches {:?}", pin.id, pin.track)))?;
             if carriers != pin.packages {
-                self.changes.push(format!("{label}kernel {}: {} -> {release} ({})", pin.name(), pin.release, image.version));
+                self.changes.push(format!(
+                    "{label}kernel {}: {} -> {release} ({})",
+                    pin.name(),
+                    pin.release,
+                    image.version
+                ));
             }
             moved.push((release, carriers));
         }
