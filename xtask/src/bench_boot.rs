@@ -49,7 +49,7 @@ pub struct Options {
     pub runs: usize,
     /// Write the medians measured into the baseline file.
     pub update_baseline: bool,
-    /// The guests' architecture: arm64 runs [`crate::bench_boot_arm64`]'s rows instead.
+    /// The guests' architecture (main.rs runs `bench_boot_arm64`'s rows for arm64).
     pub arch: harness::topology::Arch,
 }
 
@@ -286,9 +286,6 @@ pub fn run(opts: &Options) -> Result<bool> {
     let prov = rig::provisioned(None)?;
     println!("QEMU: {}", prov.qemu.version_line);
     println!("host cores: {}; load average: {}", harness::accel::host_cores(), load_average());
-    if opts.arch == harness::topology::Arch::Arm64 {
-        return crate::bench_boot_arm64::run(opts);
-    }
     let baseline = BaselineFile::read()?;
     let mut measured: BTreeMap<String, f64> = BTreeMap::new();
     let mut table = Vec::new();

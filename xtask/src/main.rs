@@ -359,7 +359,8 @@ fn run_benches(args: &[std::ffi::OsString]) -> ExitCode {
             } else {
                 println!("== boot: boot-to-verdict wall time, minimal 6.12 kernel (fast path) and Debian 6.12 (docs/boot-speed.md)");
             }
-            match bench_boot::run(&opts) {
+            let run = if opts.arch == harness::topology::Arch::Arm64 { bench_boot_arm64::run } else { bench_boot::run };
+            match run(&opts) {
                 Ok(ok) => ok,
                 Err(e) => {
                     eprintln!("cargo xtask bench boot: {e:#}");
