@@ -56,6 +56,16 @@ fn qemu(version: &str) -> DebSpec {
     )
 }
 
+/// qemu-system-arm (amd64): `qemu-system-aarch64`, run through the host's loader.
+fn qemu_arm(version: &str) -> DebSpec {
+    let mut d = qemu(version);
+    d.name = "qemu-system-arm".into();
+    let upstream = version.split(['+', '-']).next().unwrap_or(version).trim_start_matches("1:");
+    d.files[0].path = "usr/bin/qemu-system-aarch64".into();
+    d.files[0].contents = fake_qemu(&format!("QEMU emulator version {upstream} (Debian {version})"));
+    d
+}
+
 fn kernel(release: &str, version: &str) -> DebSpec {
     let mut ko =
         FileSpec::text(&format!("lib/modules/{release}/kernel/drivers/net/ethernet/microsoft/mana/mana.ko"), "");
@@ -122,10 +132,93 @@ fn publish() -> Published {
     let mut testing_ethtool = deb("ethtool", "1:2.0-2", tool_files(harness::provision::tools::ETHTOOL));
     testing_ethtool.depends = "libc6 (>= 2.41), libmnl0 (>= 1.0.3-4~)".into();
     add(FORKY, testing_ethtool);
+    // The arm64 guests' parts ([arm64]): every pin below has a newer version here.
+    let mut add_for = |suite: &str, d: DebSpec, arch: &str| {
+        let s = archive.add_for(suite, &d, arch);
+        sums.push(((d.name, d.version), s));
+    };
+    add_for(BACKPORTS, qemu_arm("1:11.1.3+ds-2~bpo13+1"), "amd64");
+    add_for(STABLE, deb("qemu-efi-aarch64", "2025.02-9", tool_files(harness::provision::tools::AAVMF)), "all");
+    add_for(STABLE, deb("busybox-static", "1:1.1-2", vec![FileSpec::text("usr/bin/busybox", "#!/bin/sh\n")]), "arm64");
+    add_for(STABLE, deb("ethtool", "1:1.0-1", tool_files(harness::provision::tools::ETHTOOL_ARM64)), "arm64");
+    let aarch64_libc = ["libc.so.6", "libm.so.6", "ld-linux-aarch64.so.1"]
+        .map(|f| FileSpec::text(&format!("usr/lib/aarch64-linux-gnu/{f}"), "an arm64 library"));
+    add_for(STABLE, deb("libc6", "2.41-2", aarch64_libc.into()), "arm64");
+    add_for(
+        BACKPORTS,
+        deb("qemu-user", "1:11.1.3+ds-2~bpo13+1", tool_files(harness::provision::tools::X86_USER)),
+        "arm64",
+    );
+    add_for(STABLE, kernel("6.12.2+deb13-cloud-arm64", "6.12.2-1"), "arm64");
     archive.publish(STABLE);
     archive.publish(BACKPORTS);
     archive.publish(FORKY);
     Published { archive, sums }
+}
+
+/// Appends an `[arm64]` section to `files`' kernels lock, pinning gone
+/// versions of every arm64 part but ethtool itself (its pin stays, its libc
+/// moves), and of the x86_64 libc the flows tool loads.
+fn add_arm64_pins(files: &LockFiles, p: &Published) {
+    let zero = "0".repeat(64);
+    let section = format!(
+        r#"
+# the arm64 guests
+[arm64.qemu]
+package = "qemu-system-arm"
+version = "1:11.1.3+ds-1~bpo13+1"
+suite = "backports"
+
+[arm64.firmware]
+suite = "stable"
+packages = [
+  {{ name = "qemu-efi-aarch64", version = "2025.02-8", sha256 = "{zero}" }},
+]
+
+[arm64.busybox]
+track = "busybox-static"
+suite = "stable"
+package = {{ name = "busybox-static", version = "1:1.1-1", sha256 = "{zero}" }}
+
+[arm64.ethtool]
+suite = "stable"
+packages = [
+  {{ name = "ethtool", version = "1:1.0-1", sha256 = "{ethtool}" }},
+  {{ name = "libc6", version = "2.41-1", sha256 = "{zero}" }},
+]
+
+[arm64.x86_user]
+suite = "backports"
+packages = [
+  {{ name = "qemu-user", version = "1:11.1.3+ds-1~bpo13+1", sha256 = "{zero}" }},
+]
+
+[arm64.x86_libc]
+suite = "stable"
+packages = [
+  {{ name = "libc6", version = "2.41-1", sha256 = "{zero}" }},
+]
+
+[[arm64.kernel]]
+id = "6.12"
+release = "6.12.1+deb13-cloud-arm64"
+track = "linux-image-6.12.*+deb13-cloud-arm64"
+packages = [
+  {{ name = "linux-image-6.12.1+deb13-cloud-arm64", version = "6.12.1-1", sha256 = "{zero}" }},
+]
+"#,
+        // The arm64 ethtool's checksum (the amd64 one of the same version comes first in `sums`).
+        ethtool = p
+            .sums
+            .iter()
+            .rev()
+            .find(|((n, v), _)| n == "ethtool" && v == "1:1.0-1")
+            .map(|(_, s)| s.as_str())
+            .unwrap_or(&zero),
+    );
+    let mut text = std::fs::read_to_string(&files.kernels).expect("read lock");
+    text.push_str(&section);
+    std::fs::write(&files.kernels, text).expect("write lock");
 }
 
 /// kernels.lock and kernel-sources.lock pinning gone versions of QEMU,
@@ -327,6 +420,53 @@ fn update_lock_moves_every_section_of_both_lock_files() {
     // A second update finds nothing to move and says so, never "already the newest" of a gone pin.
     let (r, lines) = provision(cache.path(), &opts);
     assert!(r.is_ok());
+    assert!(lines.iter().any(|l| l == "lock: every pin is the newest of its track and in the archive"), "{lines:?}");
+}
+
+#[test]
+fn update_lock_moves_the_arm64_pins_and_setup_arch_arm64_provisions_from_them() {
+    if !archive_support::tools_present("update_lock_moves_the_arm64_pins") {
+        return;
+    }
+    let p = publish();
+    let locks = tempfile::tempdir().expect("tempdir");
+    let files = write_locks(locks.path(), &p);
+    add_arm64_pins(&files, &p);
+    let cache = tempfile::tempdir().expect("cache");
+    let opts = SetupOptions { update_lock: true, ..options(&p, &[STABLE, BACKPORTS], &files) };
+    let mut lines = Vec::new();
+    let r = harness::provision::arm64::setup(cache.path(), &opts, &mut |l| lines.push(l.to_owned()));
+    r.unwrap_or_else(|e| panic!("update-lock --arch arm64: {e}\n{}", lines.join("\n")));
+    for change in [
+        // Both lock files move whatever the architecture provisioned: the x86 pins too.
+        "lock: kernel 6.12: 6.12.1+deb13-cloud-amd64 -> 6.12.2+deb13-cloud-amd64 (6.12.2-1)",
+        "lock: qemu-system-arm: 1:11.1.3+ds-1~bpo13+1 -> 1:11.1.3+ds-2~bpo13+1 (backports)",
+        "lock: arm64.firmware: qemu-efi-aarch64: 2025.02-8 -> 2025.02-9",
+        "lock: arm64.x86_libc: libc6: 2.41-1 -> 2.41-2",
+        "lock: arm64.busybox: busybox-static: 1:1.1-1 -> 1:1.1-2",
+        "lock: arm64.ethtool: libc6: 2.41-1 -> 2.41-2",
+        "lock: arm64.x86_user: qemu-user: 1:11.1.3+ds-1~bpo13+1 -> 1:11.1.3+ds-2~bpo13+1",
+        "lock: arm64.kernel 6.12: 6.12.1+deb13-cloud-arm64 -> 6.12.2+deb13-cloud-arm64 (6.12.2-1)",
+    ] {
+        assert!(lines.iter().any(|l| l == change), "no {change:?} in:\n{}", lines.join("\n"));
+    }
+    // The rewritten [arm64] pins what the archive has, with its checksums; comments stay.
+    let lock = files.read_kernels().expect("rewritten lock parses");
+    let arm = lock.arm64.as_ref().expect("[arm64]");
+    assert_eq!(arm.qemu.version, "1:11.1.3+ds-2~bpo13+1");
+    assert_eq!(arm.kernels[0].release, "6.12.2+deb13-cloud-arm64");
+    assert_eq!(arm.kernels[0].packages[0].sha256, p.sum("linux-image-6.12.2+deb13-cloud-arm64", "6.12.2-1"));
+    assert_eq!(arm.firmware.packages[0].sha256, p.sum("qemu-efi-aarch64", "2025.02-9"));
+    assert!(std::fs::read_to_string(&files.kernels).expect("read").contains("# the arm64 guests"));
+    // Provisioned from the new pins: nothing differs from the lock now.
+    let again = SetupOptions { update_lock: false, ..opts.clone() };
+    let prov = harness::provision::arm64::setup(cache.path(), &again, &mut |_| {}).expect("setup --arch arm64");
+    assert!(prov.fallbacks().is_empty(), "{:?}", prov.fallbacks());
+    assert_eq!(prov.kernel("6.12").expect("arm64 kernel").release, "6.12.2+deb13-cloud-arm64");
+    // A second update finds nothing to move.
+    let mut lines = Vec::new();
+    let r = harness::provision::arm64::setup(cache.path(), &opts, &mut |l| lines.push(l.to_owned()));
+    assert!(r.is_ok(), "{r:?}");
     assert!(lines.iter().any(|l| l == "lock: every pin is the newest of its track and in the archive"), "{lines:?}");
 }
 

@@ -110,6 +110,13 @@ matrix! {
     k01_tmigr_uneven_nodes_on_linux_6_1: "k01-tmigr-uneven-nodes" on "6.1";
     k01_tmigr_uneven_nodes_on_linux_7: "k01-tmigr-uneven-nodes" on "7.x";
     seed_002_on_linux_6_12: "seed-002" on "6.12";
+    // The arm virt machine's NUMA history (arm64 guests under TCG, 20-40 s each:
+    // the slow tier). A kernel finding on 7.x: Linux 7.3 builds no scheduling
+    // domains for a socket split across nodes (6.12 does).
+    slow_arm64_virt_socket_split_nodes_on_linux_6_12: "arm64/virt-socket-split-nodes" on "6.12";
+    slow_arm64_virt_socket_split_nodes_on_linux_7: "arm64/virt-socket-split-nodes" on "7.x";
+    slow_arm64_virt_one_cluster_4_nodes_on_linux_6_12: "arm64/virt-one-cluster-4-nodes" on "6.12";
+    slow_arm64_virt_one_cluster_4_nodes_on_linux_7: "arm64/virt-one-cluster-4-nodes" on "7.x";
     seed_002_on_linux_7: "seed-002" on "7.x";
     seed_000_4ch_on_linux_6_1: "seed-000-4ch" on "6.1";
     seed_000_4ch_on_linux_6_12: "seed-000-4ch" on "6.12";

@@ -50,9 +50,11 @@ pub struct Options {
     pub runs: usize,
     /// Write the medians measured into the baseline file.
     pub update_baseline: bool,
+    /// The guests' architecture (main.rs runs `bench_boot_arm64`'s rows for arm64).
+    pub arch: harness::topology::Arch,
 }
 
-fn repo() -> PathBuf {
+pub(crate) fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
@@ -60,23 +62,51 @@ fn baseline_path() -> PathBuf {
     repo().join("benches/baseline.json")
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+/// benches/baseline.json: the median whole-run seconds of each `file@kernel`.
+pub(crate) struct BaselineFile(BTreeMap<String, f64>);
+
+impl BaselineFile {
+    /// The committed baseline (empty when the file is missing).
+    pub(crate) fn read() -> Result<BaselineFile> {
+        Ok(BaselineFile(match std::fs::read_to_string(baseline_path()) {
+            Ok(t) => serde_json::from_str(&t).with_context(|| format!("{}", baseline_path().display()))?,
+            Err(_) => BTreeMap::new(),
+        }))
+    }
+
+    /// `12.3 s (+5 %)` against `name`'s baseline, `-` without one.
+    pub(crate) fn versus(&self, name: &str, measured: f64) -> String {
+        self.0.get(name).map_or("-".to_string(), |b| format!("{b:.1} s ({:+.0} %)", (measured / b - 1.0) * 100.0))
+    }
+
+    /// Write the baseline with `measured` merged in.
+    pub(crate) fn write_merged(self, measured: BTreeMap<String, f64>) -> Result<()> {
+        let mut merged = self.0;
+        merged.extend(measured);
+        let text = serde_json::to_string_pretty(&merged)? + "\n";
+        std::fs::write(baseline_path(), text).with_context(|| format!("{}", baseline_path().display()))?;
+        println!("baseline written to {}", baseline_path().display());
+        Ok(())
+    }
+}
+
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 /// One measured run: whole-run seconds and the phase breakdown.
-struct Measured {
-    whole: f64,
+pub(crate) struct Measured {
+    pub(crate) whole: f64,
     /// CPU seconds (user + system) of the run's child processes (QEMU): less
     /// sensitive to other load on the host than wall time.
-    qemu_cpu: f64,
-    to_report: f64,
+    pub(crate) qemu_cpu: f64,
+    pub(crate) to_report: f64,
     /// The rig's phases, host wall clock.
     timings: rig::RunTimings,
     guest: BTreeMap<String, f64>,
-    accel: String,
-    verdict: String,
+    pub(crate) accel: String,
+    pub(crate) verdict: String,
 }
 
 /// The fast path's kernel: Debian's 6.12 source with manarig's minimal config.
@@ -107,7 +137,7 @@ fn short(e: &anyhow::Error) -> String {
     text.lines().next().unwrap_or_default().chars().take(160).collect()
 }
 
-fn run_once(path: &Path, kernel: &str, speedups: Speedups, deadline: Duration) -> Result<Measured> {
+pub(crate) fn run_once(path: &Path, kernel: &str, speedups: Speedups, deadline: Duration) -> Result<Measured> {
     let mut req = resolve(kernel)?.request(path);
     req.deadline = deadline;
     req.speedups = speedups;
@@ -178,10 +208,7 @@ pub fn run(opts: &Options) -> Result<bool> {
     let prov = rig::provisioned(None)?;
     println!("QEMU: {}", prov.qemu.version_line);
     println!("host cores: {}; load average: {}", harness::accel::host_cores(), load_average());
-    let baseline: BTreeMap<String, f64> = match std::fs::read_to_string(baseline_path()) {
-        Ok(t) => serde_json::from_str(&t).with_context(|| format!("{}", baseline_path().display()))?,
-        Err(_) => BTreeMap::new(),
-    };
+    let baseline = BaselineFile::read()?;
     let mut measured: BTreeMap<String, f64> = BTreeMap::new();
     let mut table = Vec::new();
     let mut ok = true;
@@ -307,8 +334,7 @@ pub fn run(opts: &Options) -> Result<bool> {
                 )
             }
         };
-        let base =
-            baseline.get(&name).map_or("-".to_string(), |b| format!("{b:.1} s ({:+.0} %)", (med / b - 1.0) * 100.0));
+        let base = baseline.versus(&name, med);
         table.push(format!(
             "| {name} | ≤ {:.0} s | {med:.1} s {} (QEMU CPU {cpu_med:.1} s) | without speed-ups {plain_s} | Debian {DISTRO_KERNEL} kernel {distro_s} | rig/bare {overhead} | baseline {base} |",
             row.target_s,
@@ -327,11 +353,7 @@ pub fn run(opts: &Options) -> Result<bool> {
         return Ok(false);
     }
     if opts.update_baseline {
-        let mut merged = baseline;
-        merged.extend(measured);
-        let text = serde_json::to_string_pretty(&merged)? + "\n";
-        std::fs::write(baseline_path(), text).with_context(|| format!("{}", baseline_path().display()))?;
-        println!("baseline written to {}", baseline_path().display());
+        baseline.write_merged(measured)?;
     }
     Ok(ok)
 }

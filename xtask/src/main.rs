@@ -28,6 +28,7 @@
 use std::process::{Command, ExitCode};
 
 mod bench_boot;
+mod bench_boot_arm64;
 mod bench_kernel;
 mod bench_matrix;
 mod bench_selftests;
@@ -256,7 +257,7 @@ const BENCHES: &[(&str, &str, &str)] = &[
 
 /// `cargo xtask bench --help`.
 const BENCH_USAGE: &str =
-    "usage: cargo xtask bench [model] [boot] [traffic] [selftests] [--slow] [--runs N] [--update-baseline]
+    "usage: cargo xtask bench [model] [boot] [traffic] [selftests] [--slow] [--arch A] [--runs N] [--update-baseline]
        cargo xtask bench kernel …   (kernel build and boot times)
        cargo xtask bench matrix …   (a matrix's wall time)
 
@@ -268,6 +269,8 @@ Sections (default: model and boot):
   selftests  the CI set of the kernel's selftests on 7.x
 Options:
   --slow             the large machines too
+  --arch arm64       the boot section on arm64 guests: seed 002 without SMT on Debian's arm64
+                     6.12 and 7.x (TCG, UEFI; README, arm64 guests)
   --runs N           runs per measurement (the median is reported; seed 002 takes at least 9)
   --update-baseline  write the medians into benches/baseline.json";
 
@@ -291,7 +294,8 @@ fn run_benches(args: &[std::ffi::OsString]) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let mut sections = Vec::new();
-    let mut opts = bench_boot::Options { slow: false, runs: 3, update_baseline: false };
+    let mut opts =
+        bench_boot::Options { slow: false, runs: 3, update_baseline: false, arch: harness::topology::Arch::X86_64 };
     let mut extra = Vec::new();
     let mut it = args.iter().map(|a| a.to_string_lossy().into_owned());
     while let Some(a) = it.next() {
@@ -299,6 +303,17 @@ fn run_benches(args: &[std::ffi::OsString]) -> ExitCode {
             "model" | "boot" | "traffic" | "selftests" => sections.push(a),
             "--slow" => opts.slow = true,
             "--update-baseline" => opts.update_baseline = true,
+            "--arch" => match it.next().map(|v| v.parse::<harness::topology::Arch>()) {
+                Some(Ok(arch)) => opts.arch = arch,
+                Some(Err(e)) => {
+                    eprintln!("cargo xtask bench: --arch: {e}");
+                    return ExitCode::from(2);
+                }
+                None => {
+                    eprintln!("cargo xtask bench: --arch needs x86_64 or arm64");
+                    return ExitCode::from(2);
+                }
+            },
             "--runs" => match it.next().and_then(|n| n.parse().ok()) {
                 Some(n) => opts.runs = n,
                 None => {
@@ -338,8 +353,15 @@ fn run_benches(args: &[std::ffi::OsString]) -> ExitCode {
                 }
             }
         } else {
-            println!("== boot: boot-to-verdict wall time, minimal 6.12 kernel (fast path) and Debian 6.12 (docs/boot-speed.md)");
-            match bench_boot::run(&opts) {
+            if opts.arch == harness::topology::Arch::Arm64 {
+                println!(
+                    "== boot: boot-to-verdict wall time of arm64 guests, Debian's arm64 kernels (README, arm64 guests)"
+                );
+            } else {
+                println!("== boot: boot-to-verdict wall time, minimal 6.12 kernel (fast path) and Debian 6.12 (docs/boot-speed.md)");
+            }
+            let run = if opts.arch == harness::topology::Arch::Arm64 { bench_boot_arm64::run } else { bench_boot::run };
+            match run(&opts) {
                 Ok(ok) => ok,
                 Err(e) => {
                     eprintln!("cargo xtask bench boot: {e:#}");

@@ -14,7 +14,7 @@ pub struct SetupArgs {
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
     /// Move every pin (QEMU, kernels, kernel sources, busybox, ethtool,
-    /// irqbalance) to the newest version of its track, rewriting
+    /// irqbalance, and the `[arm64]` section's) to the newest version of its track, rewriting
     /// guest-images/kernels.lock and kernel-sources.lock in the source tree
     /// (each change printed, old -> new), then provision.
     #[arg(long)]

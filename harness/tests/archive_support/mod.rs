@@ -128,6 +128,13 @@ impl Archive {
 
     /// Build `deb` with `dpkg-deb` into the suite's pool; its SHA-256.
     pub fn add(&self, suite: &str, deb: &DebSpec) -> String {
+        self.add_for(suite, deb, "amd64")
+    }
+
+    /// [`Archive::add`] for Debian architecture `arch` (`amd64`, `arm64`, `all`:
+    /// indexed for both).
+    #[allow(dead_code)] // not every test binary that shares this module publishes arm64 packages
+    pub fn add_for(&self, suite: &str, deb: &DebSpec, arch: &str) -> String {
         let work = tempfile::tempdir().expect("tempdir");
         let tree = work.path().join("pkg");
         for f in &deb.files {
@@ -142,7 +149,7 @@ impl Archive {
         std::fs::write(
             tree.join("DEBIAN/control"),
             format!(
-                "Package: {}\nVersion: {}\nArchitecture: amd64\nMaintainer: manarig tests <t@manarig.invalid>\n\
+                "Package: {}\nVersion: {}\nArchitecture: {arch}\nMaintainer: manarig tests <t@manarig.invalid>\n\
                  {depends}Description: a package of the provisioning tests\n",
                 deb.name, deb.version
             ),
@@ -150,7 +157,7 @@ impl Archive {
         .expect("control");
         let pool = self.pool(suite);
         std::fs::create_dir_all(&pool).expect("pool");
-        let file = pool.join(format!("{}_{}_amd64.deb", deb.name, deb.version.replace(':', "%3a")));
+        let file = pool.join(format!("{}_{}_{arch}.deb", deb.name, deb.version.replace(':', "%3a")));
         run(Command::new("dpkg-deb").args(["--root-owner-group", "-Zgzip", "--build"]).arg(&tree).arg(&file));
         sha256(&file)
     }
@@ -161,25 +168,28 @@ impl Archive {
         std::fs::remove_file(&file).expect("remove deb");
     }
 
-    /// Index the suite's pool and sign its `Release`.
+    /// Index the suite's pool (an index per architecture: its own packages
+    /// and those of `all`) and sign its `Release`.
     pub fn publish(&self, suite: &str) {
         let dists = self.root.path().join("dists").join(suite);
-        let bin = dists.join("main/binary-amd64");
-        std::fs::create_dir_all(&bin).expect("dists");
         let rel_pool = format!("pool/{suite}");
-        let packages = run(Command::new("dpkg-scanpackages")
-            .args(["--multiversion", &rel_pool, "/dev/null"])
-            .current_dir(self.root.path()));
-        std::fs::write(bin.join("Packages"), &packages).expect("Packages");
         let mut release = format!(
             "Origin: manarig-test\nLabel: manarig-test\nSuite: {suite}\nCodename: {suite}\n\
-             Date: Thu, 01 Jan 2026 00:00:00 UTC\nArchitectures: amd64\nComponents: main\nSHA256:\n"
+             Date: Thu, 01 Jan 2026 00:00:00 UTC\nArchitectures: amd64 arm64\nComponents: main\nSHA256:\n"
         );
-        release.push_str(&format!(
-            " {} {} main/binary-amd64/Packages\n",
-            hex(&Sha256::digest(packages.as_bytes())),
-            packages.len()
-        ));
+        for arch in ["amd64", "arm64"] {
+            let bin = dists.join(format!("main/binary-{arch}"));
+            std::fs::create_dir_all(&bin).expect("dists");
+            let packages = run(Command::new("dpkg-scanpackages")
+                .args(["--multiversion", "--arch", arch, &rel_pool, "/dev/null"])
+                .current_dir(self.root.path()));
+            std::fs::write(bin.join("Packages"), &packages).expect("Packages");
+            release.push_str(&format!(
+                " {} {} main/binary-{arch}/Packages\n",
+                hex(&Sha256::digest(packages.as_bytes())),
+                packages.len()
+            ));
+        }
         std::fs::write(dists.join("Release"), &release).expect("Release");
         for f in ["InRelease", "Release.gpg"] {
             let _ = std::fs::remove_file(dists.join(f));

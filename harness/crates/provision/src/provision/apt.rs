@@ -254,7 +254,7 @@ impl AptRoot {
         if !out.status.success() {
             return Err(download_failure(format!("apt-get download {spec}"), name, version, &out.stderr));
         }
-        find_deb(dest, name, version)
+        find_deb(dest, name, version, &self.arch)
     }
 
     /// `apt-get install --download-only -t suite name=version` with an empty dpkg
@@ -462,18 +462,21 @@ fn list_debs(dir: &Path) -> Result<Vec<PathBuf>, ProvisionError> {
 }
 
 /// The `.deb` apt named `<name>_<version without epoch, ':' as %3a>_<arch>.deb`.
-fn find_deb(dir: &Path, name: &str, version: &str) -> Result<PathBuf, ProvisionError> {
+fn find_deb(dir: &Path, name: &str, version: &str, arch: &str) -> Result<PathBuf, ProvisionError> {
     let escaped = version.replace(':', "%3a");
+    let bare = version.split_once(':').map_or(version, |v| v.1);
+    // Only this root's architecture (or `all`): the arm64 setup keeps the amd64
+    // and arm64 builds of one package and version (libc6) side by side in one folder.
+    let of_arch = |f: &str| f.ends_with(&format!("_{arch}.deb")) || f.ends_with("_all.deb");
     list_debs(dir)?
         .into_iter()
         .find(|p| {
             let f = p.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
-            f.starts_with(&format!("{name}_{escaped}_"))
-                || f.starts_with(&format!("{name}_{}_", version.split_once(':').map_or(version, |v| v.1)))
+            (f.starts_with(&format!("{name}_{escaped}_")) || f.starts_with(&format!("{name}_{bare}_"))) && of_arch(&f)
         })
         .ok_or_else(|| ProvisionError::Command {
             what: format!("apt-get download {name}={version}"),
-            output: format!("no {name}_{escaped}_*.deb appeared in {}", dir.display()),
+            output: format!("no {name}_{escaped}_{{{arch},all}}.deb appeared in {}", dir.display()),
         })
 }
 
@@ -501,6 +504,20 @@ pub(super) fn write_if_changed(path: &Path, text: &str) -> Result<bool, Provisio
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_download_is_found_by_its_architecture_beside_another_of_the_same_version() {
+        // The arm64 setup's folder holds amd64 libc6 (the flows tool's) and arm64 libc6 (ethtool's).
+        let dir = tempfile::tempdir().expect("tempdir");
+        for f in ["libc6_2.41-2_amd64.deb", "libc6_2.41-2_arm64.deb", "qemu-efi-aarch64_2025.02-9_all.deb"] {
+            std::fs::write(dir.path().join(f), "").expect("write");
+        }
+        let found = |name, arch| find_deb(dir.path(), name, if name == "libc6" { "2.41-2" } else { "2025.02-9" }, arch);
+        assert!(found("libc6", "arm64").expect("arm64").ends_with("libc6_2.41-2_arm64.deb"));
+        assert!(found("libc6", "amd64").expect("amd64").ends_with("libc6_2.41-2_amd64.deb"));
+        assert!(found("qemu-efi-aarch64", "amd64").expect("all").ends_with("qemu-efi-aarch64_2025.02-9_all.deb"));
+        assert!(found("libc6", "riscv64").is_err());
+    }
 
     #[test]
     fn apt_cache_show_stanzas_parse() {

@@ -49,11 +49,6 @@ fn pins(lock: &Lock) -> Result<&Arm64Pins, ProvisionError> {
 /// As [`super::setup`]: apt and checksum failures, a pin gone under
 /// `--locked`, a track with nothing left; a lock without `[arm64]`.
 pub fn setup(cache: &Path, opts: &SetupOptions, progress: &mut dyn FnMut(&str)) -> Result<Provisioned, ProvisionError> {
-    let lock = match &opts.lock_files {
-        Some(files) => files.read_kernels()?,
-        None => Lock::embedded()?,
-    };
-    let pins = pins(&lock)?;
     let home = dir(cache);
     std::fs::create_dir_all(&home).map_err(|e| ProvisionError::io(&home, e))?;
     let archive = match &opts.archive {
@@ -61,9 +56,22 @@ pub fn setup(cache: &Path, opts: &SetupOptions, progress: &mut dyn FnMut(&str)) 
         None => apt::Archive::from_env()?,
     };
     let locked = opts.locked || super::fallback::locked();
+    let lock;
+    let pins;
     {
-        let mut host =
-            Provisioner::new(home.clone(), cache.join("apt"), "amd64", archive.clone(), false, locked, progress);
+        let mut host = Provisioner::new(
+            home.clone(),
+            cache.join("apt"),
+            "amd64",
+            archive.clone(),
+            opts.update_lock,
+            locked,
+            progress,
+        );
+        // `--update-lock --arch arm64`: both lock files rewritten (every pin of
+        // both architectures), then the arm64 parts provisioned from them.
+        lock = super::setup_lock(&mut host, cache, opts)?;
+        pins = self::pins(&lock)?;
         let qemu = qemu_install::ensure_binary(&mut host, &pins.qemu, opts.private_qemu, QEMU_AARCH64)?;
         write_stamp(&home.join("qemu.json"), &qemu)?;
         tools::ensure_tools(&mut host, &[(tools::AAVMF, &pins.firmware), (tools::X86_LIBC, &pins.x86_libc)])?;

@@ -381,29 +381,7 @@ pub fn setup(cache: &Path, opts: &SetupOptions, progress: &mut dyn FnMut(&str)) 
         locked: opts.locked(),
         progress,
     };
-    let files = opts.lock_files.clone().unwrap_or_else(update::LockFiles::source_tree);
-    let lock = if opts.update_lock {
-        let a = p.apt()?;
-        let changes = update::update_files(&a, &files)?;
-        if changes.is_empty() {
-            p.say("lock: every pin is the newest of its track and in the archive");
-        }
-        for c in &changes {
-            p.say(&format!("lock: {c}"));
-        }
-        if !changes.is_empty() {
-            p.say(&format!(
-                "lock: rewrote {} and {}; review and commit them",
-                files.kernels.display(),
-                files.sources.display()
-            ));
-        }
-        files.read_kernels()?
-    } else if opts.lock_files.is_some() {
-        files.read_kernels()?
-    } else {
-        Lock::embedded()?
-    };
+    let lock = setup_lock(&mut p, cache, opts)?;
     let qemu = qemu_install::ensure(&mut p, &lock.qemu, opts.private_qemu)?;
     write_stamp(&cache.join("qemu.json"), &qemu)?;
     tools::ensure_busybox(&mut p, &lock.busybox)?;
@@ -415,6 +393,48 @@ pub fn setup(cache: &Path, opts: &SetupOptions, progress: &mut dyn FnMut(&str)) 
         debian_kernel::ensure(&mut p, pin)?;
     }
     load_with(cache, &lock, p.locked)
+}
+
+/// The lock a setup provisions from. With `update_lock`: both lock files
+/// rewritten first ([`update::update_files`]: every pin of both
+/// architectures, the arm64 guests' packages read through a fresh
+/// `<cache>/apt-arm64`), each change said through `p`, then the rewritten
+/// file; else `opts.lock_files` when given, else the lock compiled in. `p`
+/// reads the amd64 indexes (refreshed when `update_lock`).
+///
+/// # Errors
+/// As [`update::update_files`]; I/O and lock errors reading the files.
+pub(crate) fn setup_lock(p: &mut Provisioner<'_>, cache: &Path, opts: &SetupOptions) -> Result<Lock, ProvisionError> {
+    let files = opts.lock_files.clone().unwrap_or_else(update::LockFiles::source_tree);
+    if !opts.update_lock {
+        return match &opts.lock_files {
+            Some(files) => files.read_kernels(),
+            None => Ok(Lock::embedded()?),
+        };
+    }
+    let host = p.apt()?;
+    let mut guest = LazyApt {
+        dir: cache.join("apt-arm64"),
+        arch: "arm64",
+        archive: p.apt.archive.clone(),
+        refresh: true,
+        root: None,
+    };
+    let changes = update::update_files(&host, &mut || guest.get(&mut *p.progress), &files)?;
+    if changes.is_empty() {
+        p.say("lock: every pin is the newest of its track and in the archive");
+    }
+    for c in &changes {
+        p.say(&format!("lock: {c}"));
+    }
+    if !changes.is_empty() {
+        p.say(&format!(
+            "lock: rewrote {} and {}; review and commit them",
+            files.kernels.display(),
+            files.sources.display()
+        ));
+    }
+    files.read_kernels()
 }
 
 impl<'a> Provisioner<'a> {

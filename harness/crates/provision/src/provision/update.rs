@@ -5,7 +5,7 @@
 
 use super::apt::AptRoot;
 use super::fallback;
-use super::lock::{Lock, PackagePin};
+use super::lock::{BusyboxPin, KernelPin, Lock, PackagePin, QemuPin, ToolPin};
 use super::qemu_install::MIN_QEMU;
 use super::ProvisionError;
 use std::path::{Path, PathBuf};
@@ -42,18 +42,27 @@ impl LockFiles {
 /// Rewrite both lock files so that every pin is the newest of its track;
 /// returns one line per change (`qemu-system-x86: 1:11.1.3+ds-1~bpo13+1 -> …`),
 /// empty when every pin already is. Neither file is written unless both
-/// updates succeed.
+/// updates succeed. `host` reads the amd64 indexes; `arm64` gives the root
+/// of the arm64 guests' packages, asked for only when the lock has an
+/// `[arm64]` section (its kernels, busybox, ethtool and `qemu-user` are arm64
+/// packages; its QEMU, firmware and x86_64 libc are read through `host`, as
+/// `super::arm64::setup` provisions them).
 ///
 /// # Errors
 /// I/O, TOML and apt errors; [`ProvisionError::Package`] for a track with
 /// nothing left in the archive.
-pub fn update_files(a: &AptRoot, files: &LockFiles) -> Result<Vec<String>, ProvisionError> {
+pub fn update_files(
+    host: &AptRoot,
+    arm64: &mut dyn FnMut() -> Result<AptRoot, ProvisionError>,
+    files: &LockFiles,
+) -> Result<Vec<String>, ProvisionError> {
     let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| ProvisionError::io(p, e));
     let kernels_text = read(&files.kernels)?;
     let sources_text = read(&files.sources)?;
     let mut changes = Vec::new();
-    let new_kernels = update_kernels_lock(a, &kernels_text, &files.kernels.display().to_string(), &mut changes)?;
-    let new_sources = update_sources_lock(a, &sources_text, &files.sources.display().to_string(), &mut changes)?;
+    let new_kernels =
+        update_kernels_lock(host, arm64, &kernels_text, &files.kernels.display().to_string(), &mut changes)?;
+    let new_sources = update_sources_lock(host, &sources_text, &files.sources.display().to_string(), &mut changes)?;
     if new_kernels != kernels_text {
         std::fs::write(&files.kernels, &new_kernels).map_err(|e| ProvisionError::io(&files.kernels, e))?;
     }
@@ -71,62 +80,131 @@ fn bad(origin: &str, what: &str) -> ProvisionError {
     ProvisionError::Package(format!("{origin}: {what}"))
 }
 
-/// guest-images/kernels.lock with every section moved to the newest of its track.
+/// guest-images/kernels.lock with every section moved to the newest of its
+/// track: the x86 sections through `host`, then `[arm64]`'s (see [`update_files`]).
 fn update_kernels_lock(
-    a: &AptRoot,
+    host: &AptRoot,
+    arm64: &mut dyn FnMut() -> Result<AptRoot, ProvisionError>,
     text: &str,
     origin: &str,
     changes: &mut Vec<String>,
 ) -> Result<String, ProvisionError> {
     let lock = Lock::parse(text, origin)?;
     let mut doc = parse_doc(text, origin)?;
-
-    let (version, suite) =
-        fallback::newest_qemu(a, &lock.qemu.package, (MIN_QEMU.0, MIN_QEMU.1))?.ok_or_else(|| {
-            bad(origin, &format!("no {} {}.{} or newer in the archive", lock.qemu.package, MIN_QEMU.0, MIN_QEMU.1))
-        })?;
-    if version != lock.qemu.version || suite != lock.qemu.suite {
-        changes.push(format!("{}: {} -> {version} ({suite})", lock.qemu.package, lock.qemu.version));
-        doc["qemu"]["version"] = toml_edit::value(version);
-        doc["qemu"]["suite"] = toml_edit::value(suite);
-    }
-
-    let bb = &lock.busybox;
-    let newest = fallback::newest_in_suite(a, &bb.track, &bb.suite)?
-        .ok_or_else(|| bad(origin, &format!("busybox: no {} in {}", bb.track, bb.suite)))?;
-    let bb_new = fallback::pin_of(&newest);
-    if bb_new != bb.package {
-        changes.push(format!("{}: {} -> {}", bb.package.name, bb.package.version, bb_new.version));
-        doc["busybox"]["package"] = Item::Value(Value::InlineTable(inline(&bb_new)));
-    }
-
+    let root = doc.as_table_mut();
+    let mut x86 = Sections { table: root, label: "", origin, changes: &mut *changes };
+    x86.qemu(host, "qemu", &lock.qemu)?;
+    x86.busybox(host, "busybox", &lock.busybox)?;
     for (section, pin) in [("ethtool", &lock.ethtool), ("irqbalance", &lock.irqbalance), ("selftests", &lock.selftests)]
     {
-        let using = fallback::newest_list_in_suite(a, &pin.packages, &pin.suite)?;
-        if using != pin.packages {
-            for (old, new) in pin.packages.iter().zip(&using).filter(|(o, n)| o != n) {
-                changes.push(format!("{section}: {}: {} -> {}", old.name, old.version, new.version));
-            }
-            doc[section]["packages"] = Item::Value(Value::Array(package_list(&using)));
-        }
+        x86.list(host, section, pin)?;
     }
-
-    let tables = doc
-        .get_mut("kernel")
-        .and_then(Item::as_array_of_tables_mut)
-        .ok_or_else(|| bad(origin, "no [[kernel]] tables"))?;
-    for (table, pin) in tables.iter_mut().zip(&lock.kernels) {
-        let (image, carriers, release) = fallback::newest_kernel(a, &pin.track)?
-            .ok_or_else(|| bad(origin, &format!("kernel {}: no package matches {:?}", pin.id, pin.track)))?;
-        if carriers != pin.packages {
-            changes.push(format!("kernel {}: {} -> {release} ({})", pin.name(), pin.release, image.version));
-            table["release"] = toml_edit::value(release);
-            table["packages"] = Item::Value(Value::Array(package_list(&carriers)));
-        }
+    x86.kernels(host, &lock.kernels)?;
+    if let Some(pins) = &lock.arm64 {
+        let guest = arm64()?;
+        let table = root
+            .get_mut("arm64")
+            .and_then(Item::as_table_like_mut)
+            .ok_or_else(|| bad(origin, "[arm64] is not a table"))?;
+        let mut arm = Sections { table, label: "arm64.", origin, changes: &mut *changes };
+        arm.qemu(host, "qemu", &pins.qemu)?;
+        arm.list(host, "firmware", &pins.firmware)?;
+        arm.list(host, "x86_libc", &pins.x86_libc)?;
+        arm.busybox(&guest, "busybox", &pins.busybox)?;
+        arm.list(&guest, "ethtool", &pins.ethtool)?;
+        arm.list(&guest, "x86_user", &pins.x86_user)?;
+        arm.kernels(&guest, &pins.kernels)?;
     }
     let out = doc.to_string();
     Lock::parse(&out, &format!("updated {origin}"))?;
     Ok(out)
+}
+
+/// The sections of one table of kernels.lock (the top level, or `[arm64]`),
+/// each moved to the newest of its track in the indexes it is read through;
+/// a change is said as `{label}{section}: …` (`arm64.ethtool: libc6: … -> …`).
+struct Sections<'t, 'c> {
+    table: &'t mut dyn toml_edit::TableLike,
+    /// `""` for the x86 sections, `"arm64."` for `[arm64]`'s.
+    label: &'static str,
+    origin: &'t str,
+    changes: &'c mut Vec<String>,
+}
+
+impl Sections<'_, '_> {
+    fn section(&mut self, name: &str) -> Result<&mut Item, ProvisionError> {
+        let (label, origin) = (self.label, self.origin);
+        self.table.get_mut(name).ok_or_else(|| bad(origin, &format!("no [{label}{name}]")))
+    }
+
+    /// QEMU: the newest version with upstream at least [`MIN_QEMU`] and its suite.
+    fn qemu(&mut self, a: &AptRoot, name: &str, pin: &QemuPin) -> Result<(), ProvisionError> {
+        let (version, suite) = fallback::newest_qemu(a, &pin.package, (MIN_QEMU.0, MIN_QEMU.1))?.ok_or_else(|| {
+            bad(self.origin, &format!("no {} {}.{} or newer in the archive", pin.package, MIN_QEMU.0, MIN_QEMU.1))
+        })?;
+        if version != pin.version || suite != pin.suite {
+            self.changes.push(format!("{}: {} -> {version} ({suite})", pin.package, pin.version));
+            let t = self.section(name)?;
+            t["version"] = toml_edit::value(version);
+            t["suite"] = toml_edit::value(suite);
+        }
+        Ok(())
+    }
+
+    /// busybox: the newest of its track in its suite.
+    fn busybox(&mut self, a: &AptRoot, name: &str, pin: &BusyboxPin) -> Result<(), ProvisionError> {
+        let newest = fallback::newest_in_suite(a, &pin.track, &pin.suite)?
+            .ok_or_else(|| bad(self.origin, &format!("{}{name}: no {} in {}", self.label, pin.track, pin.suite)))?;
+        let new = fallback::pin_of(&newest);
+        if new != pin.package {
+            let at = if self.label.is_empty() { String::new() } else { format!("{}{name}: ", self.label) };
+            self.changes.push(format!("{at}{}: {} -> {}", pin.package.name, pin.package.version, new.version));
+            self.section(name)?["package"] = Item::Value(Value::InlineTable(inline(&new)));
+        }
+        Ok(())
+    }
+
+    /// A package list: every name at its newest in its suite, resolved together.
+    fn list(&mut self, a: &AptRoot, name: &str, pin: &ToolPin) -> Result<(), ProvisionError> {
+        let using = fallback::newest_list_in_suite(a, &pin.packages, &pin.suite)?;
+        if using != pin.packages {
+            for (old, new) in pin.packages.iter().zip(&using).filter(|(o, n)| o != n) {
+                self.changes.push(format!("{}{name}: {}: {} -> {}", self.label, old.name, old.version, new.version));
+            }
+            self.section(name)?["packages"] = Item::Value(Value::Array(package_list(&using)));
+        }
+        Ok(())
+    }
+
+    /// `[[kernel]]`: the newest image of each track, with the packages that carry it.
+    fn kernels(&mut self, a: &AptRoot, pins: &[KernelPin]) -> Result<(), ProvisionError> {
+        let (label, origin) = (self.label, self.origin);
+        let mut moved = Vec::new();
+        for pin in pins {
+            let (image, carriers, release) = fallback::newest_kernel(a, &pin.track)?
+                .ok_or_else(|| bad(origin, &format!("{label}kernel {}: no package matches {:?}", pin.id, pin.track)))?;
+            if carriers != pin.packages {
+                self.changes.push(format!(
+                    "{label}kernel {}: {} -> {release} ({})",
+                    pin.name(),
+                    pin.release,
+                    image.version
+                ));
+            }
+            moved.push((release, carriers));
+        }
+        let tables = self
+            .section("kernel")?
+            .as_array_of_tables_mut()
+            .ok_or_else(|| bad(origin, &format!("no [[{label}kernel]] tables")))?;
+        for ((table, pin), (release, carriers)) in tables.iter_mut().zip(pins).zip(moved) {
+            if carriers != pin.packages {
+                table["release"] = toml_edit::value(release);
+                table["packages"] = Item::Value(Value::Array(package_list(&carriers)));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// guest-images/kernel-sources.lock with every `linux-source-*` at the newest

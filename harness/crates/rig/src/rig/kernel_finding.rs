@@ -1,7 +1,9 @@
 //! A guest that is not the declared machine because its kernel did not bring
 //! it up is a finding about the kernel ([`KernelFinding`]), not a rig error:
 //! QEMU gave every CPU (the guest's `present` mask is the machine's), yet some
-//! never came online, without a scenario taking them offline.
+//! never came online, without a scenario taking them offline. Or every CPU
+//! came up but the kernel built no scheduling domains for the machine
+//! ([`SchedDomainsNotBuilt`]).
 
 use super::judging::Judging;
 use super::outcome::RunOutcome;
@@ -10,7 +12,7 @@ use crate::cpulist::CpuMask;
 use crate::guest_protocol::GuestReport;
 use crate::qemu;
 use crate::topology::Topology;
-use crate::verdict::KernelFinding;
+use crate::verdict::{KernelFinding, SchedDomainsNotBuilt, ARCH_TOPOLOGY_BORKEN};
 
 /// The CPUs `report`'s kernel never brought up on `spec` (guest numbering:
 /// `guest`), when that is all that differs in the CPU set: the present CPUs
@@ -41,6 +43,17 @@ pub(super) fn cpus_not_brought_up(
         .map(str::to_owned)
         .collect();
     Some(KernelFinding { release: release.to_owned(), missing, online, warnings })
+}
+
+/// The kernel's warning that `build_sched_domains()` gave up on the machine
+/// (`WARNING: kernel/sched/topology.c:… at build_sched_domains…`), with the
+/// count of [`ARCH_TOPOLOGY_BORKEN`] lines among `warnings` (the report's
+/// kernel warnings); `None` when it did not warn there.
+pub(super) fn sched_domains_not_built(warnings: &[String], release: &str) -> Option<SchedDomainsNotBuilt> {
+    let lines: Vec<&str> = warnings.iter().map(|w| strip_timestamp(w)).collect();
+    let warning = lines.iter().find(|w| w.starts_with("WARNING:") && w.contains(" at build_sched_domains+"))?;
+    let borken = lines.iter().filter(|w| w.starts_with(ARCH_TOPOLOGY_BORKEN)).count();
+    Some(SchedDomainsNotBuilt { release: release.to_owned(), warning: (*warning).to_owned(), borken })
 }
 
 /// `[    2.496279] WARNING: …` → `WARNING: …`.
@@ -94,5 +107,21 @@ mod tests {
             "WARNING: kernel/time/timer_migration.c:1850 at tmigr_setup_groups"
         );
         assert_eq!(strip_timestamp("WARNING: x"), "WARNING: x");
+    }
+
+    #[test]
+    fn a_warning_in_build_sched_domains_is_a_finding_and_other_warnings_are_not() {
+        // Debian 7.3.4 arm64 on topologies/arm64/virt-socket-split-nodes.toml (the report's lines).
+        let mut warnings = vec!["[    1.160454] BUG: arch topology borken".to_owned(); 2];
+        warnings.push(
+            "[    1.162217] WARNING: kernel/sched/topology.c:3142 at build_sched_domains+0xb94/0x1988, CPU#0: swapper/0/1"
+                .into(),
+        );
+        let f = sched_domains_not_built(&warnings, "7.3.4+deb13-cloud-arm64").expect("a finding");
+        assert_eq!(f.borken, 2);
+        assert!(f.warning.starts_with("WARNING: kernel/sched/topology.c:3142 at build_sched_domains"), "{}", f.warning);
+        let other = ["[    2.4] WARNING: kernel/time/timer_migration.c:1676 at tmigr_cpu_prepare+0x1/0x2".to_owned()];
+        assert_eq!(sched_domains_not_built(&other, "6.12"), None);
+        assert_eq!(sched_domains_not_built(&warnings[..2], "7.3"), None, "borken alone is not the give-up");
     }
 }

@@ -7,7 +7,7 @@ use super::boot::{BootError, NicBoot, NicBootOutcome};
 use super::cache::{kernel_lock_id, provisioned_for, CacheError};
 use super::judging::{JudgeError, Judging};
 use super::kernel_choice::{image_fit, ImageFit};
-use super::kernel_finding::cpus_not_brought_up;
+use super::kernel_finding::{cpus_not_brought_up, sched_domains_not_built};
 use super::outcome::{RunOutcome, RunTimings, TrafficBoot};
 use super::request::{injections, BadInjection, RunRequest};
 use crate::accel::AccelChoice;
@@ -262,6 +262,10 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome, RunError> {
     let mut outcome = judging.outcome(booted, marks, traffic, soak)?;
     if let ImageFit::Unmodelled(why) = &fit {
         outcome.verdict = judge_without_model(&outcome.verdict, &topo.to_qemu_numbering(), &outcome.observed, why);
+    }
+    // Every CPU up, but no scheduling domains for the machine: a finding too.
+    if let Some(f) = sched_domains_not_built(&outcome.report.warnings, &outcome.report.kernel) {
+        outcome.verdict.add_sched_domains_finding(&f);
     }
     Ok(outcome)
 }

@@ -4,6 +4,15 @@
 //! (one across both sockets): CPUs 56-63 never came up, after
 //! `WARNING: kernel/time/timer_migration.c:1850 at tmigr_setup_groups`;
 //! Linux 6.12 brings up the same machine.
+//!
+//! A kernel can also bring up every CPU and still give up on the machine's
+//! shape: `build_sched_domains()` (kernel/sched/topology.c) warns when a
+//! non-NUMA level's spans overlap without being equal
+//! (`topology_span_sane()`) and then builds no scheduling domains at all
+//! ([`SchedDomainsNotBuilt`]). Seen with Debian 7.3.4 arm64 on QEMU's virt
+//! machine with a socket's cores in two NUMA nodes
+//! (topologies/arm64/virt-socket-split-nodes.toml); Debian's 6.12 arm64 kernel
+//! (built without CONFIG_SCHED_CLUSTER) builds them.
 
 use super::check::{Check, CheckStatus, Status};
 use super::outcome::Verdict;
@@ -49,7 +58,57 @@ impl KernelFinding {
     }
 }
 
+/// The kernel brought up every CPU of the declared machine but built no
+/// scheduling domains for it: `build_sched_domains()` warned (its
+/// `topology_span_sane()` check failed: two CPUs' spans at a non-NUMA level
+/// overlap without being equal) and took its error path. The IRQ placement
+/// the model predicts does not read sched domains, so the model's checks are
+/// still judged; the finding is one failing [`GUEST_MACHINE`] check beside them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchedDomainsNotBuilt {
+    /// The kernel's release (`uname -r`).
+    pub release: String,
+    /// The kernel's warning (`WARNING: kernel/sched/topology.c:… at build_sched_domains…`),
+    /// without its timestamp.
+    pub warning: String,
+    /// How many `BUG: arch topology borken` lines came before it
+    /// (`build_sched_domain()`: a level's span is not a subset of its parent's).
+    pub borken: usize,
+}
+
+/// The kernel's line for a child domain that is not a subset of its parent
+/// (kernel/sched/topology.c `build_sched_domain()`).
+pub const ARCH_TOPOLOGY_BORKEN: &str = "BUG: arch topology borken";
+
+impl SchedDomainsNotBuilt {
+    /// The failing [`GUEST_MACHINE`] check: the kernel's warning, and how
+    /// often it said [`ARCH_TOPOLOGY_BORKEN`] first.
+    pub fn check(&self) -> Check {
+        let before = match self.borken {
+            0 => String::new(),
+            n => format!(", after {n} × \"{ARCH_TOPOLOGY_BORKEN}\""),
+        };
+        Check::new(
+            GUEST_MACHINE,
+            CheckStatus::Fail,
+            format!(
+                "Linux {} brought up every CPU but built no scheduling domains for the declared machine: \
+                 the kernel warned: {}{before}",
+                self.release, self.warning
+            ),
+        )
+    }
+}
+
 impl Verdict {
+    /// Adds the kernel's finding that it built no scheduling domains: the
+    /// model's checks stay as judged, the failing [`GUEST_MACHINE`] check
+    /// makes the run fail.
+    pub fn add_sched_domains_finding(&mut self, finding: &SchedDomainsNotBuilt) {
+        self.status = Status::Fail;
+        self.checks.push(finding.check());
+    }
+
     /// Makes the kernel's finding the run's verdict: the model's checks,
     /// made for the declared machine, are skipped ("not judged: …"), and the
     /// failing [`GUEST_MACHINE`] check decides.
@@ -93,6 +152,25 @@ mod tests {
             "Linux 7.3.4+deb13-cloud-amd64 did not bring up the declared machine: CPUs 56-63 never came up \
              (online: 0-55); the kernel warned: WARNING: kernel/time/timer_migration.c:1850 at \
              tmigr_setup_groups+0x67d/0x780, CPU#0: swapper/0/1"
+        );
+    }
+
+    #[test]
+    fn unbuilt_sched_domains_fail_the_guest_machine_check_in_the_kernels_words() {
+        let f = SchedDomainsNotBuilt {
+            release: "7.3.4+deb13-cloud-arm64".into(),
+            // As Debian 7.3.4 arm64 printed it on topologies/arm64/virt-socket-split-nodes.toml.
+            warning: "WARNING: kernel/sched/topology.c:3142 at build_sched_domains+0xb94/0x1988, CPU#0: swapper/0/1"
+                .into(),
+            borken: 14,
+        };
+        let c = f.check();
+        assert_eq!((c.name.as_str(), c.status), (GUEST_MACHINE, CheckStatus::Fail));
+        assert_eq!(
+            c.message,
+            "Linux 7.3.4+deb13-cloud-arm64 brought up every CPU but built no scheduling domains for the declared \
+             machine: the kernel warned: WARNING: kernel/sched/topology.c:3142 at build_sched_domains+0xb94/0x1988, \
+             CPU#0: swapper/0/1, after 14 × \"BUG: arch topology borken\""
         );
     }
 }

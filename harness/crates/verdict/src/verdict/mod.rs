@@ -75,7 +75,7 @@ pub use format::{
 pub use guest_irqs::{Observed, ObservedVector, VectorName};
 pub use irqbalance::{judge_irqbalance, IrqbalanceInput, IrqbalanceReport, IRQBALANCE_RAN};
 pub use judge::judge;
-pub use kernel_finding::{KernelFinding, GUEST_MACHINE};
+pub use kernel_finding::{KernelFinding, SchedDomainsNotBuilt, ARCH_TOPOLOGY_BORKEN, GUEST_MACHINE};
 pub use nics::{combined_load, judge_staged, table_at};
 pub use outcome::{CpuLoad, NicVerdict, NicsReport, RunInfo, Verdict, SCHEMA_VERSION};
 pub use row::{ExpectedSide, ObservedSide, RowOutcome, VectorRow};
