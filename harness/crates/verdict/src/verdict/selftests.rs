@@ -436,6 +436,28 @@ mod tests {
         judge_selftests(&input)
     }
 
+    /// The verdict of a run of `asked` with the device's status at `device_marks`
+    /// (`missed_is_no_wqe`: a 7.x kernel).
+    fn judge_marked(
+        g: &GuestSelftests,
+        asked: &[String],
+        baseline: &Baseline,
+        device_marks: &BTreeMap<u32, DeviceMark>,
+        missed_is_no_wqe: bool,
+    ) -> (SelftestsReport, Vec<Check>) {
+        let input = SelftestsInput {
+            guest: g,
+            asked,
+            baseline,
+            source: "s",
+            setup_errors: &[],
+            device_totals: None,
+            device_marks,
+            missed_is_no_wqe,
+        };
+        judge_selftests(&input)
+    }
+
     fn baseline(text: &str) -> Baseline {
         Baseline::parse("7.3", text, "b.toml").expect("baseline")
     }
@@ -637,17 +659,7 @@ mod tests {
             "[[expect]]\ncase = \"csum.ipv*_tx_udp_*\"\nresult = \"flaky\"\nneeds = \"no drops\"\nreason = \"late (csum.c, 7.3.4)\"\n",
         );
         let asked = vec!["ping.py".to_owned(), "hw/csum.py".to_owned()];
-        let input = SelftestsInput {
-            guest: &g,
-            asked: &asked,
-            baseline: &b,
-            source: "s",
-            setup_errors: &[],
-            device_totals: None,
-            device_marks: &device_marks,
-            missed_is_no_wqe: true,
-        };
-        let (report, checks) = judge_selftests(&input);
+        let (report, checks) = judge_marked(&g, &asked, &b, &device_marks, true);
         assert_eq!(report.programs[0].rx.device.map(|d| d.no_wqe), Some(40), "ping.py's own drops");
         let check = status_of(&checks, "selftests.csum.ipv4_tx_udp_csum_offload").clone();
         (report.programs[1].cases[0].clone(), check)
@@ -753,17 +765,7 @@ mod tests {
             let mut after = device_mark(20);
             after.rx.no_wqe = no_wqe;
             let device_marks = BTreeMap::from([(0, device_mark(10)), (1, after)]);
-            let input = SelftestsInput {
-                guest: &g,
-                asked: &asked,
-                baseline: &b,
-                source: "s",
-                setup_errors: &[],
-                device_totals: None,
-                device_marks: &device_marks,
-                missed_is_no_wqe: true,
-            };
-            let (report, _) = judge_selftests(&input);
+            let (report, _) = judge_marked(&g, &asked, &b, &device_marks, true);
             report.programs[0].cases[0].clone()
         };
         let split = judged("16144 [!=65475]49331 [!=899]899 [!=0]", 0);
@@ -794,17 +796,8 @@ mod tests {
             (before.rx.no_wqe, after.rx.no_wqe) = (10, 40);
             (before.gf_stat_queries, after.gf_stat_queries) = (3, 8);
             let device_marks = BTreeMap::from([(0, before), (1, after)]);
-            let input = SelftestsInput {
-                guest: &g,
-                asked: &asked,
-                baseline: &b,
-                source: "s",
-                setup_errors: &[],
-                device_totals: None,
-                device_marks: &device_marks,
-                missed_is_no_wqe,
-            };
-            judge_selftests(&input).1.into_iter().find(|c| c.name == "selftests.rx_missed_errors")
+            let (_, checks) = judge_marked(&g, &asked, &b, &device_marks, missed_is_no_wqe);
+            checks.into_iter().find(|c| c.name == "selftests.rx_missed_errors")
         };
         let agrees = judged(25, true).expect("a 7.x run with both readings");
         assert_eq!(agrees.status, CheckStatus::Pass, "{}", agrees.message);
