@@ -58,13 +58,18 @@ impl MissedCheck {
         self.guest <= self.device && (!self.refreshed || self.guest >= self.device_before)
     }
 
-    /// `rx_missed_errors 12 = the device's no-WQE drops 12`, `… 7 in the
-    /// device's 5..=12 (its drops at the marks)`, or `… 3 ≤ 12 (no refresh
-    /// between the marks)`.
+    /// `rx_missed_errors 12 = the device's no-WQE drops 12`, `… 12 = the
+    /// device's no-WQE drops at the mark (5 at the one before)`, `… 7 in the
+    /// device's no-WQE drops 5..=12 (at the two marks)`, or `… 3 ≤ the
+    /// device's no-WQE drops 12 (fewer than 2 GF_STAT queries …)`.
     pub fn text(&self) -> String {
         let g = self.guest;
         match (self.refreshed, self.device_before == self.device) {
             (true, true) => format!("rx_missed_errors {g} = the device's no-WQE drops {}", self.device),
+            (true, false) if g == self.device => format!(
+                "rx_missed_errors {g} = the device's no-WQE drops at the mark ({} at the one before)",
+                self.device_before
+            ),
             (true, false) => format!(
                 "rx_missed_errors {g} in the device's no-WQE drops {}..={} (at the two marks)",
                 self.device_before, self.device
@@ -87,6 +92,10 @@ mod tests {
         assert!(exact.holds());
         assert_eq!(exact.text(), "rx_missed_errors 12 = the device's no-WQE drops 12");
         assert!(MissedCheck::new(7, (5, 12), (30, 32)).holds(), "a query during the program's drops");
+        assert_eq!(
+            MissedCheck::new(12, (5, 12), (30, 32)).text(),
+            "rx_missed_errors 12 = the device's no-WQE drops at the mark (5 at the one before)"
+        );
         assert!(!MissedCheck::new(4, (5, 12), (30, 32)).holds(), "older than a refresh after the first mark");
         assert!(!MissedCheck::new(0, (2784, 2784), (30, 40)).holds(), "a device that answers zeros");
         assert!(!MissedCheck::new(13, (12, 12), (30, 33)).holds(), "more than the device counted");
