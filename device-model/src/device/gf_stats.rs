@@ -107,7 +107,8 @@ mod tests {
         // STATISTICS_FLAGS_* (include/net/mana/mana.h, 7.3.4): bits 0-8 the RX
         // counters, 19-25 the TX bytes and packets; 9-18 and 26 the TX errors.
         assert_eq!(counted().into_bits().get(), 0x1ff | 0x3f8_0000);
-        let every = QueryGfStatReq { req_stats: GfStatFlags::from_bits(Le64::new((1 << 27) - 1)), ..Default::default() };
+        let every =
+            QueryGfStatReq { req_stats: GfStatFlags::from_bits(Le64::new((1 << 27) - 1)), ..Default::default() };
         let resp = gf_stats(&every, &totals());
         assert_eq!(resp.reported_stats.into_bits().get(), counted().into_bits().get());
         let got = [

@@ -291,11 +291,9 @@ impl ProgramRx {
         missed_is_no_wqe: bool,
     ) -> ProgramRx {
         let missed = match (device, guest.1.and_then(|m| m.netdev.as_ref()?.missed)) {
-            ((Some(a), Some(b)), Some(missed)) if missed_is_no_wqe => Some(MissedCheck::new(
-                missed,
-                (a.rx.no_wqe, b.rx.no_wqe),
-                (a.gf_stat_queries, b.gf_stat_queries),
-            )),
+            ((Some(a), Some(b)), Some(missed)) if missed_is_no_wqe => {
+                Some(MissedCheck::new(missed, (a.rx.no_wqe, b.rx.no_wqe), (a.gf_stat_queries, b.gf_stat_queries)))
+            }
             _ => None,
         };
         let (device, queues_created) = match device {
@@ -391,7 +389,11 @@ mod tests {
     }
 
     fn device(delivered: u64, no_wqe: u64, queues_created: u64) -> DeviceMark {
-        DeviceMark { rx: DeviceRx { delivered, no_wqe, sent: delivered, ..DeviceRx::default() }, queues_created, gf_stat_queries: 0 }
+        DeviceMark {
+            rx: DeviceRx { delivered, no_wqe, sent: delivered, ..DeviceRx::default() },
+            queues_created,
+            gf_stat_queries: 0,
+        }
     }
 
     #[test]
@@ -408,7 +410,12 @@ mod tests {
     fn a_program_counts_the_difference_of_its_marks_on_all_three() {
         let a = mark(2, netdev("eth0", 100, 1, 0, 90), remote(95, 0, 0));
         let b = mark(3, netdev("eth0", 400, 1, 0, 350), remote(360, 0, 0));
-        let rx = ProgramRx::between((2, 3), (Some(&a), Some(&b)), (Some(&device(120, 4, 8)), Some(&device(420, 4, 8))), false);
+        let rx = ProgramRx::between(
+            (2, 3),
+            (Some(&a), Some(&b)),
+            (Some(&device(120, 4, 8)), Some(&device(420, 4, 8))),
+            false,
+        );
         assert_eq!(rx.device.map(|d| (d.delivered, d.no_wqe, d.sent)), Some((300, 0, 300)));
         assert_eq!(rx.queues_created, Some(0));
         let g = rx.guest.as_ref().expect("eth0 at both marks");
@@ -426,7 +433,12 @@ mod tests {
         // more than the 40 it had: no decrease shows the restart, the device does.
         let a = mark(0, netdev("eth0", 40, 2, 0, 30), remote(35, 0, 0));
         let b = mark(1, netdev("eth0", 50, 2, 0, 45), remote(90, 0, 0));
-        let rx = ProgramRx::between((0, 1), (Some(&a), Some(&b)), (Some(&device(40, 0, 8)), Some(&device(100, 0, 16))), false);
+        let rx = ProgramRx::between(
+            (0, 1),
+            (Some(&a), Some(&b)),
+            (Some(&device(40, 0, 8)), Some(&device(100, 0, 16))),
+            false,
+        );
         let g = rx.guest.as_ref().expect("eth0");
         assert_eq!(rx.queues_created, Some(8));
         assert_eq!((g.packets, g.tx_packets), (Some(Delta { n: 50, reset: true }), Some(Delta { n: 45, reset: true })));
@@ -440,7 +452,8 @@ mod tests {
         // and the remote's rx_dropped too.
         let a = mark(4, netdev("eth0", 10, 0, 7, 10), remote(10, 3, 0));
         let b = mark(5, netdev("eth0", 20, 0, 0, 20), remote(20, 0, 0));
-        let rx = ProgramRx::between((4, 5), (Some(&a), Some(&b)), (Some(&device(10, 0, 0)), Some(&device(20, 0, 0))), false);
+        let rx =
+            ProgramRx::between((4, 5), (Some(&a), Some(&b)), (Some(&device(10, 0, 0)), Some(&device(20, 0, 0))), false);
         assert_eq!(rx.losses(), ["remote eth1: rx_dropped restarted, 0 since: not a known zero"]);
         // Without the device's counters, eth0's restarted rx_missed_errors is no zero either.
         let rx = ProgramRx::between((4, 5), (Some(&a), Some(&b)), (None, Some(&device(20, 0, 0))), false);
@@ -494,9 +507,12 @@ mod tests {
         let rx = ProgramRx::between(
             (0, 1),
             (Some(&a), Some(&only_eth0)),
-            (Some(&device(10, 0, 0)), Some(&device(20, 0, 0))), false);
+            (Some(&device(10, 0, 0)), Some(&device(20, 0, 0))),
+            false,
+        );
         assert_eq!(rx.losses(), ["guest eth0: rx_dropped 3", "remote: no counters at marks 0 and 1"]);
-        let rx = ProgramRx::between((0, 1), (Some(&a), None), (Some(&device(10, 0, 0)), Some(&device(20, 0, 0))), false);
+        let rx =
+            ProgramRx::between((0, 1), (Some(&a), None), (Some(&device(10, 0, 0)), Some(&device(20, 0, 0))), false);
         assert_eq!(rx.losses(), ["guest: no counters at marks 0 and 1", "remote: no counters at marks 0 and 1"]);
     }
 

@@ -21,12 +21,12 @@
 
 use super::check::{Check, CheckStatus};
 use super::selftest_missed::MissedCheck;
-use crate::text::plural;
 pub use super::selftest_rx::{DeviceMark, DeviceRx, ProgramRx, RxAccount};
 use crate::guest_protocol::{GuestSelftests, SelftestExit};
 use crate::selftests::baseline::{Baseline, Condition, Expected};
 use crate::selftests::catalog::glob;
 use crate::selftests::ktap::{self, Outcome};
+use crate::text::plural;
 use mana_device_api::traffic::Totals;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -698,11 +698,7 @@ mod tests {
         });
         assert_eq!(
             case.unmet,
-            [
-                "device: no WQE posted 4",
-                "device: no RQ chosen on a receiving port 3",
-                "device: RX completions lost 1",
-            ]
+            ["device: no WQE posted 4", "device: no RQ chosen on a receiving port 3", "device: RX completions lost 1",]
         );
         // Counters the run did not read cannot show that nothing was dropped.
         let (case, check) = csum_tx_failure(|_, g| g.marks[2].remote = None);
@@ -801,7 +797,13 @@ mod tests {
         };
         let agrees = judged(25, true).expect("a 7.x run with both readings");
         assert_eq!(agrees.status, CheckStatus::Pass, "{}", agrees.message);
-        assert!(agrees.message.ends_with("after ping.py: rx_missed_errors 25 in the device's no-WQE drops 10..=40 (at the two marks)"), "{}", agrees.message);
+        assert!(
+            agrees.message.ends_with(
+                "after ping.py: rx_missed_errors 25 in the device's no-WQE drops 10..=40 (at the two marks)"
+            ),
+            "{}",
+            agrees.message
+        );
         // A device that answers zeros, or a reading beyond its count.
         for wrong in [0, 41] {
             let check = judged(wrong, true).expect("7.x");
