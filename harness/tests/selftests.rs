@@ -45,7 +45,9 @@ fn selftest_run(kernel: &str, patterns: &[&str]) -> harness::rig::RunOutcome {
 /// key set over netlink read back (hw/rss_api.py); the statistics mana does not
 /// report skip as the baseline says (stats.py); threaded NAPI set while a
 /// queue is gone reaches the NAPIs made after it (napi_threaded.py, with
-/// forky's ethtool for `ethtool --json -l`); nothing is left unexplained.
+/// forky's ethtool for `ethtool --json -l`); eth0's `rx_missed_errors` after
+/// each program is a no-WQE count the device reported over MANA_QUERY_GF_STAT
+/// (`selftests.rx_missed_errors`); nothing is left unexplained.
 #[test]
 fn kernel_selftests_quick_set_judges_rss_hashing_ping_and_queues_on_linux_7_x() {
     let o = selftest_run("7.x", &["quick"]);
@@ -73,6 +75,8 @@ fn kernel_selftests_quick_set_judges_rss_hashing_ping_and_queues_on_linux_7_x() 
     }
     let pause = check(c, "selftests.stats.check_pause");
     assert_eq!(pause.status, CheckStatus::Skip, "explained by the baseline: {pause:?}");
+    let missed = check(c, "selftests.rx_missed_errors");
+    assert_eq!(missed.status, CheckStatus::Pass, "{missed:?}");
     let report = o.verdict.selftests.as_ref().expect("the selftests report");
     assert!(report.programs.iter().all(|p| p.complete), "every program ran to its end: {report:?}");
     nothing_unexplained(c);

@@ -188,10 +188,15 @@ pub struct Env<'a> {
 }
 
 impl Env<'_> {
-    /// Counts a frame of `len` bytes moved by queue `id`.
-    fn moved(&mut self, kind: WqKind, id: u32, len: usize) {
-        self.datapath.queue_mut(kind, id).traffic.moved(len);
-        self.total(kind).moved(len);
+    /// Counts `frame` moved by queue `id`: on the queue, in the totals and
+    /// under its destination's class.
+    fn moved(&mut self, kind: WqKind, id: u32, frame: &[u8]) {
+        self.datapath.queue_mut(kind, id).traffic.moved(frame.len());
+        self.total(kind).moved(frame.len());
+        match kind {
+            WqKind::Sq => self.totals.tx_by_destination.count(frame),
+            WqKind::Rq => self.totals.rx_by_destination.count(frame),
+        }
     }
 
     /// Counts a frame dropped by queue `id` (`guest_error`: the guest's entry was bad).

@@ -196,7 +196,7 @@ fn deliver(
                 .with_rx_udp_csum_fail(v.udp_bad);
             oob.ppi[0].pkt_len = Le16::new(frame.len() as u16);
             oob.ppi[0].pkt_hash = Le32::new(selection.hash);
-            env.moved(WqKind::Rq, rq_id, frame.len());
+            env.moved(WqKind::Rq, rq_id, frame);
             RxVerdict::Delivered { rq: rq_id, hash: selection.hash, hash_type: selection.hash_type }
         }
         placed => {

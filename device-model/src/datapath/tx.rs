@@ -333,7 +333,7 @@ fn transmit(
         }
         match backend.transmit(vport, out) {
             Ok(()) => {
-                env.moved(WqKind::Sq, sq_id, out.len());
+                env.moved(WqKind::Sq, sq_id, out);
                 if env.flows.enabled() {
                     env.flows.record_tx(out, &parse(out), sq_id);
                 }

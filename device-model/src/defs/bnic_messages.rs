@@ -4,6 +4,7 @@
 use super::ethernet::NdisHashTypes;
 use super::gdma_messages::{GdmaReqHdr, GdmaRespHdr};
 use super::{Le16, Le32, Le64};
+use bitfield_struct::bitfield;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 /// `MANA_HASH_KEY_SIZE` (mana.h): the Toeplitz key length in bytes.
@@ -214,16 +215,151 @@ pub struct CfgRxSteerReqV2 {
     pub indir_tab: [Le64],
 }
 
-/// `struct mana_query_gf_stat_resp`, 256 bytes (all counters zero here).
+/// `STATISTICS_FLAGS_*` (mana.h, Linux 6.1.192, 6.12.117 and 7.3.4 alike):
+/// the `req_stats` bitmap of [`QueryGfStatReq`] (which counters the driver
+/// asks for; every driver asks for all 27) and the `reported_stats` of
+/// [`QueryGfStatResp`] (which ones the device filled). The bit order is not
+/// the response's field order: multicast comes before broadcast here.
+#[bitfield(u64, repr = Le64, from = Le64::new, into = Le64::get)]
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct GfStatFlags {
+    /// `STATISTICS_FLAGS_RX_DISCARDS_NO_WQE` (bit 0).
+    pub rx_discards_no_wqe: bool,
+    /// `STATISTICS_FLAGS_RX_ERRORS_VPORT_DISABLED`.
+    pub rx_errors_vport_disabled: bool,
+    /// `STATISTICS_FLAGS_HC_RX_BYTES`.
+    pub hc_rx_bytes: bool,
+    /// `STATISTICS_FLAGS_HC_RX_UCAST_PACKETS`.
+    pub hc_rx_ucast_packets: bool,
+    /// `STATISTICS_FLAGS_HC_RX_UCAST_BYTES`.
+    pub hc_rx_ucast_bytes: bool,
+    /// `STATISTICS_FLAGS_HC_RX_MCAST_PACKETS`.
+    pub hc_rx_mcast_packets: bool,
+    /// `STATISTICS_FLAGS_HC_RX_MCAST_BYTES`.
+    pub hc_rx_mcast_bytes: bool,
+    /// `STATISTICS_FLAGS_HC_RX_BCAST_PACKETS`.
+    pub hc_rx_bcast_packets: bool,
+    /// `STATISTICS_FLAGS_HC_RX_BCAST_BYTES` (bit 8).
+    pub hc_rx_bcast_bytes: bool,
+    /// `STATISTICS_FLAGS_TX_ERRORS_GF_DISABLED`.
+    pub tx_errors_gf_disabled: bool,
+    /// `STATISTICS_FLAGS_TX_ERRORS_VPORT_DISABLED`.
+    pub tx_errors_vport_disabled: bool,
+    /// `STATISTICS_FLAGS_TX_ERRORS_INVAL_VPORT_OFFSET_PACKETS`.
+    pub tx_errors_inval_vport_offset_packets: bool,
+    /// `STATISTICS_FLAGS_TX_ERRORS_VLAN_ENFORCEMENT`.
+    pub tx_errors_vlan_enforcement: bool,
+    /// `STATISTICS_FLAGS_TX_ERRORS_ETH_TYPE_ENFORCEMENT`.
+    pub tx_errors_eth_type_enforcement: bool,
+    /// `STATISTICS_FLAGS_TX_ERRORS_SA_ENFORCEMENT`.
+    pub tx_errors_sa_enforcement: bool,
+    /// `STATISTICS_FLAGS_TX_ERRORS_SQPDID_ENFORCEMENT`.
+    pub tx_errors_sqpdid_enforcement: bool,
+    /// `STATISTICS_FLAGS_TX_ERRORS_CQPDID_ENFORCEMENT`.
+    pub tx_errors_cqpdid_enforcement: bool,
+    /// `STATISTICS_FLAGS_TX_ERRORS_MTU_VIOLATION`.
+    pub tx_errors_mtu_violation: bool,
+    /// `STATISTICS_FLAGS_TX_ERRORS_INVALID_OOB` (bit 18).
+    pub tx_errors_invalid_oob: bool,
+    /// `STATISTICS_FLAGS_HC_TX_BYTES` (bit 19).
+    pub hc_tx_bytes: bool,
+    /// `STATISTICS_FLAGS_HC_TX_UCAST_PACKETS`.
+    pub hc_tx_ucast_packets: bool,
+    /// `STATISTICS_FLAGS_HC_TX_UCAST_BYTES`.
+    pub hc_tx_ucast_bytes: bool,
+    /// `STATISTICS_FLAGS_HC_TX_MCAST_PACKETS`.
+    pub hc_tx_mcast_packets: bool,
+    /// `STATISTICS_FLAGS_HC_TX_MCAST_BYTES`.
+    pub hc_tx_mcast_bytes: bool,
+    /// `STATISTICS_FLAGS_HC_TX_BCAST_PACKETS`.
+    pub hc_tx_bcast_packets: bool,
+    /// `STATISTICS_FLAGS_HC_TX_BCAST_BYTES`.
+    pub hc_tx_bcast_bytes: bool,
+    /// `STATISTICS_FLAGS_TX_ERRORS_GDMA_ERROR` (bit 26).
+    pub tx_errors_gdma_error: bool,
+    #[bits(37)]
+    __: u64,
+}
+
+/// `struct mana_query_gf_stat_req` (MANA_QUERY_GF_STAT, `mana_query_gf_stats()`), 48 bytes.
+#[derive(Clone, Copy, Debug, Default, FromBytes, IntoBytes, Immutable, KnownLayout)]
+#[repr(C)]
+pub struct QueryGfStatReq {
+    /// Header.
+    pub hdr: GdmaReqHdr,
+    /// The counters asked for.
+    pub req_stats: GfStatFlags,
+}
+
+/// `struct mana_query_gf_stat_resp`, 256 bytes: the function's (the VF's,
+/// all its vPorts') traffic counters since the device powered on, each a
+/// count of frames or of their bytes. Field order as in mana.h (6.1.192,
+/// 6.12.117 and 7.3.4 alike); the driver copies them into its ethtool stats
+/// (`hc_*`; 6.1 and 6.12 at each `ethtool -S`, 7.3 every 2 s), and 7.3.4's
+/// `mana_get_stats64()` (not 6.12.117's) reports `rx_discards_nowqe` as the
+/// netdev's `rx_missed_errors`. The `tx_err_*` counters are described by
+/// their names only; the header says no more.
 #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, Immutable, KnownLayout)]
 #[repr(C)]
 pub struct QueryGfStatResp {
     /// Header.
     pub hdr: GdmaRespHdr,
-    /// Bitmap of reported counters.
-    pub reported_stats: Le64,
-    /// 27 counters.
-    pub counters: [Le64; 27],
+    /// The counters the device filled.
+    pub reported_stats: GfStatFlags,
+    /// Received frames dropped: the RQ they were steered to had no WQE posted.
+    pub rx_discards_nowqe: Le64,
+    /// Received frames dropped: the vPort's RX was disabled.
+    pub rx_err_vport_disabled: Le64,
+    /// Bytes of the received frames delivered.
+    pub hc_rx_bytes: Le64,
+    /// Received unicast frames delivered.
+    pub hc_rx_ucast_pkts: Le64,
+    /// Their bytes.
+    pub hc_rx_ucast_bytes: Le64,
+    /// Received broadcast frames delivered.
+    pub hc_rx_bcast_pkts: Le64,
+    /// Their bytes.
+    pub hc_rx_bcast_bytes: Le64,
+    /// Received multicast frames delivered.
+    pub hc_rx_mcast_pkts: Le64,
+    /// Their bytes.
+    pub hc_rx_mcast_bytes: Le64,
+    /// Frames not sent: the GDMA function was disabled.
+    pub tx_err_gf_disabled: Le64,
+    /// Frames not sent: the vPort was disabled.
+    pub tx_err_vport_disabled: Le64,
+    /// Frames not sent: a bad vPort offset.
+    pub tx_err_inval_vport_offset_pkt: Le64,
+    /// Frames not sent: VLAN enforcement.
+    pub tx_err_vlan_enforcement: Le64,
+    /// Frames not sent: EtherType enforcement.
+    pub tx_err_ethtype_enforcement: Le64,
+    /// Frames not sent: source MAC enforcement.
+    pub tx_err_sa_enforcement: Le64,
+    /// Frames not sent: SQ protection-domain check.
+    pub tx_err_sqpdid_enforcement: Le64,
+    /// Frames not sent: CQ protection-domain check.
+    pub tx_err_cqpdid_enforcement: Le64,
+    /// Frames not sent: longer than the MTU.
+    pub tx_err_mtu_violation: Le64,
+    /// Frames not sent: a bad OOB.
+    pub tx_err_inval_oob: Le64,
+    /// Bytes of the frames sent.
+    pub hc_tx_bytes: Le64,
+    /// Unicast frames sent.
+    pub hc_tx_ucast_pkts: Le64,
+    /// Their bytes.
+    pub hc_tx_ucast_bytes: Le64,
+    /// Broadcast frames sent.
+    pub hc_tx_bcast_pkts: Le64,
+    /// Their bytes.
+    pub hc_tx_bcast_bytes: Le64,
+    /// Multicast frames sent.
+    pub hc_tx_mcast_pkts: Le64,
+    /// Their bytes.
+    pub hc_tx_mcast_bytes: Le64,
+    /// Frames not sent: a GDMA error.
+    pub tx_err_gdma: Le64,
 }
 
 const _: () = {
@@ -238,5 +374,6 @@ const _: () = {
     assert!(size_of::<DestroyWqObjReq>() == 56);
     assert!(size_of::<FenceRqReq>() == 48);
     assert!(size_of::<CfgRxSteerReq>() == 120);
+    assert!(size_of::<QueryGfStatReq>() == 48);
     assert!(size_of::<QueryGfStatResp>() == 256);
 };

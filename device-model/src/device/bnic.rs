@@ -19,10 +19,11 @@ use crate::datapath::{MAX_FRAME, TX_VPORT_OFFSET};
 use crate::defs::{
     CfgRxSteerReq, CfgRxSteerReqV2, Command, ConfigVportReq, ConfigVportResp, CreateWqObjReq, CreateWqObjResp,
     DestroyWqObjReq, DeviceType, FenceRqReq, GdmaReqHdr, GdmaRespHdr, Le16, Le32, Le64, ManaCqeHeader, ManaCqeType,
-    ManaRxCompOob, QueryDevCfgResp, QueryGfStatResp, QueryVportCfgReq, QueryVportCfgResp, QueueType, TriState,
+    ManaRxCompOob, QueryDevCfgResp, QueryGfStatReq, QueryVportCfgReq, QueryVportCfgResp, QueueType, TriState,
     INVALID_MANA_HANDLE, MANA_CQE_COMPLETION, MANA_INDIRECT_TABLE_MAX_SIZE,
 };
 use crate::device::framing::{body, invalid, parse, CommandError};
+use crate::device::gf_stats::gf_stats;
 use crate::device::resources::{Ctx, MAX_NUM_CQS, MAX_WQ_ID};
 use crate::queues::{completion, free_id, CompletionQueue, Producer, Ring, WorkQueue};
 use mana_device_api::snapshot::WqKind;
@@ -119,7 +120,10 @@ pub fn handle(ctx: &mut Ctx<'_>, command: Command, hdr: &GdmaReqHdr, request: &[
             Ok(body(&GdmaRespHdr::new_zeroed()))
         }
         Command::MANA_CONFIG_VPORT_RX => configure_vport_rx(ctx, request),
-        Command::MANA_QUERY_GF_STAT => Ok(body(&QueryGfStatResp::new_zeroed())),
+        Command::MANA_QUERY_GF_STAT => {
+            let req: QueryGfStatReq = parse(request)?;
+            Ok(body(&gf_stats(&req, ctx.totals)))
+        }
         other => Err(CommandError::Unsupported(other)),
     }
 }

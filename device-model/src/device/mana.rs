@@ -643,7 +643,8 @@ impl ManaDevice {
             let mut outcome = match fate {
                 CommandFate::Fail(code) => commands::refuse(&request.bytes, code),
                 CommandFate::Run | CommandFate::Delay(_) => {
-                    let mut ctx = Ctx { res: &mut self.res, mem, irq, config: &self.config };
+                    let mut ctx =
+                        Ctx { res: &mut self.res, mem, irq, config: &self.config, totals: &self.counters.traffic };
                     commands::dispatch(&mut ctx, &request.bytes)
                 }
             };

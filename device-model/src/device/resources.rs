@@ -10,6 +10,7 @@ use crate::queues::dma_region::DmaRegions;
 use crate::queues::{Mem, Queues};
 use mana_device_api::config::DeviceConfig;
 use mana_device_api::snapshot::{Registration, WqObj};
+use mana_device_api::traffic::Totals;
 use std::collections::BTreeMap;
 
 /// `HWC_INIT_DATA_MAX_NUM_CQS`: size of the driver's `cq_table`; every CQ id
@@ -76,4 +77,7 @@ pub struct Ctx<'a> {
     pub irq: &'a dyn InterruptSink,
     /// Device knobs.
     pub config: &'a DeviceConfig,
+    /// The data path's device-wide totals, read-only (MANA_QUERY_GF_STAT
+    /// reports them).
+    pub totals: &'a Totals,
 }

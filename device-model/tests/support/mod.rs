@@ -938,10 +938,7 @@ impl Driver {
         }
         self.query_vport(0)?;
         if self.kernel == Kernel::V7_3 {
-            let mut req =
-                req_hdr(Command::MANA_QUERY_GF_STAT, 48, size_of::<QueryGfStatResp>(), mana_dev()).as_bytes().to_vec();
-            req.resize(48, 0);
-            let _: QueryGfStatResp = self.bnic::<QueryGfStatResp>(req)?;
+            self.query_gf_stats()?;
         }
         if listed.contains(&ib_dev()) && self.kernel != Kernel::V6_1 {
             self.mana_ib_probe()?;
@@ -970,6 +967,18 @@ impl Driver {
         let resp: QueryVportCfgResp = self.bnic::<QueryVportCfgResp>(req.as_bytes().to_vec())?;
         ensure!(resp.max_num_sq.get() >= 1 && resp.max_num_rq.get() >= 1, "zero queues");
         Ok(resp)
+    }
+
+    /// `mana_query_gf_stats()`: MANA_QUERY_GF_STAT asking for all 27
+    /// counters (every driver's `req_stats`, STATISTICS_FLAGS_* of mana.h),
+    /// response version 2.
+    pub fn query_gf_stats(&mut self) -> Result<QueryGfStatResp> {
+        let mut req = QueryGfStatReq {
+            hdr: req_hdr(Command::MANA_QUERY_GF_STAT, 48, size_of::<QueryGfStatResp>(), mana_dev()),
+            req_stats: GfStatFlags::from_bits(Le64::new((1 << 27) - 1)),
+        };
+        req.hdr.resp.msg_version = Le16::new(2);
+        self.bnic::<QueryGfStatResp>(req.as_bytes().to_vec())
     }
 
     /// `mana_ib_probe()` (6.12 / 7.3 rdma): REGISTER(IB), GET_ADAPTER_CAP

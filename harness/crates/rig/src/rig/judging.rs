@@ -351,6 +351,7 @@ impl Judging<'_> {
                 setup_errors: r.stderr.get("selftest-setup").map_or(&[], Vec::as_slice),
                 device_totals: run.device_totals.as_ref(),
                 device_marks: &run.selftest_marks,
+                missed_is_no_wqe: self.req.kernel == crate::model::KernelGen::V7,
             };
             let (report, checks) = crate::verdict::judge_selftests(&input);
             verdict.add_selftests(report, checks);

@@ -55,6 +55,7 @@ pub mod nics;
 mod outcome;
 pub mod properties;
 mod row;
+pub mod selftest_missed;
 pub mod selftest_rx;
 pub mod selftests;
 pub mod soak;

@@ -20,11 +20,13 @@
 //! the counter. The run's other programs' drops do not count against it.
 
 use super::check::{Check, CheckStatus};
+use super::selftest_missed::MissedCheck;
 pub use super::selftest_rx::{DeviceMark, DeviceRx, ProgramRx, RxAccount};
 use crate::guest_protocol::{GuestSelftests, SelftestExit};
 use crate::selftests::baseline::{Baseline, Condition, Expected};
 use crate::selftests::catalog::glob;
 use crate::selftests::ktap::{self, Outcome};
+use crate::text::plural;
 use mana_device_api::traffic::Totals;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -123,6 +125,11 @@ pub struct SelftestsInput<'a> {
     pub device_totals: Option<&'a Totals>,
     /// The device at each `MANARIG-SELFTEST` mark whose status was read.
     pub device_marks: &'a BTreeMap<u32, DeviceMark>,
+    /// The guest's kernel reports the device's no-WQE drops
+    /// (MANA_QUERY_GF_STAT) as eth0's `rx_missed_errors` (7.x: 7.3.4's
+    /// `mana_get_stats64()`; 6.12 never sets it): each mark's reading is
+    /// then checked against the device ([`super::selftest_missed`]).
+    pub missed_is_no_wqe: bool,
 }
 
 fn outcome_word(o: Outcome) -> &'static str {
@@ -251,6 +258,7 @@ pub fn judge_selftests(input: &SelftestsInput<'_>) -> (SelftestsReport, Vec<Chec
             (from, to),
             (g.mark(from), g.mark(to)),
             (input.device_marks.get(&from), input.device_marks.get(&to)),
+            input.missed_is_no_wqe,
         );
         let cases: Vec<CaseVerdict> = k.results.iter().map(|r| judge_case(r, input.baseline, &program_rx)).collect();
         let mut counts = Counts::default();
@@ -334,6 +342,7 @@ pub fn judge_selftests(input: &SelftestsInput<'_>) -> (SelftestsReport, Vec<Chec
             rx: program_rx,
         });
     }
+    checks.extend(missed_check(&programs));
     let baseline = if input.baseline.series.is_empty() {
         "none".to_owned()
     } else {
@@ -348,6 +357,40 @@ pub fn judge_selftests(input: &SelftestsInput<'_>) -> (SelftestsReport, Vec<Chec
         rx,
     };
     (report, checks)
+}
+
+/// `selftests.rx_missed_errors`: eth0's `rx_missed_errors` after each
+/// program is a count the device gave ([`MissedCheck::holds`]); None when no
+/// mark had both readings (6.12, or the device's status not read).
+fn missed_check(programs: &[ProgramResult]) -> Option<Check> {
+    let compared: Vec<(&str, &MissedCheck)> =
+        programs.iter().filter_map(|p| Some((p.file.as_str(), p.rx.missed.as_ref()?))).collect();
+    let (last_file, last) = compared.last()?;
+    let wrong: Vec<String> =
+        compared.iter().filter(|(_, m)| !m.holds()).map(|(file, m)| format!("after {file}: {}", m.text())).collect();
+    let both_ways = compared.iter().filter(|(_, m)| m.refreshed).count();
+    let mut check = match wrong.is_empty() {
+        true => Check::new(
+            "selftests.rx_missed_errors",
+            CheckStatus::Pass,
+            format!(
+                "eth0's rx_missed_errors is the device's no-WQE count after {} ({both_ways} bounded both ways); after {last_file}: {}",
+                plural(compared.len(), "program"),
+                last.text()
+            ),
+        ),
+        false => Check::new(
+            "selftests.rx_missed_errors",
+            CheckStatus::Fail,
+            format!(
+                "eth0's rx_missed_errors is not a count the device gave after {} of {}",
+                wrong.len(),
+                plural(compared.len(), "program")
+            ),
+        ),
+    };
+    check.detail = wrong;
+    Some(check)
 }
 
 #[cfg(test)]
@@ -388,6 +431,29 @@ mod tests {
             setup_errors,
             device_totals,
             device_marks: &device_marks,
+            missed_is_no_wqe: false,
+        };
+        judge_selftests(&input)
+    }
+
+    /// The verdict of a run of `asked` with the device's status at `device_marks`
+    /// (`missed_is_no_wqe`: a 7.x kernel).
+    fn judge_marked(
+        g: &GuestSelftests,
+        asked: &[String],
+        baseline: &Baseline,
+        device_marks: &BTreeMap<u32, DeviceMark>,
+        missed_is_no_wqe: bool,
+    ) -> (SelftestsReport, Vec<Check>) {
+        let input = SelftestsInput {
+            guest: g,
+            asked,
+            baseline,
+            source: "s",
+            setup_errors: &[],
+            device_totals: None,
+            device_marks,
+            missed_is_no_wqe,
         };
         judge_selftests(&input)
     }
@@ -559,7 +625,7 @@ mod tests {
             rx_port_off: 2,
             ..Totals::default()
         };
-        DeviceMark { rx: DeviceRx::of(&traffic), queues_created: 16 }
+        DeviceMark { rx: DeviceRx::of(&traffic), queues_created: 16, gf_stat_queries: 0 }
     }
 
     /// A run of ping.py, then csum.py whose transmit case failed, with both
@@ -593,16 +659,7 @@ mod tests {
             "[[expect]]\ncase = \"csum.ipv*_tx_udp_*\"\nresult = \"flaky\"\nneeds = \"no drops\"\nreason = \"late (csum.c, 7.3.4)\"\n",
         );
         let asked = vec!["ping.py".to_owned(), "hw/csum.py".to_owned()];
-        let input = SelftestsInput {
-            guest: &g,
-            asked: &asked,
-            baseline: &b,
-            source: "s",
-            setup_errors: &[],
-            device_totals: None,
-            device_marks: &device_marks,
-        };
-        let (report, checks) = judge_selftests(&input);
+        let (report, checks) = judge_marked(&g, &asked, &b, &device_marks, true);
         assert_eq!(report.programs[0].rx.device.map(|d| d.no_wqe), Some(40), "ping.py's own drops");
         let check = status_of(&checks, "selftests.csum.ipv4_tx_udp_csum_offload").clone();
         (report.programs[1].cases[0].clone(), check)
@@ -628,7 +685,9 @@ mod tests {
         assert_eq!(check.status, CheckStatus::Fail);
         assert_eq!(case.unmet, ["remote eth1: rx_dropped 3"]);
         assert!(check.message.contains("flaky entry does not hold: remote eth1: rx_dropped 3"), "{}", check.message);
-        // Each side's losses in the program are named, the device's by reason.
+        // Each side's losses in the program are named, the device's by
+        // reason; eth0's rx_missed_errors (the device's no-WQE count, late)
+        // only through the device's.
         let (case, _) = csum_tx_failure(|d, g| {
             d.rx.no_wqe += 4;
             d.rx.unsteered += 3;
@@ -639,12 +698,7 @@ mod tests {
         });
         assert_eq!(
             case.unmet,
-            [
-                "device: no WQE posted 4",
-                "device: no RQ chosen on a receiving port 3",
-                "device: RX completions lost 1",
-                "guest eth0: rx_missed_errors 7",
-            ]
+            ["device: no WQE posted 4", "device: no RQ chosen on a receiving port 3", "device: RX completions lost 1",]
         );
         // Counters the run did not read cannot show that nothing was dropped.
         let (case, check) = csum_tx_failure(|_, g| g.marks[2].remote = None);
@@ -707,16 +761,7 @@ mod tests {
             let mut after = device_mark(20);
             after.rx.no_wqe = no_wqe;
             let device_marks = BTreeMap::from([(0, device_mark(10)), (1, after)]);
-            let input = SelftestsInput {
-                guest: &g,
-                asked: &asked,
-                baseline: &b,
-                source: "s",
-                setup_errors: &[],
-                device_totals: None,
-                device_marks: &device_marks,
-            };
-            let (report, _) = judge_selftests(&input);
+            let (report, _) = judge_marked(&g, &asked, &b, &device_marks, true);
             report.programs[0].cases[0].clone()
         };
         let split = judged("16144 [!=65475]49331 [!=899]899 [!=0]", 0);
@@ -730,6 +775,42 @@ mod tests {
             (dropped.status, dropped.unmet.as_slice()),
             (CheckStatus::Fail, &["device: no WQE posted 2".to_owned()][..])
         );
+    }
+
+    #[test]
+    fn eth0s_rx_missed_errors_is_checked_against_the_devices_no_wqe_count_on_7x() {
+        let b = baseline("");
+        let asked = vec!["ping.py".to_owned()];
+        let judged = |missed: u64, missed_is_no_wqe: bool| {
+            let mut g = guest("ping.py", "TAP version 13\n1..1\nok 1 ping.test_v4\n", SelftestExit::Status(0));
+            g.marks = vec![mark_counters(0, 10, 10), mark_counters(1, 300, 300)];
+            if let Some(eth0) = g.marks[1].netdev.as_mut() {
+                eth0.missed = Some(missed);
+            }
+            // 30 no-WQE drops in ping.py; 5 GF_STAT queries (10 s) between the marks.
+            let (mut before, mut after) = (device_mark(10), device_mark(300));
+            (before.rx.no_wqe, after.rx.no_wqe) = (10, 40);
+            (before.gf_stat_queries, after.gf_stat_queries) = (3, 8);
+            let device_marks = BTreeMap::from([(0, before), (1, after)]);
+            let (_, checks) = judge_marked(&g, &asked, &b, &device_marks, missed_is_no_wqe);
+            checks.into_iter().find(|c| c.name == "selftests.rx_missed_errors")
+        };
+        let agrees = judged(25, true).expect("a 7.x run with both readings");
+        assert_eq!(agrees.status, CheckStatus::Pass, "{}", agrees.message);
+        assert!(
+            agrees.message.ends_with(
+                "after ping.py: rx_missed_errors 25 in the device's no-WQE drops 10..=40 (at the two marks)"
+            ),
+            "{}",
+            agrees.message
+        );
+        // A device that answers zeros, or a reading beyond its count.
+        for wrong in [0, 41] {
+            let check = judged(wrong, true).expect("7.x");
+            assert_eq!(check.status, CheckStatus::Fail, "{}", check.message);
+            assert_eq!(check.detail.len(), 1, "{:?}", check.detail);
+        }
+        assert_eq!(judged(0, false), None, "6.12 never sets rx_missed_errors");
     }
 
     #[test]

@@ -97,6 +97,9 @@ fn program_rx_lines(programs: &[ProgramResult]) -> Vec<String> {
             if let Some(n) = rx.queues_created.filter(|n| *n > 0) {
                 parts.push(format!("mana created {n} queues"));
             }
+            if let (Some(m), Some(g)) = (&rx.missed, &rx.guest) {
+                parts.push(format!("{} {}", g.netdev, m.text()));
+            }
             let losses = rx.losses();
             let verdict = if losses.is_empty() {
                 "nothing dropped".to_owned()
@@ -191,6 +194,7 @@ fn table(r: &SelftestsReport) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::super::selftest_missed::MissedCheck;
     use super::super::super::selftests::{CaseVerdict, Counts, ProgramResult, ProgramRx};
     use super::*;
     use crate::selftests::ktap::Outcome;
@@ -283,8 +287,10 @@ mod tests {
             queues_created: Some(8),
             guest: Some(eth0),
             remote: Some(eth1),
+            missed: Some(MissedCheck::new(100, (100, 200), (40, 45))),
         };
-        let quiet = ProgramRx { device: Some(DeviceRx::default()), queues_created: Some(0), ..gro.clone() };
+        let quiet =
+            ProgramRx { device: Some(DeviceRx::default()), queues_created: Some(0), missed: None, ..gro.clone() };
         let quiet = ProgramRx { from: 9, to: 10, device: Some(DeviceRx::default()), ..quiet };
         let lines = program_rx_lines(&[
             program("napi_id.py", quiet),
@@ -296,7 +302,7 @@ mod tests {
             [
                 "Frames per test program (between the marks before and after it; ≥N: the counter restarted, N counted since):",
                 "  napi_id.py  device 0 in, 0 out; eth0 rx ≥51 since a restart, tx ≥50 since a restart; eth1 rx 50, tx 2000, UDP to no socket 0 — nothing dropped",
-                "  gro.py      device 1900 in, 50 out; eth0 rx ≥51 since a restart, tx ≥50 since a restart; eth1 rx 50, tx 2000, UDP to no socket 0; mana created 8 queues — dropped: device: no WQE posted 100",
+                "  gro.py      device 1900 in, 50 out; eth0 rx ≥51 since a restart, tx ≥50 since a restart; eth1 rx 50, tx 2000, UDP to no socket 0; mana created 8 queues; eth0 rx_missed_errors 100 in the device's no-WQE drops 100..=200 (at the two marks) — dropped: device: no WQE posted 100",
                 "  x.py        no counters at marks 11 and 12",
             ]
         );
@@ -313,6 +319,7 @@ mod tests {
             rx_port_off: 2,
             rx_no_wqe: 15,
             rx_cqe_lost: 0,
+            ..Totals::default()
         };
         let guest = NetdevRxCounters {
             netdev: "eth0".into(),
