@@ -115,7 +115,8 @@ pub fn run_guest(cfg: &GuestConfig) -> Result<GuestResults, GuestError> {
     send(&mut writer, encode(&GuestListening { failed: failed.iter().map(|(id, _)| *id).collect() }))?;
     let limit = Instant::now() + Duration::from_millis(plan.limit_ms);
     let failed: BTreeMap<u32, String> = failed.into_iter().collect();
-    let results = GuestResults { flows: run::run(&plan, Side::Guest, listeners, &failed, limit.min(cfg.deadline)) };
+    let results =
+        GuestResults { flows: run::run_parked(&plan, Side::Guest, listeners, &failed, limit.min(cfg.deadline)) };
     send(&mut writer, encode(&results))?;
     Ok(results)
 }

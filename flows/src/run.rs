@@ -72,6 +72,25 @@ fn bound(addr: SocketAddrV4) -> std::io::Result<Socket> {
     Ok(socket)
 }
 
+/// One flow's end on the calling thread: `listener` is its listener (the
+/// flows the other end opens), `refused` why it cannot run.
+fn one_flow(
+    plan: &Plan,
+    flow: &FlowSpec,
+    me: Side,
+    listener: Option<TcpListener>,
+    refused: Option<String>,
+    deadline: Instant,
+) -> FlowResult {
+    let start = Instant::now();
+    let mut end = End::new(flow, me);
+    let error = match refused {
+        Some(why) => Some(why),
+        None => end.run(plan, listener, deadline).err().map(|e| e.to_string()),
+    };
+    end.result(error, start.elapsed())
+}
+
 /// Runs `me`'s side of every flow of `plan` until `deadline`; results in
 /// plan order. `listeners` are those [`listen`] opened; `failed` flows are
 /// reported failed without running.
@@ -87,28 +106,87 @@ pub fn run(
             .flows
             .iter()
             .map(|flow| {
-                let listener = listeners.remove(&flow.id);
+                let listener = listener_of(&mut listeners, flow);
                 let refused = failed.get(&flow.id).cloned();
-                scope.spawn(move || {
-                    let start = Instant::now();
-                    let mut end = End::new(flow, me);
-                    let error = match refused {
-                        Some(why) => Some(why),
-                        None => end.run(plan, listener, deadline).err().map(|e| e.to_string()),
-                    };
-                    end.result(error, start.elapsed())
-                })
+                scope.spawn(move || one_flow(plan, flow, me, listener, refused, deadline))
             })
             .collect();
         handles
             .into_iter()
             .zip(&plan.flows)
-            .map(|(h, flow)| {
-                h.join()
-                    .unwrap_or_else(|_| End::new(flow, me).result(Some("flow thread panicked".into()), Duration::ZERO))
-            })
+            .map(|(h, flow)| h.join().unwrap_or_else(|_| thread_lost(flow, me, "flow thread panicked")))
             .collect()
     })
+}
+
+/// How long [`run_parked`] waits for a flow's result past the deadline:
+/// every socket operation of a flow ends by the deadline.
+const RESULT_GRACE: Duration = Duration::from_secs(5);
+
+/// [`run`] for a process that exits right after: each flow's thread sends
+/// its result and then parks until the process ends, instead of returning.
+///
+/// Why: glibc gives a finished thread's stack back with
+/// `madvise(MADV_DONTNEED)` up to 16 KiB below the thread's stack pointer,
+/// in the 4 KiB pages `qemu-x86_64` reports as AT_PAGESZ; on an arm64
+/// kernel with 64 KiB pages the emulator passes the call on, the kernel
+/// rounds its length up to 64 KiB and zeroes the live top of the stack, and
+/// the thread's last steps fault (seen 2026-12-03: the guest end under
+/// `qemu-x86_64` 11.1.3 on Linux 6.12 with `CONFIG_ARM64_64K_PAGES`,
+/// `-strace`: `madvise(…, 2076672, MADV_DONTNEED)`, then SIGSEGV at NULL). A
+/// thread that never ends never frees its stack. The guest end runs once per
+/// process (harness/crates/rig/src/rig/flows_guest.rs), so the parked
+/// threads end with it; a long-lived peer uses [`run`].
+pub fn run_parked(
+    plan: &Plan,
+    me: Side,
+    mut listeners: BTreeMap<u32, TcpListener>,
+    failed: &BTreeMap<u32, String>,
+    deadline: Instant,
+) -> Vec<FlowResult> {
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, FlowResult)>();
+    let shared = std::sync::Arc::new(plan.clone());
+    let mut results: Vec<Option<FlowResult>> = vec![None; plan.flows.len()];
+    for (i, flow) in plan.flows.iter().enumerate() {
+        let (listener, refused) = (listener_of(&mut listeners, flow), failed.get(&flow.id).cloned());
+        let (plan, tx) = (std::sync::Arc::clone(&shared), tx.clone());
+        let spawned = std::thread::Builder::new().spawn(move || {
+            let result = one_flow(&plan, &plan.flows[i], me, listener, refused, deadline);
+            // The receiver may have given up at its deadline: nothing to tell then.
+            let _ = tx.send((i, result));
+            drop(plan);
+            loop {
+                std::thread::park();
+            }
+        });
+        if let Err(e) = spawned {
+            results[i] = Some(thread_lost(flow, me, &format!("cannot start the flow's thread: {e}")));
+        }
+    }
+    drop(tx);
+    while results.iter().any(Option::is_none) {
+        let wait = deadline.saturating_duration_since(Instant::now()) + RESULT_GRACE;
+        match rx.recv_timeout(wait) {
+            Ok((i, r)) => results[i] = Some(r),
+            // A thread panicked (its sender dropped) or is past the deadline.
+            Err(_) => break,
+        }
+    }
+    results
+        .into_iter()
+        .zip(&plan.flows)
+        .map(|(r, flow)| r.unwrap_or_else(|| thread_lost(flow, me, "the flow's thread gave no result")))
+        .collect()
+}
+
+/// `flow`'s listener, taken out of `listeners`.
+fn listener_of(listeners: &mut BTreeMap<u32, TcpListener>, flow: &FlowSpec) -> Option<TcpListener> {
+    listeners.remove(&flow.id)
+}
+
+/// The result of a flow whose thread did not give one.
+fn thread_lost(flow: &FlowSpec, me: Side, why: &str) -> FlowResult {
+    End::new(flow, me).result(Some(why.to_owned()), Duration::ZERO)
 }
 
 /// One end of one flow while it runs.
@@ -250,7 +328,8 @@ mod tests {
         let none = BTreeMap::new();
         let (host, guest) = std::thread::scope(|s| {
             let h = s.spawn(|| run(&plan, Side::Host, hl, &none, deadline));
-            let g = s.spawn(|| run(&plan, Side::Guest, gl, &none, deadline));
+            // The guest end as the guest runs it: threads parked once done.
+            let g = s.spawn(|| run_parked(&plan, Side::Guest, gl, &none, deadline));
             (h.join().expect("host"), g.join().expect("guest"))
         });
         for (h, g) in host.iter().zip(&guest) {

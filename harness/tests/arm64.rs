@@ -43,26 +43,57 @@ fn assert_cobalt_passes(o: &RunOutcome, what: &str) {
     }
 }
 
-/// [`assert_cobalt_passes`] for manarig's own arm64 build of `kernel`
-/// (`6.12-min`, `6.12-min-64k`), cross-compiled from Debian's source.
-fn assert_minimal_cobalt_passes(kernel: &str, mem_per_node_mib: u32) {
+/// The run of `arm64/cobalt-16` on manarig's own arm64 build of `kernel`
+/// (`6.12-min`, `6.12-min-64k`: cross-compiled from Debian's source) at the
+/// rig's default memory, with `traffic` when asked.
+fn run_minimal_cobalt(kernel: &str, traffic: bool) -> RunOutcome {
     let mut req = request_on_arm64("arm64/cobalt-16", kernel);
-    req.mem_per_node_mib = mem_per_node_mib;
-    let o = run_printed(&req, &format!("arm64 cobalt-16 on {kernel}"));
-    assert_eq!(o.verdict.status, Status::Pass, "{kernel}");
+    if traffic {
+        req.traffic = Some(harness::traffic::TrafficOptions::default());
+    }
+    let what = if traffic { " --traffic" } else { "" };
+    run_printed(&req, &format!("arm64 cobalt-16{what} on {kernel}"))
+}
+
+/// [`assert_cobalt_passes`] for manarig's own arm64 builds: the verdict
+/// passes, `ndo_open` created a queue pair per channel (the `queue_pairs`
+/// check and the queue table), and the NIC's 17 vectors are there.
+fn assert_minimal_cobalt_passes(o: &RunOutcome, kernel: &str) {
+    assert_eq!(o.verdict.status, Status::Pass, "{kernel}: {:#?}", o.verdict.failures().collect::<Vec<_>>());
     assert!(o.observed.kernel_release.contains("-manarig"), "{kernel}: {}", o.observed.kernel_release);
     assert_eq!(o.observed.nic_numa_node, Some(0), "{kernel}");
     assert_eq!(o.observed.vectors.len(), 17, "{kernel}: the HWC and 16 queues");
+    assert_check_passes(o, harness::verdict::QUEUE_PAIRS_CHECK);
     let channels = o.queues.as_ref().map_or(0, |q| q.rows.len());
     assert_eq!(channels, 16, "{kernel}: ndo_open created a queue pair per channel");
 }
 
+/// The check `name` ran and passed.
+fn assert_check_passes(o: &RunOutcome, name: &str) {
+    let c = o.verdict.checks.iter().find(|c| c.name == name).unwrap_or_else(|| panic!("no check {name}"));
+    assert_eq!(c.status, harness::verdict::CheckStatus::Pass, "{name}: {}", c.message);
+}
+
+/// A `--traffic` run's flows passed: the traffic checks, twice the channel
+/// count of flows opened from both ends, each verified at both ends.
+fn assert_traffic_passes(o: &RunOutcome) {
+    for name in ["traffic_flows", "rss_steering", "traffic_interrupts"] {
+        assert_check_passes(o, name);
+    }
+    let t = o.verdict.traffic.as_ref().expect("traffic");
+    let channels = o.queues.as_ref().expect("queue table").rows.len();
+    assert_eq!(t.flows.len(), 2 * channels, "twice the channel count");
+    assert!(t.flows.iter().any(|f| f.opener == "guest") && t.flows.iter().any(|f| f.opener == "host"));
+    let outcome = o.traffic.as_ref().and_then(|t| t.peer.outcome.as_ref()).expect("both ends' results");
+    assert!(outcome.guest.iter().chain(&outcome.host).all(|f| f.verified), "every flow verified at both ends");
+}
+
 /// manarig's minimal arm64 kernel (4 KiB pages) probes the NIC and passes.
 /// Slow tier: its cross build (about 1,500 objects) is not in the vm tier's
-/// kernels until these two have been seen to pass (xtask/src/test_kernels.rs).
+/// kernels until these have been seen to pass (xtask/src/test_kernels.rs).
 #[test]
 fn slow_the_cobalt_like_machine_passes_on_the_minimal_arm64_6_12() {
-    assert_minimal_cobalt_passes("6.12-min", 256);
+    assert_minimal_cobalt_passes(&run_minimal_cobalt("6.12-min", false), "6.12-min");
 }
 
 /// The same source with 64 KiB pages (CONFIG_ARM64_64K_PAGES): the driver's
@@ -71,9 +102,30 @@ fn slow_the_cobalt_like_machine_passes_on_the_minimal_arm64_6_12() {
 #[test]
 fn slow_the_cobalt_like_machine_passes_on_the_minimal_arm64_6_12_with_64k_pages() {
     // 6.12 gives each RX buffer a whole 64 KiB page: 16 RQs × 512 buffers are
-    // 512 MiB; with the default 256 MiB per node ndo_open fails ("Failed to
-    // create RXQ: err = -12") and no queue exists (seen 2026-12-03).
-    assert_minimal_cobalt_passes("6.12-min-64k", 2048);
+    // 512 MiB; with 256 MiB per node ndo_open failed ("Failed to create RXQ:
+    // err = -12") and no queue existed (seen 2026-12-03), so the rig gives a
+    // 64 KiB-page kernel at least ARM64_64K_MEM_MIB per node.
+    let o = run_minimal_cobalt("6.12-min-64k", false);
+    assert_minimal_cobalt_passes(&o, "6.12-min-64k");
+}
+
+/// `--traffic` on the 64 KiB-page build: the guest end (x86_64 under
+/// `qemu-x86_64`, its finished flow threads parked: flows/src/run.rs
+/// `run_parked`) moves every byte through 64 KiB RX pages, each flow on the
+/// RQ the RSS key and table predict.
+#[test]
+fn slow_traffic_passes_on_the_minimal_arm64_6_12_with_64k_pages() {
+    let o = run_minimal_cobalt("6.12-min-64k", true);
+    assert_minimal_cobalt_passes(&o, "6.12-min-64k --traffic");
+    assert_traffic_passes(&o);
+}
+
+/// `--traffic` on the 4 KiB-page build.
+#[test]
+fn slow_traffic_passes_on_the_minimal_arm64_6_12() {
+    let o = run_minimal_cobalt("6.12-min", true);
+    assert_minimal_cobalt_passes(&o, "6.12-min --traffic");
+    assert_traffic_passes(&o);
 }
 
 #[test]
@@ -109,16 +161,7 @@ fn assert_traffic_passes_on_arm64(file: &str, kernel: &str) {
     req.traffic = Some(harness::traffic::TrafficOptions::default());
     let o = run_printed(&req, &format!("{file} --traffic on {kernel}"));
     assert_eq!(o.verdict.status, Status::Pass, "{:#?}", o.verdict.failures().collect::<Vec<_>>());
-    for name in ["traffic_flows", "rss_steering", "traffic_interrupts"] {
-        let c = o.verdict.checks.iter().find(|c| c.name == name).unwrap_or_else(|| panic!("no check {name}"));
-        assert_eq!(c.status, harness::verdict::CheckStatus::Pass, "{name}: {}", c.message);
-    }
-    let t = o.verdict.traffic.as_ref().expect("traffic");
-    let channels = o.queues.as_ref().expect("queue table").rows.len();
-    assert_eq!(t.flows.len(), 2 * channels, "twice the channel count");
-    assert!(t.flows.iter().any(|f| f.opener == "guest") && t.flows.iter().any(|f| f.opener == "host"));
-    let outcome = o.traffic.as_ref().and_then(|t| t.peer.outcome.as_ref()).expect("both ends' results");
-    assert!(outcome.guest.iter().chain(&outcome.host).all(|f| f.verified), "every flow verified at both ends");
+    assert_traffic_passes(&o);
     assert!(
         o.verdict.run.packages.iter().any(|p| p.name == "qemu-user" && p.part == "x86-user"),
         "the run names the emulator's package: {:?}",

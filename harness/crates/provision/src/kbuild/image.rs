@@ -74,6 +74,30 @@ pub fn image_arch(path: &Path) -> Option<crate::topology::Arch> {
     }
 }
 
+/// Offset of the arm64 `Image` header's `flags` (a little-endian u64;
+/// Documentation/arch/arm64/booting.rst).
+const ARM64_FLAGS_OFFSET: usize = 0x18;
+
+/// The page size, bytes, an arm64 `Image` was built for: its header's flags,
+/// bits 1-2 ("Kernel page size": 1 = 4K, 2 = 16K, 3 = 64K;
+/// Documentation/arch/arm64/booting.rst). `None` for anything else (not an
+/// uncompressed arm64 `Image`, an unreadable file, 0 = unspecified).
+pub fn image_page_size(path: &Path) -> Option<u64> {
+    use std::io::Read;
+    if image_arch(path) != Some(crate::topology::Arch::Arm64) {
+        return None;
+    }
+    let mut head = [0u8; ARM64_FLAGS_OFFSET + 8];
+    std::fs::File::open(path).ok()?.read_exact(&mut head).ok()?;
+    let flags = u64::from_le_bytes(head[ARM64_FLAGS_OFFSET..].try_into().ok()?);
+    match (flags >> 1) & 0b11 {
+        1 => Some(4 << 10),
+        2 => Some(16 << 10),
+        3 => Some(64 << 10),
+        _ => None,
+    }
+}
+
 /// The release a module was built for (first word of its `vermagic`).
 ///
 /// # Errors
@@ -204,6 +228,28 @@ mod tests {
         assert_eq!(image_arch(&image), Some(crate::topology::Arch::Arm64));
         assert_eq!(image_arch(&short), None);
         assert_eq!(image_arch(&d.path().join("missing")), None);
+    }
+
+    /// The flags of manarig's 6.12 arm64 builds (`xxd -s 0x18 -l 8 Image`):
+    /// 0x0e with 64 KiB pages, 0x0a with 4 KiB (bit 3: placement anywhere).
+    #[test]
+    fn an_arm64_image_says_its_page_size_by_its_flags() {
+        let d = tempfile::tempdir().expect("tmp");
+        let image = |flags: u8| {
+            let mut arm = vec![0u8; 0x1000];
+            arm[ARM64_MAGIC_OFFSET..ARM64_MAGIC_OFFSET + 4].copy_from_slice(b"ARM\x64");
+            arm[ARM64_FLAGS_OFFSET] = flags;
+            let path = d.path().join(format!("Image-{flags:x}"));
+            std::fs::write(&path, arm).expect("w");
+            path
+        };
+        assert_eq!(image_page_size(&image(0x0e)), Some(64 << 10));
+        assert_eq!(image_page_size(&image(0x0a)), Some(4 << 10));
+        assert_eq!(image_page_size(&image(0x0c)), Some(16 << 10));
+        assert_eq!(image_page_size(&image(0x08)), None, "unspecified");
+        let bz = d.path().join("bzImage");
+        std::fs::write(&bz, fake_bzimage(b"6.12.1 (u@h)\0")).expect("w");
+        assert_eq!(image_page_size(&bz), None);
     }
 
     #[test]

@@ -202,6 +202,7 @@ impl Judging<'_> {
             .map(|s| (s.name.as_str(), &s.verdict, report_to_verdict::stage_facts(&s.report, s.queues.clone())))
             .collect();
         verdict.add_stages(earlier, report_to_verdict::stage_facts(&booted.report, queues.clone()));
+        verdict.add_queue_pairs(self.report_moved());
         let run = RunFacts {
             report: &booted.report,
             observed: &observed,
@@ -212,6 +213,20 @@ impl Judging<'_> {
         };
         self.add_run_checks(&mut verdict, &run, traffic.as_ref(), soak);
         Ok(RunOutcome { queues, stages, traffic, ..self.finished(booted, verdict, observed) })
+    }
+
+    /// What ran in the guest between the agent's channel count and the
+    /// device's state at the report and may change the queues (the selftests
+    /// take links down and set channels; a soak runs `ethtool -L` and link
+    /// events): the `queue_pairs` check does not judge the report then.
+    fn report_moved(&self) -> Option<&'static str> {
+        if self.req.soak.is_some() {
+            Some("the soak")
+        } else if self.selftests.is_some() {
+            Some("the selftests")
+        } else {
+            None
+        }
     }
 
     /// The model's verdict on what the guest showed at the report

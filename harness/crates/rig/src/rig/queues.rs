@@ -13,10 +13,10 @@
 
 use crate::model::KernelGen;
 use crate::verdict::{ObservedVector, VectorName};
-pub use crate::verdict::{QueueRow, QueueTable};
+pub use crate::verdict::{QueueRow, QueueTable, VportQueues};
 use mana_device_api::codes::DeviceType;
 use mana_device_api::snapshot::EqSnapshot;
-use mana_device_api::snapshot::WqKind;
+use mana_device_api::snapshot::{WqKind, WqSnapshot};
 use mana_device_api::status::DeviceStatus;
 
 /// Errors reading the device status.
@@ -69,14 +69,37 @@ pub fn queue_table(
             effective: vector.and_then(|v| v.effective.clone()),
         });
     }
+    table.vports = vport_queues(&core.wqs);
     Ok(table)
+}
+
+/// The Ethernet SQs and RQs per vPort, by vPort index (the HWC's queues have
+/// no vPort); a WQ counts whether or not its CQ still exists.
+fn vport_queues(wqs: &[WqSnapshot]) -> Vec<VportQueues> {
+    let mut out: Vec<VportQueues> = Vec::new();
+    for w in wqs {
+        let Some(vport) = w.vport else { continue };
+        let at = match out.iter().position(|v| v.vport == vport) {
+            Some(i) => i,
+            None => {
+                out.push(VportQueues { vport, sqs: 0, rqs: 0 });
+                out.len() - 1
+            }
+        };
+        match w.kind {
+            WqKind::Sq => out[at].sqs += 1,
+            WqKind::Rq => out[at].rqs += 1,
+        }
+    }
+    out.sort_by_key(|v| v.vport);
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use mana_device_api::snapshot::Owner;
-    use mana_device_api::snapshot::{Snapshot, WqSnapshot};
+    use mana_device_api::snapshot::Snapshot;
 
     fn vector(irq: u32, name: &str, cpus: &[u32]) -> ObservedVector {
         ObservedVector {
@@ -154,6 +177,7 @@ mod tests {
         );
         assert_eq!((t.rows[0].sqs.clone(), t.rows[0].rqs.clone()), (vec![10], vec![30]));
         assert_eq!(t.rows[3].name.as_deref(), Some("mana_q3"));
+        assert_eq!(t.vports, [VportQueues { vport: 0, sqs: 4, rqs: 4 }], "a queue pair per channel on vPort 0");
     }
 
     #[test]

@@ -150,7 +150,7 @@ pub fn run_one(req: &RunRequest) -> Result<RunOutcome, RunError> {
     let arm64_req;
     let req = if topo.arch() == Arch::Arm64 {
         arm64_supports(req)?;
-        arm64_req = super::flows_guest::arm64_request(req);
+        arm64_req = super::page_memory::with_page_memory(super::flows_guest::arm64_request(req));
         &arm64_req
     } else {
         req

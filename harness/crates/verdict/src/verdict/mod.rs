@@ -9,7 +9,8 @@
 //!   header facts ([`RunInfo`]), the IRQ table ([`VectorRow`]), the reviewers' summary
 //!   ([`Summary`]) and every [`Check`]; its [`Status`] is pass or fail;
 //! - [`Verdict::add_stages`]: a rig run's stages (link and queue table at the first probe
-//!   and at the report, [`QueueStage`]) with the checks on them;
+//!   and at the report, [`QueueStage`]) with the checks on them, and
+//!   [`Verdict::add_queue_pairs`]: `ndo_open` created a queue pair per channel;
 //! - [`Verdict::add_debug_reports`]: a debug kernel's run, the `debug_reports` check on
 //!   the kernel's KASAN, kmemleak, lockdep, WARN and BUG reports ([`debug_reports`]);
 //! - [`judge_traffic`] and [`Verdict::add_traffic`]: a traffic run's flows, queues and
@@ -54,6 +55,7 @@ mod kernel_log;
 pub mod nics;
 mod outcome;
 pub mod properties;
+mod queue_pairs;
 mod row;
 pub mod selftest_missed;
 pub mod selftest_rx;
@@ -79,12 +81,14 @@ pub use judge::judge;
 pub use kernel_finding::{KernelFinding, SchedDomainsNotBuilt, ARCH_TOPOLOGY_BORKEN, GUEST_MACHINE};
 pub use nics::{combined_load, judge_staged, table_at};
 pub use outcome::{CpuLoad, NicVerdict, NicsReport, RunInfo, Verdict, SCHEMA_VERSION};
+pub use queue_pairs::QUEUE_PAIRS_CHECK;
 pub use row::{ExpectedSide, ObservedSide, RowOutcome, VectorRow};
 pub use selftests::{judge_selftests, DeviceMark, DeviceRx, ProgramRx, RxAccount, SelftestsInput, SelftestsReport};
 pub use soak::{judge_soak, RaisedEvent, RoundEnd, SoakInput, SoakReport};
 pub use stage_checks::{same_irq_table_check, same_queue_table_check, stage_irq_table_check};
 pub use stages::{
-    QueueRow, QueueStage, QueueTable, StageFacts, StageLink, HOTPLUG_STAGES, QUEUE_IRQS_CHECK, REPORT_STAGE,
+    QueueRow, QueueStage, QueueTable, StageFacts, StageLink, VportQueues, HOTPLUG_STAGES, QUEUE_IRQS_CHECK,
+    REPORT_STAGE,
 };
 pub use summary::{CoreCount, NodeCount, RemoteIrq, SiblingShare, Summary};
 pub use survival::{driver_did_not_survive, driver_survived, driver_unloaded, DRIVER_SURVIVED, DRIVER_UNLOADED};

@@ -28,7 +28,7 @@ fn four_channels(run: &Run) -> QueueTable {
             }
         })
         .collect();
-    QueueTable { rows, idle_eqs: vec![5, 6, 7, 8] }
+    QueueTable { rows, idle_eqs: vec![5, 6, 7, 8], vports: vec![VportQueues { vport: 0, sqs: 4, rqs: 4 }] }
 }
 
 /// The link as `/init` reports it; the guest times are illustrative (any increasing

@@ -58,6 +58,23 @@ pub struct QueueTable {
     /// Ethernet EQs without work queues (6.x keeps one per possible channel
     /// after `ethtool -L` lowers the count: they are created at probe).
     pub idle_eqs: Vec<u32>,
+    /// The Ethernet SQs and RQs the device holds per vPort, by vPort index
+    /// (QUERY_VPORT_CONFIG's `vport_index`: the driver's port, so vPort 0 of
+    /// the first NIC is its first netdev, `eth0`); a vPort without queues is
+    /// absent. Empty in reports from before 2026-12-03.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub vports: Vec<VportQueues>,
+}
+
+/// How many Ethernet work queues of each kind one vPort has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VportQueues {
+    /// vPort index.
+    pub vport: u16,
+    /// Its SQs (one per channel once `ndo_open` succeeded: mana_create_txq()).
+    pub sqs: u32,
+    /// Its RQs (one per channel: mana_add_rx_queues()).
+    pub rqs: u32,
 }
 
 impl QueueTable {
@@ -65,6 +82,11 @@ impl QueueTable {
     /// (first probe and re-probe) regardless of queue ids and IRQ numbers.
     pub fn channel_cpus(&self) -> Vec<(usize, u16, Option<String>)> {
         self.rows.iter().map(|r| (r.channel, r.msix_index, r.cpus.as_ref().map(ToString::to_string))).collect()
+    }
+
+    /// vPort `vport`'s queues (zero of each when it has none).
+    pub fn vport(&self, vport: u16) -> VportQueues {
+        self.vports.iter().find(|v| v.vport == vport).copied().unwrap_or(VportQueues { vport, sqs: 0, rqs: 0 })
     }
 }
 

@@ -68,7 +68,7 @@ impl Traffic {
                 }
             })
             .collect();
-        let table = QueueTable { rows, idle_eqs: Vec::new() };
+        let table = QueueTable { rows, ..QueueTable::default() };
         let steering = SteeringSnapshot {
             vport: 0,
             rx_enabled: true,

@@ -10,7 +10,7 @@
 //!   placement: a rig fact), `effective_within_affinity` (each fired IRQ was
 //!   delivered inside its own mask), the stage and queue checks (the IRQ and
 //!   queue tables at the first probe and at the report agree, every queue has
-//!   its IRQ);
+//!   its IRQ, `ndo_open` created a queue pair per channel);
 //! - dropped: `kernel_generation` (whether the model fits the kernel),
 //!   `vector_count`, `no_unexpected_vectors`, each vector's check and a CPU
 //!   hotplug stage's `irq_table_at_<stage>` (the model's tables), and `probe`
