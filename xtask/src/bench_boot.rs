@@ -342,20 +342,38 @@ pub fn run(opts: &Options) -> Result<bool> {
         ));
         measured.insert(name, med);
     }
-    println!("\n| run | target | with speed-ups (median) | A/B | distro kernel | overhead | vs baseline |");
-    println!("| --- | --- | --- | --- | --- | --- | --- |");
-    for l in &table {
+    let header = "| run | target | with speed-ups (median) | A/B | distro kernel | overhead | vs baseline |";
+    finish(header, &table, baseline, measured, opts.update_baseline).map(|kept| ok && kept)
+}
+
+/// Prints a bench's markdown table (`header`, its separator, the `rows`) and,
+/// when asked, merges `measured` into `baseline`. False when the bench was
+/// interrupted: runs after the signal failed at once, so their columns mean
+/// nothing and the baseline is left as it was.
+///
+/// # Errors
+/// The baseline file cannot be written.
+pub(crate) fn finish(
+    header: &str,
+    rows: &[String],
+    baseline: BaselineFile,
+    measured: BTreeMap<String, f64>,
+    update_baseline: bool,
+) -> Result<bool> {
+    let columns = header.matches('|').count().saturating_sub(1);
+    println!("\n{header}");
+    println!("|{}", " --- |".repeat(columns));
+    for l in rows {
         println!("{l}");
     }
     if harness::children::interrupted() {
-        // Runs after the signal failed at once: their columns mean nothing.
         println!("interrupted: the table is incomplete and the baseline was not written");
         return Ok(false);
     }
-    if opts.update_baseline {
+    if update_baseline {
         baseline.write_merged(measured)?;
     }
-    Ok(ok)
+    Ok(true)
 }
 
 /// User + system CPU seconds of reaped children so far (getrusage RUSAGE_CHILDREN).

@@ -70,19 +70,8 @@ pub fn run(opts: &Options) -> Result<bool> {
             }
         }
     }
-    println!("\n| run | target | whole run (median) | vs baseline |");
-    println!("| --- | --- | --- | --- |");
-    for l in &table {
-        println!("{l}");
-    }
-    if harness::children::interrupted() {
-        println!("interrupted: the table is incomplete and the baseline was not written");
-        return Ok(false);
-    }
-    if opts.update_baseline {
-        baseline.write_merged(measured)?;
-    }
-    Ok(ok)
+    let header = "| run | target | whole run (median) | vs baseline |";
+    crate::bench_boot::finish(header, &table, baseline, measured, opts.update_baseline).map(|kept| ok && kept)
 }
 
 /// `runs` runs of `row`, each printed: the medians of the whole run and of
