@@ -315,6 +315,12 @@ pub struct SelftestArgs {
     /// Guest seconds one test program may take.
     #[arg(long, value_name = "S", default_value_t = crate::selftests::DEFAULT_TEST_TIMEOUT_S)]
     pub test_timeout: u32,
+    /// The test programs' timer slack in microseconds: a sleep of theirs may
+    /// end this much late, which keeps polling helpers (toeplitz.c's
+    /// `usleep(100)`) from taking a TCG guest's time from the other end;
+    /// 0 keeps the kernel's own 50 µs (docs/selftests.md).
+    #[arg(long, value_name = "US", default_value_t = crate::selftests::DEFAULT_TIMER_SLACK_US)]
+    pub test_timer_slack: u32,
 }
 
 impl SelftestArgs {
@@ -337,7 +343,12 @@ impl SelftestArgs {
             .map(crate::kbuild::source::SourceSpec::parse)
             .transpose()
             .map_err(|e| RunCheckError::SelftestsSource(Box::new(e)))?;
-        Ok(Some(crate::rig::SelftestsRequest { patterns: self.tests.clone(), source, timeout_s: self.test_timeout }))
+        Ok(Some(crate::rig::SelftestsRequest {
+            patterns: self.tests.clone(),
+            source,
+            timeout_s: self.test_timeout,
+            timer_slack_us: self.test_timer_slack,
+        }))
     }
 }
 

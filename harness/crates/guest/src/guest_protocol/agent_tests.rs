@@ -438,7 +438,7 @@ fn each_selftest_mark_reads_both_ends_counters_before_its_marker_line() {
 }
 
 /// Each `manarig.*` item and the variable init.sh's `parse_cmdline` keeps it in.
-const ITEM_VARIABLES: [(&str, &str); 21] = [
+const ITEM_VARIABLES: [(&str, &str); 22] = [
     ("load", "LOAD"),
     ("deadline", "DEADLINE"),
     ("poll", "POLL"),
@@ -458,6 +458,7 @@ const ITEM_VARIABLES: [(&str, &str); 21] = [
     ("irqbalance", "IRQBALANCE"),
     ("selftests", "SELFTESTS"),
     ("selftest_timeout", "SELFTEST_TIMEOUT"),
+    ("selftest_slack", "SELFTEST_SLACK"),
     ("soak", "SOAK"),
     ("soak_channels", "SOAK_CHANNELS"),
 ];

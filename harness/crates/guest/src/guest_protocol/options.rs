@@ -12,7 +12,7 @@ pub const PREFIX: &str = "manarig.";
 
 /// The name of every item [`AgentOptions`] renders (after [`PREFIX`]), in the
 /// order it renders them.
-pub const NAMES: [&str; 21] = [
+pub const NAMES: [&str; 22] = [
     "load",
     "deadline",
     "poll",
@@ -32,6 +32,7 @@ pub const NAMES: [&str; 21] = [
     "irqbalance",
     "selftests",
     "selftest_timeout",
+    "selftest_slack",
     "soak",
     "soak_channels",
 ];
@@ -180,6 +181,10 @@ pub struct AgentOptions {
     /// `manarig.selftest_timeout=S`: guest seconds one selftest may take
     /// (agent default 600); past it the test is stopped (`timeout`).
     pub selftest_timeout: Option<u32>,
+    /// `manarig.selftest_slack=NS`: the timer slack, in nanoseconds, of every
+    /// program the agent starts for a selftest (`/proc/self/timerslack_ns`,
+    /// inherited); unset: the kernel's own (50 µs).
+    pub selftest_slack_ns: Option<u64>,
     /// `manarig.soak=M` (with `manarig.traffic`): instead of one run of the
     /// flows, M guest minutes of traffic rounds (`manarig-flows guest` again
     /// and again) while each minute the agent prints `MANARIG-SOAK sample`,
@@ -213,6 +218,7 @@ impl Default for AgentOptions {
             irqbalance: None,
             selftests: None,
             selftest_timeout: None,
+            selftest_slack_ns: None,
             soak: None,
             soak_channels: None,
         }
@@ -223,7 +229,7 @@ impl AgentOptions {
     /// The `manarig.*` items, in the order of [`NAMES`]: `manarig.deadline` always,
     /// the others only when they differ from the agent's defaults.
     pub fn cmdline_items(&self) -> Vec<String> {
-        let values: [(&str, Option<String>); 21] = [
+        let values: [(&str, Option<String>); 22] = [
             ("load", self.load_mana.then(|| LOAD_MANA.to_string())),
             ("deadline", Some(self.deadline_s.to_string())),
             ("poll", self.poll.map(|d| format!("{:.3}", d.as_secs_f64()))),
@@ -243,6 +249,7 @@ impl AgentOptions {
             ("irqbalance", self.irqbalance.map(|s| s.to_string())),
             ("selftests", self.selftests.as_ref().map(|t| t.join(","))),
             ("selftest_timeout", self.selftest_timeout.map(|s| s.to_string())),
+            ("selftest_slack", self.selftest_slack_ns.map(|ns| ns.to_string())),
             ("soak", self.soak.map(|m| m.to_string())),
             (
                 "soak_channels",
@@ -291,6 +298,7 @@ pub(super) mod tests {
             irqbalance: Some(6),
             selftests: Some(vec!["queues.py".into(), "hw/csum.py".into()]),
             selftest_timeout: Some(300),
+            selftest_slack_ns: Some(4_000_000),
             soak: Some(10),
             soak_channels: Some(vec![4, 2]),
         }
@@ -305,7 +313,7 @@ pub(super) mod tests {
              manarig.channels=4 manarig.pin=0-1,4 manarig.reprobe=1 manarig.report=ttyS1 manarig.addr=192.0.2.2/24 \
              manarig.traffic=192.0.2.1:7000 manarig.debug=1 manarig.unload=1 manarig.offline=3 manarig.offline_after=2,4 manarig.online_after=2-4 \
              manarig.irqbalance=6 manarig.selftests=queues.py,hw/csum.py manarig.selftest_timeout=300 \
-             manarig.soak=10 manarig.soak_channels=4,2"
+             manarig.selftest_slack=4000000 manarig.soak=10 manarig.soak_channels=4,2"
         );
         let names: Vec<String> = all
             .cmdline_items()

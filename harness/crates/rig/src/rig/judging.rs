@@ -363,6 +363,7 @@ impl Judging<'_> {
                 asked: &prepared.tests,
                 baseline: &prepared.baseline,
                 source: &prepared.source_label,
+                timer_slack_us: prepared.timer_slack_us,
                 setup_errors: r.stderr.get("selftest-setup").map_or(&[], Vec::as_slice),
                 device_totals: run.device_totals.as_ref(),
                 device_marks: &run.selftest_marks,

@@ -22,11 +22,19 @@ pub struct SelftestsRequest {
     pub source: Option<SourceSpec>,
     /// Guest seconds one test program may take.
     pub timeout_s: u32,
+    /// The test programs' timer slack, microseconds (0: the kernel's own;
+    /// [`st::DEFAULT_TIMER_SLACK_US`]).
+    pub timer_slack_us: u32,
 }
 
 impl Default for SelftestsRequest {
     fn default() -> Self {
-        SelftestsRequest { patterns: Vec::new(), source: None, timeout_s: st::DEFAULT_TEST_TIMEOUT_S }
+        SelftestsRequest {
+            patterns: Vec::new(),
+            source: None,
+            timeout_s: st::DEFAULT_TEST_TIMEOUT_S,
+            timer_slack_us: st::DEFAULT_TIMER_SLACK_US,
+        }
     }
 }
 
@@ -41,6 +49,8 @@ pub struct PreparedSelftests {
     pub source_label: String,
     /// Guest seconds one program may take.
     pub timeout_s: u32,
+    /// The programs' timer slack, microseconds (0: the kernel's own).
+    pub timer_slack_us: u32,
     files: Vec<GuestFile>,
     links: Vec<GuestLink>,
 }
@@ -199,7 +209,11 @@ pub fn prepare(
     }
     std::fs::write(&order, names).map_err(|error| SelftestsError::Write { path: order.clone(), error })?;
     files.push(GuestFile { guest_path: "lib/modules/manarig/remote/order".into(), host: order, mode: 0o644 });
-    Ok(PreparedSelftests { tests, baseline, source_label: t.source_label, timeout_s: req.timeout_s, files, links })
+    Ok(PreparedSelftests { tests, baseline, source_label: t.source_label, timeout_s: req.timeout_s,
+        timer_slack_us: req.timer_slack_us,
+        files,
+        links,
+    })
 }
 
 /// The selftests into `boot`: their files and links (a link where the
@@ -211,6 +225,7 @@ pub fn add_to_boot(boot: &mut BootRequest<'_>, prepared: &PreparedSelftests) {
     boot.extra_links.extend(prepared.links.iter().filter(|l| !taken.contains(&l.guest_path)).cloned());
     boot.agent.selftests = Some(prepared.tests.clone());
     boot.agent.selftest_timeout = Some(prepared.timeout_s);
+    boot.agent.selftest_slack_ns = (prepared.timer_slack_us > 0).then(|| u64::from(prepared.timer_slack_us) * 1000);
     let n = u64::try_from(prepared.tests.len()).unwrap_or(u64::MAX);
     boot.deadline += Duration::from_secs(n.saturating_mul(u64::from(prepared.timeout_s)) + 120);
 }

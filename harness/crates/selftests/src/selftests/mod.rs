@@ -52,6 +52,18 @@ pub const REMOTE_TAP: &str = "remote0";
 /// Guest seconds one test program may take by default (under TCG the tests
 /// run several times slower than on hardware; drivers/net/settings gives 360 s).
 pub const DEFAULT_TEST_TIMEOUT_S: u32 = 600;
+/// The test programs' timer slack by default, in microseconds (the kernel's
+/// own is 50 µs; `--test-timer-slack 0` keeps it). Every program the agent
+/// starts for a test inherits it (`/proc/self/timerslack_ns`), so a user-space
+/// sleep may end up to this much late. Why: hw/toeplitz.py's receiver polls
+/// its packet rings with `usleep(100)` between empty passes
+/// (tools/testing/selftests/drivers/net/hw/toeplitz.c process_rings), and
+/// under TCG those 10,000 wake-ups a second tripled what every other guest
+/// program cost (socat -V: 85 ms alone, 130-345 ms beside the receiver); the
+/// sender's socat loop then got 3 to 9 frames into the receiver's 4-s window,
+/// under its minimum of 10. With 4 ms its four base variants passed on an
+/// idle host and at load 4 (docs/selftests.md, "The receiver's polling").
+pub const DEFAULT_TIMER_SLACK_US: u32 = 4000;
 
 /// The `net.config` the tests read from their own folder
 /// (drivers/net/lib/py/env.py `_load_env_file`): NIPA's netns remote.

@@ -40,6 +40,9 @@ pub struct SelftestsReport {
     pub baseline: String,
     /// The remote end's setup status in the guest (0: ready), None if it did not run.
     pub setup: Option<i32>,
+    /// The test programs' timer slack, microseconds (0: the kernel's own, 50 µs).
+    #[serde(default)]
+    pub timer_slack_us: u32,
     /// One entry per test program, in the order they ran.
     pub programs: Vec<ProgramResult>,
     /// Baseline entries of programs that ran whose case gave another result
@@ -119,6 +122,8 @@ pub struct SelftestsInput<'a> {
     pub baseline: &'a Baseline,
     /// The tests' source label.
     pub source: &'a str,
+    /// The test programs' timer slack, microseconds (0: the kernel's own).
+    pub timer_slack_us: u32,
     /// The setup's error lines (`stderr selftest-setup`).
     pub setup_errors: &'a [String],
     /// The device's traffic totals when the report began, if read.
@@ -352,6 +357,7 @@ pub fn judge_selftests(input: &SelftestsInput<'_>) -> (SelftestsReport, Vec<Chec
         source: input.source.to_owned(),
         baseline,
         setup: g.setup,
+        timer_slack_us: input.timer_slack_us,
         programs,
         stale_baseline: stale,
         rx,
@@ -428,6 +434,7 @@ mod tests {
             asked,
             baseline,
             source: "s",
+            timer_slack_us: 0,
             setup_errors,
             device_totals,
             device_marks: &device_marks,
@@ -450,6 +457,7 @@ mod tests {
             asked,
             baseline,
             source: "s",
+            timer_slack_us: 0,
             setup_errors: &[],
             device_totals: None,
             device_marks,

@@ -15,7 +15,12 @@ use crate::selftests::baseline::Expected;
 /// The section; empty for a run without selftests.
 pub(super) fn selftests(v: &Verdict) -> Vec<String> {
     let Some(r) = &v.selftests else { return Vec::new() };
-    let mut lines = vec![format!("Kernel selftests from {} (baseline {}):", r.source, r.baseline)];
+    let slack = match r.timer_slack_us {
+        0 => String::new(),
+        us if us % 1000 == 0 => format!("; the programs' timer slack {} ms", us / 1000),
+        us => format!("; the programs' timer slack {us} µs"),
+    };
+    let mut lines = vec![format!("Kernel selftests from {} (baseline {}{slack}):", r.source, r.baseline)];
     lines.extend(table(r));
     // Consecutive cases with the same result, reason and judgement share a line.
     let mut groups: Vec<(Vec<&str>, String)> = Vec::new();
@@ -224,6 +229,7 @@ mod tests {
             source: "s".into(),
             baseline: "b".into(),
             setup: Some(0),
+            timer_slack_us: 4000,
             programs: vec![ProgramResult {
                 file: "hw/csum.py".into(),
                 exit: "1".into(),
@@ -243,6 +249,7 @@ mod tests {
         v.selftests = Some(report);
         let text = selftests(&v).join("\n");
         assert!(text.contains("csum.a … csum.c (3 cases) Fail — expected (r)"), "{text}");
+        assert!(text.starts_with("Kernel selftests from s (baseline b; the programs' timer slack 4 ms):"), "{text}");
         assert!(text.contains("csum.d Fail — FAIL: not in the baseline"), "{text}");
         assert!(!text.contains("Received frames"), "no counters, no line: {text}");
     }
