@@ -140,7 +140,11 @@ fn uaf_in_teardown_fails(gen: KernelGen) {
     let (outcome, status, message) = debug_run(gen, &debug_kernel(gen, Some("uaf-in-teardown")));
     assert_eq!(status, CheckStatus::Fail, "{message}");
     assert!(message.contains("KASAN") && message.contains("mana_destroy_rxq"), "{message}");
-    assert!(!message.contains("netdev_lock.h"), "the stock kernel's WARNs are not the patch's: {message}");
+    // The stock kernel's WARNs (7.x: 7.3.4's rmmod WARNs) are not the patch's:
+    // listed as the stock run's, never among the failing reports.
+    let stock_warns_failing =
+        message.lines().any(|l| l.contains("netdev_lock.h") && !l.starts_with("also in the stock run of"));
+    assert!(!stock_warns_failing, "the stock kernel's WARNs are not the patch's: {message}");
     assert_eq!(outcome.verdict.status, Status::Fail);
 }
 
