@@ -88,7 +88,10 @@ fn stock_passes(gen: KernelGen) {
     assert_eq!(rows, 4, "{:?}", outcome.queues);
     if gen == KernelGen::V7 {
         // Debian 7.3.4's rmmod WARNs (guest-images/debug-findings.toml) are listed, not failed.
-        assert!(message.contains("known finding of this kernel: WARN:") && message.contains("netdev_lock.h:17"), "{message}");
+        assert!(
+            message.contains("known finding of this kernel: WARN:") && message.contains("netdev_lock.h:17"),
+            "{message}"
+        );
     }
 }
 
@@ -109,7 +112,9 @@ fn leak_fails(gen: KernelGen) {
 /// the copy was handed out again, the model's per-vector `affinity_hint`
 /// checks, as the hints read whatever lies there now. KASAN does not see
 /// 6.12's `memcpy()` of the mask with Debian 12's GCC 12
-/// (harness/crates/verdict/src/verdict/debug_reports.rs).
+/// (harness/crates/verdict/src/verdict/debug_reports.rs). Not every run: a
+/// copy handed out again may hold what reads as the expected mask (7.3 on
+/// seed 002, once in two runs: README "Debug kernels"), and then nothing fails.
 fn freed_hint_fails(gen: KernelGen) {
     let (outcome, status, message) = debug_run(gen, &debug_kernel(gen, Some("freed-affinity-hint")));
     assert_eq!(outcome.verdict.status, Status::Fail);

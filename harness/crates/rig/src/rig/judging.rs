@@ -435,7 +435,8 @@ mod tests {
             ("MANARIG-REPORT-BEGIN 3".to_owned(), status(3)),
         ];
         assert_eq!(queue_status(&unloading), status(2));
-        let staying = vec![("MANARIG-STAGE-BEGIN probe".to_owned(), status(1)), ("MANARIG-REPORT-BEGIN 3".to_owned(), status(3))];
+        let staying =
+            vec![("MANARIG-STAGE-BEGIN probe".to_owned(), status(1)), ("MANARIG-REPORT-BEGIN 3".to_owned(), status(3))];
         assert_eq!(queue_status(&staying), status(3));
         // A mark whose status could not be read leaves no table; the report's is not taken instead.
         let unread = vec![("MANARIG-UNLOAD".to_owned(), None), ("MANARIG-REPORT-BEGIN 3".to_owned(), status(3))];

@@ -780,7 +780,10 @@ tcp_sendmsg_locked+0x8ba/0x1750";
         let l = lines("------------[ cut here ]------------\nWARNING: ../src/include/net/netdev_lock.h:17 at napi_disable_locked+0x3b1/0x580, CPU#0: rmmod/115\n---[ end trace 0000000000000000 ]---");
         let w = split_klog(&l);
         assert_eq!(w[0].kind, ReportKind::Warn);
-        assert_eq!(w[0].class(), "WARN: WARNING: ../src/include/net/netdev_lock.h:17 at napi_disable_locked CPU#N: rmmod/N");
+        assert_eq!(
+            w[0].class(),
+            "WARN: WARNING: ../src/include/net/netdev_lock.h:17 at napi_disable_locked CPU#N: rmmod/N"
+        );
     }
 
     #[test]
