@@ -39,7 +39,8 @@
 #    debugfs, has kmemleak scan between the loads (--reprobe) and before the
 #    report, and reports kmemleak's suspected leaks and the kernel log's KASAN,
 #    lockdep, WARN and BUG reports;
-#    with `manarig.unload=1` (runs with fault injection) it then runs
+#    with `manarig.unload=1` (runs with fault injection, debug runs) it then
+#    prints MANARIG-UNLOAD (the rig reads the device's queues) and runs
 #    `rmmod mana` in the background and waits for it until the deadline
 #    (`unload: hung` if it has not returned), so that the report says whether
 #    the driver still unloads and its messages include the unload's;
@@ -1050,6 +1051,14 @@ unload_driver() {
 	[ -n "$NETDEV" ] && read -r CARRIER_UNLOAD < "$R/sys/class/net/$NETDEV/carrier" 2>/dev/null
 	# The IRQ table as the driver left it: rmmod frees the vectors.
 	snapshot_nic_irqs
+	# The device's queues as the driver left them: rmmod destroys them before
+	# the report begins, so the rig takes the device's status at this mark
+	# instead (about a millisecond on the host, README "Markers"). The second's
+	# pause keeps the rmmod from racing that read on a loaded host.
+	block_open
+	echo "MANARIG-UNLOAD" >&5
+	block_close
+	sleep 1
 	rm -f "$R"/tmp/unload.rc
 	# EAGAIN ("Resource temporarily unavailable": the module's refcount is
 	# not zero, e.g. the driver's own reset cycle after --inject reset@S is

@@ -82,6 +82,17 @@ fn stock_passes(gen: KernelGen) {
     let unloaded = outcome.verdict.checks.iter().find(|c| c.name == harness::verdict::DRIVER_UNLOADED);
     assert_eq!(unloaded.map(|c| c.status), Some(CheckStatus::Pass), "{unloaded:?}");
     assert!(outcome.report.debug.as_deref().is_some_and(|d| d.starts_with("kmemleak=")), "{:?}", outcome.report.debug);
+    // The device's queues as the final rmmod found them (the MANARIG-UNLOAD
+    // mark), not the emptied device after it: seed-000-4ch.toml's 4 channels.
+    let rows = outcome.queues.as_ref().map_or(0, |t| t.rows.len());
+    assert_eq!(rows, 4, "{:?}", outcome.queues);
+    if gen == KernelGen::V7 {
+        // Debian 7.3.4's rmmod WARNs (guest-images/debug-findings.toml) are listed, not failed.
+        assert!(
+            message.contains("known finding of this kernel: WARN:") && message.contains("netdev_lock.h:17"),
+            "{message}"
+        );
+    }
 }
 
 /// The leak patch's debug run fails `debug_reports` with a kmemleak report
@@ -101,7 +112,9 @@ fn leak_fails(gen: KernelGen) {
 /// the copy was handed out again, the model's per-vector `affinity_hint`
 /// checks, as the hints read whatever lies there now. KASAN does not see
 /// 6.12's `memcpy()` of the mask with Debian 12's GCC 12
-/// (harness/crates/verdict/src/verdict/debug_reports.rs).
+/// (harness/crates/verdict/src/verdict/debug_reports.rs). Not every run: a
+/// copy handed out again may hold what reads as the expected mask (7.3 on
+/// seed 002, once in two runs: README "Debug kernels"), and then nothing fails.
 fn freed_hint_fails(gen: KernelGen) {
     let (outcome, status, message) = debug_run(gen, &debug_kernel(gen, Some("freed-affinity-hint")));
     assert_eq!(outcome.verdict.status, Status::Fail);
@@ -132,7 +145,11 @@ fn uaf_in_teardown_fails(gen: KernelGen) {
     let (outcome, status, message) = debug_run(gen, &debug_kernel(gen, Some("uaf-in-teardown")));
     assert_eq!(status, CheckStatus::Fail, "{message}");
     assert!(message.contains("KASAN") && message.contains("mana_destroy_rxq"), "{message}");
-    assert!(!message.contains("netdev_lock.h"), "the stock kernel's WARNs are not the patch's: {message}");
+    // The stock kernel's WARNs (7.x: 7.3.4's rmmod WARNs) are not the patch's:
+    // listed as the stock run's, never among the failing reports.
+    let stock_warns_failing =
+        message.lines().any(|l| l.contains("netdev_lock.h") && !l.starts_with("also in the stock run of"));
+    assert!(!stock_warns_failing, "the stock kernel's WARNs are not the patch's: {message}");
     assert_eq!(outcome.verdict.status, Status::Fail);
 }
 

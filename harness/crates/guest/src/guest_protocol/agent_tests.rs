@@ -437,6 +437,21 @@ fn each_selftest_mark_reads_both_ends_counters_before_its_marker_line() {
     assert_eq!(r.selftests.netdev.and_then(|c| c.packets), Some(250), "the last mark's counters");
 }
 
+/// The final unload prints `MANARIG-UNLOAD` (the rig reads the device's
+/// queues then) before its rmmod runs, and the report still follows it.
+#[test]
+fn the_final_unload_prints_its_mark_before_the_rmmod() {
+    let Some(bb) = busybox("the_final_unload_prints_its_mark_before_the_rmmod") else { return };
+    let g = FakeGuest::new();
+    let script = "rmmod() { echo \"rmmod $*\"; }\nLAST_MOD=mana.ko\nnap_setup\nunload_driver\nprint_report\n";
+    let out = g.run(&bb, script);
+    let at = |l: &str| out.lines().position(|x| x == l).unwrap_or_else(|| panic!("no {l:?} in {out}"));
+    assert!(at("MANARIG-UNLOAD") < at("rmmod mana"), "{out}");
+    assert!(at("rmmod mana") < at(&format!("MANARIG-REPORT-BEGIN {}", Version::CURRENT)), "{out}");
+    let r = parse(&out).unwrap_or_else(|e| panic!("{e}\n{out}")).report;
+    assert_eq!(r.unload, Some(super::report::Unload::Exit(0)), "{out}");
+}
+
 /// Each `manarig.*` item and the variable init.sh's `parse_cmdline` keeps it in.
 const ITEM_VARIABLES: [(&str, &str); 22] = [
     ("load", "LOAD"),

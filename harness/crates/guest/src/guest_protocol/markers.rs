@@ -25,6 +25,12 @@ pub const SOAK: &str = "MANARIG-SOAK";
 /// `selftest-remote-at k`); the rig takes the device's status when it
 /// arrives, so that each program's counters are the difference of its two marks.
 pub const SELFTEST: &str = "MANARIG-SELFTEST";
+/// The final unload's mark (`MANARIG-UNLOAD`): outside any block, on the
+/// report channel, with `manarig.unload=1`, just before the agent's last
+/// `rmmod`; the rig takes the device's status when it arrives, so that the
+/// report's queue table shows the queues the teardown is about to destroy
+/// (the report itself comes after the rmmod).
+pub const UNLOAD: &str = "MANARIG-UNLOAD";
 
 /// A report format version (the number after [`REPORT_BEGIN`]).
 ///
@@ -104,6 +110,8 @@ pub enum Marker {
     /// [`SELFTEST`] with its mark's number (0 before the first program, k
     /// after the k-th).
     Selftest(u32),
+    /// [`UNLOAD`].
+    Unload,
 }
 
 impl Marker {
@@ -119,6 +127,7 @@ impl Marker {
         match line {
             REPORT_END => Some(Marker::ReportEnd),
             STAGE_END => Some(Marker::StageEnd),
+            UNLOAD => Some(Marker::Unload),
             _ => word(REPORT_BEGIN)
                 .map(Marker::ReportBegin)
                 .or_else(|| word(STAGE_BEGIN).map(Marker::StageBegin))
@@ -134,10 +143,10 @@ impl Marker {
     }
 
     /// True for the lines the rig acts on as soon as they are read (the
-    /// launcher's marker hook): the begin lines and a selftest run's marks (a
-    /// device snapshot) and a soak's marks.
+    /// launcher's marker hook): the begin lines, a selftest run's marks and the
+    /// final unload's (a device snapshot) and a soak's marks.
     pub fn is_live(&self) -> bool {
-        self.is_begin() || matches!(self, Marker::Soak(_) | Marker::Selftest(_))
+        self.is_begin() || matches!(self, Marker::Soak(_) | Marker::Selftest(_) | Marker::Unload)
     }
 }
 
@@ -166,6 +175,12 @@ mod tests {
         assert_eq!(mark, Marker::Selftest(3));
         assert!(mark.is_live() && !mark.is_begin());
         for other in ["MANARIG-SELFTEST", "MANARIG-SELFTEST x", "MANARIG-SELFTEST 3 4", "MANARIG-SELFTEST -1"] {
+            assert_eq!(Marker::parse(other), None, "{other:?}");
+        }
+        let unload = Marker::parse("MANARIG-UNLOAD\r").expect("the unload's mark");
+        assert_eq!(unload, Marker::Unload);
+        assert!(unload.is_live() && !unload.is_begin());
+        for other in ["MANARIG-UNLOAD x", "MANARIG-UNLOADED", "x MANARIG-UNLOAD"] {
             assert_eq!(Marker::parse(other), None, "{other:?}");
         }
     }

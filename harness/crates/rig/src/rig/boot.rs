@@ -189,8 +189,8 @@ impl NicBoot<'_> {
             boot.tap_nics.push(qemu::tap_nic::TapNic { fd: Arc::new(fd), mac: crate::selftests::REMOTE_MAC.into() });
         }
         // The device's state as each stage and the report begin (the guest changes
-        // nothing until the end marker; after the report it shuts the driver down),
-        // and at each selftest mark (between two test programs).
+        // nothing until the end marker), at each selftest mark (between two test
+        // programs) and at the final unload's mark (just before its rmmod).
         let marks: Marks = Default::default();
         // A soak's marks: the rig samples the device and raises its link events.
         let soak = req.soak.as_ref().map(|_| SoakWatch::new(nic.status_handle()));

@@ -62,6 +62,18 @@ fn status_at(marks: &[(String, Option<DeviceStatus>)], is: &dyn Fn(&Marker) -> b
     marks.iter().rev().find(|(l, _)| Marker::parse(l).is_some_and(|m| is(&m))).and_then(|(_, s)| s.clone())
 }
 
+/// The device's status for the report's queue table: at the final unload's
+/// mark (`MANARIG-UNLOAD`, printed just before the agent's last `rmmod`, which
+/// destroys every queue before the report begins) when the run has one, else
+/// at the report's begin marker.
+fn queue_status(marks: &[(String, Option<DeviceStatus>)]) -> Option<DeviceStatus> {
+    let before_unload = marks.iter().any(|(l, _)| Marker::parse(l) == Some(Marker::Unload));
+    match before_unload {
+        true => status_at(marks, &|m| *m == Marker::Unload),
+        false => status_at(marks, &|m| matches!(m, Marker::ReportBegin(_))),
+    }
+}
+
 /// The device at each selftest mark (`MANARIG-SELFTEST <k>`) whose status
 /// was read; a mark seen twice (it cannot be) keeps its last status.
 fn selftest_marks(
@@ -181,7 +193,7 @@ impl Judging<'_> {
             report_status.as_ref().and_then(|s| s.core.as_ref()).map(|c| c.flows.flows.clone()).unwrap_or_default();
         let device_totals = report_status.as_ref().and_then(|s| s.core.as_ref()).map(|c| c.counters.traffic);
         let selftest_marks = selftest_marks(&marks);
-        let queues = self.queue_table(report_status, &observed);
+        let queues = self.queue_table(queue_status(&marks), &observed);
         let mut verdict = self.report_verdict(&observed, expected);
         if !guest.scenario().is_default() {
             let mut states: Vec<(&str, &crate::guest_protocol::GuestCpuState)> =
@@ -400,5 +412,35 @@ impl Judging<'_> {
             lifecycle_steps_ran(&booted.report, channels, req.reprobe)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A status told apart by its reset count.
+    fn status(resets: u64) -> Option<DeviceStatus> {
+        let mut s = DeviceStatus::default();
+        s.shell.resets = resets;
+        Some(s)
+    }
+
+    #[test]
+    fn the_queue_table_is_the_devices_before_the_final_unload_when_the_run_unloads() {
+        // guest-images/init.sh: a run with manarig.unload=1 prints MANARIG-UNLOAD,
+        // then rmmod destroys every queue, then the report begins.
+        let unloading = vec![
+            ("MANARIG-SELFTEST 0".to_owned(), status(1)),
+            ("MANARIG-UNLOAD".to_owned(), status(2)),
+            ("MANARIG-REPORT-BEGIN 3".to_owned(), status(3)),
+        ];
+        assert_eq!(queue_status(&unloading), status(2));
+        let staying =
+            vec![("MANARIG-STAGE-BEGIN probe".to_owned(), status(1)), ("MANARIG-REPORT-BEGIN 3".to_owned(), status(3))];
+        assert_eq!(queue_status(&staying), status(3));
+        // A mark whose status could not be read leaves no table; the report's is not taken instead.
+        let unread = vec![("MANARIG-UNLOAD".to_owned(), None), ("MANARIG-REPORT-BEGIN 3".to_owned(), status(3))];
+        assert_eq!(queue_status(&unread), None);
     }
 }

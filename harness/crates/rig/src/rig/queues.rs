@@ -6,7 +6,9 @@
 //! [`mana_device_api::snapshot::Snapshot`]), read from the device process while the
 //! guest printed its report (see [`crate::qemu::BootRequest::on_marker`] and
 //! [`super::device::DeviceStatusHandle::snapshot`]): after `ethtool -L`, before
-//! the shutdown path destroys the queues.
+//! the shutdown path destroys the queues; in a run that unloads the driver
+//! before its report (`--inject`, debug kernels), at the `MANARIG-UNLOAD` mark
+//! just before that rmmod.
 //!
 //! [`QueueTable`] and [`QueueRow`] live in [`crate::verdict`] (every report
 //! format carries them) and are re-exported here.

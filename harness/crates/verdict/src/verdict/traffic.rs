@@ -368,8 +368,8 @@ pub fn judge_traffic(input: &TrafficInput<'_>, summary: &Summary) -> (TrafficRep
             }
         })
         .collect();
-    // An empty table is not known either: the final rmmod of a run with
-    // injections leaves the device without queues by the report.
+    // An empty table is not known either: the device read after the final
+    // rmmod (an agent without the MANARIG-UNLOAD mark) has no queues left.
     let queue_irqs: Option<BTreeSet<u32>> =
         input.queues.map(|t| t.rows.iter().filter_map(|r| r.irq).collect()).filter(|q: &BTreeSet<u32>| !q.is_empty());
     let cpus = cpu_rows(g, summary, queue_irqs.as_ref());
