@@ -209,7 +209,11 @@ pub fn prepare(
     }
     std::fs::write(&order, names).map_err(|error| SelftestsError::Write { path: order.clone(), error })?;
     files.push(GuestFile { guest_path: "lib/modules/manarig/remote/order".into(), host: order, mode: 0o644 });
-    Ok(PreparedSelftests { tests, baseline, source_label: t.source_label, timeout_s: req.timeout_s,
+    Ok(PreparedSelftests {
+        tests,
+        baseline,
+        source_label: t.source_label,
+        timeout_s: req.timeout_s,
         timer_slack_us: req.timer_slack_us,
         files,
         links,
