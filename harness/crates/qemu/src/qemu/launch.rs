@@ -390,6 +390,7 @@ fn prepare(req: &BootRequest<'_>) -> Result<Prepared, LaunchError> {
         // Image as it is.
         used.pvh = false;
         used.cpu = false;
+        used.acpi = false;
     }
     let kernel_image = boot_image(req.kernel, &mut used);
     let port = match req.agent.report {
@@ -642,6 +643,9 @@ fn qemu_args(
         req.cpu_model.as_str()
     };
     let mut args = req.spec.qemu_args(accel, &used.cpu_model(model));
+    if used.acpi {
+        args.extend(["-global".to_string(), speed::SPEED_GLOBAL.to_string()]);
+    }
     for d in &req.extra_devices {
         args.push("-device".into());
         args.push(d.clone());
@@ -795,6 +799,13 @@ mod tests {
         assert_eq!(out.report.kernel, "6.12.117+deb13-cloud-amd64");
         assert!(out.qemu_args.iter().any(|a| a == "-no-reboot"));
         assert!(out.qemu_args.iter().any(|a| a.starts_with("pipe,id=report,path=")), "{:?}", out.qemu_args);
+        // Every speed-up by default, the ACPI one included (x86, q35).
+        assert!(
+            out.qemu_args.windows(2).any(|w| w[0] == "-global" && w[1] == speed::SPEED_GLOBAL),
+            "{:?}",
+            out.qemu_args
+        );
+        assert!(out.speedups.acpi && out.speedups.names().contains(&"acpi"), "{:?}", out.speedups);
     }
 
     /// The report on its own channel: a kernel line on the console in the middle

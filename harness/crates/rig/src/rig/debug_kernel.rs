@@ -14,7 +14,8 @@ use std::time::Duration;
 pub const CMDLINE: [&str; 4] = ["slub_debug", "kasan.fault=report", "kasan_multi_shot", "panic_on_warn=0"];
 
 /// The boot speed-ups of a debug kernel's run: `speedups` without the CPU
-/// flags ([`crate::qemu::speed::SPEED_CPU_FLAGS`], `mtrr=off`) and without PVH.
+/// flags ([`crate::qemu::speed::SPEED_CPU_FLAGS`], `mtrr=off`), without PVH
+/// and without the ACPI one ([`crate::qemu::speed::SPEED_GLOBAL`]).
 ///
 /// - Without MTRRs Linux 7.3's `pmd_set_huge()` refuses huge mappings ("Cannot
 ///   satisfy … with a huge-page mapping due to MTRR override") and KASAN maps
@@ -27,10 +28,13 @@ pub const CMDLINE: [&str; 4] = ["slub_debug", "kasan.fault=report", "kasan_multi
 ///   console line (QEMU exits, nothing printed, also with `ignore_loglevel`);
 ///   through the BIOS and the decompressor it boots and passes. Against a
 ///   debug kernel's minute of boot the BIOS path costs a few seconds.
+/// - The ACPI speed-up (no PCI hotplug in QEMU's ACPI tables) was measured
+///   on the minimal kernels only; against a minute of boot it would save a
+///   fraction of a second, so debug runs keep QEMU's default.
 ///
 /// Measured on seed 002 (README "Debug kernels").
 pub fn speedups(speedups: Speedups) -> Speedups {
-    Speedups { cpu: false, pvh: false, ..speedups }
+    Speedups { cpu: false, pvh: false, acpi: false, ..speedups }
 }
 
 /// How much longer a debug kernel takes than the minimal one under TCG: the

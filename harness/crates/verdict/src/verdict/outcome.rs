@@ -43,7 +43,7 @@ pub struct RunInfo {
     #[serde(default)]
     pub model_basis: String,
     /// QEMU accelerator, the speed-ups used and the user's extra kernel
-    /// command-line items: `tcg,thread=single (speed-ups: cmdline, pvh, cpu)`,
+    /// command-line items: `tcg,thread=single (speed-ups: cmdline, pvh, cpu, acpi)`,
     /// `…, kernel command line + initcall_debug`.
     pub accel: String,
     /// The topology file's CPU numbering (the tables use guest = QEMU numbering).
