@@ -139,19 +139,26 @@ impl FakeGuest {
         );
     }
 
-    /// Source init.sh and run `script` (with `dmesg` and `ethtool` reading the
-    /// fake tree's files); its standard output.
-    fn run(&self, busybox: &Path, script: &str) -> String {
+    /// busybox sh sourcing init.sh and running `script` (with `dmesg` and
+    /// `ethtool` reading the fake tree's files).
+    fn agent(&self, busybox: &Path, script: &str) -> Command {
         let preamble = format!(
             ". {INIT} || exit 99\n\
              dmesg() {{ cat \"$R/dmesg\"; }}\n\
              ethtool() {{ cat \"$R/ethtool-S\"; }}\n"
         );
-        let mut child = Command::new(busybox)
-            .args(["sh", "-c", &format!("{preamble}{script}")])
+        let mut cmd = Command::new(busybox);
+        cmd.args(["sh", "-c", &format!("{preamble}{script}")])
             .env_clear()
             .env("MANARIG_AGENT_LIB", "1")
-            .env("MANARIG_AGENT_ROOT", self.root.path())
+            .env("MANARIG_AGENT_ROOT", self.root.path());
+        cmd
+    }
+
+    /// Run `script` ([`FakeGuest::agent`]); its standard output.
+    fn run(&self, busybox: &Path, script: &str) -> String {
+        let mut child = self
+            .agent(busybox, script)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -484,11 +491,8 @@ impl FakeGuest {
     /// without it nothing is.
     fn run_answering(&self, busybox: &Path, script: &str, answer: Option<Duration>) -> Answered {
         use std::io::{BufRead, Write};
-        let mut child = Command::new(busybox)
-            .args(["sh", "-c", &format!(". {INIT} || exit 99\ndmesg() {{ cat \"$R/dmesg\"; }}\n{script}")])
-            .env_clear()
-            .env("MANARIG_AGENT_LIB", "1")
-            .env("MANARIG_AGENT_ROOT", self.root.path())
+        let mut child = self
+            .agent(busybox, script)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -78,7 +78,9 @@ pub struct BootRequest<'a> {
     /// stage or of the report (`MANARIG-STAGE-BEGIN …`, `MANARIG-REPORT-BEGIN …`):
     /// the guest is quiet from there to the end marker, so the caller can take
     /// the device's state that goes with it; and with a soak's marks
-    /// (`MANARIG-SOAK <step> <minute>`), which the caller acts on.
+    /// (`MANARIG-SOAK <step> <minute>`), which the caller acts on. After a
+    /// mark the agent waits at (`MANARIG-UNLOAD`) the launcher answers with
+    /// its go-ahead once the hook has returned, hook or not ([`super::go_ahead`]).
     pub on_marker: Option<MarkerHook>,
     /// Boot speed-ups (default: all; see [`super::speed`]).
     pub speedups: Speedups,
