@@ -40,7 +40,8 @@
 #    report, and reports kmemleak's suspected leaks and the kernel log's KASAN,
 #    lockdep, WARN and BUG reports;
 #    with `manarig.unload=1` (runs with fault injection, debug runs) it then
-#    prints MANARIG-UNLOAD (the rig reads the device's queues) and runs
+#    prints MANARIG-UNLOAD, waits for the host's go-ahead (MANARIG-GO, once the
+#    rig has read the device's queues; at most UNLOAD_GO_WAIT seconds), runs
 #    `rmmod mana` in the background and waits for it until the deadline
 #    (`unload: hung` if it has not returned), so that the report says whether
 #    the driver still unloads and its messages include the unload's;
@@ -97,6 +98,12 @@ UNLOAD=0
 # that forgot its queues (--inject reset@S) never sends, then the HWC requests
 # of the remove path time out one by one.
 UNLOAD_WAIT=180
+# Guest seconds the final unload waits at its mark for the host's go-ahead
+# (guest-images/README.md, "Markers"): the host answers once it has the
+# device's status, which it waits for at most 5 s (ANSWER_DEADLINE in
+# harness/crates/rig/src/rig/device.rs); a host that does not answer (one from
+# before the handshake) costs this long, then the rmmod runs all the same.
+UNLOAD_GO_WAIT=10
 CARRIER_UNLOAD=
 OFFLINE=
 OFFLINE_AFTER=
@@ -237,6 +244,7 @@ SETTLE=none
 INSMOD_RC=-
 T_MODS=- T_PROBE=- T_IFUP=- T_CARRIER=- T_ETHTOOL=- T_SETTLED=-
 CARRIER=- ETHTOOL_RC=- CHANNELS_NOW=- RMMOD_RC=- T_RMMOD=- UNLOAD_RC=- T_UNLOAD=-
+UNLOAD_GO=- T_UNLOAD_MARK=- T_UNLOAD_GO=-
 NETDEV=
 MODS=
 LAST_MOD=
@@ -332,8 +340,12 @@ probe_and_settle() {
 # fd 5 while a stage or the report is written: the console, or with
 # `manarig.report=ttyS1` the second serial port, open only for the block (its
 # IRQ is requested at open and freed at close: the driver never probes beside it).
+# BLOCK_IN: where the host's answer to a mark arrives (await_go_ahead): the
+# console's input (fd 0, /dev/console: QEMU's stdin) or the port itself, opened
+# read-write (QEMU's report.in); input that reaches a closed port is dropped.
 block_open() {
 	exec 5>&1
+	BLOCK_IN=0
 	case "$REPORT" in
 	"") return 0 ;;
 	ttyS1) ;;
@@ -346,13 +358,28 @@ block_open() {
 	# `command exec`: a redirection that fails does not end the shell (PID 1)
 	# as a plain `exec` would. A port the kernel registered without finding a
 	# UART opens, but every write fails (EIO): one empty line tells.
-	{ command exec 5>"$port" && echo >&5; } 2>/dev/null && return 0
+	{ command exec 5<>"$port" && echo >&5; } 2>/dev/null && BLOCK_IN=5 && return 0
 	exec 5>&1
 	echo "manarig: manarig.report=ttyS1: $port cannot be opened or written (no second serial port?); this block goes to the console"
 }
 # Closing the port's last fd waits until the UART has sent everything
 # (tty_port_close_start()): neither poweroff nor rmmod cuts the block's tail off.
 block_close() { exec 5>&-; }
+
+# Inside a block, after a mark the host answers (`MANARIG-UNLOAD`): wait at most
+# UNLOAD_GO_WAIT seconds for the host's `MANARIG-GO` line on BLOCK_IN. GO=go
+# when it came, `timeout` when it did not (the wait ran out, or the port could
+# not be read). The port's echo is turned off first: a go-ahead that arrives
+# late must not be echoed into a block.
+await_go_ahead() {
+	GO=timeout
+	up; go_at=$((${UP%.*} + UNLOAD_GO_WAIT)); left=$UNLOAD_GO_WAIT
+	# shellcheck disable=SC3045 # busybox ash's read has -t and -u
+	while [ "$left" -gt 0 ] && read -r -t "$left" -u "$BLOCK_IN" go_line; do
+		[ "$go_line" = MANARIG-GO ] && GO=go && return 0
+		up; left=$((go_at - ${UP%.*}))
+	done
+}
 
 # Read every IRQ's affinity_hint (the files a freed or stale hint would break).
 read_hints() { cat "$R"/proc/irq/*/affinity_hint > /dev/null 2>&1; }
@@ -916,6 +943,9 @@ report_body() {
 	echo "channels: ${CHANNELS_NOW:--}"
 	echo "time rmmod: $T_RMMOD"
 	echo "rmmod: $RMMOD_RC"
+	echo "time unload-mark: $T_UNLOAD_MARK"
+	echo "time unload-go: $T_UNLOAD_GO"
+	echo "unload-handshake: $UNLOAD_GO"
 	echo "time unload: $T_UNLOAD"
 	echo "unload: $UNLOAD_RC"
 	echo "carrier-unload: ${CARRIER_UNLOAD:--}"
@@ -1053,12 +1083,17 @@ unload_driver() {
 	snapshot_nic_irqs
 	# The device's queues as the driver left them: rmmod destroys them before
 	# the report begins, so the rig takes the device's status at this mark
-	# instead (about a millisecond on the host, README "Markers"). The second's
-	# pause keeps the rmmod from racing that read on a loaded host.
+	# instead (about a millisecond on the host) and then answers with its
+	# go-ahead (guest-images/README.md, "Markers"): the rmmod never races that
+	# read, and waits no longer than it takes.
 	block_open
+	stty -echo <&"$BLOCK_IN" 2>/dev/null
+	up; T_UNLOAD_MARK=$UP
 	echo "MANARIG-UNLOAD" >&5
+	await_go_ahead
+	up; T_UNLOAD_GO=$UP
 	block_close
-	sleep 1
+	UNLOAD_GO=$GO
 	rm -f "$R"/tmp/unload.rc
 	# EAGAIN ("Resource temporarily unavailable": the module's refcount is
 	# not zero, e.g. the driver's own reset cycle after --inject reset@S is

@@ -25,6 +25,8 @@ pub mod heap;
 pub mod input;
 pub mod machine;
 pub mod ops;
+#[cfg(test)]
+mod regressions;
 pub mod targets;
 pub mod threads;
 pub mod wire_session;

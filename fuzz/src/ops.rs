@@ -26,6 +26,16 @@ const MAX_FRAMES_PER_OP: u8 = 8;
 pub const MAX_BYTES: usize = 4096;
 /// Largest zeroed range one op clears.
 const MAX_ZERO: u32 = 1 << 20;
+/// Interrupts the driver model takes over one input's ops together
+/// ([`apply_all`]). A ring the input corrupted can make the device and the
+/// model interrupt each other until a pump's budget runs out
+/// (`machine::INTERRUPT_BUDGET`, 512): each arm doorbell rightly fires at the
+/// entry the model cannot read, still pending. That is one interrupt per
+/// doorbell on the device's side, but without a bound per input every 1-byte
+/// [`Op::Pump`] restarted the storm: campaign 5's slow `backend` input ran 283
+/// of them, 145,922 interrupts in all (docs/fuzzing.md, "Findings"). Recorded
+/// sessions take at most a few hundred.
+pub const INPUT_INTERRUPTS: usize = 4096;
 
 /// One guest operation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -373,6 +383,22 @@ fn post_wqe(drv: &mut Driver, sq: bool, queue: u8, units: u8, bytes: &[u8]) {
     drv.ring_wq(&wq, sq);
     let map = if sq { &mut drv.sqs } else { &mut drv.rqs };
     map.insert(wq.id, wq);
+}
+
+/// Performs `ops` in order on `machine`, its driver model taking at most
+/// [`INPUT_INTERRUPTS`] interrupts over all of them (at most its pump
+/// budget in each); once they are used up, its pumps stop at once and the
+/// rest of the ops still reach the device.
+pub fn apply_all(ops: &[Op], machine: &mut Machine) {
+    let per_pump = machine.drv.interrupt_budget;
+    let mut left = INPUT_INTERRUPTS;
+    for op in ops {
+        machine.drv.interrupt_budget = per_pump.min(left);
+        let before = machine.drv.interrupts_taken();
+        op.apply(machine);
+        left = left.saturating_sub(machine.drv.interrupts_taken().saturating_sub(before));
+    }
+    machine.drv.interrupt_budget = per_pump;
 }
 
 /// Decodes every op of `data`.

@@ -8,7 +8,7 @@
 
 use crate::input::Input;
 use crate::machine::{with_machine, Machine, Spec, Stage};
-use crate::ops::{decode_all, Op};
+use crate::ops::{apply_all, decode_all, Op};
 use crate::support::Kernel;
 use device_model::shell::msix::MsixVectors;
 use device_model::shell::server::ManaFunction;
@@ -31,9 +31,7 @@ pub fn spec(stage: Stage) -> Spec {
 pub const TWO_QUEUES: Stage = Stage::Opened { queues: 2, second_vport: false };
 
 fn run_ops(machine: &mut Machine, data: &[u8]) {
-    for op in decode_all(data) {
-        op.apply(machine);
-    }
+    apply_all(&decode_all(data), machine);
 }
 
 /// BAR0 reads and writes anywhere (registers, SMC, every doorbell), guest
@@ -48,11 +46,7 @@ pub fn bar0(data: &[u8]) {
 /// servicing of the interrupts the init EQEs raise. Input: ops whose tag
 /// is taken modulo 4 (see [`decode_smc`]).
 pub fn smc(data: &[u8]) {
-    with_machine(&spec(Stage::PowerOn), |machine| {
-        for op in decode_smc(data) {
-            op.apply(machine);
-        }
-    });
+    with_machine(&spec(Stage::PowerOn), |machine| apply_all(&decode_smc(data), machine));
 }
 
 /// The SMC target's input: tag % 4 = 0 SMC dword write (dword u8, value

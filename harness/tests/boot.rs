@@ -126,3 +126,24 @@ fn accel_auto_ends_with_a_verdict_and_says_which_accelerator_ran() {
     assert!(kvm_ran != fell_back, "KVM ran ({accel}) xor the run fell back with a reason: {stderr}");
     assert!(kvm_ran || accel.starts_with("tcg"), "{accel}");
 }
+
+/// The final unload's handshake on both ports the agent reports on: on the
+/// console the go-ahead reaches /dev/console through QEMU's stdin, on ttyS1
+/// through the report channel's `report.in`; either way the agent gets it (and
+/// does not echo it) and its rmmod runs (no MANA device here: mana loads without a probe and unloads
+/// at once).
+#[test]
+fn the_unload_go_ahead_reaches_the_agent_on_the_console_and_on_ttys1_on_linux_6_12() {
+    use harness::guest_protocol::{ReportChannel, Unload, UnloadHandshake};
+    for channel in [ReportChannel::Console, ReportChannel::Ttys1] {
+        let out = boot_on(&machines::seed_002(256), "6.12", |req| {
+            req.agent.unload = true;
+            req.agent.report = channel;
+        });
+        let r = &out.report;
+        assert_eq!((r.unload_handshake, r.unload), (Some(UnloadHandshake::Go), Some(Unload::Exit(0))), "{channel:?}");
+        assert!(r.times["unload-go"] >= r.times["unload-mark"], "{channel:?}: {:?}", r.times);
+        // The agent turned the port's echo off before the mark.
+        assert!(!out.console.contains(harness::guest_protocol::GO_AHEAD), "{channel:?}: echoed:\n{}", out.console);
+    }
+}

@@ -7,7 +7,7 @@
 mod rig_support;
 mod support;
 
-use harness::guest_protocol::Unload;
+use harness::guest_protocol::{Unload, UnloadHandshake};
 use harness::rig::RunOutcome;
 use harness::verdict::{CheckStatus, Status, DRIVER_SURVIVED};
 use rig_support::{request, run_printed, topology_path};
@@ -19,12 +19,14 @@ fn run_injected(specs: &[&str]) -> RunOutcome {
     run_printed(&req, &format!("{specs:?}"))
 }
 
-/// The driver survived: the check passed, the run passed, the module unloaded.
+/// The driver survived: the check passed, the run passed, the module unloaded
+/// (right after the rig's go-ahead at the agent's MANARIG-UNLOAD mark).
 fn assert_survived(o: &RunOutcome) {
     let check = o.verdict.checks.iter().find(|c| c.name == DRIVER_SURVIVED).expect("driver_survived");
     assert_eq!(check.status, CheckStatus::Pass, "{check:#?}");
     assert_eq!(o.verdict.status, Status::Pass);
     assert_eq!(o.report.unload, Some(Unload::Exit(0)), "rmmod mana");
+    assert_eq!(o.report.unload_handshake, Some(UnloadHandshake::Go), "the rig's go-ahead reached the agent");
 }
 
 /// The driver's kernel messages contain `needle`.

@@ -52,9 +52,25 @@ impl InterruptSink for Recorder {
 }
 
 impl Recorder {
-    /// Every vector raised so far, in order.
+    /// Every vector raised so far, in order (a copy: for a look at the
+    /// whole history; [`Recorder::nth`] and [`Recorder::count`] do not copy).
     pub fn all(&self) -> Vec<u16> {
         self.raised.lock().expect("recorder lock").clone()
+    }
+
+    /// The `index`-th vector raised (0 the first), None when fewer were.
+    pub fn nth(&self, index: usize) -> Option<u16> {
+        self.raised.lock().expect("recorder lock").get(index).copied()
+    }
+
+    /// How many vectors were raised so far.
+    pub fn count(&self) -> usize {
+        self.raised.lock().expect("recorder lock").len()
+    }
+
+    /// The vectors raised from the `index`-th on (empty past the end).
+    pub fn since(&self, index: usize) -> Vec<u16> {
+        self.raised.lock().expect("recorder lock").get(index..).map_or_else(Vec::new, <[u16]>::to_vec)
     }
 
     /// Forgets the vectors raised so far.
@@ -549,8 +565,11 @@ impl Driver {
     /// `mana_gd_intr()`; fails on an interrupt storm.
     pub fn pump(&mut self) -> Result<()> {
         for _ in 0..self.interrupt_budget {
-            let raised = self.irqs.all();
-            let Some(&vector) = raised.get(self.irq_cursor) else {
+            // One vector, not the whole history: a storm raises hundreds of
+            // thousands of vectors per input (the fuzz machines' budget per pump
+            // times the pumps), and a copy of all of them per vector made such an
+            // input take seconds (docs/fuzzing.md, "Findings").
+            let Some(vector) = self.irqs.nth(self.irq_cursor) else {
                 return Ok(());
             };
             self.irq_cursor += 1;
@@ -1170,17 +1189,23 @@ impl Driver {
         self.hwc_eq_id = None;
         self.seen = Seen::default();
         self.data = net::DataState::default();
-        self.irq_cursor = self.irqs.all().len();
+        self.irq_cursor = self.irqs.count();
+    }
+
+    /// How many raised vectors the driver has taken so far (serviced, held
+    /// back while masked, or dropped): its position in [`Driver::irqs`].
+    pub fn interrupts_taken(&self) -> usize {
+        self.irq_cursor
     }
 
     /// Vectors raised since the driver last serviced interrupts.
     pub fn unserviced(&self) -> Vec<u16> {
-        self.irqs.all()[self.irq_cursor..].to_vec()
+        self.irqs.since(self.irq_cursor)
     }
 
     /// Marks every raised vector as serviced without running handlers.
     pub fn drop_interrupts(&mut self) {
-        self.irq_cursor = self.irqs.all().len();
+        self.irq_cursor = self.irqs.count();
     }
 
     /// Forgets what the model recorded (responses, EQE types, raised

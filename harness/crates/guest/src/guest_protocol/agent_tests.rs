@@ -139,19 +139,26 @@ impl FakeGuest {
         );
     }
 
-    /// Source init.sh and run `script` (with `dmesg` and `ethtool` reading the
-    /// fake tree's files); its standard output.
-    fn run(&self, busybox: &Path, script: &str) -> String {
+    /// busybox sh sourcing init.sh and running `script` (with `dmesg` and
+    /// `ethtool` reading the fake tree's files).
+    fn agent(&self, busybox: &Path, script: &str) -> Command {
         let preamble = format!(
             ". {INIT} || exit 99\n\
              dmesg() {{ cat \"$R/dmesg\"; }}\n\
              ethtool() {{ cat \"$R/ethtool-S\"; }}\n"
         );
-        let mut child = Command::new(busybox)
-            .args(["sh", "-c", &format!("{preamble}{script}")])
+        let mut cmd = Command::new(busybox);
+        cmd.args(["sh", "-c", &format!("{preamble}{script}")])
             .env_clear()
             .env("MANARIG_AGENT_LIB", "1")
-            .env("MANARIG_AGENT_ROOT", self.root.path())
+            .env("MANARIG_AGENT_ROOT", self.root.path());
+        cmd
+    }
+
+    /// Run `script` ([`FakeGuest::agent`]); its standard output.
+    fn run(&self, busybox: &Path, script: &str) -> String {
+        let mut child = self
+            .agent(busybox, script)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -438,18 +445,136 @@ fn each_selftest_mark_reads_both_ends_counters_before_its_marker_line() {
 }
 
 /// The final unload prints `MANARIG-UNLOAD` (the rig reads the device's
-/// queues then) before its rmmod runs, and the report still follows it.
+/// queues then) before its rmmod runs, and the report still follows it. Its
+/// console input at an end (stdin /dev/null: no go-ahead can come) ends the
+/// wait for the host's answer at once: `timeout`.
 #[test]
 fn the_final_unload_prints_its_mark_before_the_rmmod() {
     let Some(bb) = busybox("the_final_unload_prints_its_mark_before_the_rmmod") else { return };
     let g = FakeGuest::new();
-    let script = "rmmod() { echo \"rmmod $*\"; }\nLAST_MOD=mana.ko\nnap_setup\nunload_driver\nprint_report\n";
-    let out = g.run(&bb, script);
+    let out = g.run(&bb, UNLOAD_SCRIPT);
     let at = |l: &str| out.lines().position(|x| x == l).unwrap_or_else(|| panic!("no {l:?} in {out}"));
     assert!(at("MANARIG-UNLOAD") < at("rmmod mana"), "{out}");
     assert!(at("rmmod mana") < at(&format!("MANARIG-REPORT-BEGIN {}", Version::CURRENT)), "{out}");
     let r = parse(&out).unwrap_or_else(|e| panic!("{e}\n{out}")).report;
     assert_eq!(r.unload, Some(super::report::Unload::Exit(0)), "{out}");
+    assert_eq!(r.unload_handshake, Some(UnloadHandshake::Timeout), "{out}");
+}
+
+/// The final unload with a stand-in rmmod that prints its arguments.
+const UNLOAD_SCRIPT: &str =
+    "rmmod() { echo \"rmmod $*\"; }\nLAST_MOD=mana.ko\nnap_setup\nunload_driver\nprint_report\n";
+
+/// What [`FakeGuest::run_answering`] read: each line of the agent's standard
+/// output with the moment it arrived, and when the go-ahead's write began.
+struct Answered {
+    lines: Vec<(Instant, String)>,
+    answered: Option<Instant>,
+}
+
+impl Answered {
+    /// When `line` arrived (the first time).
+    fn at(&self, line: &str) -> Instant {
+        let found = self.lines.iter().find(|(_, l)| l == line).map(|(t, _)| *t);
+        found.unwrap_or_else(|| panic!("no {line:?} in {}", self.text()))
+    }
+
+    fn text(&self) -> String {
+        self.lines.iter().map(|(_, l)| format!("{l}\n")).collect()
+    }
+}
+
+impl FakeGuest {
+    /// Run `script` as [`FakeGuest::run`] does, but with its standard input
+    /// held open as a guest's console is (QEMU's stdin): `answer` after the
+    /// `MANARIG-UNLOAD` line arrived, the host's go-ahead is written there;
+    /// without it nothing is.
+    fn run_answering(&self, busybox: &Path, script: &str, answer: Option<Duration>) -> Answered {
+        use std::io::{BufRead, Write};
+        let mut child = self
+            .agent(busybox, script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("busybox sh");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send((Instant::now(), line));
+            }
+        });
+        let deadline = Instant::now() + RUN_DEADLINE;
+        let mut out = Answered { lines: Vec::new(), answered: None };
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok((t, line)) => {
+                    let mark = line == markers::UNLOAD;
+                    out.lines.push((t, line));
+                    if let (true, Some(after)) = (mark, answer) {
+                        std::thread::sleep(after);
+                        // Stamped before the write: the agent may act on it
+                        // before this thread runs again.
+                        out.answered = Some(Instant::now());
+                        stdin.write_all(format!("{}\n", markers::GO_AHEAD).as_bytes()).expect("the go-ahead");
+                    }
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    panic!("the agent's functions ran past {RUN_DEADLINE:?}:\n{script}\n{}", out.text());
+                }
+            }
+        }
+        let status = child.wait().expect("wait");
+        assert!(status.success(), "{status}:\n{script}\n{}", out.text());
+        out
+    }
+}
+
+/// The host's go-ahead ends the final unload's wait at once: the rmmod runs
+/// after it (and not before), long before the agent's wait (20 s here) would
+/// have ended, and the report says `unload-handshake: go`.
+#[test]
+fn the_final_unload_runs_its_rmmod_when_the_hosts_go_ahead_arrives() {
+    let Some(bb) = busybox("the_final_unload_runs_its_rmmod_when_the_hosts_go_ahead_arrives") else { return };
+    let g = FakeGuest::new();
+    let wait = Duration::from_secs(20);
+    let script = format!("UNLOAD_GO_WAIT={}\n{UNLOAD_SCRIPT}", wait.as_secs());
+    // The host takes a while to answer: the agent must not go on meanwhile.
+    let out = g.run_answering(&bb, &script, Some(Duration::from_millis(300)));
+    let answered = out.answered.expect("the mark arrived and was answered");
+    let rmmod = out.at("rmmod mana");
+    assert!(rmmod > answered, "the rmmod ran before the go-ahead:\n{}", out.text());
+    assert!(rmmod - out.at(markers::UNLOAD) < wait, "the agent waited out its wait:\n{}", out.text());
+    let text = out.text();
+    let r = parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}")).report;
+    assert_eq!((r.unload_handshake, r.unload), (Some(UnloadHandshake::Go), Some(Unload::Exit(0))), "{text}");
+    assert!(r.times.contains_key("unload-mark") && r.times.contains_key("unload-go"), "{text}");
+}
+
+/// A host that never answers (one from before the handshake) costs the
+/// agent's wait, no more: then the rmmod runs all the same and the report
+/// says `unload-handshake: timeout`.
+#[test]
+fn the_final_unload_without_a_go_ahead_waits_its_deadline_then_unloads_and_says_so() {
+    let Some(bb) = busybox("the_final_unload_without_a_go_ahead_waits_its_deadline_then_unloads_and_says_so") else {
+        return;
+    };
+    let g = FakeGuest::new();
+    let script = format!("UNLOAD_GO_WAIT=2\n{UNLOAD_SCRIPT}");
+    let out = g.run_answering(&bb, &script, None);
+    let waited = out.at("rmmod mana") - out.at(markers::UNLOAD);
+    // busybox's `read -t 2` on an open input that stays silent lasts its 2 s;
+    // the mark's line may reach this test late on a loaded host: 1 s of slack.
+    assert!(waited >= Duration::from_secs(1), "the rmmod came after {waited:?}:\n{}", out.text());
+    let text = out.text();
+    let r = parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}")).report;
+    assert_eq!((r.unload_handshake, r.unload), (Some(UnloadHandshake::Timeout), Some(Unload::Exit(0))), "{text}");
 }
 
 /// Each `manarig.*` item and the variable init.sh's `parse_cmdline` keeps it in.

@@ -29,8 +29,16 @@ pub const SELFTEST: &str = "MANARIG-SELFTEST";
 /// report channel, with `manarig.unload=1`, just before the agent's last
 /// `rmmod`; the rig takes the device's status when it arrives, so that the
 /// report's queue table shows the queues the teardown is about to destroy
-/// (the report itself comes after the rmmod).
+/// (the report itself comes after the rmmod), then answers with [`GO_AHEAD`].
 pub const UNLOAD: &str = "MANARIG-UNLOAD";
+/// The host's answer to a mark the agent waits at
+/// ([`Marker::awaits_go_ahead`]): this line and a line feed, written to the
+/// input of the port the mark came on (the report channel's, or the console's),
+/// once the host has done what the mark asks for. The agent waits a few guest
+/// seconds for it (the report's `unload-handshake: go | timeout`) and then goes
+/// on without it: a host that never answers (one older than the handshake)
+/// costs that wait, not a hang.
+pub const GO_AHEAD: &str = "MANARIG-GO";
 
 /// A report format version (the number after [`REPORT_BEGIN`]).
 ///
@@ -148,6 +156,13 @@ impl Marker {
     pub fn is_live(&self) -> bool {
         self.is_begin() || matches!(self, Marker::Soak(_) | Marker::Selftest(_) | Marker::Unload)
     }
+
+    /// True for the marks after which the agent waits for the host's
+    /// [`GO_AHEAD`] (the final unload's: its rmmod must not race the host's
+    /// read of the device); a live mark ([`Marker::is_live`]).
+    pub fn awaits_go_ahead(&self) -> bool {
+        matches!(self, Marker::Unload)
+    }
 }
 
 #[cfg(test)]
@@ -179,7 +194,9 @@ mod tests {
         }
         let unload = Marker::parse("MANARIG-UNLOAD\r").expect("the unload's mark");
         assert_eq!(unload, Marker::Unload);
-        assert!(unload.is_live() && !unload.is_begin());
+        assert!(unload.is_live() && !unload.is_begin() && unload.awaits_go_ahead());
+        assert!(!Marker::Selftest(1).awaits_go_ahead() && !Marker::ReportBegin("3".into()).awaits_go_ahead());
+        assert_eq!(Marker::parse(GO_AHEAD), None, "the host's answer is not a mark");
         for other in ["MANARIG-UNLOAD x", "MANARIG-UNLOADED", "x MANARIG-UNLOAD"] {
             assert_eq!(Marker::parse(other), None, "{other:?}");
         }

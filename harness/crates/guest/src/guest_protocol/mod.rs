@@ -29,12 +29,12 @@ mod spec_tests;
 mod tests;
 
 pub use irqbalance::{GuestIrqbalance, IrqbalanceSample, IrqbalanceState};
-pub use markers::{Marker, Version};
+pub use markers::{Marker, Version, GO_AHEAD};
 pub use options::{AgentOptions, PciId, ReportChannel};
 pub use parse::{parse, Key};
 pub use report::{
     format_cpulist, GuestCpu, GuestCpuState, GuestIrq, GuestNode, GuestPci, GuestReport, GuestTraffic, Stage,
-    TrafficCounts, Transcript, Unload,
+    TrafficCounts, Transcript, Unload, UnloadHandshake,
 };
 pub use selftests::{
     GuestSelftestRun, GuestSelftests, NetdevRxCounters, RemoteCounters, SelftestExit, SelftestMarkCounters,

@@ -6,7 +6,7 @@ use super::assemble::{assemble, bad, Raw};
 use super::interrupts::{parse_cpu_counts, parse_irq_counts};
 use super::irqbalance::{IrqbalanceSample, IrqbalanceState};
 use super::markers::{Marker, Version, REPORT_END, STAGE_END};
-use super::report::{GuestReport, Stage, Transcript, Unload};
+use super::report::{GuestReport, Stage, Transcript, Unload, UnloadHandshake};
 use super::selftests::{NetdevRxCounters, RemoteCounters};
 use super::soak::{SoakRound, SoakStepResult};
 use super::ReportError;
@@ -87,6 +87,9 @@ pub enum Key {
     Klog,
     /// From version 3: `unload: <exit status of the final rmmod | hung | ->`.
     Unload,
+    /// `unload-handshake: go | timeout | -` (a new key: older agents do not
+    /// print it): whether the host's go-ahead came at the final unload's mark.
+    UnloadHandshake,
     /// With `manarig.irqbalance=S`: `irqbalance: stopped | killed | exited <rc> | absent | -`.
     Irqbalance,
     /// With `manarig.irqbalance=S`: `irqbalance-sample <k>: <uptime> <IRQ>=<smp>/<effective> …`.
@@ -116,7 +119,7 @@ pub enum Key {
 
 impl Key {
     /// Every key, in the order guest-images/README.md lists them.
-    pub const ALL: [Key; 45] = [
+    pub const ALL: [Key; 46] = [
         Key::Kernel,
         Key::Cmdline,
         Key::InitEnv,
@@ -150,6 +153,7 @@ impl Key {
         Key::Kmemleak,
         Key::Klog,
         Key::Unload,
+        Key::UnloadHandshake,
         Key::Irqbalance,
         Key::IrqbalanceSample,
         Key::CarrierUnload,
@@ -201,6 +205,7 @@ impl Key {
             Key::Kmemleak => "kmemleak",
             Key::Klog => "klog",
             Key::Unload => "unload",
+            Key::UnloadHandshake => "unload-handshake",
             Key::Irqbalance => "irqbalance",
             Key::IrqbalanceSample => "irqbalance-sample",
             Key::SelftestSetup => "selftest-setup",
@@ -346,6 +351,7 @@ fn parse_block(lines: &[&str], begin: usize, end: usize, version: Version) -> Re
             Key::Channels => r.channels = value.trim().parse().ok(),
             Key::Rmmod => r.rmmod_status = status(value),
             Key::Unload => r.unload = Unload::parse(value),
+            Key::UnloadHandshake => r.unload_handshake = UnloadHandshake::parse(value),
             Key::Hotplug => r.hotplug_status = status(value),
             Key::Warning => r.warnings.push(value.to_string()),
             Key::Debug => r.debug = Some(value.to_string()),

@@ -139,6 +139,10 @@ pub struct GuestReport {
     /// The final `rmmod mana` of a run with fault injection
     /// (`manarig.unload=1`; None if not run).
     pub unload: Option<Unload>,
+    /// Whether the host's go-ahead came at the final unload's mark before that
+    /// rmmod (`unload-handshake:`; None when there was no final unload, or an
+    /// agent from before the handshake).
+    pub unload_handshake: Option<UnloadHandshake>,
     /// Whether the agent's CPU hotplug writes succeeded (`0`), one failed (`1`),
     /// None when it did none (`manarig.offline*`, `manarig.online_after`).
     pub hotplug_status: Option<i32>,
@@ -203,6 +207,30 @@ impl Unload {
         match value.trim() {
             "hung" => Some(Unload::Hung),
             v => v.parse().ok().map(Unload::Exit),
+        }
+    }
+}
+
+/// How the final unload's wait for the host's go-ahead
+/// ([`super::markers::GO_AHEAD`]) ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UnloadHandshake {
+    /// The go-ahead came: the host had read the device before the rmmod.
+    Go,
+    /// It did not come within the agent's wait (guest-images/init.sh
+    /// `UNLOAD_GO_WAIT`, 10 guest seconds) and the rmmod ran all the same: the
+    /// host did not answer (or the agent could not read its port).
+    Timeout,
+}
+
+impl UnloadHandshake {
+    /// The report's value: `go`, `timeout`, or `-` and anything else (None).
+    pub fn parse(value: &str) -> Option<Self> {
+        match value.trim() {
+            "go" => Some(UnloadHandshake::Go),
+            "timeout" => Some(UnloadHandshake::Timeout),
+            _ => None,
         }
     }
 }

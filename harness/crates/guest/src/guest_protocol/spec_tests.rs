@@ -1,7 +1,7 @@
 //! The written spec (guest-images/README.md), the agent (guest-images/init.sh)
 //! and this module name the same command-line items, keys, markers and version.
 
-use super::markers::{Version, REPORT_BEGIN, REPORT_END, SELFTEST, SOAK, STAGE_BEGIN, STAGE_END};
+use super::markers::{Version, GO_AHEAD, REPORT_BEGIN, REPORT_END, SELFTEST, SOAK, STAGE_BEGIN, STAGE_END, UNLOAD};
 use super::options::{NAMES, PREFIX};
 use super::Key;
 use std::collections::BTreeSet;
@@ -61,7 +61,7 @@ fn every_report_key_is_documented_and_every_current_one_is_printed_by_init_sh() 
 
 #[test]
 fn markers_and_the_version_agree() {
-    for marker in [REPORT_BEGIN, REPORT_END, STAGE_BEGIN, STAGE_END, SOAK, SELFTEST] {
+    for marker in [REPORT_BEGIN, REPORT_END, STAGE_BEGIN, STAGE_END, SOAK, SELFTEST, UNLOAD, GO_AHEAD] {
         assert!(README.contains(marker), "{marker} is not in guest-images/README.md");
         assert!(INIT.contains(marker), "{marker} is not in guest-images/init.sh");
     }

@@ -6,6 +6,7 @@
 //! NIC's process failed).
 
 use super::abort::BootAbort;
+use super::go_ahead::GoAheadPort;
 use super::report_port::ReportPort;
 use super::spec::{MachineSpec, SpecError};
 use super::speed::{self, Speedups, SPEED_CMDLINE};
@@ -77,7 +78,9 @@ pub struct BootRequest<'a> {
     /// stage or of the report (`MANARIG-STAGE-BEGIN …`, `MANARIG-REPORT-BEGIN …`):
     /// the guest is quiet from there to the end marker, so the caller can take
     /// the device's state that goes with it; and with a soak's marks
-    /// (`MANARIG-SOAK <step> <minute>`), which the caller acts on.
+    /// (`MANARIG-SOAK <step> <minute>`), which the caller acts on. After a
+    /// mark the agent waits at (`MANARIG-UNLOAD`) the launcher answers with
+    /// its go-ahead once the hook has returned, hook or not ([`super::go_ahead`]).
     pub on_marker: Option<MarkerHook>,
     /// Boot speed-ups (default: all; see [`super::speed`]).
     pub speedups: Speedups,
@@ -432,7 +435,9 @@ fn run(qemu: &QemuInstall, req: &BootRequest<'_>, mut prepared: Prepared) -> Res
         None => None,
     };
     let mut cmd = qemu.command();
-    cmd.args(&prepared.args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    // stdin: the console's input, where the agent's marks that wait for the
+    // host are answered when they come on the console (super::go_ahead).
+    cmd.args(&prepared.args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
     {
         use std::os::unix::process::CommandExt;
         // Own process group: a terminal's Ctrl-C reaches us, and we stop QEMU.
@@ -448,6 +453,11 @@ fn run(qemu: &QemuInstall, req: &BootRequest<'_>, mut prepared: Prepared) -> Res
     let mut child = cmd.spawn().map_err(io("start QEMU"))?;
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
+    let console_input = child.stdin.take().and_then(|stdin| {
+        GoAheadPort::console(stdin)
+            .map_err(|e| tracing::warn!("QEMU's stdin: {e}; a go-ahead on the console will not be sent"))
+            .ok()
+    });
     let mut reaper = Reaper::new(child);
 
     let (tx, rx) = mpsc::channel();
@@ -458,7 +468,7 @@ fn run(qemu: &QemuInstall, req: &BootRequest<'_>, mut prepared: Prepared) -> Res
         p.start(tx.clone(), req.on_marker.clone());
     }
     let reader = match stdout {
-        Some(out) => watch::spawn_reader(Source::Console, out, tx, req.on_marker.clone()),
+        Some(out) => watch::spawn_reader(Source::Console, out, tx, req.on_marker.clone(), console_input),
         None => std::thread::spawn(move || drop(tx.send(Msg::Eof(Source::Console)))),
     };
     let err_reader = std::thread::spawn(move || {

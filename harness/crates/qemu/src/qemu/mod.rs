@@ -1,6 +1,7 @@
 //! QEMU: the machine description ([`MachineSpec`]) and the launcher ([`boot`]).
 
 pub mod abort;
+pub mod go_ahead;
 pub mod launch;
 pub mod nic_slots;
 pub mod report_port;

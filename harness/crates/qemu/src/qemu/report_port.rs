@@ -9,6 +9,7 @@
 //! 20 KB to ttyS1 took 0.24-0.28 s with a socket chardev and 0.08-0.11 s with
 //! the pipe, as much as the console's stdio pipe (seed 002, `6.12-min`, same boots).
 
+use super::go_ahead::GoAheadPort;
 use super::watch::{forward_lines, MarkerHook, Msg, Source};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -43,11 +44,14 @@ pub struct ReportPort {
     base: PathBuf,
     /// `report.out` opened for reading and writing, until the reader takes it.
     out: Option<File>,
+    /// `report.in`, where the reader answers the marks the agent waits at
+    /// (the guest's ttyS1 input), until the reader takes it.
+    input: Option<GoAheadPort>,
     reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl ReportPort {
-    /// Create `dir/report.in` and `dir/report.out` and open the latter (before
+    /// Create `dir/report.in` and `dir/report.out` and open both (before
     /// QEMU starts: QEMU opens both as it starts).
     ///
     /// # Errors
@@ -58,7 +62,8 @@ impl ReportPort {
         mkfifo(&base.with_extension("out"))?;
         // Read-write: a FIFO opened so does not wait for a writer (Linux fifo(7)).
         let out = OpenOptions::new().read(true).write(true).open(base.with_extension("out"))?;
-        Ok(ReportPort { base, out: Some(out), reader: None })
+        let input = GoAheadPort::fifo(&base.with_extension("in"))?;
+        Ok(ReportPort { base, out: Some(out), input: Some(input), reader: None })
     }
 
     /// QEMU's arguments for the port; they go after the console's `-serial`, so
@@ -72,11 +77,13 @@ impl ReportPort {
         ]
     }
 
-    /// Forward the channel's lines to `tx` as [`Source::Report`] on a thread of its own.
+    /// Forward the channel's lines to `tx` as [`Source::Report`] on a thread of
+    /// its own, answering the marks the agent waits at on `report.in`.
     pub fn start(&mut self, tx: Sender<Msg>, hook: Option<MarkerHook>) {
         let Some(out) = self.out.take() else { return };
+        let input = self.input.take();
         self.reader = Some(std::thread::spawn(move || {
-            forward_lines(Source::Report, out, &tx, hook.as_ref(), Some(END_OF_CHANNEL));
+            forward_lines(Source::Report, out, &tx, hook.as_ref(), Some(END_OF_CHANNEL), input);
         }));
     }
 
@@ -101,9 +108,10 @@ impl ReportPort {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::OpenOptionsExt;
 
     #[test]
-    fn lines_written_to_the_fifo_arrive_as_report_lines_and_finish_ends_the_reader() {
+    fn lines_written_to_the_fifo_arrive_as_report_lines_the_unload_mark_is_answered_and_finish_ends_the_reader() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut port = ReportPort::create(dir.path()).expect("fifos");
         assert_eq!(port.qemu_args()[1], format!("pipe,id=report,path={}", dir.path().join("report").display()));
@@ -113,9 +121,22 @@ mod tests {
         // QEMU's end: read-write, as its pipe chardev opens it.
         let mut qemu =
             OpenOptions::new().read(true).write(true).open(dir.path().join("report.out")).expect("open as QEMU does");
-        qemu.write_all(b"MANARIG-REPORT-BEGIN 2\r\nkernel: x\r\n").expect("write");
+        qemu.write_all(b"MANARIG-UNLOAD\r\nMANARIG-REPORT-BEGIN 2\r\nkernel: x\r\n").expect("write");
         drop(qemu);
+        // QEMU's end of report.in (the guest's input), open before the reader
+        // lets go of its own, so that the FIFO keeps what it was given.
+        let mut guest_input = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(dir.path().join("report.in"))
+            .expect("open as QEMU does");
         port.finish();
+        // The reader has ended: the mark the agent waits at was answered.
+        let mut answer = Vec::new();
+        // Ends with WouldBlock once the FIFO is empty; what came before is kept.
+        let _ = std::io::Read::read_to_end(&mut guest_input, &mut answer);
+        assert_eq!(String::from_utf8_lossy(&answer), "MANARIG-GO\n");
         let msgs: Vec<Msg> = rx.iter().collect();
         let lines: Vec<&str> = msgs
             .iter()
@@ -124,7 +145,7 @@ mod tests {
                 _ => None,
             })
             .collect();
-        assert_eq!(lines, ["MANARIG-REPORT-BEGIN 2", "kernel: x"]);
+        assert_eq!(lines, ["MANARIG-UNLOAD", "MANARIG-REPORT-BEGIN 2", "kernel: x"]);
         assert!(matches!(msgs.last(), Some(Msg::Eof(Source::Report))));
     }
 

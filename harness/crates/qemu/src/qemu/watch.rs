@@ -6,6 +6,7 @@
 //! or whether the guest panicked. It never parses the report: that is done once
 //! afterwards, on [`Watch::agent_output`].
 
+use super::go_ahead::GoAheadPort;
 use crate::guest_protocol::Marker;
 use std::collections::VecDeque;
 use std::io::{BufRead, Write};
@@ -163,15 +164,17 @@ impl Watch {
 /// ends with `stop`: what came before it on that line is the last), calling `hook`
 /// with every begin marker and soak mark ([`Marker::is_live`]) as soon as it is
 /// read (so that the caller's snapshot is as close to the guest's moment as the
-/// stream allows, and a soak's link event comes when the guest asks); [`Msg::Eof`] at the
-/// end. Once `tx`'s receiver is gone the stream is still read to its end, so that
-/// its writer never waits on it.
+/// stream allows, and a soak's link event comes when the guest asks), then
+/// answering a mark the agent waits at on `answer`, the same port's input
+/// ([`GoAheadPort::answer`]); [`Msg::Eof`] at the end. Once `tx`'s receiver is
+/// gone the stream is still read to its end, so that its writer never waits on it.
 pub fn forward_lines(
     source: Source,
     stream: impl std::io::Read,
     tx: &Sender<Msg>,
     hook: Option<&MarkerHook>,
     stop: Option<&str>,
+    mut answer: Option<GoAheadPort>,
 ) {
     let mut r = std::io::BufReader::new(stream);
     let mut buf = Vec::new();
@@ -187,12 +190,17 @@ pub fn forward_lines(
             }
         }
         // The line goes to the watch first (it notes when the report began),
-        // then to the hook, whose snapshot holds this reader up.
-        let live = hook.is_some() && Marker::parse(&line).is_some_and(|m| m.is_live());
-        let hooked = live.then(|| line.trim_end().to_owned());
+        // then to the hook, whose snapshot holds this reader up, and only then
+        // is a waiting agent answered.
+        let marker = Marker::parse(&line).map(|m| (m.is_live(), line.trim_end().to_owned()));
         receiving = receiving && tx.send(Msg::Line(source, line)).is_ok();
-        if let (Some(hook), Some(line)) = (hook, hooked) {
-            (hook.0)(&line);
+        if let Some((live, line)) = marker {
+            if let (Some(hook), true) = (hook, live) {
+                (hook.0)(&line);
+            }
+            if let Some(port) = answer.as_mut() {
+                port.answer(&line);
+            }
         }
         if last.is_some() {
             break;
@@ -207,8 +215,9 @@ pub fn spawn_reader(
     stream: impl std::io::Read + Send + 'static,
     tx: Sender<Msg>,
     hook: Option<MarkerHook>,
+    answer: Option<GoAheadPort>,
 ) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || forward_lines(source, stream, &tx, hook.as_ref(), None))
+    std::thread::spawn(move || forward_lines(source, stream, &tx, hook.as_ref(), None, answer))
 }
 
 /// A hook that records the lines it is called with (tests).
@@ -287,7 +296,7 @@ mod tests {
         let (hook, seen) = recording_hook();
         let (tx, rx) = std::sync::mpsc::channel();
         let text = "a\r\nMANARIG-STAGE-BEGIN first-probe\r\nMANARIG-STAGE-END\r\nMANARIG-REPORT-BEGIN 2\r\nlast";
-        spawn_reader(Source::Report, std::io::Cursor::new(text), tx, Some(hook)).join().expect("reader");
+        spawn_reader(Source::Report, std::io::Cursor::new(text), tx, Some(hook), None).join().expect("reader");
         let msgs: Vec<Msg> = rx.iter().collect();
         assert_eq!(msgs.len(), 6);
         assert!(matches!(&msgs[4], Msg::Line(Source::Report, l) if l == "last"));
@@ -298,15 +307,15 @@ mod tests {
     #[test]
     fn a_stop_line_ends_the_stream_keeping_what_came_before_it_on_its_line() {
         let (tx, rx) = std::sync::mpsc::channel();
-        forward_lines(Source::Report, std::io::Cursor::new("a\r\nb<stop>\nignored\n"), &tx, None, Some("<stop>"));
+        forward_lines(Source::Report, std::io::Cursor::new("a\r\nb<stop>\nignored\n"), &tx, None, Some("<stop>"), None);
         let lines: Vec<String> =
             rx.try_iter().filter_map(|m| if let Msg::Line(_, l) = m { Some(l) } else { None }).collect();
         assert_eq!(lines, ["a", "b"]);
-        forward_lines(Source::Report, std::io::Cursor::new("a\n<stop>\nignored\n"), &tx, None, Some("<stop>"));
+        forward_lines(Source::Report, std::io::Cursor::new("a\n<stop>\nignored\n"), &tx, None, Some("<stop>"), None);
         let msgs: Vec<Msg> = rx.try_iter().collect();
         assert!(matches!(&msgs[..], [Msg::Line(_, a), Msg::Eof(Source::Report)] if a == "a"), "{msgs:?}");
         // Without a receiver the stream is still read to its end.
         drop(rx);
-        forward_lines(Source::Console, std::io::Cursor::new("x\ny\n"), &tx, None, None);
+        forward_lines(Source::Console, std::io::Cursor::new("x\ny\n"), &tx, None, None, None);
     }
 }

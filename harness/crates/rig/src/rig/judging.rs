@@ -194,6 +194,13 @@ impl Judging<'_> {
         let device_totals = report_status.as_ref().and_then(|s| s.core.as_ref()).map(|c| c.counters.traffic);
         let selftest_marks = selftest_marks(&marks);
         let queues = self.queue_table(queue_status(&marks), &observed);
+        if booted.report.unload_handshake == Some(crate::guest_protocol::UnloadHandshake::Timeout) {
+            // The launcher answers MANARIG-UNLOAD once the status is taken
+            // (qemu::go_ahead): the answer was lost, or came too late.
+            let waited = booted.report.times.get("unload-go").zip(booted.report.times.get("unload-mark"));
+            let waited = waited.map_or("its wait".to_owned(), |(go, mark)| format!("{:.1} guest s", go - mark));
+            tracing::warn!("the guest's final unload had no go-ahead from the rig: it ran `rmmod mana` after {waited}");
+        }
         let mut verdict = self.report_verdict(&observed, expected);
         if !guest.scenario().is_default() {
             let mut states: Vec<(&str, &crate::guest_protocol::GuestCpuState)> =
