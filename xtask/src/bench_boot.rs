@@ -23,7 +23,7 @@ struct Row {
     /// Topology file stem under topologies/.
     file: &'static str,
     /// Target for the whole run on the fast path, seconds (docs/boot-speed.md,
-    /// *Targets*; project issue 31, boot speed round 2).
+    /// *Targets*: the second round of boot-speed targets).
     target_s: f64,
     /// Target for the whole run on Debian's kernel, seconds, where the round
     /// set one (seed 002 only).
@@ -68,7 +68,7 @@ const ROWS: &[Row] = &[
     },
 ];
 
-/// Target for whole run / bare boot of the same kernel and machine (issue 31:
+/// Target for whole run / bare boot of the same kernel and machine (second round:
 /// the rig's own cost under 10 %).
 const OVERHEAD_TARGET: f64 = 1.1;
 
