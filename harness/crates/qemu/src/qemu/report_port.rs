@@ -141,7 +141,7 @@ mod tests {
         let lines: Vec<&str> = msgs
             .iter()
             .filter_map(|m| match m {
-                Msg::Line(Source::Report, l) => Some(l.as_str()),
+                Msg::Line(Source::Report, l, _) => Some(l.as_str()),
                 _ => None,
             })
             .collect();

@@ -31,8 +31,8 @@ pub enum Source {
 /// A reader thread's message.
 #[derive(Debug)]
 pub enum Msg {
-    /// One line, without its line ending.
-    Line(Source, String),
+    /// One line, without its line ending, and when its reader read it.
+    Line(Source, String, Instant),
     /// The stream ended (QEMU closed it: it is exiting).
     Eof(Source),
     /// The caller ended the boot ([`super::BootAbort::abort`]).
@@ -60,8 +60,8 @@ pub struct Watch {
     moments: Moments,
 }
 
-/// When the watch took the lines that mark a boot's phases (host clock, the
-/// moment [`Watch::line`] got them): the boot's split in `cargo xtask bench boot`.
+/// When the lines that mark a boot's phases were read (host clock, the moment
+/// their reader thread read them): the boot's split in `cargo xtask bench boot`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Moments {
     /// The first console line: the kernel's first message that passes `quiet`
@@ -84,8 +84,14 @@ impl Watch {
         }
     }
 
-    /// Take one line from `source`.
+    /// Take one line from `source`, read now.
     pub fn line(&mut self, source: Source, line: &str) -> Step {
+        self.line_read_at(source, line, Instant::now())
+    }
+
+    /// Take one line from `source` that its reader read at `at` (the boot's
+    /// moments are when lines were read, not when the watch got to them).
+    pub fn line_read_at(&mut self, source: Source, line: &str, at: Instant) -> Step {
         if let Some(f) = self.log.as_mut() {
             // A failing log must not fail the boot; the console is still kept.
             let _ = writeln!(f, "{line}");
@@ -97,12 +103,12 @@ impl Watch {
         text.push_str(line);
         text.push('\n');
         if source == Source::Console && self.moments.first_output.is_none() {
-            self.moments.first_output = Some(Instant::now());
+            self.moments.first_output = Some(at);
         }
         match Marker::parse(line) {
             Some(Marker::ReportEnd) => return Step::ReportEnded,
             Some(Marker::ReportBegin(_)) if self.moments.report_begin.is_none() => {
-                self.moments.report_begin = Some(Instant::now());
+                self.moments.report_begin = Some(at);
             }
             _ => {}
         }
@@ -117,6 +123,23 @@ impl Watch {
             }
         }
         Step::Wait
+    }
+
+    /// Keep a console line its reader read at `at` but the wait had not taken
+    /// when the report ended (the readers run on their own threads): it goes
+    /// to the console and its log, and may be the first console line, but
+    /// nothing after the report's end is judged (a marker, a panic).
+    pub fn keep_late_console_line(&mut self, line: &str, at: Instant) {
+        if let Some(f) = self.log.as_mut() {
+            let _ = writeln!(f, "{line}");
+        }
+        self.console.push_str(line);
+        self.console.push('\n');
+        self.moments.first_output.get_or_insert(at);
+        if self.last.len() == TAIL_LINES {
+            self.last.pop_front();
+        }
+        self.last.push_back(line.to_string());
     }
 
     /// Nothing has arrived on the console yet.
@@ -193,7 +216,7 @@ pub fn forward_lines(
         // then to the hook, whose snapshot holds this reader up, and only then
         // is a waiting agent answered.
         let marker = Marker::parse(&line).map(|m| (m.is_live(), line.trim_end().to_owned()));
-        receiving = receiving && tx.send(Msg::Line(source, line)).is_ok();
+        receiving = receiving && tx.send(Msg::Line(source, line, Instant::now())).is_ok();
         if let Some((live, line)) = marker {
             if let (Some(hook), true) = (hook, live) {
                 (hook.0)(&line);
@@ -299,7 +322,7 @@ mod tests {
         spawn_reader(Source::Report, std::io::Cursor::new(text), tx, Some(hook), None).join().expect("reader");
         let msgs: Vec<Msg> = rx.iter().collect();
         assert_eq!(msgs.len(), 6);
-        assert!(matches!(&msgs[4], Msg::Line(Source::Report, l) if l == "last"));
+        assert!(matches!(&msgs[4], Msg::Line(Source::Report, l, _) if l == "last"));
         assert!(matches!(msgs[5], Msg::Eof(Source::Report)));
         assert_eq!(*seen.lock().expect("lock"), ["MANARIG-STAGE-BEGIN first-probe", "MANARIG-REPORT-BEGIN 2"]);
     }
@@ -309,11 +332,11 @@ mod tests {
         let (tx, rx) = std::sync::mpsc::channel();
         forward_lines(Source::Report, std::io::Cursor::new("a\r\nb<stop>\nignored\n"), &tx, None, Some("<stop>"), None);
         let lines: Vec<String> =
-            rx.try_iter().filter_map(|m| if let Msg::Line(_, l) = m { Some(l) } else { None }).collect();
+            rx.try_iter().filter_map(|m| if let Msg::Line(_, l, _) = m { Some(l) } else { None }).collect();
         assert_eq!(lines, ["a", "b"]);
         forward_lines(Source::Report, std::io::Cursor::new("a\n<stop>\nignored\n"), &tx, None, Some("<stop>"), None);
         let msgs: Vec<Msg> = rx.try_iter().collect();
-        assert!(matches!(&msgs[..], [Msg::Line(_, a), Msg::Eof(Source::Report)] if a == "a"), "{msgs:?}");
+        assert!(matches!(&msgs[..], [Msg::Line(_, a, _), Msg::Eof(Source::Report)] if a == "a"), "{msgs:?}");
         // Without a receiver the stream is still read to its end.
         drop(rx);
         forward_lines(Source::Console, std::io::Cursor::new("x\ny\n"), &tx, None, None, None);
