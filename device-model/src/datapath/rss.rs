@@ -181,7 +181,7 @@ impl Steering {
             rss_enabled: self.rss_enabled,
             default_rq: self.default_rq,
             hash_types: self.hash_types.into_bits().get(),
-            key: self.key.iter().map(|b| format!("{b:02x}")).collect(),
+            key: hex::encode(self.key),
             table: self.table.clone(),
         }
     }
