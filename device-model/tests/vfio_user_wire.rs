@@ -197,9 +197,17 @@ fn a_region_write_to_a_missing_region_is_refused_and_the_stream_stays_in_step() 
     s.end().expect("clean end");
 }
 
-/// Open file descriptors of this process (the test's and the in-process server's).
-fn open_fds() -> usize {
-    std::fs::read_dir("/proc/self/fd").expect("/proc/self/fd").count()
+/// Open file descriptors of this process (the test's and the in-process
+/// server's) on `file`: only this test's own memfd is counted, so that tests
+/// running beside it on other threads (`cargo test`) do not change the count.
+fn open_fds_on(file: &std::fs::File) -> usize {
+    use std::os::unix::fs::MetadataExt;
+    let target = file.metadata().expect("the file's metadata");
+    std::fs::read_dir("/proc/self/fd")
+        .expect("/proc/self/fd")
+        .filter_map(|entry| std::fs::metadata(entry.ok()?.path()).ok())
+        .filter(|m| (m.dev(), m.ino()) == (target.dev(), target.ino()))
+        .count()
 }
 
 #[test]
@@ -211,12 +219,12 @@ fn a_message_with_more_than_16_fds_is_refused_its_fds_closed_and_the_connection_
     // A first message, so that the server has made its sockets before counting.
     let reply = s.client.call(vfio_wire::REGION_READ, &region_fields(bar0, 0x18, 8), &[]);
     assert_eq!(reply.errno(), None);
-    let before = open_fds();
+    let before = open_fds_on(&ram);
     for count in [17, 253] {
         let fds: Vec<i32> = (0..count).map(|_| ram.as_raw_fd()).collect();
         let reply = s.client.call(vfio_wire::DMA_MAP, &dma_map_fields(0, MIB, 0), &fds);
         assert_eq!(reply.errno(), Some(libc::EINVAL), "{count} fds");
-        assert_eq!(open_fds(), before, "the {count} fds the message brought are closed");
+        assert_eq!(open_fds_on(&ram), before, "the {count} fds the message brought are closed");
         let reply = s.client.call(vfio_wire::REGION_READ, &region_fields(bar0, 0x18, 8), &[]);
         assert_eq!(reply.errno(), None, "in step after {count} fds");
     }
@@ -224,6 +232,6 @@ fn a_message_with_more_than_16_fds_is_refused_its_fds_closed_and_the_connection_
     let fds = [ram.as_raw_fd(); 16];
     s.client.call(vfio_wire::DMA_MAP, &dma_map_fields(0, MIB, 0), &fds);
     assert_eq!(s.status.status().refused_messages, 2, "only the messages with 17 and 253 fds");
-    assert_eq!(open_fds(), before);
+    assert_eq!(open_fds_on(&ram), before);
     s.end().expect("clean end");
 }
