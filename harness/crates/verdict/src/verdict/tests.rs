@@ -574,3 +574,21 @@ fn a_passing_debug_reports_check_shows_its_evidence_in_the_human_report() {
         "{text}"
     );
 }
+
+/// A failed check from outside the model (here the guest's machine) is listed under
+/// the failed checks, counted once with its detail lines below it.
+#[test]
+fn failed_checks_are_counted_by_check_with_their_detail_below_them() {
+    let mut v = Run::new("seed-002", "6.12").judge();
+    let mut check = Check::new("guest_machine", CheckStatus::Fail, "the guest's CPUs differ from the topology");
+    check.detail = vec!["CPUs 4-7 never came up".into(), "WARNING at kernel/time/timer_migration.c".into()];
+    v.add_check(check);
+    let text = render(&v, Format::Human).expect("render");
+    assert!(
+        text.contains(
+            "Failed checks (1):\n  the guest's CPUs differ from the topology\n    CPUs 4-7 never came up\n    WARNING at"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("Differences from the model"), "{text}");
+}

@@ -1,4 +1,4 @@
-//! `--format human`: the seeds' table, the differences, the summary block, a rig run's
+//! `--format human`: the seeds' table, the failed checks, the summary block, a rig run's
 //! stages (link and queue table of each), a traffic run's flows, per-CPU table and
 //! summary, a `--irqbalance` run's samples per IRQ, a soak's samples and counts, and a last
 //! line `verdict: PASS|FAIL (…)`.
@@ -19,11 +19,10 @@ pub(super) fn render(v: &Verdict) -> String {
     let mut lines = text::header(v);
     lines.push(String::new());
     lines.extend(text::table(v));
-    let diffs = text::differences(v);
-    if !diffs.is_empty() {
+    let failed = text::failed_checks(v, "");
+    if !failed.is_empty() {
         lines.push(String::new());
-        lines.push(format!("Differences from the model ({}):", diffs.len()));
-        lines.extend(diffs.into_iter().map(|d| format!("  {d}")));
+        lines.extend(failed);
     }
     lines.push(String::new());
     lines.extend(text::summary(&v.summary));
@@ -63,7 +62,7 @@ pub(super) fn render(v: &Verdict) -> String {
         lines.extend(soak);
     }
     // The evidence behind a passing survival or debug-report check (a failed one is
-    // among the differences above, with its evidence).
+    // among the failed checks above, with its evidence).
     let evidence =
         [(crate::verdict::DRIVER_SURVIVED, "Driver survival"), (crate::verdict::DEBUG_REPORTS_CHECK, "Debug reports")];
     for (name, title) in evidence {

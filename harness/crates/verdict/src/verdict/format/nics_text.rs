@@ -1,4 +1,4 @@
-//! The text of a `[[nic]]` run's other NICs (each one's header, table, differences
+//! The text of a `[[nic]]` run's other NICs (each one's header, table, failed checks
 //! and verdict line) and of the combined per-CPU IRQ load.
 
 use super::super::outcome::{NicsReport, Verdict};
@@ -19,11 +19,7 @@ pub(super) fn nics(v: &Verdict) -> Vec<String> {
         lines.extend(text::header(&nic.verdict).into_iter().map(|l| format!("  {l}")));
         lines.push(String::new());
         lines.extend(text::table(&nic.verdict).into_iter().map(|l| format!("  {l}")));
-        let diffs = text::differences(&nic.verdict);
-        if !diffs.is_empty() {
-            lines.push(format!("  Differences from the model ({}):", diffs.len()));
-            lines.extend(diffs.into_iter().map(|d| format!("    {d}")));
-        }
+        lines.extend(text::failed_checks(&nic.verdict, "  "));
         lines.push(format!("  NIC {} {}", nic.index, text::verdict_line(&nic.verdict)));
         lines.push(String::new());
     }

@@ -177,9 +177,22 @@ pub(super) fn table(v: &Verdict) -> Vec<String> {
     out
 }
 
-/// One line per failed check (message, then its detail lines).
-pub(super) fn differences(v: &Verdict) -> Vec<String> {
-    v.failures().flat_map(|c| std::iter::once(c.message.clone()).chain(c.detail.iter().cloned())).collect()
+/// The failed checks under one heading, `Failed checks (N):`, N counting checks: each
+/// one's message, its detail lines below it; every line starts with `indent`. Empty
+/// when nothing failed. The model's differences are among them, with the checks made
+/// outside the model (the guest's machine, the driver's survival, debug reports,
+/// selftests).
+pub(super) fn failed_checks(v: &Verdict, indent: &str) -> Vec<String> {
+    let failed: Vec<_> = v.failures().collect();
+    if failed.is_empty() {
+        return Vec::new();
+    }
+    let mut lines = vec![format!("{indent}Failed checks ({}):", failed.len())];
+    for check in failed {
+        lines.push(format!("{indent}  {}", check.message));
+        lines.extend(check.detail.iter().map(|d| format!("{indent}    {d}")));
+    }
+    lines
 }
 
 /// `core 0`, `cores 1-3`.
