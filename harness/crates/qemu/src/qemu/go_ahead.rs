@@ -47,12 +47,12 @@ impl GoAheadPort {
         Ok(GoAheadPort { input, port: "the report channel's input" })
     }
 
-    /// After `line` has been passed to the marker hook: answer it with
-    /// [`GO_AHEAD`] when it is a mark the agent waits at; whether it did. A
-    /// failed write is logged: the agent's wait ends by itself
-    /// (`unload-handshake: timeout`).
-    pub fn answer(&mut self, line: &str) -> bool {
-        if !Marker::parse(line).is_some_and(|m| m.awaits_go_ahead()) {
+    /// After `line`, whose mark is `marker`, has been passed to the marker
+    /// hook: answer it with [`GO_AHEAD`] when it is a mark the agent waits
+    /// at; whether it did. A failed write is logged: the agent's wait ends by
+    /// itself (`unload-handshake: timeout`).
+    pub fn answer(&mut self, marker: &Marker, line: &str) -> bool {
+        if !marker.awaits_go_ahead() {
             return false;
         }
         let sent = self.input.write_all(format!("{GO_AHEAD}\n").as_bytes()).and_then(|()| self.input.flush());
@@ -88,15 +88,20 @@ mod tests {
     use super::*;
     use std::io::Read;
 
+    /// Answers `line` as the reader does: only a line that is a mark reaches the port.
+    fn answer_line(port: &mut GoAheadPort, line: &str) -> bool {
+        Marker::parse(line).is_some_and(|m| port.answer(&m, line))
+    }
+
     #[test]
     fn only_a_mark_the_agent_waits_at_is_answered_with_one_go_ahead_line() {
         // A socket pair stands in for QEMU's stdin pipe (std's pipe() is newer than the MSRV).
         let (mut reader, writer) = std::os::unix::net::UnixStream::pair().expect("socket pair");
         let mut port = GoAheadPort::console(writer).expect("console port");
         for other in ["MANARIG-REPORT-BEGIN 3", "MANARIG-SELFTEST 2", "MANARIG-SOAK sample 1", "booting"] {
-            assert!(!port.answer(other), "{other}");
+            assert!(!answer_line(&mut port, other), "{other}");
         }
-        assert!(port.answer("MANARIG-UNLOAD\r"));
+        assert!(answer_line(&mut port, "MANARIG-UNLOAD\r"));
         drop(port);
         let mut got = String::new();
         reader.read_to_string(&mut got).expect("read");
@@ -109,7 +114,7 @@ mod tests {
         let mut port = GoAheadPort::console(writer).expect("console port");
         // Fill the buffer as a guest that never reads would.
         let mut sent = 0;
-        while port.answer("MANARIG-UNLOAD") {
+        while answer_line(&mut port, "MANARIG-UNLOAD") {
             sent += 1;
             assert!(sent < 1_000_000, "a socket's buffer is full long before this");
         }
@@ -127,7 +132,7 @@ mod tests {
         let mut port = GoAheadPort::fifo(&path).expect("opens without a reader");
         // QEMU's end: read-write, as its pipe chardev opens it.
         let mut qemu = std::fs::OpenOptions::new().read(true).write(true).open(&path).expect("open as QEMU does");
-        assert!(port.answer("MANARIG-UNLOAD"));
+        assert!(answer_line(&mut port, "MANARIG-UNLOAD"));
         let mut buf = [0u8; 11];
         qemu.read_exact(&mut buf).expect("read");
         assert_eq!(&buf, b"MANARIG-GO\n");

@@ -215,14 +215,14 @@ pub fn forward_lines(
         // The line goes to the watch first (it notes when the report began),
         // then to the hook, whose snapshot holds this reader up, and only then
         // is a waiting agent answered.
-        let marker = Marker::parse(&line).map(|m| (m.is_live(), line.trim_end().to_owned()));
+        let marker = Marker::parse(&line).map(|m| (m, line.trim_end().to_owned()));
         receiving = receiving && tx.send(Msg::Line(source, line, Instant::now())).is_ok();
-        if let Some((live, line)) = marker {
-            if let (Some(hook), true) = (hook, live) {
+        if let Some((marker, line)) = marker {
+            if let (Some(hook), true) = (hook, marker.is_live()) {
                 (hook.0)(&line);
             }
             if let Some(port) = answer.as_mut() {
-                port.answer(&line);
+                port.answer(&marker, &line);
             }
         }
         if last.is_some() {
