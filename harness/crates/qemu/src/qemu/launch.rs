@@ -651,7 +651,7 @@ fn qemu_args(
     initrd: &Path,
     port: Option<&ReportPort>,
 ) -> Result<Vec<String>, LaunchError> {
-    let cmdline = kernel_cmdline(req)?;
+    let cmdline = kernel_cmdline(req, accel)?;
     // Under KVM the default model is the host's CPU: `max` asks for features a
     // nested KVM may not give (QEMU aborts: "host doesn't support requested
     // feature: vPMU", MSR 0x10a). A model the user chose stays.
@@ -705,11 +705,13 @@ fn qemu_args(
 }
 
 /// The kernel command line: [`BASE_CMDLINE`], the agent's items (with the
-/// speed-ups' pin), [`SPEED_CMDLINE`] when that speed-up is on, then the caller's items.
+/// speed-ups' pin), [`SPEED_CMDLINE`] when that speed-up is on (and, under
+/// multi-threaded TCG on x86 up to [`speed::HPET_UP_TO_VCPUS`] vCPUs,
+/// [`speed::SPEED_CMDLINE_MULTI_TCG`]), then the caller's items.
 ///
 /// # Errors
 /// [`LaunchError::AgentItem`] for an extra item that is one of the agent's.
-fn kernel_cmdline(req: &BootRequest<'_>) -> Result<String, LaunchError> {
+fn kernel_cmdline(req: &BootRequest<'_>, accel: Accel) -> Result<String, LaunchError> {
     if let Some(item) = req.extra_cmdline.iter().find(|c| c.split(' ').any(options::is_agent_item)) {
         return Err(LaunchError::AgentItem(item.clone()));
     }
@@ -718,6 +720,9 @@ fn kernel_cmdline(req: &BootRequest<'_>) -> Result<String, LaunchError> {
     items.extend(req.speedups.agent(&req.agent).cmdline_items());
     if req.speedups.cmdline {
         items.push(if arm64 { speed::SPEED_CMDLINE_ARM64 } else { SPEED_CMDLINE }.to_string());
+        if !arm64 && accel == Accel::TcgMulti && req.spec.vcpus() <= speed::HPET_UP_TO_VCPUS {
+            items.push(speed::SPEED_CMDLINE_MULTI_TCG.to_string());
+        }
     }
     items.extend(req.extra_cmdline.iter().cloned());
     Ok(items.join(" "))
@@ -798,14 +803,25 @@ mod tests {
         req.agent.load_mana = true;
         req.agent.channels = Some(4);
         req.extra_cmdline.push("ignore_loglevel".into());
-        let line = kernel_cmdline(&req).expect("cmdline");
+        let line = kernel_cmdline(&req, Accel::TcgSingle).expect("cmdline");
         assert!(line.starts_with(BASE_CMDLINE), "{line}");
         assert!(line.contains(" manarig.load=mana manarig.deadline=60 manarig.channels=4 manarig.pin=0 "), "{line}");
         assert!(line.ends_with(&format!("{SPEED_CMDLINE} ignore_loglevel")), "{line}");
+        // Multi-threaded TCG keeps the kernel on the HPET (speed::SPEED_CMDLINE_MULTI_TCG); KVM does not.
+        let multi = kernel_cmdline(&req, Accel::TcgMulti).expect("cmdline");
+        assert!(multi.ends_with(&format!("{SPEED_CMDLINE} clocksource=hpet ignore_loglevel")), "{multi}");
+        assert!(!kernel_cmdline(&req, Accel::Kvm).expect("cmdline").contains("clocksource"));
+        // Not past 128 vCPUs, where the HPET's reads cost more than the stall they avoid.
+        let big = super::super::machines::grid(16, 8, 2, 256);
+        let big_req = BootRequest::new(&big, &kernel, Path::new("busybox"));
+        assert!(!kernel_cmdline(&big_req, Accel::TcgMulti).expect("cmdline").contains("clocksource"));
         req.speedups = Speedups::NONE;
-        assert!(!kernel_cmdline(&req).expect("cmdline").contains("manarig.pin"));
+        let plain = kernel_cmdline(&req, Accel::TcgMulti).expect("cmdline");
+        assert!(!plain.contains("manarig.pin") && !plain.contains("clocksource"), "{plain}");
         req.extra_cmdline.push("x=\"y manarig.reprobe=1\"".into());
-        assert!(matches!(kernel_cmdline(&req), Err(LaunchError::AgentItem(i)) if i.contains("manarig.reprobe")));
+        assert!(
+            matches!(kernel_cmdline(&req, Accel::TcgSingle), Err(LaunchError::AgentItem(i)) if i.contains("manarig.reprobe"))
+        );
     }
 
     /// A guest that could not open ttyS1 reports on the console (guest-images/init.sh

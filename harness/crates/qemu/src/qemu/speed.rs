@@ -125,6 +125,25 @@ impl Speedups {
 pub const SPEED_CMDLINE: &str = "lpj=8400208 cryptomgr.notests init_on_alloc=0 rcupdate.rcu_expedited=1 \
      nowatchdog no_timer_check mitigations=off cpuhp.parallel=0";
 
+/// Added to [`SPEED_CMDLINE`] under multi-threaded TCG (x86, from
+/// `accel::TCG_MULTI_FROM_VCPUS` vCPUs) up to [`HPET_UP_TO_VCPUS`] vCPUs: the
+/// kernel switches once, from jiffies to the HPET, at fs_initcall, and never to
+/// the TSC. Without it the refined TSC calibration (a delayed work item)
+/// registers `tsc` about a second after device_initcall, and the switch is a
+/// `stop_machine()`; when that lands while PID 1 frees the init memory (no
+/// scheduling point, and the minimal kernels do not preempt), every other vCPU
+/// spins in `multi_cpu_stop()` as a host thread and the boot CPU gets a sliver
+/// of the host: seed 001 (128 vCPUs) took 67-92 s instead of 28-34 s in 4 of 7
+/// runs. With it: 3 of 3 without a stall, 33-38 s (every clock read is an HPET
+/// access). docs/boot-speed.md, "Bare boots of 128 vCPUs sometimes stall".
+pub const SPEED_CMDLINE_MULTI_TCG: &str = "clocksource=hpet";
+
+/// The most vCPUs [`SPEED_CMDLINE_MULTI_TCG`] is used for. At 256 CPUs (seed
+/// 003) the HPET made a boot 128 s against 61-86 s on the TSC the same evening,
+/// and none of 10 boots there stalled: the HPET's reads, emulated under QEMU's
+/// big lock, cost more with every vCPU.
+pub const HPET_UP_TO_VCPUS: u32 = 128;
+
 /// [`SPEED_CMDLINE`]'s items for arm64 guests: those that are not x86's
 /// (`lpj` only skips an x86 calibration, `no_timer_check` is the IO-APIC's,
 /// `cpuhp.parallel` only matters where secondary CPUs spin waiting for the
