@@ -150,10 +150,14 @@ fn established(pid: u32) -> usize {
 }
 
 /// The rig's children in the middle of a traffic run: (peer pid, its network
-/// namespace, every descendant pid).
-fn mid_traffic(child: &std::process::Child) -> (u32, String, Vec<u32>) {
+/// namespace, every descendant pid). A rig that ends before its flows were
+/// seen fails the test at once (its flows were shorter than the polling).
+fn mid_traffic(child: &mut std::process::Child) -> (u32, String, Vec<u32>) {
     let mut peer = None;
     wait_for(Duration::from_secs(600), "the peer's flows", || {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("manarig ended ({status}) before its peer's flows were seen: make the flows longer");
+        }
         let kids = descendants(child.id());
         peer = kids.iter().find(|(_, comm, _)| comm == "manarig-flows").map(|(pid, _, ns)| (*pid, ns.clone()));
         // The control connection and at least one flow.
@@ -193,8 +197,10 @@ fn start_manarig(bytes: u64) -> std::process::Child {
 
 #[test]
 fn a_traffic_run_leaves_no_process_namespace_or_tap_behind() {
-    let mut child = start_manarig(256 * 1024);
-    let (_, ns, pids) = mid_traffic(&child);
+    // Flows of a few seconds: 256 KiB took 0.27 s, shorter than this test's
+    // scan of /proc on a loaded host can be sure to catch.
+    let mut child = start_manarig(4 * 1024 * 1024);
+    let (_, ns, pids) = mid_traffic(&mut child);
     let status = child.wait().expect("manarig ends");
     assert!(status.success(), "manarig run --traffic: {status}");
     nothing_left(&pids, &ns);
@@ -204,7 +210,7 @@ fn a_traffic_run_leaves_no_process_namespace_or_tap_behind() {
 fn a_sigkill_of_the_rig_in_the_middle_of_the_traffic_leaves_no_process_namespace_or_tap_behind() {
     // Enough bytes that the flows are still running when the signal comes.
     let mut child = start_manarig(64 * 1024 * 1024);
-    let (_, ns, pids) = mid_traffic(&child);
+    let (_, ns, pids) = mid_traffic(&mut child);
     child.kill().expect("SIGKILL");
     let status = child.wait().expect("reaped");
     assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(libc::SIGKILL));
@@ -214,7 +220,7 @@ fn a_sigkill_of_the_rig_in_the_middle_of_the_traffic_leaves_no_process_namespace
 #[test]
 fn a_ctrl_c_in_the_middle_of_the_traffic_stops_the_run_and_leaves_no_process_namespace_or_tap_behind() {
     let mut child = start_manarig(64 * 1024 * 1024);
-    let (_, ns, pids) = mid_traffic(&child);
+    let (_, ns, pids) = mid_traffic(&mut child);
     // SAFETY: kill(2) on our own child, not yet reaped.
     assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) }, 0);
     let deadline = Instant::now() + Duration::from_secs(60);
