@@ -706,8 +706,8 @@ fn qemu_args(
 
 /// The kernel command line: [`BASE_CMDLINE`], the agent's items (with the
 /// speed-ups' pin), [`SPEED_CMDLINE`] when that speed-up is on (and, under
-/// multi-threaded TCG on x86 up to [`speed::HPET_UP_TO_VCPUS`] vCPUs,
-/// [`speed::SPEED_CMDLINE_MULTI_TCG`]), then the caller's items.
+/// multi-threaded TCG on x86, [`speed::SPEED_CMDLINE_MULTI_TCG`] where
+/// [`speed::hpet_suits`]), then the caller's items.
 ///
 /// # Errors
 /// [`LaunchError::AgentItem`] for an extra item that is one of the agent's.
@@ -720,7 +720,7 @@ fn kernel_cmdline(req: &BootRequest<'_>, accel: Accel) -> Result<String, LaunchE
     items.extend(req.speedups.agent(&req.agent).cmdline_items());
     if req.speedups.cmdline {
         items.push(if arm64 { speed::SPEED_CMDLINE_ARM64 } else { SPEED_CMDLINE }.to_string());
-        if !arm64 && accel == Accel::TcgMulti && req.spec.vcpus() <= speed::HPET_UP_TO_VCPUS {
+        if !arm64 && accel == Accel::TcgMulti && speed::hpet_suits(req.kernel, req.spec.vcpus()) {
             items.push(speed::SPEED_CMDLINE_MULTI_TCG.to_string());
         }
     }
@@ -790,8 +790,9 @@ mod tests {
 
     #[test]
     fn the_agents_items_come_from_its_options_only() {
+        // A kernel the rig built (the minimal config).
         let kernel = KernelInstall {
-            id: "t".into(),
+            id: "build:t".into(),
             release: "t".into(),
             vmlinuz: PathBuf::from("vmlinuz"),
             modules: vec![],
@@ -815,6 +816,10 @@ mod tests {
         let big = super::super::machines::grid(16, 8, 2, 256);
         let big_req = BootRequest::new(&big, &kernel, Path::new("busybox"));
         assert!(!kernel_cmdline(&big_req, Accel::TcgMulti).expect("cmdline").contains("clocksource"));
+        // Nor on Debian's packaged kernels, which preempt.
+        let debian = KernelInstall { id: "6.12".into(), ..kernel.clone() };
+        let debian_req = BootRequest::new(&spec, &debian, Path::new("busybox"));
+        assert!(!kernel_cmdline(&debian_req, Accel::TcgMulti).expect("cmdline").contains("clocksource"));
         req.speedups = Speedups::NONE;
         let plain = kernel_cmdline(&req, Accel::TcgMulti).expect("cmdline");
         assert!(!plain.contains("manarig.pin") && !plain.contains("clocksource"), "{plain}");

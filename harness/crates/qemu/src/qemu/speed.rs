@@ -144,6 +144,16 @@ pub const SPEED_CMDLINE_MULTI_TCG: &str = "clocksource=hpet";
 /// big lock, cost more with every vCPU.
 pub const HPET_UP_TO_VCPUS: u32 = 128;
 
+/// Whether [`SPEED_CMDLINE_MULTI_TCG`] suits `kernel` on `vcpus` vCPUs (under
+/// multi-threaded TCG): a kernel built by the rig (`build:KEY`: the minimal
+/// config, `CONFIG_PREEMPT_NONE`, where the stall was seen) up to
+/// [`HPET_UP_TO_VCPUS`]. Debian's packaged kernels keep the TSC: they preempt
+/// voluntarily, the stall was not seen on them, and the HPET made Debian's 6.12
+/// on seed 001 take 126 s against 90 s on the TSC (one pair, 2026-12-03).
+pub fn hpet_suits(kernel: &crate::provision::KernelInstall, vcpus: u32) -> bool {
+    kernel.id.starts_with("build:") && vcpus <= HPET_UP_TO_VCPUS
+}
+
 /// [`SPEED_CMDLINE`]'s items for arm64 guests: those that are not x86's
 /// (`lpj` only skips an x86 calibration, `no_timer_check` is the IO-APIC's,
 /// `cpuhp.parallel` only matters where secondary CPUs spin waiting for the
