@@ -92,19 +92,7 @@ impl Watch {
     /// Take one line from `source` that its reader read at `at` (the boot's
     /// moments are when lines were read, not when the watch got to them).
     pub fn line_read_at(&mut self, source: Source, line: &str, at: Instant) -> Step {
-        if let Some(f) = self.log.as_mut() {
-            // A failing log must not fail the boot; the console is still kept.
-            let _ = writeln!(f, "{line}");
-        }
-        let text = match source {
-            Source::Console => &mut self.console,
-            Source::Report => &mut self.report,
-        };
-        text.push_str(line);
-        text.push('\n');
-        if source == Source::Console && self.moments.first_output.is_none() {
-            self.moments.first_output = Some(at);
-        }
+        self.keep(source, line, at);
         match Marker::parse(line) {
             Some(Marker::ReportEnd) => return Step::ReportEnded,
             Some(Marker::ReportBegin(_)) if self.moments.report_begin.is_none() => {
@@ -113,10 +101,7 @@ impl Watch {
             _ => {}
         }
         if source == Source::Console {
-            if self.last.len() == TAIL_LINES {
-                self.last.pop_front();
-            }
-            self.last.push_back(line.to_string());
+            self.remember_in_tail(line);
             if line.contains(PANIC) && !self.panicked {
                 self.panicked = true;
                 return Step::Panicked;
@@ -130,12 +115,29 @@ impl Watch {
     /// to the console and its log, and may be the first console line, but
     /// nothing after the report's end is judged (a marker, a panic).
     pub fn keep_late_console_line(&mut self, line: &str, at: Instant) {
+        self.keep(Source::Console, line, at);
+        self.remember_in_tail(line);
+    }
+
+    /// Writes `line` to the log and its source's text; the first console line's moment.
+    fn keep(&mut self, source: Source, line: &str, at: Instant) {
         if let Some(f) = self.log.as_mut() {
+            // A failing log must not fail the boot; the console is still kept.
             let _ = writeln!(f, "{line}");
         }
-        self.console.push_str(line);
-        self.console.push('\n');
-        self.moments.first_output.get_or_insert(at);
+        let text = match source {
+            Source::Console => &mut self.console,
+            Source::Report => &mut self.report,
+        };
+        text.push_str(line);
+        text.push('\n');
+        if source == Source::Console {
+            self.moments.first_output.get_or_insert(at);
+        }
+    }
+
+    /// The console's last [`TAIL_LINES`] lines, for error messages.
+    fn remember_in_tail(&mut self, line: &str) {
         if self.last.len() == TAIL_LINES {
             self.last.pop_front();
         }
