@@ -155,31 +155,107 @@ impl FakeGuest {
         cmd
     }
 
-    /// Run `script` ([`FakeGuest::agent`]); its standard output.
+    /// Run `script` ([`FakeGuest::agent`]) with its standard input closed; its
+    /// standard output.
     fn run(&self, busybox: &Path, script: &str) -> String {
+        self.run_on(busybox, script, Console::Closed).text()
+    }
+
+    /// Run `script` as [`FakeGuest::run`] does, but with its standard input
+    /// held open as a guest's console is (QEMU's stdin): `answer` after the
+    /// `MANARIG-UNLOAD` line arrived, the host's go-ahead is written there;
+    /// without it nothing is.
+    fn run_answering(&self, busybox: &Path, script: &str, answer: Option<Duration>) -> Answered {
+        self.run_on(busybox, script, Console::Open { answer })
+    }
+
+    /// Run `script` ([`FakeGuest::agent`]) with `console` as its standard
+    /// input, each output line stamped when it arrived; panics when it fails
+    /// or runs past [`RUN_DEADLINE`].
+    fn run_on(&self, busybox: &Path, script: &str, console: Console) -> Answered {
+        use std::io::{BufRead, Read, Write};
+        let (stdin, answer) = match console {
+            Console::Closed => (Stdio::null(), None),
+            Console::Open { answer } => (Stdio::piped(), answer),
+        };
         let mut child = self
             .agent(busybox, script)
-            .stdin(Stdio::null())
+            .stdin(stdin)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .expect("busybox sh");
-        let start = Instant::now();
-        let status = loop {
-            if let Some(status) = child.try_wait().expect("wait") {
-                break status;
+        let mut stdin = child.stdin.take();
+        let stdout = child.stdout.take().expect("stdout");
+        let mut stderr = child.stderr.take().expect("stderr");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send((Instant::now(), line));
             }
-            if start.elapsed() > RUN_DEADLINE {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("the agent's functions ran past {RUN_DEADLINE:?}:\n{script}");
+        });
+        let errors = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = stderr.read_to_string(&mut text);
+            text
+        });
+        let deadline = Instant::now() + RUN_DEADLINE;
+        let mut out = Answered { lines: Vec::new(), answered: None };
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok((t, line)) => {
+                    let mark = line == markers::UNLOAD;
+                    out.lines.push((t, line));
+                    if let (true, Some(after), Some(stdin)) = (mark, answer, stdin.as_mut()) {
+                        std::thread::sleep(after);
+                        // Stamped before the write: the agent may act on it
+                        // before this thread runs again.
+                        out.answered = Some(Instant::now());
+                        stdin.write_all(format!("{}\n", markers::GO_AHEAD).as_bytes()).expect("the go-ahead");
+                    }
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    panic!("the agent's functions ran past {RUN_DEADLINE:?}:\n{script}\n{}", out.text());
+                }
             }
-            std::thread::sleep(Duration::from_millis(5));
-        };
-        let out = child.wait_with_output().expect("output");
-        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        assert!(status.success(), "{status}:\n{script}\n--- stdout:\n{stdout}\n--- stderr:\n{stderr}");
-        stdout.into_owned()
+        }
+        let status = child.wait().expect("wait");
+        drop(stdin);
+        let errors = errors.join().unwrap_or_default();
+        assert!(status.success(), "{status}:\n{script}\n--- stdout:\n{}\n--- stderr:\n{errors}", out.text());
+        out
+    }
+}
+
+/// The agent's standard input while a script runs.
+enum Console {
+    /// `/dev/null`: a read sees the end at once.
+    Closed,
+    /// A pipe held open; `answer`: see [`FakeGuest::run_answering`].
+    Open { answer: Option<Duration> },
+}
+
+/// What [`FakeGuest::run_on`] read: each line of the agent's standard
+/// output with the moment it arrived, and when the go-ahead's write began.
+struct Answered {
+    lines: Vec<(Instant, String)>,
+    answered: Option<Instant>,
+}
+
+impl Answered {
+    /// When `line` arrived (the first time).
+    fn at(&self, line: &str) -> Instant {
+        let found = self.lines.iter().find(|(_, l)| l == line).map(|(t, _)| *t);
+        found.unwrap_or_else(|| panic!("no {line:?} in {}", self.text()))
+    }
+
+    /// The standard output, a line feed after each line.
+    fn text(&self) -> String {
+        self.lines.iter().map(|(_, l)| format!("{l}\n")).collect()
     }
 }
 
@@ -464,77 +540,6 @@ fn the_final_unload_prints_its_mark_before_the_rmmod() {
 /// The final unload with a stand-in rmmod that prints its arguments.
 const UNLOAD_SCRIPT: &str =
     "rmmod() { echo \"rmmod $*\"; }\nLAST_MOD=mana.ko\nnap_setup\nunload_driver\nprint_report\n";
-
-/// What [`FakeGuest::run_answering`] read: each line of the agent's standard
-/// output with the moment it arrived, and when the go-ahead's write began.
-struct Answered {
-    lines: Vec<(Instant, String)>,
-    answered: Option<Instant>,
-}
-
-impl Answered {
-    /// When `line` arrived (the first time).
-    fn at(&self, line: &str) -> Instant {
-        let found = self.lines.iter().find(|(_, l)| l == line).map(|(t, _)| *t);
-        found.unwrap_or_else(|| panic!("no {line:?} in {}", self.text()))
-    }
-
-    fn text(&self) -> String {
-        self.lines.iter().map(|(_, l)| format!("{l}\n")).collect()
-    }
-}
-
-impl FakeGuest {
-    /// Run `script` as [`FakeGuest::run`] does, but with its standard input
-    /// held open as a guest's console is (QEMU's stdin): `answer` after the
-    /// `MANARIG-UNLOAD` line arrived, the host's go-ahead is written there;
-    /// without it nothing is.
-    fn run_answering(&self, busybox: &Path, script: &str, answer: Option<Duration>) -> Answered {
-        use std::io::{BufRead, Write};
-        let mut child = self
-            .agent(busybox, script)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("busybox sh");
-        let mut stdin = child.stdin.take().expect("stdin");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
-                let _ = tx.send((Instant::now(), line));
-            }
-        });
-        let deadline = Instant::now() + RUN_DEADLINE;
-        let mut out = Answered { lines: Vec::new(), answered: None };
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok((t, line)) => {
-                    let mark = line == markers::UNLOAD;
-                    out.lines.push((t, line));
-                    if let (true, Some(after)) = (mark, answer) {
-                        std::thread::sleep(after);
-                        // Stamped before the write: the agent may act on it
-                        // before this thread runs again.
-                        out.answered = Some(Instant::now());
-                        stdin.write_all(format!("{}\n", markers::GO_AHEAD).as_bytes()).expect("the go-ahead");
-                    }
-                }
-                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    panic!("the agent's functions ran past {RUN_DEADLINE:?}:\n{script}\n{}", out.text());
-                }
-            }
-        }
-        let status = child.wait().expect("wait");
-        assert!(status.success(), "{status}:\n{script}\n{}", out.text());
-        out
-    }
-}
 
 /// The host's go-ahead ends the final unload's wait at once: the rmmod runs
 /// after it (and not before), long before the agent's wait (20 s here) would

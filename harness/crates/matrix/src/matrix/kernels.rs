@@ -416,7 +416,7 @@ fn classify(e: &KbuildError, facts: &mut KernelFacts) {
 /// The build stamp's facts of a resolved `-min` or `build:` kernel (its
 /// install names the build); nothing for other kernels or when it cannot be read.
 fn build_facts(k: &ResolvedKernel, cache_dir: Option<&Path>, facts: &mut KernelFacts) {
-    let Some(key) = k.custom.as_ref().and_then(|c| c.id.strip_prefix("build:")) else {
+    let Some(key) = k.custom.as_ref().and_then(|c| c.build_key()) else {
         return;
     };
     let Ok(cache) = crate::provision::cache_dir(cache_dir) else {

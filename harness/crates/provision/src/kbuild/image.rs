@@ -191,7 +191,7 @@ pub fn user_kernel(image: &Path, modules: &Path, cache: &Path) -> Result<KernelI
 /// modules (file names in `dir`).
 pub fn built_kernel(key: &str, release: &str, image: &Path, dir: &Path, modules: &[String]) -> KernelInstall {
     KernelInstall {
-        id: format!("build:{}", super::key::short(key)),
+        id: format!("{}{}", KernelInstall::BUILD_ID_PREFIX, super::key::short(key)),
         release: release.to_string(),
         vmlinuz: image.to_path_buf(),
         modules: modules.iter().map(|m| dir.join(m)).collect(),

@@ -209,6 +209,21 @@ pub struct KernelInstall {
 }
 
 impl KernelInstall {
+    /// How [`KernelInstall::id`] starts for a kernel the rig built (`build:KEY`).
+    pub const BUILD_ID_PREFIX: &'static str = "build:";
+
+    /// The build key of a kernel the rig built (`id` = `build:KEY`: a `-min`,
+    /// `-debug` or `kernel build` kernel); `None` for Debian's packaged kernels
+    /// and a user's image.
+    pub fn build_key(&self) -> Option<&str> {
+        self.id.strip_prefix(Self::BUILD_ID_PREFIX)
+    }
+
+    /// Whether the rig built this kernel (see [`KernelInstall::build_key`]).
+    pub fn is_rig_build(&self) -> bool {
+        self.build_key().is_some()
+    }
+
     /// Whether a package differs from its pin (the kernel is a fallback).
     pub fn is_fallback(&self) -> bool {
         self.packages.iter().any(|p| p.locked.is_some())

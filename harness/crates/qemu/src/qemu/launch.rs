@@ -866,7 +866,7 @@ mod tests {
         // on a loaded host: the line is kept, the moment is when it was read.)
         let (first, begin) = (out.moments.first_output.expect("first"), out.moments.report_begin.expect("begin"));
         assert!(begin <= out.to_report && out.initramfs <= out.prepare, "{:?} {out:?}", out.moments);
-        assert!(first > Duration::ZERO);
+        assert!(first > Duration::ZERO && first <= out.to_report + out.stop, "{:?} {out:?}", out.moments);
         assert!(out.console.contains("booting") && out.console.contains("nobody cared"), "{}", out.console);
         assert!(!out.console.contains("MANARIG"), "{}", out.console);
         assert_eq!(*seen.lock().expect("lock"), ["MANARIG-STAGE-BEGIN first-probe", "MANARIG-REPORT-BEGIN 1"]);

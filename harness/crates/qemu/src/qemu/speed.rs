@@ -151,7 +151,7 @@ pub const HPET_UP_TO_VCPUS: u32 = 128;
 /// voluntarily, the stall was not seen on them, and the HPET made Debian's 6.12
 /// on seed 001 take 126 s against 90 s on the TSC (one pair, 2026-12-03).
 pub fn hpet_suits(kernel: &crate::provision::KernelInstall, vcpus: u32) -> bool {
-    kernel.id.starts_with("build:") && vcpus <= HPET_UP_TO_VCPUS
+    kernel.is_rig_build() && vcpus <= HPET_UP_TO_VCPUS
 }
 
 /// [`SPEED_CMDLINE`]'s items for arm64 guests: those that are not x86's

@@ -98,7 +98,7 @@ pub fn against<E: std::error::Error + Send + Sync + 'static>(
     let known = || -> Result<Against, DebugBaselineError> {
         Ok(Against::ManaFrames { known: known_findings(&kernel.release).map_err(DebugBaselineError::KnownFindings)? })
     };
-    let Some(key) = kernel.id.strip_prefix("build:") else { return known() };
+    let Some(key) = kernel.build_key() else { return known() };
     let built = kbuild::load_build(key, cache)?;
     if built.stamp.patches.is_empty() {
         return known();

@@ -49,7 +49,7 @@ impl FromStr for KernelChoice {
     /// with `-min` or `-debug`; `build:KEY-or-folder`; `image:BZIMAGE:MODULES_DIR`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let bad = || BadKernelChoice(s.to_string());
-        if let Some(b) = s.strip_prefix("build:") {
+        if let Some(b) = s.strip_prefix(KernelInstall::BUILD_ID_PREFIX) {
             return if b.is_empty() { Err(bad()) } else { Ok(KernelChoice::Build(b.to_string())) };
         }
         if let Some(rest) = s.strip_prefix("image:") {
@@ -86,7 +86,7 @@ impl fmt::Display for KernelChoice {
             KernelChoice::Minimal(g) => write!(f, "{}{}", g.as_str(), kbuild::minimal::SUFFIX),
             KernelChoice::Minimal64k(g) => write!(f, "{}{}", g.as_str(), kbuild::minimal::SUFFIX_64K),
             KernelChoice::Debug(g) => write!(f, "{}{}", g.as_str(), kbuild::minimal::DEBUG_SUFFIX),
-            KernelChoice::Build(b) => write!(f, "build:{b}"),
+            KernelChoice::Build(b) => write!(f, "{}{b}", KernelInstall::BUILD_ID_PREFIX),
             KernelChoice::Image { image, .. } => write!(f, "image:{}", image.display()),
         }
     }

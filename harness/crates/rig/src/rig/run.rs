@@ -101,7 +101,7 @@ fn arm64_supports(req: &RunRequest) -> Result<(), RunError> {
         return Err(RunError::NotOnArm64 { what: "the selftests", why: "their guest tools are amd64 packages" });
     }
     let x86_build = |k: &provision::KernelInstall| {
-        k.id.starts_with("build:") && crate::kbuild::image::image_arch(&k.vmlinuz) != Some(Arch::Arm64)
+        k.is_rig_build() && crate::kbuild::image::image_arch(&k.vmlinuz) != Some(Arch::Arm64)
     };
     if req.custom_kernel.as_ref().is_some_and(x86_build) {
         return Err(RunError::NotOnArm64 {
