@@ -356,9 +356,12 @@ pub fn run(opts: &Options) -> Result<bool> {
                 boot_split::largest_added(&splits, 0.02)
             );
         }
-        let plain = match row.no_plain {
-            Some(why) => Err(anyhow::anyhow!(why)),
-            None => run_once(&path, FAST_KERNEL, Speedups::NONE, comparison_deadline(row)),
+        let plain_s = match row.no_plain {
+            Some(why) => why.to_string(),
+            None => match run_once(&path, FAST_KERNEL, Speedups::NONE, comparison_deadline(row)) {
+                Ok(p) => format!("{:.1} s, QEMU CPU {:.1} s", p.whole, p.qemu_cpu),
+                Err(e) => format!("failed: {}", short(&e)),
+            },
         };
         let distro = run_once(&path, DISTRO_KERNEL, Speedups::ALL, comparison_deadline(row));
         let distro_s = distro.as_ref().map_or_else(
@@ -373,10 +376,6 @@ pub fn run(opts: &Options) -> Result<bool> {
         if let Ok(d) = &distro {
             println!("{}@{DISTRO_KERNEL}: {}\n  {}", row.file, d.accel, breakdown(d));
         }
-        let plain_s = plain.as_ref().map_or_else(
-            |e| if row.no_plain.is_some() { short(e) } else { format!("failed: {}", short(e)) },
-            |p| format!("{:.1} s, QEMU CPU {:.1} s", p.whole, p.qemu_cpu),
-        );
         let overhead = match (&bare_error, pairs.is_empty()) {
             (Some(e), _) => format!("bare boot failed: {}", short(e)),
             (None, true) => "no bare boot".to_string(),

@@ -1001,6 +1001,8 @@ mod tests {
         assert_eq!(built.model().expect("gen"), crate::model::KernelGen::V6_1);
         let inst = built.install();
         assert_eq!(inst.id, "build:0123456789abcdef");
+        assert_eq!(inst.build_key(), Some("0123456789abcdef"), "the key a build's id names");
+        assert!(inst.is_rig_build());
         assert_eq!(inst.modules, vec![b.join("mana.ko")]);
         assert_eq!(load_build(&b.display().to_string(), d.path()).expect("by path").stamp, stamp);
         assert_eq!(list_builds(d.path()).len(), 1);
