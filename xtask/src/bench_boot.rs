@@ -28,8 +28,9 @@ struct Row {
     /// Target for the whole run on Debian's kernel, seconds, where the round
     /// set one (seed 002 only).
     distro_target_s: Option<f64>,
-    /// Deadline of the comparison runs (no speed-ups, Debian's kernel),
-    /// seconds: what they took at the round-1 measurements, with room for a
+    /// Deadline of the comparison runs, seconds: Debian's kernel, and the
+    /// run without the speed-ups where the row has one (`no_plain` is
+    /// `None`); what they took at the round-1 measurements, with room for a
     /// slow phase of the host (README, *Boot speed*).
     comparison_deadline_s: f64,
     /// Only with `--slow`.

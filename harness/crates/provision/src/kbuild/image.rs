@@ -11,13 +11,18 @@ const HDRS_OFFSET: usize = 0x202;
 /// Offset of `kernel_version`: a 16-bit pointer to the version string, + 0x200.
 const KERNEL_VERSION_OFFSET: usize = 0x20e;
 
-/// The release (`uname -r`) a bzImage reports in its setup header's
-/// `kernel_version` string (`6.12.117-manarig (user@host) #1 SMP …`: the first word).
+/// The setup header's `kernel_version` string of a bzImage: its `UTS_RELEASE`
+/// and `UTS_VERSION` (`6.12.117-manarig (user@host) #1 SMP PREEMPT …`).
 ///
 /// # Errors
 /// [`KbuildError::Image`] when the file is not a bzImage or has no version string.
-pub fn bzimage_release(path: &Path) -> Result<String, KbuildError> {
-    let bytes = std::fs::read(path).map_err(|e| KbuildError::io(path, e))?;
+pub fn bzimage_version(path: &Path) -> Result<String, KbuildError> {
+    use std::io::Read;
+    // The string is in the setup code: a 16-bit pointer past 0x200, at most 256 bytes.
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(0x200 + 0x1_0000 + 256).read_to_end(&mut bytes))
+        .map_err(|e| KbuildError::io(path, e))?;
     let bad = |why: &str| KbuildError::Image(format!("{}: {why}", path.display()));
     if bytes.get(HDRS_OFFSET..HDRS_OFFSET + 4) != Some(b"HdrS".as_slice()) {
         return Err(bad("not an x86 bzImage (no \"HdrS\" setup header at 0x202)"));
@@ -32,8 +37,32 @@ pub fn bzimage_release(path: &Path) -> Result<String, KbuildError> {
     let start = 0x200 + usize::from(ptr);
     let tail = bytes.get(start..).ok_or_else(|| bad("kernel_version points past the end of the file"))?;
     let end = tail.iter().take(256).position(|b| *b == 0).ok_or_else(|| bad("kernel_version is not terminated"))?;
-    let text = String::from_utf8_lossy(&tail[..end]);
-    text.split_whitespace().next().map(str::to_string).ok_or_else(|| bad("empty kernel_version string"))
+    let text = String::from_utf8_lossy(&tail[..end]).into_owned();
+    if text.trim().is_empty() {
+        return Err(bad("empty kernel_version string"));
+    }
+    Ok(text)
+}
+
+/// The release (`uname -r`) a bzImage reports in its setup header's
+/// `kernel_version` string: its first word ([`bzimage_version`]).
+///
+/// # Errors
+/// [`KbuildError::Image`] when the file is not a bzImage or has no version string.
+pub fn bzimage_release(path: &Path) -> Result<String, KbuildError> {
+    let version = bzimage_version(path)?;
+    Ok(version.split_whitespace().next().unwrap_or_default().to_string())
+}
+
+/// Whether a bzImage's kernel preempts kernel code on its own: its
+/// `kernel_version` string names `PREEMPT` (full, and lazy from 6.13 on) or
+/// `PREEMPT_RT` (scripts/mkcompile_h writes one of them, or
+/// `PREEMPT_DYNAMIC`, after `SMP`). `PREEMPT_DYNAMIC` picks the model at boot
+/// and counts as not preempting, as does a kernel without any (`PREEMPT_NONE`
+/// or `PREEMPT_VOLUNTARY`); `None` when the file is not a readable bzImage.
+pub fn bzimage_preempts(path: &Path) -> Option<bool> {
+    let version = bzimage_version(path).ok()?;
+    Some(version.split_whitespace().any(|w| w == "PREEMPT" || w == "PREEMPT_RT"))
 }
 
 /// The release (`uname -r`) of the kernel built in the object folder `obj`:
@@ -258,6 +287,25 @@ mod tests {
         let p = d.path().join("bzImage");
         std::fs::write(&p, fake_bzimage(b"6.12.117-manarig (manarig@manarig) #1 SMP\0")).expect("w");
         assert_eq!(bzimage_release(&p).expect("release"), "6.12.117-manarig");
+    }
+
+    #[test]
+    fn preemption_comes_from_the_version_string() {
+        // The rig's own builds of 2026-12-04: 6.12 with the minimal config is
+        // PREEMPT_NONE, 7.3.4 with it PREEMPT_LAZY; Debian's are PREEMPT_DYNAMIC.
+        let d = tempfile::tempdir().expect("tmp");
+        let p = d.path().join("bzImage");
+        for (version, preempts) in [
+            (&b"6.12.117-manarig-b39cddcc (manarig@manarig) #1 SMP 1970-01-01 00:00:00 UTC\0"[..], false),
+            (b"7.3.4-manarig-f202d239 (manarig@manarig) #1 SMP PREEMPT 1970-01-01 00:00:00 UTC\0", true),
+            (b"6.12.117+deb13-cloud-amd64 (debian-kernel@lists.debian.org) #1 SMP PREEMPT_DYNAMIC Debian\0", false),
+            (b"6.12.1-rt (u@h) #1 SMP PREEMPT_RT\0", true),
+        ] {
+            std::fs::write(&p, fake_bzimage(version)).expect("w");
+            assert_eq!(bzimage_preempts(&p), Some(preempts), "{}", String::from_utf8_lossy(version));
+        }
+        std::fs::write(&p, b"\x7fELF").expect("w");
+        assert_eq!(bzimage_preempts(&p), None);
     }
 
     #[test]

@@ -145,13 +145,19 @@ pub const SPEED_CMDLINE_MULTI_TCG: &str = "clocksource=hpet";
 pub const HPET_UP_TO_VCPUS: u32 = 128;
 
 /// Whether [`SPEED_CMDLINE_MULTI_TCG`] suits `kernel` on `vcpus` vCPUs (under
-/// multi-threaded TCG): a kernel built by the rig (`build:KEY`: the minimal
-/// config, `CONFIG_PREEMPT_NONE`, where the stall was seen) up to
-/// [`HPET_UP_TO_VCPUS`]. Debian's packaged kernels keep the TSC: they preempt
-/// voluntarily, the stall was not seen on them, and the HPET made Debian's 6.12
+/// multi-threaded TCG): a kernel built by the rig (`build:KEY`) that does not
+/// preempt kernel code (the minimal config's 6.1 and 6.12 are
+/// `CONFIG_PREEMPT_NONE`, where the stall was seen), up to
+/// [`HPET_UP_TO_VCPUS`]. A build that preempts (7.x's minimal config is
+/// `PREEMPT_LAZY`, whose `PREEMPT` the bzImage's version string names:
+/// `kbuild::image::bzimage_preempts`) keeps the TSC: the stopper thread is a
+/// real-time task and takes PID 1's CPU at once. Debian's packaged kernels keep
+/// the TSC too: the stall was not seen on them, and the HPET made Debian's 6.12
 /// on seed 001 take 126 s against 90 s on the TSC (one pair, 2026-12-03).
 pub fn hpet_suits(kernel: &crate::provision::KernelInstall, vcpus: u32) -> bool {
-    kernel.is_rig_build() && vcpus <= HPET_UP_TO_VCPUS
+    kernel.is_rig_build()
+        && vcpus <= HPET_UP_TO_VCPUS
+        && manarig_provision::kbuild::image::bzimage_preempts(&kernel.vmlinuz) != Some(true)
 }
 
 /// [`SPEED_CMDLINE`]'s items for arm64 guests: those that are not x86's
