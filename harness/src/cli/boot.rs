@@ -47,6 +47,9 @@ pub struct BootArgs {
     /// Write the console here.
     #[arg(long)]
     pub console: Option<PathBuf>,
+    /// QEMU's human monitor on this unix socket while the guest runs (see `run --monitor`).
+    #[arg(long, value_name = "SOCKET")]
+    pub monitor: Option<PathBuf>,
     /// Extra `-device` for QEMU (repeatable), e.g. the vfio-user-pci NIC on bus rp0.
     #[arg(long = "device")]
     pub devices: Vec<String>,
@@ -246,6 +249,7 @@ pub fn run(args: &BootArgs) -> ExitCode {
     req.agent.nic = args.nic_id;
     req.deadline = Duration::from_secs(args.deadline);
     req.console_log = args.console.clone();
+    req.monitor = args.monitor.clone();
     req.extra_devices = args.devices.clone();
     req.extra_cmdline = args.cmdline.clone();
     if let Some(c) = &args.cpu {

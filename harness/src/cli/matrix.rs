@@ -121,6 +121,9 @@ pub enum MatrixError {
     /// `--console` (a matrix keeps each pair's console).
     #[error("--console: a matrix keeps every pair's console in <--out>/console/ instead")]
     Console,
+    /// `--monitor` (a matrix boots many guests, several at once).
+    #[error("--monitor: a matrix boots many guests, several at once; use `run --monitor` on the pair to look into")]
+    Monitor,
     /// The KCIDB origin is not one KCIDB takes.
     #[error(transparent)]
     Kcidb(#[from] crate::matrix::kcidb::BadOrigin),
@@ -252,6 +255,9 @@ pub fn run(args: &MatrixArgs) -> ExitCode {
 fn run_inner(args: &MatrixArgs) -> Result<Exit, MatrixError> {
     if args.rig.console.is_some() {
         return Err(MatrixError::Console);
+    }
+    if args.rig.monitor.is_some() {
+        return Err(MatrixError::Monitor);
     }
     // Refuse a bad origin or picture path before any guest boots.
     crate::matrix::kcidb::render_kcidb(&empty_report(), &args.output.kcidb())?;
@@ -569,6 +575,22 @@ pub fn merge_cmd(args: &MergeArgs) -> ExitCode {
         Err(e) => {
             eprintln!("manarig matrix-merge: {}", crate::text::chain(&e));
             Exit::RigError.into()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    #[test]
+    fn a_matrix_refuses_a_console_file_or_a_monitor_before_any_guest_boots() {
+        for (flag, value) in [("--console", "/tmp/c.log"), ("--monitor", "/tmp/m.sock")] {
+            let argv = ["manarig", "matrix", "topologies/seed-002.toml", "--kernel", "6.12", flag, value];
+            let cli = super::super::Cli::try_parse_from(argv).expect("parses");
+            let super::super::Command::Matrix(args) = cli.command else { panic!("not a matrix") };
+            let err = super::run_inner(&args).expect_err("refused");
+            assert!(err.to_string().starts_with(flag), "{err}");
         }
     }
 }

@@ -38,6 +38,12 @@ pub struct RigOptions {
     /// FILE.before and FILE.after).
     #[arg(long, value_name = "FILE")]
     pub console: Option<PathBuf>,
+    /// Open QEMU's human monitor on this unix socket while the guest runs, to
+    /// look into a guest that stops, e.g. `echo 'info registers -a' | socat -
+    /// UNIX-CONNECT:SOCKET` (`compare`: SOCKET.before and SOCKET.after);
+    /// removed when QEMU exits.
+    #[arg(long, value_name = "SOCKET")]
+    pub monitor: Option<PathBuf>,
     /// Boot the plain way (bzImage through the BIOS, Debian's command line)
     /// instead of with the speed-ups (PVH entry, speed command-line items, CPU flags);
     /// for A/B comparisons (docs/boot-speed.md).
@@ -179,6 +185,7 @@ impl RigOptions {
             mem_per_node_mib: self.mem_per_node,
             deadline: Duration::from_secs(self.deadline),
             console_log: self.console.clone(),
+            monitor: self.monitor.clone(),
             model,
             speedups: if self.no_speedups { crate::qemu::Speedups::NONE } else { crate::qemu::Speedups::ALL },
             extra_cmdline: self.cmdline.clone(),
@@ -769,12 +776,14 @@ pub fn compare(args: &CompareArgs) -> ExitCode {
         let mut request = args.rig.request_for(topology, &kernel, None);
         request.traffic = args.traffic.options();
         request.inject.clone_from(&args.inject);
-        // One console file per boot: FILE.before and FILE.after.
-        request.console_log = args.rig.console.as_ref().map(|p| {
+        // One console file and one monitor socket per boot: FILE.before and FILE.after.
+        let per_side = |p: &std::path::PathBuf| {
             let mut name = p.as_os_str().to_owned();
             name.push(format!(".{side}"));
             std::path::PathBuf::from(name)
-        });
+        };
+        request.console_log = args.rig.console.as_ref().map(per_side);
+        request.monitor = args.rig.monitor.as_ref().map(per_side);
         match run_one(&request) {
             Ok(outcome) => {
                 if let Some(t) = &outcome.traffic {
@@ -844,6 +853,15 @@ mod tests {
             }
         };
         [parse("run"), parse("compare")]
+    }
+
+    #[test]
+    fn run_takes_a_monitor_socket_into_its_request() {
+        let argv = ["manarig", "run", "topologies/seed-002.toml", "--monitor", "/tmp/m.sock"];
+        let cli = super::super::Cli::try_parse_from(argv).expect("parses");
+        let super::super::Command::Run(a) = cli.command else { panic!("not a run") };
+        let req = a.rig.request_with_model(std::path::Path::new("t.toml"), crate::model::KernelGen::V6_1, None);
+        assert_eq!(req.monitor.as_deref(), Some(std::path::Path::new("/tmp/m.sock")));
     }
 
     #[test]

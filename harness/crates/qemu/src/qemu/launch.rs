@@ -64,6 +64,9 @@ pub struct BootRequest<'a> {
     pub deadline: Duration,
     /// Also write the console, and the report channel's lines, to this file as they arrive.
     pub console_log: Option<PathBuf>,
+    /// QEMU's human monitor on this unix socket ([`super::monitor`]), for
+    /// looking into a guest that stops; removed once QEMU is reaped.
+    pub monitor: Option<PathBuf>,
     /// Initramfs compression.
     pub compression: Compression,
     /// QEMU `-cpu` value.
@@ -106,6 +109,7 @@ impl<'a> BootRequest<'a> {
             extra_cmdline: Vec::new(),
             deadline: Duration::from_secs(600),
             console_log: None,
+            monitor: None,
             compression: Compression::None,
             cpu_model: spec.default_cpu().to_string(),
             extra_files: Vec::new(),
@@ -185,6 +189,9 @@ pub enum LaunchError {
     /// Initramfs could not be built.
     #[error(transparent)]
     Initramfs(#[from] InitramfsError),
+    /// The monitor socket's path cannot be used.
+    #[error(transparent)]
+    Monitor(#[from] super::monitor::MonitorError),
     /// Filesystem or process error on the host.
     #[error("{what}: {error}")]
     Io {
@@ -336,6 +343,8 @@ pub fn boot(qemu: &QemuInstall, req: &BootRequest<'_>) -> Result<BootOutcome, La
 /// channel's FIFOs), the accelerator and speed-ups it uses, QEMU's arguments.
 struct Prepared {
     _tmp: crate::scratch::ScratchDir,
+    /// Removes the monitor's socket when the boot is over (QEMU reaped).
+    _monitor: Option<super::monitor::MonitorSocket>,
     /// Writing the initramfs took this long.
     initramfs: Duration,
     accel: Accel,
@@ -400,8 +409,9 @@ fn prepare(req: &BootRequest<'_>) -> Result<Prepared, LaunchError> {
         ReportChannel::Console => None,
         ReportChannel::Ttys1 => Some(ReportPort::create(tmp.path()).map_err(io("report channel FIFOs"))?),
     };
-    let args = qemu_args(req, accel, used, &kernel_image, &initrd, port.as_ref())?;
-    Ok(Prepared { _tmp: tmp, initramfs, accel, used, port, args })
+    let monitor = req.monitor.as_deref().map(super::monitor::MonitorSocket::new).transpose()?;
+    let args = qemu_args(req, accel, used, &kernel_image, &initrd, port.as_ref(), monitor.as_ref())?;
+    Ok(Prepared { _tmp: tmp, _monitor: monitor, initramfs, accel, used, port, args })
 }
 
 /// How QEMU's run ended, before it is read as an outcome.
@@ -650,8 +660,10 @@ fn qemu_args(
     kernel_image: &Path,
     initrd: &Path,
     port: Option<&ReportPort>,
+    monitor: Option<&super::monitor::MonitorSocket>,
 ) -> Result<Vec<String>, LaunchError> {
     let cmdline = kernel_cmdline(req, accel)?;
+    let monitor = monitor.map_or_else(|| "none".to_string(), super::monitor::MonitorSocket::qemu_value);
     // Under KVM the default model is the host's CPU: `max` asks for features a
     // nested KVM may not give (QEMU aborts: "host doesn't support requested
     // feature: vPMU", MSR 0x10a). A model the user chose stays.
@@ -684,7 +696,7 @@ fn qemu_args(
             "-display",
             "none",
             "-monitor",
-            "none",
+            &monitor,
             "-chardev",
             "stdio,id=con0,signal=off",
             "-serial",

@@ -3,6 +3,7 @@
 pub mod abort;
 pub mod go_ahead;
 pub mod launch;
+pub mod monitor;
 pub mod nic_slots;
 pub mod report_port;
 pub mod spec;

@@ -99,6 +99,7 @@ impl GuestSetup<'_> {
             boot.deadline += Duration::from_secs(u64::from(IRQBALANCE_SAMPLE_S) * 3 + 15);
         }
         boot.console_log.clone_from(&req.console_log);
+        boot.monitor.clone_from(&req.monitor);
         boot.speedups = if req.debug { debug_kernel::speedups(req.speedups) } else { req.speedups };
         Ok(())
     }

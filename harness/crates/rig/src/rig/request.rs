@@ -26,6 +26,8 @@ pub struct RunRequest {
     pub deadline: Duration,
     /// Keep the console here as well.
     pub console_log: Option<PathBuf>,
+    /// QEMU's human monitor on this unix socket (`crate::qemu::monitor`).
+    pub monitor: Option<PathBuf>,
     /// Judge the guest against this generation's model instead of `kernel`'s
     /// (for kernels the rig cannot classify, or to see how far two generations differ).
     pub model: Option<KernelGen>,
@@ -91,6 +93,7 @@ impl RunRequest {
             mem_per_node_mib: 256,
             deadline: Duration::from_secs(900),
             console_log: None,
+            monitor: None,
             model: None,
             model_basis: ModelBasis::Release,
             channels: None,
