@@ -36,9 +36,18 @@ const KVM_SILENCE_LIMIT: Duration = Duration::from_secs(30);
 pub const BASE_CMDLINE: &str = "console=ttyS0 quiet panic=-1 oops=panic i8042.noaux i8042.nokbd tsc=reliable";
 
 /// [`BASE_CMDLINE`] of arm64 guests: the console on the `virt` machine's
-/// first PL011 UART (`ttyAMA0`), the same failing-fast items, and none of
-/// x86's (no i8042, no TSC).
-pub const BASE_CMDLINE_ARM64: &str = "console=ttyAMA0 quiet panic=-1 oops=panic";
+/// first PL011 UART (`ttyAMA0`), the same failing-fast items, none of x86's
+/// (no i8042, no TSC), and no RCU CPU stall warnings
+/// (`rcupdate.rcu_cpu_stall_suppress=1`): on a starved host a TCG guest's
+/// clock runs on while its vCPUs do not, RCU reports a stall that is the
+/// host's, and the report asks every CPU for its backtrace by an IPI (arm64
+/// has no NMI without pseudo-NMI) while it holds the rcu_node lock that
+/// those CPUs spin on with interrupts off. It waits for each in 1-ms
+/// `mdelay()` steps, which TCG stretches to minutes: twice in 96 runs beside
+/// nine busy loops the guest went nowhere until the rig's deadline
+/// (docs/rig-pitfalls.md, *An arm64 guest that stops under a starved host*).
+/// `--cmdline rcupdate.rcu_cpu_stall_suppress=0` brings the warnings back.
+pub const BASE_CMDLINE_ARM64: &str = "console=ttyAMA0 quiet panic=-1 oops=panic rcupdate.rcu_cpu_stall_suppress=1";
 
 /// A boot to run.
 #[derive(Debug, Clone)]
