@@ -353,7 +353,14 @@ pub fn fill(pattern: &[u8], len: usize) -> Vec<u8> {
     if pattern.is_empty() {
         return vec![0; len];
     }
-    pattern.iter().copied().cycle().take(len).collect()
+    // Doubling copies: a byte at a time (`cycle().take()`) was a quarter of
+    // the `threads` target's time, every byte through the coverage hooks.
+    let mut out = Vec::with_capacity(len);
+    out.extend_from_slice(&pattern[..pattern.len().min(len)]);
+    while out.len() < len {
+        out.extend_from_within(..out.len().min(len - out.len()));
+    }
+    out
 }
 
 /// Writes `bytes` at `addr` modulo the RAM, cut at its end.
@@ -414,4 +421,23 @@ pub fn encode_all(ops: &[Op]) -> Vec<u8> {
         op.encode(&mut out);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fill;
+
+    #[test]
+    fn fill_repeats_the_pattern_to_exactly_the_length() {
+        for pattern in [&b""[..], b"a", b"abc", b"0123456789abcdef0"] {
+            for len in [0, 1, 2, 3, 16, 17, 100, 1514, 65_535] {
+                let expected: Vec<u8> = if pattern.is_empty() {
+                    vec![0; len]
+                } else {
+                    (0..len).map(|i| pattern[i % pattern.len()]).collect()
+                };
+                assert_eq!(fill(pattern, len), expected, "pattern {pattern:?}, len {len}");
+            }
+        }
+    }
 }

@@ -236,6 +236,9 @@ pub struct Driver {
     pub guest_page: u64,
     /// Bytes of guest RAM (from 0).
     ram_size: u64,
+    /// The doorbell page offset and size as read from BAR0 (constants of
+    /// the device), once read.
+    db_page: Option<(u64, u64)>,
 }
 
 pub fn mana_dev() -> DevId {
@@ -248,6 +251,18 @@ pub fn ib_dev() -> DevId {
 
 pub fn hwc_dev() -> DevId {
     DevId { dev_type: Le16::new(1), instance: Le16::new(0) }
+}
+
+/// The doorbell page and value that ring `eq` at its consumer head.
+fn eq_doorbell(eq: &DrvCompQueue, arm: bool) -> (u32, u64) {
+    let tail = eq.head % (eq.entries << 3);
+    (eq.doorbell, EqDoorbell::new().with_id(eq.id as u16).with_tail_ptr(tail).with_arm(arm).into_bits())
+}
+
+/// The doorbell page and value that ring `cq` at its consumer head.
+fn cq_doorbell(cq: &DrvCompQueue, arm: bool) -> (u32, u64) {
+    let tail = cq.head % (cq.entries << 3);
+    (cq.doorbell, CqDoorbell::new().with_id(cq.id).with_tail_ptr(tail).with_arm(arm).into_bits())
 }
 
 /// `mana_gd_init_req_hdr()`: request and expected response headers, V1.
@@ -347,6 +362,7 @@ impl Driver {
             data: net::DataState::default(),
             guest_page: 4096,
             ram_size: ram_size as u64,
+            db_page: None,
         }
     }
 
@@ -419,8 +435,12 @@ impl Driver {
         buf
     }
 
-    pub fn read_obj<T: FromBytes + KnownLayout + Immutable>(&self, addr: u64) -> T {
-        resp_as::<T>(&self.read(addr, size_of::<T>()))
+    /// A `T` read from guest memory at `addr` (read in place: the EQ and CQ
+    /// polls of every interrupt use it, and fuzzing takes thousands per input).
+    pub fn read_obj<T: FromBytes + IntoBytes + KnownLayout + Immutable>(&self, addr: u64) -> T {
+        let mut obj = T::new_zeroed();
+        self.mem.memory().read_slice(obj.as_mut_bytes(), GuestAddress(addr)).expect("guest read");
+        obj
     }
 
     // -- BAR0 -------------------------------------------------------------
@@ -449,24 +469,39 @@ impl Driver {
         self.dev.write(offset, &value.to_le_bytes());
     }
 
+    /// The doorbell page `db_index`'s BAR0 offset. The driver reads the
+    /// page offset and size once (`mana_gd_init_vf_regs()` keeps them in
+    /// `gc->db_page_base` and `gc->db_page_size`); so does the model, on the
+    /// first doorbell or at [`Driver::probe`].
     fn db_base(&mut self, db_index: u32) -> u64 {
-        let off = self.readq(REG_DB_PAGE_OFFSET);
-        let size = u64::from(self.readl(REG_DB_PAGE_SIZE) & 0xFFFF);
+        let (off, size) = match self.db_page {
+            Some(page) => page,
+            None => self.read_db_page(),
+        };
         off + size * u64::from(db_index)
     }
 
+    /// Reads (and keeps) the doorbell page offset and size.
+    fn read_db_page(&mut self) -> (u64, u64) {
+        let page = (self.readq(REG_DB_PAGE_OFFSET), u64::from(self.readl(REG_DB_PAGE_SIZE) & 0xFFFF));
+        self.db_page = Some(page);
+        page
+    }
+
     pub fn ring_eq(&mut self, eq: &DrvCompQueue, arm: bool) {
-        let tail = eq.head % (eq.entries << 3);
-        let db = EqDoorbell::new().with_id(eq.id as u16).with_tail_ptr(tail).with_arm(arm);
-        let at = self.db_base(eq.doorbell) + 0xFF8;
-        self.writeq(at, db.into_bits());
+        let (doorbell, value) = eq_doorbell(eq, arm);
+        self.ring_at(doorbell, 0xFF8, value);
     }
 
     pub fn ring_cq(&mut self, cq: &DrvCompQueue, arm: bool) {
-        let tail = cq.head % (cq.entries << 3);
-        let db = CqDoorbell::new().with_id(cq.id).with_tail_ptr(tail).with_arm(arm);
-        let at = self.db_base(cq.doorbell) + 0x800;
-        self.writeq(at, db.into_bits());
+        let (doorbell, value) = cq_doorbell(cq, arm);
+        self.ring_at(doorbell, 0x800, value);
+    }
+
+    /// Writes `value` at `within` of doorbell page `doorbell`.
+    fn ring_at(&mut self, doorbell: u32, within: u64, value: u64) {
+        let at = self.db_base(doorbell) + within;
+        self.writeq(at, value);
     }
 
     pub fn ring_wq(&mut self, wq: &DrvWorkQueue, is_sq: bool) {
@@ -608,16 +643,16 @@ impl Driver {
     fn process_eq_events(&mut self, mut key: u32) -> Result<()> {
         let mut consumed = 0;
         for _ in 0..5 {
-            let (_, eq) = self.eqs.get(&key).context("EQ vanished")?.clone();
-            let slot = u64::from(eq.head % eq.entries);
-            let eqe: Eqe = self.read_obj(eq.ring.addr(slot * 16));
+            let (_, eq) = self.eqs.get(&key).context("EQ vanished")?;
+            let (head, entries, id) = (eq.head, eq.entries, eq.id);
+            let eqe: Eqe = self.read_obj(eq.ring.addr(u64::from(head % entries) * 16));
             let owner = eqe.info.owner_bits();
-            let old = ((eq.head / eq.entries).wrapping_sub(1) & 7) as u8;
-            let new = ((eq.head / eq.entries) & 7) as u8;
+            let old = ((head / entries).wrapping_sub(1) & 7) as u8;
+            let new = ((head / entries) & 7) as u8;
             if owner == old {
                 break;
             }
-            ensure!(owner == new, "EQ {}: overflow detected (owner {owner}, expected {new})", eq.id);
+            ensure!(owner == new, "EQ {id}: overflow detected (owner {owner}, expected {new})");
             self.eqs.get_mut(&key).context("EQ vanished")?.1.head += 1;
             self.process_eqe(key, eqe)?;
             // EQ_ID_DB gives the HWC EQ its id.
@@ -636,8 +671,8 @@ impl Driver {
                 return Ok(());
             }
         }
-        let (_, eq) = self.eqs.get(&key).context("EQ vanished")?.clone();
-        self.ring_eq(&eq, true);
+        let (doorbell, value) = eq_doorbell(&self.eqs.get(&key).context("EQ vanished")?.1, true);
+        self.ring_at(doorbell, 0xFF8, value);
         Ok(())
     }
 
@@ -702,12 +737,12 @@ impl Driver {
 
     /// `mana_gd_read_cqe()`: Some(cqe) if new, None if empty, error on overflow.
     fn read_cqe(&mut self, cq_id: u32) -> Result<Option<Cqe>> {
-        let cq = self.cqs.get(&cq_id).context("CQ")?.clone();
-        let slot = u64::from(cq.head % cq.entries);
-        let cqe: Cqe = self.read_obj(cq.ring.addr(slot * 64));
+        let cq = self.cqs.get(&cq_id).context("CQ")?;
+        let (head, entries) = (cq.head, cq.entries);
+        let cqe: Cqe = self.read_obj(cq.ring.addr(u64::from(head % entries) * 64));
         let owner = cqe.info.owner_bits();
-        let old = ((cq.head / cq.entries).wrapping_sub(1) & 7) as u8;
-        let new = ((cq.head / cq.entries) & 7) as u8;
+        let old = ((head / entries).wrapping_sub(1) & 7) as u8;
+        let new = ((head / entries) & 7) as u8;
         if owner == old {
             return Ok(None);
         }
@@ -730,9 +765,7 @@ impl Driver {
                 self.hwc_rx_event(&cqe)?;
             }
         }
-        let cq = self.cqs.get(&cq_id).context("CQ")?.clone();
-        self.ring_cq(&cq, true);
-        Ok(())
+        self.rearm_cq(cq_id)
     }
 
     /// `mana_hwc_rx_event_handler()` + `mana_hwc_handle_resp()`.
@@ -776,8 +809,13 @@ impl Driver {
         if let Some(rq) = polled_rq {
             self.ring_rq(rq)?;
         }
-        let cq = self.cqs.get(&cq_id).context("CQ")?.clone();
-        self.ring_cq(&cq, true);
+        self.rearm_cq(cq_id)
+    }
+
+    /// Re-arms CQ `cq_id` at its consumer head (the end of every CQ callback).
+    fn rearm_cq(&mut self, cq_id: u32) -> Result<()> {
+        let (doorbell, value) = cq_doorbell(self.cqs.get(&cq_id).context("CQ")?, true);
+        self.ring_at(doorbell, 0x800, value);
         Ok(())
     }
 
@@ -912,8 +950,9 @@ impl Driver {
     /// Returns the MANA EQ ids created at probe.
     pub fn probe(&mut self) -> Result<Vec<u32>> {
         // mana_gd_init_vf_regs()
-        ensure!(self.readq(REG_DB_PAGE_OFFSET) == 0x1000, "db page offset");
-        ensure!(self.readl(REG_DB_PAGE_SIZE) & 0xFFFF == 0x1000, "db page size");
+        let (db_page_offset, db_page_size) = self.read_db_page();
+        ensure!(db_page_offset == 0x1000, "db page offset");
+        ensure!(db_page_size == 0x1000, "db page size");
         ensure!(self.readq(REG_SHM_OFFSET) == 0x100, "shm offset");
         self.establish_hwc()?;
         self.test_channel()?;
