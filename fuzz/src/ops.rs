@@ -296,7 +296,10 @@ impl Op {
                 drv.dev.read(u64::from(*offset), &mut data);
             }
             Op::Mem { addr, bytes } => write_ram(drv, *addr, bytes),
-            Op::Zero { addr, len } => write_ram(drv, *addr, &vec![0u8; *len as usize]),
+            Op::Zero { addr, len } => {
+                let (at, len) = within_ram(*addr, *len as usize);
+                drv.zero(at, len);
+            }
             Op::Doorbell { kind, page, value } => {
                 let within = [0x000, 0x400, 0x800, 0x820, 0xFF8][usize::from(kind % 5)];
                 let offset = DB_PAGE_OFFSET + u64::from(page % 16) * DB_PAGE_SIZE + within;
@@ -365,10 +368,14 @@ pub fn fill(pattern: &[u8], len: usize) -> Vec<u8> {
 
 /// Writes `bytes` at `addr` modulo the RAM, cut at its end.
 fn write_ram(drv: &Driver, addr: u32, bytes: &[u8]) {
-    let ram = RAM_SIZE as u64;
-    let at = u64::from(addr) % ram;
-    let len = bytes.len().min((ram - at) as usize);
+    let (at, len) = within_ram(addr, bytes.len());
     drv.write(at, &bytes[..len]);
+}
+
+/// `addr` modulo the RAM, and `len` cut at the RAM's end.
+fn within_ram(addr: u32, len: usize) -> (u64, usize) {
+    let at = u64::from(addr) % RAM_SIZE as u64;
+    (at, len.min(RAM_SIZE - at as usize))
 }
 
 /// Writes `bytes` at the producer of one of the driver's work queues (it

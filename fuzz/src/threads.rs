@@ -176,6 +176,19 @@ impl Device {
         self.dirty.push((at, len));
     }
 
+    /// Clears `len` bytes at `addr` modulo the RAM, cut at its end (from a
+    /// page of zeroes, not a buffer of `len`: an op clears up to 1 MiB).
+    fn zero_ram(&mut self, addr: u64, len: usize) {
+        use crate::support::ZEROES;
+        let at = addr % RAM_SIZE as u64;
+        let len = len.min(RAM_SIZE - at as usize);
+        for start in (0..len).step_by(ZEROES.len()) {
+            let n = (len - start).min(ZEROES.len());
+            let _ = self.ram.write_slice(&ZEROES[..n], GuestAddress(at + start as u64));
+        }
+        self.dirty.push((at, len));
+    }
+
     /// One recorded step of the driver model's setup.
     fn replay(&mut self, event: &Traced) {
         match event {
@@ -196,7 +209,7 @@ impl Device {
                 self.function.read(BAR0, u64::from(*offset), &mut vec![0; usize::from(*len)])
             }
             Op::Mem { addr, bytes } => self.write_ram(u64::from(*addr), bytes),
-            Op::Zero { addr, len } => self.write_ram(u64::from(*addr), &vec![0; *len as usize]),
+            Op::Zero { addr, len } => self.zero_ram(u64::from(*addr), *len as usize),
             Op::Doorbell { kind, page, value } => {
                 let within = [0x000, 0x400, 0x800, 0x820, 0xFF8][usize::from(kind % 5)];
                 let offset = DB_PAGE_OFFSET + u64::from(page % 16) * DB_PAGE_SIZE + within;

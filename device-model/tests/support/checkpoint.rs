@@ -146,7 +146,7 @@ impl Driver {
         let dirty = self.dirty.borrow_mut().as_mut().map(std::mem::take).unwrap_or_default();
         let pages = checkpoint.ring_pages.iter().map(|&p| (p, 4096));
         let memory = self.mem.memory();
-        let zeroes = [0u8; 4096];
+        let zeroes = &ZEROES[..];
         for (addr, len) in dirty.into_iter().chain(pages) {
             let mut at = (addr as usize).min(RAM_SIZE);
             let end = at.saturating_add(len).min(RAM_SIZE);
