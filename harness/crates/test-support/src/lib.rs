@@ -81,3 +81,16 @@ fn skip(why: &str) -> bool {
     eprintln!("{why}");
     false
 }
+
+/// The first 4 KiB of an x86 bzImage whose setup header carries `version`
+/// as its `kernel_version` string (Documentation/arch/x86/boot.rst: the
+/// "HdrS" magic at 0x202, at 0x20e a u16 pointer to the string, counted from
+/// 0x200; here the string is at 0x800). `version` ends with its NUL and is at
+/// most 2 KiB.
+pub fn bzimage_with_version(version: &[u8]) -> Vec<u8> {
+    let mut image = vec![0u8; 0x1000];
+    image[0x202..0x206].copy_from_slice(b"HdrS");
+    image[0x20e..0x210].copy_from_slice(&(0x800u16 - 0x200).to_le_bytes());
+    image[0x800..0x800 + version.len()].copy_from_slice(version);
+    image
+}

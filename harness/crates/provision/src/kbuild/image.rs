@@ -232,21 +232,13 @@ pub fn built_kernel(key: &str, release: &str, image: &Path, dir: &Path, modules:
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn fake_bzimage(version: &[u8]) -> Vec<u8> {
-        let mut b = vec![0u8; 0x1000];
-        b[HDRS_OFFSET..HDRS_OFFSET + 4].copy_from_slice(b"HdrS");
-        let ptr: u16 = 0x800 - 0x200;
-        b[KERNEL_VERSION_OFFSET..KERNEL_VERSION_OFFSET + 2].copy_from_slice(&ptr.to_le_bytes());
-        b[0x800..0x800 + version.len()].copy_from_slice(version);
-        b
-    }
+    use manarig_test_support::bzimage_with_version;
 
     #[test]
     fn an_image_says_its_architecture_by_its_header() {
         let d = tempfile::tempdir().expect("tmp");
         let bz = d.path().join("bzImage");
-        std::fs::write(&bz, fake_bzimage(b"6.12.1 (u@h)\0")).expect("w");
+        std::fs::write(&bz, bzimage_with_version(b"6.12.1 (u@h)\0")).expect("w");
         let mut arm = vec![0u8; 0x1000];
         arm[ARM64_MAGIC_OFFSET..ARM64_MAGIC_OFFSET + 4].copy_from_slice(b"ARM\x64");
         let image = d.path().join("Image");
@@ -277,7 +269,7 @@ mod tests {
         assert_eq!(image_page_size(&image(0x0c)), Some(16 << 10));
         assert_eq!(image_page_size(&image(0x08)), None, "unspecified");
         let bz = d.path().join("bzImage");
-        std::fs::write(&bz, fake_bzimage(b"6.12.1 (u@h)\0")).expect("w");
+        std::fs::write(&bz, bzimage_with_version(b"6.12.1 (u@h)\0")).expect("w");
         assert_eq!(image_page_size(&bz), None);
     }
 
@@ -285,7 +277,7 @@ mod tests {
     fn release_comes_from_the_setup_header() {
         let d = tempfile::tempdir().expect("tmp");
         let p = d.path().join("bzImage");
-        std::fs::write(&p, fake_bzimage(b"6.12.117-manarig (manarig@manarig) #1 SMP\0")).expect("w");
+        std::fs::write(&p, bzimage_with_version(b"6.12.117-manarig (manarig@manarig) #1 SMP\0")).expect("w");
         assert_eq!(bzimage_release(&p).expect("release"), "6.12.117-manarig");
     }
 
@@ -301,7 +293,7 @@ mod tests {
             (b"6.12.117+deb13-cloud-amd64 (debian-kernel@lists.debian.org) #1 SMP PREEMPT_DYNAMIC Debian\0", false),
             (b"6.12.1-rt (u@h) #1 SMP PREEMPT_RT\0", true),
         ] {
-            std::fs::write(&p, fake_bzimage(version)).expect("w");
+            std::fs::write(&p, bzimage_with_version(version)).expect("w");
             assert_eq!(bzimage_preempts(&p), Some(preempts), "{}", String::from_utf8_lossy(version));
         }
         std::fs::write(&p, b"\x7fELF").expect("w");
@@ -314,7 +306,7 @@ mod tests {
         let p = d.path().join("vmlinux");
         std::fs::write(&p, b"\x7fELF").expect("w");
         assert!(bzimage_release(&p).expect_err("bad").to_string().contains("not an x86 bzImage"));
-        let mut b = fake_bzimage(b"x");
+        let mut b = bzimage_with_version(b"x");
         b[0x800..0x1000].fill(b'a');
         std::fs::write(&p, b).expect("w");
         assert!(bzimage_release(&p).expect_err("bad").to_string().contains("not terminated"));
@@ -324,7 +316,7 @@ mod tests {
     fn a_refused_user_kernel_leaves_nothing_in_the_cache() {
         let d = tempfile::tempdir().expect("tmp");
         let img = d.path().join("bzImage");
-        std::fs::write(&img, fake_bzimage(b"6.12.117-manarig (manarig@manarig) #1 SMP\0")).expect("w");
+        std::fs::write(&img, bzimage_with_version(b"6.12.117-manarig (manarig@manarig) #1 SMP\0")).expect("w");
         let mods = d.path().join("mods");
         std::fs::create_dir(&mods).expect("mkdir");
         std::fs::write(mods.join("mana.ko"), b"not an ELF module").expect("w");

@@ -844,11 +844,8 @@ mod tests {
         // Nor on a rig build that preempts (7.x's minimal config, PREEMPT_LAZY):
         // its bzImage's setup header says `PREEMPT` (Documentation/arch/x86/boot.rst).
         let d = tempfile::tempdir().expect("tmp");
-        let mut image = vec![0u8; 0x1000];
-        image[0x202..0x206].copy_from_slice(b"HdrS");
-        image[0x20e..0x210].copy_from_slice(&0x600u16.to_le_bytes());
         let version = b"7.3.4-manarig-f202d239 (manarig@manarig) #1 SMP PREEMPT 1970-01-01 00:00:00 UTC\0";
-        image[0x800..0x800 + version.len()].copy_from_slice(version);
+        let image = manarig_test_support::bzimage_with_version(version);
         let preempting = KernelInstall { vmlinuz: d.path().join("bzImage"), ..kernel.clone() };
         std::fs::write(&preempting.vmlinuz, image).expect("write");
         let preempting_req = BootRequest::new(&spec, &preempting, Path::new("busybox"));

@@ -47,8 +47,9 @@ pub enum MonitorError {
 
 impl MonitorSocket {
     /// Checks `path` for QEMU's `-monitor unix:PATH,server=on,wait=off`: UTF-8,
-    /// no comma (QEMU's option separator), at most 107 bytes, and nothing but an
-    /// old socket there (which is removed: a socket left by an earlier run).
+    /// no comma (QEMU's option separator), at most 107 bytes, in a folder that
+    /// exists, and nothing but an old socket there (which is removed: a socket
+    /// left by an earlier run).
     ///
     /// # Errors
     /// [`MonitorError`] naming the path and the reason.
@@ -63,6 +64,10 @@ impl MonitorSocket {
         }
         if text.len() > SUN_PATH_MAX {
             return Err(bad(&format!("{} bytes; a unix socket path holds at most {SUN_PATH_MAX}", text.len())));
+        }
+        let folder = path.parent().filter(|f| !f.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        if !folder.is_dir() {
+            return Err(bad(&format!("its folder {} does not exist", folder.display())));
         }
         match std::fs::symlink_metadata(path) {
             Ok(m) if m.file_type().is_socket() => {
@@ -107,6 +112,9 @@ mod tests {
         assert!(MonitorSocket::new(&comma).expect_err("comma").to_string().contains("comma"));
         let long = d.path().join("x".repeat(120));
         assert!(MonitorSocket::new(&long).expect_err("long").to_string().contains("at most 107"));
+        let nowhere = d.path().join("missing").join("m.sock");
+        let err = MonitorSocket::new(&nowhere).expect_err("no folder").to_string();
+        assert!(err.contains("missing does not exist"), "{err}");
         let file = d.path().join("notes.txt");
         std::fs::write(&file, "keep me").expect("w");
         assert!(matches!(MonitorSocket::new(&file), Err(MonitorError::NotASocket { .. })));
