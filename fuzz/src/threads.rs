@@ -27,7 +27,7 @@
 use crate::machine::Prepared;
 use crate::ops::{decode_all, fill, Op};
 use crate::support::checkpoint::Checkpoint;
-use crate::support::{start_trace, take_trace, Traced, RAM_SIZE};
+use crate::support::{start_trace, take_trace, Traced, RAM_SIZE, ZEROES};
 use crate::targets::{config, spec, vector_fd, TWO_QUEUES};
 use device_model::datapath::tap::Tap;
 use device_model::device::mana::SavedState;
@@ -179,7 +179,6 @@ impl Device {
     /// Clears `len` bytes at `addr` modulo the RAM, cut at its end (from a
     /// page of zeroes, not a buffer of `len`: an op clears up to 1 MiB).
     fn zero_ram(&mut self, addr: u64, len: usize) {
-        use crate::support::ZEROES;
         let at = addr % RAM_SIZE as u64;
         let len = len.min(RAM_SIZE - at as usize);
         for start in (0..len).step_by(ZEROES.len()) {
@@ -278,9 +277,9 @@ impl Threads {
             let end = start + len;
             let kept = ram.get(start.min(ram.len())..end.min(ram.len())).unwrap_or_default();
             let _ = device.ram.write_slice(kept, GuestAddress(addr));
-            if kept.len() < len {
-                let zeroes = vec![0u8; len - kept.len()];
-                let _ = device.ram.write_slice(&zeroes, GuestAddress(addr + kept.len() as u64));
+            for start in (kept.len()..len).step_by(ZEROES.len()) {
+                let n = (len - start).min(ZEROES.len());
+                let _ = device.ram.write_slice(&ZEROES[..n], GuestAddress(addr + start as u64));
             }
         }
         if std::mem::take(&mut device.remapped) {
