@@ -13,7 +13,8 @@
 #    init_module() runs the PCI probe synchronously, so a foreground insmod
 #    would only return after probe, and on a failed probe the driver has freed
 #    its IRQs by then;
-# 3. waits (deadline `manarig.deadline=SECONDS` after /init starts, default 60) for
+# 3. waits (deadline `manarig.deadline=SECONDS` after mana's insmod starts,
+#    default 60) for
 #    the probe to end (insmod returned: mana probes synchronously); brings the
 #    netdev up (`manarig.ifup=0` skips it: Linux 7.x creates the queue EQs, and
 #    so first fires the queue vectors, only in ndo_open); then waits for every
@@ -148,8 +149,12 @@ parse_cmdline() {
 }
 
 
-# The deadline (DEADLINE_AT, set by main) counts from /init's start (big
-# guests take minutes to get here).
+# The deadline (DEADLINE_AT) counts from the start of mana's insmod
+# (load_and_probe; from /init's start until then): a guest's clock runs on
+# while a starved host runs its vCPUs little, and a big or starved TCG guest
+# may take minutes to get there (an arm64 guest of 16 vCPUs beside other
+# guests on 2 host cores reached mana's insmod at 142 s of its clock, 7.9 s
+# on a quiet host).
 past_deadline() { up; [ "${UP%.*}" -ge "$DEADLINE_AT" ]; }
 # Sleep POLL seconds without a fork: a read with a timeout on a FIFO that
 # only the background insmod writes to (fd 3, opened read-write so the open
@@ -504,6 +509,7 @@ load_and_probe() {
 	done
 	up; T_MODS=$UP
 	[ -n "$OFFLINE" ] && set_cpus 0 "$OFFLINE"
+	up; DEADLINE_AT=$((${UP%.*} + DEADLINE))
 	probe_and_settle
 }
 

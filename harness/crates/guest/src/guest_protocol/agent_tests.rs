@@ -582,6 +582,25 @@ fn the_final_unload_without_a_go_ahead_waits_its_deadline_then_unloads_and_says_
     assert_eq!((r.unload_handshake, r.unload), (Some(UnloadHandshake::Timeout), Some(Unload::Exit(0))), "{text}");
 }
 
+/// The agent's deadline counts from mana's `insmod`, not from `/init`: a
+/// guest whose clock passed `/init` + 60 s while the modules before mana
+/// loaded (a starved host: the CI failure in docs/rig-pitfalls.md) still
+/// waits for the probe's return and says `probe-returned`, not `deadline`.
+#[test]
+fn the_deadline_counts_from_manas_insmod_not_from_init() {
+    let Some(bb) = busybox("the_deadline_counts_from_manas_insmod_not_from_init") else { return };
+    let g = FakeGuest::new();
+    g.file("lib/modules/manarig/order", "mana_dep.ko\nmana.ko\n");
+    // /init started at 12 s; the module before mana leaves the clock at 500 s.
+    let script = "insmod() { case \"$1\" in *mana_dep.ko) echo '500.00 0' > \"$R\"/proc/uptime ;; esac; }\n\
+                  DEADLINE=60\nup; T_INIT=$UP; DEADLINE_AT=$((${T_INIT%.*} + DEADLINE))\n\
+                  nap_setup\nload_and_probe\nprint_report\n";
+    let out = g.run(&bb, script);
+    let r = parse(&out).unwrap_or_else(|e| panic!("{e}\n{out}")).report;
+    assert!(r.settle.starts_with("probe-returned"), "{out}");
+    assert_eq!(r.times.get("modules").copied(), Some(500.0), "{out}");
+}
+
 /// Each `manarig.*` item and the variable init.sh's `parse_cmdline` keeps it in.
 const ITEM_VARIABLES: [(&str, &str); 22] = [
     ("load", "LOAD"),

@@ -123,7 +123,8 @@ pub struct AgentOptions {
     /// `manarig.load=mana`: load the initramfs' modules, mana last and in the background.
     pub load_mana: bool,
     /// `manarig.deadline=S`: stop waiting for the driver S guest seconds after
-    /// `/init` starts (agent default 60).
+    /// mana's `insmod` starts (agent default 60; a starved host's guest clock
+    /// runs on while its boot crawls, so the boot does not count).
     pub deadline_s: u32,
     /// `manarig.poll=S`: interval between checks of the probe and IRQ state
     /// (None: the agent's 0.02 s). Rendered in seconds, to the millisecond.

@@ -14,7 +14,7 @@ use crate::topology::Topology;
 use crate::traffic;
 use std::time::Duration;
 
-/// The guest agent's deadline (guest seconds from `/init`) in a run with
+/// The guest agent's deadline (guest seconds from mana's `insmod`) in a run with
 /// fault injection: past it, a probe that has not returned counts as hung.
 pub const INJECT_AGENT_DEADLINE_S: u32 = 240;
 

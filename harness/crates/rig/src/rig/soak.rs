@@ -59,7 +59,7 @@ impl SoakOptions {
         c
     }
 
-    /// Guest seconds the agent needs from `/init`: the probe, the minutes,
+    /// Guest seconds the agent needs from mana's `insmod`: the probe, the minutes,
     /// the last round, the last re-probe's margin.
     pub fn agent_deadline_s(&self, round_limit: Duration) -> u32 {
         let round = u32::try_from(round_limit.as_secs()).unwrap_or(u32::MAX);
