@@ -20,16 +20,49 @@ pub fn request(file: &str, kernel: &str) -> RunRequest {
 }
 
 /// Runs `req`, prints the human report (IRQ table, stages, checks) and
-/// returns the outcome; a rig error fails the test naming `what`.
+/// returns the outcome; a rig error fails the test naming `what`. Unless the
+/// request keeps its console itself, the console goes to a temporary file
+/// whose agent timings and last lines are printed when the verdict is not a
+/// PASS or the rig fails: a VM test that fails in CI shows what the guest did.
 pub fn run_printed(req: &RunRequest, what: &str) -> RunOutcome {
-    match run_one(req) {
+    let kept = tempfile::tempdir().expect("a temporary folder for the console");
+    let mut req = req.clone();
+    let own_console = req.console_log.is_none();
+    if own_console {
+        req.console_log = Some(kept.path().join("console.log"));
+    }
+    let console = req.console_log.clone().unwrap_or_default();
+    match run_one(&req) {
         Ok(outcome) => {
             eprintln!(
                 "{}",
                 harness::verdict::render(&outcome.verdict, harness::verdict::Format::Human).unwrap_or_default()
             );
+            if own_console && outcome.verdict.status != harness::verdict::Status::Pass {
+                print_console(&console);
+            }
             outcome
         }
-        Err(e) => panic!("{what}: rig error: {}", harness::text::chain(&e)),
+        Err(e) => {
+            if own_console {
+                print_console(&console);
+            }
+            panic!("{what}: rig error: {}", harness::text::chain(&e))
+        }
     }
+}
+
+/// The agent's timings and settle line, then the last 60 lines of the
+/// console at `path`, on stderr.
+fn print_console(path: &std::path::Path) {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        eprintln!("console: {} could not be read", path.display());
+        return;
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let agent = |l: &str| l.starts_with("time ") || l.starts_with("settle:") || l.starts_with("load:");
+    eprintln!("console: the agent's timings (guest seconds):");
+    lines.iter().filter(|l| agent(l)).for_each(|l| eprintln!("  {l}"));
+    eprintln!("console: its last {} of {} lines:", lines.len().min(60), lines.len());
+    lines[lines.len().saturating_sub(60)..].iter().for_each(|l| eprintln!("  {l}"));
 }
