@@ -14,7 +14,7 @@
 #    would only return after probe, and on a failed probe the driver has freed
 #    its IRQs by then;
 # 3. waits (deadline `manarig.deadline=SECONDS` after mana's insmod starts,
-#    default 60) for
+#    default 180) for
 #    the probe to end (insmod returned: mana probes synchronously); brings the
 #    netdev up (`manarig.ifup=0` skips it: Linux 7.x creates the queue EQs, and
 #    so first fires the queue vectors, only in ndo_open); then waits for every
@@ -78,7 +78,7 @@ R=${MANARIG_AGENT_ROOT-}
 up() { read -r UP _ < "$R"/proc/uptime; }
 
 LOAD=
-DEADLINE=60
+DEADLINE=180
 POLL=0.02
 # PCI vendor[:device] of the NIC to report: vendor 0x1414 is Microsoft's
 # (include/linux/pci_ids.h PCI_VENDOR_ID_MICROSOFT); another value lets the rig

@@ -827,7 +827,7 @@ mod tests {
         req.extra_cmdline.push("ignore_loglevel".into());
         let line = kernel_cmdline(&req, Accel::TcgSingle).expect("cmdline");
         assert!(line.starts_with(BASE_CMDLINE), "{line}");
-        assert!(line.contains(" manarig.load=mana manarig.deadline=60 manarig.channels=4 manarig.pin=0 "), "{line}");
+        assert!(line.contains(" manarig.load=mana manarig.deadline=180 manarig.channels=4 manarig.pin=0 "), "{line}");
         assert!(line.ends_with(&format!("{SPEED_CMDLINE} ignore_loglevel")), "{line}");
         // Multi-threaded TCG keeps the kernel on the HPET (speed::SPEED_CMDLINE_MULTI_TCG); KVM does not.
         let multi = kernel_cmdline(&req, Accel::TcgMulti).expect("cmdline");

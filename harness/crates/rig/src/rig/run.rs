@@ -341,6 +341,7 @@ fn unsurvived(
         nic_numa_node: None,
         vectors: Vec::new(),
         probe_ok: false,
+        probe_unfinished: false,
         dmesg_mana: Vec::new(),
     };
     let expected = expected_table(&topo.to_qemu_numbering(), model);

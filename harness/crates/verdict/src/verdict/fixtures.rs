@@ -88,6 +88,7 @@ pub(super) fn guest_report(
         nic_numa_node: nic_node,
         vectors,
         probe_ok: true,
+        probe_unfinished: false,
         dmesg_mana: Vec::new(),
     }
 }

@@ -32,6 +32,11 @@ pub struct Observed {
     pub vectors: Vec<ObservedVector>,
     /// Whether `mana` bound to the device (probe returned 0).
     pub probe_ok: bool,
+    /// The probe (mana's `insmod`) had not returned when the agent's deadline
+    /// passed (report `settle: deadline`): a hung probe, or a guest the host
+    /// starved.
+    #[serde(default)]
+    pub probe_unfinished: bool,
     /// Kernel log lines from the driver (`mana …`), oldest first, for failure reports.
     pub dmesg_mana: Vec<String>,
 }
@@ -156,6 +161,7 @@ impl Observed {
             nic_numa_node: expected.nic_node.and_then(|n| i32::try_from(n).ok()),
             vectors,
             probe_ok: expected.probe_error.is_none(),
+            probe_unfinished: false,
             dmesg_mana: Vec::new(),
         }
     }

@@ -258,6 +258,12 @@ fn check_nic_node(topo: &Topology, observed: &Observed) -> Check {
 fn check_probe(observed: &Observed, expected: &ExpectedTable) -> Check {
     match (&expected.probe_error, observed.probe_ok) {
         (None, true) => Check::new("probe", CheckStatus::Pass, "mana bound to the device"),
+        (None, false) if observed.probe_unfinished => Check::new(
+            "probe",
+            CheckStatus::Fail,
+            "mana's probe had not returned at the agent's deadline (settle: deadline): it hung, or the host \
+             starved the guest (docs/rig-pitfalls.md); the model expects it to bind",
+        ),
         (None, false) => {
             Check::new("probe", CheckStatus::Fail, "mana failed to probe the device; the model expects it to bind")
         }

@@ -141,6 +141,7 @@ mod tests {
             nic_numa_node: None,
             vectors: Vec::new(),
             probe_ok: false,
+            probe_unfinished: false,
             dmesg_mana: Vec::new(),
         };
         let load = combined_load(&t, &[(&none, &tables[0]), (&none, &tables[1])]);

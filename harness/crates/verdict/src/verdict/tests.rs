@@ -253,6 +253,26 @@ fn a_predicted_probe_failure_passes_when_the_probe_fails() {
     assert_eq!(check(&v, "effective_within_affinity").status, CheckStatus::Skip);
 }
 
+/// A probe still running at the agent's deadline fails `probe` as any
+/// missing bind does, but says so: the agent stopped waiting, the driver did
+/// not report a failure.
+#[test]
+fn a_probe_unfinished_at_the_agents_deadline_is_named_as_such() {
+    let topo = crate::topology::Topology::from_toml_str(
+        "seed-002",
+        &std::fs::read_to_string(format!("{}/../../../topologies/seed-002.toml", env!("CARGO_MANIFEST_DIR")))
+            .expect("file"),
+    )
+    .expect("valid");
+    let table = guest_table(&topo, "6.12");
+    let base = Observed { probe_ok: false, ..guest_report(KernelGen::V6_12, Some(0), 8, &[], &[]) };
+    let failed = judge(&topo, &base, &table);
+    assert!(check(&failed, "probe").message.starts_with("mana failed to probe the device"));
+    let unfinished = judge(&topo, &Observed { probe_unfinished: true, ..base }, &table);
+    assert_eq!(check(&unfinished, "probe").status, CheckStatus::Fail);
+    assert!(check(&unfinished, "probe").message.contains("had not returned at the agent's deadline"));
+}
+
 #[test]
 fn odd_guest_data_is_reported_not_panicked_on() {
     let mut run = Run::new("seed-002", "6.12");
