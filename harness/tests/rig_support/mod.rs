@@ -26,30 +26,20 @@ pub fn request(file: &str, kernel: &str) -> RunRequest {
 /// PASS or the rig fails: a VM test that fails in CI shows what the guest did.
 pub fn run_printed(req: &RunRequest, what: &str) -> RunOutcome {
     let kept = tempfile::tempdir().expect("a temporary folder for the console");
+    let own_console = req.console_log.is_none().then(|| kept.path().join("console.log"));
     let mut req = req.clone();
-    let own_console = req.console_log.is_none();
-    if own_console {
-        req.console_log = Some(kept.path().join("console.log"));
+    if own_console.is_some() {
+        req.console_log.clone_from(&own_console);
     }
-    let console = req.console_log.clone().unwrap_or_default();
-    match run_one(&req) {
-        Ok(outcome) => {
-            eprintln!(
-                "{}",
-                harness::verdict::render(&outcome.verdict, harness::verdict::Format::Human).unwrap_or_default()
-            );
-            if own_console && outcome.verdict.status != harness::verdict::Status::Pass {
-                print_console(&console);
-            }
-            outcome
-        }
-        Err(e) => {
-            if own_console {
-                print_console(&console);
-            }
-            panic!("{what}: rig error: {}", harness::text::chain(&e))
-        }
+    let outcome = run_one(&req);
+    if let Ok(o) = &outcome {
+        eprintln!("{}", harness::verdict::render(&o.verdict, harness::verdict::Format::Human).unwrap_or_default());
     }
+    let passed = outcome.as_ref().is_ok_and(|o| o.verdict.status == harness::verdict::Status::Pass);
+    if let (false, Some(console)) = (passed, &own_console) {
+        print_console(console);
+    }
+    outcome.unwrap_or_else(|e| panic!("{what}: rig error: {}", harness::text::chain(&e)))
 }
 
 /// The agent's timings and settle line, then the last 60 lines of the

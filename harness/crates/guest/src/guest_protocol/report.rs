@@ -295,6 +295,12 @@ pub fn format_cpulist(cpus: &[u32]) -> String {
 }
 
 impl GuestReport {
+    /// The agent stopped waiting for the probe at its deadline, mana's
+    /// `insmod` still running (`settle: deadline`).
+    pub fn probe_unfinished(&self) -> bool {
+        self.settle == "deadline"
+    }
+
     /// Guest seconds from `/init` start to the report, if both were recorded.
     pub fn init_to_report_s(&self) -> Option<f64> {
         Some(self.times.get("report")? - self.times.get("init")?)

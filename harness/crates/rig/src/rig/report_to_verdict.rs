@@ -61,7 +61,7 @@ pub fn observed_of(
         nic_bdf: bdf.map(str::to_owned),
         nic_numa_node,
         probe_ok: report.netdev.is_some() && !vectors.is_empty(),
-        probe_unfinished: report.settle == "deadline",
+        probe_unfinished: report.probe_unfinished(),
         vectors,
         dmesg_mana: report.dmesg.clone(),
     })

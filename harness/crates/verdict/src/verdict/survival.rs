@@ -42,7 +42,7 @@ pub fn driver_survived(report: &GuestReport, specs: &[String]) -> Check {
     if let Some(first) = fatal.first() {
         broke.push(format!("the kernel logged {first:?}"));
     }
-    if report.settle == "deadline" {
+    if report.probe_unfinished() {
         broke.push("the probe (insmod) had not returned at the agent's deadline: it hung".to_string());
     }
     match report.unload {

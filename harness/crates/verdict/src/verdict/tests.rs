@@ -258,12 +258,7 @@ fn a_predicted_probe_failure_passes_when_the_probe_fails() {
 /// not report a failure.
 #[test]
 fn a_probe_unfinished_at_the_agents_deadline_is_named_as_such() {
-    let topo = crate::topology::Topology::from_toml_str(
-        "seed-002",
-        &std::fs::read_to_string(format!("{}/../../../topologies/seed-002.toml", env!("CARGO_MANIFEST_DIR")))
-            .expect("file"),
-    )
-    .expect("valid");
+    let topo = topo("seed-002");
     let table = guest_table(&topo, "6.12");
     let base = Observed { probe_ok: false, ..guest_report(KernelGen::V6_12, Some(0), 8, &[], &[]) };
     let failed = judge(&topo, &base, &table);
