@@ -779,6 +779,32 @@ mod tests {
     }
 
     #[test]
+    fn a_work_queues_byte_producer_wraps_at_2_pow_32_as_the_drivers_head_does() {
+        // mana_gd_wq_ring_doorbell() rings `queue->head * GDMA_WQE_BU_SIZE` in
+        // u32: at 1 Mpps of 2-BU TX WQEs it wraps about every 67 s. Start a
+        // basic unit before the wrap, post two one-BU WQEs (the first at the
+        // ring's last BU, the second at its start), ring tail 32.
+        let mem = mem();
+        let mut sq = WorkQueue::new(5, WqKind::Sq, Ring::contiguous(GuestAddress(0), 4096).expect("ring"), 1)
+            .expect("sq");
+        let start = 0u32.wrapping_sub(WQE_BU_SIZE);
+        sq.consumer = start;
+        sq.producer = start;
+        let header = WqeHeader::new().with_num_sge(1).with_inline_oob_size_div4(2);
+        for offset in [4096 - 32, 0] {
+            mem.write_slice(header.as_bytes(), GuestAddress(offset)).expect("header");
+        }
+        assert!(sq.doorbell(start.wrapping_sub(WQE_BU_SIZE)).is_err(), "a producer behind the consumer");
+        sq.doorbell(WQE_BU_SIZE).expect("tail 32, past the wrap");
+        assert_eq!(sq.available(), 64);
+        let offsets: Vec<u32> = std::iter::from_fn(|| sq.pop(&mem).expect("pop")).map(|wqe| wqe.offset).collect();
+        assert_eq!(offsets, [4096 - 32, 0]);
+        assert_eq!(sq.available(), 0);
+        sq.doorbell(3 * WQE_BU_SIZE).expect("the next doorbell counts from the wrapped producer");
+        assert_eq!(sq.available(), 64);
+    }
+
+    #[test]
     fn rings_that_are_not_power_of_two_entries_or_out_of_memory_are_errors() {
         let mem = mem();
         assert!(Ring::contiguous(GuestAddress(0), 100).is_err());

@@ -526,7 +526,9 @@ impl Driver {
     }
 
     pub fn ring_wq(&mut self, wq: &DrvWorkQueue, is_sq: bool) {
-        let db = WqDoorbell::new().with_id(wq.id).with_tail_ptr(wq.head * 32);
+        // `queue->head * GDMA_WQE_BU_SIZE` in mana_gd_wq_ring_doorbell() is u32
+        // arithmetic: the byte producer wraps at 2^32, the device follows it.
+        let db = WqDoorbell::new().with_id(wq.id).with_tail_ptr(wq.head.wrapping_mul(32));
         let at = self.db_base(wq.doorbell) + if is_sq { 0x000 } else { 0x400 };
         self.writeq(at, db.into_bits());
     }
@@ -610,7 +612,7 @@ impl Driver {
         let sge = Sge { address: Le64::new(self.resp_buf), mem_key: Le32::new(0), size: Le32::new(4096) };
         self.write(rq.ring.addr(offset), header.as_bytes());
         self.write(rq.ring.addr(offset + 16), sge.as_bytes());
-        rq.head += 1;
+        rq.head = rq.head.wrapping_add(1);
         self.ring_wq(&rq, false);
         self.hwc_rq = Some(rq);
     }
@@ -674,7 +676,8 @@ impl Driver {
                 break;
             }
             ensure!(owner == new, "EQ {id}: overflow detected (owner {owner}, expected {new})");
-            self.eqs.get_mut(&key).context("EQ vanished")?.1.head += 1;
+            let eq = &mut self.eqs.get_mut(&key).context("EQ vanished")?.1;
+            eq.head = eq.head.wrapping_add(1);
             self.process_eqe(key, eqe)?;
             // EQ_ID_DB gives the HWC EQ its id.
             if key == u32::MAX && !self.eqs.contains_key(&key) {
@@ -768,7 +771,8 @@ impl Driver {
             return Ok(None);
         }
         ensure!(owner == new, "CQ {cq_id}: overflow (owner {owner}, expected {new})");
-        self.cqs.get_mut(&cq_id).context("CQ")?.head += 1;
+        let cq = self.cqs.get_mut(&cq_id).context("CQ")?;
+        cq.head = cq.head.wrapping_add(1);
         Ok(Some(cqe))
     }
 
@@ -861,7 +865,7 @@ impl Driver {
         self.write(sq.ring.addr(offset), header.as_bytes());
         self.write(sq.ring.addr(offset + 8), &oob);
         self.write(sq.ring.addr(offset + 32), sge.as_bytes());
-        sq.head += 2;
+        sq.head = sq.head.wrapping_add(2);
         self.ring_wq(&sq, true);
         self.hwc_sq = Some(sq);
         let before = self.seen.responses.len();

@@ -108,7 +108,7 @@ impl Driver {
         let bufs = self.rx_buffers(count);
         for &buf in &bufs {
             self.write_rx_wqe(rq, buf);
-            rq.head += 1;
+            rq.head = rq.head.wrapping_add(1);
             self.ring_wq(rq, false);
         }
         self.rqs.insert(rq.id, rq.clone());
@@ -174,7 +174,7 @@ impl Driver {
         // Refill: the same buffer goes back at the producer (mana_post_pkt_rxq).
         let mut rq = self.rqs.get(&rq_id).cloned().context("RQ")?;
         self.write_rx_wqe(&rq, buf);
-        rq.head += 1;
+        rq.head = rq.head.wrapping_add(1);
         self.rqs.insert(rq_id, rq);
         Ok(true)
     }
@@ -278,7 +278,7 @@ impl Driver {
             let at = offset + 8 + oob.len() as u64 + 16 * i as u64;
             self.write(sq.ring.addr(at), sge.as_bytes());
         }
-        sq.head += size;
+        sq.head = sq.head.wrapping_add(size);
         if !self.data.defer_sq_doorbell {
             self.ring_wq(&sq, true);
         }
