@@ -785,8 +785,8 @@ mod tests {
         // basic unit before the wrap, post two one-BU WQEs (the first at the
         // ring's last BU, the second at its start), ring tail 32.
         let mem = mem();
-        let mut sq = WorkQueue::new(5, WqKind::Sq, Ring::contiguous(GuestAddress(0), 4096).expect("ring"), 1)
-            .expect("sq");
+        let mut sq =
+            WorkQueue::new(5, WqKind::Sq, Ring::contiguous(GuestAddress(0), 4096).expect("ring"), 1).expect("sq");
         let start = 0u32.wrapping_sub(WQE_BU_SIZE);
         sq.consumer = start;
         sq.producer = start;
