@@ -528,7 +528,8 @@ impl Driver {
     pub fn ring_wq(&mut self, wq: &DrvWorkQueue, is_sq: bool) {
         // `queue->head * GDMA_WQE_BU_SIZE` in mana_gd_wq_ring_doorbell() is u32
         // arithmetic: the byte producer wraps at 2^32, the device follows it.
-        let db = WqDoorbell::new().with_id(wq.id).with_tail_ptr(wq.head.wrapping_mul(32));
+        let db =
+            WqDoorbell::new().with_id(wq.id).with_tail_ptr(wq.head.wrapping_mul(device_model::queues::WQE_BU_SIZE));
         let at = self.db_base(wq.doorbell) + if is_sq { 0x000 } else { 0x400 };
         self.writeq(at, db.into_bits());
     }
