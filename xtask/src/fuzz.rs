@@ -23,6 +23,7 @@
 //! writes a crashing, hanging or leaking input to `fuzz/artifacts/<target>/`.
 //! The summary gives executions, edges covered (`cov`) and features (`ft`).
 
+use anyhow::Context as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
@@ -132,7 +133,8 @@ pub fn run_one(target: &str, seconds: u64) -> anyhow::Result<Outcome> {
         .arg("-rss_limit_mb=2048")
         .arg("-print_final_stats=1")
         .arg(format!("-artifact_prefix={}/", artifacts.display()))
-        .output()?;
+        .output()
+        .with_context(|| format!("running {}", binary.display()))?;
     let log = String::from_utf8_lossy(&output.stderr).into_owned();
     std::fs::write(logs.join(format!("{target}.log")), &log)?;
     let outcome = Outcome {
@@ -205,8 +207,9 @@ pub fn main(args: &[std::ffi::OsString]) -> ExitCode {
             "--smoke" => mode = "smoke",
             "--list" => mode = "list",
             "--record" => mode = "record",
-            "--time" => match it.next().and_then(|s| s.parse().ok()) {
-                Some(s) => seconds = Some(s),
+            "--time" => match it.next().map(|s| parse_seconds(s)) {
+                Some(Ok(s)) => seconds = Some(s),
+                Some(Err(why)) => return usage(&why),
                 None => return usage("--time needs a number of seconds"),
             },
             name if !name.starts_with('-') => target = Some(name.to_owned()),
@@ -220,10 +223,13 @@ pub fn main(args: &[std::ffi::OsString]) -> ExitCode {
         }),
         ("record", _) => record(),
         ("smoke", _) => smoke(seconds.unwrap_or(SMOKE_SECONDS)),
-        (_, Some(target)) => {
-            let seconds = seconds.unwrap_or(DEFAULT_SECONDS);
-            build().and_then(|()| run_one(&target, seconds)).map(|o| report(&[o], seconds))
-        }
+        (_, Some(target)) => match known_target(&target) {
+            Ok(()) => {
+                let seconds = seconds.unwrap_or(DEFAULT_SECONDS);
+                build().and_then(|()| run_one(&target, seconds)).map(|o| report(&[o], seconds))
+            }
+            Err(why) => return usage(&why),
+        },
         (_, None) => return usage("name a target (--list) or give --smoke"),
     };
     match result {
@@ -233,6 +239,27 @@ pub fn main(args: &[std::ffi::OsString]) -> ExitCode {
             eprintln!("cargo xtask fuzz: {e:#}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// `--time`'s value: whole seconds, at least 1. libFuzzer reads
+/// `-max_total_time=0` as "no limit", so 0 would be a run without a deadline.
+fn parse_seconds(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(0) => Err("--time must be at least 1 second (libFuzzer would read 0 as no limit)".to_owned()),
+        Ok(s) => Ok(s),
+        Err(_) => Err(format!("--time needs a whole number of seconds, not {text:?}")),
+    }
+}
+
+/// `Ok` when `name` is one of [`targets`]; otherwise says which there are,
+/// before anything is built.
+fn known_target(name: &str) -> Result<(), String> {
+    let known = targets().map_err(|e| format!("reading fuzz/Cargo.toml: {e:#}"))?;
+    if known.iter().any(|t| t == name) {
+        Ok(())
+    } else {
+        Err(format!("no fuzz target {name:?}; the targets are: {}", known.join(", ")))
     }
 }
 
@@ -248,4 +275,24 @@ fn usage(why: &str) -> ExitCode {
          usage: cargo xtask fuzz --smoke [--time S] | TARGET [--time S] | --list | --record"
     );
     ExitCode::from(2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_of_zero_is_refused_because_libfuzzer_reads_it_as_no_limit() {
+        assert!(parse_seconds("0").expect_err("0 is no limit").contains("at least 1"));
+        assert!(parse_seconds("-3").expect_err("negative").contains("\"-3\""));
+        assert!(parse_seconds("abc").is_err());
+        assert_eq!(parse_seconds("2000"), Ok(2000));
+    }
+
+    #[test]
+    fn an_unknown_target_is_refused_with_the_list_of_targets() {
+        let why = known_target("nosuch").expect_err("not a target");
+        assert!(why.contains("\"nosuch\"") && why.contains("threads"), "{why}");
+        assert_eq!(known_target("threads"), Ok(()));
+    }
 }
