@@ -212,9 +212,18 @@ pub fn main(args: &[std::ffi::OsString]) -> ExitCode {
                 Some(Err(why)) => return usage(&why),
                 None => return usage("--time needs a number of seconds"),
             },
-            name if !name.starts_with('-') => target = Some(name.to_owned()),
+            name if !name.starts_with('-') => match target {
+                None => target = Some(name.to_owned()),
+                Some(first) => return usage(&format!("one target at a time ({first:?} and {name:?} given)")),
+            },
             other => return usage(&format!("unknown option {other}")),
         }
+    }
+    if mode != "one" && target.is_some() {
+        return usage(&format!("--{mode} takes no target"));
+    }
+    if matches!(mode, "list" | "record") && seconds.is_some() {
+        return usage(&format!("--{mode} takes no --time"));
     }
     let result = match (mode, target) {
         ("list", _) => targets().map(|t| {
@@ -242,11 +251,16 @@ pub fn main(args: &[std::ffi::OsString]) -> ExitCode {
     }
 }
 
-/// `--time`'s value: whole seconds, at least 1. libFuzzer reads
+/// The longest `--time`: libFuzzer keeps `-max_total_time` in a C `int`, and
+/// a larger value wraps to 0 or below, which it reads as "no limit".
+const MAX_SECONDS: u64 = i32::MAX as u64;
+
+/// `--time`'s value: whole seconds, 1 to [`MAX_SECONDS`]. libFuzzer reads
 /// `-max_total_time=0` as "no limit", so 0 would be a run without a deadline.
 fn parse_seconds(text: &str) -> Result<u64, String> {
     match text.parse::<u64>() {
         Ok(0) => Err("--time must be at least 1 second (libFuzzer would read 0 as no limit)".to_owned()),
+        Ok(s) if s > MAX_SECONDS => Err(format!("--time {s} is more than libFuzzer's limit of {MAX_SECONDS} seconds")),
         Ok(s) => Ok(s),
         Err(_) => Err(format!("--time needs a whole number of seconds, not {text:?}")),
     }
@@ -287,6 +301,10 @@ mod tests {
         assert!(parse_seconds("-3").expect_err("negative").contains("\"-3\""));
         assert!(parse_seconds("abc").is_err());
         assert_eq!(parse_seconds("2000"), Ok(2000));
+        // 2^32 would wrap to 0 in libFuzzer's int, 2^31 to a negative number.
+        assert!(parse_seconds("4294967296").is_err());
+        assert!(parse_seconds("2147483648").is_err());
+        assert_eq!(parse_seconds("2147483647"), Ok(2_147_483_647));
     }
 
     #[test]

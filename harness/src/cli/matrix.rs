@@ -65,8 +65,9 @@ pub struct MatrixArgs {
     #[arg(long, value_name = "K0")]
     pub baseline: Option<KernelChoice>,
     /// Also run N random topologies (written to OUT/random/; those the guest
-    /// disagrees with the oracle on are shrunk into OUT/found/). Needs --out.
-    #[arg(long, value_name = "N")]
+    /// disagrees with the oracle on are shrunk into OUT/found/). Needs --out;
+    /// N is at least 1 (a matrix of 0 random topologies would pass having run nothing).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub random: Option<u32>,
     /// Make every pair's emulated NIC misbehave, as `run --inject SPEC`
     /// (repeatable): each pair is then judged by `driver_survived` alone (the
@@ -85,8 +86,14 @@ pub struct MatrixArgs {
     /// The seed of --random (same seed, same topologies).
     #[arg(long, value_name = "S", default_value_t = 0, requires = "random")]
     pub seed: u64,
-    /// The most CPUs of a random topology.
-    #[arg(long, value_name = "C", default_value_t = crate::matrix::search::DEFAULT_MAX_CPUS, requires = "random")]
+    /// The most CPUs of a random topology (at least 1).
+    #[arg(
+        long,
+        value_name = "C",
+        default_value_t = crate::matrix::search::DEFAULT_MAX_CPUS,
+        requires = "random",
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
     pub max_cpus: u32,
     /// Only make the kernels bootable (provision, build --source and the -min
     /// kernels when missing) and exit: a CI job that fills the cache for the shards.
@@ -592,5 +599,18 @@ mod tests {
             let err = super::run_inner(&args).expect_err("refused");
             assert!(err.to_string().starts_with(flag), "{err}");
         }
+    }
+
+    #[test]
+    fn random_needs_at_least_one_topology_of_at_least_one_cpu() {
+        // `--random 0` would write a PASS having run nothing.
+        for args in [&["--random", "0"][..], &["--random", "2", "--max-cpus", "0"]] {
+            let argv =
+                ["manarig", "matrix", "--kernel", "6.12", "--out", "/tmp/m"].into_iter().chain(args.iter().copied());
+            let err = super::super::Cli::try_parse_from(argv).expect_err("refused");
+            assert_eq!(err.kind(), clap::error::ErrorKind::ValueValidation, "{args:?}: {err}");
+        }
+        let argv = ["manarig", "matrix", "--kernel", "6.12", "--out", "/tmp/m", "--random", "1", "--max-cpus", "1"];
+        super::super::Cli::try_parse_from(argv).expect("parses");
     }
 }

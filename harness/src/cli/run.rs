@@ -206,8 +206,14 @@ pub struct TrafficArgs {
     /// traffic_interrupts checks and where the interrupts and softirqs landed.
     #[arg(long, value_name = "FLOWS", num_args = 0..=1, default_missing_value = "0")]
     pub traffic: Option<u32>,
-    /// Bytes each traffic flow carries each way.
-    #[arg(long, value_name = "BYTES", default_value_t = crate::traffic::DEFAULT_BYTES, requires = "traffic")]
+    /// Bytes each traffic flow carries each way (at least 1).
+    #[arg(
+        long,
+        value_name = "BYTES",
+        default_value_t = crate::traffic::DEFAULT_BYTES,
+        requires = "traffic",
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
     pub traffic_bytes: u64,
     /// Seconds the flows may take (they stop there, failed, if not done).
     #[arg(long, value_name = "S", default_value_t = crate::traffic::DEFAULT_SECONDS, requires = "traffic")]
@@ -882,8 +888,14 @@ mod tests {
             assert_eq!(run, want, "run {args:?}");
             assert_eq!(compare, run, "compare {args:?}");
         }
-        // Both refuse the byte and time options without --traffic, and a FLOWS that is not a number.
-        for args in [&["--traffic-bytes", "1"][..], &["--traffic-seconds", "1"], &["--traffic", "many"]] {
+        // Both refuse the byte and time options without --traffic, a FLOWS that is not a number,
+        // and flows of 0 bytes (nothing would be checked).
+        for args in [
+            &["--traffic-bytes", "1"][..],
+            &["--traffic-seconds", "1"],
+            &["--traffic", "many"],
+            &["--traffic", "--traffic-bytes", "0"],
+        ] {
             for command in ["run", "compare"] {
                 let argv = ["manarig", command, "topologies/seed-002.toml"].into_iter().chain(args.iter().copied());
                 assert!(super::super::Cli::try_parse_from(argv).is_err(), "{command} {args:?}");
